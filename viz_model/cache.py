@@ -1,0 +1,77 @@
+"""ActivationCache: the activations of one forward pass, by hook name, plus small helpers.
+
+Tensors are kept as recorded (detached, on the model's device). When the input was a single
+sequence (shape (T,) or (1, T)) the batch dimension is dropped, so `cache["blocks.0.attn.hook_pattern"]`
+is H x T x T, as DESIGN.md section 3 lists. For a batch of several sequences it is kept.
+
+Not here: analyses across layers (analysis.py) and anything that runs the model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import torch
+
+
+class ActivationCache:
+    """name -> tensor, in the order the forward pass produced them."""
+
+    def __init__(
+        self,
+        store: dict[str, torch.Tensor],
+        n_layer: int,
+        batched: bool = False,
+        str_tokens: list[str] | None = None,
+    ) -> None:
+        self._store = store if batched else {k: v[0] for k, v in store.items()}
+        self.n_layer = n_layer
+        self.batched = batched
+        self.str_tokens = str_tokens
+
+    def __getitem__(self, name: str) -> torch.Tensor:
+        try:
+            return self._store[name]
+        except KeyError:
+            raise KeyError(
+                f"{name!r} is not in this cache; it holds {len(self._store)} names "
+                f"(e.g. {', '.join(list(self._store)[:3])})"
+            ) from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._store
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._store)
+
+    def __len__(self) -> int:
+        return len(self._store)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._store)
+
+    def items(self):
+        return self._store.items()
+
+    def numpy(self, name: str) -> np.ndarray:
+        """The activation as a float32 numpy array (for charts)."""
+        return self[name].float().cpu().numpy()
+
+    def resid_stack(self) -> torch.Tensor:
+        """The residual stream before each block and after the last: (n_layer + 1, [B,] T, D)."""
+        parts = [self[f"blocks.{i}.hook_resid_pre"] for i in range(self.n_layer)]
+        parts.append(self[f"blocks.{self.n_layer - 1}.hook_resid_post"])
+        return torch.stack(parts)
+
+    def layer_outputs(self) -> list[tuple[str, torch.Tensor]]:
+        """What each component wrote into the residual stream, in order: embed, pos, attn/mlp per layer."""
+        out = [("embed", self["hook_embed"])]
+        if "hook_pos_embed" in self:
+            out.append(("pos", self["hook_pos_embed"]))
+        for i in range(self.n_layer):
+            out.append((f"attn {i}", self[f"blocks.{i}.hook_attn_out"]))
+            if f"blocks.{i}.hook_mlp_out" in self:
+                out.append((f"mlp {i}", self[f"blocks.{i}.hook_mlp_out"]))
+        return out

@@ -1,0 +1,160 @@
+"""Hook points, and the per-call, per-thread context that records and changes activations.
+
+Every interesting tensor in the GPT passes through an identity `HookPoint` named by its attribute
+path (`blocks.0.attn.hook_pattern`). A HookPoint does nothing unless a `HookContext` is active in the
+current context (a `contextvars.ContextVar`, so each thread and each Streamlit session sees only its
+own). Nothing is ever registered on the module: one cached model can serve many sessions at once.
+
+Contexts nest: an inner context runs after the outer one, so `run_with_cache` inside
+`model.intervene(...)` records the intervened activations.
+
+Not here: the cache object (cache.py) and the named interventions' arithmetic beyond ablation/patching.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+# fn(activation, hook_name) -> new activation, or None to keep it unchanged.
+HookFn = Callable[[torch.Tensor, str], "torch.Tensor | None"]
+
+_ACTIVE: ContextVar[HookContext | None] = ContextVar("viz_model_hook_context", default=None)
+
+
+class HookPoint(nn.Module):
+    """An identity layer that lets the active HookContext see and replace what passes through."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.name = ""  # set by the model to the attribute path once the tree is built
+
+    # Called ~100 times per forward; skip nn.Module.__call__'s machinery (we never use torch hooks).
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        ctx = _ACTIVE.get()
+        return x if ctx is None else ctx.apply(self.name, x)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self(x)
+
+
+@dataclass
+class HookContext:
+    """What one call records (`record`, names or None for none) and the functions it applies."""
+
+    fns: dict[str, list[HookFn]] = field(default_factory=dict)
+    record: frozenset[str] = frozenset()
+    store: dict[str, torch.Tensor] = field(default_factory=dict)
+    parent: HookContext | None = None
+
+    def wants(self, name: str) -> bool:
+        """True when this context (or an outer one) records or changes `name`."""
+        if name in self.record or name in self.fns:
+            return True
+        return self.parent is not None and self.parent.wants(name)
+
+    def apply(self, name: str, x: torch.Tensor) -> torch.Tensor:
+        if self.parent is not None:
+            x = self.parent.apply(name, x)
+        for fn in self.fns.get(name, ()):
+            out = fn(x, name)
+            if out is not None:
+                x = out
+        if name in self.record:
+            self.store[name] = x.detach()
+        return x
+
+
+def active_context() -> HookContext | None:
+    """The HookContext of the current thread/task, if any."""
+    return _ACTIVE.get()
+
+
+def wants(name: str) -> bool:
+    """True when the current context records or changes the hook `name`."""
+    ctx = _ACTIVE.get()
+    return ctx is not None and ctx.wants(name)
+
+
+@contextmanager
+def hook_context(
+    fns: dict[str, list[HookFn]] | None = None, record: Iterable[str] = ()
+) -> Iterator[HookContext]:
+    """Activate a HookContext (nested inside any active one) for the duration of the block."""
+    ctx = HookContext(fns=dict(fns or {}), record=frozenset(record), parent=_ACTIVE.get())
+    token = _ACTIVE.set(ctx)
+    try:
+        yield ctx
+    finally:
+        _ACTIVE.reset(token)
+
+
+# ---- interventions: each returns (hook name, fn) pairs for hook_context ----------------------
+
+
+def ablate_heads(
+    layer: int, heads: Iterable[int], how: str = "zero", means: torch.Tensor | None = None
+) -> list[tuple[str, HookFn]]:
+    """Zero- or mean-ablate heads of one layer by replacing their rows of hook_z.
+
+    "mean" replaces a head's z with its mean over the prompt's positions, or with `means`
+    (H x d_head, e.g. a corpus mean) when given.
+    """
+    heads = sorted(set(heads))
+    if how not in ("zero", "mean"):
+        raise ValueError(f"ablation must be 'zero' or 'mean', got {how!r}")
+
+    def fn(z: torch.Tensor, name: str) -> torch.Tensor:  # z: (B, T, H, d_head)
+        z = z.clone()
+        for h in heads:
+            if how == "zero":
+                z[:, :, h, :] = 0.0
+            elif means is not None:
+                z[:, :, h, :] = means[h].to(z)
+            else:
+                z[:, :, h, :] = z[:, :, h, :].mean(dim=1, keepdim=True)
+        return z
+
+    return [(f"blocks.{layer}.attn.hook_z", fn)]
+
+
+def patch(
+    name: str, value: torch.Tensor, positions: Iterable[int] | None = None
+) -> list[tuple[str, HookFn]]:
+    """Replace activation `name` with `value` (all of it, or only the given positions).
+
+    `value` has the activation's shape with or without the batch dimension; it is broadcast over
+    the batch. Positions index the token axis (axis 1 for T-first activations, axis -1/-2 is not
+    guessed: patterns are patched whole).
+    """
+    pos = None if positions is None else list(positions)
+
+    def fn(x: torch.Tensor, hook_name: str) -> torch.Tensor:
+        v = value.to(x)
+        if v.dim() == x.dim() - 1:
+            v = v.unsqueeze(0)
+        if pos is None:
+            return v.expand_as(x).clone()
+        out = x.clone()
+        out[:, pos] = v.expand_as(x)[:, pos]
+        return out
+
+    return [(name, fn)]
+
+
+def custom(name: str, fn: HookFn) -> list[tuple[str, HookFn]]:
+    """Run any function on hook `name`: fn(activation, name) -> new activation or None."""
+    return [(name, fn)]
+
+
+def group(pairs: Iterable[tuple[str, HookFn]]) -> dict[str, list[HookFn]]:
+    """Collect (name, fn) pairs into the name -> [fn, ...] map a HookContext takes."""
+    out: dict[str, list[HookFn]] = {}
+    for name, fn in pairs:
+        out.setdefault(name, []).append(fn)
+    return out
