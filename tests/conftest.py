@@ -1,0 +1,53 @@
+"""Shared fixtures: a seeded two-layer GPT for every config option, and a prompt."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from viz_model import GPT, GPTConfig
+
+VOCAB = 23
+
+# Each option the lectures contrast, on an otherwise tiny model.
+VARIANTS = {
+    "default": {},
+    "post_ln": {"norm": "post"},
+    "sinusoidal": {"pos": "sinusoidal"},
+    "no_pos": {"pos": "none"},
+    "tied": {"tie_embeddings": True},
+    "attn_only": {"attn_only": True},
+    "relu_nobias": {"act": "relu", "bias": False},
+}
+
+
+def tiny_config(**overrides) -> GPTConfig:
+    base = dict(vocab_size=VOCAB, n_ctx=16, d_model=32, n_layer=2, n_head=4)
+    return GPTConfig(**{**base, **overrides})
+
+
+def tiny_model(seed: int = 0, **overrides) -> GPT:
+    torch.manual_seed(seed)
+    model = GPT(tiny_config(**overrides)).eval()
+    # Break the symmetry of zero-initialised biases and unit LayerNorm gains, so invariants that
+    # involve them are actually exercised.
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("bias") or ".ln" in name or name.startswith("ln_final"):
+                p.add_(0.1 * torch.randn_like(p))
+    return model
+
+
+@pytest.fixture(params=list(VARIANTS), ids=list(VARIANTS))
+def variant_model(request) -> GPT:
+    return tiny_model(**VARIANTS[request.param])
+
+
+@pytest.fixture
+def model() -> GPT:
+    return tiny_model()
+
+
+@pytest.fixture
+def ids() -> torch.Tensor:
+    return torch.tensor([3, 7, 1, 3, 7, 1, 9, 4, 3, 7, 12, 0])

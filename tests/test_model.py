@@ -1,0 +1,186 @@
+"""Invariants of the instrumented GPT (DESIGN.md section 3), on a seeded tiny model per config option."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tests.conftest import VOCAB, tiny_model
+from viz_model import GPT, GPTConfig
+from viz_model.hooks import hook_context
+from viz_model.model import KVCache
+
+ATOL = 1e-5
+
+
+def test_recording_changes_no_output(variant_model: GPT, ids):
+    plain = variant_model(ids)
+    cached, cache = variant_model.run_with_cache(ids)
+    assert len(cache) == len(variant_model.hook_names())
+    torch.testing.assert_close(cached, plain, atol=ATOL, rtol=0)
+
+
+def test_fused_and_explicit_attention_give_the_same_logits(variant_model: GPT, ids):
+    fused = variant_model(ids)
+    patterns = [f"blocks.{i}.attn.hook_pattern" for i in range(variant_model.cfg.n_layer)]
+    with hook_context(record=patterns) as ctx:
+        explicit = variant_model(ids)
+    assert set(ctx.store) == set(patterns)  # the explicit path really ran
+    torch.testing.assert_close(explicit, fused, atol=ATOL, rtol=0)
+
+
+def test_pattern_rows_sum_to_one_with_zeros_above_the_diagonal(variant_model: GPT, ids):
+    _, cache = variant_model.run_with_cache(ids)
+    T = len(ids)
+    for layer in range(variant_model.cfg.n_layer):
+        pattern = cache[f"blocks.{layer}.attn.hook_pattern"]
+        assert pattern.shape == (variant_model.cfg.n_head, T, T)
+        torch.testing.assert_close(pattern.sum(-1), torch.ones(pattern.shape[:2]))
+        upper = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+        assert (pattern[:, upper] == 0).all()
+        assert (pattern[:, ~upper] > 0).all()
+
+
+def test_scores_are_scaled_dot_products_and_pattern_is_their_softmax(model: GPT, ids):
+    _, cache = model.run_with_cache(ids)
+    q, k = cache["blocks.1.attn.hook_q"], cache["blocks.1.attn.hook_k"]  # (T, H, E)
+    scores = cache["blocks.1.attn.hook_attn_scores"]  # (H, T, T)
+    t = 5
+    expected = torch.einsum("he,khe->hk", q[t], k[: t + 1]) / model.cfg.d_head**0.5
+    torch.testing.assert_close(scores[:, t, : t + 1], expected)
+    assert torch.isinf(scores[:, t, t + 1 :]).all()
+    torch.testing.assert_close(cache["blocks.1.attn.hook_pattern"], torch.softmax(scores, -1))
+
+
+@pytest.mark.parametrize("variant", ["default", "no_pos", "tied", "relu_nobias"])
+def test_residual_stream_is_the_sum_of_what_each_component_wrote(variant, ids):
+    from tests.conftest import VARIANTS
+
+    model = tiny_model(**VARIANTS[variant])
+    _, cache = model.run_with_cache(ids)
+    total = sum(t for _, t in cache.layer_outputs())
+    torch.testing.assert_close(total, cache["blocks.1.hook_resid_post"], atol=ATOL, rtol=0)
+
+
+def test_attn_only_residual_has_no_mlp_terms(ids):
+    model = tiny_model(attn_only=True)
+    _, cache = model.run_with_cache(ids)
+    names = [n for n, _ in cache.layer_outputs()]
+    assert names == ["embed", "pos", "attn 0", "attn 1"]
+    total = sum(t for _, t in cache.layer_outputs())
+    torch.testing.assert_close(total, cache["blocks.1.hook_resid_post"], atol=ATOL, rtol=0)
+
+
+def test_head_results_sum_with_bias_to_attn_out(variant_model: GPT, ids):
+    _, cache = variant_model.run_with_cache(ids)
+    for layer, block in enumerate(variant_model.blocks):
+        result = cache[f"blocks.{layer}.attn.hook_result"]  # (T, H, D)
+        bias = block.attn.out.bias if block.attn.out.bias is not None else 0.0
+        attn_out = cache[f"blocks.{layer}.hook_attn_out"]
+        torch.testing.assert_close(result.sum(1) + bias, attn_out, atol=ATOL, rtol=0)
+        # and z projected through the full W_O gives the same thing
+        z = cache[f"blocks.{layer}.attn.hook_z"].reshape(len(ids), -1)
+        torch.testing.assert_close(block.attn.out(z), attn_out, atol=ATOL, rtol=0)
+
+
+def test_logit_lens_at_the_last_layer_equals_the_logits(variant_model: GPT, ids):
+    logits, cache = variant_model.run_with_cache(ids)
+    last = cache[f"blocks.{variant_model.cfg.n_layer - 1}.hook_resid_post"]
+    lens = variant_model.unembed(variant_model.final_norm(last))
+    torch.testing.assert_close(lens, logits, atol=ATOL, rtol=0)
+
+
+def test_layernorm_hooks_hold_mean_scale_and_normalized(model: GPT, ids):
+    _, cache = model.run_with_cache(ids)
+    x = cache["blocks.0.hook_resid_pre"]
+    mean, scale = cache["blocks.0.ln1.hook_mean"], cache["blocks.0.ln1.hook_scale"]
+    normalized = cache["blocks.0.ln1.hook_normalized"]
+    assert mean.shape == scale.shape == (len(ids), 1)
+    torch.testing.assert_close(mean[:, 0], x.mean(-1))
+    torch.testing.assert_close(scale[:, 0], (x.var(-1, unbiased=False) + 1e-5).sqrt())
+    torch.testing.assert_close(normalized.mean(-1), torch.zeros(len(ids)), atol=1e-5, rtol=0)
+    ln = model.blocks[0].ln1
+    torch.testing.assert_close(
+        normalized * ln.weight + ln.bias,
+        torch.nn.functional.layer_norm(x, x.shape[-1:], ln.weight, ln.bias),
+    )
+
+
+def test_causal_model_ignores_future_tokens(variant_model: GPT, ids):
+    t = 6
+    changed = ids.clone()
+    changed[t + 1] = (changed[t + 1] + 1) % VOCAB
+    before, after = variant_model(ids), variant_model(changed)
+    torch.testing.assert_close(before[: t + 1], after[: t + 1], atol=ATOL, rtol=0)
+    assert not torch.allclose(before[t + 1], after[t + 1])
+
+
+def test_kv_cache_forward_equals_full_forward(variant_model: GPT, ids):
+    full = variant_model(ids)
+    kv = KVCache(variant_model.cfg.n_layer)
+    first = variant_model(ids[:5], kv)
+    rest = [variant_model(ids[i : i + 1], kv) for i in range(5, 8)]
+    chunk = variant_model(ids[8:], kv)  # several new tokens at once after a past
+    got = torch.cat([first, *rest, chunk])
+    torch.testing.assert_close(got, full, atol=ATOL, rtol=0)
+
+
+def test_batched_cache_keeps_batch_and_matches_single_runs(model: GPT, ids):
+    other = torch.flip(ids, [0])
+    _, batch_cache = model.run_with_cache(torch.stack([ids, other]))
+    _, single = model.run_with_cache(other[None])
+    assert batch_cache.batched and not single.batched
+    name = "blocks.1.attn.hook_pattern"
+    torch.testing.assert_close(batch_cache[name][1], single[name], atol=ATOL, rtol=0)
+
+
+def test_names_filter_keeps_only_what_was_asked(model: GPT, ids):
+    names = ["blocks.0.attn.hook_pattern", "unembed.hook_out"]
+    logits, cache = model.run_with_cache(ids, names=names)
+    assert cache.names == names
+    torch.testing.assert_close(cache["unembed.hook_out"], logits)
+    with pytest.raises(KeyError, match="no hook"):
+        model.run_with_cache(ids, names=["blocks.0.attn.hook_nonsense"])
+    with pytest.raises(KeyError, match="not in this cache"):
+        cache["blocks.0.hook_resid_pre"]
+
+
+def test_too_long_input_is_refused_with_a_clear_message(model: GPT):
+    with pytest.raises(ValueError, match="context of 16"):
+        model(torch.zeros(17, dtype=torch.long))
+
+
+def test_param_counts_add_up(variant_model: GPT):
+    counts = variant_model.param_counts()
+    assert sum(counts.values()) == variant_model.n_params()
+    cfg = variant_model.cfg
+    assert counts["embed"] == cfg.vocab_size * cfg.d_model
+    assert counts["unembed"] == (0 if cfg.tie_embeddings else cfg.vocab_size * cfg.d_model)
+    assert counts["pos_embed"] == (cfg.n_ctx * cfg.d_model if cfg.pos == "learned" else 0)
+    assert (counts["mlp"] == 0) == cfg.attn_only
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("n_head", 5, "divisible by n_head"),
+        ("d_model", 0, "d_model"),
+        ("n_layer", -1, "n_layer"),
+        ("act", "swish", "act must be one of"),
+        ("pos", "rotary", "pos must be one of"),
+        ("norm", "middle", "norm must be one of"),
+        ("dropout", 1.5, "dropout"),
+        ("vocab_size", 10**9, "vocab_size"),
+    ],
+)
+def test_config_validation_names_the_field(field, value, message):
+    with pytest.raises(ValueError, match=message):
+        GPTConfig(**{"vocab_size": 10, "d_model": 32, "n_head": 4, field: value})
+
+
+def test_config_round_trips_through_a_dict():
+    cfg = GPTConfig(vocab_size=10, d_model=32, n_head=4, pos="sinusoidal", attn_only=True)
+    assert GPTConfig.from_dict(cfg.to_dict()) == cfg
+    assert cfg.d_mlp == 128 and cfg.d_head == 8
+    with pytest.raises(ValueError, match="unknown model config fields: colour"):
+        GPTConfig.from_dict({**cfg.to_dict(), "colour": "red"})
