@@ -1,0 +1,258 @@
+"""Text to train on, and batches of token ids cut from it.
+
+Covers: the bundled corpora in `assets/corpora/`, synthetic tasks written as text (so the same
+char tokenizer handles them), checking text a user uploads, and `TokenData`: a corpus encoded once
+into one stream of ids, split into train/validation, from which `batch` cuts random windows.
+Does not cover: tokenizers (`tokenization.py`) or the training loop (`train.py`).
+Every problem a user can cause raises `DataError` with a plain-English message.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import string
+from itertools import chain
+from pathlib import Path
+from typing import Protocol
+
+import torch
+
+ASSETS_DIR = Path(__file__).resolve().parent.parent / "assets"
+CORPORA_DIR = ASSETS_DIR / "corpora"
+
+CORPORA: dict[str, str] = {
+    "shakespeare": "Eight Shakespeare plays (Hamlet to A Midsummer Night's Dream), about 1 MB of "
+    "public-domain Project Gutenberg text.",
+}
+
+TASKS: dict[str, str] = {
+    "repeat": "Random letters written twice: the second half can only be predicted by copying "
+    "from the first, which is what induction heads learn to do.",
+    "count": "Runs of consecutive numbers from a random start: the model must learn to add one, "
+    "carries included.",
+    "brackets": "Balanced sequences of (), [] and {}: the model must remember which brackets "
+    "are still open and close them in reverse order.",
+}
+
+MAX_UPLOAD_BYTES = 2_000_000
+MIN_TRAIN_CHARS = 2_000
+MIN_TASK_SEQ_LEN = 6
+MAX_TASK_SEQ_LEN = 4096
+MAX_TASK_EXAMPLES = 1_000_000
+MAX_NONPRINTABLE_FRACTION = 0.1  # above this share of control characters, text is "binary"
+ENCODE_LINES_PER_BATCH = 4096
+
+# Control characters other than tab, newline and carriage return (C0, DEL, C1).
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+class DataError(ValueError):
+    """A problem with the data a user chose or supplied; the message says what and what to do."""
+
+
+class TextEncoder(Protocol):
+    """What `TokenData.from_text` needs of a tokenizer (`tokenization.Tokenizer` has it)."""
+
+    def encode(self, text: str) -> list[int]: ...
+
+    def encode_batch(self, texts: list[str]) -> list[list[int]]: ...
+
+
+def load_corpus(name: str) -> str:
+    """The text of a bundled corpus, by name (a key of `CORPORA`)."""
+    if name not in CORPORA:
+        known = ", ".join(sorted(CORPORA))
+        raise DataError(f"Unknown corpus {name!r}. Bundled corpora: {known}.")
+    path = CORPORA_DIR / f"{name}.txt"
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DataError(
+            f"The bundled corpus {name!r} is missing: {path} does not exist. "
+            "Rebuild it with the script named in assets/corpora/PROVENANCE.md."
+        ) from None
+
+
+def task_text(name: str, n_examples: int = 2000, seed: int = 0, seq_len: int = 32) -> str:
+    """A synthetic task as text: one example per line, each line ending in "\\n"; same seed, same text.
+
+    Formats (seq_len=12):
+      "repeat":   seq_len//2 random lowercase letters, written twice    "qzkfbw" + "qzkfbw"
+                  -> "qzkfbwqzkfbw"
+      "count":    consecutive numbers from a random start in 0..99, space-separated, as many as fit
+                  in seq_len characters (always at least two)           "8 9 10 11 12"
+      "brackets": a random balanced sequence of ()[]{} of length seq_len rounded down to even
+                                                                        "([]){[()]}()"
+    """
+    if name not in TASKS:
+        known = ", ".join(TASKS)
+        raise DataError(f"Unknown task {name!r}. Tasks: {known}.")
+    if not 1 <= n_examples <= MAX_TASK_EXAMPLES:
+        raise DataError(f"Number of examples must be 1 to {MAX_TASK_EXAMPLES:,}; got {n_examples}.")
+    if not MIN_TASK_SEQ_LEN <= seq_len <= MAX_TASK_SEQ_LEN:
+        raise DataError(
+            f"Sequence length must be {MIN_TASK_SEQ_LEN} to {MAX_TASK_SEQ_LEN}; got {seq_len}."
+        )
+    make = {"repeat": _repeat_line, "count": _count_line, "brackets": _brackets_line}[name]
+    rng = random.Random(f"{name}:{seed}")
+    return "".join(make(rng, seq_len) + "\n" for _ in range(n_examples))
+
+
+def _repeat_line(rng: random.Random, seq_len: int) -> str:
+    half = "".join(rng.choices(string.ascii_lowercase, k=seq_len // 2))
+    return half + half
+
+
+def _count_line(rng: random.Random, seq_len: int) -> str:
+    n = rng.randrange(100)
+    words = [str(n), str(n + 1)]
+    while len(" ".join(words)) + 1 + len(str(n + len(words))) <= seq_len:
+        words.append(str(n + len(words)))
+    return " ".join(words)
+
+
+def _brackets_line(rng: random.Random, seq_len: int) -> str:
+    length = seq_len - seq_len % 2
+    pairs = {"(": ")", "[": "]", "{": "}"}
+    out: list[str] = []
+    stack: list[str] = []
+    for i in range(length):
+        remaining = length - i
+        # Open when nothing is open; close when only enough room is left to close what is open.
+        if not stack or (remaining > len(stack) and rng.random() < 0.5):
+            stack.append(rng.choice("([{"))
+            out.append(stack[-1])
+        else:
+            out.append(pairs[stack.pop()])
+    return "".join(out)
+
+
+def validate_user_text(
+    data: str | bytes, max_bytes: int = MAX_UPLOAD_BYTES, min_chars: int = MIN_TRAIN_CHARS
+) -> str:
+    """Check text a user uploaded or pasted, and return it with \\r\\n and \\r turned into \\n.
+
+    Rejects (with `DataError`) anything over `max_bytes`, binary data, bytes that are not UTF-8,
+    and text shorter than `min_chars` characters.
+    """
+    if isinstance(data, bytes | bytearray):
+        raw = bytes(data)
+        size = len(raw)
+    elif isinstance(data, str):
+        raw = None
+        size = len(data.encode("utf-8", errors="replace"))
+    else:
+        raise DataError(f"Expected text or bytes, got {type(data).__name__}.")
+    if size > max_bytes:
+        raise DataError(
+            f"The text is too large: {_size(size)}; the limit is {_size(max_bytes)}. "
+            "Upload a shorter excerpt."
+        )
+    if raw is not None:
+        if b"\x00" in raw:
+            raise DataError("This looks like binary data (it contains NUL bytes), not text.")
+        try:
+            data = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as err:
+            bad = raw[err.start : err.start + 1].hex()
+            raise DataError(
+                f"The file is not UTF-8 text: byte 0x{bad} at position {err.start:,} is not valid "
+                "UTF-8. Save it as UTF-8 (plain text) and try again."
+            ) from None
+    text = data.replace("\r\n", "\n").replace("\r", "\n")
+    if "\x00" in text:
+        raise DataError("This looks like binary data (it contains NUL characters), not text.")
+    n_control = len(_CONTROL.findall(text))
+    if text and n_control > MAX_NONPRINTABLE_FRACTION * len(text):
+        raise DataError(
+            f"This looks like binary data, not text: {n_control:,} of its {len(text):,} "
+            "characters are non-printable control characters."
+        )
+    if not text.strip():
+        raise DataError(
+            f"The text is empty; training needs at least {min_chars:,} characters of text."
+        )
+    if len(text) < min_chars:
+        raise DataError(
+            f"The text is too short: it has {len(text):,} characters; training needs at least "
+            f"{min_chars:,}."
+        )
+    return text
+
+
+def _size(n_bytes: int) -> str:
+    """A byte count for people: '2.5 MB (2,500,000 bytes)'."""
+    if n_bytes >= 1_000_000:
+        return f"{n_bytes / 1_000_000:.1f} MB ({n_bytes:,} bytes)"
+    if n_bytes >= 1_000:
+        return f"{n_bytes / 1_000:.1f} kB ({n_bytes:,} bytes)"
+    return f"{n_bytes:,} bytes"
+
+
+class TokenData:
+    """A corpus encoded once into a 1-D LongTensor of ids, split into train/validation."""
+
+    SPLITS = ("train", "val")
+
+    def __init__(self, ids: torch.Tensor | list[int], val_fraction: float = 0.1):
+        """Keep the last `val_fraction` of the stream for validation, the rest for training."""
+        ids = torch.as_tensor(ids, dtype=torch.long).flatten()
+        if ids.numel() < 2:
+            raise DataError(f"The text encodes to {ids.numel()} token(s); training needs more.")
+        if (ids < 0).any():
+            raise DataError("Token ids must be non-negative.")
+        if not 0.0 <= val_fraction < 1.0:
+            raise DataError(f"The validation fraction must be in [0, 1); got {val_fraction}.")
+        n_val = round(ids.numel() * val_fraction)
+        n_train = ids.numel() - n_val
+        self.train: torch.Tensor = ids[:n_train]
+        self.val: torch.Tensor = ids[n_train:]
+
+    def __repr__(self) -> str:
+        return f"TokenData(train={self.train.numel():,} tokens, val={self.val.numel():,} tokens)"
+
+    def batch(
+        self,
+        split: str,
+        batch_size: int,
+        n_ctx: int,
+        generator: torch.Generator | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Random windows of the split: x (B, T) and the next tokens y (B, T), y[:, t] = x[:, t+1]."""
+        if split not in self.SPLITS:
+            raise DataError(f"Unknown split {split!r}; use 'train' or 'val'.")
+        if batch_size < 1 or n_ctx < 1:
+            raise DataError(
+                f"Batch size and context must be at least 1; got {batch_size} and {n_ctx}."
+            )
+        stream = self.train if split == "train" else self.val
+        if stream.numel() < n_ctx + 1:
+            name = "training" if split == "train" else "validation"
+            raise DataError(
+                f"The {name} split has {stream.numel():,} tokens, but a context of {n_ctx} needs "
+                f"at least {n_ctx + 1:,}. Use a longer text, a larger validation fraction, or a "
+                "smaller context."
+            )
+        starts = torch.randint(0, stream.numel() - n_ctx, (batch_size,), generator=generator)
+        windows = stream[starts[:, None] + torch.arange(n_ctx + 1)]  # (B, T+1)
+        return windows[:, :-1].contiguous(), windows[:, 1:].contiguous()
+
+    @classmethod
+    def from_text(cls, text: str, tokenizer: TextEncoder, val_fraction: float = 0.1) -> TokenData:
+        """Encode `text` line by line (newlines kept, so no token spans a line break) and split it.
+
+        For a char tokenizer the stream equals `tokenizer.encode(text)`; encoding lines in batches
+        is what makes a 1 MB corpus quick to encode.
+        """
+        if not text:
+            raise DataError("The text is empty; there is nothing to train on.")
+        lines = text.split("\n")
+        pieces = [line + "\n" for line in lines[:-1]]
+        if lines[-1]:
+            pieces.append(lines[-1])
+        encoded = chain.from_iterable(
+            chain.from_iterable(tokenizer.encode_batch(pieces[i : i + ENCODE_LINES_PER_BATCH]))
+            for i in range(0, len(pieces), ENCODE_LINES_PER_BATCH)
+        )
+        return cls(torch.tensor(list(encoded), dtype=torch.long), val_fraction)
