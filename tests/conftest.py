@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -51,3 +53,13 @@ def model() -> GPT:
 @pytest.fixture
 def ids() -> torch.Tensor:
     return torch.tensor([3, 7, 1, 3, 7, 1, 9, 4, 3, 7, 12, 0])
+
+
+@pytest.fixture(scope="session")
+def models_dir(tmp_path_factory) -> Path:
+    """A folder holding one small trained bundle, 'test-char', for page and app tests."""
+    from tests.bundles import build_test_bundle
+
+    root = tmp_path_factory.mktemp("models")
+    build_test_bundle(root / "test-char")
+    return root

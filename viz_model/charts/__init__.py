@@ -1,0 +1,5 @@
+"""Figure builders: arrays and labels in, a plotly/altair figure out; never streamlit.
+
+One module per concept; shared colour scales, sizes and label helpers live in `common`, so every
+page looks like the same product.
+"""

@@ -1,0 +1,45 @@
+"""Shared look of every chart: colour scales, sizes, fonts, and token labels that stay distinct."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+# Sequential scale for probabilities/weights (0..1), diverging for signed values (centred on 0).
+SEQUENTIAL = "Blues"
+DIVERGING = "RdBu"
+PROB_SCALE = "Viridis"
+MASKED_COLOUR = "#e6e6e6"  # cells a causal mask hides
+CUT_COLOUR = "#c8c8c8"  # tokens top-k/top-p removed
+ACCENT = "#d62728"
+FONT = dict(family="Inter, Segoe UI, Helvetica, Arial, sans-serif", size=13)
+HEIGHT = 420
+SMALL_HEIGHT = 260
+MARGIN = dict(l=10, r=10, t=40, b=10)
+
+
+def show_whitespace(piece: str) -> str:
+    """Make a token's invisible characters visible: ' ' -> '␣', '\\n' -> '↵', '\\t' -> '⇥'."""
+    if piece == "":
+        return "∅"
+    return piece.replace(" ", "␣").replace("\n", "↵").replace("\t", "⇥")
+
+
+def token_labels(pieces: list[str]) -> list[str]:
+    """Labels for a token axis that stay distinct when a token repeats: 'the' -> 'the·3' by position.
+
+    >>> token_labels(["a", "b", "a"])
+    ['0:a', '1:b', '2:a']
+    """
+    return [f"{i}:{show_whitespace(p)}" for i, p in enumerate(pieces)]
+
+
+def base_layout(fig: go.Figure, title: str = "", height: int = HEIGHT) -> go.Figure:
+    """Apply the house layout to a plotly figure and return it."""
+    fig.update_layout(
+        title=dict(text=title, x=0, xanchor="left", font=dict(size=15)),
+        font=FONT,
+        height=height,
+        margin=MARGIN,
+        template="plotly_white",
+    )
+    return fig
