@@ -1,0 +1,147 @@
+"""Surprisal, perplexity, top-token tables, and the generation stepper's deterministic replay."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from tests.conftest import tiny_model
+from viz_model.analysis.generation import (
+    Action,
+    actions_of,
+    choose,
+    compare_kv_cache,
+    newest_token_attention,
+    replay,
+    step_distribution,
+    take_step,
+)
+from viz_model.analysis.next_token import (
+    crop_to_context,
+    distribution,
+    entropy_bits,
+    perplexity,
+    prompt_logits,
+    surprisal,
+    top_tokens,
+)
+from viz_model.sampling import SamplingSettings
+
+
+def test_surprisal_is_minus_log_prob_of_each_next_token(model, ids):
+    ids = ids.tolist()
+    logits = prompt_logits(model, ids)
+    s = surprisal(logits, ids)
+    assert s.shape == (len(ids),) and math.isnan(s[0])
+    for t in range(1, len(ids)):
+        with torch.no_grad():
+            p = torch.softmax(model(torch.tensor(ids[:t]))[-1], -1)[ids[t]]
+        assert s[t] == pytest.approx(-math.log(float(p)), rel=1e-4)
+    assert (s[1:] > 0).all()
+
+
+def test_perplexity_is_exp_mean_surprisal_and_uniform_model_gives_vocab_size():
+    assert perplexity(np.array([np.nan, 1.0, 3.0])) == pytest.approx(math.exp(2.0))
+    assert math.isnan(perplexity(np.array([np.nan])))
+    V = 23
+    s = surprisal(np.zeros((5, V)), [0, 1, 2, 3, 4])
+    assert perplexity(s) == pytest.approx(V)  # a uniform guess among V tokens
+
+
+def test_one_token_has_no_surprisal():
+    s = surprisal(np.zeros((1, 5)), [3])
+    assert s.shape == (1,) and math.isnan(s[0])
+
+
+def test_crop_to_context_keeps_the_last_tokens():
+    assert crop_to_context(list(range(10)), 4) == ([6, 7, 8, 9], 6)
+    assert crop_to_context([1, 2], 4) == ([1, 2], 0)
+
+
+def test_top_tokens_are_sorted_by_logit_and_carry_the_distributions(model, ids):
+    logits = prompt_logits(model, ids.tolist())[-1]
+    dist = distribution(logits, SamplingSettings(temperature=0.7, top_k=3))
+    top = top_tokens(dist, 6, lambda i: f"t{i}")
+    assert list(top.ids) == list(np.argsort(-logits, kind="stable")[:6])
+    assert top.labels == [f"t{i}" for i in top.ids]
+    np.testing.assert_allclose(top.base_probs, torch.softmax(torch.tensor(logits), -1)[top.ids])
+    assert top.kept.tolist() == [True] * 3 + [False] * 3
+    assert top.probs[:3].sum() == pytest.approx(1.0, abs=1e-5) and (top.probs[3:] == 0).all()
+    assert len(top.rows()) == 6 and top.rows()[0]["rank"] == 1
+    assert len(top_tokens(dist, 1000, str).ids) == logits.size  # k is capped at the vocabulary
+
+
+def test_entropy_bits_is_nats_over_ln2():
+    dist = distribution(np.zeros(8), SamplingSettings())
+    assert dist.entropy == pytest.approx(math.log(8), rel=1e-5)
+    assert entropy_bits(dist.entropy) == pytest.approx(3.0, rel=1e-5)
+
+
+# ---- the generation stepper ---------------------------------------------------------------------
+
+
+def test_step_distribution_matches_the_model_on_the_cropped_window(model):
+    seq = list(range(20)) + [1, 2, 3]  # longer than n_ctx = 16
+    dist = step_distribution(model, seq, SamplingSettings())
+    with torch.no_grad():
+        expected = torch.softmax(model(torch.tensor(seq[-16:]))[-1], -1)
+    torch.testing.assert_close(dist.probs, expected)
+
+
+def test_same_seed_and_step_give_the_same_token_and_other_seeds_differ(model):
+    seq, settings = [3, 7, 1], SamplingSettings(temperature=1.5)
+    picks = {take_step(model, seq, 0, seed, settings).token for seed in range(30)}
+    assert len(picks) > 1  # the seed matters
+    a = take_step(model, seq, 4, 11, settings)
+    b = take_step(model, seq, 4, 11, settings)
+    assert a == b and not a.forced and a.token == a.sampled
+
+
+def test_forced_token_is_recorded_with_its_probability(model):
+    settings = SamplingSettings()
+    dist = step_distribution(model, [3, 7, 1], settings)
+    sampled = choose(dist, 0, 0, settings).token
+    other = (sampled + 1) % dist.probs.numel()
+    s = choose(dist, 0, 0, settings, forced=other)
+    assert s.token == other and s.forced and s.sampled == sampled
+    assert s.prob == pytest.approx(float(dist.probs[other]))
+    assert not choose(dist, 0, 0, settings, forced=sampled).forced  # agreeing is no override
+    with pytest.raises(ValueError):
+        choose(dist, 0, 0, settings, forced=10_000)
+
+
+def test_replay_reproduces_a_history_and_undo_then_redo_gives_the_same_token(model):
+    hot, greedy = SamplingSettings(temperature=1.3), SamplingSettings(temperature=0)
+    actions = [Action(hot), Action(hot, forced=5), Action(greedy), Action(hot), Action(hot)]
+    steps = replay(model, [3, 7, 1], actions, seed=42)
+    assert [s.forced for s in steps][1] and steps[1].token == 5
+    assert replay(model, [3, 7, 1], actions, seed=42) == steps
+    assert replay(model, [3, 7, 1], actions_of(steps), seed=42) == steps
+    # undo the last step and step again: the same token comes back
+    redo = take_step(model, [3, 7, 1] + [s.token for s in steps[:-1]], 4, 42, hot)
+    assert redo == steps[-1]
+    # greedy is the argmax, whatever the seed
+    seq = [3, 7, 1] + [s.token for s in steps[:2]]
+    assert steps[2].token == int(step_distribution(model, seq, SamplingSettings()).logits.argmax())
+
+
+def test_newest_token_attention_is_the_last_row_of_each_pattern(model, ids):
+    att = newest_token_attention(model, ids.tolist())
+    cfg = model.cfg
+    assert att.shape == (cfg.n_layer, cfg.n_head, len(ids))
+    np.testing.assert_allclose(att.sum(-1), 1.0, rtol=1e-5)
+    _, cache = model.run_with_cache(ids, ["blocks.1.attn.hook_pattern"])
+    np.testing.assert_allclose(att[1], cache.numpy("blocks.1.attn.hook_pattern")[:, -1, :])
+    long = newest_token_attention(model, list(range(20)) + [1, 2])
+    assert long.shape[-1] == cfg.n_ctx  # cropped to the context
+
+
+@pytest.mark.parametrize("settings", [SamplingSettings(), SamplingSettings(temperature=0)])
+def test_kv_cache_and_no_cache_generate_the_same_tokens(settings):
+    model = tiny_model(seed=3)
+    cmp = compare_kv_cache(model, [3, 7, 1], 20, settings, seed=5)  # 23 > n_ctx: crosses the edge
+    assert cmp.match and len(cmp.with_cache) == 20
+    assert cmp.seconds_with > 0 and cmp.seconds_without > 0

@@ -1,0 +1,119 @@
+"""The next-token page's numbers: the distribution after a prompt, its top tokens, entropy,
+and how surprised the model is by each token of a text (surprisal) and by the whole (perplexity).
+
+surprisal of token t = -log p(x_t | x_<t)  (nats; the first token has none: nothing came before it)
+perplexity          = exp(mean surprisal)  (the "effective number of choices" per token)
+
+Not here: how temperature / top-k / top-p reshape logits (viz_model.sampling), figures (charts).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from viz_model.model import GPT
+from viz_model.sampling import Distribution, SamplingSettings, next_token_distribution
+
+LN2 = math.log(2.0)
+
+
+def crop_to_context(ids: list[int], n_ctx: int) -> tuple[list[int], int]:
+    """The last n_ctx ids and how many were cut from the left.
+
+    >>> crop_to_context([1, 2, 3, 4], 3)
+    ([2, 3, 4], 1)
+    """
+    cut = max(0, len(ids) - n_ctx)
+    return list(ids[cut:]), cut
+
+
+@torch.no_grad()
+def prompt_logits(model: GPT, ids: list[int]) -> np.ndarray:
+    """Logits (T, V) at every position of ids, which must fit the model's context."""
+    return (
+        model(torch.tensor(ids, dtype=torch.long, device=model.embed.weight.device))
+        .float()
+        .cpu()
+        .numpy()
+    )
+
+
+def surprisal(logits: np.ndarray, ids: list[int]) -> np.ndarray:
+    """Surprisal in nats of each token given the ones before it, (T,); NaN for the first token.
+
+    logits[t] predicts ids[t + 1], so surprisal[t + 1] = -log softmax(logits[t])[ids[t + 1]].
+    """
+    logits = torch.as_tensor(np.asarray(logits), dtype=torch.float64)
+    out = np.full(len(ids), np.nan)
+    if len(ids) > 1:
+        logp = torch.log_softmax(logits[:-1], dim=-1)  # (T-1, V)
+        nxt = torch.as_tensor(list(ids[1:]), dtype=torch.long)
+        out[1:] = (-logp[torch.arange(len(nxt)), nxt]).numpy()
+    return out
+
+
+def perplexity(surprisals: np.ndarray) -> float:
+    """exp(mean surprisal) over the tokens that have one; NaN when none does."""
+    s = np.asarray(surprisals, dtype=float)
+    s = s[~np.isnan(s)]
+    return float(np.exp(s.mean())) if s.size else float("nan")
+
+
+def distribution(last_logits: np.ndarray, settings: SamplingSettings) -> Distribution:
+    """The next-token distribution from one position's logits (V,), reshaped by the settings."""
+    return next_token_distribution(torch.as_tensor(np.asarray(last_logits)), settings)
+
+
+def entropy_bits(nats: float) -> float:
+    """Entropy in bits (log base 2) from nats."""
+    return nats / LN2
+
+
+@dataclass(frozen=True)
+class TopTokens:
+    """The k most likely tokens (by logit, so the order is the same at every temperature)."""
+
+    ids: np.ndarray  # (k,) int
+    labels: list[str]  # readable token text, as the tokenizer shows it
+    logits: np.ndarray  # (k,)
+    base_probs: np.ndarray  # softmax(logits), temperature 1
+    scaled_probs: np.ndarray  # softmax(logits / T), before the cut
+    probs: np.ndarray  # after top-k / top-p, renormalised (0 for cut tokens)
+    kept: np.ndarray  # (k,) bool
+
+    def rows(self) -> list[dict]:
+        """One dict per token, for a table."""
+        return [
+            {
+                "rank": r + 1,
+                "id": int(self.ids[r]),
+                "token": self.labels[r],
+                "logit": float(self.logits[r]),
+                "p (T=1)": float(self.base_probs[r]),
+                "p (this T)": float(self.scaled_probs[r]),
+                "p (after cut)": float(self.probs[r]),
+                "kept": bool(self.kept[r]),
+            }
+            for r in range(len(self.ids))
+        ]
+
+
+def top_tokens(dist: Distribution, k: int, id_to_token) -> TopTokens:
+    """The k highest-logit tokens of a distribution, with every probability the page shows."""
+    k = max(1, min(int(k), dist.logits.numel()))
+    # stable order: by logit, ties broken by id
+    order = np.lexsort((np.arange(dist.logits.numel()), -dist.logits.numpy()))[:k]
+    idx = torch.as_tensor(order)
+    return TopTokens(
+        ids=order.astype(int),
+        labels=[id_to_token(int(i)) for i in order],
+        logits=dist.logits[idx].numpy(),
+        base_probs=dist.base_probs[idx].numpy(),
+        scaled_probs=dist.scaled_probs[idx].numpy(),
+        probs=dist.probs[idx].numpy(),
+        kept=dist.kept[idx].numpy().astype(bool),
+    )
