@@ -1,0 +1,51 @@
+"""AppTest for pages inside the frame: `app_test(models_dir, "pages/3_Attention.py", prompt="abc")`.
+
+`AppTest.from_file("pages/X.py")` does not work with the frame (see STREAMLIT-NOTES.md); this
+starts at app.py (Home), then switches to the page, as a student following a link would.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from ui.models import ENV_VAR
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def first_bundle(models_dir: str | os.PathLike) -> str | None:
+    """The name of the first bundle (a folder with config.json) in models_dir, by name."""
+    names = sorted(p.name for p in Path(models_dir).iterdir() if (p / "config.json").is_file())
+    return names[0] if names else None
+
+
+def app_test(
+    models_dir: str | os.PathLike,
+    page: str | None = None,
+    prompt: str | None = None,
+    query: dict | None = None,
+    timeout: float = 60,
+) -> AppTest:
+    """An AppTest that has run Home, then `page` (e.g. "pages/3_Attention.py") when given.
+
+    Bundles in models_dir are found through VIZ_MODEL_DIRS (set for the rest of this process: the
+    app reads it on every rerun). Unless `query` names a model, the first bundle of models_dir is
+    chosen (not a bundled model), so tests run on the small test model. `prompt` goes in the URL,
+    as in a shared link; `query` adds other URL parameters (e.g. {"layer": "1"}).
+    """
+    os.environ[ENV_VAR] = str(models_dir)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
+    params = dict(query or {})
+    if "model" not in params and (name := first_bundle(models_dir)):
+        params["model"] = name
+    if prompt is not None:
+        params["prompt"] = prompt
+    for key, value in params.items():
+        at.query_params[key] = str(value)
+    at.run()
+    if page is not None:
+        at.switch_page(page).run()
+    return at

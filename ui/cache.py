@@ -1,0 +1,39 @@
+"""Cached loading of bundles and activations, shared by every session of the server.
+
+Models are loaded once per bundle id (`st.cache_resource`) and never mutated once served: pages
+record activations per call (run_with_cache) and never register hooks on the shared model.
+Activations are cached by value (`st.cache_data`, numpy arrays, batch dim dropped).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+import torch
+
+from ui.models import path_of
+from viz_model.checkpoint import Bundle, load_bundle
+
+
+@st.cache_resource(show_spinner="Loading the model…", max_entries=8)
+def bundle(bundle_id: str) -> Bundle:
+    """The loaded bundle for an id from ui.models.bundle_id; raises CheckpointError (not cached)."""
+    return load_bundle(path_of(bundle_id))
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def activations(
+    bundle_id: str, ids: tuple[int, ...], names: tuple[str, ...]
+) -> dict[str, np.ndarray]:
+    """The named activations of the model on `ids` (one sequence), as numpy, batch dim dropped."""
+    model = bundle(bundle_id).model
+    _, cache = model.run_with_cache(torch.tensor(list(ids), dtype=torch.long), names=list(names))
+    return {name: cache.numpy(name) for name in names}
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def logits(bundle_id: str, ids: tuple[int, ...]) -> np.ndarray:
+    """The model's logits (T, V) on `ids`."""
+    model = bundle(bundle_id).model
+    with torch.no_grad():
+        return model(torch.tensor(list(ids), dtype=torch.long)).numpy()

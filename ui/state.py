@@ -1,0 +1,233 @@
+"""Values that live in the URL: prompt, model and each page's main choices.
+
+A value lives under a plain session-state key (it survives page changes, unlike a widget's own
+state) and is mirrored into `st.query_params` under the same name, so a link reopens the view.
+Widgets get a separate key (`widget_key(key)`), are set from the plain key before they are drawn,
+and copy back on change. A bad URL value (text for a number, out of range, unknown option) never
+crashes: it is clamped or replaced by the default.
+
+    layer = ui.state.slider("Layer", "layer", 0, cfg.n_layer - 1, default=0)
+    head = ui.state.selectbox("Head", "head", list(range(cfg.n_head)), default=0)
+    temperature = ui.state.slider("Temperature", "temp", 0.05, 3.0, default=1.0, step=0.05)
+
+The `parse_*` functions are pure (tested alone); `url_*` read the current value; the widget
+wrappers draw and bind.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import streamlit as st
+
+T = TypeVar("T")
+WIDGET_PREFIX = "_w_"
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+# ---- parsing (pure) ---------------------------------------------------------------------------
+
+
+def parse_int(raw: Any, default: int, lo: int, hi: int) -> int:
+    """An int from a URL value, clamped to [lo, hi]; the default when unreadable.
+
+    >>> parse_int("7", 0, 0, 3), parse_int("x", 2, 0, 3), parse_int("-5", 2, 0, 3)
+    (3, 2, 0)
+    """
+    try:
+        value = int(float(str(raw).strip()))
+    except (TypeError, ValueError, OverflowError):
+        value = default
+    return int(min(max(value, lo), hi))
+
+
+def parse_float(raw: Any, default: float, lo: float, hi: float) -> float:
+    """A float from a URL value, clamped to [lo, hi]; the default when unreadable or NaN."""
+    try:
+        value = float(str(raw).strip())
+    except (TypeError, ValueError):
+        value = default
+    if math.isnan(value):
+        value = default
+    return float(min(max(value, lo), hi))
+
+
+def parse_choice(raw: Any, default: T, options: Sequence[T]) -> T:
+    """The option whose text is `raw` (options may be ints); the default when none matches."""
+    if raw is not None:
+        for option in options:
+            if option == raw or str(option) == str(raw):
+                return option
+    return default if default in options or not options else options[0]
+
+
+def parse_bool(raw: Any, default: bool) -> bool:
+    text = str(raw).strip().lower()
+    return True if text in _TRUE else False if text in _FALSE else default
+
+
+def parse_str(raw: Any, default: str, max_chars: int) -> str:
+    return default if raw is None else str(raw)[:max_chars]
+
+
+def to_url(value: Any) -> str:
+    """How a value is written in the URL: 0.5 -> '0.5', True -> '1'."""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+# ---- session state + URL ----------------------------------------------------------------------
+
+
+def widget_key(key: str) -> str:
+    """The widget key bound to a URL key (for AppTest: `at.slider(key=widget_key("layer"))`)."""
+    return WIDGET_PREFIX + key
+
+
+def mirror(key: str, value: Any) -> None:
+    """Write a value into the URL, only when it differs (each write is a message to the browser)."""
+    text = to_url(value)
+    if st.query_params.get(key) != text:
+        st.query_params[key] = text
+
+
+def _current(key: str, parse: Callable[[Any], T]) -> T:
+    """This session's value if it has one, else the URL's, else the default (parse decides)."""
+    ss = st.session_state
+    raw = ss[key] if key in ss else st.query_params.get(key)
+    value = parse(raw)
+    ss[key] = value
+    mirror(key, value)
+    return value
+
+
+def url_int(key: str, default: int, lo: int, hi: int) -> int:
+    return _current(key, lambda raw: parse_int(raw, default, lo, hi))
+
+
+def url_float(key: str, default: float, lo: float, hi: float) -> float:
+    return _current(key, lambda raw: parse_float(raw, default, lo, hi))
+
+
+def url_choice(key: str, default: T, options: Sequence[T]) -> T:
+    return _current(key, lambda raw: parse_choice(raw, default, options))
+
+
+def url_bool(key: str, default: bool) -> bool:
+    return _current(key, lambda raw: parse_bool(raw, default))
+
+
+def url_str(key: str, default: str, max_chars: int = 5000) -> str:
+    return _current(key, lambda raw: parse_str(raw, default, max_chars))
+
+
+def set_value(key: str, value: Any) -> None:
+    """Change a URL-carried value from code (e.g. a button), before its widget is drawn."""
+    st.session_state[key] = value
+    mirror(key, value)
+
+
+def _copy_back(key: str) -> None:
+    set_value(key, st.session_state[widget_key(key)])
+
+
+def bind(widget: Callable[..., Any], key: str, value: Any, *args: Any, **kwargs: Any) -> Any:
+    """Draw `widget(*args, **kwargs)` showing `value`, writing changes back to key and the URL."""
+    wkey = widget_key(key)
+    st.session_state[wkey] = value
+    widget(*args, key=wkey, on_change=_copy_back, args=(key,), **kwargs)
+    return st.session_state[key]
+
+
+# ---- widgets bound to URL keys ----------------------------------------------------------------
+
+
+def slider(
+    label: str,
+    key: str,
+    lo: float,
+    hi: float,
+    default: float,
+    *,
+    step: float | None = None,
+    container: Any = st,
+    **kwargs: Any,
+) -> Any:
+    """st.slider bound to a URL key; int when lo, hi, default are ints, else float."""
+    if all(isinstance(v, int) for v in (lo, hi, default)) and (
+        step is None or isinstance(step, int)
+    ):
+        value = url_int(key, default, lo, hi)
+    else:
+        lo, hi = float(lo), float(hi)
+        value = url_float(key, float(default), lo, hi)
+        step = float(step) if step is not None else None
+    if lo == hi:  # st.slider refuses an empty range (e.g. a 1-layer model): nothing to choose
+        return value
+    return bind(
+        container.slider, key, value, label, min_value=lo, max_value=hi, step=step, **kwargs
+    )
+
+
+def number_input(
+    label: str,
+    key: str,
+    lo: float,
+    hi: float,
+    default: float,
+    *,
+    step: float | None = None,
+    container: Any = st,
+    **kwargs: Any,
+) -> Any:
+    """st.number_input bound to a URL key; int when lo, hi, default are ints, else float."""
+    if all(isinstance(v, int) for v in (lo, hi, default)) and (
+        step is None or isinstance(step, int)
+    ):
+        value = url_int(key, default, lo, hi)
+    else:
+        lo, hi = float(lo), float(hi)
+        value = url_float(key, float(default), lo, hi)
+        step = float(step) if step is not None else None
+    return bind(
+        container.number_input, key, value, label, min_value=lo, max_value=hi, step=step, **kwargs
+    )
+
+
+def selectbox(
+    label: str, key: str, options: Sequence[T], default: T, *, container: Any = st, **kwargs: Any
+) -> T:
+    value = url_choice(key, default, list(options))
+    return bind(container.selectbox, key, value, label, list(options), **kwargs)
+
+
+def radio(
+    label: str, key: str, options: Sequence[T], default: T, *, container: Any = st, **kwargs: Any
+) -> T:
+    value = url_choice(key, default, list(options))
+    return bind(container.radio, key, value, label, list(options), **kwargs)
+
+
+def select_slider(
+    label: str, key: str, options: Sequence[T], default: T, *, container: Any = st, **kwargs: Any
+) -> T:
+    value = url_choice(key, default, list(options))
+    return bind(container.select_slider, key, value, label, options=list(options), **kwargs)
+
+
+def toggle(
+    label: str, key: str, default: bool = False, *, container: Any = st, **kwargs: Any
+) -> bool:
+    return bind(container.toggle, key, url_bool(key, default), label, **kwargs)
+
+
+def checkbox(
+    label: str, key: str, default: bool = False, *, container: Any = st, **kwargs: Any
+) -> bool:
+    return bind(container.checkbox, key, url_bool(key, default), label, **kwargs)
