@@ -1,0 +1,78 @@
+"""The next-token figures built alone: bars (cut ones greyed), chips (escaped), attention heatmap."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from viz_model.charts.common import CUT_COLOUR
+from viz_model.charts.next_token import (
+    AFTER_CUT_COLOUR,
+    BEFORE_CUT_COLOUR,
+    distinct_labels,
+    distribution_bars,
+    history_chips,
+    layer_attention_heatmap,
+    surprisal_chips,
+)
+
+LABELS = ["the", " cat", "\n", "the", "x"]
+BASE = np.array([0.4, 0.3, 0.15, 0.1, 0.05])
+SCALED = np.array([0.5, 0.3, 0.12, 0.06, 0.02])
+KEPT = np.array([True, True, False, False, False])
+PROBS = np.where(KEPT, SCALED, 0) / SCALED[KEPT].sum()
+
+
+def test_labels_show_whitespace_and_stay_distinct():
+    labels = distinct_labels(LABELS)
+    assert labels[1] == "␣cat" and labels[2] == "↵"
+    assert len(set(labels)) == len(labels)
+
+
+def test_bars_one_per_token_with_cut_ones_greyed():
+    fig = distribution_bars(LABELS, BASE, SCALED, PROBS, KEPT, title="next")
+    bars = [t for t in fig.data if t.type == "bar"]
+    before, after = bars
+    assert len(before.x) == len(after.x) == 5
+    assert list(before.x) == distinct_labels(LABELS)
+    assert list(before.marker.color) == [BEFORE_CUT_COLOUR] * 2 + [CUT_COLOUR] * 3
+    assert after.marker.color == AFTER_CUT_COLOUR
+    np.testing.assert_allclose(after.y, PROBS)
+    assert after.y[2:].sum() == 0 and abs(after.y.sum() - 1) < 1e-9
+    ticks = [t for t in fig.data if t.type == "scatter" and t.x[0] is not None][0]
+    np.testing.assert_allclose(ticks.y, BASE)
+    assert any(t.name.startswith("cut") for t in fig.data)  # a legend entry for grey
+
+
+def test_bars_without_cuts_have_no_grey_and_no_cut_legend():
+    kept = np.ones(5, dtype=bool)
+    fig = distribution_bars(LABELS, BASE, SCALED, SCALED, kept)
+    assert CUT_COLOUR not in fig.data[0].marker.color
+    assert not any(t.name.startswith("cut") for t in fig.data)
+
+
+def test_surprisal_chips_escape_text_and_grey_the_first_token():
+    pieces = ["<b>", " &", "x"]
+    out = surprisal_chips(pieces, np.array([np.nan, 0.1, 3.0]))
+    assert "<b>" not in out.replace('<div class="chips"', "") and "&lt;b&gt;" in out
+    assert "␣&amp;" in out
+    chips = re.findall(r'<span class="chip"[^>]*style="background:(#[0-9a-f]{6})', out)
+    assert len(chips) == 3
+    assert chips[0] == "#f0f0f0" and chips[1] != chips[2]  # low and high surprisal differ
+    assert "legend" in out and "nats" in out
+
+
+def test_history_chips_mark_forced_tokens():
+    out = history_chips(["a", "b"], ["c", "d", "e"], [0.9, 0.01, 0.5], [False, True, False])
+    assert out.count('class="chip"') == 5
+    assert out.count("✋</sup>") == 1 and out.count("dashed #000") == 1
+    assert "forced by you" in out and "step 2" in out
+
+
+def test_layer_attention_heatmap_shape_and_labels():
+    w = np.random.default_rng(0).random((3, 6))
+    fig = layer_attention_heatmap(w, ["L0", "L1", "L2"], [f"{i}:t" for i in range(6)], "att")
+    hm = fig.data[0]
+    assert np.asarray(hm.z).shape == (3, 6) and list(hm.y) == ["L0", "L1", "L2"]
+    assert hm.zmin == 0 and len(hm.x) == 6

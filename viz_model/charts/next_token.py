@@ -1,0 +1,212 @@
+"""Figures of the next-token pages: the distribution as bars (cut tokens greyed), token chips
+coloured by surprisal or by probability (escaped HTML), and the newest token's attention per layer.
+
+Arrays and labels in, a plotly figure or an HTML string out; never streamlit.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.colors import sample_colorscale
+
+from viz_model.charts.common import (
+    ACCENT,
+    CUT_COLOUR,
+    SEQUENTIAL,
+    SMALL_HEIGHT,
+    base_layout,
+    show_whitespace,
+)
+
+BEFORE_CUT_COLOUR = "#9ecae1"  # softmax(z / T), kept tokens, before renormalising
+AFTER_CUT_COLOUR = "#1f5fa8"  # renormalised: what the sampler actually draws from
+SURPRISAL_SCALE = "Reds"  # low surprisal pale, high surprisal dark red
+CHOSEN_SCALE = "RdYlGn"  # probability a generated token had when chosen: red unlikely, green likely
+NO_VALUE_COLOUR = "#f0f0f0"  # tokens with no value (the first token has no surprisal)
+
+
+def distinct_labels(labels: Sequence[str]) -> list[str]:
+    """Readable labels (whitespace shown) that stay distinct: a repeat gets its index appended.
+
+    >>> distinct_labels(["a", " b", "a"])
+    ['a', '␣b', 'a (2)']
+    """
+    out, seen = [], set()
+    for i, label in enumerate(labels):
+        shown = show_whitespace(label)
+        out.append(shown if shown not in seen else f"{shown} ({i})")
+        seen.add(shown)
+    return out
+
+
+def distribution_bars(
+    labels: Sequence[str],
+    base_probs: np.ndarray,
+    scaled_probs: np.ndarray,
+    probs: np.ndarray,
+    kept: np.ndarray,
+    title: str = "",
+) -> go.Figure:
+    """Grouped bars per token: p after temperature (greyed when cut) beside the renormalised p
+    the sampler uses, with the model's own p (temperature 1, no cut) as a tick mark."""
+    x = distinct_labels(labels)
+    kept = np.asarray(kept, dtype=bool)
+    before_colours = [BEFORE_CUT_COLOUR if k else CUT_COLOUR for k in kept]
+    status = ["kept" if k else "cut" for k in kept]
+    fig = go.Figure()
+    fig.add_bar(
+        name="after temperature, before the cut",
+        x=x,
+        y=np.asarray(scaled_probs, dtype=float),
+        marker_color=before_colours,
+        customdata=status,
+        hovertemplate="%{x}: %{y:.3f} (%{customdata})<extra>before the cut</extra>",
+    )
+    fig.add_bar(
+        name="renormalised: what is sampled",
+        x=x,
+        y=np.asarray(probs, dtype=float),
+        marker_color=AFTER_CUT_COLOUR,
+        hovertemplate="%{x}: %{y:.3f}<extra>renormalised</extra>",
+    )
+    fig.add_scatter(
+        name="the model's own p (T = 1, no cut)",
+        x=x,
+        y=np.asarray(base_probs, dtype=float),
+        mode="markers",
+        marker=dict(symbol="line-ew", size=18, line=dict(width=3, color=ACCENT)),
+        hovertemplate="%{x}: %{y:.3f}<extra>T = 1</extra>",
+    )
+    if (~kept).any():  # a legend entry for the grey bars (a scatter takes no bar slot)
+        fig.add_scatter(
+            name="cut by top-k / top-p",
+            x=[None],
+            y=[None],
+            mode="markers",
+            marker=dict(symbol="square", size=12, color=CUT_COLOUR),
+        )
+    top = max(float(np.max(scaled_probs)), float(np.max(probs)), float(np.max(base_probs)))
+    fig.update_layout(
+        barmode="group",
+        bargap=0.25,
+        yaxis=dict(title="probability", range=[0, min(1.0, top * 1.12) or 1.0]),
+        xaxis=dict(title="next token", type="category", tickangle=0 if len(x) <= 15 else -45),
+        legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1),
+    )
+    base_layout(fig, title)
+    fig.update_layout(margin=dict(l=10, r=10, t=70, b=10))
+    return fig
+
+
+def layer_attention_heatmap(
+    weights: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[str], title: str = ""
+) -> go.Figure:
+    """Heatmap rows (layers, or layer.head) x key positions of the newest token's attention."""
+    weights = np.asarray(weights, dtype=float)
+    fig = go.Figure(
+        go.Heatmap(
+            z=weights,
+            x=list(col_labels),
+            y=list(row_labels),
+            colorscale=SEQUENTIAL,
+            zmin=0,
+            zmax=max(float(weights.max()), 1e-9),
+            colorbar=dict(title="weight", thickness=12),
+            hovertemplate="%{y} -> %{x}: %{z:.3f}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        xaxis=dict(title="earlier token (key)", type="category", tickangle=-45),
+        yaxis=dict(title="", type="category", autorange="reversed"),
+    )
+    height = max(SMALL_HEIGHT, 60 + 28 * len(row_labels))
+    return base_layout(fig, title, height)
+
+
+# ---- token chips (HTML) ----------------------------------------------------------------------
+
+
+def _colour(scale: str, t: float) -> tuple[str, str]:
+    """Background colour at t in [0, 1] on a plotly scale, and a readable text colour on it."""
+    rgb = sample_colorscale(scale, [min(1.0, max(0.0, t))], colortype="tuple")[0]
+    r, g, b = (float(c) if c <= 1 else float(c) / 255 for c in rgb)
+    luminance = 0.299 * r + 0.587 * g + 0.114 * b
+    bg = "#" + "".join(f"{round(c * 255):02x}" for c in (r, g, b))
+    return bg, ("#000000" if luminance > 0.55 else "#ffffff")
+
+
+def _chip(text: str, bg: str, fg: str, tip: str, extra: str = "") -> str:
+    shown = html.escape(show_whitespace(text))
+    tip = html.escape(tip, quote=True)
+    style = (
+        f"background:{bg};color:{fg};padding:2px 5px;margin:2px 1px;border-radius:4px;"
+        f"font-family:ui-monospace,Menlo,Consolas,monospace;font-size:15px;white-space:pre;"
+        f"display:inline-block;line-height:1.5;{extra}"
+    )
+    chip = f'<span class="chip" title="{tip}" style="{style}">{shown}</span>'
+    return chip + ("<br>" if "\n" in text else "")  # keep the text's line breaks
+
+
+def _legend(scale: str, low: str, high: str, note: str = "") -> str:
+    stops = ", ".join(_colour(scale, t / 4)[0] for t in range(5))
+    bar = (
+        f'<span style="display:inline-block;width:180px;height:12px;border-radius:3px;'
+        f'background:linear-gradient(to right, {stops});vertical-align:middle;margin:0 6px"></span>'
+    )
+    return (
+        f'<div class="legend" style="font-size:13px;color:#444;margin-top:8px">'
+        f"{html.escape(low)}{bar}{html.escape(high)}"
+        + (f'<span style="margin-left:16px">{html.escape(note)}</span>' if note else "")
+        + "</div>"
+    )
+
+
+def surprisal_chips(pieces: Sequence[str], surprisal: np.ndarray, vmax: float | None = None) -> str:
+    """The text as chips coloured by surprisal (nats; NaN = no prediction, for the first token)."""
+    s = np.asarray(surprisal, dtype=float)
+    finite = s[~np.isnan(s)]
+    top = vmax if vmax is not None else (float(finite.max()) if finite.size else 1.0)
+    top = max(top, 1e-9)
+    chips = []
+    for i, (piece, v) in enumerate(zip(pieces, s, strict=True)):
+        if math.isnan(v):
+            chips.append(_chip(piece, NO_VALUE_COLOUR, "#666666", f"token {i}: nothing before it"))
+        else:
+            bg, fg = _colour(SURPRISAL_SCALE, v / top)
+            p = math.exp(-v)
+            tip = f"token {i}: surprisal {v:.2f} nats = {v / math.log(2):.2f} bits (p = {p:.3f})"
+            chips.append(_chip(piece, bg, fg, tip))
+    legend = _legend(
+        SURPRISAL_SCALE,
+        "0 nats (expected)",
+        f"{top:.1f} nats (surprising)",
+        "grey: the first token has no prediction",
+    )
+    return f'<div class="chips" style="line-height:2">{"".join(chips)}</div>{legend}'
+
+
+def history_chips(
+    prompt_pieces: Sequence[str],
+    new_pieces: Sequence[str],
+    probs: Sequence[float],
+    forced: Sequence[bool],
+) -> str:
+    """The prompt (plain) then each generated token coloured by the probability it had when chosen;
+    forced tokens carry a dashed outline and a hand mark."""
+    chips = [_chip(p, NO_VALUE_COLOUR, "#555555", "prompt") for p in prompt_pieces]
+    for i, (piece, p, f) in enumerate(zip(new_pieces, probs, forced, strict=True)):
+        bg, fg = _colour(CHOSEN_SCALE, float(p))
+        how = "forced by you" if f else "sampled"
+        extra = "outline:2px dashed #000;outline-offset:1px;" if f else ""
+        text = piece
+        chip = _chip(text, bg, fg, f"step {i + 1}: p = {float(p):.3f}, {how}", extra)
+        if f:
+            chip = chip.replace("</span>", '<sup style="font-size:10px">✋</sup></span>', 1)
+        chips.append(chip)
+    legend = _legend(CHOSEN_SCALE, "p = 0", "p = 1", "grey: prompt · dashed ✋: forced by you")
+    return f'<div class="chips" style="line-height:2">{"".join(chips)}</div>{legend}'
