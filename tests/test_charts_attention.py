@@ -1,0 +1,125 @@
+"""Attention figures, each built alone from arrays and labels."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from viz_model.charts.attention import (
+    LINE_BINS,
+    MASK_NOTE,
+    attention_lines,
+    causal_mask,
+    pattern_grid,
+    pattern_heatmap,
+    query_weights,
+)
+from viz_model.charts.common import ACCENT, MASKED_COLOUR, token_labels
+
+PIECES = ["the", " cat", " sat", " on", "the", " mat"]  # "the" repeats
+T = len(PIECES)
+
+
+def _pattern(T: int, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    p = np.where(causal_mask(T), 0.0, rng.random((T, T)))
+    return p / p.sum(-1, keepdims=True)
+
+
+def _scores(T: int) -> np.ndarray:
+    s = np.random.default_rng(1).normal(size=(T, T)) * 3
+    return np.where(causal_mask(T), -np.inf, s)
+
+
+def _heatmaps(fig: go.Figure) -> list[go.Heatmap]:
+    return [t for t in fig.data if t.type == "heatmap"]
+
+
+def test_pattern_heatmap_has_values_and_a_visible_mask_layer():
+    labels = token_labels(PIECES)
+    fig = pattern_heatmap(_pattern(T), labels, query=2)
+    mask, values = _heatmaps(fig)
+    assert list(values.x) == labels and list(values.y) == labels
+    assert len(set(values.x)) == T  # the repeated "the" stays two distinct columns
+    z = np.array(values.z, dtype=float)
+    m = np.array(mask.z, dtype=float)
+    upper = causal_mask(T)
+    assert np.isnan(z[upper]).all() and np.isfinite(z[~upper]).all()
+    assert (m[upper] == 1).all() and np.isnan(m[~upper]).all()
+    assert mask.colorscale[0][1] == MASKED_COLOUR and not mask.showscale
+    assert any(t.name == MASK_NOTE and t.showlegend for t in fig.data)
+    assert values.zmin == 0 and values.zmax == 1
+    assert fig.layout.yaxis.autorange == "reversed"  # query 0 at the top
+    assert len(fig.layout.shapes) == 1 and fig.layout.shapes[0].y0 == 1.5  # row 2 outlined
+
+
+def test_scores_heatmap_keeps_minus_infinity_out_of_the_colour_scale():
+    s = _scores(T)
+    fig = pattern_heatmap(s, token_labels(PIECES), scores=True)
+    _, values = _heatmaps(fig)
+    z = np.array(values.z, dtype=float)
+    assert not np.isinf(z).any() and np.isnan(z[causal_mask(T)]).all()
+    bound = np.abs(s[~causal_mask(T)]).max()
+    assert values.zmin == -bound and values.zmax == bound and values.zmid == 0
+    fig.to_json()  # serialisable: no -inf left anywhere
+
+
+def test_heatmap_writes_numbers_only_for_short_prompts():
+    short = _heatmaps(pattern_heatmap(_pattern(4), token_labels(list("abcd"))))[1]
+    long = _heatmaps(pattern_heatmap(_pattern(40), token_labels(list("x" * 40))))[1]
+    assert short.texttemplate and not long.texttemplate
+
+
+def test_pattern_grid_is_one_figure_with_layers_times_heads_subplots():
+    L, H = 3, 4
+    patterns = np.stack([[_pattern(T, seed=i * H + h) for h in range(H)] for i in range(L)])
+    fig = pattern_grid(patterns, token_labels(PIECES), selected=(1, 2))
+    heatmaps = _heatmaps(fig)
+    assert len(heatmaps) == L * H
+    titles = [a.text for a in fig.layout.annotations]
+    assert titles[:2] == ["L0 H0", "L0 H1"] and titles[-1] == "L2 H3"
+    assert titles[1 * H + 2] == "<b>L1 H2</b>" and fig.layout.annotations[6].font.color == ACCENT
+    axes = {(h.xaxis, h.yaxis) for h in heatmaps}
+    assert len(axes) == L * H  # each head on its own axes
+    np.testing.assert_allclose(
+        np.array(heatmaps[5].z, dtype=float), np.where(causal_mask(T), np.nan, patterns[1, 1])
+    )
+    assert fig.layout.plot_bgcolor == MASKED_COLOUR  # NaN cells show the mask colour
+    assert all(h.coloraxis == "coloraxis" for h in heatmaps)
+
+
+def test_attention_lines_draw_one_segment_per_weight_above_the_cut():
+    p = _pattern(T)
+    fig = attention_lines(p, token_labels(PIECES), query=3, min_weight=0.05)
+    lines = [t for t in fig.data if t.mode == "lines"]
+    n_segments = sum(list(t.x).count(None) for t in lines)
+    assert n_segments == int(((p >= 0.05) & ~causal_mask(T)).sum())
+    # each segment runs from a query on the left (x=0) to a key on the right no later than it
+    for t in lines:
+        xs, ys = list(t.x), list(t.y)
+        for i in range(0, len(xs), 3):
+            assert xs[i : i + 2] == [0, 1] and ys[i + 1] <= ys[i]
+    # heavier bins are wider; the chosen query's lines are drawn in the accent colour
+    plain = [t for t in lines if t.line.color != ACCENT]
+    widths = [t.line.width for t in plain]
+    assert widths == sorted(widths) and len(plain) <= LINE_BINS
+    chosen = [t for t in lines if t.line.color == ACCENT]
+    assert chosen and all(y == 3 for t in chosen for y in list(t.y)[0::3])
+    tokens = [t for t in fig.data if t.mode == "markers+text"]
+    assert [list(t.text) for t in tokens] == [token_labels(PIECES)] * 2
+
+
+def test_attention_lines_of_a_one_hot_pattern_draw_exactly_t_lines():
+    p = np.eye(T)
+    fig = attention_lines(p, token_labels(PIECES))
+    lines = [t for t in fig.data if t.mode == "lines"]
+    assert len(lines) == 1 and list(lines[0].x).count(None) == T
+
+
+def test_query_weights_grey_out_the_masked_keys():
+    p = _pattern(T)
+    fig = query_weights(p[2], token_labels(PIECES), query=2)
+    bar = fig.data[0]
+    assert list(bar.marker.color[3:]) == [MASKED_COLOUR] * 3
+    assert list(bar.text[3:]) == ["masked"] * 3
+    np.testing.assert_allclose(np.array(bar.y[:3]), p[2, :3])

@@ -1,0 +1,290 @@
+"""Attention figures: one head's pattern (or scores), every head as small multiples, lines from
+each token to what it attends to, and one query's weights as bars.
+
+Arrays and labels in, plotly figures out. Queries run down, keys across; the causal mask (keys
+after the query) is drawn in MASKED_COLOUR with a legend entry, never as a zero or a -inf.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from viz_model.charts.common import (
+    ACCENT,
+    DIVERGING,
+    MASKED_COLOUR,
+    SEQUENTIAL,
+    SMALL_HEIGHT,
+    base_layout,
+)
+
+MASK_NOTE = "masked: a token cannot look at later tokens"
+CELL_TEXT_MAX_T = 14  # write the numbers in the cells up to this many tokens
+LINE_BINS = 8
+LINE_COLOUR = "#1f77b4"
+
+
+def causal_mask(T: int) -> np.ndarray:
+    """(T, T) bool, True where the key comes after the query (hidden from it)."""
+    return np.triu(np.ones((T, T), dtype=bool), k=1)
+
+
+def _mask_legend_entry() -> go.Scatter:
+    """An invisible trace that puts a grey square and MASK_NOTE in the legend."""
+    return go.Scatter(
+        x=[None],
+        y=[None],
+        mode="markers",
+        marker=dict(
+            symbol="square", size=14, color=MASKED_COLOUR, line=dict(color="#999", width=1)
+        ),
+        name=MASK_NOTE,
+        showlegend=True,
+        hoverinfo="skip",
+    )
+
+
+def pattern_heatmap(
+    values: np.ndarray,
+    labels: list[str],
+    *,
+    scores: bool = False,
+    title: str = "",
+    query: int | None = None,
+) -> go.Figure:
+    """One head's (T, T) pattern (weights 0..1) or, with scores=True, its scores before softmax.
+
+    Masked cells (after the query, or not finite) become a grey layer under a NaN in the values,
+    so -inf never reaches the colour scale. `query` outlines that row.
+    """
+    values = np.asarray(values, dtype=float)
+    T = values.shape[0]
+    masked = causal_mask(T) | ~np.isfinite(values)
+    shown = np.where(masked, np.nan, values)
+    hover = "query %{y}<br>key %{x}<br>" + ("score %{z:.3f}" if scores else "weight %{z:.3f}")
+    if scores:
+        finite = shown[~masked]
+        bound = float(np.abs(finite).max()) if finite.size else 1.0
+        colours = dict(colorscale=DIVERGING, zmid=0, zmin=-bound, zmax=bound, reversescale=True)
+        bar_title = "score"
+    else:
+        colours = dict(colorscale=SEQUENTIAL, zmin=0, zmax=1)
+        bar_title = "weight"
+    text = dict(texttemplate="%{z:.2f}", textfont=dict(size=10)) if T <= CELL_TEXT_MAX_T else {}
+    fig = go.Figure()
+    fig.add_trace(
+        go.Heatmap(
+            z=np.where(masked, 1.0, np.nan),
+            x=labels,
+            y=labels,
+            colorscale=[[0, MASKED_COLOUR], [1, MASKED_COLOUR]],
+            showscale=False,
+            hovertemplate="query %{y}<br>key %{x}<br>" + MASK_NOTE + "<extra></extra>",
+            name="masked",
+        )
+    )
+    fig.add_trace(
+        go.Heatmap(
+            z=shown,
+            x=labels,
+            y=labels,
+            colorbar=dict(title=bar_title, len=0.8),
+            hovertemplate=hover + "<extra></extra>",
+            xgap=1,
+            ygap=1,
+            name="scores" if scores else "pattern",
+            **colours,
+            **text,
+        )
+    )
+    fig.add_trace(_mask_legend_entry())
+    if query is not None:
+        fig.add_shape(
+            type="rect",
+            x0=-0.5,
+            x1=T - 0.5,
+            y0=query - 0.5,
+            y1=query + 0.5,
+            line=dict(color=ACCENT, width=2),
+        )
+    size = int(np.clip(24 * T + 160, 360, 820))
+    base_layout(fig, title, height=size)
+    fig.update_layout(
+        legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom", bgcolor="rgba(0,0,0,0)"),
+        margin=dict(l=10, r=10, t=80, b=10),
+        plot_bgcolor="white",
+    )
+    fig.update_xaxes(
+        title="key (the token looked at)", tickangle=-60, type="category", showgrid=False
+    )
+    fig.update_yaxes(
+        title="query (the token looking)", autorange="reversed", type="category", showgrid=False
+    )
+    return fig
+
+
+def pattern_grid(
+    patterns: np.ndarray,
+    labels: list[str] | None = None,
+    *,
+    selected: tuple[int, int] | None = None,
+) -> go.Figure:
+    """Every head's pattern at once: one figure of L x H small heatmaps titled "L0 H1".
+
+    Masked cells are NaN over a grey plot background. `selected` = (layer, head) is titled in red.
+    """
+    patterns = np.asarray(patterns, dtype=float)
+    L, H, T, _ = patterns.shape
+    labels = labels if labels is not None else [str(i) for i in range(T)]
+    titles = [f"L{layer} H{head}" for layer in range(L) for head in range(H)]
+    fig = make_subplots(
+        rows=L,
+        cols=H,
+        subplot_titles=titles,
+        horizontal_spacing=min(0.02, 0.5 / max(H - 1, 1)),
+        vertical_spacing=min(0.06, 0.5 / max(L - 1, 1)),
+    )
+    masked = causal_mask(T)
+    for layer in range(L):
+        for head in range(H):
+            fig.add_trace(
+                go.Heatmap(
+                    z=np.where(masked, np.nan, patterns[layer, head]),
+                    x=labels,
+                    y=labels,
+                    coloraxis="coloraxis",
+                    name=f"L{layer} H{head}",
+                    hovertemplate=f"L{layer} H{head}<br>query %{{y}}<br>key %{{x}}<br>"
+                    "weight %{z:.3f}<extra></extra>",
+                ),
+                row=layer + 1,
+                col=head + 1,
+            )
+    fig.add_trace(_mask_legend_entry(), row=1, col=1)
+    if selected is not None:
+        index = selected[0] * H + selected[1]
+        fig.layout.annotations[index].font = dict(color=ACCENT, size=14)
+        fig.layout.annotations[index].text = f"<b>{titles[index]}</b>"
+    cell = int(np.clip(1100 / H, 70, 170))
+    base_layout(fig, "", height=L * (cell + 30) + 90)
+    fig.update_layout(
+        coloraxis=dict(
+            colorscale=SEQUENTIAL, cmin=0, cmax=1, colorbar=dict(title="weight", len=0.6)
+        ),
+        plot_bgcolor=MASKED_COLOUR,
+        legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom", bgcolor="rgba(0,0,0,0)"),
+        margin=dict(l=10, r=10, t=60, b=10),
+    )
+    fig.update_xaxes(showticklabels=False, showgrid=False, type="category")
+    fig.update_yaxes(showticklabels=False, showgrid=False, type="category", autorange="reversed")
+    return fig
+
+
+def attention_lines(
+    pattern: np.ndarray,
+    labels: list[str],
+    *,
+    query: int | None = None,
+    min_weight: float = 0.02,
+    title: str = "",
+) -> go.Figure:
+    """Tokens in two columns, a line from each query (left) to each key it attends to (right).
+
+    Line width and opacity grow with the weight; weights below min_weight are not drawn. Lines
+    are grouped into LINE_BINS traces by weight (one trace per bin, segments split by None), and
+    the chosen query's lines are drawn on top in ACCENT.
+    """
+    pattern = np.asarray(pattern, dtype=float)
+    T = pattern.shape[0]
+    edges = np.linspace(min_weight, 1.0, LINE_BINS + 1)
+    fig = go.Figure()
+    for highlight in (False, True):
+        for b in range(LINE_BINS):
+            lo, hi = edges[b], edges[b + 1]
+            xs: list[float | None] = []
+            ys: list[float | None] = []
+            for t in range(T):
+                if (t == query) != highlight:
+                    continue
+                for s in range(t + 1):
+                    w = pattern[t, s]
+                    if lo <= w < hi or (b == LINE_BINS - 1 and w == hi):
+                        xs += [0, 1, None]
+                        ys += [t, s, None]
+            if not xs:
+                continue
+            mid = (lo + hi) / 2
+            fig.add_trace(
+                go.Scatter(
+                    x=xs,
+                    y=ys,
+                    mode="lines",
+                    line=dict(width=0.5 + 7 * mid, color=ACCENT if highlight else LINE_COLOUR),
+                    opacity=min(1.0, 0.15 + 0.85 * mid) if not highlight else min(1.0, 0.35 + mid),
+                    hoverinfo="skip",
+                    showlegend=False,
+                    name=f"weights {lo:.2f}-{hi:.2f}" + (" (chosen query)" if highlight else ""),
+                )
+            )
+    for x, side in ((0, "middle left"), (1, "middle right")):
+        colours = [ACCENT if (x == 0 and t == query) else "#222" for t in range(T)]
+        fig.add_trace(
+            go.Scatter(
+                x=[x] * T,
+                y=list(range(T)),
+                mode="markers+text",
+                text=labels,
+                textposition=side,
+                textfont=dict(color=colours, size=12),
+                marker=dict(size=6, color=colours),
+                hovertext=[
+                    _top_keys(pattern, t, labels) if x == 0 else labels[t] for t in range(T)
+                ],
+                hoverinfo="text",
+                showlegend=False,
+                name="queries" if x == 0 else "keys",
+            )
+        )
+    base_layout(fig, title, height=max(SMALL_HEIGHT, 18 * T + 90))
+    fig.update_xaxes(
+        range=[-0.9, 1.9],
+        showticklabels=True,
+        tickvals=[0, 1],
+        ticktext=["query (looking)", "key (looked at)"],
+        side="top",
+        showgrid=False,
+        zeroline=False,
+    )
+    fig.update_yaxes(autorange="reversed", visible=False)
+    fig.update_layout(margin=dict(l=10, r=10, t=50, b=10))
+    return fig
+
+
+def _top_keys(pattern: np.ndarray, t: int, labels: list[str], n: int = 3) -> str:
+    row = pattern[t, : t + 1]
+    top = np.argsort(row)[::-1][:n]
+    parts = [f"{labels[s]} {row[s]:.2f}" for s in top]
+    return f"{labels[t]} looks at: " + ", ".join(parts)
+
+
+def query_weights(weights: np.ndarray, labels: list[str], query: int, title: str = "") -> go.Figure:
+    """One query's attention weights over the keys as bars; keys after the query are greyed."""
+    weights = np.asarray(weights, dtype=float)
+    T = len(weights)
+    visible = np.arange(T) <= query
+    fig = go.Figure(
+        go.Bar(
+            x=labels,
+            y=np.where(visible, weights, 0.0),
+            marker_color=[LINE_COLOUR if v else MASKED_COLOUR for v in visible],
+            text=[f"{w:.2f}" if v else "masked" for w, v in zip(weights, visible, strict=True)],
+            textposition="outside",
+            hovertemplate="key %{x}<br>weight %{y:.3f}<extra></extra>",
+        )
+    )
+    base_layout(fig, title, height=SMALL_HEIGHT + 40)
+    fig.update_xaxes(type="category", tickangle=-60, title="key")
+    fig.update_yaxes(range=[0, 1.15], title="weight")
+    return fig
