@@ -1,0 +1,148 @@
+"""MLP neurons: which fire on a prompt, which corpus snippets excite one most, what it writes.
+
+An MLP is out = W_out act(W_in x + b_in) + b_out; neuron n is one coordinate of act(...) (the hook
+`blocks.{l}.mlp.hook_post`). Read as a key-value memory (Geva et al. 2021): row n of W_in is a key
+that the residual is matched against, and column n of W_out is the value added to the residual when
+the neuron fires. Through the unembedding, W_out[:, n] @ W_U says which next tokens that value
+promotes and which it suppresses.
+
+- `top_neurons`: the neurons most active anywhere in a prompt.
+- `corpus_windows` + `neuron_maxima` + `top_examples`: the max-activating snippets of a corpus.
+- `output_direction_logits` + `promoted_tokens`: the value vector read through W_U.
+
+Not here: charts and snippet HTML (charts/neurons.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from viz_model.model import GPT
+from viz_model.tokenization import Tokenizer
+
+
+def has_mlp(model: GPT) -> bool:
+    return not model.cfg.attn_only
+
+
+def post_name(layer: int) -> str:
+    return f"blocks.{layer}.mlp.hook_post"
+
+
+def top_neurons(post: np.ndarray, n: int) -> np.ndarray:
+    """Indices of the n neurons with the largest activation anywhere in the prompt, largest first.
+
+    post: (T, M) activations after the nonlinearity.
+    """
+    peak = post.max(axis=0)
+    order = np.argsort(-peak, kind="stable")
+    return order[: min(n, post.shape[1])]
+
+
+# ---- the corpus search -------------------------------------------------------------------------
+
+
+@dataclass
+class Windows:
+    """Token windows cut from a corpus. ids: (N, W); texts[i][j]: the text token j of window i shows,
+    including the whitespace before it (so joining a row gives back the snippet)."""
+
+    ids: np.ndarray
+    texts: list[list[str]]
+
+
+def corpus_windows(
+    text: str, tokenizer: Tokenizer, n_windows: int = 200, length: int = 64
+) -> Windows:
+    """`n_windows` windows of `length` tokens, starting at line starts spread evenly over `text`."""
+    if not text:
+        raise ValueError("the corpus is empty")
+    chars = max(length * 16, 256)  # enough characters for `length` tokens of any tokenizer here
+    ids, texts = [], []
+    step = max(1, (len(text) - chars) // n_windows)
+    for k in range(n_windows):
+        start = k * step
+        nl = text.find("\n", start, start + 200)
+        start = nl + 1 if nl >= 0 else start
+        chunk = text[start : start + chars]
+        pieces = tokenizer.pieces(chunk)[:length]
+        if len(pieces) < length:
+            continue
+        done, shown = 0, []
+        for p in pieces:
+            shown.append(chunk[done : p.end])
+            done = max(done, p.end)
+        ids.append([p.id for p in pieces])
+        texts.append(shown)
+    if not ids:
+        raise ValueError(f"the corpus is too short for windows of {length} tokens")
+    return Windows(ids=np.asarray(ids, dtype=np.int64), texts=texts)
+
+
+def neuron_maxima(
+    model: GPT, ids: np.ndarray, batch_size: int = 32
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each neuron's largest activation in each window, and where: two (n_layer, N, M) arrays
+    (values float32, positions int64)."""
+    n_layer = model.cfg.n_layer
+    names = [post_name(i) for i in range(n_layer)]
+    maxes, where = [], []
+    device = model.W_E.device
+    for b in range(0, len(ids), batch_size):
+        batch = torch.as_tensor(ids[b : b + batch_size], device=device)
+        _, cache = model.run_with_cache(batch, names=names)
+        post = torch.stack([cache[n] for n in names])  # (L, B, W, M), or (L, W, M) for one window
+        if not cache.batched:
+            post = post[:, None]
+        v, i = post.max(dim=2)  # (L, B, M)
+        maxes.append(v.float().cpu())
+        where.append(i.cpu())
+    return torch.cat(maxes, 1).numpy(), torch.cat(where, 1).numpy()
+
+
+@dataclass
+class Example:
+    window: int
+    position: int
+    value: float
+
+
+def top_examples(
+    maxima: np.ndarray, argmax: np.ndarray, layer: int, neuron: int, k: int = 8
+) -> list[Example]:
+    """The k windows where `neuron` of `layer` fires hardest, hardest first."""
+    values = maxima[layer, :, neuron]
+    order = np.argsort(-values, kind="stable")[:k]
+    return [Example(int(w), int(argmax[layer, w, neuron]), float(values[w])) for w in order]
+
+
+def neuron_activations(model: GPT, ids: np.ndarray, layer: int, neuron: int) -> np.ndarray:
+    """One neuron's activation at every token of some windows: (N, W)."""
+    batch = torch.as_tensor(np.atleast_2d(ids), device=model.W_E.device)
+    _, cache = model.run_with_cache(batch, names=[post_name(layer)])
+    post = cache[post_name(layer)]
+    post = post if cache.batched else post[None]  # (N, W, M)
+    return post[..., neuron].float().cpu().numpy()
+
+
+# ---- the value vector through the unembedding --------------------------------------------------
+
+
+def output_direction_logits(model: GPT, layer: int, neuron: int) -> np.ndarray:
+    """W_out[:, neuron] @ W_U: how the neuron's output direction moves each token's logit, (V,).
+
+    Direct path only (no final LayerNorm): the lecture's key-value reading of an MLP neuron.
+    """
+    with torch.no_grad():
+        w_out = model.blocks[layer].mlp.fc_out.weight[:, neuron]  # (D,)
+        return (w_out @ model.W_U).float().cpu().numpy()
+
+
+def promoted_tokens(logits: np.ndarray, k: int = 10) -> tuple[np.ndarray, np.ndarray]:
+    """The k token ids the direction pushes up most (largest first) and down most (most negative first)."""
+    order = np.argsort(-logits, kind="stable")
+    k = min(k, len(logits))
+    return order[:k], order[::-1][:k]

@@ -1,0 +1,169 @@
+"""The residual stream read layer by layer: its norm, the logit lens, and direct logit attribution.
+
+- `residual_norms`: how long the residual vector of each token is before each block and after the last.
+- `logit_lens`: read the residual after each layer through the final LayerNorm and the unembedding,
+  as if the model stopped there (nostalgebraist's "logit lens").
+- `direct_logit_attribution`: how much each component (embeddings, each attention layer and head,
+  each MLP) pushes one output token's logit up or down at one position.
+
+The attribution linearises the final LayerNorm: its mean and scale (sigma) are taken as recorded at
+that position, so LN(x) = (x - mean(x)) / sigma * gamma + beta is linear in x, and each component's
+share is (c - mean(c)) / sigma * gamma . W_U[:, token]. The shares plus beta . W_U[:, token] sum to the
+logit exactly. Post-LN models end in a LayerNorm inside the last block, after the last MLP, so the
+decomposition does not hold for them; `direct_logit_attribution` refuses them.
+
+Not here: charts (charts/residual.py) and anything about a single LayerNorm (analysis/layernorm.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from viz_model.cache import ActivationCache
+from viz_model.model import GPT
+
+
+def layer_labels(n_layer: int) -> list[str]:
+    """Names of the residual stream's stations: 'embed' (before block 0), then 'after block l'."""
+    return ["embed"] + [f"after block {i}" for i in range(n_layer)]
+
+
+def residual_names(model: GPT) -> list[str]:
+    """The hook names `ActivationCache.resid_stack` needs."""
+    n = model.cfg.n_layer
+    return [f"blocks.{i}.hook_resid_pre" for i in range(n)] + [f"blocks.{n - 1}.hook_resid_post"]
+
+
+def residual_norms(cache: ActivationCache) -> np.ndarray:
+    """The L2 norm of each token's residual vector at each station: (n_layer + 1, T)."""
+    return cache.resid_stack().norm(dim=-1).float().cpu().numpy()
+
+
+# ---- logit lens -------------------------------------------------------------------------------
+
+
+@dataclass
+class LogitLens:
+    """The residual after each layer read out as a next-token guess.
+
+    top_ids / top_probs: (n_layer + 1, T) the most likely token at each station and its probability.
+    final_ids: (T,) the model's real prediction (the argmax of the real logits).
+    final_probs: (n_layer + 1, T) the probability each station gives to that real prediction.
+    """
+
+    top_ids: np.ndarray
+    top_probs: np.ndarray
+    final_ids: np.ndarray
+    final_probs: np.ndarray
+
+
+def lens_logits(model: GPT, cache: ActivationCache) -> torch.Tensor:
+    """Logits read out of every station: final_norm then unembed, (n_layer + 1, T, V)."""
+    with torch.no_grad():
+        return model.unembed(model.final_norm(cache.resid_stack()))
+
+
+def logit_lens(model: GPT, cache: ActivationCache) -> LogitLens:
+    """The logit lens of one prompt; the last station's readout equals the model's own logits."""
+    probs = torch.softmax(lens_logits(model, cache).float(), dim=-1)  # (L+1, T, V)
+    top_probs, top_ids = probs.max(dim=-1)
+    final_ids = top_ids[-1]
+    final_probs = probs.gather(-1, final_ids[None, :, None].expand(probs.shape[0], -1, 1))[..., 0]
+    return LogitLens(
+        top_ids=top_ids.cpu().numpy(),
+        top_probs=top_probs.cpu().numpy(),
+        final_ids=final_ids.cpu().numpy(),
+        final_probs=final_probs.cpu().numpy(),
+    )
+
+
+# ---- direct logit attribution -----------------------------------------------------------------
+
+
+@dataclass
+class Attribution:
+    """Direct logit attribution of one token's logit at one position.
+
+    labels / values: one entry per component, in forward order: 'embed', 'pos', then per layer
+      'attn l' (heads + the output bias) and 'mlp l' (its output, biases included).
+    head_values: (n_layer, n_head) each head's share; head_values[l].sum() + attn_bias[l] == attn l.
+    attn_bias: (n_layer,) the share of each attention layer's output bias.
+    ln_bias: beta . W_U[:, token], the final LayerNorm's bias term (0 without biases).
+    logit: the model's real logit for the token; sum(values) + ln_bias == logit.
+    """
+
+    position: int
+    token: int
+    labels: list[str]
+    values: np.ndarray
+    head_values: np.ndarray
+    attn_bias: np.ndarray
+    ln_bias: float
+    logit: float
+
+
+def attribution_names(model: GPT) -> list[str]:
+    """The hook names `direct_logit_attribution` needs in the cache."""
+    cfg = model.cfg
+    names = ["hook_embed", "ln_final.hook_scale", "unembed.hook_out"]
+    if cfg.pos != "none":
+        names.append("hook_pos_embed")
+    for i in range(cfg.n_layer):
+        names += [f"blocks.{i}.hook_attn_out", f"blocks.{i}.attn.hook_result"]
+        if not cfg.attn_only:
+            names.append(f"blocks.{i}.hook_mlp_out")
+    return names
+
+
+def supports_attribution(model: GPT) -> bool:
+    """Direct logit attribution is exact only when the last LayerNorm comes after every block."""
+    return model.cfg.norm == "pre"
+
+
+def direct_logit_attribution(
+    model: GPT, cache: ActivationCache, position: int, token: int
+) -> Attribution:
+    """Each component's push on `token`'s logit at `position`, through the linearised final LN.
+
+    share(c) = (c - mean(c)) / sigma * gamma . W_U[:, token], sigma = ln_final.hook_scale[position].
+    """
+    if not supports_attribution(model):
+        raise ValueError(
+            "direct logit attribution needs a pre-LN model: in a post-LN model a LayerNorm sits "
+            "after the last MLP, inside the block, so the outputs do not add up to the logits"
+        )
+    cfg = model.cfg
+    ln = model.ln_final
+    with torch.no_grad():
+        sigma = cache["ln_final.hook_scale"][position, 0]
+        direction = ln.weight * model.W_U[:, token] / sigma  # (D,)
+
+        def share(c: torch.Tensor) -> torch.Tensor:
+            return ((c - c.mean(-1, keepdim=True)) * direction).sum(-1)
+
+        labels, values = [], []
+        for label, out in cache.layer_outputs():
+            labels.append(label)
+            values.append(share(out[position]))
+        heads = torch.stack(
+            [share(cache[f"blocks.{i}.attn.hook_result"][position]) for i in range(cfg.n_layer)]
+        )  # (L, H)
+        biases = []
+        for i in range(cfg.n_layer):
+            b = model.blocks[i].attn.out.bias
+            biases.append(share(b) if b is not None else torch.zeros(()))
+        ln_bias = float(ln.bias @ model.W_U[:, token]) if ln.bias is not None else 0.0
+        logit = float(cache["unembed.hook_out"][position, token])
+    return Attribution(
+        position=position,
+        token=token,
+        labels=labels,
+        values=torch.stack(values).float().cpu().numpy(),
+        head_values=heads.float().cpu().numpy(),
+        attn_bias=torch.stack(biases).float().cpu().numpy(),
+        ln_bias=ln_bias,
+        logit=logit,
+    )
