@@ -1,0 +1,121 @@
+"""BPE merge stepping and pair counts, checked against the tokenizer itself and direct counts."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from viz_model.analysis import tokens as T
+from viz_model.data import load_corpus
+from viz_model.tokenization import Tokenizer
+
+TEXTS = [
+    "Hello world, my lord!\nThe  king  is dead.",
+    "strawberry 1234567 3.14159 http://x.org http: //",
+    " hello hello\thello\n\n",
+    "aaaa aaa",
+    "",
+]
+
+
+@pytest.fixture(scope="module")
+def corpus() -> str:
+    return load_corpus("shakespeare")[:80_000]
+
+
+@pytest.fixture(scope="module")
+def bpe(corpus) -> Tokenizer:
+    return Tokenizer.train(corpus, "bpe", 600)
+
+
+def test_byte_alphabet_is_a_bijection_and_names_space_G():
+    table = T.byte_to_symbol()
+    assert len(set(table.values())) == 256
+    assert table[ord(" ")] == "Ġ" and table[ord("\n")] == "Ċ" and table[ord("a")] == "a"
+    assert T.symbol_text("Ġthe") == " the"
+    assert T.symbol_text(table[0xE6]) == "<e6>"  # a lone lead byte of a 3-byte character
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_all_merges_give_the_tokenizers_own_tokens(bpe, text):
+    merged = T.flatten(T.apply_merges(T.initial_pieces(text), bpe.merges(), len(bpe.merges())))
+    assert [bpe.token_to_id(s) for s in merged] == bpe.encode(text)
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_no_merges_give_the_characters(bpe, text):
+    merged = T.flatten(T.apply_merges(T.initial_pieces(text), bpe.merges(), 0))
+    assert [T.symbol_text(s) for s in merged] == list(text)
+
+
+def test_merges_in_turn_equal_lowest_rank_first(bpe):
+    """Applying merge 0, then 1, ... one at a time gives what apply_merges gives for every n."""
+    text = TEXTS[0] + TEXTS[1]
+    pieces = T.initial_pieces(text)
+    merges = bpe.merges()
+    current = [list(w) for w in pieces]
+    for n, merge in enumerate(merges[:200], start=1):
+        current = T.apply_merges(current, [merge], 1)  # only this merge, on the last result
+        assert current == T.apply_merges(pieces, merges, n)
+
+
+def test_each_step_adds_one_token_or_none_and_joins_back_to_the_text(bpe):
+    text = TEXTS[0]
+    merges = bpe.merges()
+    lengths = []
+    for n in range(len(merges) + 1):
+        step = T.merge_step(text, merges, n)
+        assert "".join(step.tokens) == text
+        lengths.append(len(step.tokens))
+    assert lengths[0] == len(text)
+    assert all(a >= b for a, b in zip(lengths, lengths[1:], strict=False))
+    changed = T.steps_that_change(text, merges)
+    assert changed and all(T.merge_step(text, merges, s).changed for s in changed)
+    assert [n for n in range(1, len(merges) + 1) if lengths[n] < lengths[n - 1]] == changed
+
+
+def test_pair_counts_against_a_direct_count():
+    words = Counter({("a", "a", "a"): 2, ("a", "b"): 3, ("b",): 5})
+    assert T.pair_counts(words) == Counter({("a", "a"): 4, ("a", "b"): 3})
+    text = "the cat sat on the mat"
+    words = T.word_counts(text)
+    assert words[tuple("Ġthe")] == 1 and words[tuple("the")] == 1 and words[tuple("Ġcat")] == 1
+    direct = Counter()
+    for word in T.pre_tokenize(text):
+        for i in range(len(word) - 1):
+            direct[word[i : i + 2]] += 1
+    assert {a + b: c for (a, b), c in T.pair_counts(words).items()} == dict(direct)
+
+
+def test_each_merge_was_the_most_frequent_pair_when_learned(corpus, bpe):
+    """The trainer picks the most frequent pair at every step: our counts must agree."""
+    words = T.word_counts(corpus)
+    merges = bpe.merges()
+    for step in (1, 2, 3, 10, 50, 150, len(merges)):
+        counts = T.pair_counts(T.merged_words(words, merges, step - 1))
+        freq = T.merge_frequency(words, merges, step)
+        assert freq == counts[merges[step - 1]] > 0
+        assert freq == max(counts.values())
+    assert T.merge_frequency(words, merges, 1) >= T.merge_frequency(words, merges, 50)
+
+
+def test_merge_frequency_rejects_steps_outside_the_list(bpe):
+    with pytest.raises(ValueError):
+        T.merge_frequency(Counter(), bpe.merges(), 0)
+
+
+def test_token_counts_and_the_vocab_curve(corpus):
+    char = Tokenizer.train(corpus, "char")
+    counts = T.token_counts(char, "abc ☃")
+    assert (counts.chars, counts.tokens, counts.unknown) == (5, 5, 1)
+    assert counts.chars_per_token == 1.0
+    curve = T.vocab_curve(corpus[:20_000], [300, 256, 500])
+    assert [v for v, _ in curve] == [256, 300, 500]
+    assert curve[0][1] == len(corpus[:20_000].encode("utf-8"))  # no merges: one token per byte
+    assert curve[0][1] > curve[1][1] > curve[2][1]
+
+
+def test_pitfalls_each_have_examples_and_a_reason():
+    assert {name for name, _, _ in T.PITFALLS} >= {"Counting letters", "Leading spaces"}
+    assert all(examples and why.endswith(".") for _, examples, why in T.PITFALLS)

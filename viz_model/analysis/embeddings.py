@@ -1,0 +1,133 @@
+"""Token and position embeddings: PCA, cosine neighbours, position similarity, and why positions
+are needed at all.
+
+Covers: projecting the token embedding matrix W_E (V x D) to 2D by PCA, the nearest neighbours of a
+token by cosine similarity, the position-by-position cosine similarity of a position table, and the
+lecture's exercise: without position information, swapping two earlier tokens leaves the last
+token's first-layer attention output unchanged.
+
+What exactly holds (causal attention, no position information, last token kept last): the last
+token's layer-0 attention output is a function of its own vector and of the *set* of earlier vectors
+(a softmax-weighted sum, whose terms can be reordered), so it is unchanged (up to float rounding,
+~1e-7) by any shuffle of the earlier tokens; so are its layer-0 MLP output and residual stream, all
+computed per position. From layer 1 on it changes in general: the tokens between the two swapped
+ones saw a different prefix in layer 0, so the last token attends to different vectors in layer 1.
+(With bidirectional attention every layer's output at the last token would be invariant.)
+Not here: drawing (charts/embeddings.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from viz_model.hooks import patch
+from viz_model.model import GPT
+
+
+@dataclass(frozen=True)
+class PCAResult:
+    components: np.ndarray  # (k, D) orthonormal directions, the first explains the most variance
+    projected: np.ndarray  # (N, k) each row's coordinates along the components
+    explained: np.ndarray  # (k,) share of the total variance each component explains
+    mean: np.ndarray  # (D,) the mean row, subtracted before projecting
+
+
+def pca(x: torch.Tensor | np.ndarray, k: int = 2) -> PCAResult:
+    """Principal components of the rows of x (N, D) by SVD of the centred matrix.
+
+    Centred X = U S V^T: the rows of V^T are the directions of most variance, in order; the
+    variance along direction i is S_i^2 / (N - 1), and its share is S_i^2 / sum(S^2).
+    """
+    x = torch.as_tensor(np.asarray(x, dtype=np.float64))
+    mean = x.mean(0)
+    centred = x - mean
+    _, s, vt = torch.linalg.svd(centred, full_matrices=False)
+    k = min(k, vt.shape[0])
+    # Fix each component's sign (largest entry positive) so the picture does not flip between runs.
+    signs = torch.sign(vt[:k].gather(1, vt[:k].abs().argmax(1, keepdim=True)))
+    comps = vt[:k] * torch.where(signs == 0, 1.0, signs)
+    total = (s**2).sum()
+    explained = (s[:k] ** 2 / total) if total > 0 else torch.zeros(k, dtype=s.dtype)
+    return PCAResult(comps.numpy(), (centred @ comps.T).numpy(), explained.numpy(), mean.numpy())
+
+
+def cosine_matrix(x: torch.Tensor | np.ndarray) -> np.ndarray:
+    """Cosine similarity of every pair of rows of x (N, D) -> (N, N)."""
+    x = torch.as_tensor(np.asarray(x, dtype=np.float32))
+    unit = F.normalize(x, dim=-1)
+    return (unit @ unit.T).numpy()
+
+
+@dataclass(frozen=True)
+class Neighbours:
+    ids: np.ndarray  # (k,) token ids, most similar first (the token itself excluded)
+    similarity: np.ndarray  # (k,) cosine similarity to the query token
+
+
+def nearest_neighbours(
+    embeddings: torch.Tensor | np.ndarray, token: int, k: int = 10
+) -> Neighbours:
+    """The k rows most similar to row `token` by cosine similarity, itself excluded.
+
+    cos(a, b) = a . b / (|a| |b|): 1 means the same direction, 0 unrelated, -1 opposite.
+    """
+    x = torch.as_tensor(np.asarray(embeddings, dtype=np.float32))
+    if not 0 <= token < x.shape[0]:
+        raise ValueError(f"token id {token} is outside the vocabulary (size {x.shape[0]})")
+    sims = F.normalize(x, dim=-1) @ F.normalize(x[token], dim=0)  # (V,)
+    sims[token] = -float("inf")
+    k = min(k, x.shape[0] - 1)
+    top = torch.topk(sims, k)
+    return Neighbours(top.indices.numpy(), top.values.numpy())
+
+
+def position_table(model: GPT, n: int | None = None) -> np.ndarray | None:
+    """The model's position embeddings (n x D, default its whole context); None when it has none."""
+    if model.cfg.pos == "none":
+        return None
+    n = model.cfg.n_ctx if n is None else min(n, model.cfg.n_ctx)
+    with torch.no_grad():
+        return model.position_embeddings(0, n)[0].float().numpy()
+
+
+def swap(ids: list[int], i: int, j: int) -> list[int]:
+    out = list(ids)
+    out[i], out[j] = out[j], out[i]
+    return out
+
+
+@dataclass(frozen=True)
+class SwapResult:
+    """The last token's output of one layer's attention, for a prompt and for it with two swapped."""
+
+    original: np.ndarray  # (D,)
+    swapped: np.ndarray  # (D,)
+    positions_on: bool  # were position embeddings used?
+
+    @property
+    def max_diff(self) -> float:
+        return float(np.abs(self.original - self.swapped).max())
+
+
+def swap_experiment(
+    model: GPT, ids: list[int], i: int, j: int, positions: bool, layer: int = 0
+) -> SwapResult:
+    """Run `ids` and `ids` with tokens i and j swapped (both before the last token); return the
+    last token's `blocks.{layer}.hook_attn_out` for each, with position embeddings zeroed unless
+    `positions` (a model with pos="none" has none to zero)."""
+    T = len(ids)
+    if not (0 <= i < T - 1 and 0 <= j < T - 1):
+        raise ValueError("both swapped tokens must come before the last token")
+    name = f"blocks.{layer}.hook_attn_out"
+    hooks = []
+    if not positions and model.cfg.pos != "none":
+        hooks = patch("hook_pos_embed", torch.zeros(T, model.cfg.d_model))
+    outs = []
+    for seq in (ids, swap(ids, i, j)):
+        _, cache = model.run_with_cache(torch.tensor(seq), names=[name], hooks=hooks)
+        outs.append(cache[name][-1].float().numpy())
+    return SwapResult(outs[0], outs[1], positions and model.cfg.pos != "none")

@@ -1,0 +1,274 @@
+"""Tokenization as the lesson shows it: BPE merges walked one at a time, and token counts.
+
+Covers: the byte-level alphabet of GPT-2 style BPE (each byte shown as a printable character, e.g.
+a space as "Ġ"), pre-tokenizing text into the words BPE never merges across, applying the first n
+merges of a trained BPE to a text (the merge stepper), counting adjacent pairs in a corpus (the
+frequency that made the trainer pick each merge), token counts per tokenizer and per vocabulary
+size, and the classic pitfall strings.
+Not here: training and encoding (tokenization.py does both through HF `tokenizers`), drawing chips
+(charts/tokens.py).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from tokenizers import pre_tokenizers
+
+from viz_model.tokenization import Tokenizer
+
+Merge = tuple[str, str]
+Word = tuple[str, ...]
+
+
+# ---- the byte-level alphabet ----------------------------------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def byte_to_symbol() -> dict[int, str]:
+    """GPT-2's map from each of the 256 bytes to a printable character (space -> "Ġ", "\\n" -> "Ċ").
+
+    Printable ASCII and Latin-1 bytes map to themselves; the rest are shifted to 256 + n, so every
+    byte has a visible, single-character name and BPE can work on plain strings.
+    """
+    keep = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1)]
+    keep += range(ord("®"), ord("ÿ") + 1)
+    table, extra = {}, 0
+    for b in range(256):
+        if b in keep:
+            table[b] = chr(b)
+        else:
+            table[b] = chr(256 + extra)
+            extra += 1
+    return table
+
+
+@lru_cache(maxsize=1)
+def symbol_to_byte() -> dict[str, int]:
+    return {s: b for b, s in byte_to_symbol().items()}
+
+
+def symbol_text(symbol: str) -> str:
+    """A byte-level token as readable text: "Ġthe" -> " the"; a partial UTF-8 character -> "<e6>"."""
+    data = bytes(symbol_to_byte()[c] for c in symbol)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return "".join(f"<{b:02x}>" for b in data)
+
+
+# ---- pre-tokenizing and applying merges -----------------------------------------------------------
+
+_PRE = pre_tokenizers.ByteLevel(add_prefix_space=False)  # the one tokenization.py's "bpe" uses
+
+
+def pre_tokenize(text: str) -> list[str]:
+    """Split text into the byte-level words BPE merges within (GPT-2's regex: words, numbers,
+    punctuation runs, whitespace, each keeping one leading space), line by line like the trainer.
+
+    >>> pre_tokenize("Hi you!\\n")
+    ['Hi', 'Ġyou', '!', 'Ċ']
+    """
+    return [w for line in text.splitlines(keepends=True) for w, _ in _PRE.pre_tokenize_str(line)]
+
+
+def initial_pieces(text: str) -> list[list[str]]:
+    """The text before any merge: each pre-token word as a list of single byte symbols."""
+    return [list(word) for word in pre_tokenize(text)]
+
+
+def _merge_word(word: Sequence[str], ranks: dict[Merge, int], n: int) -> list[str]:
+    """Apply merges of rank < n to one word: repeatedly merge the lowest-ranked adjacent pair,
+    every occurrence left to right (what HF's BPE does; equal to applying merges 0..n-1 in turn,
+    because a merge's two parts only ever come from merges of lower rank)."""
+    symbols = list(word)
+    while len(symbols) > 1:
+        best, best_rank = None, n
+        for pair in zip(symbols, symbols[1:], strict=False):
+            r = ranks.get(pair)
+            if r is not None and r < best_rank:
+                best, best_rank = pair, r
+        if best is None:
+            return symbols
+        out, i = [], 0
+        while i < len(symbols):
+            if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == best:
+                out.append(symbols[i] + symbols[i + 1])
+                i += 2
+            else:
+                out.append(symbols[i])
+                i += 1
+        symbols = out
+    return symbols
+
+
+def apply_merges(pieces: list[list[str]], merges: Sequence[Merge], n: int) -> list[list[str]]:
+    """The first n merges (rank order) applied to pre-tokenized pieces (from `initial_pieces`).
+
+    n=0 gives the bytes back; n=len(merges) gives what the tokenizer itself produces.
+    >>> apply_merges([["a", "b", "c"]], [("a", "b"), ("ab", "c")], 1)
+    [['ab', 'c']]
+    """
+    n = max(0, min(n, len(merges)))
+    ranks = {tuple(m): r for r, m in enumerate(merges[:n])}
+    return [_merge_word(word, ranks, n) for word in pieces]
+
+
+def flatten(pieces: list[list[str]]) -> list[str]:
+    return [s for word in pieces for s in word]
+
+
+# ---- pair frequencies -----------------------------------------------------------------------------
+
+
+def word_counts(text: str) -> Counter[Word]:
+    """How often each pre-token word occurs in a corpus, as tuples of byte symbols."""
+    return Counter(tuple(w) for w in pre_tokenize(text))
+
+
+def pair_counts(words: dict[Word, int]) -> Counter[Merge]:
+    """Adjacent symbol pairs counted over a corpus's words (weighted by each word's count).
+
+    Overlapping pairs count, as in the trainer: ("a", "a", "a") holds ("a", "a") twice.
+    """
+    counts: Counter[Merge] = Counter()
+    for word, c in words.items():
+        for pair in zip(word, word[1:], strict=False):
+            counts[pair] += c
+    return counts
+
+
+def merged_words(words: dict[Word, int], merges: Sequence[Merge], n: int) -> Counter[Word]:
+    """The corpus's words after the first n merges (words that become equal add up)."""
+    n = max(0, min(n, len(merges)))
+    ranks = {tuple(m): r for r, m in enumerate(merges[:n])}
+    out: Counter[Word] = Counter()
+    for word, c in words.items():
+        out[tuple(_merge_word(word, ranks, n))] += c
+    return out
+
+
+def merge_frequency(words: dict[Word, int], merges: Sequence[Merge], step: int) -> int:
+    """How often merge number `step` (1-based) occurred in the corpus when it was learned:
+    its pair's count after the first step-1 merges, the count that made it the most frequent."""
+    if not 1 <= step <= len(merges):
+        raise ValueError(f"step must be between 1 and {len(merges)}, got {step}")
+    return pair_counts(merged_words(words, merges, step - 1))[tuple(merges[step - 1])]
+
+
+@dataclass(frozen=True)
+class MergeStep:
+    """One step of the merge stepper, for display."""
+
+    step: int  # 1-based; 0 = no merge yet
+    pair: tuple[str, str]  # readable text of the two parts ("" at step 0)
+    merged: str  # readable text of the new token
+    tokens: list[str]  # the sample text's tokens after this step, readable
+    changed: bool  # did this merge change the sample text?
+
+
+def merge_step(text: str, merges: Sequence[Merge], step: int) -> MergeStep:
+    """The sample text after `step` merges, and which pair the step merged."""
+    step = max(0, min(step, len(merges)))
+    pieces = initial_pieces(text)
+    after = flatten(apply_merges(pieces, merges, step))
+    if step == 0:
+        return MergeStep(0, ("", ""), "", [symbol_text(s) for s in after], False)
+    before = flatten(apply_merges(pieces, merges, step - 1))
+    a, b = merges[step - 1]
+    return MergeStep(
+        step,
+        (symbol_text(a), symbol_text(b)),
+        symbol_text(a + b),
+        [symbol_text(s) for s in after],
+        after != before,
+    )
+
+
+def steps_that_change(text: str, merges: Sequence[Merge]) -> list[int]:
+    """The 1-based merge steps that change this text's tokens (most merges never touch it)."""
+    pieces = initial_pieces(text)
+    ranks = {tuple(m): r for r, m in enumerate(merges)}
+    used: set[int] = set()
+    for word in pieces:
+        symbols = list(word)
+        while len(symbols) > 1:
+            found = [ranks.get(p) for p in zip(symbols, symbols[1:], strict=False)]
+            found = [r for r in found if r is not None]
+            if not found:
+                break
+            r = min(found)
+            used.add(r + 1)
+            symbols = _merge_word(symbols, {tuple(merges[r]): 0}, 1)
+    return sorted(used)
+
+
+# ---- counts -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TokenCounts:
+    chars: int
+    tokens: int
+    unknown: int  # tokens that are the tokenizer's <unk>
+
+    @property
+    def chars_per_token(self) -> float:
+        return self.chars / self.tokens if self.tokens else 0.0
+
+
+def token_counts(tokenizer: Tokenizer, text: str) -> TokenCounts:
+    ids = tokenizer.encode(text)
+    unk = tokenizer.unk_id
+    return TokenCounts(len(text), len(ids), sum(i == unk for i in ids) if unk is not None else 0)
+
+
+def corpus_token_count(tokenizer: Tokenizer, text: str) -> int:
+    """Tokens in a whole corpus, encoded line by line (about 2.5x faster than one string)."""
+    return sum(len(ids) for ids in tokenizer.encode_batch(text.splitlines(keepends=True)))
+
+
+def vocab_curve(text: str, vocab_sizes: Iterable[int]) -> list[tuple[int, int]]:
+    """(vocabulary size, tokens the text needs) for BPEs trained on `text` at each size."""
+    return [
+        (v, corpus_token_count(Tokenizer.train(text, "bpe", v), text)) for v in sorted(vocab_sizes)
+    ]
+
+
+# ---- the pitfalls -----------------------------------------------------------------------------------
+
+PITFALLS: list[tuple[str, list[str], str]] = [
+    (
+        "Counting letters",
+        ["strawberry", " strawberry"],
+        "The model never sees letters, only these pieces: to count the r's it has to have learned "
+        "what is inside each piece.",
+    ),
+    (
+        "Spacing changes everything",
+        ["http://", "http: //"],
+        "One extra space gives different tokens, so text that looks the same to you is a "
+        "different input to the model.",
+    ),
+    (
+        "Numbers split oddly",
+        ["1234567", "3.14159", "2024"],
+        "Digits are grouped by how often the groups appeared in training, not by place value, "
+        "which makes arithmetic hard to learn.",
+    ),
+    (
+        "Leading spaces",
+        [" hello", "hello", "Hello"],
+        "A word with and without its leading space (or capital) is a different token with its own "
+        "embedding, learned separately.",
+    ),
+    (
+        "Unseen characters and other scripts",
+        ["日本語", "🙂", "naïve"],
+        "Characters rare in the training text fall apart into many byte tokens (or one unknown "
+        "token), so other languages cost more tokens and carry less learned meaning per token.",
+    ),
+]
