@@ -1,0 +1,292 @@
+"""Attention: which earlier tokens each token looks at, head by head, and the arithmetic behind one row."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+import ui
+from ui import cache, state
+from viz_model.analysis.attention import (
+    ROLE_EXPLANATIONS,
+    ROLE_THRESHOLD,
+    ROLES,
+    AttentionRun,
+    attention_run,
+    head_roles,
+    head_scores,
+    recorded_differences,
+    repeated_random_tokens,
+    run_query_arithmetic,
+)
+from viz_model.charts.attention import (
+    attention_lines,
+    causal_mask,
+    pattern_grid,
+    pattern_heatmap,
+    query_weights,
+)
+from viz_model.charts.common import token_labels
+
+RANDOM_SEED = 0
+RANDOM_LENGTH_MAX = 40  # tokens in each copy of the repeated random sequence
+
+ctx = ui.frame("Attention", "👀")
+cfg = ctx.config
+T = len(ctx.ids)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def run_attention(bundle_id: str, ids: tuple[int, ...]) -> AttentionRun:
+    """Every attention layer's pattern, scores, q, k, v, z and per-head result, as numpy."""
+    return attention_run(cache.bundle(bundle_id).model, list(ids))
+
+
+st.markdown(
+    "Attention is how a token gathers information from the tokens before it. Each **head** "
+    "turns every token into three vectors: a **query** *q* (what am I looking for?), a **key** "
+    "*k* (what do I contain?) and a **value** *v* (what do I pass on if I am looked at). A "
+    "token's query is compared with every earlier token's key by a dot product; the results are "
+    "scaled, the future is **masked** (a token may not look ahead, so those scores become −∞), "
+    "and a **softmax** turns each row into weights that are positive and sum to 1: the "
+    "**attention pattern**. The head then outputs the weighted sum of the values, *z*, and "
+    "writes *z W_O* into the residual stream, the running sum every layer reads and adds to."
+)
+st.latex(
+    r"\text{pattern} = \operatorname{softmax}\!\left(\frac{q\,k^\top}{\sqrt{d_\text{head}}}"
+    r" + \text{mask}\right),\qquad z = \text{pattern}\; v,\qquad"
+    r" \text{result} = z\,W_O"
+)
+st.caption(
+    f"d_head = {cfg.d_head}: the length of each head's q, k and v "
+    f"(d_model {cfg.d_model} split over {cfg.n_head} heads). "
+    f"This model has {cfg.n_layer} layers of {cfg.n_head} heads; the prompt is {T} tokens."
+)
+
+run = run_attention(ctx.bundle_id, tuple(ctx.ids))
+labels = ctx.labels
+
+# ---- choices ----------------------------------------------------------------------------------
+
+c1, c2, c3, c4 = st.columns([1, 1, 1.4, 1.2])
+layer = state.slider("Layer", "layer", 0, cfg.n_layer - 1, default=0, container=c1)
+head = state.slider("Head", "head", 0, cfg.n_head - 1, default=0, container=c2)
+query = state.selectbox(
+    "Query token (for the arithmetic)",
+    "query",
+    list(range(T)),
+    default=T - 1,
+    container=c3,
+    format_func=lambda i: labels[i],
+    help="The token whose row of the pattern is worked out by hand below.",
+)
+view = state.radio(
+    "Show",
+    "view",
+    ["pattern", "scores"],
+    default="pattern",
+    container=c4,
+    horizontal=True,
+    help="pattern: the weights after softmax. scores: q·k/√d_head before softmax.",
+)
+if cfg.n_layer == 1:
+    c1.caption("Layer 0 (the only layer)")
+if cfg.n_head == 1:
+    c2.caption("Head 0 (the only head)")
+
+# ---- one head ---------------------------------------------------------------------------------
+
+name = f"L{layer} H{head}"
+left, right = st.columns([3, 2])
+with left:
+    if view == "scores":
+        st.subheader(f"{name}: scores before softmax")
+        fig = pattern_heatmap(run.scores[layer, head], labels, scores=True, query=query)
+        st.caption(
+            "Each cell is q·k/√d_head. Red is negative, blue positive. Grey cells are masked: "
+            "their score becomes −∞, so after softmax they get weight exactly 0."
+        )
+    else:
+        st.subheader(f"{name}: attention pattern")
+        fig = pattern_heatmap(run.pattern[layer, head], labels, query=query)
+        st.caption(
+            "Row = the token doing the looking (query), column = the token looked at (key). "
+            "Each row sums to 1. Grey cells are masked (later tokens), not zero attention. "
+            "The red outline is the query token chosen above."
+        )
+    st.plotly_chart(fig, key="attn_heatmap")
+with right:
+    st.subheader("Who looks at whom")
+    st.caption(
+        "A line from each token (left) to each token it attends to (right); thicker and darker "
+        "means more weight. The chosen query's lines are red. Weights under 0.02 are not drawn."
+    )
+    st.plotly_chart(
+        attention_lines(run.pattern[layer, head], labels, query=query), key="attn_lines"
+    )
+
+# ---- the arithmetic of one row ------------------------------------------------------------------
+
+arith = run_query_arithmetic(run, layer, head, query)
+diffs = recorded_differences(arith, run, layer, head)
+E = arith.d_head
+qlabel = labels[query]
+st.subheader(f"The arithmetic for query {qlabel} in {name}, step by step")
+st.markdown(
+    f"The real numbers of this model. Keys after position {query} are hidden from this query "
+    "by the mask. Everything below is recomputed from q, k and v with plain arithmetic, then "
+    "compared with what the model recorded while it ran."
+)
+
+
+def _vector_table(rows: np.ndarray, index: list[str], prefix: str) -> pd.DataFrame:
+    rows = np.atleast_2d(rows)
+    return pd.DataFrame(rows, index=index, columns=[f"{prefix}[{i}]" for i in range(rows.shape[1])])
+
+
+def _table(df: pd.DataFrame, **kwargs) -> None:
+    st.dataframe(df.style.format(precision=4, na_rep="−∞"), **kwargs)
+
+
+st.markdown(f"**1. The query vector q** of {qlabel} ({E} numbers, d_head = {E})")
+_table(_vector_table(arith.q, [qlabel], "q"))
+
+seen = arith.visible
+key_labels = labels[: query + 1]
+st.markdown(
+    f"**2. Each key k, and its dot product with q**: q·k = Σᵢ q[i]·k[i], "
+    f"for the {query + 1} tokens up to the query."
+)
+keys = _vector_table(arith.k[seen], key_labels, "k")
+keys.insert(0, "q·k", arith.dots[seen])
+_table(keys)
+
+st.markdown(
+    f"**3. Scale, mask, softmax.** Divide by √d_head = √{E} = {math.sqrt(E):.4f} so scores do "
+    "not grow with the vector length; add the mask (0 for a visible key, −∞ for a later one); "
+    "softmax: weight = exp(score) / Σ exp(score) over the row."
+)
+steps = pd.DataFrame(
+    {
+        "q·k": arith.dots,
+        "÷ √d_head": arith.scaled,
+        "mask": np.where(seen, 0.0, np.nan),
+        "score + mask": np.where(seen, arith.masked, np.nan),
+        "softmax weight": arith.pattern,
+    },
+    index=labels,
+)
+_table(steps)
+st.plotly_chart(
+    query_weights(arith.pattern, labels, query, title=f"Weights of query {qlabel}"),
+    key="attn_query_weights",
+)
+
+st.markdown(
+    "**4. The weighted sum of the values**: z = Σⱼ weightⱼ · vⱼ. Each row below is one key's "
+    "value vector times its weight; the last row, their sum, is z."
+)
+weighted = _vector_table(
+    arith.weighted_v[seen],
+    [f"{w:.3f} × v of {lab}" for w, lab in zip(arith.pattern[seen], key_labels, strict=True)],
+    "z",
+)
+weighted.loc["z = sum"] = arith.z
+_table(weighted)
+
+st.markdown(
+    f"**5. The head's write into the residual stream**: result = z · W_O, where W_O is this "
+    f"head's {E} × {cfg.d_model} slice of the output matrix. These {cfg.d_model} numbers are "
+    f"added to the residual stream at {qlabel} (the output bias is added once for all heads)."
+)
+_table(_vector_table(arith.result, ["z · W_O"], "result"))
+
+checks = [
+    ("the scaled scores", "hook_attn_scores"),
+    ("the softmax weights", "hook_pattern"),
+    ("z", "hook_z"),
+    ("z · W_O", "hook_result"),
+]
+worst = max(diffs.values())
+lines = "\n".join(
+    f"- recomputed {what} equals `{hook}`: max difference {diffs[hook]:.1e}"
+    for what, hook in checks
+)
+if worst < 1e-4:
+    st.success(f"The hand arithmetic matches what the model recorded:\n{lines}")
+else:
+    st.warning(f"The hand arithmetic differs from the recording more than expected:\n{lines}")
+
+# ---- every head at once -------------------------------------------------------------------------
+
+st.subheader("All heads at once")
+st.caption(
+    "Every head's pattern on this prompt: rows are layers, columns are heads, each small map "
+    "drawn like the big one above (queries down, keys across, grey = masked). The chosen head is "
+    "titled in red. Hover to read a cell."
+)
+st.plotly_chart(pattern_grid(run.pattern, labels, selected=(layer, head)), key="attn_grid")
+
+# ---- what each head does ------------------------------------------------------------------------
+
+st.subheader("What each head does")
+scores = head_scores(run.pattern, ctx.ids)
+use_random = state.toggle(
+    "Measure induction on a repeated random sequence",
+    "rrt",
+    default=False,
+    help="Random tokens from the vocabulary, then the same tokens again: the standard test for "
+    "induction heads, because the second copy can only be predicted by copying the first.",
+)
+random_ids: np.ndarray | None = None
+if use_random:
+    length = max(2, min(RANDOM_LENGTH_MAX, cfg.n_ctx // 2))
+    random_ids = repeated_random_tokens(cfg.vocab_size, length, seed=RANDOM_SEED)
+    random_run = run_attention(ctx.bundle_id, tuple(int(i) for i in random_ids))
+    random_scores = head_scores(random_run.pattern, random_ids)
+    scores = dataclasses.replace(
+        scores,
+        induction=random_scores.induction,
+        n_induction_queries=random_scores.n_induction_queries,
+    )
+    st.caption(
+        f"Induction measured on {length} random tokens (seed {RANDOM_SEED}) repeated twice; the "
+        "other scores on your prompt."
+    )
+elif scores.n_induction_queries == 0:
+    st.info(
+        "No token in this prompt repeats, so induction (looking at what followed an earlier copy "
+        "of the current token) cannot be measured on it."
+    )
+    if st.button("Score induction on a repeated random sequence"):
+        state.set_value("rrt", True)
+        st.rerun()
+
+roles = pd.DataFrame(head_roles(scores)).set_index("head")
+columns = ["role", "role score", *ROLES, "entropy (nats)"]
+st.dataframe(
+    roles[columns].style.format(precision=3, na_rep="–"),
+    column_config={r: st.column_config.NumberColumn(r, format="%.3f") for r in ROLES},
+)
+explain = "\n".join(f"- **{role}**: {text}" for role, text in ROLE_EXPLANATIONS.items())
+st.markdown(
+    f"Each score is the average attention, over the tokens after the first, to one kind of "
+    f"position; a head's role is its highest score above {ROLE_THRESHOLD}.\n{explain}\n"
+    "- **entropy** (in nats): how spread out a row is. 0 means all attention on one token; "
+    "a row spread evenly over n tokens has entropy ln n."
+)
+
+with st.expander("The numbers behind it"):
+    which = "scores" if view == "scores" else "pattern"
+    values = run.scores[layer, head] if view == "scores" else run.pattern[layer, head]
+    st.markdown(f"{name}'s {which} (rows = queries, columns = keys; −∞ = masked):")
+    shown = np.where(causal_mask(T), np.nan, values)
+    _table(pd.DataFrame(shown, index=labels, columns=labels))
+    if random_ids is not None:
+        st.markdown("The repeated random sequence used for induction:")
+        pieces = [ctx.tokenizer.id_to_token(int(i)) for i in random_ids]
+        st.code(" ".join(token_labels(pieces)), language=None)
