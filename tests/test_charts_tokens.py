@@ -1,0 +1,38 @@
+"""Token chips (escaped, one per token, id on hover) and the vocabulary curve."""
+
+from __future__ import annotations
+
+import re
+
+from viz_model.charts.tokens import CHIP_COLOURS, token_chips_html, vocab_curve_chart
+
+
+def test_one_chip_per_token_with_id_and_visible_whitespace_on_hover():
+    out = token_chips_html([(5, "Hi"), (9, " there"), (2, "\n"), (5, "Hi")])
+    assert out.count("<span") == 4
+    assert 'title="id 9: &#x27;␣there&#x27;"' in out
+    assert ">␣there</span>" in out and ">↵</span><br>" in out
+    # Neighbours always get different colours.
+    colours = re.findall(r"background:(#[0-9a-f]+)", out)
+    assert all(a != b for a, b in zip(colours, colours[1:], strict=False))
+    assert set(colours) <= set(CHIP_COLOURS)
+
+
+def test_user_text_is_escaped():
+    out = token_chips_html([(1, "<script>alert('x')</script>"), (2, '" onmouseover="x')])
+    assert "<script>" not in out and "&lt;script&gt;" in out
+    assert 'onmouseover="x' not in out
+
+
+def test_unknown_tokens_are_outlined_and_empty_input_says_so():
+    out = token_chips_html([(0, "日"), (3, "a")], unk_id=0)
+    assert out.count("outline:") == 1
+    assert "no tokens" in token_chips_html([])
+
+
+def test_vocab_curve_marks_the_chosen_size():
+    fig = vocab_curve_chart([256, 512, 1024], [1000, 700, 600], 1000, current=512)
+    assert list(fig.data[0].y) == [1000, 700, 600]
+    assert list(fig.data[0].customdata) == [1.0, 1000 / 700, 1000 / 600]
+    assert list(fig.data[1].x) == [512] and list(fig.data[1].y) == [700]
+    assert len(vocab_curve_chart([256], [10], 10, current=300).data) == 1

@@ -1,0 +1,128 @@
+"""Pictures of embeddings: token vectors in 2D (PCA), position tables and their similarity, and the
+last token's attention output for a prompt and its swapped twin."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from viz_model.charts.common import (
+    ACCENT,
+    DIVERGING,
+    HEIGHT,
+    SMALL_HEIGHT,
+    base_layout,
+    show_whitespace,
+)
+
+NEIGHBOUR_COLOUR = "#ff7f0e"
+POINT_COLOUR = "#4c78a8"
+
+
+def pca_scatter(
+    xy: np.ndarray,
+    labels: Sequence[str],
+    explained: Sequence[float],
+    chosen: int | None = None,
+    neighbours: Sequence[int] = (),
+    title: str = "Token embeddings, projected onto their two main directions",
+) -> go.Figure:
+    """Every token as a point (x, y) = its first two principal-component coordinates.
+
+    The chosen token is red and labelled, its neighbours orange and labelled; hover shows any token.
+    """
+    labels = [show_whitespace(s) for s in labels]
+    idx = np.arange(len(labels))
+    fig = go.Figure(
+        go.Scattergl(
+            x=xy[:, 0],
+            y=xy[:, 1],
+            mode="markers",
+            marker=dict(size=6, color=POINT_COLOUR, opacity=0.55),
+            text=labels,
+            customdata=idx,
+            hovertemplate="%{text} (id %{customdata})<extra></extra>",
+            name="tokens",
+        )
+    )
+    for ids, colour, size in ((list(neighbours), NEIGHBOUR_COLOUR, 9), ([chosen], ACCENT, 13)):
+        ids = [i for i in ids if i is not None]
+        if ids:
+            fig.add_trace(
+                go.Scatter(
+                    x=xy[ids, 0],
+                    y=xy[ids, 1],
+                    mode="markers+text",
+                    marker=dict(size=size, color=colour),
+                    text=[labels[i] for i in ids],
+                    textposition="top center",
+                    customdata=ids,
+                    hovertemplate="%{text} (id %{customdata})<extra></extra>",
+                )
+            )
+    fig.update_xaxes(title=f"direction 1 ({explained[0]:.0%} of the variance)", zeroline=False)
+    fig.update_yaxes(title=f"direction 2 ({explained[1]:.0%} of the variance)", zeroline=False)
+    fig.update_layout(showlegend=False)
+    return base_layout(fig, title, HEIGHT + 80)
+
+
+def position_heatmap(table: np.ndarray, title: str, zmax: float | None = None) -> go.Figure:
+    """A position table (positions x dimensions) as a heatmap, blue negative, red positive."""
+    zmax = float(np.abs(table).max()) if zmax is None else zmax
+    fig = go.Figure(
+        go.Heatmap(
+            z=table,
+            colorscale=DIVERGING,
+            reversescale=True,
+            zmin=-zmax,
+            zmax=zmax,
+            hovertemplate="position %{y}, dimension %{x}: %{z:.3f}<extra></extra>",
+            colorbar=dict(thickness=12),
+        )
+    )
+    fig.update_xaxes(title="dimension")
+    fig.update_yaxes(title="position", autorange="reversed")
+    return base_layout(fig, title, HEIGHT)
+
+
+def similarity_heatmap(sim: np.ndarray, title: str) -> go.Figure:
+    """A position x position cosine similarity matrix (-1..1)."""
+    fig = go.Figure(
+        go.Heatmap(
+            z=sim,
+            colorscale=DIVERGING,
+            reversescale=True,
+            zmin=-1,
+            zmax=1,
+            hovertemplate="positions %{y} and %{x}: cosine %{z:.2f}<extra></extra>",
+            colorbar=dict(thickness=12),
+        )
+    )
+    fig.update_xaxes(title="position", constrain="domain")
+    fig.update_yaxes(title="position", autorange="reversed", scaleanchor="x")
+    return base_layout(fig, title, HEIGHT)
+
+
+def swap_chart(original: np.ndarray, swapped: np.ndarray, title: str) -> go.Figure:
+    """The two D-dimensional vectors as lines over the dimensions: identical lines overlap."""
+    dims = np.arange(len(original))
+    fig = go.Figure(
+        [
+            go.Scatter(
+                x=dims, y=original, mode="lines", name="original prompt", line=dict(width=4)
+            ),
+            go.Scatter(
+                x=dims,
+                y=swapped,
+                mode="lines",
+                name="two tokens swapped",
+                line=dict(width=2, dash="dot", color=ACCENT),
+            ),
+        ]
+    )
+    fig.update_xaxes(title="dimension")
+    fig.update_yaxes(title="value")
+    fig.update_layout(legend=dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right"))
+    return base_layout(fig, title, SMALL_HEIGHT)
