@@ -1,0 +1,78 @@
+"""Residual stream figures, each built alone from arrays and labels."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from viz_model.charts.common import token_labels
+from viz_model.charts.residual import (
+    CELL_TEXT_MAX_T,
+    DOWN_COLOUR,
+    UP_COLOUR,
+    attribution_waterfall,
+    head_attribution_heatmap,
+    logit_lens_grid,
+    prediction_through_layers,
+    resid_norm_heatmap,
+)
+
+STATIONS = ["embed", "after block 0", "after block 1"]
+PIECES = ["a", " b", "\n", "a"]
+LABELS = token_labels(PIECES)
+
+
+def test_resid_norm_heatmap_keeps_the_values_and_runs_down_the_stations():
+    norms = np.arange(12, dtype=float).reshape(3, 4)
+    fig = resid_norm_heatmap(norms, STATIONS, LABELS)
+    hm = fig.data[0]
+    np.testing.assert_array_equal(np.asarray(hm.z), norms)
+    assert list(hm.y) == STATIONS and list(hm.x) == LABELS
+    assert fig.layout.yaxis.autorange == "reversed"
+
+
+def test_logit_lens_grid_writes_the_top_tokens_and_marks_hits():
+    probs = np.array([[0.1, 0.2, 0.3, 0.4], [0.5, 0.6, 0.7, 0.8], [0.9, 0.95, 0.99, 1.0]])
+    tokens = [["x", " ", "b", "a"], ["b", "\n", "a", "a"], ["b", "\n", "a", "z"]]
+    fig = logit_lens_grid(probs, tokens, STATIONS, LABELS, next_tokens=[" b", "\n", "a", None])
+    hm = fig.data[0]
+    assert (hm.zmin, hm.zmax) == (0, 1)
+    text = [list(r) for r in hm.text]
+    assert text[0][1] == "␣"  # whitespace made visible
+    assert text[1][1] == "<b>↵</b>" and text[2][2] == "<b>a</b>"  # guessed the real next token
+    assert text[2][0] == "b"  # " b" was next, "b" is a different token
+    assert hm.customdata[0][3][1] == "—"  # no next token after the last position
+
+
+def test_logit_lens_grid_drops_cell_text_for_long_prompts():
+    T = CELL_TEXT_MAX_T + 1
+    fig = logit_lens_grid(np.zeros((2, T)), [["a"] * T] * 2, STATIONS[:2], token_labels(["a"] * T))
+    assert fig.data[0].text is None
+
+
+def test_prediction_through_layers_has_both_lines():
+    fig = prediction_through_layers(
+        np.array([0.01, 0.2, 0.9]), np.array([0.3, 0.4, 0.9]), ["q", "e", " "], STATIONS, " "
+    )
+    final = [t for t in fig.data if "final prediction" in t.name][0]
+    np.testing.assert_allclose(final.y, [0.01, 0.2, 0.9])
+    own = [t for t in fig.data if "own top guess" in t.name][0]
+    assert list(own.text) == ["q", "e", "␣"]
+
+
+def test_waterfall_ends_at_the_logit():
+    values = np.array([1.0, -0.5, 2.0, -0.25])
+    fig = attribution_waterfall(["embed", "pos", "attn 0", "mlp 0"], values, 0.75, 3.0)
+    wf = fig.data[0]
+    assert list(wf.x) == ["embed", "pos", "attn 0", "mlp 0", "LN bias", "logit"]
+    assert list(wf.measure) == ["relative"] * 5 + ["total"]
+    assert sum(wf.y[:-1]) == pytest.approx(wf.y[-1])
+    assert wf.increasing.marker.color == UP_COLOUR and wf.decreasing.marker.color == DOWN_COLOUR
+
+
+def test_head_heatmap_is_symmetric_around_zero():
+    v = np.array([[0.5, -2.0], [1.0, 0.0]])
+    fig = head_attribution_heatmap(v)
+    hm = fig.data[0]
+    assert (hm.zmin, hm.zmax, hm.zmid) == (-2.0, 2.0, 0)
+    assert list(hm.x) == ["head 0", "head 1"] and list(hm.y) == ["layer 0", "layer 1"]

@@ -1,0 +1,170 @@
+"""LayerNorm figures: one token's vector at each step of the formula, mean and sigma per token,
+histograms of the values before and after, and the residual norm through the layers of several models.
+
+Arrays and labels in, plotly figures out.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from viz_model.charts.common import ACCENT, SMALL_HEIGHT, base_layout
+
+BEFORE_COLOUR = "#7f7f7f"
+NORMALIZED_COLOUR = "#1f77b4"
+AFTER_COLOUR = "#ff7f0e"
+GAMMA_COLOUR = "#2ca02c"
+BETA_COLOUR = "#9467bd"
+
+
+def ln_steps(
+    x: np.ndarray,
+    mean: float,
+    sigma: float,
+    normalized: np.ndarray,
+    gamma: np.ndarray,
+    beta: np.ndarray,
+    y: np.ndarray,
+    title: str = "",
+) -> go.Figure:
+    """Four stacked bar charts over the D dimensions of one token: x (with mu and mu +- sigma),
+    (x - mu) / sigma, gamma and beta, and the output y."""
+    D = len(x)
+    dims = np.arange(D)
+    fig = make_subplots(
+        rows=4,
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=0.07,
+        subplot_titles=(
+            "1. before: x, the residual entering the LayerNorm (red: μ, dashed: μ ± σ)",
+            "2. normalized: (x − μ) / σ, mean 0 and standard deviation 1",
+            "3. the learned scale γ (gamma) and shift β (beta)",
+            "4. after: y = normalized · γ + β",
+        ),
+    )
+    hover = "dimension %{x}: %{y:.3f}<extra>%{fullData.name}</extra>"
+    fig.add_trace(
+        go.Bar(x=dims, y=x, name="x", marker_color=BEFORE_COLOUR, hovertemplate=hover), 1, 1
+    )
+    fig.add_hline(y=mean, line=dict(color=ACCENT, width=2), row=1, col=1)
+    for s in (-1, 1):
+        fig.add_hline(y=mean + s * sigma, line=dict(color=ACCENT, dash="dash"), row=1, col=1)
+    fig.add_trace(
+        go.Bar(
+            x=dims,
+            y=normalized,
+            name="normalized",
+            marker_color=NORMALIZED_COLOUR,
+            hovertemplate=hover,
+        ),
+        2,
+        1,
+    )
+    fig.add_trace(
+        go.Bar(x=dims, y=gamma, name="γ", marker_color=GAMMA_COLOUR, hovertemplate=hover), 3, 1
+    )
+    fig.add_trace(
+        go.Bar(x=dims, y=beta, name="β", marker_color=BETA_COLOUR, hovertemplate=hover), 3, 1
+    )
+    fig.add_trace(
+        go.Bar(x=dims, y=y, name="y", marker_color=AFTER_COLOUR, hovertemplate=hover), 4, 1
+    )
+    fig.update_layout(barmode="group", bargap=0.15, showlegend=False)
+    fig.update_xaxes(title="dimension of the vector", row=4, col=1)
+    fig.update_annotations(font=dict(size=13), x=0, xanchor="left")
+    base_layout(fig, title, 680 if D <= 256 else 760)
+    fig.update_layout(margin=dict(l=10, r=10, t=60 if title else 30, b=10))
+    return fig
+
+
+def ln_stats_per_token(
+    mean: np.ndarray,
+    sigma: np.ndarray,
+    labels: list[str],
+    chosen: int | None = None,
+    title: str = "",
+) -> go.Figure:
+    """Mean and sigma of each token's vector before the LayerNorm, side by side; `chosen` in red."""
+    colours = [ACCENT if i == chosen else "#1f77b4" for i in range(len(labels))]
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        horizontal_spacing=0.08,
+        subplot_titles=(
+            "mean μ of each token's vector",
+            "standard deviation σ of each token's vector",
+        ),
+    )
+    fig.add_trace(
+        go.Bar(
+            x=labels,
+            y=mean,
+            marker_color=colours,
+            name="μ",
+            hovertemplate="%{x}: μ = %{y:.4f}<extra></extra>",
+        ),
+        1,
+        1,
+    )
+    fig.add_trace(
+        go.Bar(
+            x=labels,
+            y=sigma,
+            marker_color=colours,
+            name="σ",
+            hovertemplate="%{x}: σ = %{y:.4f}<extra></extra>",
+        ),
+        1,
+        2,
+    )
+    fig.update_xaxes(type="category", tickangle=-60 if len(labels) > 10 else 0)
+    fig.update_layout(showlegend=False)
+    fig.update_annotations(font=dict(size=13))
+    return base_layout(fig, title, SMALL_HEIGHT + 60)
+
+
+def ln_histograms(before: np.ndarray, after: np.ndarray, title: str = "") -> go.Figure:
+    """Histograms of every value before and after the LayerNorm, on their own x scales."""
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        horizontal_spacing=0.08,
+        subplot_titles=("values before (x)", "values after (y)"),
+    )
+    fig.add_trace(
+        go.Histogram(x=np.ravel(before), nbinsx=60, marker_color=BEFORE_COLOUR, name="before"),
+        1,
+        1,
+    )
+    fig.add_trace(
+        go.Histogram(x=np.ravel(after), nbinsx=60, marker_color=AFTER_COLOUR, name="after"), 1, 2
+    )
+    fig.update_yaxes(title="how many values", row=1, col=1)
+    fig.update_layout(showlegend=False, bargap=0.05)
+    fig.update_annotations(font=dict(size=13))
+    return base_layout(fig, title, SMALL_HEIGHT + 20)
+
+
+def norm_profiles(
+    profiles: dict[str, np.ndarray], stations: dict[str, list[str]], title: str = ""
+) -> go.Figure:
+    """Mean residual norm at each station for several models (name -> (L + 1,)), one line each."""
+    fig = go.Figure()
+    for name, values in profiles.items():
+        fig.add_trace(
+            go.Scatter(
+                x=list(range(len(values))),
+                y=np.asarray(values, dtype=float),
+                customdata=stations[name],
+                mode="lines+markers",
+                name=name,
+                hovertemplate="%{customdata}: mean ‖x‖ = %{y:.2f}<extra>%{fullData.name}</extra>",
+            )
+        )
+    fig.update_xaxes(title="station: 0 = embeddings, l = after block l − 1", dtick=1)
+    fig.update_yaxes(title="mean ‖x‖ over the prompt", rangemode="tozero")
+    fig.update_layout(legend=dict(orientation="h", y=-0.3))
+    return base_layout(fig, title, 360)

@@ -1,0 +1,196 @@
+"""Residual stream figures: the norm of each token's residual at each station, the logit lens grid,
+one position's prediction through the layers, and direct logit attribution as a waterfall and a
+layer x head heatmap.
+
+Arrays and labels in, plotly figures out. Stations (embed, after block 0, ...) run down the y axis
+from the top, in the order the forward pass reaches them; token positions run across.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from viz_model.charts.common import (
+    ACCENT,
+    DIVERGING,
+    PROB_SCALE,
+    SEQUENTIAL,
+    SMALL_HEIGHT,
+    base_layout,
+    show_whitespace,
+)
+
+CELL_TEXT_MAX_T = 40  # write the top token in the lens cells up to this many positions
+UP_COLOUR = "#b2182b"  # the red end of DIVERGING (reversed): pushes up
+DOWN_COLOUR = "#2166ac"  # the blue end: pushes down
+TOTAL_COLOUR = "#555555"
+
+
+def _grid_height(n_rows: int) -> int:
+    return max(SMALL_HEIGHT, 90 + 34 * n_rows)
+
+
+def resid_norm_heatmap(
+    norms: np.ndarray, stations: list[str], labels: list[str], title: str = ""
+) -> go.Figure:
+    """(n_stations, T) residual norms as a heatmap: stations down, token positions across."""
+    norms = np.asarray(norms, dtype=float)
+    fig = go.Figure(
+        go.Heatmap(
+            z=norms,
+            x=labels,
+            y=stations,
+            colorscale=SEQUENTIAL,
+            zmin=0,
+            colorbar=dict(title="‖x‖"),
+            hovertemplate="%{y}<br>token %{x}<br>norm %{z:.2f}<extra></extra>",
+        )
+    )
+    fig.update_yaxes(autorange="reversed")
+    fig.update_xaxes(type="category", tickangle=-60 if len(labels) > 12 else 0)
+    return base_layout(fig, title, _grid_height(len(stations)))
+
+
+def logit_lens_grid(
+    top_probs: np.ndarray,
+    top_tokens: list[list[str]],
+    stations: list[str],
+    labels: list[str],
+    next_tokens: list[str] | None = None,
+    title: str = "",
+) -> go.Figure:
+    """The logit lens: each cell is the top token read out of that station at that position,
+    coloured by its probability (0..1). `next_tokens[t]` (the prompt's real next token, if any)
+    is shown on hover, and cells that guess it get a bold label."""
+    probs = np.asarray(top_probs, dtype=float)
+    shown = [[show_whitespace(t) for t in row] for row in top_tokens]
+    nxt = [show_whitespace(t) if t is not None else "—" for t in (next_tokens or [])]
+    nxt += ["—"] * (len(labels) - len(nxt))
+    hits = [
+        [
+            next_tokens is not None and t < len(next_tokens) and row[t] == next_tokens[t]
+            for t in range(len(row))
+        ]
+        for row in top_tokens
+    ]
+    cell = [
+        [f"<b>{s}</b>" if hit else s for s, hit in zip(srow, hrow, strict=True)]
+        for srow, hrow in zip(shown, hits, strict=True)
+    ]
+    custom = np.array([[[s, nxt[t]] for t, s in enumerate(row)] for row in shown], dtype=object)
+    text = (
+        dict(text=cell, texttemplate="%{text}", textfont=dict(size=11))
+        if len(labels) <= CELL_TEXT_MAX_T
+        else {}
+    )
+    fig = go.Figure(
+        go.Heatmap(
+            z=probs,
+            x=labels,
+            y=stations,
+            customdata=custom,
+            colorscale=PROB_SCALE,
+            zmin=0,
+            zmax=1,
+            colorbar=dict(title="p(top)"),
+            hovertemplate=(
+                "%{y}, token %{x}<br>top guess: %{customdata[0]} (p = %{z:.3f})"
+                "<br>actual next token: %{customdata[1]}<extra></extra>"
+            ),
+            **text,
+        )
+    )
+    fig.update_yaxes(autorange="reversed")
+    fig.update_xaxes(type="category", tickangle=-60 if len(labels) > 12 else 0)
+    return base_layout(fig, title, _grid_height(len(stations)))
+
+
+def prediction_through_layers(
+    final_probs: np.ndarray,
+    top_probs: np.ndarray,
+    top_tokens: list[str],
+    stations: list[str],
+    final_token: str,
+    title: str = "",
+) -> go.Figure:
+    """One position: p(the model's final prediction) at each station, and each station's own top guess."""
+    fig = go.Figure()
+    fig.add_trace(
+        go.Scatter(
+            x=stations,
+            y=np.asarray(top_probs, dtype=float),
+            mode="lines+markers+text",
+            text=[show_whitespace(t) for t in top_tokens],
+            textposition="top center",
+            line=dict(color="#999", dash="dot"),
+            name="this layer's own top guess",
+            hovertemplate="%{x}: top guess %{text}, p = %{y:.3f}<extra></extra>",
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=stations,
+            y=np.asarray(final_probs, dtype=float),
+            mode="lines+markers",
+            line=dict(color=ACCENT, width=3),
+            name=f"p(“{show_whitespace(final_token)}”), the final prediction",
+            hovertemplate="%{x}: p = %{y:.3f}<extra></extra>",
+        )
+    )
+    fig.update_yaxes(range=[0, 1.08], title="probability")
+    fig.update_layout(legend=dict(orientation="h", y=-0.25))
+    return base_layout(fig, title, 340)
+
+
+def attribution_waterfall(
+    labels: list[str], values: np.ndarray, ln_bias: float, logit: float, title: str = ""
+) -> go.Figure:
+    """Direct logit attribution as a waterfall: each component's push, then the LN bias, then the
+    logit they add up to."""
+    values = [float(v) for v in values]
+    x = list(labels) + ["LN bias", "logit"]
+    y = values + [float(ln_bias), float(logit)]
+    measure = ["relative"] * (len(values) + 1) + ["total"]
+    fig = go.Figure(
+        go.Waterfall(
+            x=x,
+            y=y,
+            measure=measure,
+            text=[f"{v:+.2f}" for v in y[:-1]] + [f"{logit:.2f}"],
+            textposition="outside",
+            increasing=dict(marker=dict(color=UP_COLOUR)),
+            decreasing=dict(marker=dict(color=DOWN_COLOUR)),
+            totals=dict(marker=dict(color=TOTAL_COLOUR)),
+            connector=dict(line=dict(color="#bbb", width=1)),
+            hovertemplate="%{x}: %{y:+.3f}<extra></extra>",
+        )
+    )
+    fig.update_yaxes(title="contribution to the logit", zeroline=True, zerolinecolor="#888")
+    fig.update_xaxes(type="category")
+    return base_layout(fig, title, 400)
+
+
+def head_attribution_heatmap(head_values: np.ndarray, title: str = "") -> go.Figure:
+    """(n_layer, n_head) each head's push on the logit: red up, blue down, centred on 0."""
+    v = np.asarray(head_values, dtype=float)
+    bound = float(np.abs(v).max()) or 1.0
+    L, H = v.shape
+    fig = go.Figure(
+        go.Heatmap(
+            z=v,
+            x=[f"head {h}" for h in range(H)],
+            y=[f"layer {i}" for i in range(L)],
+            colorscale=DIVERGING,
+            reversescale=True,
+            zmid=0,
+            zmin=-bound,
+            zmax=bound,
+            texttemplate="%{z:+.2f}",
+            textfont=dict(size=11),
+            colorbar=dict(title="push"),
+            hovertemplate="%{y}, %{x}: %{z:+.3f}<extra></extra>",
+        )
+    )
+    fig.update_yaxes(autorange="reversed")
+    return base_layout(fig, title, max(SMALL_HEIGHT - 40, 90 + 40 * L))
