@@ -66,11 +66,13 @@ class LayerNorm(nn.Module):
         hooks = (self.hook_mean, self.hook_scale, self.hook_normalized)
         if ctx is None or not any(ctx.wants(h.name) for h in hooks):
             return F.layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps)
-        mean = self.hook_mean(x.mean(-1, keepdim=True))
-        centred = x - mean
-        scale = self.hook_scale((centred.pow(2).mean(-1, keepdim=True) + self.eps).sqrt())
-        out = self.hook_normalized(centred / scale) * self.weight
-        return out if self.bias is None else out + self.bias
+        var, mean = torch.var_mean(x, dim=-1, keepdim=True, correction=0)
+        mean = self.hook_mean(mean)
+        scale = self.hook_scale((var + self.eps).sqrt())
+        normalized = self.hook_normalized((x - mean) / scale)
+        if self.bias is None:
+            return normalized * self.weight
+        return torch.addcmul(self.bias, normalized, self.weight)
 
 
 class Attention(nn.Module):
@@ -104,8 +106,9 @@ class Attention(nn.Module):
         z = self._explicit(q, k, v, past) if explicit else self._fused(q, k, v, past)
         z = self.hook_z(z)  # (B, T, H, E)
         if ctx is not None and ctx.wants(self.hook_result.name):
-            w = self.out.weight.view(D, self.n_head, self.d_head)  # (D, H, E)
-            result = self.hook_result(torch.einsum("bthe,dhe->bthd", z, w))  # (B, T, H, D)
+            w = self.out.weight.view(D, self.n_head, self.d_head).permute(1, 2, 0)  # (H, E, D)
+            result = (z.transpose(1, 2) @ w).transpose(1, 2)  # (B, H, T, E) @ (H, E, D)
+            result = self.hook_result(result)  # (B, T, H, D)
             out = result.sum(dim=2)
             if self.out.bias is not None:
                 out = out + self.out.bias
@@ -119,11 +122,12 @@ class Attention(nn.Module):
         return torch.arange(past + T, device=device)[None, :] <= q_pos
 
     def _explicit(self, q, k, v, past: int) -> torch.Tensor:
-        scores = torch.einsum("bqhe,bkhe->bhqk", q, k) / math.sqrt(self.d_head)
-        mask = self._causal_mask(q.shape[1], past, q.device)
+        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, H, T, E)
+        scores = (q @ k.transpose(-1, -2)) * (1.0 / math.sqrt(self.d_head))  # (B, H, T, past + T)
+        mask = self._causal_mask(q.shape[2], past, q.device)
         scores = self.hook_attn_scores(scores.masked_fill(~mask, float("-inf")))
         pattern = self.hook_pattern(torch.softmax(scores, dim=-1))  # (B, H, T, past + T)
-        return torch.einsum("bhqk,bkhe->bqhe", self.drop(pattern), v)
+        return (self.drop(pattern) @ v).transpose(1, 2)  # (B, T, H, E)
 
     def _fused(self, q, k, v, past: int) -> torch.Tensor:
         T = q.shape[1]
