@@ -1,18 +1,69 @@
-"""Home: what the app is for, and the chosen model at a glance. Run with `streamlit run app.py`."""
+"""Home: what the app is for, the chosen model drawn from its config, its parameters, and where to
+start. Run with `streamlit run app.py`; every page lives in pages/ and starts with ui.frame()."""
 
+import pandas as pd
 import streamlit as st
 
 import ui
 from ui import nav
+from viz_model.charts.architecture import architecture_figure, param_counts_figure, param_rows
 
-ctx = ui.frame("Inside a GPT", "🔬", needs_prompt=False)
+ctx = ui.frame("Inside a GPT", ":material/biotech:", needs_prompt=False)
+cfg = ctx.config
 
 st.markdown(
-    "This app opens up a small GPT, the kind of model behind ChatGPT, so you can watch what it "
-    "does with your text, step by step. Type a prompt in the sidebar, then follow the pages in "
-    "order: from text to tokens, through attention and the layers, to the next-token prediction."
+    "This app opens up a small GPT, the same kind of model as the ones behind ChatGPT, so you can "
+    "watch what it does with your text at every step. Type a prompt in the sidebar, pick a page, "
+    "and the prompt and the model follow you from page to page (the address bar keeps them, so a "
+    "link reopens the same view)."
 )
 
-st.subheader("Where to start")
-for page in nav.available_pages():
-    st.page_link(page.file, label=f"{page.label}: {page.description}", icon=page.icon)
+st.subheader(f"The model “{ctx.name}”")
+norm = (
+    "**pre-LN**: each block normalises its input (LN) before attention and the MLP read it, and a "
+    "final LN comes before the unembedding"
+    if cfg.norm == "pre"
+    else "**post-LN** (as in the original Transformer): LayerNorm is applied to the stream after "
+    "each sum, and there is no final LN"
+)
+blocks = "attention only (no MLP)" if cfg.attn_only else "attention, then an MLP"
+st.markdown(
+    f"Token ids are looked up in the **embedding** (a vector of d_model = {cfg.d_model} numbers "
+    f"per token), then pass through {cfg.n_layer} **blocks** of {blocks}. Each part reads the "
+    f"**residual stream** (the blue line) and adds its output back to it. This model is {norm}. "
+    "The **unembedding** turns the last vector into one score (logit) per token of the "
+    "vocabulary. Hover over a box for its weights' shapes."
+)
+st.plotly_chart(architecture_figure(cfg), width="stretch", config={"displayModeBar": False})
+
+left, right = st.columns([3, 2], gap="large")
+with left:
+    st.subheader("Where the parameters are")
+    counts = ctx.model.param_counts()
+    total = sum(counts.values())
+    st.markdown(
+        f"**{total:,}** numbers were learned in training. Most sit in the attention and MLP weight "
+        "matrices; LayerNorm has only a scale and a shift per dimension."
+    )
+    st.plotly_chart(param_counts_figure(counts), width="stretch", config={"displayModeBar": False})
+    with st.expander("The numbers behind it"):
+        rows = param_rows(counts)
+        table = pd.DataFrame(
+            {
+                "component": [r[0] for r in rows] + ["total"],
+                "parameters": [r[1] for r in rows] + [total],
+                "share": [f"{r[2]:.1%}" for r in rows] + ["100%"],
+            }
+        )
+        st.dataframe(table, hide_index=True, width="stretch")
+
+with right:
+    st.subheader("Where to start")
+    sections = nav.available_sections()
+    if not sections:
+        st.info("The lesson's pages are not installed yet.")
+    for section, pages in sections.items():
+        st.caption(section)
+        for page in pages:
+            st.page_link(page.file, label=page.label, icon=page.icon)
+            st.caption(page.description)

@@ -76,7 +76,8 @@ def frame(title: str, icon: str = "", *, needs_prompt: bool = True) -> PageConte
     prompt = _prompt_box()
     draw_model_card(bundle)
 
-    st.title(f"{icon} {title}".strip())
+    # Material icons come with Streamlit; emoji need a font some classroom machines lack.
+    st.title(f"{icon} {title}" if icon.startswith(":material/") else title)
     for message in errors:
         st.error(message)
     ctx = _context(bundle_id, bundle, prompt)
@@ -199,9 +200,9 @@ def model_card(bundle: Bundle) -> list[tuple[str, str]]:
 
 
 def draw_model_card(bundle: Bundle) -> None:
-    rows = "\n".join(f"| {name} | {value} |" for name, value in model_card(bundle))
+    lines = "  \n".join(f"{name}: **{value}**" for name, value in model_card(bundle))
     with st.sidebar.expander(f"About “{bundle.name}”", expanded=True):
-        st.markdown(f"| | |\n|---|---|\n{rows}")
+        st.markdown(lines)
 
 
 # ---- the prompt as tokens ---------------------------------------------------------------------

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 class Page:
     file: str  # relative to the repo root, e.g. "pages/3_Attention.py"
     label: str
-    icon: str
+    icon: str  # a Material icon (":material/home:"): emoji fonts are missing on some machines
     description: str
     section: str = ""
 
@@ -31,20 +31,20 @@ class Page:
         return (root / self.file).is_file()
 
 
-HOME = Page("app.py", "Home", "🏠", "What the app is for, and the model at a glance.")
+HOME = Page("app.py", "Home", ":material/home:", "What the app is for, and the model at a glance.")
 
 SECTIONS: dict[str, list[Page]] = {
     "Text to tokens": [
         Page(
             "pages/1_Tokenization.py",
             "Tokenization",
-            "🔤",
+            ":material/text_fields:",
             "How text becomes a list of token ids, and how BPE merges build the vocabulary.",
         ),
         Page(
             "pages/2_Embeddings.py",
             "Embeddings & positions",
-            "📍",
+            ":material/scatter_plot:",
             "Each token id looks up a vector; a position vector is added to it.",
         ),
     ],
@@ -52,25 +52,25 @@ SECTIONS: dict[str, list[Page]] = {
         Page(
             "pages/3_Attention.py",
             "Attention",
-            "👀",
+            ":material/visibility:",
             "Which earlier tokens each token looks at, head by head, with the arithmetic behind it.",
         ),
         Page(
             "pages/4_Residual_stream.py",
             "Residual stream",
-            "🌊",
+            ":material/stacked_line_chart:",
             "What every layer adds to the running sum, and what the model would predict at each layer.",
         ),
         Page(
             "pages/5_LayerNorm.py",
             "LayerNorm",
-            "📏",
+            ":material/straighten:",
             "How each vector is centred and rescaled before attention and the MLP read it.",
         ),
         Page(
             "pages/6_MLP_neurons.py",
             "MLP neurons",
-            "🧠",
+            ":material/hub:",
             "Which neurons fire on which tokens, and what they write back.",
         ),
     ],
@@ -78,13 +78,13 @@ SECTIONS: dict[str, list[Page]] = {
         Page(
             "pages/7_Next_token.py",
             "Next token",
-            "🎲",
+            ":material/casino:",
             "The probability of every possible next token, and how temperature, top-k and top-p reshape it.",
         ),
         Page(
             "pages/8_Generation.py",
             "Generation",
-            "✍️",
+            ":material/edit_note:",
             "Write text one token at a time, see each choice, and override it.",
         ),
     ],
