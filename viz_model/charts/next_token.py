@@ -62,7 +62,7 @@ def distribution_bars(
     fig.add_bar(
         name="after temperature, before the cut",
         x=x,
-        y=np.asarray(scaled_probs, dtype=float),
+        y=np.asarray(scaled_probs, dtype=float).tolist(),
         marker_color=before_colours,
         customdata=status,
         hovertemplate="%{x}: %{y:.3f} (%{customdata})<extra>before the cut</extra>",
@@ -70,14 +70,14 @@ def distribution_bars(
     fig.add_bar(
         name="renormalised: what is sampled",
         x=x,
-        y=np.asarray(probs, dtype=float),
+        y=np.asarray(probs, dtype=float).tolist(),
         marker_color=AFTER_CUT_COLOUR,
         hovertemplate="%{x}: %{y:.3f}<extra>renormalised</extra>",
     )
     fig.add_scatter(
         name="the model's own p (T = 1, no cut)",
         x=x,
-        y=np.asarray(base_probs, dtype=float),
+        y=np.asarray(base_probs, dtype=float).tolist(),
         mode="markers",
         marker=dict(symbol="line-ew", size=18, line=dict(width=3, color=ACCENT)),
         hovertemplate="%{x}: %{y:.3f}<extra>T = 1</extra>",
@@ -110,7 +110,7 @@ def layer_attention_heatmap(
     weights = np.asarray(weights, dtype=float)
     fig = go.Figure(
         go.Heatmap(
-            z=weights,
+            z=weights.tolist(),
             x=list(col_labels),
             y=list(row_labels),
             colorscale=SEQUENTIAL,

@@ -1,0 +1,154 @@
+"""Next token: the distribution after the prompt, reshaped live by temperature, top-k and top-p;
+its entropy; and how surprised the model is by each token of the prompt (surprisal, perplexity)."""
+
+import math
+
+import numpy as np
+import streamlit as st
+
+import ui
+from ui import cache, state
+from viz_model.analysis import next_token as nt
+from viz_model.charts import next_token as charts
+from viz_model.charts.common import show_whitespace
+from viz_model.sampling import SamplingSettings
+
+ctx = ui.frame("Next token", "🎲")
+V = ctx.tokenizer.vocab_size
+
+st.markdown(
+    "After reading the prompt, the model gives every token of its vocabulary a score, its "
+    "**logit** $z_i$. The **softmax** turns the scores into probabilities that add up to 1. Before "
+    "that, the scores are divided by the **temperature** $T$: below 1 the likely tokens get even "
+    "likelier (sharper), above 1 the distribution flattens, and $T = 0$ always takes the most "
+    "likely token (*greedy*). **Top-k** keeps only the $k$ most likely tokens, **top-p** (nucleus) "
+    "keeps the fewest most likely tokens whose probabilities add up to at least $p$; the cut tokens "
+    "get probability 0 and the rest are scaled up again (*renormalised*) to add up to 1."
+)
+st.latex(r"p_i = \frac{\exp(z_i / T)}{\sum_{j=1}^{V} \exp(z_j / T)}")
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def prompt_numbers(bundle_id: str, ids: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """The logits after the last prompt token (V,) and each prompt token's surprisal (T,)."""
+    logits = nt.prompt_logits(cache.bundle(bundle_id).model, list(ids))
+    return logits[-1], nt.surprisal(logits, list(ids))
+
+
+last_logits, surprisal = prompt_numbers(ctx.bundle_id, tuple(ctx.ids))
+
+# ---- the controls -----------------------------------------------------------------------------
+c1, c2, c3, c4 = st.columns([3, 3, 3, 2])
+temperature = state.slider(
+    "Temperature T",
+    "temperature",
+    0.0,
+    2.0,
+    1.0,
+    step=0.05,
+    container=c1,
+    help="Divides the logits before the softmax. 0 = greedy (always the most likely token).",
+)
+top_k = state.slider(
+    "Top-k (0 = off)",
+    "top_k",
+    0,
+    min(V, 100),
+    0,
+    container=c2,
+    help="Keep only the k most likely tokens.",
+)
+top_p = state.slider(
+    "Top-p (1 = off)",
+    "top_p",
+    0.05,
+    1.0,
+    1.0,
+    step=0.05,
+    container=c3,
+    help="Keep the fewest most likely tokens whose probabilities add up to at least p.",
+)
+n_bars = state.select_slider(
+    "Bars shown", "bars", [10, 15, 20, 30, 50], 20, container=c4, help="The most likely tokens."
+)
+
+settings = SamplingSettings(temperature=temperature, top_k=top_k, top_p=top_p)
+dist = nt.distribution(last_logits, settings)
+top = nt.top_tokens(dist, n_bars, ctx.tokenizer.id_to_token)
+
+# ---- the picture ------------------------------------------------------------------------------
+last = show_whitespace(ctx.pieces[-1])
+st.plotly_chart(
+    charts.distribution_bars(
+        top.labels,
+        top.base_probs,
+        top.scaled_probs,
+        top.probs,
+        top.kept,
+        title=f"What comes after “{last}”? The {len(top.ids)} most likely of {V} tokens",
+    ),
+)
+n_kept = int(dist.kept.sum())
+st.caption(
+    f"Light blue bars: probabilities after the temperature; grey bars: tokens top-k/top-p cut "
+    f"(they can no longer be picked); dark blue: the renormalised probabilities the sampler "
+    f"draws from; red ticks: the model's own probabilities (T = 1, nothing cut). "
+    f"{n_kept} of {V} tokens can still be picked."
+)
+
+h_nats = dist.entropy
+m1, m2, m3 = st.columns(3)
+m1.metric("Entropy (nats)", f"{h_nats:.3f}")
+m2.metric("Entropy (bits)", f"{nt.entropy_bits(h_nats):.3f}")
+m3.metric("As uncertain as a fair pick among", f"{math.exp(h_nats):.1f} tokens")
+st.markdown(
+    r"**Entropy** $H = -\sum_i p_i \log p_i$ measures how spread out the distribution the sampler "
+    f"uses is: 0 means the next token is certain; {math.log(V):.2f} nats "
+    f"({math.log2(V):.2f} bits) would mean all {V} tokens are equally likely. "
+    "In bits, it is the number of yes/no questions needed, on average, to learn which token comes."
+)
+
+# ---- surprisal of the prompt --------------------------------------------------------------------
+st.subheader("How surprised is the model by your prompt?")
+st.markdown(
+    "Run the same question at every position: how likely did the model find the token that "
+    "actually came next? Its **surprisal** is $-\\log p$: near 0 when the model expected it, large "
+    "when it did not. The first token has none, because nothing came before it. The "
+    "**perplexity** of the whole text is $e$ to the mean surprisal."
+)
+st.latex(
+    r"\text{surprisal}(x_t) = -\log p(x_t \mid x_{<t}) \qquad "
+    r"\text{perplexity} = \exp\Big(\frac{1}{T-1}\sum_{t=2}^{T} -\log p(x_t \mid x_{<t})\Big)"
+)
+st.html(charts.surprisal_chips(ctx.pieces, surprisal))
+ppl = nt.perplexity(surprisal)
+if math.isnan(ppl):
+    st.info("The prompt has one token: type at least two to measure surprisal.")
+else:
+    p1, p2 = st.columns([1, 3])
+    p1.metric("Perplexity", f"{ppl:.2f}")
+    p2.markdown(
+        f"On average the model was as unsure as if it had to pick fairly among **{ppl:.1f}** "
+        f"tokens at each step. A model that knew nothing would score {V} (its whole "
+        "vocabulary); a model that predicted the text perfectly would score 1. "
+        "Hover a token to see its numbers."
+    )
+
+# ---- the numbers behind it ----------------------------------------------------------------------
+with st.expander("The numbers behind it"):
+    st.markdown(f"The {len(top.ids)} highest-scoring tokens after the prompt:")
+    st.dataframe(top.rows(), hide_index=True)
+    st.markdown("Each prompt token's probability and surprisal given the tokens before it:")
+    st.dataframe(
+        [
+            {
+                "position": i,
+                "token": ctx.labels[i],
+                "p": None if np.isnan(s) else float(math.exp(-s)),
+                "surprisal (nats)": None if np.isnan(s) else float(s),
+                "surprisal (bits)": None if np.isnan(s) else float(s / math.log(2)),
+            }
+            for i, s in enumerate(surprisal)
+        ],
+        hide_index=True,
+    )

@@ -1,0 +1,55 @@
+"""The Next-token page in AppTest: the bars react to temperature / top-k, the URL carries them."""
+
+from __future__ import annotations
+
+import json
+
+from tests.apptest_util import app_test
+from ui.state import widget_key
+
+PAGE = "pages/7_Next_token.py"
+PROMPT = "ROMEO: But soft, what light"
+
+
+def _bars(at) -> dict:
+    """The distribution figure's traces by name."""
+    fig = json.loads(at.get("plotly_chart")[0].proto.spec)
+    return {t.get("name"): t for t in fig["data"]}
+
+
+def test_page_draws_bars_chips_and_perplexity(models_dir):
+    at = app_test(models_dir, PAGE, prompt=PROMPT)
+    assert not at.exception
+    bars = _bars(at)
+    before = bars["after temperature, before the cut"]
+    assert len(before["x"]) == 20  # the default number of bars
+    assert abs(sum(bars["renormalised: what is sampled"]["y"]) - 1) < 0.2  # top 20 of 64 hold most
+    html = at.get("html")[0].proto.body
+    assert html.count('class="chip"') == len(PROMPT)  # a char model: one chip per character
+    assert "Perplexity" in [m.label for m in at.metric]
+
+
+def test_temperature_changes_the_bars(models_dir):
+    at = app_test(models_dir, PAGE, prompt=PROMPT)
+    y1 = _bars(at)["after temperature, before the cut"]["y"]
+    at.slider(key=widget_key("temperature")).set_value(0.3).run()
+    assert not at.exception
+    y2 = _bars(at)["after temperature, before the cut"]["y"]
+    assert max(y2) > max(y1)  # colder is sharper
+    assert at.query_params["temperature"] in ("0.3", ["0.3"])
+    entropy = [m for m in at.metric if m.label == "Entropy (nats)"][0].value
+    at.slider(key=widget_key("temperature")).set_value(2.0).run()
+    assert float([m for m in at.metric if m.label == "Entropy (nats)"][0].value) > float(entropy)
+
+
+def test_top_k_greys_the_cut_tokens(models_dir):
+    at = app_test(models_dir, PAGE, prompt=PROMPT, query={"top_k": "3"})
+    assert not at.exception
+    bars = _bars(at)
+    colours = bars["after temperature, before the cut"]["marker"]["color"]
+    from viz_model.charts.common import CUT_COLOUR
+
+    assert colours.count(CUT_COLOUR) == len(colours) - 3
+    after = bars["renormalised: what is sampled"]["y"]
+    assert sum(1 for y in after if y > 0) == 3 and abs(sum(after) - 1) < 1e-5
+    assert "cut by top-k / top-p" in bars
