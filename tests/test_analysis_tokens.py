@@ -35,6 +35,16 @@ def test_byte_alphabet_is_a_bijection_and_names_space_G():
     assert table[ord(" ")] == "Ġ" and table[ord("\n")] == "Ċ" and table[ord("a")] == "a"
     assert T.symbol_text("Ġthe") == " the"
     assert T.symbol_text(table[0xE6]) == "<e6>"  # a lone lead byte of a 3-byte character
+    assert T.bytes_text(" naï".encode()[:-1] + b"!") == " na<c3>!"
+
+
+def test_display_tokens_show_partial_characters_as_bytes(bpe):
+    shown = T.display_tokens(bpe, "a 日本")
+    assert [i for i, _ in shown] == bpe.encode("a 日本")
+    assert len(shown) > 3 and all(t for _, t in shown)
+    assert "".join(t for _, t in shown) == "a " + "".join(f"<{b:02x}>" for b in "日本".encode())
+    char = Tokenizer.train("abc", "char")
+    assert T.display_tokens(char, "ab") == [(1, "a"), (2, "b")]
 
 
 @pytest.mark.parametrize("text", TEXTS)

@@ -33,7 +33,9 @@ def test_heatmaps_centre_their_scale_on_zero():
     assert np.array_equal(np.asarray(sim.data[0].z), np.eye(3))
 
 
-def test_swap_chart_draws_both_vectors():
-    a, b = np.ones(4), np.zeros(4)
-    fig = swap_chart(a, b, "swap")
-    assert [list(t.y) for t in fig.data] == [[1, 1, 1, 1], [0, 0, 0, 0]]
+def test_swap_chart_draws_the_difference_on_a_shared_scale():
+    a, b = np.ones(4), np.array([1.0, 1.5, 1.0, 0.0])
+    fig = swap_chart(a, b, "swap", ymax=2.0)
+    assert list(fig.data[0].y) == [0.0, 0.5, 0.0, -1.0]
+    assert list(fig.layout.yaxis.range) == [-2.1, 2.1]
+    assert list(swap_chart(a, b, "swap").layout.yaxis.range) == [-1.05, 1.05]

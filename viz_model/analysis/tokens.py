@@ -51,13 +51,37 @@ def symbol_to_byte() -> dict[str, int]:
     return {s: b for b, s in byte_to_symbol().items()}
 
 
+def bytes_text(data: bytes) -> str:
+    """UTF-8 text, with each byte that is not part of a whole character shown as "<e6>"."""
+    out = []
+    while data:
+        try:
+            out.append(data.decode("utf-8"))
+            break
+        except UnicodeDecodeError as e:
+            out.append(data[: e.start].decode("utf-8") + f"<{data[e.start]:02x}>")
+            data = data[e.start + 1 :]
+    return "".join(out)
+
+
 def symbol_text(symbol: str) -> str:
     """A byte-level token as readable text: "Ġthe" -> " the"; a partial UTF-8 character -> "<e6>"."""
-    data = bytes(symbol_to_byte()[c] for c in symbol)
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return "".join(f"<{b:02x}>" for b in data)
+    return bytes_text(bytes(symbol_to_byte()[c] for c in symbol))
+
+
+def display_tokens(tokenizer: Tokenizer, text: str) -> list[tuple[int, str]]:
+    """(id, text) per token, for chips. A byte-level token that holds only part of a character
+    shows its bytes ("<c3>") rather than the empty or whole-character span `pieces` gives it."""
+    out = []
+    byte_level = tokenizer.kind in ("bpe", "json")
+    for p in tokenizer.pieces(text):
+        shown = p.text
+        if byte_level and "\ufffd" in tokenizer.decode([p.id]):
+            raw = tokenizer.id_to_token(p.id)
+            if all(c in symbol_to_byte() for c in raw):
+                shown = symbol_text(raw)
+        out.append((p.id, shown))
+    return out
 
 
 # ---- pre-tokenizing and applying merges -----------------------------------------------------------
@@ -167,6 +191,7 @@ class MergeStep:
     pair: tuple[str, str]  # readable text of the two parts ("" at step 0)
     merged: str  # readable text of the new token
     tokens: list[str]  # the sample text's tokens after this step, readable
+    symbols: list[str]  # the same tokens as byte-level vocabulary entries (tokenizer.token_to_id)
     changed: bool  # did this merge change the sample text?
 
 
@@ -176,7 +201,7 @@ def merge_step(text: str, merges: Sequence[Merge], step: int) -> MergeStep:
     pieces = initial_pieces(text)
     after = flatten(apply_merges(pieces, merges, step))
     if step == 0:
-        return MergeStep(0, ("", ""), "", [symbol_text(s) for s in after], False)
+        return MergeStep(0, ("", ""), "", [symbol_text(s) for s in after], after, False)
     before = flatten(apply_merges(pieces, merges, step - 1))
     a, b = merges[step - 1]
     return MergeStep(
@@ -184,6 +209,7 @@ def merge_step(text: str, merges: Sequence[Merge], step: int) -> MergeStep:
         (symbol_text(a), symbol_text(b)),
         symbol_text(a + b),
         [symbol_text(s) for s in after],
+        after,
         after != before,
     )
 

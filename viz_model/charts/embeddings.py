@@ -105,24 +105,25 @@ def similarity_heatmap(sim: np.ndarray, title: str) -> go.Figure:
     return base_layout(fig, title, HEIGHT)
 
 
-def swap_chart(original: np.ndarray, swapped: np.ndarray, title: str) -> go.Figure:
-    """The two D-dimensional vectors as lines over the dimensions: identical lines overlap."""
-    dims = np.arange(len(original))
+def swap_chart(
+    original: np.ndarray, swapped: np.ndarray, title: str, ymax: float | None = None
+) -> go.Figure:
+    """The difference swapped - original, dimension by dimension, as bars: flat when equal.
+
+    Give two charts the same `ymax` so a tiny difference looks tiny beside a large one.
+    """
+    diff = np.asarray(swapped, dtype=float) - np.asarray(original, dtype=float)
+    ymax = float(np.abs(diff).max()) if ymax is None else ymax
     fig = go.Figure(
-        [
-            go.Scatter(
-                x=dims, y=original, mode="lines", name="original prompt", line=dict(width=4)
-            ),
-            go.Scatter(
-                x=dims,
-                y=swapped,
-                mode="lines",
-                name="two tokens swapped",
-                line=dict(width=2, dash="dot", color=ACCENT),
-            ),
-        ]
+        go.Bar(
+            x=np.arange(len(diff)),
+            y=diff,
+            marker_color=ACCENT,
+            hovertemplate="dimension %{x}: %{y:.2e}<extra></extra>",
+        )
     )
     fig.update_xaxes(title="dimension")
-    fig.update_yaxes(title="value")
-    fig.update_layout(legend=dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right"))
+    fig.update_yaxes(
+        title="swapped − original", range=[-1.05 * ymax, 1.05 * ymax] if ymax else None
+    )
     return base_layout(fig, title, SMALL_HEIGHT)

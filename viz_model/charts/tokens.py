@@ -85,7 +85,12 @@ def vocab_curve_chart(
                 hoverinfo="skip",
             )
         )
-    fig.update_xaxes(title="vocabulary size (tokens the BPE knows)", type="log")
+    fig.update_xaxes(
+        title="vocabulary size (tokens the BPE knows)",
+        type="log",
+        tickvals=list(vocab_sizes),
+        ticktext=[str(v) for v in vocab_sizes],
+    )
     fig.update_yaxes(title="tokens to write the text", rangemode="tozero")
     fig.update_layout(showlegend=False)
     return base_layout(

@@ -1,0 +1,222 @@
+"""Tokenization: the prompt cut into tokens four ways, BPE learned merge by merge, and the pitfalls."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+import ui
+from ui import state
+from viz_model.analysis import tokens as tk
+from viz_model.charts.common import show_whitespace
+from viz_model.charts.tokens import token_chips_html, vocab_curve_chart
+from viz_model.data import load_corpus
+from viz_model.tokenization import Tokenizer
+
+CORPUS = "shakespeare"
+VOCAB_SIZES = [256, 300, 384, 512, 768, 1024, 2048, 4096]
+CURVE_SIZES = [256, 384, 512, 768, 1024, 2048, 4096]
+CURVE_CHARS = 200_000  # the vocabulary curve trains on this slice, to stay within seconds
+WORD_VOCAB = 3000
+
+ctx = ui.frame("Tokenization", "🔤")
+
+
+# ---- cached tokenizers and counts (trained once per server, shared by every session) -------------
+
+
+@st.cache_resource(show_spinner="Training a tokenizer on the corpus…", max_entries=16)
+def corpus_tokenizer(kind: str, vocab_size: int | None) -> Tokenizer:
+    return Tokenizer.train(load_corpus(CORPUS), kind, vocab_size)
+
+
+@st.cache_resource(show_spinner="Counting the corpus's words…")
+def corpus_words() -> dict:
+    return tk.word_counts(load_corpus(CORPUS))
+
+
+@st.cache_data(show_spinner=False, max_entries=512)
+def merge_frequency(vocab_size: int, step: int) -> int:
+    return tk.merge_frequency(corpus_words(), corpus_tokenizer("bpe", vocab_size).merges(), step)
+
+
+@st.cache_data(show_spinner="Training BPEs of several sizes on 200 kB of the corpus…")
+def vocab_curve() -> list[tuple[int, int]]:
+    return tk.vocab_curve(load_corpus(CORPUS)[:CURVE_CHARS], CURVE_SIZES)
+
+
+def chips(tokenizer: Tokenizer, text: str) -> str:
+    return token_chips_html(tk.display_tokens(tokenizer, text), tokenizer.unk_id)
+
+
+def counts_line(tokenizer: Tokenizer, text: str) -> str:
+    c = tk.token_counts(tokenizer, text)
+    unknown = f", {c.unknown} unknown" if c.unknown else ""
+    return (
+        f"{c.chars} characters → **{c.tokens} tokens**{unknown} · "
+        f"{c.chars_per_token:.2f} characters per token"
+    )
+
+
+# ---- the idea -----------------------------------------------------------------------------------
+
+st.markdown(
+    "A language model never sees letters. Before anything else, the text is cut into **tokens** "
+    "(pieces from a fixed list, the **vocabulary**) and each token is replaced by its number in "
+    "that list, its **id**. A **character-level** tokenizer uses one token per letter: a tiny "
+    "vocabulary, but long sequences. A **word-level** tokenizer uses one token per word: short "
+    "sequences, but every word it never saw becomes the unknown token `<unk>`. **Byte-pair "
+    "encoding (BPE)**, what GPT models use, sits between: it starts from the 256 possible bytes "
+    "and repeatedly glues together the pair of neighbouring tokens that occurs most often in the "
+    "training text, until the vocabulary has the size we asked for."
+)
+st.latex(
+    r"(a, b)^\ast = \arg\max_{(a,b)} \operatorname{count}(a\,b)"
+    r"\quad\Rightarrow\quad \text{replace every } a\,b \text{ by the new token } ab"
+)
+st.caption(
+    f"Tokenizers below are trained on the bundled {CORPUS.title()} corpus (about 1 MB). Hover over "
+    "a chip to see its id. Spaces show as ␣ and line breaks as ↵; a red outline marks `<unk>`."
+)
+
+prompt = ctx.prompt
+
+# ---- the prompt four ways -----------------------------------------------------------------------
+
+st.subheader("Your prompt, cut four ways")
+vocab = state.select_slider(
+    "BPE vocabulary size",
+    "vocab",
+    VOCAB_SIZES,
+    default=512,
+    help="How many tokens the BPE may have: 256 single bytes plus one new token per merge.",
+)
+char_tok = corpus_tokenizer("char", None)
+bpe = corpus_tokenizer("bpe", vocab)
+word_tok = corpus_tokenizer("word", WORD_VOCAB)
+rows = [
+    ("Characters", f"{char_tok.vocab_size} tokens in the vocabulary", char_tok),
+    (f"BPE, vocabulary {vocab}", f"{len(bpe.merges())} merges learned", bpe),
+    ("Words", f"the {WORD_VOCAB - 1} most frequent words; spaces are dropped", word_tok),
+    (
+        f"This model's tokenizer ({ctx.name})",
+        f"{ctx.tokenizer.kind}, {ctx.tokenizer.vocab_size} tokens",
+        ctx.tokenizer,
+    ),
+]
+for title, about, tokenizer in rows:
+    left, right = st.columns([1, 3], gap="medium")
+    left.markdown(f"**{title}**  \n{about}")
+    left.markdown(counts_line(tokenizer, prompt))
+    with right:
+        st.html(chips(tokenizer, prompt))
+
+# ---- BPE as it is learned -----------------------------------------------------------------------
+
+st.subheader("BPE as it is learned: one merge at a time")
+st.markdown(
+    "The trainer counted every pair of neighbouring tokens in the corpus and merged the most "
+    "frequent pair first, then counted again. Walk through its merges in that order (their "
+    "**rank**) and watch your prompt's pieces coalesce. Most merges never touch a short text; by "
+    "default the slider only stops at the ones that change yours."
+)
+merges = bpe.merges()
+only_changes = state.toggle("Only the merges that change my prompt", "only_changes", default=True)
+if only_changes:
+    options = [0, *tk.steps_that_change(prompt, merges)]
+    step = state.select_slider("Merge step (rank)", "step", options, default=0)
+else:
+    step = state.slider("Merge step (rank)", "step", 0, len(merges), default=0)
+shown = tk.merge_step(prompt, merges, step)
+if step == 0:
+    st.markdown(f"**Step 0**: no merge yet, one token per byte: **{len(shown.tokens)} tokens**.")
+else:
+    a, b = (show_whitespace(x) for x in shown.pair)
+    freq = merge_frequency(vocab, step)
+    st.markdown(
+        f"**Step {step} of {len(merges)}**: merge `{a}` + `{b}` → `{show_whitespace(shown.merged)}` "
+        f"(new token id {bpe.token_to_id(''.join(merges[step - 1]))}), the most frequent pair "
+        f"left in the corpus when it was learned: **{freq:,} times**. Your prompt is now "
+        f"**{len(shown.tokens)} tokens**."
+    )
+st.html(
+    token_chips_html(
+        [(bpe.token_to_id(s), t) for s, t in zip(shown.symbols, shown.tokens, strict=True)]
+    )
+)
+st.caption(
+    "Characters outside plain ASCII take two to four bytes in UTF-8; a byte that is only part "
+    "of a character shows as <hex>."
+)
+
+curve = vocab_curve()
+sizes, counts = [v for v, _ in curve], [n for _, n in curve]
+st.plotly_chart(
+    vocab_curve_chart(sizes, counts, CURVE_CHARS, current=vocab if vocab in sizes else None),
+    width="stretch",
+    config={"displayModeBar": False},
+)
+st.caption(
+    f"Each point is a BPE trained on the first {CURVE_CHARS // 1000} kB of the corpus and used to "
+    "encode that same text. The first merges save the most; each doubling of the vocabulary saves "
+    "less, while the embedding table (one vector per token) keeps growing."
+)
+
+# ---- the pitfalls -------------------------------------------------------------------------------
+
+st.subheader("Known pitfalls, live")
+st.markdown(
+    f"The same strings on **this model's tokenizer** ({ctx.tokenizer.kind}) and on the "
+    f"**BPE of vocabulary {vocab}** above."
+)
+for name, examples, why in tk.PITFALLS:
+    st.markdown(f"**{name}.** {why}")
+    for example in examples:
+        c1, c2, c3 = st.columns([1, 2, 2])
+        c1.code(example if example.strip() == example else repr(example), language=None)
+        with c2:
+            st.html(chips(ctx.tokenizer, example))
+        with c3:
+            st.html(chips(bpe, example))
+
+# ---- the numbers --------------------------------------------------------------------------------
+
+with st.expander("The numbers behind it"):
+    st.markdown(f"**Your prompt on this model's tokenizer** ({ctx.name}):")
+    pieces = ctx.tokenizer.pieces(prompt)
+    st.dataframe(
+        pd.DataFrame(
+            {
+                "position": range(len(pieces)),
+                "id": [p.id for p in pieces],
+                "text": [show_whitespace(p.text) for p in pieces],
+                "characters": [f"{p.start}–{p.end}" for p in pieces],
+            }
+        ),
+        hide_index=True,
+        width="stretch",
+    )
+    st.markdown(f"**The first 30 merges of the BPE of vocabulary {vocab}**, in rank order:")
+    st.dataframe(
+        pd.DataFrame(
+            {
+                "rank": range(1, min(30, len(merges)) + 1),
+                "left": [show_whitespace(tk.symbol_text(a)) for a, _ in merges[:30]],
+                "right": [show_whitespace(tk.symbol_text(b)) for _, b in merges[:30]],
+                "new token": [show_whitespace(tk.symbol_text(a + b)) for a, b in merges[:30]],
+            }
+        ),
+        hide_index=True,
+        width="stretch",
+    )
+    st.markdown("**The vocabulary curve**:")
+    st.dataframe(
+        pd.DataFrame(
+            {
+                "vocabulary": sizes,
+                "tokens": counts,
+                "characters per token": [round(CURVE_CHARS / n, 3) for n in counts],
+            }
+        ),
+        hide_index=True,
+    )

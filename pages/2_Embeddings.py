@@ -1,0 +1,273 @@
+"""Embeddings & positions: token vectors in 2D with their neighbours, position tables, and why a
+model without positions cannot tell word order apart."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+import ui
+from ui import cache, state
+from viz_model.analysis import embeddings as emb
+from viz_model.charts.common import show_whitespace
+from viz_model.charts.embeddings import (
+    pca_scatter,
+    position_heatmap,
+    similarity_heatmap,
+    swap_chart,
+)
+from viz_model.charts.tokens import token_chips_html
+from viz_model.model import sinusoidal_positions
+
+N_NEIGHBOURS = 10
+
+ctx = ui.frame("Embeddings & positions", "📍")
+cfg = ctx.config
+tok = ctx.tokenizer
+T = len(ctx.ids)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def token_pca(bundle_id: str) -> emb.PCAResult:
+    return emb.pca(cache.bundle(bundle_id).model.W_E.detach(), k=2)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def vocab_labels(bundle_id: str) -> list[str]:
+    tokenizer = cache.bundle(bundle_id).tokenizer
+    return [tokenizer.id_to_token(i) for i in range(tokenizer.vocab_size)]
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def embedding_row(bundle_id: str, token: int) -> np.ndarray:
+    return cache.bundle(bundle_id).model.W_E[token].detach().numpy()
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def neighbours(bundle_id: str, token: int) -> emb.Neighbours:
+    return emb.nearest_neighbours(cache.bundle(bundle_id).model.W_E.detach(), token, N_NEIGHBOURS)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def positions(bundle_id: str) -> tuple[np.ndarray | None, np.ndarray | None]:
+    table = emb.position_table(cache.bundle(bundle_id).model)
+    return table, None if table is None else emb.cosine_matrix(table)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def swap_runs(bundle_id: str, ids: tuple[int, ...], i: int, j: int) -> dict[str, emb.SwapResult]:
+    model = cache.bundle(bundle_id).model
+    runs = {"off": emb.swap_experiment(model, list(ids), i, j, positions=False)}
+    if model.cfg.pos != "none":
+        runs["on"] = emb.swap_experiment(model, list(ids), i, j, positions=True)
+    if model.cfg.n_layer > 1:
+        runs["off_layer1"] = emb.swap_experiment(model, list(ids), i, j, positions=False, layer=1)
+    return runs
+
+
+# ---- the idea -----------------------------------------------------------------------------------
+
+st.markdown(
+    "The model's first step turns each token id into a vector: row *id* of the **embedding "
+    f"matrix** W_E, a table with one row of d_model = {cfg.d_model} learned numbers per token of "
+    f"the vocabulary ({cfg.vocab_size} rows here). Tokens used in similar ways end up with similar "
+    "vectors. Attention by itself does not know where a token stands in the text, so a second "
+    "vector that depends only on the **position** *t* is added to it. That sum is what the first "
+    "layer reads (the start of the **residual stream**)."
+)
+st.latex(r"x_t = W_E[\,\text{id}_t\,] + P[\,t\,]")
+
+# ---- token embeddings ---------------------------------------------------------------------------
+
+st.subheader("Token embeddings in 2D")
+st.markdown(
+    f"Each token is a point in {cfg.d_model} dimensions, too many to draw. **PCA** (principal "
+    "component analysis) finds the two directions along which the token vectors spread out the "
+    "most, and the picture shows every token's coordinates along them. Nearness in the picture "
+    "is a hint, not proof: the table on the right measures it in all dimensions, by **cosine "
+    "similarity** (1 = pointing the same way, 0 = unrelated, −1 = opposite)."
+)
+st.latex(r"\cos(a, b) = \frac{a \cdot b}{\lVert a\rVert\,\lVert b\rVert}")
+labels = vocab_labels(ctx.bundle_id)
+default_token = ctx.ids[-1] if ctx.ids else 0
+token = state.selectbox(
+    "Token to find neighbours for",
+    "token",
+    list(range(cfg.vocab_size)),
+    default=default_token,
+    format_func=lambda i: f"{show_whitespace(labels[i])}  (id {i})",
+    help="Type to search. The default is the last token of your prompt.",
+)
+result = token_pca(ctx.bundle_id)
+near = neighbours(ctx.bundle_id, token)
+left, right = st.columns([3, 2], gap="large")
+with left:
+    st.plotly_chart(
+        pca_scatter(result.projected, labels, result.explained, token, list(near.ids)),
+        width="stretch",
+    )
+with right:
+    st.markdown(f"**The {N_NEIGHBOURS} nearest tokens to `{show_whitespace(labels[token])}`**")
+    st.dataframe(
+        pd.DataFrame(
+            {
+                "token": [show_whitespace(labels[i]) for i in near.ids],
+                "id": near.ids,
+                "cosine similarity": np.round(near.similarity, 3),
+            }
+        ),
+        hide_index=True,
+        width="stretch",
+    )
+st.caption(
+    f"The two directions explain {result.explained[0]:.0%} and {result.explained[1]:.0%} of the "
+    "spread of the token vectors; the rest is in directions the picture cannot show."
+)
+
+# ---- positions ----------------------------------------------------------------------------------
+
+st.subheader("Position embeddings")
+table, sim = positions(ctx.bundle_id)
+sinus = sinusoidal_positions(cfg.n_ctx, cfg.d_model).numpy()
+st.markdown(
+    "Two ways to make the position vectors P[t]. **Learned**: a table with one trainable row per "
+    f"position (the model's context is {cfg.n_ctx} positions), learned like the token embeddings. "
+    "**Sinusoidal** (the original Transformer): computed from a formula, each pair of dimensions "
+    "a sine and cosine wave of its own frequency, so every position gets a distinct pattern and "
+    "nearby positions get similar ones."
+)
+st.latex(
+    r"P[t,\,2i] = \sin\!\left(\frac{t}{10000^{2i/d}}\right),\qquad "
+    r"P[t,\,2i+1] = \cos\!\left(\frac{t}{10000^{2i/d}}\right)"
+)
+kind = {
+    "learned": "learned",
+    "sinusoidal": "sinusoidal (the formula)",
+    "none": "none: it gets no position vectors at all",
+}[cfg.pos]
+st.caption(f"This model's positions: **{kind}**. Right: the formula, for the same size.")
+left, right = st.columns(2, gap="large")
+with left:
+    if table is None:
+        st.info(
+            "This model adds no position vectors, so nothing tells it where a token stands "
+            "except what causal attention implies (a token sees only the tokens before it)."
+        )
+    else:
+        st.plotly_chart(
+            position_heatmap(table, f"This model's P ({cfg.pos}): positions × dimensions"),
+            width="stretch",
+        )
+        st.plotly_chart(
+            similarity_heatmap(sim, "Cosine similarity of every two positions"), width="stretch"
+        )
+with right:
+    st.plotly_chart(
+        position_heatmap(sinus, "Sinusoidal P from the formula", zmax=1.0), width="stretch"
+    )
+    st.plotly_chart(
+        similarity_heatmap(emb.cosine_matrix(sinus), "Cosine similarity of every two positions"),
+        width="stretch",
+    )
+st.caption(
+    "Read a similarity matrix along its diagonal: 1 on it (every position equals itself), and a "
+    "bright band beside it when nearby positions have similar vectors. Learned positions only "
+    "become smooth with enough training."
+)
+
+# ---- the exercise -------------------------------------------------------------------------------
+
+st.subheader("Why positions are needed: swap two tokens")
+st.markdown(
+    "Attention adds up the earlier tokens' values weighted by softmax scores, and a sum does not "
+    "depend on the order of its terms. So **without position vectors**, swapping two earlier tokens "
+    "cannot change what the last token's first attention layer outputs: the model could not tell "
+    '"dog bites man" from "man bites dog". With positions added, the vectors themselves differ, '
+    "so the output changes."
+)
+if T < 3:
+    st.info("This needs a prompt of at least 3 tokens: two to swap and a last one that stays last.")
+    st.stop()
+earlier = list(range(T - 1))
+c1, c2 = st.columns(2)
+i = state.selectbox(
+    "First token to swap",
+    "swap_i",
+    earlier,
+    default=0,
+    container=c1,
+    format_func=lambda k: ctx.labels[k],
+)
+j = state.selectbox(
+    "Second token to swap",
+    "swap_j",
+    earlier,
+    default=T - 2,
+    container=c2,
+    format_func=lambda k: ctx.labels[k],
+)
+swapped_ids = emb.swap(ctx.ids, i, j)
+st.html(
+    "<div><b>Original:</b></div>"
+    + token_chips_html([(t, p) for t, p in zip(ctx.ids, ctx.pieces, strict=True)])
+    + "<div><b>Swapped:</b></div>"
+    + token_chips_html(list(zip(swapped_ids, emb.swap(ctx.pieces, i, j), strict=True)))
+)
+if i == j:
+    st.info("Pick two different tokens to swap.")
+runs = swap_runs(ctx.bundle_id, tuple(ctx.ids), i, j)
+off, on = runs["off"], runs.get("on")
+m1, m2, m3 = st.columns(3)
+m1.metric(
+    "Positions zeroed: largest difference",
+    f"{off.max_diff:.1e}",
+    help="The largest difference between any of the two vectors' numbers.",
+)
+if on is not None:
+    m2.metric("Positions on: largest difference", f"{on.max_diff:.1e}")
+if "off_layer1" in runs:
+    m3.metric("Positions zeroed, layer 1", f"{runs['off_layer1'].max_diff:.1e}")
+st.markdown(
+    f"With positions zeroed the two outputs agree to about {off.max_diff:.0e}: float rounding, "
+    "since the computer adds the same numbers in a different order. "
+    + (
+        f"With positions on they differ by up to {on.max_diff:.2g}. "
+        if on is not None
+        else "This model has no positions at all, so word order never reaches layer 0. "
+    )
+    + (
+        "From layer 1 on the invariance stops even without positions: the tokens *between* the "
+        "two swapped ones saw a different set of earlier tokens in layer 0, and the last token "
+        "reads their outputs in layer 1. Causal attention is itself a weak source of order."
+        if "off_layer1" in runs
+        else ""
+    )
+)
+st.markdown(
+    "Below: how much each of the last token's layer-0 attention output numbers changes when the "
+    "two tokens are swapped (swapped minus original), both charts on the same scale."
+)
+ymax = max(r.max_diff for r in (off, on) if r is not None) or None
+left, right = st.columns(2, gap="large")
+with left:
+    st.plotly_chart(
+        swap_chart(off.original, off.swapped, "Positions zeroed", ymax), width="stretch"
+    )
+if on is not None:
+    with right:
+        st.plotly_chart(swap_chart(on.original, on.swapped, "Positions on", ymax), width="stretch")
+
+# ---- the numbers --------------------------------------------------------------------------------
+
+with st.expander("The numbers behind it"):
+    st.markdown(
+        f"The last token's layer-0 attention output (`blocks.0.hook_attn_out`, its first 12 of "
+        f"{cfg.d_model} numbers), for the original and the swapped prompt:"
+    )
+    rows = {"positions zeroed, original": off.original, "positions zeroed, swapped": off.swapped}
+    if on is not None:
+        rows |= {"positions on, original": on.original, "positions on, swapped": on.swapped}
+    st.dataframe(pd.DataFrame({k: v[:12] for k, v in rows.items()}).T.round(6), width="stretch")
+    st.markdown(f"The embedding vector of `{show_whitespace(labels[token])}` (first 12 numbers):")
+    st.dataframe(pd.DataFrame([embedding_row(ctx.bundle_id, token)[:12]]).round(4), hide_index=True)
