@@ -98,3 +98,15 @@ def test_post_ln_models_are_refused(ids):
     _, cache = model.run_with_cache(ids)
     with pytest.raises(ValueError, match="post-LN"):
         direct_logit_attribution(model, cache, 0, 0)
+
+
+def test_page_helpers_agree_with_the_parts(model, ids):
+    from viz_model.analysis.residual import attribution_for, lens_report
+
+    report = lens_report(model, ids.tolist())
+    logits = model(ids).detach().numpy()
+    np.testing.assert_allclose(report.logits, logits, atol=1e-5)
+    np.testing.assert_array_equal(report.lens.final_ids, logits.argmax(-1))
+    assert report.norms.shape == (3, len(ids)) and report.stations[0] == "embed"
+    att = attribution_for(model, ids.tolist(), 3, 5)
+    assert att.values.sum() + att.ln_bias == pytest.approx(float(logits[3, 5]), abs=1e-4)

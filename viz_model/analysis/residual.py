@@ -167,3 +167,36 @@ def direct_logit_attribution(
         ln_bias=ln_bias,
         logit=logit,
     )
+
+
+# ---- one call per page section (model + token ids in, numpy out) ------------------------------
+
+
+@dataclass
+class LensReport:
+    """What the residual stream page draws before any choice: norms (L + 1, T) and the lens."""
+
+    stations: list[str]
+    norms: np.ndarray
+    lens: LogitLens
+    logits: np.ndarray  # (T, V) the model's real logits
+
+
+def lens_report(model: GPT, ids: list[int]) -> LensReport:
+    """Residual norms and the logit lens of one prompt."""
+    names = residual_names(model) + ["unembed.hook_out"]
+    logits, cache = model.run_with_cache(torch.tensor(ids, dtype=torch.long), names=names)
+    return LensReport(
+        stations=layer_labels(model.cfg.n_layer),
+        norms=residual_norms(cache),
+        lens=logit_lens(model, cache),
+        logits=logits.float().cpu().numpy(),
+    )
+
+
+def attribution_for(model: GPT, ids: list[int], position: int, token: int) -> Attribution:
+    """Direct logit attribution of `token` at `position` of a prompt (pre-LN models only)."""
+    _, cache = model.run_with_cache(
+        torch.tensor(ids, dtype=torch.long), names=attribution_names(model)
+    )
+    return direct_logit_attribution(model, cache, position, token)

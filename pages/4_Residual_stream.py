@@ -1,0 +1,244 @@
+"""Residual stream: how long each token's running sum is after each layer, the logit lens (what the
+model would predict if it stopped at each layer), and direct logit attribution (which component
+pushed the chosen token's logit up or down)."""
+
+import numpy as np
+import streamlit as st
+
+import ui
+from ui import cache, state
+from viz_model.analysis import residual as rs
+from viz_model.charts import residual as charts
+from viz_model.charts.common import show_whitespace
+
+LENS_MAX_T = 40  # positions shown at once in the lens grid
+
+ctx = ui.frame("Residual stream", "🌊")
+cfg, tok = ctx.config, ctx.tokenizer
+T = len(ctx.ids)
+
+st.markdown(
+    "Every token carries a vector of $d_\\text{model}$ numbers through the model, the **residual "
+    "stream**. Nothing overwrites it: the embeddings start it, and each attention layer and each "
+    "MLP *reads* it and *adds* its output back. So the vector after the last block is just a sum, "
+    "and the unembedding turns it into one score (**logit**) per vocabulary token. "
+    f"This model has {cfg.n_layer} blocks of width {cfg.d_model}"
+    + (" and no MLPs (attention only)." if cfg.attn_only else ".")
+)
+st.latex(
+    r"x_{\text{final}} = \underbrace{x_{\text{embed}} + x_{\text{pos}}}_{\text{embeddings}}"
+    r"+ \sum_{l} \text{attn}_l + \sum_{l} \text{mlp}_l"
+    r"\qquad \text{logits} = \text{LN}_{\text{final}}(x_{\text{final}})\, W_U"
+)
+if cfg.norm == "post":
+    st.warning(
+        "This model is **post-LN**: a LayerNorm sits after every attention layer and MLP, *inside* "
+        "the residual stream, so the stream is renormalised at each block and is no longer a plain "
+        "sum. The logit lens below still works; the decomposition into components does not, so "
+        "direct logit attribution is not shown."
+    )
+
+
+@st.cache_data(show_spinner=False, max_entries=128)
+def lens_numbers(bundle_id: str, ids: tuple[int, ...]) -> rs.LensReport:
+    return rs.lens_report(cache.bundle(bundle_id).model, list(ids))
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def attribution(bundle_id: str, ids: tuple[int, ...], position: int, token: int) -> rs.Attribution:
+    return rs.attribution_for(cache.bundle(bundle_id).model, list(ids), position, token)
+
+
+report = lens_numbers(ctx.bundle_id, tuple(ctx.ids))
+lens, stations = report.lens, report.stations
+
+
+def name(i: int) -> str:
+    return show_whitespace(tok.id_to_token(int(i)))
+
+
+# ---- 1. the norm ------------------------------------------------------------------------------
+st.subheader("1. How long is the residual vector after each layer?")
+st.markdown(
+    "The **norm** $\\lVert x \\rVert = \\sqrt{\\sum_i x_i^2}$ is the length of a token's vector. "
+    "Read each column downwards: the row *embed* is the stream before block 0, each later row "
+    "the stream after one more block. In a pre-LN model the norm usually grows layer by layer, "
+    "because every block adds to the sum and nothing shrinks it."
+)
+st.plotly_chart(
+    charts.resid_norm_heatmap(report.norms, stations, ctx.labels, "Norm of the residual stream")
+)
+
+# ---- 2. the logit lens ------------------------------------------------------------------------
+st.subheader("2. The logit lens: what would the model say if it stopped here?")
+st.markdown(
+    "Take the residual stream after any block and send it straight through the final "
+    "LayerNorm and the unembedding $W_U$, as if the remaining blocks were not there. Each cell "
+    "shows the most likely next token read out at that layer (row) and position (column), "
+    "coloured by its probability. The last row is the model's real prediction. **Bold** "
+    "marks a guess that matches the token that really comes next in your prompt."
+)
+st.latex(
+    r"\text{lens}_l(t) = \operatorname{softmax}\big(\text{LN}_{\text{final}}(x_l(t))\, W_U\big)"
+)
+first = 0
+if T > LENS_MAX_T:
+    first = state.slider(
+        f"First position shown (the grid shows {LENS_MAX_T} at a time)",
+        "lens_from",
+        0,
+        T - LENS_MAX_T,
+        T - LENS_MAX_T,
+    )
+cols = slice(first, first + LENS_MAX_T)
+top_names = [[name(i) for i in row[cols]] for row in lens.top_ids]
+next_pieces = [ctx.pieces[t + 1] if t + 1 < T else None for t in range(T)]
+st.plotly_chart(
+    charts.logit_lens_grid(
+        lens.top_probs[:, cols],
+        top_names,
+        stations,
+        ctx.labels[cols],
+        next_tokens=next_pieces[cols],
+        title="Top next-token guess at each layer",
+    )
+)
+
+position = state.slider(
+    "Position to look at",
+    "pos",
+    0,
+    T - 1,
+    T - 1,
+    help="Which token's prediction to follow through the layers (and to attribute below).",
+)
+final_id = int(lens.final_ids[position])
+st.plotly_chart(
+    charts.prediction_through_layers(
+        lens.final_probs[:, position],
+        lens.top_probs[:, position],
+        [name(i) for i in lens.top_ids[:, position]],
+        stations,
+        name(final_id),
+        title=f"After {ctx.labels[position]}: how sure is each layer of the final prediction?",
+    )
+)
+st.caption(
+    f"Red: the probability each layer gives to “{name(final_id)}”, the model's final prediction "
+    f"after token {ctx.labels[position]}. Dotted grey: each layer's own favourite (its top token "
+    "written above the point)."
+)
+
+# ---- 3. direct logit attribution --------------------------------------------------------------
+st.subheader("3. Direct logit attribution: who pushed this token?")
+
+
+def draw_attribution() -> rs.Attribution:
+    st.markdown(
+        "Because the final stream is a sum, its logit for a token can be split into one share per "
+        "component: the embeddings, each attention layer (and inside it each **head**), and each "
+        "MLP. The one non-linear step, the final LayerNorm, is **linearised**: we keep the mean and "
+        "the scale $\\sigma$ it really measured at this position, so each component $c$ is centred "
+        "(minus its own mean), divided by that $\\sigma$, multiplied by the LayerNorm's gain $\\gamma$ "
+        "and dotted with the token's column of $W_U$. The shares plus the LayerNorm's bias term "
+        "$\\beta \\cdot W_U[:, \\text{token}]$ add up to the logit exactly."
+    )
+    st.latex(
+        r"\text{logit} = \sum_{c} \frac{c - \bar{c}}{\sigma} \odot \gamma \cdot W_U[:, \text{token}]"
+        r"\; + \; \beta \cdot W_U[:, \text{token}]"
+    )
+    order = np.argsort(-report.logits[position])[:10]
+    options = [int(i) for i in order]
+    actual_next = ctx.ids[position + 1] if position + 1 < T else None
+    if actual_next is not None and actual_next not in options:
+        options.append(int(actual_next))
+    probs = np.exp(report.logits[position] - report.logits[position].max())
+    probs /= probs.sum()
+
+    def option_label(i: int) -> str:
+        note = " (the real next token)" if i == actual_next else ""
+        return f"“{name(i)}”  p = {probs[i]:.3f}{note}"
+
+    token = state.selectbox(
+        "Output token to explain",
+        "token",
+        options,
+        options[0],
+        format_func=option_label,
+        help="The 10 most likely next tokens at this position, and the real next token.",
+    )
+    att = attribution(ctx.bundle_id, tuple(ctx.ids), position, token)
+    st.plotly_chart(
+        charts.attribution_waterfall(
+            att.labels,
+            att.values,
+            att.ln_bias,
+            att.logit,
+            title=f"Who pushes the logit of “{name(token)}” after {ctx.labels[position]}?",
+        )
+    )
+    st.caption(
+        "Each bar is one component's share: red pushes the token up, blue down. The last bar is the "
+        "logit they add up to (the LN bias bar is the final LayerNorm's β term)."
+    )
+    st.plotly_chart(
+        charts.head_attribution_heatmap(
+            att.head_values, title="The attention layers split by head (without the output bias)"
+        )
+    )
+    return att
+
+
+if cfg.norm == "post":
+    st.info(
+        "Not available for a post-LN model (see the note at the top). Pick a pre-LN model in the "
+        "sidebar to see it."
+    )
+att = None if cfg.norm == "post" else draw_attribution()
+
+with st.expander("The numbers behind it"):
+    if att is not None:
+        token = att.token
+        st.markdown(
+            f"Shares of the logit of “{name(token)}” at position {position}. Their sum plus the LN "
+            f"bias term is **{att.values.sum() + att.ln_bias:.4f}**; the model's own logit is "
+            f"**{att.logit:.4f}**."
+        )
+        st.dataframe(
+            [
+                {"component": lab, "share of the logit": float(v)}
+                for lab, v in zip(att.labels, att.values, strict=True)
+            ]
+            + [{"component": "final LN bias (β · W_U)", "share of the logit": att.ln_bias}],
+            hide_index=True,
+        )
+        st.markdown("Each head's share (heads + the output bias = the attention layer's share):")
+        st.dataframe(
+            [
+                {
+                    "layer": i,
+                    **{f"head {h}": float(v) for h, v in enumerate(row)},
+                    "output bias": float(att.attn_bias[i]),
+                }
+                for i, row in enumerate(att.head_values)
+            ],
+            hide_index=True,
+        )
+    st.markdown(
+        f"The logit lens at position {position}: each layer's top guess and its probability."
+    )
+    st.dataframe(
+        {
+            "station": stations,
+            "top guess": [name(i) for i in lens.top_ids[:, position]],
+            "p(top guess)": lens.top_probs[:, position].round(4),
+            f"p(“{name(final_id)}”)": lens.final_probs[:, position].round(4),
+        },
+        hide_index=True,
+    )
+    st.markdown("The residual norms (rows: stations, columns: positions):")
+    st.dataframe(
+        {"station": stations}
+        | {lab: report.norms[:, t].round(3) for t, lab in enumerate(ctx.labels)},
+        hide_index=True,
+    )
