@@ -38,7 +38,7 @@ def prompt_numbers(bundle_id: str, ids: tuple[int, ...]) -> tuple[np.ndarray, np
 last_logits, surprisal = prompt_numbers(ctx.bundle_id, tuple(ctx.ids))
 
 # ---- the controls -----------------------------------------------------------------------------
-c1, c2, c3, c4 = st.columns([3, 3, 3, 2])
+c1, c2, c3, c4 = st.columns([3, 3, 3, 2], gap="large")
 temperature = state.slider(
     "Temperature T",
     "temperature",
@@ -71,6 +71,13 @@ top_p = state.slider(
 n_bars = state.select_slider(
     "Bars shown", "bars", [10, 15, 20, 30, 50], 20, container=c4, help="The most likely tokens."
 )
+log_y = state.toggle(
+    "Log scale",
+    "log",
+    False,
+    container=c4,
+    help="Shows the small probabilities too, where temperature and the cuts change the most.",
+)
 
 settings = SamplingSettings(temperature=temperature, top_k=top_k, top_p=top_p)
 dist = nt.distribution(last_logits, settings)
@@ -85,6 +92,7 @@ st.plotly_chart(
         top.scaled_probs,
         top.probs,
         top.kept,
+        log_y=log_y,
         title=f"What comes after “{last}”? The {len(top.ids)} most likely of {V} tokens",
     ),
 )

@@ -27,7 +27,8 @@ BEFORE_CUT_COLOUR = "#9ecae1"  # softmax(z / T), kept tokens, before renormalisi
 AFTER_CUT_COLOUR = "#1f5fa8"  # renormalised: what the sampler actually draws from
 SURPRISAL_SCALE = "Reds"  # low surprisal pale, high surprisal dark red
 CHOSEN_SCALE = "RdYlGn"  # probability a generated token had when chosen: red unlikely, green likely
-NO_VALUE_COLOUR = "#f0f0f0"  # tokens with no value (the first token has no surprisal)
+NO_VALUE_COLOUR = "#f0f0f0"
+CUT_LABEL_COLOUR = "#a0a0a0"  # tokens with no value (the first token has no surprisal)
 
 
 def distinct_labels(labels: Sequence[str]) -> list[str]:
@@ -51,6 +52,7 @@ def distribution_bars(
     probs: np.ndarray,
     kept: np.ndarray,
     title: str = "",
+    log_y: bool = False,
 ) -> go.Figure:
     """Grouped bars per token: p after temperature (greyed when cut) beside the renormalised p
     the sampler uses, with the model's own p (temperature 1, no cut) as a tick mark."""
@@ -91,11 +93,35 @@ def distribution_bars(
             marker=dict(symbol="square", size=12, color=CUT_COLOUR),
         )
     top = max(float(np.max(scaled_probs)), float(np.max(probs)), float(np.max(base_probs)))
+    if log_y:
+        values = np.concatenate([np.ravel(a) for a in (scaled_probs, probs, base_probs)])
+        low = float(values[values > 0].min()) if (values > 0).any() else 1e-4
+        lo = max(-8.0, np.floor(np.log10(low)))
+        yaxis = dict(
+            title="probability (log scale)", type="log", range=[lo, 0.05], dtick=1, tickformat="~g"
+        )
+    else:
+        yaxis = dict(title="probability", range=[0, min(1.0, top * 1.12) or 1.0])
+    # cut tokens' labels are greyed too, so a cut is visible even where the bar is tiny
+    ticktext = [
+        html.escape(label)
+        if k
+        else f"<span style='color:{CUT_LABEL_COLOUR}'>{html.escape(label)}</span>"
+        for label, k in zip(x, kept, strict=True)
+    ]
+    short = max(len(label) for label in x) <= 3
     fig.update_layout(
         barmode="group",
         bargap=0.25,
-        yaxis=dict(title="probability", range=[0, min(1.0, top * 1.12) or 1.0]),
-        xaxis=dict(title="next token", type="category", tickangle=0 if len(x) <= 15 else -45),
+        yaxis=yaxis,
+        xaxis=dict(
+            title="next token (grey label: cut)" if (~kept).any() else "next token",
+            type="category",
+            tickvals=x,
+            ticktext=ticktext,
+            tickangle=0 if short or len(x) <= 12 else -45,
+            tickfont=dict(size=15 if short else 12, family="ui-monospace, Menlo, monospace"),
+        ),
         legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1),
     )
     base_layout(fig, title)
