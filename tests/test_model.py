@@ -184,3 +184,15 @@ def test_config_round_trips_through_a_dict():
     assert cfg.d_mlp == 128 and cfg.d_head == 8
     with pytest.raises(ValueError, match="unknown model config fields: colour"):
         GPTConfig.from_dict({**cfg.to_dict(), "colour": "red"})
+
+
+def test_training_works_after_a_run_in_inference_mode(model: GPT, ids):
+    """Masks are cached per shape; one first built under inference_mode must not break autograd."""
+    with torch.inference_mode():
+        model.run_with_cache(ids[:9])
+    model.train()
+    loss = model(ids[None, :9]).logsumexp(-1).mean()
+    with hook_context(record=["blocks.0.attn.hook_pattern"]):
+        loss = loss + model(ids[None, :9]).logsumexp(-1).mean()  # explicit path uses the mask
+    loss.backward()
+    assert model.embed.weight.grad is not None

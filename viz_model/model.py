@@ -14,6 +14,7 @@ Not here: recording machinery (hooks.py), sampling and generation (sampling.py),
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -116,16 +117,28 @@ class Attention(nn.Module):
             out = self.out(z.reshape(B, T, D))
         return self.drop(out)
 
-    def _causal_mask(self, T: int, past: int, device: torch.device) -> torch.Tensor:
-        """(T, past + T) bool, True where query i (at position past + i) may see key j."""
-        q_pos = torch.arange(past, past + T, device=device)[:, None]
-        return torch.arange(past + T, device=device)[None, :] <= q_pos
+    @staticmethod
+    @functools.lru_cache(maxsize=64)
+    def _causal_mask(T: int, past: int, device: torch.device) -> torch.Tensor:
+        """(T, past + T) bool, True where query i (at position past + i) may see key j.
+
+        Cached per shape: it is built once, never written to, and saves ops on every call."""
+        with torch.inference_mode(False):  # a normal tensor, usable later by autograd too
+            q_pos = torch.arange(past, past + T, device=device)[:, None]
+            return torch.arange(past + T, device=device)[None, :] <= q_pos
+
+    @staticmethod
+    @functools.lru_cache(maxsize=64)
+    def _hidden(T: int, past: int, device: torch.device) -> torch.Tensor:
+        """The complement of _causal_mask: True where a key is in the query's future."""
+        with torch.inference_mode(False):
+            return ~Attention._causal_mask(T, past, device)
 
     def _explicit(self, q, k, v, past: int) -> torch.Tensor:
         q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, H, T, E)
         scores = (q @ k.transpose(-1, -2)) * (1.0 / math.sqrt(self.d_head))  # (B, H, T, past + T)
-        mask = self._causal_mask(q.shape[2], past, q.device)
-        scores = self.hook_attn_scores(scores.masked_fill(~mask, float("-inf")))
+        hidden = self._hidden(q.shape[2], past, q.device)
+        scores = self.hook_attn_scores(scores.masked_fill(hidden, float("-inf")))
         pattern = self.hook_pattern(torch.softmax(scores, dim=-1))  # (B, H, T, past + T)
         return (self.drop(pattern) @ v).transpose(1, 2)  # (B, T, H, E)
 
