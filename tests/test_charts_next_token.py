@@ -39,7 +39,7 @@ def test_bars_one_per_token_with_cut_ones_greyed():
     assert list(before.marker.color) == [BEFORE_CUT_COLOUR] * 2 + [CUT_COLOUR] * 3
     assert after.marker.color == AFTER_CUT_COLOUR
     np.testing.assert_allclose(after.y, PROBS)
-    assert after.y[2:].sum() == 0 and abs(after.y.sum() - 1) < 1e-9
+    assert sum(after.y[2:]) == 0 and abs(sum(after.y) - 1) < 1e-9
     ticks = [t for t in fig.data if t.type == "scatter" and t.x[0] is not None][0]
     np.testing.assert_allclose(ticks.y, BASE)
     assert any(t.name.startswith("cut") for t in fig.data)  # a legend entry for grey
@@ -76,3 +76,17 @@ def test_layer_attention_heatmap_shape_and_labels():
     hm = fig.data[0]
     assert np.asarray(hm.z).shape == (3, 6) and list(hm.y) == ["L0", "L1", "L2"]
     assert hm.zmin == 0 and len(hm.x) == 6
+
+
+def test_cut_labels_are_greyed_and_escaped_and_log_scale_reaches_the_smallest():
+    fig = distribution_bars(
+        ["<", "b", "c"],
+        [0.9, 0.09, 1e-6],
+        [0.9, 0.09, 1e-6],
+        [1, 0, 0],
+        [True, False, False],
+        log_y=True,
+    )
+    ticks = list(fig.layout.xaxis.ticktext)
+    assert ticks[0] == "&lt;" and "color" in ticks[1] and "color" not in ticks[0]
+    assert fig.layout.yaxis.type == "log" and fig.layout.yaxis.range[0] <= -6
