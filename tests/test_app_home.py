@@ -1,0 +1,132 @@
+"""Home and the frame in AppTest: the model card, the URL carrying prompt and model, deep links,
+empty and long prompts, and a corrupted bundle that leaves the app on a good model."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from tests.apptest_util import app_test
+from ui import nav
+from ui.state import widget_key
+from viz_model.checkpoint import load_bundle
+
+GOOD, OTHER, BROKEN = "test-char", "test-char-2", "zz-broken"
+
+
+@pytest.fixture(scope="module")
+def home_models(models_dir, tmp_path_factory):
+    """test-char, a copy under another name, and a copy with truncated weights."""
+    root = tmp_path_factory.mktemp("home_models")
+    shutil.copytree(models_dir / GOOD, root / GOOD)
+    shutil.copytree(models_dir / GOOD, root / OTHER)
+    shutil.copytree(models_dir / GOOD, root / BROKEN)
+    weights = root / BROKEN / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:1000])
+    return root
+
+
+def card(at) -> str:
+    return "\n".join(m.value for m in at.sidebar.markdown)
+
+
+def test_home_shows_the_model_card_of_the_bundle(home_models):
+    at = app_test(home_models)
+    assert not at.exception and not at.error
+    bundle = load_bundle(home_models / GOOD)
+    cfg = bundle.config
+    text = card(at)
+    assert f"parameters: **{bundle.model.n_params():,}**" in text
+    assert f"layers: **{cfg.n_layer} (" in text
+    assert f"heads: **{cfg.n_head} per layer" in text
+    assert f"d_model: **{cfg.d_model}**" in text
+    assert f"context: **{cfg.n_ctx} tokens**" in text
+    assert f"tokenizer: **char, {bundle.tokenizer.vocab_size} tokens**" in text
+    assert len(at.get("plotly_chart")) == 2  # the diagram and the parameter bars
+    assert at.query_params["model"] == GOOD
+
+
+def test_changing_prompt_and_model_updates_the_url(home_models):
+    at = app_test(home_models)
+    at.sidebar.text_area(key=widget_key("prompt")).input("To be, or not to be").run()
+    assert at.query_params["prompt"] == "To be, or not to be"
+    assert at.session_state["prompt"] == "To be, or not to be"
+    at.sidebar.selectbox(key=widget_key("model")).set_value(OTHER).run()
+    assert not at.exception and not at.error
+    assert at.query_params["model"] == OTHER and at.session_state["model"] == OTHER
+    assert at.query_params["prompt"] == "To be, or not to be"  # the prompt stays
+    assert at.sidebar.expander[0].label == f"About “{OTHER}”"
+
+
+def test_a_deep_link_selects_model_and_prompt(home_models):
+    at = app_test(home_models, prompt="JULIET:\nO Romeo", query={"model": OTHER})
+    assert not at.exception
+    assert at.sidebar.selectbox(key=widget_key("model")).value == OTHER
+    assert at.sidebar.text_area(key=widget_key("prompt")).value == "JULIET:\nO Romeo"
+    assert at.subheader[0].value == f"The model “{OTHER}”"
+
+
+def test_an_empty_prompt_asks_for_one(home_models):
+    at = app_test(home_models, prompt="")
+    assert not at.exception
+    assert any("Type a prompt in the sidebar" in i.value for i in at.info)
+    assert len(at.get("plotly_chart")) == 2  # Home still shows the model
+
+
+def test_a_long_prompt_is_cut_and_unknown_characters_are_named(home_models):
+    n_ctx = load_bundle(home_models / GOOD).config.n_ctx
+    at = app_test(home_models, prompt="x" * (n_ctx + 7) + "☃")
+    assert not at.exception
+    (cut,) = [i.value for i in at.info if "cut" in i.value]
+    assert f"the last {8} were cut" in cut
+    at = app_test(home_models, prompt="snow ☃ man")
+    assert any("<unk>" in i.value and "☃" in i.value for i in at.info)
+
+
+def test_a_huge_url_prompt_is_capped(home_models):
+    at = app_test(home_models, prompt="a" * 20_000)
+    assert not at.exception
+    assert len(at.session_state["prompt"]) == 5000
+    assert len(at.query_params["prompt"]) == 5000
+
+
+def test_a_corrupted_bundle_shows_an_error_and_keeps_the_good_model(home_models):
+    at = app_test(home_models)
+    at.sidebar.selectbox(key=widget_key("model")).set_value(BROKEN).run()
+    assert not at.exception
+    (error,) = [e.value for e in at.error]
+    assert BROKEN in error and f"Still showing “{GOOD}”" in error
+    assert at.session_state["model"] == GOOD and at.query_params["model"] == GOOD
+    assert at.sidebar.selectbox(key=widget_key("model")).value == GOOD
+    assert at.sidebar.expander[0].label == f"About “{GOOD}”"
+
+
+def test_a_deep_link_to_a_corrupted_or_unknown_model_falls_back(home_models):
+    at = app_test(home_models, query={"model": BROKEN})
+    assert not at.exception
+    assert any(BROKEN in e.value for e in at.error)
+    assert at.session_state["model"] not in (BROKEN, None)
+    at = app_test(home_models, query={"model": "no-such-model"})
+    assert not at.exception
+    assert any("no-such-model" in e.value for e in at.error)
+    assert at.session_state["model"] != "no-such-model"
+
+
+def test_home_links_every_available_page(home_models):
+    at = app_test(home_models)
+    labels = [link.proto.label for link in at.get("page_link")]
+    for page in nav.available_pages():
+        assert labels.count(page.label) == 2  # the sidebar navigation and "Where to start"
+    assert "Home" in labels
+
+
+def test_prompt_and_model_follow_the_student_to_a_page(home_models):
+    pages = nav.available_pages()
+    if not pages:
+        pytest.skip("no lesson page exists yet")
+    at = app_test(home_models, prompt="ROMEO: hello", query={"model": OTHER})
+    at.switch_page(pages[0].file).run()
+    assert at.sidebar.text_area(key=widget_key("prompt")).value == "ROMEO: hello"
+    assert at.sidebar.selectbox(key=widget_key("model")).value == OTHER
+    assert at.query_params["model"] == OTHER and at.query_params["prompt"] == "ROMEO: hello"

@@ -1,0 +1,231 @@
+"""The frame's plain parts: URL value parsing (bad values clamp or fall back), bundle discovery,
+the page registry, the model card, and the prompt as tokens (cropping, unknown characters)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from ui import models, nav, state
+from ui.frame import _context, model_card, val_loss
+from viz_model.checkpoint import load_bundle
+
+# ---- parsing URL values -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        ("2", 2),
+        ("2.7", 2),
+        ("-4", 0),
+        ("99", 5),
+        ("1e9", 5),
+        ("abc", 3),
+        ("", 3),
+        (None, 3),
+        ("nan", 3),
+        ("inf", 3),
+        (" 4 ", 4),
+    ],
+)
+def test_parse_int_clamps_or_falls_back(raw, expected):
+    assert state.parse_int(raw, 3, 0, 5) == expected
+
+
+@pytest.mark.parametrize(
+    "raw, expected",
+    [("0.5", 0.5), ("-1", 0.1), ("1e6", 2.0), ("nan", 1.0), ("inf", 2.0), ("x", 1.0), (None, 1.0)],
+)
+def test_parse_float_clamps_or_falls_back(raw, expected):
+    assert state.parse_float(raw, 1.0, 0.1, 2.0) == expected
+
+
+def test_parse_choice_matches_text_of_options():
+    assert state.parse_choice("2", 0, [0, 1, 2]) == 2
+    assert state.parse_choice("7", 0, [0, 1, 2]) == 0
+    assert state.parse_choice("greedy", "sample", ["sample", "greedy"]) == "greedy"
+    assert state.parse_choice(None, "b", ["a", "b"]) == "b"
+    assert state.parse_choice("zzz", "gone", ["a", "b"]) == "a"  # a default no longer offered
+
+
+@pytest.mark.parametrize(
+    "raw, expected", [("1", True), ("true", True), ("off", False), ("0", False), ("maybe", True)]
+)
+def test_parse_bool(raw, expected):
+    assert state.parse_bool(raw, True) is expected
+
+
+def test_to_url_round_trips():
+    assert state.to_url(True) == "1" and state.parse_bool(state.to_url(False), True) is False
+    assert state.parse_float(state.to_url(0.15), 0.0, 0.0, 1.0) == pytest.approx(0.15)
+    assert state.to_url(3) == "3"
+    assert state.parse_str("x" * 50, "", 10) == "x" * 10
+
+
+def _state_script():
+    import streamlit as st
+
+    from ui import state
+
+    layer = state.slider("Layer", "layer", 0, 3, 1)
+    head = state.selectbox("Head", "head", [0, 1, 2], 0)
+    temp = state.slider("Temperature", "temp", 0.1, 2.0, 1.0, step=0.05)
+    scores = state.toggle("Scores", "scores", False)
+    st.write(f"layer={layer} head={head} temp={temp} scores={scores}")
+
+
+def _run_state(query: dict) -> AppTest:
+    at = AppTest.from_function(_state_script, default_timeout=30)
+    for key, value in query.items():
+        at.query_params[key] = value
+    return at.run()
+
+
+def test_widgets_read_the_url():
+    at = _run_state({"layer": "2", "head": "1", "temp": "0.5", "scores": "1"})
+    assert not at.exception
+    assert at.markdown[0].value == "layer=2 head=1 temp=0.5 scores=True"
+    assert at.slider(key=state.widget_key("layer")).value == 2
+
+
+def test_bad_url_values_never_crash():
+    at = _run_state({"layer": "99", "head": "seven", "temp": "nan", "scores": "<script>"})
+    assert not at.exception
+    assert at.markdown[0].value == "layer=3 head=0 temp=1.0 scores=False"
+    # The clamped values are written back, so the URL now says what is shown.
+    assert at.query_params["layer"] == "3" and at.query_params["head"] == "0"
+
+
+def test_a_widget_change_goes_into_the_url_and_survives_reruns():
+    at = _run_state({})
+    assert at.query_params["layer"] == "1"
+    at.slider(key=state.widget_key("layer")).set_value(3).run()
+    assert at.query_params["layer"] == "3" and at.session_state["layer"] == 3
+    at.selectbox(key=state.widget_key("head")).set_value(2).run()
+    assert at.markdown[0].value == "layer=3 head=2 temp=1.0 scores=False"
+
+
+# ---- discovery --------------------------------------------------------------------------------
+
+
+def _fake_bundle(path: Path) -> Path:
+    path.mkdir(parents=True)
+    (path / "config.json").write_text("{}")
+    (path / "model.safetensors").write_bytes(b"")
+    return path
+
+
+def test_discover_looks_in_assets_runs_and_the_env_var(tmp_path, monkeypatch):
+    root = tmp_path / "repo"
+    _fake_bundle(root / "assets" / "models" / "b-bundled")
+    _fake_bundle(root / "runs" / "a-trained")
+    _fake_bundle(root / "runs" / "b-bundled")  # same name: the bundled one wins
+    (root / "runs" / "not-a-bundle").mkdir()
+    extra1 = _fake_bundle(tmp_path / "elsewhere" / "c-extra").parent
+    single = _fake_bundle(tmp_path / "single")  # a listed folder that is itself a bundle
+    missing = tmp_path / "missing"
+    dirs = os.pathsep.join([str(extra1), str(missing), str(single), ""])
+    monkeypatch.setenv(models.ENV_VAR, dirs)
+    found = models.discover(root)
+    assert list(found) == ["b-bundled", "a-trained", "c-extra", "single"]
+    assert found["b-bundled"] == (root / "assets" / "models" / "b-bundled").resolve()
+
+
+def test_discover_without_any_folder(tmp_path, monkeypatch):
+    monkeypatch.delenv(models.ENV_VAR, raising=False)
+    assert models.discover(tmp_path) == {}
+
+
+def test_default_model():
+    assert models.default_model(["x", "shakespeare-char"]) == "shakespeare-char"
+    assert models.default_model(["x", "y"]) == "x"
+    assert models.default_model([]) is None
+
+
+def test_bundle_id_changes_when_the_model_is_retrained(tmp_path):
+    path = _fake_bundle(tmp_path / "m")
+    first = models.bundle_id(path)
+    assert models.path_of(first) == path
+    later = time.time() + 10
+    os.utime(path / "model.safetensors", (later, later))
+    assert models.bundle_id(path) != first
+    assert models.path_of(models.bundle_id(path)) == path
+
+
+# ---- navigation -------------------------------------------------------------------------------
+
+
+def test_only_existing_pages_are_listed(tmp_path):
+    assert nav.available_pages(tmp_path) == []
+    (tmp_path / "pages").mkdir()
+    (tmp_path / "pages" / "3_Attention.py").write_text("")
+    (tmp_path / "pages" / "8_Generation.py").write_text("")
+    pages = nav.available_pages(tmp_path)
+    assert [p.label for p in pages] == ["Attention", "Generation"]
+    assert list(nav.available_sections(tmp_path)) == ["Inside the model", "Output"]
+    assert pages[0].url_path == "Attention"
+
+
+def test_registry_is_well_formed():
+    pages = nav.all_pages()
+    files = [p.file for p in pages]
+    assert len(set(files)) == len(files)
+    assert all(p.icon.startswith(":material/") and p.description and p.section for p in pages)
+    assert nav.Page("pages/4_Residual_stream.py", "", "", "").url_path == "Residual_stream"
+    assert [p.file for p in nav.available_pages()] == [p.file for p in pages if p.exists()]
+
+
+# ---- the model card and the prompt as tokens --------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def bundle(models_dir):
+    return load_bundle(models_dir / "test-char")
+
+
+def test_model_card_matches_the_bundle(bundle):
+    card = dict(model_card(bundle))
+    cfg = bundle.config
+    assert card["parameters"] == f"{bundle.model.n_params():,}"
+    assert card["layers"].startswith(f"{cfg.n_layer} ")
+    assert card["heads"].startswith(f"{cfg.n_head} ")
+    assert card["context"] == f"{cfg.n_ctx} tokens"
+    assert card["tokenizer"] == f"char, {bundle.tokenizer.vocab_size:,} tokens"
+
+
+def test_val_loss_from_history_then_meta(bundle):
+    assert val_loss(bundle) is None  # the test bundle logs train loss only
+    bundle.meta["val_loss"] = 2.5
+    try:
+        assert val_loss(bundle) == 2.5
+        bundle.history.append({"step": 999, "val_loss": 1.25})
+        assert val_loss(bundle) == 1.25
+        assert dict(model_card(bundle))["validation loss"] == "1.250"
+    finally:
+        bundle.meta.pop("val_loss")
+        bundle.history.pop()
+
+
+def test_context_keeps_the_first_n_ctx_tokens(bundle):
+    n_ctx = bundle.config.n_ctx
+    prompt = "abcdefghij" * 20
+    ctx = _context("id", bundle, prompt)
+    assert ctx.ids == bundle.tokenizer.encode(prompt)[:n_ctx]
+    assert ctx.n_cut == len(prompt) - n_ctx
+    assert "".join(ctx.pieces) == prompt[:n_ctx]
+    assert len(ctx.labels) == n_ctx and ctx.labels[0] == "0:a"
+    assert any(f"last {ctx.n_cut} were cut" in m for m in ctx.messages)
+
+
+def test_context_names_unknown_characters(bundle):
+    ctx = _context("id", bundle, "hello ☃ world ☃")
+    unk = bundle.tokenizer.unk_id
+    assert ctx.ids.count(unk) == 2
+    assert len(ctx.messages) == 1 and "☃" in ctx.messages[0] and "<unk>" in ctx.messages[0]
+    assert _context("id", bundle, "hello").messages == []
+    assert _context("id", bundle, "").ids == []
