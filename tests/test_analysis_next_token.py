@@ -12,9 +12,11 @@ from tests.conftest import tiny_model
 from viz_model.analysis.generation import (
     Action,
     actions_of,
+    attention_rows,
     choose,
     compare_kv_cache,
     newest_token_attention,
+    newest_token_view,
     replay,
     step_distribution,
     take_step,
@@ -145,3 +147,17 @@ def test_kv_cache_and_no_cache_generate_the_same_tokens(settings):
     cmp = compare_kv_cache(model, [3, 7, 1], 20, settings, seed=5)  # 23 > n_ctx: crosses the edge
     assert cmp.match and len(cmp.with_cache) == 20
     assert cmp.seconds_with > 0 and cmp.seconds_without > 0
+
+
+def test_newest_token_view_gives_the_step_logits_and_head_rows(model):
+    seq = list(range(20)) + [1, 2, 3]
+    logits, att, cut = newest_token_view(model, seq)
+    assert cut == len(seq) - model.cfg.n_ctx
+    dist = step_distribution(model, seq, SamplingSettings())
+    np.testing.assert_allclose(logits, dist.logits.numpy(), rtol=1e-5, atol=1e-6)
+    mean, labels = attention_rows(att, per_head=False)
+    np.testing.assert_allclose(mean[1], att[1].mean(0))
+    assert labels == ["layer 0", "layer 1"]
+    rows, labels = attention_rows(att, per_head=True)
+    assert rows.shape == (8, 16) and labels[5] == "layer 1 head 1"
+    np.testing.assert_allclose(rows[5], att[1, 1])

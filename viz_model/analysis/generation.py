@@ -102,14 +102,9 @@ def actions_of(steps: list[Step]) -> list[Action]:
     return [Action(s.settings, s.token if s.forced else None) for s in steps]
 
 
-@torch.no_grad()
 def newest_token_attention(model: GPT, seq: list[int]) -> np.ndarray:
     """(n_layer, n_head, T) attention of the last token of seq (last n_ctx tokens) over the window."""
-    window, _ = crop_to_context(seq, model.cfg.n_ctx)
-    names = [f"blocks.{layer}.attn.hook_pattern" for layer in range(model.cfg.n_layer)]
-    ids = torch.tensor(window, dtype=torch.long, device=model.embed.weight.device)
-    _, cache = model.run_with_cache(ids, names)
-    return np.stack([cache[n][:, -1, :].float().cpu().numpy() for n in names])
+    return newest_token_view(model, seq)[1]
 
 
 @dataclass(frozen=True)
@@ -134,3 +129,24 @@ def compare_kv_cache(
         out[use] = generate(model, list(prompt), n, settings, seed=seed, use_kv_cache=use)
         secs[use] = time.perf_counter() - t0
     return KVComparison(out[True], out[False], secs[True], secs[False])
+
+
+@torch.no_grad()
+def newest_token_view(model: GPT, seq: list[int]) -> tuple[np.ndarray, np.ndarray, int]:
+    """One forward pass over the window (the last n_ctx tokens of seq): the logits after it (V,),
+    the newest token's attention in every layer (n_layer, n_head, T), and how many were cropped."""
+    window, cut = crop_to_context(seq, model.cfg.n_ctx)
+    names = [f"blocks.{layer}.attn.hook_pattern" for layer in range(model.cfg.n_layer)]
+    ids = torch.tensor(window, dtype=torch.long, device=model.embed.weight.device)
+    logits, cache = model.run_with_cache(ids, names)
+    att = np.stack([cache[n][:, -1, :].float().cpu().numpy() for n in names])
+    return logits[-1].float().cpu().numpy(), att, cut
+
+
+def attention_rows(att: np.ndarray, per_head: bool) -> tuple[np.ndarray, list[str]]:
+    """(n_layer, n_head, T) -> rows to draw: one per layer (mean over heads) or one per head."""
+    n_layer, n_head, T = att.shape
+    if per_head:
+        labels = [f"layer {layer} head {h}" for layer in range(n_layer) for h in range(n_head)]
+        return att.reshape(n_layer * n_head, T), labels
+    return att.mean(axis=1), [f"layer {layer}" for layer in range(n_layer)]
