@@ -1,0 +1,97 @@
+"""The Attention page, driven through AppTest inside the app frame on the small test bundle."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import numpy as np
+
+from tests.apptest_util import app_test
+from ui.state import widget_key
+
+PAGE = "pages/3_Attention.py"
+
+
+def _charts(at) -> list[dict]:
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def _array(value) -> np.ndarray:
+    """A plotly JSON array: a plain list, or {"dtype", "bdata" (base64), "shape"}."""
+    if isinstance(value, dict):
+        data = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
+        shape = [int(n) for n in str(value.get("shape", len(data))).split(",")]
+        return data.reshape(shape)
+    return np.array(value, dtype=float)
+
+
+def _roles(at):
+    """The head-roles table (the dataframe with a 'role' column)."""
+    return next(d.value for d in at.dataframe if "role" in d.value.columns)
+
+
+def _heatmap_values(at) -> list:
+    """The values trace of the big pattern heatmap (the first chart; trace 0 is the mask)."""
+    return _charts(at)[0]["data"][1]["z"]
+
+
+def test_page_draws_every_chart_and_the_head_slider_changes_the_heatmap(models_dir):
+    at = app_test(models_dir, PAGE, prompt="to be or not to be")
+    assert not at.exception and not at.error
+    charts = _charts(at)
+    assert len(charts) == 4  # heatmap, lines, one query's weights, all heads
+    assert sum(t["type"] == "heatmap" for t in charts[3]["data"]) == 2 * 4  # 2 layers x 4 heads
+    assert "matches what the model recorded" in at.success[0].value
+    assert len(at.dataframe) >= 6  # q, k, scale/mask/softmax, weighted v, result, roles
+
+    # moving the head slider changes the heatmap's data and the URL
+    before = _heatmap_values(at)
+    at.slider(key=widget_key("head")).set_value(2).run()
+    assert not at.exception
+    assert _heatmap_values(at) != before
+    assert at.query_params["head"] == ["2"] or at.query_params["head"] == "2"
+    at.slider(key=widget_key("layer")).set_value(1).run()
+    assert str(at.query_params["layer"]).strip("[]'") == "1"
+
+
+def test_the_url_opens_the_chosen_layer_and_head(models_dir):
+    at = app_test(models_dir, PAGE, prompt="to be or not", query={"layer": "1", "head": "3"})
+    assert at.slider(key=widget_key("layer")).value == 1
+    assert at.slider(key=widget_key("head")).value == 3
+    assert "L1 H3" in at.subheader[0].value
+
+
+def test_choosing_another_query_token_changes_the_arithmetic(models_dir):
+    at = app_test(models_dir, PAGE, prompt="to be or not")
+    q_last = at.dataframe[0].value
+    keys_last = at.dataframe[1].value
+    at.selectbox(key=widget_key("query")).set_value(3).run()
+    assert not at.exception
+    q_new, keys_new = at.dataframe[0].value, at.dataframe[1].value
+    assert list(q_new.index) == ["3:b"] and list(q_last.index) != list(q_new.index)
+    assert not q_new.equals(q_last)
+    assert len(keys_new) == 4 < len(keys_last)  # the query sees only keys 0..3
+
+
+def test_the_scores_view_shows_scores_with_the_mask_kept_out_of_the_scale(models_dir):
+    at = app_test(models_dir, PAGE, prompt="abcabc", query={"view": "scores"})
+    assert not at.exception
+    values = _charts(at)[0]["data"][1]
+    assert values.get("zmid") == 0
+    z = _array(values["z"])
+    assert np.isnan(z[0, 1]) and np.isfinite(z[1, 0])  # masked cell: no value (not -inf, not 0)
+    assert np.isfinite(z[np.tril_indices(6)]).all()
+
+
+def test_a_prompt_without_repeats_offers_the_repeated_random_test(models_dir):
+    at = app_test(models_dir, PAGE, prompt="abc")
+    assert any("cannot be measured" in i.value for i in at.info)
+    roles = _roles(at)
+    assert roles["induction"].isna().all()
+    at.button[0].click().run()
+    assert not at.exception
+    assert at.toggle(key=widget_key("rrt")).value is True
+    roles = _roles(at)
+    assert roles["induction"].notna().all()
+    assert not any("cannot be measured" in i.value for i in at.info)
