@@ -144,7 +144,7 @@ def draw_attribution() -> rs.Attribution:
         "$\\beta \\cdot W_U[:, \\text{token}]$ add up to the logit exactly."
     )
     st.latex(
-        r"\text{logit} = \sum_{c} \frac{c - \bar{c}}{\sigma} \odot \gamma \cdot W_U[:, \text{token}]"
+        r"\text{logit} = \sum_{c} \frac{c - \operatorname{mean}(c)}{\sigma} \odot \gamma \cdot W_U[:, \text{token}]"
         r"\; + \; \beta \cdot W_U[:, \text{token}]"
     )
     order = np.argsort(-report.logits[position])[:10]

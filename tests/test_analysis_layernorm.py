@@ -96,3 +96,11 @@ def test_resid_norm_profile(norm, ids):
     _, cache = model.run_with_cache(ids, names=["blocks.1.hook_resid_post"])
     direct = cache["blocks.1.hook_resid_post"].norm(dim=-1).mean()
     assert profile[-1] == pytest.approx(float(direct), rel=1e-5)
+
+
+def test_stats_for_runs_the_prompt(model, ids):
+    from viz_model.analysis.layernorm import stats_for
+
+    s = stats_for(model, ids.tolist(), "ln_final")
+    logits = model(ids).detach().numpy()
+    np.testing.assert_allclose(s.y @ model.W_U.detach().numpy(), logits, atol=1e-4)

@@ -50,3 +50,4 @@ def test_norm_profiles_one_line_per_model():
     )
     assert [t.name for t in fig.data] == ["pre", "post"]
     np.testing.assert_allclose(fig.data[1].y, [1, 7, 7])
+    assert list(fig.data[0].x) == ["e", "b0", "b1"]

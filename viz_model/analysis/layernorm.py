@@ -107,12 +107,20 @@ def layernorm_stats(model: GPT, cache: ActivationCache, ln: str) -> LNStats:
     )
 
 
-def resid_norm_profile(model: GPT, ids: torch.Tensor) -> np.ndarray:
+def resid_norm_profile(model: GPT, ids: list[int] | torch.Tensor) -> np.ndarray:
     """Mean residual norm over the prompt's tokens at each station (embed, after block l): (L + 1,).
 
     Pre-LN lets the residual stream grow from layer to layer; post-LN renormalises it every block.
     """
     n = model.cfg.n_layer
     names = [f"blocks.{i}.hook_resid_pre" for i in range(n)] + [f"blocks.{n - 1}.hook_resid_post"]
-    _, cache = model.run_with_cache(ids, names=names)
+    _, cache = model.run_with_cache(torch.as_tensor(ids, dtype=torch.long), names=names)
     return cache.resid_stack().norm(dim=-1).mean(dim=-1).float().cpu().numpy()
+
+
+def stats_for(model: GPT, ids: list[int], ln: str) -> LNStats:
+    """`layernorm_stats` of LayerNorm `ln` on a prompt (one forward pass)."""
+    _, cache = model.run_with_cache(
+        torch.tensor(ids, dtype=torch.long), names=stats_names(model, ln)
+    )
+    return layernorm_stats(model, cache, ln)

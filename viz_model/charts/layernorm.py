@@ -123,7 +123,9 @@ def ln_stats_per_token(
     fig.update_xaxes(type="category", tickangle=-60 if len(labels) > 10 else 0)
     fig.update_layout(showlegend=False)
     fig.update_annotations(font=dict(size=13))
-    return base_layout(fig, title, SMALL_HEIGHT + 60)
+    base_layout(fig, title, SMALL_HEIGHT + 60)
+    fig.update_layout(margin=dict(l=10, r=10, t=70 if title else 40, b=10))
+    return fig
 
 
 def ln_histograms(before: np.ndarray, after: np.ndarray, title: str = "") -> go.Figure:
@@ -145,7 +147,9 @@ def ln_histograms(before: np.ndarray, after: np.ndarray, title: str = "") -> go.
     fig.update_yaxes(title="how many values", row=1, col=1)
     fig.update_layout(showlegend=False, bargap=0.05)
     fig.update_annotations(font=dict(size=13))
-    return base_layout(fig, title, SMALL_HEIGHT + 20)
+    base_layout(fig, title, SMALL_HEIGHT + 40)
+    fig.update_layout(margin=dict(l=10, r=10, t=70 if title else 40, b=10))
+    return fig
 
 
 def norm_profiles(
@@ -156,15 +160,14 @@ def norm_profiles(
     for name, values in profiles.items():
         fig.add_trace(
             go.Scatter(
-                x=list(range(len(values))),
+                x=stations[name],
                 y=np.asarray(values, dtype=float),
-                customdata=stations[name],
                 mode="lines+markers",
                 name=name,
-                hovertemplate="%{customdata}: mean ‖x‖ = %{y:.2f}<extra>%{fullData.name}</extra>",
+                hovertemplate="%{x}: mean ‖x‖ = %{y:.2f}<extra>%{fullData.name}</extra>",
             )
         )
-    fig.update_xaxes(title="station: 0 = embeddings, l = after block l − 1", dtick=1)
+    fig.update_xaxes(type="category", title="where in the model")
     fig.update_yaxes(title="mean ‖x‖ over the prompt", rangemode="tozero")
     fig.update_layout(legend=dict(orientation="h", y=-0.3))
     return base_layout(fig, title, 360)

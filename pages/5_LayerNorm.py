@@ -1,0 +1,210 @@
+"""LayerNorm: one LayerNorm and one token taken apart (before, mean, sigma, normalized, gamma, beta,
+after) with the formula filled in; mean and sigma across the prompt; histograms before and after;
+and what placing LayerNorm before (pre-LN) or after (post-LN) each sublayer changes."""
+
+import json
+
+import numpy as np
+import streamlit as st
+
+import ui
+from ui import cache, models, state
+from viz_model.analysis import layernorm as lnx
+from viz_model.analysis.residual import layer_labels
+from viz_model.charts import layernorm as charts
+
+ctx = ui.frame("LayerNorm", "📏")
+cfg = ctx.config
+T = len(ctx.ids)
+
+st.markdown(
+    "Before attention or an MLP reads a token's vector, a **LayerNorm** puts it on a standard "
+    "scale. It takes the token's $D$ numbers (here $D = d_\\text{model} = "
+    f"{cfg.d_model}$), subtracts their **mean** $\\mu$ so they are centred on 0, and divides by "
+    "their **standard deviation** $\\sigma$ (the typical distance from the mean) so they have "
+    "spread 1. A small $\\varepsilon$ keeps the division safe when all numbers are equal. Then "
+    "two learned vectors give the model its own scale back: each dimension $i$ is multiplied by "
+    "a **gain** $\\gamma_i$ (gamma) and shifted by a **bias** $\\beta_i$ (beta). Each token is "
+    "normalised on its own, never mixed with other tokens."
+)
+st.latex(
+    r"\mathrm{LN}(x)_i = \frac{x_i - \mu}{\sigma}\,\gamma_i + \beta_i, \qquad "
+    r"\mu = \frac{1}{D}\sum_{j=1}^{D} x_j, \qquad "
+    r"\sigma = \sqrt{\frac{1}{D}\sum_{j=1}^{D} (x_j - \mu)^2 + \varepsilon}"
+)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def ln_numbers(bundle_id: str, ids: tuple[int, ...], ln: str) -> lnx.LNStats:
+    return lnx.stats_for(cache.bundle(bundle_id).model, list(ids), ln)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def norm_profile(bundle_id: str, ids: tuple[int, ...]) -> np.ndarray:
+    return lnx.resid_norm_profile(cache.bundle(bundle_id).model, list(ids))
+
+
+# ---- the controls -----------------------------------------------------------------------------
+names = lnx.layernorm_names(ctx.model)
+c1, c2 = st.columns([3, 2])
+ln = state.selectbox(
+    "LayerNorm",
+    "ln",
+    names,
+    names[0],
+    format_func=lambda n: lnx.describe(ctx.model, n),
+    container=c1,
+    help="Every LayerNorm of this model, in the order the forward pass meets them.",
+)
+position = state.slider(
+    "Token", "ln_pos", 0, T - 1, T - 1, container=c2, help="Which token's vector to take apart."
+)
+if T == 1:
+    c2.markdown(f"Token: {ctx.labels[0]} (the prompt has one token)")
+
+s = ln_numbers(ctx.bundle_id, tuple(ctx.ids), ln)
+x, n, y = s.x[position], s.normalized[position], s.y[position]
+mu, sigma = float(s.mean[position]), float(s.sigma[position])
+
+# ---- the formula with the real numbers ----------------------------------------------------------
+st.subheader(f"Token {ctx.labels[position]} through {ln}")
+i = int(np.argmax(np.abs(x - mu)))  # the dimension furthest from the mean: the clearest example
+st.markdown(
+    f"The vector entering {lnx.describe(ctx.model, ln)} has mean and standard deviation below. "
+    f"As an example, take dimension **{i}**, the one furthest from the mean:"
+)
+mantissa, exponent = f"{s.eps:.0e}".split("e")
+eps_tex = rf"{mantissa} \times 10^{{{int(exponent)}}}"
+st.latex(
+    rf"\mu = {mu:.4f}, \qquad \sigma = \sqrt{{\underbrace{{{sigma**2 - s.eps:.4g}}}_{{\text{{variance}}}}"
+    rf" + \underbrace{{{eps_tex}}}_{{\varepsilon}}}} = {sigma:.4f}"
+)
+st.latex(
+    rf"\mathrm{{LN}}(x)_{{{i}}} = \frac{{{x[i]:.4f} - ({mu:.4f})}}{{{sigma:.4f}}} \times "
+    rf"{s.gamma[i]:.4f} + ({s.beta[i]:.4f}) = {n[i]:.4f} \times {s.gamma[i]:.4f} "
+    rf"+ ({s.beta[i]:.4f}) = {y[i]:.4f}"
+)
+m1, m2, m3, m4 = st.columns(4)
+m1.metric("mean μ before", f"{mu:.4f}")
+m2.metric("standard deviation σ before", f"{sigma:.4f}")
+m3.metric("mean after", f"{float(y.mean()):.4f}", help="mean(γ · normalized) + mean(β)")
+m4.metric("standard deviation after", f"{float(y.std()):.4f}")
+st.caption(
+    f"After normalising, the mean is 0 and the standard deviation 1. Then γ and β move them: "
+    f"the mean after is mean(γ · normalized) + mean(β) = {float((s.gamma * n).mean()):.4f} + "
+    f"{float(s.beta.mean()):.4f}. With γ = 1 and β = 0 it would stay 0 and 1."
+)
+st.plotly_chart(charts.ln_steps(x, mu, sigma, n, s.gamma, s.beta, y))
+
+# ---- across the prompt ------------------------------------------------------------------------
+st.subheader("Every token of the prompt")
+st.markdown(
+    "Each token gets its own μ and σ: a token whose vector is large (often the first token, or a "
+    "frequent one) is divided by a large σ, so after the LayerNorm all tokens are on the same "
+    "scale. The chosen token is red."
+)
+st.plotly_chart(charts.ln_stats_per_token(s.mean, s.sigma, ctx.labels, position))
+st.plotly_chart(
+    charts.ln_histograms(
+        s.x, s.y, title=f"All {T * cfg.d_model:,} numbers of the prompt, before and after {ln}"
+    )
+)
+st.caption(
+    "Left: the values entering the LayerNorm, at whatever scale the residual stream has reached. "
+    "Right: after it, on the scale γ and β give them. Note the different x axes."
+)
+
+# ---- pre-LN versus post-LN --------------------------------------------------------------------
+st.subheader("Before or after? Pre-LN versus post-LN")
+left, right = st.columns(2)
+left.markdown(
+    "**Pre-LN** (GPT-2 and most models today): each sublayer reads a normalised *copy*; "
+    "the residual stream itself is never normalised until the final LayerNorm.\n\n"
+    "$x \\leftarrow x + \\mathrm{Attn}(\\mathrm{LN}_1(x))$  \n"
+    "$x \\leftarrow x + \\mathrm{MLP}(\\mathrm{LN}_2(x))$  \n"
+    "$\\text{logits} = \\mathrm{LN}_\\text{final}(x)\\,W_U$"
+)
+right.markdown(
+    "**Post-LN** (the original 2017 Transformer): the LayerNorm sits *on* the residual "
+    "stream, after each addition, so the stream is renormalised twice per block.\n\n"
+    "$x \\leftarrow \\mathrm{LN}_1(x + \\mathrm{Attn}(x))$  \n"
+    "$x \\leftarrow \\mathrm{LN}_2(x + \\mathrm{MLP}(x))$  \n"
+    "$\\text{logits} = x\\,W_U$"
+)
+st.markdown(
+    "What changes: in pre-LN the stream is a plain sum that can grow from layer to layer, and "
+    "a gradient has a clean path straight from the loss to the embeddings, which is why deep "
+    "pre-LN models train stably without a learning-rate warm-up. In post-LN the stream's size "
+    "is reset at every block, and every path from the loss goes through all LayerNorms, which "
+    "makes deep post-LN models harder to train. The chart below shows the first effect: the "
+    "average length of the residual vector at each point of the model, on your prompt."
+)
+
+
+def config_norm(path) -> str | None:
+    try:
+        return json.loads((path / "config.json").read_text(encoding="utf-8"))["model"]["norm"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+found = models.discover()
+other = next(
+    (
+        name
+        for name, path in found.items()
+        if name != ctx.name and config_norm(path) not in (None, cfg.norm)
+    ),
+    None,
+)
+profiles = {f"{ctx.name} ({cfg.norm}-LN)": norm_profile(ctx.bundle_id, tuple(ctx.ids))}
+stations = {next(iter(profiles)): layer_labels(cfg.n_layer)}
+if other is not None:
+    other_id = models.bundle_id(found[other])
+    try:
+        other_bundle = cache.bundle(other_id)
+    except Exception:  # a broken bundle: compare with nothing rather than fail the page
+        other_bundle = None
+    if other_bundle is not None:
+        oc = other_bundle.config
+        other_ids = other_bundle.tokenizer.encode(ctx.prompt)[: oc.n_ctx]
+        if other_ids:
+            key = f"{other} ({oc.norm}-LN)"
+            profiles[key] = norm_profile(other_id, tuple(other_ids))
+            stations[key] = layer_labels(oc.n_layer)
+st.plotly_chart(
+    charts.norm_profiles(
+        profiles, stations, title="Mean length of the residual vector, layer by layer"
+    )
+)
+if len(profiles) > 1:
+    st.caption(
+        "Two models on the same prompt. The post-LN model's stream is reset to a fixed scale after "
+        "every block (about √D · |γ|); the pre-LN model's stream is free to grow."
+    )
+else:
+    st.info(
+        f"Only {cfg.norm}-LN models are available here, so there is just one line. A "
+        f"{'post' if cfg.norm == 'pre' else 'pre'}-LN model (the model setting norm = "
+        f"{'post' if cfg.norm == 'pre' else 'pre'}) can be trained on the Training page; it will "
+        "then appear beside this one."
+    )
+
+# ---- the numbers behind it ----------------------------------------------------------------------
+with st.expander("The numbers behind it"):
+    st.markdown(f"Token {ctx.labels[position]}, dimension by dimension ({ln}):")
+    st.dataframe(
+        {
+            "dimension": np.arange(cfg.d_model),
+            "x (before)": x.round(4),
+            "(x − μ) / σ": n.round(4),
+            "γ": s.gamma.round(4),
+            "β": s.beta.round(4),
+            "y (after)": y.round(4),
+        },
+        hide_index=True,
+    )
+    st.markdown("Every token's mean and standard deviation before the LayerNorm:")
+    st.dataframe(
+        {"token": ctx.labels, "μ": s.mean.round(4), "σ": s.sigma.round(4)}, hide_index=True
+    )

@@ -1,0 +1,55 @@
+"""The LayerNorm page in AppTest: the shown mean/sigma follow the chosen LayerNorm and token, and
+a post-LN bundle beside a pre-LN one is compared on the same prompt."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from tests.apptest_util import app_test
+from ui.state import widget_key
+from viz_model import GPT
+from viz_model.checkpoint import load_bundle, save_bundle
+
+PAGE = "pages/5_LayerNorm.py"
+PROMPT = "ROMEO: But soft"
+
+
+def _metrics(at) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def test_changing_the_layernorm_and_token_changes_mean_and_sigma(models_dir):
+    at = app_test(models_dir, PAGE, prompt=PROMPT)
+    assert not at.exception
+    first = _metrics(at)
+    assert set(first) >= {"mean μ before", "standard deviation σ before"}
+    at.selectbox(key=widget_key("ln")).set_value("ln_final").run()
+    assert not at.exception
+    second = _metrics(at)
+    assert second["standard deviation σ before"] != first["standard deviation σ before"]
+    at.slider(key=widget_key("ln_pos")).set_value(2).run()
+    third = _metrics(at)
+    assert third["mean μ before"] != second["mean μ before"]
+    assert at.query_params["ln"] in ("ln_final", ["ln_final"])
+    # The formula is filled with the shown sigma.
+    sigma = third["standard deviation σ before"]
+    assert any(sigma in block.value for block in at.latex)
+
+
+def test_pre_and_post_ln_models_are_compared(models_dir, tmp_path):
+    shutil.copytree(models_dir / "test-char", tmp_path / "a-pre")
+    base = load_bundle(models_dir / "test-char")
+    model = GPT(base.config.__class__(**{**base.config.to_dict(), "norm": "post"})).eval()
+    save_bundle(tmp_path / "b-post", model, base.tokenizer)
+    at = app_test(tmp_path, PAGE, prompt=PROMPT)
+    assert not at.exception
+    figs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    profile = figs[-1]
+    assert [t["name"] for t in profile["data"]] == ["a-pre (pre-LN)", "b-post (post-LN)"]
+    assert not any("Only pre-LN" in i.value for i in at.info)
+
+
+def test_single_norm_kind_explains_instead(models_dir):
+    at = app_test(models_dir, PAGE, prompt=PROMPT)
+    assert any("Training page" in i.value for i in at.info)
