@@ -1,0 +1,72 @@
+"""The Tokenization page in AppTest: the vocabulary slider and the merge stepper drive what is shown."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.apptest_util import app_test
+from ui.state import widget_key
+
+PAGE = "pages/1_Tokenization.py"
+PROMPT = "But soft, <b>what</b> light through yonder window breaks?"
+
+
+def bpe_row(at) -> tuple[str, str, str]:
+    """(title, counts line, chips html) of the BPE row of "Your prompt, cut four ways"."""
+    texts = [m.value for m in at.markdown]
+    i = next(k for k, t in enumerate(texts) if t.startswith("**BPE, vocabulary"))
+    return texts[i], texts[i + 1], at.get("html")[1].proto.body
+
+
+def step_line(at) -> str:
+    return next(m.value for m in at.markdown if m.value.startswith("**Step "))
+
+
+@pytest.fixture(scope="module")
+def at(models_dir):
+    at = app_test(models_dir, PAGE, prompt=PROMPT)
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_the_page_shows_four_tokenizers_with_counts(at):
+    texts = [m.value for m in at.markdown]
+    counts = [t for t in texts if "characters per token" in t]
+    assert len(counts) == 4
+    assert all(t.startswith(f"{len(PROMPT)} characters") for t in counts)
+    chips = at.get("html")[0].proto.body  # character-level chips: escaped, ids on hover
+    assert "<b>" not in chips and "&lt;" in chips and 'title="id ' in chips
+
+
+def test_changing_the_vocab_slider_changes_the_bpe_chips_and_counts(at):
+    title, counts, chips = bpe_row(at)
+    assert title.startswith("**BPE, vocabulary 512**")
+    at.select_slider(key=widget_key("vocab")).set_value(4096).run()
+    assert not at.exception
+    title2, counts2, chips2 = bpe_row(at)
+    assert title2.startswith("**BPE, vocabulary 4096**")
+    n_before = int(counts.split("**")[1].split()[0])
+    n_after = int(counts2.split("**")[1].split()[0])
+    assert n_after < n_before  # a bigger vocabulary needs fewer tokens for the same text
+    assert chips2 != chips and chips2.count("<span") == n_after
+    assert at.query_params["vocab"] in ("4096", ["4096"])
+
+
+def test_the_merge_step_slider_changes_the_merged_pair(at):
+    slider = at.select_slider(key=widget_key("step"))
+    options = [int(o) for o in slider.options]
+    assert options[0] == 0 and len(options) > 3
+    assert step_line(at).startswith("**Step 0**")
+    shown = []
+    for step in options[1:3]:
+        at.select_slider(key=widget_key("step")).set_value(step).run()
+        assert not at.exception
+        line = step_line(at)
+        assert line.startswith(f"**Step {step} of ")
+        shown.append(line.split("merge ")[1].split(" (new token")[0])
+    assert shown[0] != shown[1]
+    # Without the filter the slider walks every merge, one rank at a time.
+    at.toggle(key=widget_key("only_changes")).set_value(False).run()
+    at.slider(key=widget_key("step")).set_value(1).run()
+    assert step_line(at).startswith("**Step 1 of 3840**")
+    assert "times" in step_line(at)
