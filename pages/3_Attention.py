@@ -149,7 +149,13 @@ def _vector_table(rows: np.ndarray, index: list[str], prefix: str) -> pd.DataFra
 
 
 def _table(df: pd.DataFrame, **kwargs) -> None:
-    st.dataframe(df.style.format(precision=4, na_rep="−∞"), **kwargs)
+    st.dataframe(df.style.format(precision=4), **kwargs)
+
+
+def _with_minus_infinity(values: np.ndarray, keep: np.ndarray, masked: str = "−∞") -> list[str]:
+    """Numbers as text, `masked` where masked (a table shows NaN as 'None', which reads wrong)."""
+    pairs = zip(values.ravel(), keep.ravel(), strict=True)
+    return [f"{x:.4f}" if k else masked for x, k in pairs]
 
 
 st.markdown(f"**1. The query vector q** of {qlabel} ({E} numbers, d_head = {E})")
@@ -174,8 +180,8 @@ steps = pd.DataFrame(
     {
         "q·k": arith.dots,
         "÷ √d_head": arith.scaled,
-        "mask": np.where(seen, 0.0, np.nan),
-        "score + mask": np.where(seen, arith.masked, np.nan),
+        "mask": ["0" if k else "−∞" for k in seen],
+        "score + mask": _with_minus_infinity(arith.scaled, seen),
         "softmax weight": arith.pattern,
     },
     index=labels,
@@ -195,8 +201,9 @@ weighted = _vector_table(
     [f"{w:.3f} × v of {lab}" for w, lab in zip(arith.pattern[seen], key_labels, strict=True)],
     "z",
 )
-weighted.loc["z = sum"] = arith.z
 _table(weighted)
+st.markdown("Adding up those rows gives **z**, this head's output for the query:")
+_table(_vector_table(arith.z, ["z"], "z"))
 
 st.markdown(
     f"**5. The head's write into the residual stream**: result = z · W_O, where W_O is this "
@@ -268,10 +275,10 @@ elif scores.n_induction_queries == 0:
 
 roles = pd.DataFrame(head_roles(scores)).set_index("head")
 columns = ["role", "role score", *ROLES, "entropy (nats)"]
-st.dataframe(
-    roles[columns].style.format(precision=3, na_rep="–"),
-    column_config={r: st.column_config.NumberColumn(r, format="%.3f") for r in ROLES},
-)
+shown_roles = roles[columns].copy()
+for column in columns[1:]:  # numbers as text, so "not measured" reads "–", not "None"
+    shown_roles[column] = [("–" if math.isnan(x) else f"{x:.3f}") for x in roles[column]]
+st.dataframe(shown_roles)
 explain = "\n".join(f"- **{role}**: {text}" for role, text in ROLE_EXPLANATIONS.items())
 st.markdown(
     f"Each score is the average attention, over the tokens after the first, to one kind of "
@@ -283,9 +290,10 @@ st.markdown(
 with st.expander("The numbers behind it"):
     which = "scores" if view == "scores" else "pattern"
     values = run.scores[layer, head] if view == "scores" else run.pattern[layer, head]
-    st.markdown(f"{name}'s {which} (rows = queries, columns = keys; −∞ = masked):")
-    shown = np.where(causal_mask(T), np.nan, values)
-    _table(pd.DataFrame(shown, index=labels, columns=labels))
+    sign = "−∞" if view == "scores" else "–"
+    st.markdown(f"{name}'s {which} (rows = queries, columns = keys; {sign} = masked):")
+    text = np.array(_with_minus_infinity(values, ~causal_mask(T), sign)).reshape(T, T)
+    st.dataframe(pd.DataFrame(text, index=labels, columns=labels))
     if random_ids is not None:
         st.markdown("The repeated random sequence used for induction:")
         pieces = [ctx.tokenizer.id_to_token(int(i)) for i in random_ids]

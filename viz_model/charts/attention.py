@@ -168,14 +168,14 @@ def pattern_grid(
         fig.layout.annotations[index].font = dict(color=ACCENT, size=14)
         fig.layout.annotations[index].text = f"<b>{titles[index]}</b>"
     cell = int(np.clip(1100 / H, 70, 170))
-    base_layout(fig, "", height=L * (cell + 30) + 90)
+    base_layout(fig, "", height=L * (cell + 30) + 70)
     fig.update_layout(
         coloraxis=dict(
             colorscale=SEQUENTIAL, cmin=0, cmax=1, colorbar=dict(title="weight", len=0.6)
         ),
         plot_bgcolor=MASKED_COLOUR,
-        legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom", bgcolor="rgba(0,0,0,0)"),
-        margin=dict(l=10, r=10, t=60, b=10),
+        legend=dict(orientation="h", x=0, y=0, yanchor="top", bgcolor="rgba(0,0,0,0)"),
+        margin=dict(l=10, r=10, t=30, b=40),
     )
     fig.update_xaxes(showticklabels=False, showgrid=False, type="category")
     fig.update_yaxes(showticklabels=False, showgrid=False, type="category", autorange="reversed")
@@ -249,7 +249,7 @@ def attention_lines(
         )
     base_layout(fig, title, height=max(SMALL_HEIGHT, 18 * T + 90))
     fig.update_xaxes(
-        range=[-0.9, 1.9],
+        range=[-0.55, 1.55],
         showticklabels=True,
         tickvals=[0, 1],
         ticktext=["query (looking)", "key (looked at)"],
