@@ -174,6 +174,7 @@ for name, examples, why in tk.PITFALLS:
     for example in examples:
         c1, c2, c3 = st.columns([1, 2, 2])
         c1.code(example if example.strip() == example else repr(example), language=None)
+        c1.caption(f"{len(example)} characters, {len(example.encode('utf-8'))} bytes")
         with c2:
             st.html(chips(ctx.tokenizer, example))
         with c3:

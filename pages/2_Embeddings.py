@@ -227,7 +227,11 @@ m1.metric(
 if on is not None:
     m2.metric("Positions on: largest difference", f"{on.max_diff:.1e}")
 if "off_layer1" in runs:
-    m3.metric("Positions zeroed, layer 1", f"{runs['off_layer1'].max_diff:.1e}")
+    m3.metric(
+        "Positions zeroed, layer 1",
+        f"{runs['off_layer1'].max_diff:.1e}",
+        help="The same comparison one layer up: the last token's layer-1 attention output.",
+    )
 st.markdown(
     f"With positions zeroed the two outputs agree to about {off.max_diff:.0e}: float rounding, "
     "since the computer adds the same numbers in a different order. "
