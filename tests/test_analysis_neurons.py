@@ -108,3 +108,16 @@ def test_output_direction_logits_equal_a_direct_matmul(model):
 def test_attention_only_models_have_no_mlp():
     assert not has_mlp(tiny_model(attn_only=True))
     assert has_mlp(tiny_model())
+
+
+def test_corpus_search_on_a_char_model():
+    from viz_model.analysis.neurons import corpus_search
+
+    tok = Tokenizer.train(TEXT, "char")
+    model = tiny_model(vocab_size=tok.vocab_size)
+    found = corpus_search(model, tok, TEXT, n_windows=10, batch_size=4)
+    n, w = found.windows.ids.shape
+    assert w == model.cfg.n_ctx and found.maxima.shape == (2, n, model.cfg.d_mlp)
+    best = top_examples(found.maxima, found.argmax, 1, 3, k=1)[0]
+    acts = neuron_activations(model, found.windows.ids[best.window], 1, 3)[0]
+    assert acts.max() == pytest.approx(best.value, abs=1e-5)

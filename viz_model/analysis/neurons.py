@@ -146,3 +146,21 @@ def promoted_tokens(logits: np.ndarray, k: int = 10) -> tuple[np.ndarray, np.nda
     order = np.argsort(-logits, kind="stable")
     k = min(k, len(logits))
     return order[:k], order[::-1][:k]
+
+
+@dataclass
+class CorpusSearch:
+    """Every neuron's peak in each corpus window: maxima/argmax are (n_layer, N, M)."""
+
+    windows: Windows
+    maxima: np.ndarray
+    argmax: np.ndarray
+
+
+def corpus_search(
+    model: GPT, tokenizer: Tokenizer, text: str, n_windows: int = 200, batch_size: int = 32
+) -> CorpusSearch:
+    """Cut `n_windows` windows of min(n_ctx, 64) tokens from `text` and record each neuron's peaks."""
+    windows = corpus_windows(text, tokenizer, n_windows, min(model.cfg.n_ctx, 64))
+    maxima, argmax = neuron_maxima(model, windows.ids, batch_size)
+    return CorpusSearch(windows, maxima, argmax)

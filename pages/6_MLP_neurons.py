@@ -1,0 +1,188 @@
+"""MLP neurons: the most active neurons of a layer on the prompt, the corpus snippets that excite a
+chosen neuron most, and the tokens its output direction promotes or suppresses (the key-value view)."""
+
+import numpy as np
+import streamlit as st
+
+import ui
+from ui import cache, state
+from viz_model.analysis import neurons as nx
+from viz_model.charts import neurons as charts
+from viz_model.charts.common import show_whitespace
+from viz_model.data import load_corpus
+
+CORPUS = "shakespeare"
+N_WINDOWS = 200
+N_EXAMPLES = 8
+
+ctx = ui.frame("MLP neurons", "🧠")
+cfg, tok = ctx.config, ctx.tokenizer
+T = len(ctx.ids)
+
+st.markdown(
+    "After attention, each block has an **MLP** (multi-layer perceptron): it works on every token "
+    "on its own, widens the vector from $d_\\text{model}$ to $d_\\text{mlp}$ numbers, applies a "
+    "nonlinearity, and narrows it back. Each of the $d_\\text{mlp}$ middle numbers is a "
+    "**neuron**; its **activation** says how strongly it fires on this token. The nonlinearity "
+    f"here is {cfg.act.upper()}, which lets positive values through and (nearly) zeroes negative "
+    "ones, so a neuron is either on or off."
+)
+st.latex(
+    r"\text{mlp}(x) = W_{\text{out}}\; "
+    r"\underbrace{\text{act}(W_{\text{in}}\, x + b_{\text{in}})}_{\text{neurons: } d_\text{mlp}"
+    r" \text{ activations}} + b_{\text{out}}"
+)
+if not nx.has_mlp(ctx.model):
+    st.info(
+        f"“{ctx.name}” is an **attention-only** model: its blocks have no MLP, so there are no "
+        "neurons to look at. Pick a model with MLPs (the model card in the sidebar says "
+        "“attention + MLP”) to use this page."
+    )
+    st.stop()
+M = cfg.d_mlp
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def prompt_neurons(bundle_id: str, ids: tuple[int, ...], layer: int) -> np.ndarray:
+    name = nx.post_name(layer)
+    return cache.activations(bundle_id, ids, (name,))[name]  # (T, M)
+
+
+@st.cache_data(
+    show_spinner=f"Running the model over {N_WINDOWS} snippets of the corpus…", max_entries=4
+)
+def corpus_search(bundle_id: str) -> nx.CorpusSearch:
+    bundle = cache.bundle(bundle_id)
+    return nx.corpus_search(bundle.model, bundle.tokenizer, load_corpus(CORPUS), N_WINDOWS)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def example_activations(
+    bundle_id: str, windows: tuple[int, ...], layer: int, neuron: int
+) -> np.ndarray:
+    found = corpus_search(bundle_id)
+    ids = found.windows.ids[list(windows)]
+    return nx.neuron_activations(cache.bundle(bundle_id).model, ids, layer, neuron)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def direction(bundle_id: str, layer: int, neuron: int) -> np.ndarray:
+    return nx.output_direction_logits(cache.bundle(bundle_id).model, layer, neuron)
+
+
+# ---- 1. the most active neurons on the prompt -------------------------------------------------
+st.subheader("1. Which neurons fire on your prompt?")
+c1, c2 = st.columns(2)
+layer = state.slider("Layer", "mlp_layer", 0, cfg.n_layer - 1, 0, container=c1)
+if cfg.n_layer == 1:
+    c1.markdown("Layer: 0 (the model has one block)")
+n_show = state.select_slider(
+    "Neurons shown",
+    "n_neurons",
+    [10, 20, 30, 50],
+    20,
+    container=c2,
+    help=f"The neurons with the highest activation anywhere in the prompt, of {M} in this layer.",
+)
+post = prompt_neurons(ctx.bundle_id, tuple(ctx.ids), layer)
+top = nx.top_neurons(post, n_show)
+st.plotly_chart(
+    charts.neuron_heatmap(
+        post[:, top],
+        ctx.labels,
+        [int(i) for i in top],
+        title=f"Layer {layer}: the {len(top)} most active of {M} neurons (columns), on each token (rows)",
+    )
+)
+st.caption(
+    "Red: the neuron fires on this token; white: it is off; blue: slightly negative. Columns are "
+    "ordered by their strongest activation on the prompt, strongest first."
+)
+
+# ---- 2. one neuron: what excites it ------------------------------------------------------------
+st.subheader("2. One neuron: what makes it fire?")
+neuron = state.number_input(
+    f"Neuron (0 to {M - 1})",
+    "neuron",
+    0,
+    M - 1,
+    int(top[0]),
+    help="Defaults to the most active neuron on the prompt; any of the layer's neurons can be typed.",
+)
+st.markdown(
+    f"To see what neuron **{neuron}** of layer **{layer}** responds to, we run the model over "
+    f"{N_WINDOWS} snippets of the {CORPUS.title()} corpus and keep the {N_EXAMPLES} where it "
+    "fires hardest. Each token is shaded by the neuron's activation on it, the strongest one is "
+    "outlined, and the number on the left is that peak. (↵ is a line break.)"
+)
+try:
+    found = corpus_search(ctx.bundle_id)
+except ValueError as exc:  # a corpus too short for this model's windows
+    st.warning(f"The corpus search could not run: {exc}.")
+    found = None
+if found is not None:
+    examples = nx.top_examples(found.maxima, found.argmax, layer, neuron, N_EXAMPLES)
+    acts = example_activations(ctx.bundle_id, tuple(e.window for e in examples), layer, neuron)
+    rows = [(found.windows.texts[e.window], acts[k], e.position) for k, e in enumerate(examples)]
+    st.html(charts.snippets_html(rows))
+    on_prompt = post[:, neuron]
+    peak_t = int(np.argmax(on_prompt))
+    st.caption(
+        f"On your prompt this neuron peaks at {on_prompt[peak_t]:.2f} on token {ctx.labels[peak_t]}; "
+        f"its peak over the corpus snippets is {examples[0].value:.2f}."
+    )
+
+# ---- 3. what it writes: the key-value view -----------------------------------------------------
+st.subheader("3. What does it write? The neuron as a key-value memory")
+st.markdown(
+    "An MLP can be read as a memory: row $n$ of $W_\\text{in}$ is a **key** the neuron matches "
+    "against the residual stream, and column $n$ of $W_\\text{out}$ is the **value** it adds to "
+    "the stream in proportion to its activation. Multiplying that value by the unembedding "
+    "$W_U$ shows which next tokens it makes more likely (promotes) and less likely (suppresses), "
+    "ignoring everything the later layers and the final LayerNorm do to it."
+)
+st.latex(r"\Delta\,\text{logits} = \text{activation}_n \times \big(W_{\text{out}}[:, n]\; W_U\big)")
+effect = direction(ctx.bundle_id, layer, neuron)
+up, down = nx.promoted_tokens(effect, 10)
+name = [show_whitespace(tok.id_to_token(int(i))) for i in range(len(effect))]
+t1, t2 = st.columns(2)
+t1.markdown("**Promoted** (its value raises these logits)")
+t1.dataframe(
+    {"token": [name[i] for i in up], "logit change per unit": effect[up].round(4)},
+    hide_index=True,
+    key="promoted",
+)
+t2.markdown("**Suppressed** (its value lowers these logits)")
+t2.dataframe(
+    {"token": [name[i] for i in down], "logit change per unit": effect[down].round(4)},
+    hide_index=True,
+    key="suppressed",
+)
+st.plotly_chart(
+    charts.direction_bars(
+        [name[i] for i in up],
+        effect[up],
+        [name[i] for i in down],
+        effect[down],
+        title=f"Neuron {neuron} of layer {layer}: W_out[:, {neuron}] · W_U, top and bottom 10",
+    )
+)
+
+# ---- the numbers behind it ----------------------------------------------------------------------
+with st.expander("The numbers behind it"):
+    st.markdown(f"Neuron {neuron} of layer {layer} on each token of your prompt:")
+    st.dataframe({"token": ctx.labels, "activation": post[:, neuron].round(4)}, hide_index=True)
+    if found is not None:
+        st.markdown("The corpus snippets above, with where the neuron peaked:")
+        st.dataframe(
+            [
+                {
+                    "snippet": e.window,
+                    "peak token": show_whitespace(found.windows.texts[e.window][e.position]),
+                    "position": e.position,
+                    "activation": round(e.value, 4),
+                }
+                for e in examples
+            ],
+            hide_index=True,
+        )
