@@ -107,7 +107,8 @@ with left:
         st.subheader(f"{name}: scores before softmax")
         fig = pattern_heatmap(run.scores[layer, head], labels, scores=True, query=query)
         st.caption(
-            "Each cell is q·k/√d_head. Red is negative, blue positive. Grey cells are masked: "
+            "Each cell is q·k/√d_head. Red is a high score (the query matches that key), blue a "
+            "low one. Grey cells are masked: "
             "their score becomes −∞, so after softmax they get weight exactly 0."
         )
     else:
@@ -251,7 +252,17 @@ use_random = state.toggle(
 )
 random_ids: np.ndarray | None = None
 if use_random:
-    length = max(2, min(RANDOM_LENGTH_MAX, cfg.n_ctx // 2))
+    longest = max(2, cfg.n_ctx // 2)
+    length = state.number_input(
+        "Random tokens in each copy",
+        "rrt_len",
+        2,
+        longest,
+        default=min(RANDOM_LENGTH_MAX, longest),
+        step=1,
+        container=st.columns(3)[0],
+        help="A model trained on copies of one fixed length may only recognise that length.",
+    )
     random_ids = repeated_random_tokens(cfg.vocab_size, length, seed=RANDOM_SEED)
     random_run = run_attention(ctx.bundle_id, tuple(int(i) for i in random_ids))
     random_scores = head_scores(random_run.pattern, random_ids)
@@ -278,7 +289,7 @@ columns = ["role", "role score", *ROLES, "entropy (nats)"]
 shown_roles = roles[columns].copy()
 for column in columns[1:]:  # numbers as text, so "not measured" reads "–", not "None"
     shown_roles[column] = [("–" if math.isnan(x) else f"{x:.3f}") for x in roles[column]]
-st.dataframe(shown_roles)
+st.dataframe(shown_roles, height=min(35 * (len(shown_roles) + 1) + 3, 900))
 explain = "\n".join(f"- **{role}**: {text}" for role, text in ROLE_EXPLANATIONS.items())
 st.markdown(
     f"Each score is the average attention, over the tokens after the first, to one kind of "
