@@ -44,7 +44,7 @@ def neuron_heatmap(
             hovertemplate="token %{y}<br>neuron %{x}<br>activation %{z:.3f}<extra></extra>",
         )
     )
-    fig.update_xaxes(type="category", side="top", tickangle=-60 if len(neurons) > 12 else 0)
+    fig.update_xaxes(type="category", tickangle=-60 if len(neurons) > 12 else 0)
     fig.update_yaxes(type="category", autorange="reversed")
     height = max(300, min(900, 110 + 18 * len(labels)))
     return base_layout(fig, title, height)
