@@ -169,12 +169,16 @@ st.markdown(
     f"The same strings on **this model's tokenizer** ({ctx.tokenizer.kind}) and on the "
     f"**BPE of vocabulary {vocab}** above."
 )
+h1, h2, h3 = st.columns([1, 2, 2])
+h2.caption(f"this model's tokenizer ({ctx.name})")
+h3.caption(f"BPE, vocabulary {vocab}")
 for name, examples, why in tk.PITFALLS:
     st.markdown(f"**{name}.** {why}")
     for example in examples:
         c1, c2, c3 = st.columns([1, 2, 2])
-        c1.code(example if example.strip() == example else repr(example), language=None)
-        c1.caption(f"{len(example)} characters, {len(example.encode('utf-8'))} bytes")
+        shown = example if example.strip() == example else repr(example)
+        n_chars, n_bytes = len(example), len(example.encode("utf-8"))
+        c1.markdown(f"`{shown}` · {n_chars} character{'s' * (n_chars != 1)}, {n_bytes} bytes")
         with c2:
             st.html(chips(ctx.tokenizer, example))
         with c3:
