@@ -25,11 +25,17 @@ st.markdown(
     f"This model has {cfg.n_layer} blocks of width {cfg.d_model}"
     + (" and no MLPs (attention only)." if cfg.attn_only else ".")
 )
-st.latex(
-    r"x_{\text{final}} = \underbrace{x_{\text{embed}} + x_{\text{pos}}}_{\text{embeddings}}"
-    r"+ \sum_{l} \text{attn}_l + \sum_{l} \text{mlp}_l"
-    r"\qquad \text{logits} = \text{LN}_{\text{final}}(x_{\text{final}})\, W_U"
-)
+if cfg.norm == "pre":
+    st.latex(
+        r"x_{\text{final}} = \underbrace{x_{\text{embed}} + x_{\text{pos}}}_{\text{embeddings}}"
+        r"+ \sum_{l} \text{attn}_l + \sum_{l} \text{mlp}_l"
+        r"\qquad \text{logits} = \text{LN}_{\text{final}}(x_{\text{final}})\, W_U"
+    )
+else:
+    st.latex(
+        r"x \leftarrow \text{LN}_1\big(x + \text{attn}(x)\big), \quad "
+        r"x \leftarrow \text{LN}_2\big(x + \text{mlp}(x)\big) \qquad \text{logits} = x\, W_U"
+    )
 if cfg.norm == "post":
     st.warning(
         "This model is **post-LN**: a LayerNorm sits after every attention layer and MLP, *inside* "
@@ -62,8 +68,14 @@ st.subheader("1. How long is the residual vector after each layer?")
 st.markdown(
     "The **norm** $\\lVert x \\rVert = \\sqrt{\\sum_i x_i^2}$ is the length of a token's vector. "
     "Read each column downwards: the row *embed* is the stream before block 0, each later row "
-    "the stream after one more block. In a pre-LN model the norm usually grows layer by layer, "
-    "because every block adds to the sum and nothing shrinks it."
+    "the stream after one more block. "
+    + (
+        "In a pre-LN model like this one the norm usually grows layer by layer, because every "
+        "block adds to the sum and nothing shrinks it."
+        if cfg.norm == "pre"
+        else "In a post-LN model like this one every block ends in a LayerNorm, so after block 0 "
+        "all tokens have about the same norm."
+    )
 )
 st.plotly_chart(
     charts.resid_norm_heatmap(report.norms, stations, ctx.labels, "Norm of the residual stream")
@@ -73,7 +85,13 @@ st.plotly_chart(
 st.subheader("2. The logit lens: what would the model say if it stopped here?")
 st.markdown(
     "Take the residual stream after any block and send it straight through the final "
-    "LayerNorm and the unembedding $W_U$, as if the remaining blocks were not there. Each cell "
+    "LayerNorm and the unembedding $W_U$, as if the remaining blocks were not there"
+    + (
+        " (a post-LN model has no final LayerNorm: its last block already ends in one). "
+        if cfg.norm == "post"
+        else ". "
+    )
+    + "Each cell "
     "shows the most likely next token read out at that layer (row) and position (column), "
     "coloured by its probability. The last row is the model's real prediction. **Bold** "
     "marks a guess that matches the token that really comes next in your prompt."

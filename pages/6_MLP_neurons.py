@@ -20,7 +20,8 @@ cfg, tok = ctx.config, ctx.tokenizer
 T = len(ctx.ids)
 
 st.markdown(
-    "After attention, each block has an **MLP** (multi-layer perceptron): it works on every token "
+    "After attention, each block of a transformer usually has an **MLP** (multi-layer "
+    "perceptron): it works on every token "
     "on its own, widens the vector from $d_\\text{model}$ to $d_\\text{mlp}$ numbers, applies a "
     "nonlinearity, and narrows it back. Each of the $d_\\text{mlp}$ middle numbers is a "
     "**neuron**; its **activation** says how strongly it fires on this token. The nonlinearity "
