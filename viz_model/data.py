@@ -78,7 +78,8 @@ def task_text(name: str, n_examples: int = 2000, seed: int = 0, seq_len: int = 3
     """A synthetic task as text: one example per line, each line ending in "\\n"; same seed, same text.
 
     Formats (seq_len=12):
-      "repeat":   seq_len//2 random lowercase letters, written twice    "qzkfbw" + "qzkfbw"
+      "repeat":   k random lowercase letters written twice, k varying per line from
+                  max(3, seq_len//8) to seq_len//2                        "qzkfbw" + "qzkfbw"
                   -> "qzkfbwqzkfbw"
       "count":    consecutive numbers from a random start in 0..99, space-separated, as many as fit
                   in seq_len characters (always at least two)           "8 9 10 11 12"
@@ -100,7 +101,11 @@ def task_text(name: str, n_examples: int = 2000, seed: int = 0, seq_len: int = 3
 
 
 def _repeat_line(rng: random.Random, seq_len: int) -> str:
-    half = "".join(rng.choices(string.ascii_lowercase, k=seq_len // 2))
+    # The length varies from line to line, so the copy sits at no fixed distance: a model must
+    # find the earlier occurrence of the current letter and copy what came next (induction), not
+    # learn "look back 16".
+    k = rng.randint(max(3, seq_len // 8), seq_len // 2)
+    half = "".join(rng.choices(string.ascii_lowercase, k=k))
     return half + half
 
 
