@@ -6,6 +6,7 @@ import streamlit as st
 
 import ui
 from ui import nav
+from ui.frame import page_link
 from viz_model.charts.architecture import architecture_figure, param_counts_figure, param_rows
 
 ctx = ui.frame("Inside a GPT", ":material/biotech:", needs_prompt=False)
@@ -65,5 +66,5 @@ with right:
     for section, pages in sections.items():
         st.caption(section)
         for page in pages:
-            st.page_link(page.file, label=page.label, icon=page.icon)
+            page_link(page)
             st.caption(page.description)

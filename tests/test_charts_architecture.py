@@ -40,6 +40,8 @@ def test_post_ln_puts_ln_on_the_stream_and_has_no_final_ln():
     assert len(lns) == 2 * cfg.n_layer
     assert all(b.y == 0.0 for b in lns)  # on the residual stream, after each sum
     assert not any("final" in b.text for b in lns)
+    _, _, marks = layout_boxes(cfg)
+    assert all(any(ln.x > s for ln in lns) for s in marks["sums"])  # each sum is normalised
     pre = [b for b in layout_boxes(tiny_config())[0] if b.kind == "ln"]
     assert sum(b.y > 0 for b in pre) == 2 * cfg.n_layer  # pre-LN: inside the branches
 
@@ -99,8 +101,8 @@ def test_shapes_in_the_text_come_from_the_config():
     boxes, _, _ = layout_boxes(cfg)
     attn = next(b for b in boxes if b.kind == "attn")
     mlp = next(b for b in boxes if b.kind == "mlp")
-    assert "8 heads" in attn.text and "size 8" in attn.text
-    assert "64→100→64" in mlp.text and "RELU" in mlp.text
+    assert "8 heads" in attn.text and "d_head = 8" in attn.hover
+    assert "d_mlp 100" in mlp.text and "RELU" in mlp.text and "64" in mlp.hover
 
 
 def test_param_rows_and_bars(model):

@@ -10,9 +10,11 @@ The prompt and the model live under the session-state keys "prompt" and "model" 
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 
 import streamlit as st
+from streamlit.errors import StreamlitPageNotFoundError
 
 from ui import cache, models, nav, state
 from viz_model.charts.common import token_labels
@@ -100,8 +102,15 @@ def draw_navigation() -> None:
     for section, pages in nav.available_sections().items():
         side.caption(section)
         for page in pages:
-            side.page_link(page.file, label=page.label, icon=page.icon, help=page.description)
+            page_link(page, side, help=page.description)
     side.divider()
+
+
+def page_link(page: nav.Page, container=st, **kwargs) -> None:
+    """st.page_link to a registered page; a page file added after the server started (Streamlit
+    only knows the pages it found at start) is left out instead of breaking the frame."""
+    with contextlib.suppress(StreamlitPageNotFoundError):
+        container.page_link(page.file, label=page.label, icon=page.icon, **kwargs)
 
 
 # ---- the model --------------------------------------------------------------------------------

@@ -79,7 +79,7 @@ def layout_boxes(cfg: GPTConfig) -> tuple[list[Box], list[tuple[float, float, fl
             0.0,
             1.1,
             0.8,
-            f"token<br>embedding<br>{cfg.vocab_size}×{d}",
+            f"token<br>embed<br>{cfg.vocab_size}×{d}",
             f"W_E: one row of {d} numbers per token id ({cfg.vocab_size} tokens)",
         )
     )
@@ -87,7 +87,7 @@ def layout_boxes(cfg: GPTConfig) -> tuple[list[Box], list[tuple[float, float, fl
     x = 2.3
     if cfg.pos != "none":
         text = {
-            "learned": f"position<br>embedding<br>{cfg.n_ctx}×{d}",
+            "learned": f"position<br>embed<br>{cfg.n_ctx}×{d}",
             "sinusoidal": "sinusoidal<br>positions<br>(fixed)",
         }[cfg.pos]
         hover = {
@@ -100,28 +100,24 @@ def layout_boxes(cfg: GPTConfig) -> tuple[list[Box], list[tuple[float, float, fl
     x += 0.8
 
     def branch(x: float, kind: str, text: str, hover: str, ln_name: str) -> float:
-        """One sublayer reading from the stream and adding back; returns the x after it."""
-        left, right = x, x + BOX_W + 0.6
-        centre = (left + right) / 2
-        if pre:
+        """One sublayer reading from the stream at x and adding back; returns the x after it."""
+        centre, right = x + BOX_W / 2, x + BOX_W + 0.3
+        top = 2.05 if pre else 1.3
+        if pre:  # the stream -> LN -> sublayer
             boxes.append(Box("ln", centre, 1.0, LN_W, LN_H, ln_name, _ln_hover(d, "pre-LN")))
-            boxes.append(Box(kind, centre, 2.05, BOX_W, BOX_H, text, hover))
-            lines.append((left, 0.0, left, 1.0))
-            arrows.append((left, 1.0, centre - LN_W / 2, 1.0))
-            arrows.append((centre, 1.0 + LN_H / 2, centre, 2.05 - BOX_H / 2))
-            top = 2.05
-        else:
-            boxes.append(Box(kind, centre, 1.3, BOX_W, BOX_H, text, hover))
-            lines.append((left, 0.0, left, 1.3))
-            arrows.append((left, 1.3, centre - BOX_W / 2, 1.3))
-            top = 1.3
-        lines.append((centre + BOX_W / 2, top, right, top))
+            arrows.append((centre, 0.0, centre, 1.0 - LN_H / 2))
+            arrows.append((centre, 1.0 + LN_H / 2, centre, top - BOX_H / 2))
+        else:  # the stream -> sublayer
+            arrows.append((centre, 0.0, centre, top - BOX_H / 2))
+        boxes.append(Box(kind, centre, top, BOX_W, BOX_H, text, hover))
+        lines.append((x + BOX_W, top, right, top))
         arrows.append((right, top, right, 0.12))
         sums.append(right)
         if pre:
-            return right + 0.3
-        boxes.append(Box("ln", right + 0.65, 0.0, LN_W, LN_H, ln_name, _ln_hover(d, "post-LN")))
-        return right + 1.3
+            return right + 0.25
+        # post-LN: normalise the stream itself, after the sum
+        boxes.append(Box("ln", right + 0.6, 0.0, LN_W, LN_H, ln_name, _ln_hover(d, "post-LN")))
+        return right + 1.1
 
     drawn = blocks_drawn(cfg.n_layer)
     for layer in drawn:
@@ -135,7 +131,7 @@ def layout_boxes(cfg: GPTConfig) -> tuple[list[Box], list[tuple[float, float, fl
             x += 1.2
             continue
         x += 0.2
-        heads = f"Attention<br>{cfg.n_head} heads<br>of size {cfg.d_head}"
+        heads = f"Attention<br>{cfg.n_head} heads"
         x = branch(
             x,
             "attn",
@@ -145,7 +141,7 @@ def layout_boxes(cfg: GPTConfig) -> tuple[list[Box], list[tuple[float, float, fl
             "LN1",
         )
         if not cfg.attn_only:
-            mlp = f"MLP<br>{d}→{cfg.d_mlp}→{d}<br>{cfg.act.upper()}"
+            mlp = f"MLP<br>d_mlp {cfg.d_mlp}<br>{cfg.act.upper()}"
             x = branch(
                 x,
                 "mlp",
@@ -157,8 +153,8 @@ def layout_boxes(cfg: GPTConfig) -> tuple[list[Box], list[tuple[float, float, fl
         x += 0.15
     if pre:
         x += 0.2
-        boxes.append(Box("ln", x + 0.45, 0.0, 0.9, LN_H, "final LN", _ln_hover(d, "final")))
-        x += 0.9 + 0.4
+        boxes.append(Box("ln", x + 0.35, 0.0, LN_W, 0.6, "final<br>LN", _ln_hover(d, "final")))
+        x += LN_W + 0.4
     tied = " (tied: W_Eᵀ)" if cfg.tie_embeddings else ""
     ux = x + 0.55
     boxes.append(

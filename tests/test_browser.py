@@ -1,0 +1,223 @@
+"""The app in a real browser: `streamlit run app.py` on 127.0.0.1 and the system Chromium
+(Playwright) open Home and every page of ui.nav.available_pages() (pages added later are covered
+without editing this file), plus a deep link and a click through the navigation. Each page must
+finish its script with no exception element and at least one drawn chart; a full-height
+screenshot of each goes to artifacts/screenshots/ (gitignored) for a person to look at.
+
+Outside CI the suite skips when no browser is found; with CI=true it fails instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import parse_qs, quote, urlparse
+
+import pytest
+
+try:
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+except ImportError:  # the browser fixture skips (or fails under CI) with the reason
+    PlaywrightTimeout = TimeoutError
+
+from ui import nav
+from ui.models import ENV_VAR
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parent.parent
+SHOTS = ROOT / "artifacts" / "screenshots"
+DONE = "[data-testid='stApp'][data-test-script-state='notRunning']"
+CHARTS = "[data-testid='stPlotlyChart'], [data-testid='stVegaLiteChart']"
+TIMEOUT_MS = 90_000
+PAGES = nav.available_pages()
+DEEP_PROMPT = "KING:\nWhat is the matter?"
+# The page's own scroll containers: a full-page screenshot needs the viewport as tall as they are.
+HEIGHT_JS = """() => Math.max(900, ...Array.from(document.querySelectorAll(
+  "[data-testid=stMain], [data-testid=stMainBlockContainer], [data-testid=stSidebarContent]"
+)).map(e => e.scrollHeight))"""
+
+
+def chromium_path() -> str | None:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found:
+        return found
+    return "/usr/bin/chromium" if Path("/usr/bin/chromium").is_file() else None
+
+
+def _no_browser(reason: str):
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"CI=true but the browser suite cannot run: {reason}")
+    pytest.skip(reason)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(port: int, env: dict[str, str], log: Path) -> subprocess.Popen:
+    cmd = [
+        sys.executable, "-m", "streamlit", "run", "app.py",
+        "--server.headless", "true", "--server.address", "127.0.0.1",
+        "--server.port", str(port), "--browser.gatherUsageStats", "false",
+        "--server.fileWatcherType", "none",
+    ]  # fmt: skip
+    with open(log, "w") as out:
+        return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+
+
+def wait_healthy(base: str, proc: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited with code {proc.returncode}")
+        try:
+            with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as r:
+                if r.read().decode().strip() == "ok":
+                    return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"streamlit was not healthy within {timeout} s")
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture(scope="module")
+def server(models_dir, tmp_path_factory):
+    """One streamlit server for the whole module; the test bundle beside the bundled models."""
+    port = free_port()
+    env = {**os.environ, ENV_VAR: str(models_dir)}
+    log = tmp_path_factory.mktemp("server") / "streamlit.log"
+    proc = start_server(port, env, log)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(base, proc)
+        yield base
+    finally:
+        stop_server(proc)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    exe = chromium_path()
+    if exe is None:
+        _no_browser("no Chromium found (looked for `chromium` on PATH and /usr/bin/chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _no_browser("the playwright package is not installed")
+    with sync_playwright() as p:
+        try:
+            b = p.chromium.launch(
+                executable_path=exe,
+                args=["--disable-gpu", "--disable-dev-shm-usage", "--no-sandbox"],
+            )
+        except Exception as exc:  # noqa: BLE001 - any launch failure means: no usable browser
+            _no_browser(f"Chromium at {exe} did not start: {exc}")
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    p = context.new_page()
+    p.js_errors = []
+    p.on("pageerror", lambda exc: p.js_errors.append(str(exc)))
+    yield p
+    context.close()
+
+
+def wait_drawn(p) -> None:
+    """Until the frame is drawn and the script has finished (then a moment for charts to paint)."""
+    p.wait_for_selector(
+        "[data-testid='stSidebar'] [data-testid='stPageLink-NavLink']", timeout=TIMEOUT_MS
+    )
+    p.wait_for_selector(DONE, timeout=TIMEOUT_MS)
+    p.wait_for_timeout(800)
+    p.wait_for_selector(DONE, timeout=TIMEOUT_MS)
+
+
+def screenshot(p, name: str) -> Path:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    height = min(p.evaluate(HEIGHT_JS) + 40, 8000)
+    p.set_viewport_size({"width": 1400, "height": height})
+    p.wait_for_timeout(600)
+    path = SHOTS / f"{name}.png"
+    p.screenshot(path=str(path), full_page=True)
+    return path
+
+
+def check_page(p, name: str) -> None:
+    exceptions = p.locator("[data-testid='stException']")
+    with contextlib.suppress(PlaywrightTimeout):  # charts mount a moment after the script ends
+        p.wait_for_selector(CHARTS, timeout=15_000)
+    shot = screenshot(p, name)
+    if exceptions.count():
+        pytest.fail(
+            f"{name}: exception on the page: {exceptions.first.inner_text()[:500]} ({shot})"
+        )
+    assert p.locator(CHARTS).count() >= 1, f"{name}: no chart drawn ({shot})"
+    assert not p.js_errors, f"{name}: JavaScript errors {p.js_errors[:3]}"
+
+
+def query(p) -> dict[str, str]:
+    return {k: v[-1] for k, v in parse_qs(urlparse(p.url).query).items()}
+
+
+def test_home(server, page):
+    page.goto(server + "/")
+    wait_drawn(page)
+    check_page(page, "00_Home")
+    assert page.locator("[data-testid='stPlotlyChart']").count() >= 2  # diagram + parameters
+    assert {"model", "prompt"} <= set(query(page))
+
+
+@pytest.mark.parametrize("entry", PAGES, ids=[p.url_path for p in PAGES])
+def test_every_page(server, page, entry):
+    page.goto(f"{server}/{entry.url_path}")
+    wait_drawn(page)
+    check_page(page, Path(entry.file).stem)
+    assert urlparse(page.url).path.strip("/") == entry.url_path
+
+
+def test_deep_link_opens_the_page_with_model_and_prompt(server, page):
+    target = PAGES[0].url_path if PAGES else ""
+    page.goto(f"{server}/{target}?model=test-char&prompt={quote(DEEP_PROMPT)}")
+    wait_drawn(page)
+    check_page(page, "deep_link")
+    side = page.locator("[data-testid='stSidebar']")
+    assert side.locator("textarea").input_value() == DEEP_PROMPT
+    assert "About “test-char”" in side.inner_text()  # the model card of the linked model
+    assert query(page)["model"] == "test-char" and query(page)["prompt"] == DEEP_PROMPT
+
+
+def test_navigation_keeps_prompt_and_model_in_the_url(server, page):
+    if not PAGES:
+        pytest.skip("no lesson page exists yet")
+    page.goto(f"{server}/?model=test-char&prompt={quote(DEEP_PROMPT)}")
+    wait_drawn(page)
+    page.locator("[data-testid='stSidebar'] [data-testid='stPageLink-NavLink']").filter(
+        has_text=PAGES[-1].label
+    ).first.click()
+    page.wait_for_url(f"**/{PAGES[-1].url_path}*", timeout=TIMEOUT_MS)
+    wait_drawn(page)
+    page.wait_for_function("() => location.search.includes('model=')", timeout=TIMEOUT_MS)
+    assert query(page)["model"] == "test-char" and query(page)["prompt"] == DEEP_PROMPT
+    assert page.locator("[data-testid='stSidebar'] textarea").input_value() == DEEP_PROMPT
