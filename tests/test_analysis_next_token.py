@@ -11,6 +11,7 @@ import torch
 from tests.conftest import tiny_model
 from viz_model.analysis.generation import (
     Action,
+    KVComparison,
     actions_of,
     attention_rows,
     choose,
@@ -110,7 +111,7 @@ def test_forced_token_is_recorded_with_its_probability(model):
     s = choose(dist, 0, 0, settings, forced=other)
     assert s.token == other and s.forced and s.sampled == sampled
     assert s.prob == pytest.approx(float(dist.probs[other]))
-    assert not choose(dist, 0, 0, settings, forced=sampled).forced  # agreeing is no override
+    assert choose(dist, 0, 0, settings, forced=sampled).forced  # chosen, even if the sampler agrees
     with pytest.raises(ValueError):
         choose(dist, 0, 0, settings, forced=10_000)
 
@@ -145,7 +146,8 @@ def test_newest_token_attention_is_the_last_row_of_each_pattern(model, ids):
 def test_kv_cache_and_no_cache_generate_the_same_tokens(settings):
     model = tiny_model(seed=3)
     cmp = compare_kv_cache(model, [3, 7, 1], 20, settings, seed=5)  # 23 > n_ctx: crosses the edge
-    assert cmp.match and len(cmp.with_cache) == 20
+    assert cmp.match and len(cmp.with_cache) == 20 and cmp.first_difference is None
+    assert KVComparison([1, 2, 3], [1, 5, 3], 0.1, 0.2).first_difference == 1
     assert cmp.seconds_with > 0 and cmp.seconds_without > 0
 
 

@@ -71,8 +71,9 @@ def choose(
     token = sampled if forced is None else int(forced)
     if not 0 <= token < dist.probs.numel():
         raise ValueError(f"token {token} is outside the vocabulary ({dist.probs.numel()})")
-    # choosing the token the sampler picked anyway is not an override
-    return Step(token, float(dist.probs[token]), sampled, token != sampled, settings)
+    # a token the student chose stays chosen, even when the sampler agrees (so a replay with
+    # another seed keeps it)
+    return Step(token, float(dist.probs[token]), sampled, forced is not None, settings)
 
 
 def take_step(
@@ -117,6 +118,12 @@ class KVComparison:
     @property
     def match(self) -> bool:
         return self.with_cache == self.without_cache
+
+    @property
+    def first_difference(self) -> int | None:
+        """Index of the first token where the two ways differ, None when they match."""
+        pairs = zip(self.with_cache, self.without_cache, strict=True)
+        return next((i for i, (a, b) in enumerate(pairs) if a != b), None)
 
 
 def compare_kv_cache(
