@@ -113,12 +113,13 @@ class TrainConfig:
     n_snapshots: int = 12
     seed: int = 0
     threads: int = 0  # 0: leave torch's default
+    time_limit: float = 0.0  # seconds of training in all (0: none); the cosine then runs on time
 
     def __post_init__(self) -> None:
         _check_range("max_steps", self.max_steps, 1, 10_000_000)
         _check_range("batch_size", self.batch_size, 1, 4096)
         _check_range("warmup_steps", self.warmup_steps, 0, 10_000_000)
-        for name in ("lr", "min_lr", "weight_decay", "grad_clip"):
+        for name in ("lr", "min_lr", "weight_decay", "grad_clip", "time_limit"):
             value = getattr(self, name)
             if not isinstance(value, int | float) or value < 0:
                 raise ValueError(f"{name} must be a non-negative number, got {value!r}")

@@ -1,0 +1,265 @@
+"""The training loop: loss falls, schedule, stop flag, NaN stop, resume, and the command line."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+import torch
+
+from viz_model import GPT, GPTConfig, TrainConfig
+from viz_model.checkpoint import list_snapshots, load_bundle
+from viz_model.data import TokenData, load_corpus
+from viz_model.hooks import custom
+from viz_model.tokenization import Tokenizer
+from viz_model.train import build_parser, lr_at, main, resume_state, snapshot_steps, train
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    text = load_corpus("shakespeare")[:30_000]
+    tok = Tokenizer.train(text, "char")
+    return tok, TokenData.from_text(text, tok)
+
+
+def small_model(vocab_size: int, seed: int = 0) -> GPT:
+    torch.manual_seed(seed)
+    return GPT(GPTConfig(vocab_size=vocab_size, n_ctx=32, d_model=32, n_layer=2, n_head=4))
+
+
+def quick_cfg(**overrides) -> TrainConfig:
+    base = dict(
+        max_steps=40,
+        batch_size=16,
+        lr=3e-3,
+        min_lr=3e-4,
+        warmup_steps=5,
+        eval_every=10,
+        eval_batches=2,
+        sample_every=20,
+        sample_tokens=10,
+        n_snapshots=3,
+    )
+    return TrainConfig(**{**base, **overrides})
+
+
+def test_loss_falls_in_a_few_dozen_steps(corpus, tmp_path):
+    tok, data = corpus
+    records = list(train(small_model(tok.vocab_size), data, quick_cfg(), tmp_path / "b", tok))
+    assert [r.step for r in records] == list(range(1, 41))
+    first = sum(r.train_loss for r in records[:5]) / 5
+    last = sum(r.train_loss for r in records[-5:]) / 5
+    assert last < first - 0.5, (first, last)
+    vals = [r.val_loss for r in records if r.val_loss is not None]
+    assert len(vals) == 4 and vals[-1] < vals[0]
+    assert all(
+        r.val_ppl == pytest.approx(math.exp(r.val_loss), rel=1e-3) for r in records if r.val_loss
+    )
+    assert [r.step for r in records if r.sample is not None] == [20, 40]
+    assert all(isinstance(r.sample, str) and r.sample for r in records if r.sample is not None)
+    assert all(r.tokens_per_s > 0 and r.elapsed > 0 for r in records)
+    bundle = load_bundle(tmp_path / "b")
+    assert [h["step"] for h in bundle.history] == list(range(1, 41))
+    assert bundle.meta["step"] == 40 and bundle.meta["val_loss"] == vals[-1]
+    assert bundle.snapshot_steps() == snapshot_steps(40, 3) == [0, 3, 12, 40]
+    assert bundle.train_config["max_steps"] == 40
+
+
+def test_lr_schedule_warms_up_then_follows_a_cosine_to_min_lr():
+    cfg = TrainConfig(max_steps=1100, lr=1e-3, min_lr=1e-4, warmup_steps=100)
+    assert lr_at(1, cfg) == pytest.approx(1e-5)
+    assert lr_at(50, cfg) == pytest.approx(5e-4)
+    assert lr_at(100, cfg) == pytest.approx(1e-3)
+    assert lr_at(600, cfg) == pytest.approx(5.5e-4)  # half way down the cosine
+    assert lr_at(350, cfg) == pytest.approx(1e-4 + 0.5 * (1 + math.cos(math.pi / 4)) * 9e-4)
+    assert lr_at(1100, cfg) == pytest.approx(1e-4)
+    lrs = [lr_at(s, cfg) for s in range(100, 1101)]
+    assert all(a >= b for a, b in zip(lrs, lrs[1:], strict=False))  # never rises after warm-up
+    assert lr_at(1, TrainConfig(max_steps=10, warmup_steps=0, lr=2e-3)) < 2e-3 + 1e-12
+
+
+def test_records_carry_the_scheduled_lr(corpus):
+    tok, data = corpus
+    cfg = quick_cfg(max_steps=12, eval_every=0, sample_tokens=0)
+    records = list(train(small_model(tok.vocab_size), data, cfg, None, tok))
+    assert [r.lr for r in records] == pytest.approx([lr_at(s, cfg) for s in range(1, 13)])
+
+
+def test_stop_flag_ends_at_the_next_step_with_a_loadable_bundle(corpus, tmp_path):
+    tok, data = corpus
+    stop = threading.Event()
+    records = []
+    for rec in train(
+        small_model(tok.vocab_size), data, quick_cfg(max_steps=500), tmp_path, tok, stop
+    ):
+        records.append(rec)
+        if rec.step == 5:
+            stop.set()
+    assert records[-1].step == 6
+    assert records[-1].stopped == "stopped on request after step 6"
+    assert records[-1].val_loss is not None  # a final evaluation
+    bundle = load_bundle(tmp_path)
+    assert bundle.meta["step"] == 6 and "stopped" in bundle.meta
+    assert [h["step"] for h in bundle.history] == list(range(1, 7))
+    assert bundle.model(torch.tensor([1, 2, 3])).isfinite().all()
+
+
+def test_nan_loss_stops_and_keeps_the_last_good_weights(corpus, tmp_path):
+    tok, data = corpus
+    model = small_model(tok.vocab_size)
+    calls = {"n": 0}
+
+    def poison(x, name):  # every forward pass from the 20th on gives NaN logits
+        calls["n"] += 1
+        return torch.full_like(x, float("nan")) if calls["n"] >= 20 else None
+
+    cfg = quick_cfg(eval_every=0, sample_tokens=0)  # no extra forward passes before the end
+    with model.intervene(custom("unembed.hook_out", poison)):
+        records = list(train(model, data, cfg, tmp_path, tok))
+    last = records[-1]
+    assert last.step == 20 and last.train_loss is None
+    assert (
+        last.stopped
+        == "loss became NaN at step 20; kept the weights of step 19 (last snapshot: step 12)"
+    )
+    bundle = load_bundle(tmp_path)  # loads: only finite weights were saved
+    assert bundle.meta["step"] == 19 and "NaN" in bundle.meta["stopped"]
+    assert bundle.snapshot_steps() == [0, 3, 12]
+    assert [h["step"] for h in bundle.history] == list(range(1, 21))
+    for name, p in bundle.model.state_dict().items():
+        assert torch.equal(p, model.state_dict()[name]), name
+
+
+def test_weights_that_went_bad_are_replaced_by_the_last_good_ones(corpus, tmp_path):
+    tok, data = corpus
+    model = small_model(tok.vocab_size)
+    calls = {"n": 0}
+
+    def break_a_weight(x, name):  # during step 17 a weight turns NaN, and so does the gradient
+        calls["n"] += 1
+        if calls["n"] == 17:
+            model.blocks[0].attn.qkv.weight.data.fill_(float("nan"))
+
+    cfg = quick_cfg(eval_every=0, sample_tokens=0)
+    with model.intervene(custom("unembed.hook_out", break_a_weight)):
+        records = list(train(model, data, cfg, tmp_path, tok))
+    assert records[-1].stopped == (
+        "the gradient became NaN or infinite at step 17; kept the weights of step 12 (last snapshot: step 12)"
+    )
+    bundle = load_bundle(tmp_path)
+    assert bundle.meta["step"] == 12
+    assert [h["step"] for h in bundle.history] == [*range(1, 13), 17]
+    snap = bundle.load_snapshot(12)
+    for name, p in bundle.model.state_dict().items():
+        assert torch.allclose(p, snap.state_dict()[name].float(), atol=1e-2), name
+        assert torch.isfinite(p).all()
+
+
+def test_resume_continues_the_step_count_and_the_curve(corpus, tmp_path):
+    tok, data = corpus
+    out = tmp_path / "b"
+    first = list(train(small_model(tok.vocab_size), data, quick_cfg(max_steps=20), out, tok))
+    bundle, start, history = resume_state(out)
+    assert start == 20 and len(history) == 20
+    cfg = quick_cfg(max_steps=40)
+    more = list(train(bundle.model, data, cfg, out, tok, None, history, start, bundle.meta))
+    assert [r.step for r in more] == list(range(21, 41))
+    assert more[0].elapsed >= first[-1].elapsed
+    assert more[0].lr == pytest.approx(lr_at(21, cfg))
+    # the loss carries on from where it was, not from an untrained model's
+    assert more[0].train_loss < first[0].train_loss - 0.3
+    final = load_bundle(out)
+    assert [h["step"] for h in final.history] == list(range(1, 41))
+    assert final.history[:20] == [r.to_dict() for r in first]
+    assert final.meta["step"] == 40
+    assert final.meta["tokens_seen"] == 40 * 16 * 32
+
+
+def test_every_cli_option_is_explained():
+    parser = build_parser()
+    for action in parser._actions:
+        assert action.help, f"{action.option_strings} has no help"
+    out = subprocess.run(
+        [sys.executable, "-m", "viz_model.train", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert out.returncode == 0
+    for flag in ("--corpus", "--task", "--text-file", "--vocab-size", "--resume", "--threads"):
+        assert flag in out.stdout
+
+
+def test_a_tiny_cli_run_writes_a_bundle_with_its_command(tmp_path):
+    out = tmp_path / "cli"
+    args = ["--task", "repeat", "--task-examples", "300", "--preset", "tiny", "--n-ctx", "32"]
+    args += ["--d-model", "32", "--steps", "6", "--eval-every", "3", "--eval-batches", "2"]
+    args += ["--sample-tokens", "8", "--threads", "1", "--quiet", "--out", str(out)]
+    run = subprocess.run(
+        [sys.executable, "-m", "viz_model.train", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "done: step 6" in run.stdout
+    bundle = load_bundle(out)
+    assert bundle.meta["command"].startswith("python -m viz_model.train --task repeat")
+    assert "--steps 6" in bundle.meta["command"]
+    assert bundle.meta["corpus"] == "repeat" and bundle.meta["tokenizer"] == "char"
+    assert bundle.meta["val_loss"] is not None and bundle.meta["wall_time"] > 0
+    assert bundle.config.d_model == 32 and bundle.config.n_ctx == 32
+    assert len(bundle.history) == 6
+
+
+def test_cli_resume_and_text_file(tmp_path, capsys):
+    text_file = tmp_path / "mine.txt"
+    text_file.write_text(load_corpus("shakespeare")[:5000], encoding="utf-8")
+    out = tmp_path / "mine"
+    args = ["--text-file", str(text_file), "--preset", "tiny", "--n-ctx", "16", "--steps", "4"]
+    args += ["--eval-batches", "1", "--sample-tokens", "0", "--quiet", "--out", str(out)]
+    assert main(args) == 0
+    assert main(["--resume", str(out), "--steps", "7", "--quiet"]) == 0
+    bundle = load_bundle(out)
+    assert [h["step"] for h in bundle.history] == list(range(1, 8))
+    assert "--resume" in bundle.meta["command"]
+    with pytest.raises(SystemExit, match="already trained 7 steps"):
+        main(["--resume", str(out), "--steps", "7", "--quiet"])
+
+
+def test_cli_refuses_no_source(tmp_path):
+    with pytest.raises(SystemExit):
+        main(["--preset", "tiny", "--out", str(tmp_path / "x")])
+
+
+def test_snapshot_steps_are_log_spaced():
+    assert snapshot_steps(4000, 3) == [0, 16, 252, 4000]
+    assert snapshot_steps(10, 0) == []
+    steps = snapshot_steps(3000, 10)
+    ratios = [b / a for a, b in zip(steps[2:], steps[3:], strict=False)]
+    assert all(1.8 < r < 2.5 for r in ratios)
+    assert list_snapshots(Path("/nonexistent")) == []
+
+
+def test_a_time_limit_ends_the_run_and_decays_the_lr_on_time(corpus, tmp_path):
+    tok, data = corpus
+    cfg = quick_cfg(
+        max_steps=100_000, time_limit=2.0, warmup_steps=0, eval_every=0, sample_tokens=0
+    )
+    records = list(train(small_model(tok.vocab_size), data, cfg, tmp_path, tok))
+    assert 1 < len(records) < 100_000
+    assert records[-1].elapsed >= 2.0 and records[-2].elapsed < 2.0
+    assert records[-1].val_loss is not None and records[-1].stopped is None
+    lrs = [r.lr for r in records]
+    # on steps alone the cosine would barely have started; on time it is well down
+    assert lrs[-1] < 0.95 * cfg.lr and lr_at(records[-1].step, cfg) > 0.999 * cfg.lr
+    assert all(a >= b for a, b in zip(lrs, lrs[1:], strict=False))
+    assert load_bundle(tmp_path).snapshot_steps()[-1] == records[-1].step  # last weights kept
