@@ -1,7 +1,6 @@
 """Home: what the app is for, the chosen model drawn from its config, its parameters, and where to
 start. Run with `streamlit run app.py`; every page lives in pages/ and starts with ui.frame()."""
 
-import pandas as pd
 import streamlit as st
 
 import ui
@@ -48,15 +47,12 @@ with left:
     )
     st.plotly_chart(param_counts_figure(counts), width="stretch", config={"displayModeBar": False})
     with st.expander("The numbers behind it"):
-        rows = param_rows(counts)
-        table = pd.DataFrame(
-            {
-                "component": [r[0] for r in rows] + ["total"],
-                "parameters": [r[1] for r in rows] + [total],
-                "share": [f"{r[2]:.1%}" for r in rows] + ["100%"],
-            }
+        lines = [f"| {name} | {n:,} | {share:.1%} |" for name, n, share in param_rows(counts)]
+        st.markdown(
+            "| component | parameters | share |\n|---|--:|--:|\n"
+            + "\n".join(lines)
+            + f"\n| **total** | **{total:,}** | 100% |"
         )
-        st.dataframe(table, hide_index=True, width="stretch")
 
 with right:
     st.subheader("Where to start")

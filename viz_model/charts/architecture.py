@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import plotly.graph_objects as go
 
-from viz_model.charts.common import FONT, base_layout
+from viz_model.charts.common import base_layout
 from viz_model.config import GPTConfig
 
 MAX_DRAWN_BLOCKS = 4  # deeper models: blocks 0, 1, ⋯, last
@@ -187,106 +187,76 @@ def layout_boxes(cfg: GPTConfig) -> tuple[list[Box], list[tuple[float, float, fl
 def architecture_figure(cfg: GPTConfig, title: str = "") -> go.Figure:
     """A plotly diagram of the model `cfg` describes (boxes, arrows, the residual stream)."""
     boxes, arrows, marks = layout_boxes(cfg)
-    fig = go.Figure()
+    # Shapes and annotations are collected as plain dicts and set once: plotly validates every
+    # add_shape/add_annotation call, which made this figure cost ~0.1 s to rebuild per rerun.
     x0, x1 = marks["stream"]
-    fig.add_shape(
-        type="line", x0=x0, x1=x1, y0=0, y1=0, line=dict(color=STREAM, width=10), layer="below"
-    )
-    fig.add_annotation(
-        x=x0 + 0.1,
-        y=-0.45,
-        text=f"residual stream (d_model = {cfg.d_model})",
-        showarrow=False,
-        xanchor="left",
-        font=dict(size=12, color="#3d85c6"),
-    )
+    line = dict(color=LINE, width=1.3)
+    shapes = [dict(type="line", x0=x0, x1=x1, y0=0, y1=0, line=dict(color=STREAM, width=10))]
+    notes = [
+        dict(
+            x=x0 + 0.1, y=-0.45, text=f"residual stream (d_model = {cfg.d_model})",
+            showarrow=False, xanchor="left", font=dict(size=12, color="#3d85c6"),
+        )
+    ]  # fmt: skip
     for left, right, label in marks["frames"]:
         if "more" not in label:
-            fig.add_shape(
-                type="rect",
-                x0=left,
-                x1=right,
-                y0=-0.65,
-                y1=2.75,
-                layer="below",
-                line=dict(color="#bbbbbb", width=1, dash="dot"),
+            frame = dict(color="#bbbbbb", width=1, dash="dot")
+            shapes.append(dict(type="rect", x0=left, x1=right, y0=-0.65, y1=2.75, line=frame))
+        notes.append(
+            dict(
+                x=(left + right) / 2, y=2.75, text=label, showarrow=False, yanchor="bottom",
+                font=dict(size=12, color="#555555"),
             )
-        fig.add_annotation(
-            x=(left + right) / 2,
-            y=2.75,
-            text=label,
-            showarrow=False,
-            yanchor="bottom",
-            font=dict(size=12, color="#555"),
+        )  # fmt: skip
+    shapes += [
+        dict(type="line", x0=a, y0=b, x1=c, y1=d, line=line) for a, b, c, d in marks["lines"]
+    ]
+    notes += [
+        dict(
+            x=c, y=d, ax=a, ay=b, xref="x", yref="y", axref="x", ayref="y", text="",
+            showarrow=True, arrowhead=2, arrowsize=1, arrowwidth=1.3, arrowcolor=LINE, standoff=0,
         )
-    for ax, ay, bx, by in marks["lines"]:
-        fig.add_shape(type="line", x0=ax, y0=ay, x1=bx, y1=by, line=dict(color=LINE, width=1.3))
-    for ax, ay, bx, by in arrows:
-        fig.add_annotation(
-            x=bx,
-            y=by,
-            ax=ax,
-            ay=ay,
-            xref="x",
-            yref="y",
-            axref="x",
-            ayref="y",
-            text="",
-            showarrow=True,
-            arrowhead=2,
-            arrowsize=1,
-            arrowwidth=1.3,
-            arrowcolor=LINE,
-            standoff=0,
-        )
-    sums = marks["sums"]
-    fig.add_trace(
-        go.Scatter(
-            x=sums,
-            y=[0.0] * len(sums),
-            mode="markers+text",
-            text=["+"] * len(sums),
-            textfont=dict(size=14),
-            marker=dict(size=17, color="white", line=dict(color=LINE, width=1.3)),
-            hovertext=["add the sublayer's output to the stream"] * len(sums),
-            hoverinfo="text",
-            showlegend=False,
-        )
-    )
+        for a, b, c, d in arrows
+    ]  # fmt: skip
     for box in boxes:
-        fig.add_shape(
-            type="rect",
-            x0=box.x - box.w / 2,
-            x1=box.x + box.w / 2,
-            y0=box.y - box.h / 2,
-            y1=box.y + box.h / 2,
-            fillcolor=COLOURS[box.kind],
-            line=dict(color="#888888" if box.kind != "gap" else "rgba(0,0,0,0)", width=1),
-        )
-        fig.add_annotation(
-            x=box.x,
-            y=box.y,
-            text=box.text,
-            showarrow=False,
-            font=dict(size=22 if box.kind == "gap" else 11, color="#222222"),
-        )
-    fig.add_trace(
-        go.Scatter(
-            x=[b.x for b in boxes],
-            y=[b.y for b in boxes],
-            mode="markers",
-            marker=dict(size=28, opacity=0),
-            hovertext=[b.hover for b in boxes],
-            hoverinfo="text",
-            showlegend=False,
-        )
-    )
+        gap = box.kind == "gap"
+        shapes.append(
+            dict(
+                type="rect", x0=box.x - box.w / 2, x1=box.x + box.w / 2, y0=box.y - box.h / 2,
+                y1=box.y + box.h / 2, fillcolor=COLOURS[box.kind],
+                line=dict(color="rgba(0,0,0,0)" if gap else "#888888", width=1),
+            )
+        )  # fmt: skip
+        notes.append(
+            dict(
+                x=box.x, y=box.y, text=box.text, showarrow=False,
+                font=dict(size=22 if gap else 11, color="#222222"),
+            )
+        )  # fmt: skip
+    for shape in shapes[:1] + [s for s in shapes if s.get("line", {}).get("dash")]:
+        shape["layer"] = "below"
+    sums = marks["sums"]
+    plus = go.Scatter(
+        x=sums, y=[0.0] * len(sums), mode="markers+text", text=["+"] * len(sums),
+        textfont=dict(size=14), marker=dict(size=17, color="white", line=line),
+        hovertext=["add the sublayer's output to the stream"] * len(sums), hoverinfo="text",
+        showlegend=False,
+    )  # fmt: skip
+    hover = go.Scatter(
+        x=[b.x for b in boxes], y=[b.y for b in boxes], mode="markers",
+        marker=dict(size=28, opacity=0), hovertext=[b.hover for b in boxes], hoverinfo="text",
+        showlegend=False,
+    )  # fmt: skip
     right = max(b.x + b.w / 2 for b in boxes) + 0.2
-    fig.update_xaxes(visible=False, range=[-0.6, right], fixedrange=True)
-    fig.update_yaxes(visible=False, range=[-0.8, 3.1], fixedrange=True)
-    base_layout(fig, title, HEIGHT)
-    fig.update_layout(font=FONT, hoverlabel=dict(align="left"))
-    return fig
+    fig = go.Figure(
+        [plus, hover],
+        layout=dict(
+            shapes=shapes, annotations=notes, hoverlabel=dict(align="left"),
+            xaxis=dict(visible=False, range=[-0.6, right], fixedrange=True),
+            yaxis=dict(visible=False, range=[-0.8, 3.1], fixedrange=True),
+        ),
+    )  # fmt: skip
+    return base_layout(fig, title, HEIGHT)
 
 
 PARAM_LABELS = {
