@@ -66,7 +66,7 @@ def test_surprisal_chips_escape_text_and_grey_the_first_token():
 def test_history_chips_mark_forced_tokens():
     out = history_chips(["a", "b"], ["c", "d", "e"], [0.9, 0.01, 0.5], [False, True, False])
     assert out.count('class="chip"') == 5
-    assert out.count("✋</sup>") == 1 and out.count("dashed #000") == 1
+    assert out.count("*</sup>") == 1 and out.count("dashed #000") == 1
     assert "forced by you" in out and "step 2" in out
 
 

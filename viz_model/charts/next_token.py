@@ -232,7 +232,11 @@ def history_chips(
         text = piece
         chip = _chip(text, bg, fg, f"step {i + 1}: p = {float(p):.3f}, {how}", extra)
         if f:
-            chip = chip.replace("</span>", '<sup style="font-size:10px">✋</sup></span>', 1)
+            chip = chip.replace(
+                "</span>", '<sup style="font-size:11px;font-weight:bold">*</sup></span>', 1
+            )
         chips.append(chip)
-    legend = _legend(CHOSEN_SCALE, "p = 0", "p = 1", "grey: prompt · dashed ✋: forced by you")
+    legend = _legend(
+        CHOSEN_SCALE, "p = 0", "p = 1", "grey: prompt · dashed outline and *: chosen by you"
+    )
     return f'<div class="chips" style="line-height:2">{"".join(chips)}</div>{legend}'
