@@ -104,7 +104,7 @@ st.caption(
     f"{n_kept} of {V} tokens can still be picked."
 )
 
-h_nats = dist.entropy
+h_nats = max(0.0, dist.entropy)  # never print -0.000
 m1, m2, m3 = st.columns(3)
 m1.metric("Entropy (nats)", f"{h_nats:.3f}")
 m2.metric("Entropy (bits)", f"{nt.entropy_bits(h_nats):.3f}")
@@ -139,7 +139,12 @@ else:
         f"On average the model was as unsure as if it had to pick fairly among **{ppl:.1f}** "
         f"tokens at each step. A model that knew nothing would score {V} (its whole "
         "vocabulary); a model that predicted the text perfectly would score 1. "
-        "Hover a token to see its numbers."
+        + (
+            "Here it scores worse than a blind guess: it was confidently wrong about some tokens. "
+            if ppl > V
+            else ""
+        )
+        + "Hover a token to see its numbers."
     )
 
 # ---- the numbers behind it ----------------------------------------------------------------------
