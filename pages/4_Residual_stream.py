@@ -2,7 +2,10 @@
 model would predict if it stopped at each layer), and direct logit attribution (which component
 pushed the chosen token's logit up or down)."""
 
+from collections.abc import Callable
+
 import numpy as np
+import plotly.graph_objects as go
 import streamlit as st
 
 import ui
@@ -17,12 +20,28 @@ ctx = ui.frame("Residual stream", "🌊")
 cfg, tok = ctx.config, ctx.tokenizer
 T = len(ctx.ids)
 
+if cfg.norm == "pre":
+    how_it_adds = (
+        "Nothing overwrites it: the embeddings start it, and each attention layer and each MLP "
+        "*reads* it and *adds* its output back. So the vector after the last block is just the "
+        "sum of all those outputs. The final LayerNorm rescales it and the **unembedding** "
+        "$W_U$ (a $d_\\text{model} \\times$ vocabulary matrix) turns it into one score, a "
+        "**logit**, per vocabulary token; softmax turns the logits into probabilities."
+    )
+else:
+    how_it_adds = (
+        "Each attention layer and each MLP *reads* it and *adds* its output back, and in this "
+        "**post-LN** model a LayerNorm then rescales the result after every addition. So the "
+        "vector after the last block is a renormalised mixture of the outputs, not a plain sum. "
+        "The **unembedding** $W_U$ (a $d_\\text{model} \\times$ vocabulary matrix) turns it "
+        "into one score, a **logit**, per vocabulary token; softmax turns the logits into "
+        "probabilities."
+    )
 st.markdown(
     "Every token carries a vector of $d_\\text{model}$ numbers through the model, the **residual "
-    "stream**. Nothing overwrites it: the embeddings start it, and each attention layer and each "
-    "MLP *reads* it and *adds* its output back. So the vector after the last block is just a sum, "
-    "and the unembedding turns it into one score (**logit**) per vocabulary token. "
-    f"This model has {cfg.n_layer} blocks of width {cfg.d_model}"
+    "stream**. "
+    + how_it_adds
+    + f" This model has {cfg.n_layer} blocks of width {cfg.d_model}"
     + (" and no MLPs (attention only)." if cfg.attn_only else ".")
 )
 if cfg.norm == "pre":
@@ -38,10 +57,9 @@ else:
     )
 if cfg.norm == "post":
     st.warning(
-        "This model is **post-LN**: a LayerNorm sits after every attention layer and MLP, *inside* "
-        "the residual stream, so the stream is renormalised at each block and is no longer a plain "
-        "sum. The logit lens below still works; the decomposition into components does not, so "
-        "direct logit attribution is not shown."
+        "Because this model is post-LN, the final vector cannot be split into one share per "
+        "component: the logit lens below still works, direct logit attribution (section 3) is "
+        "not shown."
     )
 
 
@@ -52,11 +70,23 @@ def lens_numbers(bundle_id: str, ids: tuple[int, ...]) -> rs.LensReport:
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def attribution(bundle_id: str, ids: tuple[int, ...], position: int, token: int) -> rs.Attribution:
-    return rs.attribution_for(cache.bundle(bundle_id).model, list(ids), position, token)
+    # One forward pass per prompt (cached by ui.cache.activations); each position/token is then
+    # a few dot products.
+    model = cache.bundle(bundle_id).model
+    acts = cache.activations(bundle_id, ids, tuple(rs.attribution_names(model)))
+    return rs.attribution_from_activations(model, acts, position, token)
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def figure(key: tuple, _build: Callable[[], go.Figure]) -> go.Figure:
+    """A figure built once per key and shared read-only (st.plotly_chart only copies it): building
+    a plotly figure costs tens of milliseconds, drawing a built one about one."""
+    return _build()
 
 
 report = lens_numbers(ctx.bundle_id, tuple(ctx.ids))
 lens, stations = report.lens, report.stations
+KEY = (ctx.bundle_id, tuple(ctx.ids), tuple(ctx.labels))  # what every figure here depends on
 
 
 def name(i: int) -> str:
@@ -78,7 +108,12 @@ st.markdown(
     )
 )
 st.plotly_chart(
-    charts.resid_norm_heatmap(report.norms, stations, ctx.labels, "Norm of the residual stream")
+    figure(
+        ("norms", *KEY),
+        lambda: charts.resid_norm_heatmap(
+            report.norms, stations, ctx.labels, "Norm of the residual stream"
+        ),
+    )
 )
 
 # ---- 2. the logit lens ------------------------------------------------------------------------
@@ -98,6 +133,8 @@ st.markdown(
 )
 st.latex(
     r"\text{lens}_l(t) = \operatorname{softmax}\big(\text{LN}_{\text{final}}(x_l(t))\, W_U\big)"
+    if cfg.norm == "pre"
+    else r"\text{lens}_l(t) = \operatorname{softmax}\big(x_l(t)\, W_U\big)"
 )
 first = 0
 if T > LENS_MAX_T:
@@ -109,49 +146,69 @@ if T > LENS_MAX_T:
         T - LENS_MAX_T,
     )
 cols = slice(first, first + LENS_MAX_T)
-top_names = [[name(i) for i in row[cols]] for row in lens.top_ids]
 next_pieces = [ctx.pieces[t + 1] if t + 1 < T else None for t in range(T)]
 st.plotly_chart(
-    charts.logit_lens_grid(
-        lens.top_probs[:, cols],
-        top_names,
-        stations,
-        ctx.labels[cols],
-        next_tokens=next_pieces[cols],
-        title="Top next-token guess at each layer",
+    figure(
+        ("lens", *KEY, first),
+        lambda: charts.logit_lens_grid(
+            lens.top_probs[:, cols],
+            [[name(i) for i in row[cols]] for row in lens.top_ids],
+            stations,
+            ctx.labels[cols],
+            next_tokens=next_pieces[cols],
+            title="Top next-token guess at each layer",
+        ),
     )
 )
 
-position = state.slider(
-    "Position to look at",
-    "pos",
-    0,
-    T - 1,
-    T - 1,
-    help="Which token's prediction to follow through the layers (and to attribute below).",
-)
-final_id = int(lens.final_ids[position])
-st.plotly_chart(
-    charts.prediction_through_layers(
-        lens.final_probs[:, position],
-        lens.top_probs[:, position],
-        [name(i) for i in lens.top_ids[:, position]],
-        stations,
-        name(final_id),
-        title=f"After {ctx.labels[position]}: how sure is each layer of the final prediction?",
+
+# ---- one position through the layers, then who pushed its prediction -------------------------
+# Fragments: moving the position slider reruns only this part, choosing a token only section 3.
+@st.fragment
+def follow_position() -> None:
+    position = state.slider(
+        "Position to look at",
+        "pos",
+        0,
+        T - 1,
+        T - 1,
+        help="Which token's prediction to follow through the layers (and to attribute below).",
     )
-)
-st.caption(
-    f"Red: the probability each layer gives to “{name(final_id)}”, the model's final prediction "
-    f"after token {ctx.labels[position]}. Dotted grey: each layer's own favourite (its top token "
-    "written above the point)."
-)
+    final_id = int(lens.final_ids[position])
+    st.plotly_chart(
+        figure(
+            ("through", *KEY, position),
+            lambda: charts.prediction_through_layers(
+                lens.final_probs[:, position],
+                lens.top_probs[:, position],
+                [name(i) for i in lens.top_ids[:, position]],
+                stations,
+                name(final_id),
+                title=f"After {ctx.labels[position]}: how sure is each layer of the final prediction?",
+            ),
+        )
+    )
+    st.caption(
+        f"Red: the probability each layer gives to “{name(final_id)}”, the model's final "
+        f"prediction after token {ctx.labels[position]}. Dotted grey: each layer's own favourite "
+        "(its top token written above the point)."
+    )
+    st.subheader("3. Direct logit attribution: who pushed this token?")
+    if cfg.norm == "post":
+        st.info(
+            "Not available for a post-LN model (see the note at the top). Pick a pre-LN model in "
+            "the sidebar to see it."
+        )
+    explain_token(position)
 
-# ---- 3. direct logit attribution --------------------------------------------------------------
-st.subheader("3. Direct logit attribution: who pushed this token?")
+
+@st.fragment
+def explain_token(position: int) -> None:
+    att = None if cfg.norm == "post" else draw_attribution(position)
+    numbers_behind(position, att)
 
 
-def draw_attribution() -> rs.Attribution:
+def draw_attribution(position: int) -> rs.Attribution:
     st.markdown(
         "Because the final stream is a sum, its logit for a token can be split into one share per "
         "component: the embeddings, each attention layer (and inside it each **head**), and each "
@@ -187,12 +244,15 @@ def draw_attribution() -> rs.Attribution:
     )
     att = attribution(ctx.bundle_id, tuple(ctx.ids), position, token)
     st.plotly_chart(
-        charts.attribution_waterfall(
-            att.labels,
-            att.values,
-            att.ln_bias,
-            att.logit,
-            title=f"Who pushes the logit of “{name(token)}” after {ctx.labels[position]}?",
+        figure(
+            ("waterfall", *KEY, position, token),
+            lambda: charts.attribution_waterfall(
+                att.labels,
+                att.values,
+                att.ln_bias,
+                att.logit,
+                title=f"Who pushes the logit of “{name(token)}” after {ctx.labels[position]}?",
+            ),
         )
     )
     st.caption(
@@ -200,63 +260,67 @@ def draw_attribution() -> rs.Attribution:
         "logit they add up to (the LN bias bar is the final LayerNorm's β term)."
     )
     st.plotly_chart(
-        charts.head_attribution_heatmap(
-            att.head_values, title="The attention layers split by head (without the output bias)"
+        figure(
+            ("heads", *KEY, position, token),
+            lambda: charts.head_attribution_heatmap(
+                att.head_values,
+                title="The attention layers split by head (without the output bias)",
+            ),
         )
     )
     return att
 
 
-if cfg.norm == "post":
-    st.info(
-        "Not available for a post-LN model (see the note at the top). Pick a pre-LN model in the "
-        "sidebar to see it."
-    )
-att = None if cfg.norm == "post" else draw_attribution()
-
-with st.expander("The numbers behind it"):
-    if att is not None:
-        token = att.token
+def numbers_behind(position: int, att: rs.Attribution | None) -> None:
+    final_id = int(lens.final_ids[position])
+    with st.expander("The numbers behind it"):
+        if att is not None:
+            token = att.token
+            st.markdown(
+                f"Shares of the logit of “{name(token)}” at position {position}. Their sum plus "
+                f"the LN bias term is **{att.values.sum() + att.ln_bias:.4f}**; the model's own "
+                f"logit is **{att.logit:.4f}**."
+            )
+            st.dataframe(
+                [
+                    {"component": lab, "share of the logit": float(v)}
+                    for lab, v in zip(att.labels, att.values, strict=True)
+                ]
+                + [{"component": "final LN bias (β · W_U)", "share of the logit": att.ln_bias}],
+                hide_index=True,
+            )
+            st.markdown(
+                "Each head's share (heads + the output bias = the attention layer's share):"
+            )
+            st.dataframe(
+                [
+                    {
+                        "layer": i,
+                        **{f"head {h}": float(v) for h, v in enumerate(row)},
+                        "output bias": float(att.attn_bias[i]),
+                    }
+                    for i, row in enumerate(att.head_values)
+                ],
+                hide_index=True,
+            )
         st.markdown(
-            f"Shares of the logit of “{name(token)}” at position {position}. Their sum plus the LN "
-            f"bias term is **{att.values.sum() + att.ln_bias:.4f}**; the model's own logit is "
-            f"**{att.logit:.4f}**."
+            f"The logit lens at position {position}: each layer's top guess and its probability."
         )
         st.dataframe(
-            [
-                {"component": lab, "share of the logit": float(v)}
-                for lab, v in zip(att.labels, att.values, strict=True)
-            ]
-            + [{"component": "final LN bias (β · W_U)", "share of the logit": att.ln_bias}],
+            {
+                "station": stations,
+                "top guess": [name(i) for i in lens.top_ids[:, position]],
+                "p(top guess)": lens.top_probs[:, position].round(4),
+                f"p(“{name(final_id)}”)": lens.final_probs[:, position].round(4),
+            },
             hide_index=True,
         )
-        st.markdown("Each head's share (heads + the output bias = the attention layer's share):")
+        st.markdown("The residual norms (rows: stations, columns: positions):")
         st.dataframe(
-            [
-                {
-                    "layer": i,
-                    **{f"head {h}": float(v) for h, v in enumerate(row)},
-                    "output bias": float(att.attn_bias[i]),
-                }
-                for i, row in enumerate(att.head_values)
-            ],
+            {"station": stations}
+            | {lab: report.norms[:, t].round(3) for t, lab in enumerate(ctx.labels)},
             hide_index=True,
         )
-    st.markdown(
-        f"The logit lens at position {position}: each layer's top guess and its probability."
-    )
-    st.dataframe(
-        {
-            "station": stations,
-            "top guess": [name(i) for i in lens.top_ids[:, position]],
-            "p(top guess)": lens.top_probs[:, position].round(4),
-            f"p(“{name(final_id)}”)": lens.final_probs[:, position].round(4),
-        },
-        hide_index=True,
-    )
-    st.markdown("The residual norms (rows: stations, columns: positions):")
-    st.dataframe(
-        {"station": stations}
-        | {lab: report.norms[:, t].round(3) for t, lab in enumerate(ctx.labels)},
-        hide_index=True,
-    )
+
+
+follow_position()

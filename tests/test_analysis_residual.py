@@ -110,3 +110,16 @@ def test_page_helpers_agree_with_the_parts(model, ids):
     assert report.norms.shape == (3, len(ids)) and report.stations[0] == "embed"
     att = attribution_for(model, ids.tolist(), 3, 5)
     assert att.values.sum() + att.ln_bias == pytest.approx(float(logits[3, 5]), abs=1e-4)
+
+
+def test_attribution_from_recorded_activations_matches_a_fresh_pass(model, ids):
+    from viz_model.analysis.residual import attribution_for, attribution_from_activations
+
+    _, cache = model.run_with_cache(ids, names=attribution_names(model))
+    acts = {name: cache.numpy(name) for name in attribution_names(model)}
+    for position, token in [(0, 2), (5, 9), (len(ids) - 1, 4)]:
+        fresh = attribution_for(model, ids.tolist(), position, token)
+        again = attribution_from_activations(model, acts, position, token)
+        np.testing.assert_allclose(again.values, fresh.values, atol=1e-6)
+        np.testing.assert_allclose(again.head_values, fresh.head_values, atol=1e-6)
+        assert again.logit == pytest.approx(fresh.logit) and again.labels == fresh.labels

@@ -200,3 +200,14 @@ def attribution_for(model: GPT, ids: list[int], position: int, token: int) -> At
         torch.tensor(ids, dtype=torch.long), names=attribution_names(model)
     )
     return direct_logit_attribution(model, cache, position, token)
+
+
+def attribution_from_activations(
+    model: GPT, activations: dict[str, np.ndarray], position: int, token: int
+) -> Attribution:
+    """`direct_logit_attribution` from activations recorded earlier (numpy, batch dim dropped, the
+    names of `attribution_names`), so choosing another position or token needs no forward pass."""
+    store = {name: torch.from_numpy(np.asarray(a))[None] for name, a in activations.items()}
+    return direct_logit_attribution(
+        model, ActivationCache(store, model.cfg.n_layer), position, token
+    )
