@@ -3,8 +3,10 @@ after) with the formula filled in; mean and sigma across the prompt; histograms 
 and what placing LayerNorm before (pre-LN) or after (post-LN) each sublayer changes."""
 
 import json
+from collections.abc import Callable
 
 import numpy as np
+import plotly.graph_objects as go
 import streamlit as st
 
 import ui
@@ -34,9 +36,10 @@ st.latex(
 )
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
-def ln_numbers(bundle_id: str, ids: tuple[int, ...], ln: str) -> lnx.LNStats:
-    return lnx.stats_for(cache.bundle(bundle_id).model, list(ids), ln)
+@st.cache_data(show_spinner=False, max_entries=64)
+def ln_numbers(bundle_id: str, ids: tuple[int, ...]) -> dict[str, lnx.LNStats]:
+    """Every LayerNorm of the model on the prompt, from one forward pass."""
+    return lnx.all_stats(cache.bundle(bundle_id).model, list(ids))
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -44,75 +47,126 @@ def norm_profile(bundle_id: str, ids: tuple[int, ...]) -> np.ndarray:
     return lnx.resid_norm_profile(cache.bundle(bundle_id).model, list(ids))
 
 
-# ---- the controls -----------------------------------------------------------------------------
-names = lnx.layernorm_names(ctx.model)
-c1, c2 = st.columns([3, 2])
-ln = state.selectbox(
-    "LayerNorm",
-    "ln",
-    names,
-    names[0],
-    format_func=lambda n: lnx.describe(ctx.model, n),
-    container=c1,
-    help="Every LayerNorm of this model, in the order the forward pass meets them.",
-)
-position = state.slider(
-    "Token", "ln_pos", 0, T - 1, T - 1, container=c2, help="Which token's vector to take apart."
-)
-if T == 1:
-    c2.markdown(f"Token: {ctx.labels[0]} (the prompt has one token)")
+@st.cache_resource(show_spinner=False, max_entries=64)
+def figure(key: tuple, _build: Callable[[], go.Figure]) -> go.Figure:
+    """A figure built once per key and shared read-only (st.plotly_chart only copies it): building
+    a plotly figure costs tens of milliseconds, drawing a built one about one."""
+    return _build()
 
-s = ln_numbers(ctx.bundle_id, tuple(ctx.ids), ln)
-x, n, y = s.x[position], s.normalized[position], s.y[position]
-mu, sigma = float(s.mean[position]), float(s.sigma[position])
 
-# ---- the formula with the real numbers ----------------------------------------------------------
-st.subheader(f"Token {ctx.labels[position]} through {ln}")
-i = int(np.argmax(np.abs(x - mu)))  # the dimension furthest from the mean: the clearest example
-st.markdown(
-    f"The vector entering {lnx.describe(ctx.model, ln)} has mean and standard deviation below. "
-    f"As an example, take dimension **{i}**, the one furthest from the mean:"
-)
-mantissa, exponent = f"{s.eps:.0e}".split("e")
-eps_tex = rf"{mantissa} \times 10^{{{int(exponent)}}}"
-st.latex(
-    rf"\mu = {mu:.4f}, \qquad \sigma = \sqrt{{\underbrace{{{sigma**2 - s.eps:.4g}}}_{{\text{{variance}}}}"
-    rf" + \underbrace{{{eps_tex}}}_{{\varepsilon}}}} = {sigma:.4f}"
-)
-st.latex(
-    rf"\mathrm{{LN}}(x)_{{{i}}} = \frac{{{x[i]:.4f} - ({mu:.4f})}}{{{sigma:.4f}}} \times "
-    rf"{s.gamma[i]:.4f} + ({s.beta[i]:.4f}) = {n[i]:.4f} \times {s.gamma[i]:.4f} "
-    rf"+ ({s.beta[i]:.4f}) = {y[i]:.4f}"
-)
-m1, m2, m3, m4 = st.columns(4)
-m1.metric("mean μ before", f"{mu:.4f}")
-m2.metric("standard deviation σ before", f"{sigma:.4f}")
-m3.metric("mean after", f"{float(y.mean()):.4f}", help="mean(γ · normalized) + mean(β)")
-m4.metric("standard deviation after", f"{float(y.std()):.4f}")
-st.caption(
-    f"After normalising, the mean is 0 and the standard deviation 1. Then γ and β move them: "
-    f"the mean after is mean(γ · normalized) + mean(β) = {float((s.gamma * n).mean()):.4f} + "
-    f"{float(s.beta.mean()):.4f}. With γ = 1 and β = 0 it would stay 0 and 1."
-)
-st.plotly_chart(charts.ln_steps(x, mu, sigma, n, s.gamma, s.beta, y))
+KEY = (ctx.bundle_id, tuple(ctx.ids), tuple(ctx.labels))  # what every figure here depends on
 
-# ---- across the prompt ------------------------------------------------------------------------
-st.subheader("Every token of the prompt")
-st.markdown(
-    "Each token gets its own μ and σ: a token whose vector is large (often the first token, or a "
-    "frequent one) is divided by a large σ, so after the LayerNorm all tokens are on the same "
-    "scale. The chosen token is red."
-)
-st.plotly_chart(charts.ln_stats_per_token(s.mean, s.sigma, ctx.labels, position))
-st.plotly_chart(
-    charts.ln_histograms(
-        s.x, s.y, title=f"All {T * cfg.d_model:,} numbers of the prompt, before and after {ln}"
+
+# ---- one LayerNorm, one token --------------------------------------------------------------------
+# A fragment: choosing another LayerNorm or token reruns only this part of the page.
+@st.fragment
+def one_layernorm() -> None:
+    # ---- the controls ---------------------------------------------------------------------------
+    names = lnx.layernorm_names(ctx.model)
+    c1, c2 = st.columns([3, 2])
+    ln = state.selectbox(
+        "LayerNorm",
+        "ln",
+        names,
+        names[0],
+        format_func=lambda n: lnx.describe(ctx.model, n),
+        container=c1,
+        help="Every LayerNorm of this model, in the order the forward pass meets them.",
     )
-)
-st.caption(
-    "Left: the values entering the LayerNorm, at whatever scale the residual stream has reached. "
-    "Right: after it, on the scale γ and β give them. Note the different x axes."
-)
+    position = state.slider(
+        "Token", "ln_pos", 0, T - 1, T - 1, container=c2, help="Which token's vector to take apart."
+    )
+    if T == 1:
+        c2.markdown(f"Token: {ctx.labels[0]} (the prompt has one token)")
+
+    s = ln_numbers(ctx.bundle_id, tuple(ctx.ids))[ln]
+    x, n, y = s.x[position], s.normalized[position], s.y[position]
+    mu, sigma = float(s.mean[position]), float(s.sigma[position])
+
+    # ---- the formula with the real numbers ------------------------------------------------------
+    st.subheader(f"Token {ctx.labels[position]} through {ln}")
+    i = int(np.argmax(np.abs(x - mu)))  # the dimension furthest from the mean: the clearest example
+    st.markdown(
+        f"The vector entering {lnx.describe(ctx.model, ln)} has mean and standard deviation below. "
+        f"As an example, take dimension **{i}**, the one furthest from the mean:"
+    )
+    mantissa, exponent = f"{s.eps:.0e}".split("e")
+    eps_tex = rf"{mantissa} \times 10^{{{int(exponent)}}}"
+    st.latex(
+        rf"\mu = {mu:.4f}, \qquad \sigma = \sqrt{{\underbrace{{{sigma**2 - s.eps:.4g}}}_{{\text{{variance}}}}"
+        rf" + \underbrace{{{eps_tex}}}_{{\varepsilon}}}} = {sigma:.4f}"
+    )
+    st.latex(
+        rf"\mathrm{{LN}}(x)_{{{i}}} = \frac{{{x[i]:.4f} - ({mu:.4f})}}{{{sigma:.4f}}} \times "
+        rf"{s.gamma[i]:.4f} + ({s.beta[i]:.4f}) = {n[i]:.4f} \times {s.gamma[i]:.4f} "
+        rf"+ ({s.beta[i]:.4f}) = {y[i]:.4f}"
+    )
+    m1, m2, m3, m4 = st.columns(4)
+    m1.metric("mean μ before", f"{mu:.4f}")
+    m2.metric("standard deviation σ before", f"{sigma:.4f}")
+    m3.metric("mean after", f"{float(y.mean()):.4f}", help="mean(γ · normalized) + mean(β)")
+    m4.metric("standard deviation after", f"{float(y.std()):.4f}")
+    st.caption(
+        f"After normalising, the mean is 0 and the standard deviation 1. Then γ and β move them: "
+        f"the mean after is mean(γ · normalized) + mean(β) = {float((s.gamma * n).mean()):.4f} + "
+        f"{float(s.beta.mean()):.4f}. With γ = 1 and β = 0 it would stay 0 and 1."
+    )
+    st.plotly_chart(
+        figure(
+            ("steps", *KEY, ln, position),
+            lambda: charts.ln_steps(x, mu, sigma, n, s.gamma, s.beta, y),
+        )
+    )
+
+    # ---- across the prompt ----------------------------------------------------------------------
+    st.subheader("Every token of the prompt")
+    st.markdown(
+        "Each token gets its own μ and σ: a token whose vector is large (often the first token, or a "
+        "frequent one) is divided by a large σ, so after the LayerNorm all tokens are on the same "
+        "scale. The chosen token is red."
+    )
+    st.plotly_chart(
+        figure(
+            ("per token", *KEY, ln, position),
+            lambda: charts.ln_stats_per_token(s.mean, s.sigma, ctx.labels, position),
+        )
+    )
+    st.plotly_chart(
+        figure(
+            ("histograms", *KEY, ln),
+            lambda: charts.ln_histograms(
+                s.x,
+                s.y,
+                title=f"All {T * cfg.d_model:,} numbers of the prompt, before and after {ln}",
+            ),
+        )
+    )
+    st.caption(
+        "Left: the values entering the LayerNorm, at whatever scale the residual stream has reached. "
+        "Right: after it, on the scale γ and β give them. Note the different x axes."
+    )
+
+    # ---- the numbers behind it ------------------------------------------------------------------
+    with st.expander("The numbers behind it"):
+        st.markdown(f"Token {ctx.labels[position]}, dimension by dimension ({ln}):")
+        st.dataframe(
+            {
+                "dimension": np.arange(cfg.d_model),
+                "x (before)": x.round(4),
+                "(x − μ) / σ": n.round(4),
+                "γ": s.gamma.round(4),
+                "β": s.beta.round(4),
+                "y (after)": y.round(4),
+            },
+            hide_index=True,
+        )
+        st.markdown("Every token's mean and standard deviation before the LayerNorm:")
+        st.dataframe(
+            {"token": ctx.labels, "μ": s.mean.round(4), "σ": s.sigma.round(4)}, hide_index=True
+        )
+
+
+one_layernorm()
 
 # ---- pre-LN versus post-LN --------------------------------------------------------------------
 st.subheader("Before or after? Pre-LN versus post-LN")
@@ -173,8 +227,11 @@ if other is not None:
             profiles[key] = norm_profile(other_id, tuple(other_ids))
             stations[key] = layer_labels(oc.n_layer)
 st.plotly_chart(
-    charts.norm_profiles(
-        profiles, stations, title="Mean length of the residual vector, layer by layer"
+    figure(
+        ("profiles", *KEY, tuple((k, tuple(v.tolist())) for k, v in profiles.items())),
+        lambda: charts.norm_profiles(
+            profiles, stations, title="Mean length of the residual vector, layer by layer"
+        ),
     )
 )
 if len(profiles) > 1:
@@ -188,23 +245,4 @@ else:
         f"{'post' if cfg.norm == 'pre' else 'pre'}-LN model (the model setting norm = "
         f"{'post' if cfg.norm == 'pre' else 'pre'}) can be trained on the Training page; it will "
         "then appear beside this one."
-    )
-
-# ---- the numbers behind it ----------------------------------------------------------------------
-with st.expander("The numbers behind it"):
-    st.markdown(f"Token {ctx.labels[position]}, dimension by dimension ({ln}):")
-    st.dataframe(
-        {
-            "dimension": np.arange(cfg.d_model),
-            "x (before)": x.round(4),
-            "(x − μ) / σ": n.round(4),
-            "γ": s.gamma.round(4),
-            "β": s.beta.round(4),
-            "y (after)": y.round(4),
-        },
-        hide_index=True,
-    )
-    st.markdown("Every token's mean and standard deviation before the LayerNorm:")
-    st.dataframe(
-        {"token": ctx.labels, "μ": s.mean.round(4), "σ": s.sigma.round(4)}, hide_index=True
     )

@@ -104,3 +104,17 @@ def test_stats_for_runs_the_prompt(model, ids):
     s = stats_for(model, ids.tolist(), "ln_final")
     logits = model(ids).detach().numpy()
     np.testing.assert_allclose(s.y @ model.W_U.detach().numpy(), logits, atol=1e-4)
+
+
+@pytest.mark.parametrize("norm", ["pre", "post"])
+def test_all_stats_agrees_with_one_layernorm_at_a_time(norm, ids):
+    from viz_model.analysis.layernorm import all_stats, layernorm_names, stats_for
+
+    model = tiny_model(norm=norm)
+    every = all_stats(model, ids.tolist())
+    assert list(every) == layernorm_names(model)
+    for ln, s in every.items():
+        one = stats_for(model, ids.tolist(), ln)
+        np.testing.assert_allclose(s.x, one.x, atol=1e-6)
+        np.testing.assert_allclose(s.y, one.y, atol=1e-6)
+        np.testing.assert_allclose(s.sigma, one.sigma, atol=1e-6)

@@ -118,6 +118,14 @@ def resid_norm_profile(model: GPT, ids: list[int] | torch.Tensor) -> np.ndarray:
     return cache.resid_stack().norm(dim=-1).mean(dim=-1).float().cpu().numpy()
 
 
+def all_stats(model: GPT, ids: list[int]) -> dict[str, LNStats]:
+    """`layernorm_stats` of every LayerNorm on a prompt, from one forward pass."""
+    lns = layernorm_names(model)
+    names = list(dict.fromkeys(n for ln in lns for n in stats_names(model, ln)))
+    _, cache = model.run_with_cache(torch.tensor(ids, dtype=torch.long), names=names)
+    return {ln: layernorm_stats(model, cache, ln) for ln in lns}
+
+
 def stats_for(model: GPT, ids: list[int], ln: str) -> LNStats:
     """`layernorm_stats` of LayerNorm `ln` on a prompt (one forward pass)."""
     _, cache = model.run_with_cache(
