@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
 import ui
@@ -16,6 +17,7 @@ from viz_model.analysis.attention import (
     ROLE_THRESHOLD,
     ROLES,
     AttentionRun,
+    HeadScores,
     attention_run,
     head_roles,
     head_scores,
@@ -26,6 +28,8 @@ from viz_model.analysis.attention import (
 from viz_model.charts.attention import (
     attention_lines,
     causal_mask,
+    highlight_head,
+    outline_query,
     pattern_grid,
     pattern_heatmap,
     query_weights,
@@ -44,6 +48,51 @@ T = len(ctx.ids)
 def run_attention(bundle_id: str, ids: tuple[int, ...]) -> AttentionRun:
     """Every attention layer's pattern, scores, q, k, v, z and per-head result, as numpy."""
     return attention_run(cache.bundle(bundle_id).model, list(ids))
+
+
+# Figures are cached as objects (st.cache_resource: never mutated, only drawn) because building a
+# plotly figure costs far more than drawing it; each is keyed by exactly what it shows, so moving
+# the query selector rebuilds nothing but the cheap outline, and a head change reuses the grid.
+
+
+@st.cache_resource(show_spinner=False, max_entries=128)
+def head_heatmap(
+    bundle_id: str,
+    ids: tuple[int, ...],
+    labels: tuple[str, ...],
+    layer: int,
+    head: int,
+    scores: bool,
+) -> go.Figure:
+    run = run_attention(bundle_id, ids)
+    values = run.scores[layer, head] if scores else run.pattern[layer, head]
+    return pattern_heatmap(values, list(labels), scores=scores)
+
+
+@st.cache_resource(show_spinner=False, max_entries=128)
+def head_lines(
+    bundle_id: str, ids: tuple[int, ...], labels: tuple[str, ...], layer: int, head: int, query: int
+) -> go.Figure:
+    pattern = run_attention(bundle_id, ids).pattern[layer, head]
+    return attention_lines(pattern, list(labels), query=query)
+
+
+@st.cache_resource(show_spinner=False, max_entries=128)
+def query_bars(
+    bundle_id: str, ids: tuple[int, ...], labels: tuple[str, ...], layer: int, head: int, query: int
+) -> go.Figure:
+    weights = run_attention(bundle_id, ids).pattern[layer, head, query]
+    return query_weights(weights, list(labels), query, title=f"Weights of query {labels[query]}")
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def all_heads(bundle_id: str, ids: tuple[int, ...], labels: tuple[str, ...]) -> go.Figure:
+    return pattern_grid(run_attention(bundle_id, ids).pattern, list(labels))
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def prompt_head_scores(bundle_id: str, ids: tuple[int, ...]) -> HeadScores:
+    return head_scores(run_attention(bundle_id, ids).pattern, list(ids))
 
 
 st.markdown(
@@ -67,8 +116,10 @@ st.caption(
     f"This model has {cfg.n_layer} layers of {cfg.n_head} heads; the prompt is {T} tokens."
 )
 
-run = run_attention(ctx.bundle_id, tuple(ctx.ids))
+ids = tuple(ctx.ids)
+run = run_attention(ctx.bundle_id, ids)
 labels = ctx.labels
+label_key = tuple(labels)
 
 # ---- choices ----------------------------------------------------------------------------------
 
@@ -105,7 +156,7 @@ left, right = st.columns([3, 2])
 with left:
     if view == "scores":
         st.subheader(f"{name}: scores before softmax")
-        fig = pattern_heatmap(run.scores[layer, head], labels, scores=True, query=query)
+        fig = head_heatmap(ctx.bundle_id, ids, label_key, layer, head, True)
         st.caption(
             "Each cell is q·k/√d_head. Red is a high score (the query matches that key), blue a "
             "low one. Grey cells are masked: "
@@ -113,22 +164,20 @@ with left:
         )
     else:
         st.subheader(f"{name}: attention pattern")
-        fig = pattern_heatmap(run.pattern[layer, head], labels, query=query)
+        fig = head_heatmap(ctx.bundle_id, ids, label_key, layer, head, False)
         st.caption(
             "Row = the token doing the looking (query), column = the token looked at (key). "
             "Each row sums to 1. Grey cells are masked (later tokens), not zero attention. "
             "The red outline is the query token chosen above."
         )
-    st.plotly_chart(fig, key="attn_heatmap")
+    st.plotly_chart(outline_query(fig, query), key="attn_heatmap")
 with right:
     st.subheader("Who looks at whom")
     st.caption(
         "A line from each token (left) to each token it attends to (right); thicker and darker "
         "means more weight. The chosen query's lines are red. Weights under 0.02 are not drawn."
     )
-    st.plotly_chart(
-        attention_lines(run.pattern[layer, head], labels, query=query), key="attn_lines"
-    )
+    st.plotly_chart(head_lines(ctx.bundle_id, ids, label_key, layer, head, query), key="attn_lines")
 
 # ---- the arithmetic of one row ------------------------------------------------------------------
 
@@ -150,7 +199,9 @@ def _vector_table(rows: np.ndarray, index: list[str], prefix: str) -> pd.DataFra
 
 
 def _table(df: pd.DataFrame, **kwargs) -> None:
-    st.dataframe(df.style.format(precision=4), **kwargs)
+    """A table with 4 decimals (a column format, far cheaper than a pandas Styler)."""
+    number = st.column_config.NumberColumn(format="%.4f")
+    st.dataframe(df, column_config={c: number for c in df.select_dtypes("number")}, **kwargs)
 
 
 def _with_minus_infinity(values: np.ndarray, keep: np.ndarray, masked: str = "−∞") -> list[str]:
@@ -189,8 +240,7 @@ steps = pd.DataFrame(
 )
 _table(steps)
 st.plotly_chart(
-    query_weights(arith.pattern, labels, query, title=f"Weights of query {qlabel}"),
-    key="attn_query_weights",
+    query_bars(ctx.bundle_id, ids, label_key, layer, head, query), key="attn_query_weights"
 )
 
 st.markdown(
@@ -237,12 +287,14 @@ st.caption(
     "drawn like the big one above (queries down, keys across, grey = masked). The chosen head is "
     "titled in red. Hover to read a cell."
 )
-st.plotly_chart(pattern_grid(run.pattern, labels, selected=(layer, head)), key="attn_grid")
+st.plotly_chart(
+    highlight_head(all_heads(ctx.bundle_id, ids, label_key), layer, head), key="attn_grid"
+)
 
 # ---- what each head does ------------------------------------------------------------------------
 
 st.subheader("What each head does")
-scores = head_scores(run.pattern, ctx.ids)
+scores = prompt_head_scores(ctx.bundle_id, ids)
 use_random = state.toggle(
     "Measure induction on a repeated random sequence",
     "rrt",

@@ -123,3 +123,24 @@ def test_query_weights_grey_out_the_masked_keys():
     assert list(bar.marker.color[3:]) == [MASKED_COLOUR] * 3
     assert list(bar.text[3:]) == ["masked"] * 3
     np.testing.assert_allclose(np.array(bar.y[:3]), p[2, :3])
+
+
+def test_highlight_and_outline_copies_equal_a_fresh_build():
+    """The cheap copies the page draws from cached figures equal figures built with the choice."""
+    import json
+
+    import plotly.io as pio
+
+    from viz_model.charts.attention import highlight_head, outline_query
+
+    def spec(fig):
+        return json.loads(pio.to_json(fig, validate=False))
+
+    labels = token_labels(PIECES)
+    patterns = np.stack([[_pattern(T, seed=i * 3 + h) for h in range(3)] for i in range(2)])
+    grid = pattern_grid(patterns, labels)
+    assert spec(highlight_head(grid, 1, 2)) == spec(pattern_grid(patterns, labels, selected=(1, 2)))
+    assert spec(grid) == spec(pattern_grid(patterns, labels))  # the cached figure is not changed
+    heatmap = pattern_heatmap(patterns[0, 1], labels)
+    assert spec(outline_query(heatmap, 4)) == spec(pattern_heatmap(patterns[0, 1], labels, query=4))
+    assert not heatmap.layout.shapes

@@ -101,14 +101,7 @@ def pattern_heatmap(
     )
     fig.add_trace(_mask_legend_entry())
     if query is not None:
-        fig.add_shape(
-            type="rect",
-            x0=-0.5,
-            x1=T - 0.5,
-            y0=query - 0.5,
-            y1=query + 0.5,
-            line=dict(color=ACCENT, width=2),
-        )
+        fig.add_shape(**_row_outline(T, query))
     size = int(np.clip(24 * T + 160, 360, 820))
     base_layout(fig, title, height=size)
     fig.update_layout(
@@ -123,6 +116,51 @@ def pattern_heatmap(
         title="query (the token looking)", autorange="reversed", type="category", showgrid=False
     )
     return fig
+
+
+def _row_outline(T: int, query: int) -> dict:
+    return dict(
+        type="rect",
+        x0=-0.5,
+        x1=T - 0.5,
+        y0=query - 0.5,
+        y1=query + 0.5,
+        line=dict(color=ACCENT, width=2),
+    )
+
+
+def _unchecked_copy(fig: go.Figure, layout: dict) -> go.Figure:
+    """A copy of a built figure with some layout keys replaced, without re-validating its data.
+
+    Validation is what makes building a plotly figure slow (0.1-0.3 s for the grid); a figure
+    cached once per prompt can then follow the sliders for a few milliseconds.
+    """
+    spec = fig.to_dict()
+    spec["layout"].update(layout)
+    return go.Figure(spec, _validate=False)
+
+
+def outline_query(heatmap: go.Figure, query: int | None) -> go.Figure:
+    """A pattern_heatmap figure (drawn without a query) with row `query` outlined."""
+    T = len(heatmap.data[0].y)
+    shapes = [] if query is None else [_row_outline(T, query)]
+    return _unchecked_copy(heatmap, {"shapes": shapes})
+
+
+def highlight_head(grid: go.Figure, layer: int, head: int) -> go.Figure:
+    """A pattern_grid figure (drawn without a selection) with head (layer, head) titled in red."""
+    titles = [dict(a.to_plotly_json()) for a in grid.layout.annotations]
+    names = [t.get("text") for t in titles]
+    index = names.index(f"L{layer} H{head}") if f"L{layer} H{head}" in names else -1
+    return _unchecked_copy(grid, {"annotations": _select_title(titles, index)})
+
+
+def _select_title(titles: list[dict], index: int) -> list[dict]:
+    out = [dict(t) for t in titles]
+    if 0 <= index < len(out):
+        out[index]["font"] = dict(color=ACCENT, size=14)
+        out[index]["text"] = f"<b>{out[index]['text']}</b>"
+    return out
 
 
 def pattern_grid(
@@ -199,33 +237,33 @@ def attention_lines(
     pattern = np.asarray(pattern, dtype=float)
     T = pattern.shape[0]
     edges = np.linspace(min_weight, 1.0, LINE_BINS + 1)
+    rows, cols = np.tril_indices(T)  # every (query t, key s <= t), row by row
+    weights = pattern[rows, cols]
+    drawn = weights >= min_weight
+    bins = np.clip(np.searchsorted(edges, weights, side="right") - 1, 0, LINE_BINS - 1)
+    chosen = rows == query
     fig = go.Figure()
     for highlight in (False, True):
         for b in range(LINE_BINS):
-            lo, hi = edges[b], edges[b + 1]
-            xs: list[float | None] = []
-            ys: list[float | None] = []
-            for t in range(T):
-                if (t == query) != highlight:
-                    continue
-                for s in range(t + 1):
-                    w = pattern[t, s]
-                    if lo <= w < hi or (b == LINE_BINS - 1 and w == hi):
-                        xs += [0, 1, None]
-                        ys += [t, s, None]
-            if not xs:
+            pick = drawn & (bins == b) & (chosen == highlight)
+            if not pick.any():
                 continue
-            mid = (lo + hi) / 2
+            n = int(pick.sum())
+            ys: list[int | None] = []
+            for t, s in zip(rows[pick].tolist(), cols[pick].tolist(), strict=True):
+                ys += [t, s, None]
+            mid = (edges[b] + edges[b + 1]) / 2
             fig.add_trace(
                 go.Scatter(
-                    x=xs,
+                    x=[0, 1, None] * n,
                     y=ys,
                     mode="lines",
                     line=dict(width=0.5 + 7 * mid, color=ACCENT if highlight else LINE_COLOUR),
                     opacity=min(1.0, 0.15 + 0.85 * mid) if not highlight else min(1.0, 0.35 + mid),
                     hoverinfo="skip",
                     showlegend=False,
-                    name=f"weights {lo:.2f}-{hi:.2f}" + (" (chosen query)" if highlight else ""),
+                    name=f"weights {edges[b]:.2f}-{edges[b + 1]:.2f}"
+                    + (" (chosen query)" if highlight else ""),
                 )
             )
     for x, side in ((0, "middle left"), (1, "middle right")):
