@@ -19,8 +19,9 @@ st.markdown(
 )
 
 st.subheader(f"The model “{ctx.name}”")
+readers = "attention reads" if cfg.attn_only else "attention and the MLP read"
 norm = (
-    "**pre-LN**: each block normalises its input (LN) before attention and the MLP read it, and a "
+    f"**pre-LN**: each block normalises its input (LN) before {readers} it, and a "
     "final LN comes before the unembedding"
     if cfg.norm == "pre"
     else "**post-LN** (as in the original Transformer): LayerNorm is applied to the stream after "
@@ -41,13 +42,16 @@ with left:
     st.subheader("Where the parameters are")
     counts = ctx.model.param_counts()
     total = sum(counts.values())
+    rows = param_rows(counts)
+    biggest = max(rows, key=lambda r: r[1])
     st.markdown(
-        f"**{total:,}** numbers were learned in training. Most sit in the attention and MLP weight "
-        "matrices; LayerNorm has only a scale and a shift per dimension."
+        f"**{total:,}** numbers were learned in training; the largest share, {biggest[2]:.0%}, "
+        f"sits in the {biggest[0]} weights. LayerNorm has only a scale and a shift per "
+        "dimension, so it barely counts."
     )
     st.plotly_chart(param_counts_figure(counts), width="stretch", config={"displayModeBar": False})
     with st.expander("The numbers behind it"):
-        lines = [f"| {name} | {n:,} | {share:.1%} |" for name, n, share in param_rows(counts)]
+        lines = [f"| {name} | {n:,} | {share:.1%} |" for name, n, share in rows]
         st.markdown(
             "| component | parameters | share |\n|---|--:|--:|\n"
             + "\n".join(lines)
