@@ -1,7 +1,10 @@
 """MLP neurons: the most active neurons of a layer on the prompt, the corpus snippets that excite a
 chosen neuron most, and the tokens its output direction promotes or suppresses (the key-value view)."""
 
+from collections.abc import Callable
+
 import numpy as np
+import plotly.graph_objects as go
 import streamlit as st
 
 import ui
@@ -66,6 +69,13 @@ def example_activations(
     return nx.neuron_activations(cache.bundle(bundle_id).model, ids, layer, neuron)
 
 
+@st.cache_resource(show_spinner=False, max_entries=64)
+def figure(key: tuple, _build: Callable[[], go.Figure]) -> go.Figure:
+    """A figure built once per key and shared read-only (st.plotly_chart only copies it): building
+    a plotly figure costs tens of milliseconds, drawing a built one about one."""
+    return _build()
+
+
 @st.cache_data(show_spinner=False, max_entries=256)
 def direction(bundle_id: str, layer: int, neuron: int) -> np.ndarray:
     return nx.output_direction_logits(cache.bundle(bundle_id).model, layer, neuron)
@@ -88,11 +98,14 @@ n_show = state.select_slider(
 post = prompt_neurons(ctx.bundle_id, tuple(ctx.ids), layer)
 top = nx.top_neurons(post, n_show)
 st.plotly_chart(
-    charts.neuron_heatmap(
-        post[:, top],
-        ctx.labels,
-        [int(i) for i in top],
-        title=f"Layer {layer}: the {len(top)} most active of {M} neurons (columns), on each token (rows)",
+    figure(
+        ("heatmap", ctx.bundle_id, tuple(ctx.ids), tuple(ctx.labels), layer, n_show),
+        lambda: charts.neuron_heatmap(
+            post[:, top],
+            ctx.labels,
+            [int(i) for i in top],
+            title=f"Layer {layer}: the {len(top)} most active of {M} neurons (columns), on each token (rows)",
+        ),
     )
 )
 st.caption(
@@ -100,90 +113,105 @@ st.caption(
     "ordered by their strongest activation on the prompt, strongest first."
 )
 
-# ---- 2. one neuron: what excites it ------------------------------------------------------------
-st.subheader("2. One neuron: what makes it fire?")
-neuron = state.number_input(
-    f"Neuron (0 to {M - 1})",
-    "neuron",
-    0,
-    M - 1,
-    int(top[0]),
-    help="Defaults to the most active neuron on the prompt; any of the layer's neurons can be typed.",
-)
-st.markdown(
-    f"To see what neuron **{neuron}** of layer **{layer}** responds to, we run the model over "
-    f"{N_WINDOWS} snippets of the {CORPUS.title()} corpus and keep the {N_EXAMPLES} where it "
-    "fires hardest. Each token is shaded by the neuron's activation on it, the strongest one is "
-    "outlined, and the number on the left is that peak. (↵ is a line break.)"
-)
-try:
-    found = corpus_search(ctx.bundle_id)
-except ValueError as exc:  # a corpus too short for this model's windows
-    st.warning(f"The corpus search could not run: {exc}.")
-    found = None
-if found is not None:
-    examples = nx.top_examples(found.maxima, found.argmax, layer, neuron, N_EXAMPLES)
-    acts = example_activations(ctx.bundle_id, tuple(e.window for e in examples), layer, neuron)
-    rows = [(found.windows.texts[e.window], acts[k], e.position) for k, e in enumerate(examples)]
-    st.html(charts.snippets_html(rows))
-    on_prompt = post[:, neuron]
-    peak_t = int(np.argmax(on_prompt))
-    st.caption(
-        f"On your prompt this neuron peaks at {on_prompt[peak_t]:.2f} on token {ctx.labels[peak_t]}; "
-        f"its peak over the corpus snippets is {examples[0].value:.2f}."
-    )
 
-# ---- 3. what it writes: the key-value view -----------------------------------------------------
-st.subheader("3. What does it write? The neuron as a key-value memory")
-st.markdown(
-    "An MLP can be read as a memory: row $n$ of $W_\\text{in}$ is a **key** the neuron matches "
-    "against the residual stream, and column $n$ of $W_\\text{out}$ is the **value** it adds to "
-    "the stream in proportion to its activation. Multiplying that value by the unembedding "
-    "$W_U$ shows which next tokens it makes more likely (promotes) and less likely (suppresses), "
-    "ignoring everything the later layers and the final LayerNorm do to it."
-)
-st.latex(r"\Delta\,\text{logits} = \text{activation}_n \times \big(W_{\text{out}}[:, n]\; W_U\big)")
-effect = direction(ctx.bundle_id, layer, neuron)
-up, down = nx.promoted_tokens(effect, 10)
-name = [show_whitespace(tok.id_to_token(int(i))) for i in range(len(effect))]
-t1, t2 = st.columns(2)
-t1.markdown("**Promoted** (its value raises these logits)")
-t1.dataframe(
-    {"token": [name[i] for i in up], "logit change per unit": effect[up].round(4)},
-    hide_index=True,
-    key="promoted",
-)
-t2.markdown("**Suppressed** (its value lowers these logits)")
-t2.dataframe(
-    {"token": [name[i] for i in down], "logit change per unit": effect[down].round(4)},
-    hide_index=True,
-    key="suppressed",
-)
-st.plotly_chart(
-    charts.direction_bars(
-        [name[i] for i in up],
-        effect[up],
-        [name[i] for i in down],
-        effect[down],
-        title=f"Neuron {neuron} of layer {layer}: W_out[:, {neuron}] · W_U, top and bottom 10",
+# ---- 2. and 3. one neuron ------------------------------------------------------------------------
+# A fragment: typing another neuron reruns only this part of the page.
+@st.fragment
+def one_neuron(layer: int, post: np.ndarray, default: int) -> None:
+    st.subheader("2. One neuron: what makes it fire?")
+    neuron = state.number_input(
+        f"Neuron (0 to {M - 1})",
+        "neuron",
+        0,
+        M - 1,
+        default,
+        help="Defaults to the most active neuron on the prompt; any of the layer's neurons can be typed.",
     )
-)
-
-# ---- the numbers behind it ----------------------------------------------------------------------
-with st.expander("The numbers behind it"):
-    st.markdown(f"Neuron {neuron} of layer {layer} on each token of your prompt:")
-    st.dataframe({"token": ctx.labels, "activation": post[:, neuron].round(4)}, hide_index=True)
+    st.markdown(
+        f"To see what neuron **{neuron}** of layer **{layer}** responds to, we run the model over "
+        f"{N_WINDOWS} snippets of the {CORPUS.title()} corpus and keep the {N_EXAMPLES} where it "
+        "fires hardest. Each token is shaded by the neuron's activation on it, the strongest one is "
+        "outlined, and the number on the left is that peak. (↵ is a line break.)"
+    )
+    try:
+        found = corpus_search(ctx.bundle_id)
+    except ValueError as exc:  # a corpus too short for this model's windows
+        st.warning(f"The corpus search could not run: {exc}.")
+        found = None
     if found is not None:
-        st.markdown("The corpus snippets above, with where the neuron peaked:")
-        st.dataframe(
-            [
-                {
-                    "snippet": e.window,
-                    "peak token": show_whitespace(found.windows.texts[e.window][e.position]),
-                    "position": e.position,
-                    "activation": round(e.value, 4),
-                }
-                for e in examples
-            ],
-            hide_index=True,
+        examples = nx.top_examples(found.maxima, found.argmax, layer, neuron, N_EXAMPLES)
+        acts = example_activations(ctx.bundle_id, tuple(e.window for e in examples), layer, neuron)
+        rows = [
+            (found.windows.texts[e.window], acts[k], e.position) for k, e in enumerate(examples)
+        ]
+        st.html(charts.snippets_html(rows))
+        on_prompt = post[:, neuron]
+        peak_t = int(np.argmax(on_prompt))
+        st.caption(
+            f"On your prompt this neuron peaks at {on_prompt[peak_t]:.2f} on token "
+            f"{ctx.labels[peak_t]}; its peak over the corpus snippets is {examples[0].value:.2f}."
         )
+
+    st.subheader("3. What does it write? The neuron as a key-value memory")
+    st.markdown(
+        "An MLP can be read as a memory: row $n$ of $W_\\text{in}$ is a **key** the neuron matches "
+        "against the residual stream, and column $n$ of $W_\\text{out}$ is the **value** it adds "
+        "to the stream in proportion to its activation. Multiplying that value by the unembedding "
+        "$W_U$ (the matrix that turns the final vector into one score per vocabulary token) shows "
+        "which next tokens it makes more likely (promotes) and less likely (suppresses), ignoring "
+        "everything the later layers and the final LayerNorm do to it."
+    )
+    st.latex(
+        r"\Delta\,\text{logits} = \text{activation}_n \times \big(W_{\text{out}}[:, n]\; W_U\big)"
+    )
+    effect = direction(ctx.bundle_id, layer, neuron)
+    up, down = nx.promoted_tokens(effect, 10)
+    name = [show_whitespace(tok.id_to_token(int(i))) for i in range(len(effect))]
+    st.plotly_chart(
+        figure(
+            ("direction", ctx.bundle_id, layer, neuron),
+            lambda: charts.direction_bars(
+                [name[i] for i in up],
+                effect[up],
+                [name[i] for i in down],
+                effect[down],
+                title=f"Neuron {neuron} of layer {layer}: the 10 tokens it promotes most (red) "
+                "and suppresses most (blue)",
+            ),
+        )
+    )
+
+    # ---- the numbers behind it ------------------------------------------------------------------
+    with st.expander("The numbers behind it"):
+        t1, t2 = st.columns(2)
+        t1.markdown("**Promoted** (its value raises these logits)")
+        t1.dataframe(
+            {"token": [name[i] for i in up], "logit change per unit": effect[up].round(4)},
+            hide_index=True,
+            key="promoted",
+        )
+        t2.markdown("**Suppressed** (its value lowers these logits)")
+        t2.dataframe(
+            {"token": [name[i] for i in down], "logit change per unit": effect[down].round(4)},
+            hide_index=True,
+            key="suppressed",
+        )
+        st.markdown(f"Neuron {neuron} of layer {layer} on each token of your prompt:")
+        st.dataframe({"token": ctx.labels, "activation": post[:, neuron].round(4)}, hide_index=True)
+        if found is not None:
+            st.markdown("The corpus snippets above, with where the neuron peaked:")
+            st.dataframe(
+                [
+                    {
+                        "snippet": e.window,
+                        "peak token": show_whitespace(found.windows.texts[e.window][e.position]),
+                        "position": e.position,
+                        "activation": round(e.value, 4),
+                    }
+                    for e in examples
+                ],
+                hide_index=True,
+            )
+
+
+one_neuron(layer, post, int(top[0]))

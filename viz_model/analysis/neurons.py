@@ -94,12 +94,10 @@ def neuron_maxima(
     for b in range(0, len(ids), batch_size):
         batch = torch.as_tensor(ids[b : b + batch_size], device=device)
         _, cache = model.run_with_cache(batch, names=names)
-        post = torch.stack([cache[n] for n in names])  # (L, B, W, M), or (L, W, M) for one window
-        if not cache.batched:
-            post = post[:, None]
-        v, i = post.max(dim=2)  # (L, B, M)
-        maxes.append(v.float().cpu())
-        where.append(i.cpu())
+        # per layer (B, W, M), or (W, M) for one window; the max over W, stacked: (L, B, M)
+        peaks = [(cache[n] if cache.batched else cache[n][None]).max(dim=1) for n in names]
+        maxes.append(torch.stack([p.values for p in peaks]).float().cpu())
+        where.append(torch.stack([p.indices for p in peaks]).cpu())
     return torch.cat(maxes, 1).numpy(), torch.cat(where, 1).numpy()
 
 
