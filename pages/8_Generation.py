@@ -253,7 +253,9 @@ st.caption(
     "grows with the context and the model."
 )
 k1, k2 = st.columns([1, 3], vertical_alignment="bottom")
-n_kv = k1.number_input("Tokens to generate", 1, 500, max(1, min(100, room)), key="n_kv")
+n_kv = k1.number_input(
+    "Tokens to generate", 1, 500, min(room, 200) if room >= 10 else 50, key="n_kv"
+)
 if k2.button(f"Generate {n_kv} tokens both ways", key="kv_go"):
     with st.spinner("Generating twice…"):
         result = gen.compare_kv_cache(ctx.model, seq, int(n_kv), settings, seed)
