@@ -6,7 +6,8 @@ time of a page rerun after a widget change on the bundled model.
 Targets (DESIGN.md section 6, issue 4): Home drawn within 5 s of `streamlit run`; a widget change
 answered in under 300 ms of server time. Rerun times are AppTest's `at.run()` after a change (the
 script's own time on the server, without the browser's drawing); for every available page the
-first main-area widget is changed, preferring one labelled "head" and a button labelled "step".
+first main-area widget is changed, preferring a one-step button ("Next token", "Step") and then
+a control labelled "head".
 """
 
 from __future__ import annotations
@@ -117,10 +118,10 @@ def _change(at, widget) -> None:
 def _pick_widget(at):
     """A main-area widget to change: a 'step' button, a 'head' control, else the first one."""
     main = at.main
-    buttons = [b for b in main.button if "step" in b.label.lower()]
-    single = [b for b in buttons if "run" not in b.label.lower()]  # one step, not "run N steps"
-    if buttons:
-        return (single or buttons)[0]
+    labels = [(b, b.label.lower()) for b in main.button]
+    single = [b for b, t in labels if "next token" in t or ("step" in t and "run" not in t)]
+    if single:  # one generation step, not "run N steps"
+        return single[0]
     controls = [*main.slider, *main.selectbox, *main.number_input, *main.radio, *main.toggle]
     controls = [w for w in controls if not getattr(w, "disabled", False)]
     heads = [w for w in controls if "head" in w.label.lower()]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from streamlit import config
 from streamlit.testing.v1 import AppTest
 
 from ui.models import ENV_VAR
@@ -34,9 +35,12 @@ def app_test(
     Bundles in models_dir are found through VIZ_MODEL_DIRS (set for the rest of this process: the
     app reads it on every rerun). Unless `query` names a model, the first bundle of models_dir is
     chosen (not a bundled model), so tests run on the small test model. `prompt` goes in the URL,
-    as in a shared link; `query` adds other URL parameters (e.g. {"layer": "1"}).
+    as in a shared link; `query` adds other URL parameters (e.g. {"layer": "1"}). Exceptions keep
+    their full message and stack (`at.exception[0].value`, `.stack_trace`), unlike in class.
     """
     os.environ[ENV_VAR] = str(models_dir)
+    # The classroom config hides error details from students; tests need the message and stack.
+    config.set_option("client.showErrorDetails", "full")
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
     params = dict(query or {})
     if "model" not in params and (name := first_bundle(models_dir)):
