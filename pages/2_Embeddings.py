@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
 import ui
@@ -58,12 +59,58 @@ def positions(bundle_id: str) -> tuple[np.ndarray | None, np.ndarray | None]:
 @st.cache_data(show_spinner=False, max_entries=256)
 def swap_runs(bundle_id: str, ids: tuple[int, ...], i: int, j: int) -> dict[str, emb.SwapResult]:
     model = cache.bundle(bundle_id).model
-    runs = {"off": emb.swap_experiment(model, list(ids), i, j, positions=False)}
+    layers = (0, 1) if model.cfg.n_layer > 1 else (0,)
+    off = emb.swap_experiments(model, list(ids), i, j, positions=False, layers=layers)
+    runs = {"off": off[0]}
     if model.cfg.pos != "none":
-        runs["on"] = emb.swap_experiment(model, list(ids), i, j, positions=True)
-    if model.cfg.n_layer > 1:
-        runs["off_layer1"] = emb.swap_experiment(model, list(ids), i, j, positions=False, layer=1)
+        runs["on"] = emb.swap_experiments(model, list(ids), i, j, positions=True)[0]
+    if 1 in off:
+        runs["off_layer1"] = off[1]
     return runs
+
+
+# Figures are cached as objects (never mutated, only drawn): building a plotly figure costs more
+# than drawing it, and most of this page's pictures depend only on the model.
+
+
+@st.cache_resource(show_spinner=False, max_entries=256)
+def token_figure(bundle_id: str, token: int) -> go.Figure:
+    result = token_pca(bundle_id)
+    near = neighbours(bundle_id, token)
+    return pca_scatter(
+        result.projected, vocab_labels(bundle_id), result.explained, token, list(near.ids)
+    )
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def position_figures(bundle_id: str, pos: str) -> tuple[go.Figure, go.Figure] | None:
+    table, sim = positions(bundle_id)
+    if table is None:
+        return None
+    return (
+        position_heatmap(table, f"This model's P ({pos}): positions × dimensions"),
+        similarity_heatmap(sim, "Cosine similarity of every two positions"),
+    )
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def sinusoid_figures(n_ctx: int, d_model: int) -> tuple[go.Figure, go.Figure]:
+    sinus = sinusoidal_positions(n_ctx, d_model).numpy()
+    return (
+        position_heatmap(sinus, "Sinusoidal P from the formula", zmax=1.0),
+        similarity_heatmap(emb.cosine_matrix(sinus), "Cosine similarity of every two positions"),
+    )
+
+
+@st.cache_resource(show_spinner=False, max_entries=256)
+def swap_figures(bundle_id: str, ids: tuple[int, ...], i: int, j: int) -> list[go.Figure]:
+    runs = swap_runs(bundle_id, ids, i, j)
+    off, on = runs["off"], runs.get("on")
+    ymax = max(r.max_diff for r in (off, on) if r is not None) or None
+    figs = [swap_chart(off.original, off.swapped, "Positions zeroed", ymax)]
+    if on is not None:
+        figs.append(swap_chart(on.original, on.swapped, "Positions on", ymax))
+    return figs
 
 
 # ---- the idea -----------------------------------------------------------------------------------
@@ -103,10 +150,7 @@ result = token_pca(ctx.bundle_id)
 near = neighbours(ctx.bundle_id, token)
 left, right = st.columns([3, 2], gap="large")
 with left:
-    st.plotly_chart(
-        pca_scatter(result.projected, labels, result.explained, token, list(near.ids)),
-        width="stretch",
-    )
+    st.plotly_chart(token_figure(ctx.bundle_id, token), width="stretch")
 with right:
     st.markdown(f"**The {N_NEIGHBOURS} nearest tokens to `{show_whitespace(labels[token])}`**")
     st.dataframe(
@@ -128,8 +172,8 @@ st.caption(
 # ---- positions ----------------------------------------------------------------------------------
 
 st.subheader("Position embeddings")
-table, sim = positions(ctx.bundle_id)
-sinus = sinusoidal_positions(cfg.n_ctx, cfg.d_model).numpy()
+learned_figs = position_figures(ctx.bundle_id, cfg.pos)
+sinus_figs = sinusoid_figures(cfg.n_ctx, cfg.d_model)
 st.markdown(
     "Two ways to make the position vectors P[t]. **Learned**: a table with one trainable row per "
     f"position (the model's context is {cfg.n_ctx} positions), learned like the token embeddings. "
@@ -149,27 +193,17 @@ kind = {
 st.caption(f"This model's positions: **{kind}**. Right: the formula, for the same size.")
 left, right = st.columns(2, gap="large")
 with left:
-    if table is None:
+    if learned_figs is None:
         st.info(
             "This model adds no position vectors, so nothing tells it where a token stands "
             "except what causal attention implies (a token sees only the tokens before it)."
         )
     else:
-        st.plotly_chart(
-            position_heatmap(table, f"This model's P ({cfg.pos}): positions × dimensions"),
-            width="stretch",
-        )
-        st.plotly_chart(
-            similarity_heatmap(sim, "Cosine similarity of every two positions"), width="stretch"
-        )
+        for fig in learned_figs:
+            st.plotly_chart(fig, width="stretch")
 with right:
-    st.plotly_chart(
-        position_heatmap(sinus, "Sinusoidal P from the formula", zmax=1.0), width="stretch"
-    )
-    st.plotly_chart(
-        similarity_heatmap(emb.cosine_matrix(sinus), "Cosine similarity of every two positions"),
-        width="stretch",
-    )
+    for fig in sinus_figs:
+        st.plotly_chart(fig, width="stretch")
 st.caption(
     "Read a similarity matrix along its diagonal: 1 on it (every position equals itself), and a "
     "bright band beside it when nearby positions have similar vectors. Learned positions only "
@@ -252,15 +286,9 @@ st.markdown(
     "Below: how much each of the last token's layer-0 attention output numbers changes when the "
     "two tokens are swapped (swapped minus original), both charts on the same scale."
 )
-ymax = max(r.max_diff for r in (off, on) if r is not None) or None
-left, right = st.columns(2, gap="large")
-with left:
-    st.plotly_chart(
-        swap_chart(off.original, off.swapped, "Positions zeroed", ymax), width="stretch"
-    )
-if on is not None:
-    with right:
-        st.plotly_chart(swap_chart(on.original, on.swapped, "Positions on", ymax), width="stretch")
+swap_figs = swap_figures(ctx.bundle_id, tuple(ctx.ids), i, j)
+for column, fig in zip(st.columns(2, gap="large"), swap_figs, strict=False):
+    column.plotly_chart(fig, width="stretch")
 
 # ---- the numbers --------------------------------------------------------------------------------
 

@@ -107,3 +107,14 @@ def test_swap_refuses_to_move_the_last_token(model):
     with pytest.raises(ValueError):
         E.swap_experiment(model, IDS, 0, len(IDS) - 1, positions=False)
     assert E.swap([1, 2, 3], 0, 2) == [3, 2, 1]
+
+
+def test_the_batched_swap_run_equals_separate_runs_of_each_prompt():
+    model = tiny_model()
+    out = E.swap_experiments(model, IDS, 1, 4, positions=True, layers=(0, 1))
+    for layer in (0, 1):
+        name = f"blocks.{layer}.hook_attn_out"
+        for seq, got in ((IDS, out[layer].original), (E.swap(IDS, 1, 4), out[layer].swapped)):
+            _, cache = model.run_with_cache(torch.tensor(seq), names=[name])
+            np.testing.assert_allclose(got, cache[name][-1].numpy(), atol=1e-5)
+    assert out[0].positions_on

@@ -113,21 +113,34 @@ class SwapResult:
         return float(np.abs(self.original - self.swapped).max())
 
 
-def swap_experiment(
-    model: GPT, ids: list[int], i: int, j: int, positions: bool, layer: int = 0
-) -> SwapResult:
-    """Run `ids` and `ids` with tokens i and j swapped (both before the last token); return the
-    last token's `blocks.{layer}.hook_attn_out` for each, with position embeddings zeroed unless
-    `positions` (a model with pos="none" has none to zero)."""
+def swap_experiments(
+    model: GPT, ids: list[int], i: int, j: int, positions: bool, layers: tuple[int, ...] = (0,)
+) -> dict[int, SwapResult]:
+    """Run `ids` and `ids` with tokens i and j swapped (both before the last token); return, for
+    each layer in `layers`, the last token's `blocks.{layer}.hook_attn_out` for each, with position
+    embeddings zeroed unless `positions` (a model with pos="none" has none to zero).
+
+    Both prompts go through the model as one batch of two, every layer recorded in the same pass.
+    """
     T = len(ids)
     if not (0 <= i < T - 1 and 0 <= j < T - 1):
         raise ValueError("both swapped tokens must come before the last token")
-    name = f"blocks.{layer}.hook_attn_out"
+    names = {layer: f"blocks.{layer}.hook_attn_out" for layer in layers}
     hooks = []
     if not positions and model.cfg.pos != "none":
         hooks = patch("hook_pos_embed", torch.zeros(T, model.cfg.d_model))
-    outs = []
-    for seq in (ids, swap(ids, i, j)):
-        _, cache = model.run_with_cache(torch.tensor(seq), names=[name], hooks=hooks)
-        outs.append(cache[name][-1].float().numpy())
-    return SwapResult(outs[0], outs[1], positions and model.cfg.pos != "none")
+    batch = torch.tensor([list(ids), swap(ids, i, j)])
+    _, cache = model.run_with_cache(batch, names=list(names.values()), hooks=hooks)
+    on = positions and model.cfg.pos != "none"
+    out = {}
+    for layer, name in names.items():
+        last = cache[name][:, -1].float().numpy()  # (2, D): original, swapped
+        out[layer] = SwapResult(last[0], last[1], on)
+    return out
+
+
+def swap_experiment(
+    model: GPT, ids: list[int], i: int, j: int, positions: bool, layer: int = 0
+) -> SwapResult:
+    """swap_experiments for one layer: the last token's attention output, original and swapped."""
+    return swap_experiments(model, ids, i, j, positions, (layer,))[layer]
