@@ -44,8 +44,10 @@ def neuron_heatmap(
             hovertemplate="token %{y}<br>neuron %{x}<br>activation %{z:.3f}<extra></extra>",
         )
     )
-    fig.update_xaxes(type="category", tickangle=-60 if len(neurons) > 12 else 0)
-    fig.update_yaxes(type="category", autorange="reversed")
+    fig.update_xaxes(
+        type="category", tickangle=-60 if len(neurons) > 12 else 0, title="neuron (n + its index)"
+    )
+    fig.update_yaxes(type="category", autorange="reversed", title="token of your prompt")
     height = max(300, min(900, 110 + 18 * len(labels)))
     return base_layout(fig, title, height)
 

@@ -43,13 +43,17 @@ def resid_norm_heatmap(
             y=stations,
             colorscale=SEQUENTIAL,
             zmin=0,
-            colorbar=dict(title="‖x‖"),
+            colorbar=dict(title=dict(text="‖x‖", side="right")),
             hovertemplate="%{y}<br>token %{x}<br>norm %{z:.2f}<extra></extra>",
         )
     )
     fig.update_yaxes(autorange="reversed")
-    fig.update_xaxes(type="category", tickangle=-60 if len(labels) > 12 else 0)
-    return base_layout(fig, title, _grid_height(len(stations)))
+    fig.update_xaxes(
+        type="category",
+        tickangle=-60 if len(labels) > 12 else 0,
+        title="token of your prompt (position:text)",
+    )
+    return base_layout(fig, title, _grid_height(len(stations)) + 30)
 
 
 def logit_lens_grid(
@@ -93,7 +97,7 @@ def logit_lens_grid(
             colorscale=PROB_SCALE,
             zmin=0,
             zmax=1,
-            colorbar=dict(title="p(top)"),
+            colorbar=dict(title=dict(text="p(top)", side="right")),
             hovertemplate=(
                 "%{y}, token %{x}<br>top guess: %{customdata[0]} (p = %{z:.3f})"
                 "<br>actual next token: %{customdata[1]}<extra></extra>"
@@ -102,8 +106,12 @@ def logit_lens_grid(
         )
     )
     fig.update_yaxes(autorange="reversed")
-    fig.update_xaxes(type="category", tickangle=-60 if len(labels) > 12 else 0)
-    return base_layout(fig, title, _grid_height(len(stations)))
+    fig.update_xaxes(
+        type="category",
+        tickangle=-60 if len(labels) > 12 else 0,
+        title="token of your prompt (position:text)",
+    )
+    return base_layout(fig, title, _grid_height(len(stations)) + 30)
 
 
 def prediction_through_layers(
