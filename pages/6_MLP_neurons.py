@@ -48,8 +48,9 @@ M = cfg.d_mlp
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def prompt_neurons(bundle_id: str, ids: tuple[int, ...], layer: int) -> np.ndarray:
-    name = nx.post_name(layer)
-    return cache.activations(bundle_id, ids, (name,))[name]  # (T, M)
+    # Every layer's neurons come from one forward pass (cached), so changing the layer needs none.
+    names = tuple(nx.post_name(i) for i in range(cache.bundle(bundle_id).config.n_layer))
+    return cache.activations(bundle_id, ids, names)[nx.post_name(layer)]  # (T, M)
 
 
 @st.cache_data(
@@ -57,7 +58,9 @@ def prompt_neurons(bundle_id: str, ids: tuple[int, ...], layer: int) -> np.ndarr
 )
 def corpus_search(bundle_id: str) -> nx.CorpusSearch:
     bundle = cache.bundle(bundle_id)
-    return nx.corpus_search(bundle.model, bundle.tokenizer, load_corpus(CORPUS), N_WINDOWS)
+    return nx.corpus_search(
+        bundle.model, bundle.tokenizer, load_corpus(CORPUS), N_WINDOWS, keep=N_EXAMPLES
+    )
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
@@ -65,6 +68,9 @@ def example_activations(
     bundle_id: str, windows: tuple[int, ...], layer: int, neuron: int
 ) -> np.ndarray:
     found = corpus_search(bundle_id)
+    kept = found.stored_activations(layer, neuron, list(windows))  # kept by the corpus scan
+    if kept is not None:
+        return kept
     ids = found.windows.ids[list(windows)]
     return nx.neuron_activations(cache.bundle(bundle_id).model, ids, layer, neuron)
 

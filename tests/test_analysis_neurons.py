@@ -121,3 +121,19 @@ def test_corpus_search_on_a_char_model():
     best = top_examples(found.maxima, found.argmax, 1, 3, k=1)[0]
     acts = neuron_activations(model, found.windows.ids[best.window], 1, 3)[0]
     assert acts.max() == pytest.approx(best.value, abs=1e-5)
+
+
+def test_corpus_search_keeps_the_top_windows_activations():
+    from viz_model.analysis.neurons import corpus_search
+
+    tok = Tokenizer.train(TEXT, "char")
+    model = tiny_model(vocab_size=tok.vocab_size)
+    found = corpus_search(model, tok, TEXT, n_windows=10, batch_size=3, keep=4)
+    for layer, neuron in [(0, 0), (1, 5), (1, 17)]:
+        examples = top_examples(found.maxima, found.argmax, layer, neuron, 4)
+        windows = [e.window for e in examples]
+        stored = found.stored_activations(layer, neuron, windows)
+        direct = neuron_activations(model, found.windows.ids[windows], layer, neuron)
+        assert stored is not None
+        np.testing.assert_allclose(stored, direct, atol=1e-5)
+    assert found.stored_activations(0, 0, [w for w in range(10)]) is None  # only 4 kept

@@ -87,18 +87,45 @@ def neuron_maxima(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Each neuron's largest activation in each window, and where: two (n_layer, N, M) arrays
     (values float32, positions int64)."""
+    maxima, argmax, _, _ = _scan(model, ids, batch_size, keep=0)
+    return maxima, argmax
+
+
+def _scan(
+    model: GPT, ids: np.ndarray, batch_size: int, keep: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One pass over the windows: maxima and argmax (n_layer, N, M) as in `neuron_maxima`, and for
+    each neuron the `keep` windows where it peaks highest with its activation at every token:
+    top_windows (n_layer, M, keep) and top_acts (n_layer, M, keep, W), merged batch by batch."""
     n_layer = model.cfg.n_layer
     names = [post_name(i) for i in range(n_layer)]
     maxes, where = [], []
+    best_vals = best_win = best_acts = None
     device = model.W_E.device
     for b in range(0, len(ids), batch_size):
         batch = torch.as_tensor(ids[b : b + batch_size], device=device)
         _, cache = model.run_with_cache(batch, names=names)
-        # per layer (B, W, M), or (W, M) for one window; the max over W, stacked: (L, B, M)
-        peaks = [(cache[n] if cache.batched else cache[n][None]).max(dim=1) for n in names]
-        maxes.append(torch.stack([p.values for p in peaks]).float().cpu())
+        posts = [cache[n] if cache.batched else cache[n][None] for n in names]  # each (B, W, M)
+        peaks = [p.max(dim=1) for p in posts]  # the max over W: values and indices (B, M)
+        vals = torch.stack([p.values for p in peaks]).float().cpu()  # (L, B, M)
+        maxes.append(vals)
         where.append(torch.stack([p.indices for p in peaks]).cpu())
-    return torch.cat(maxes, 1).numpy(), torch.cat(where, 1).numpy()
+        if keep:
+            acts = torch.stack(posts).float().cpu()  # (L, B, W, M)
+            win = torch.arange(b, b + len(batch)).view(1, -1, 1).expand_as(vals)
+            if best_vals is not None:
+                vals = torch.cat([best_vals, vals], 1)
+                win = torch.cat([best_win, win], 1)
+                acts = torch.cat([best_acts, acts], 1)
+            # A stable sort breaks ties towards the earlier window, as `top_examples` does.
+            top = torch.sort(vals, dim=1, descending=True, stable=True).indices[:, :keep]
+            best_vals, best_win = vals.gather(1, top), win.gather(1, top)
+            best_acts = acts.gather(1, top[:, :, None, :].expand(-1, -1, acts.shape[2], -1))
+    maxima, argmax = torch.cat(maxes, 1).numpy(), torch.cat(where, 1).numpy()
+    if not keep:
+        return maxima, argmax, np.zeros((0,)), np.zeros((0,))
+    # (L, k, M) -> (L, M, k); (L, k, W, M) -> (L, M, k, W)
+    return maxima, argmax, best_win.permute(0, 2, 1).numpy(), best_acts.permute(0, 3, 1, 2).numpy()
 
 
 @dataclass
@@ -153,12 +180,31 @@ class CorpusSearch:
     windows: Windows
     maxima: np.ndarray
     argmax: np.ndarray
+    top_windows: np.ndarray | None = None  # (n_layer, M, k): each neuron's best windows
+    top_acts: np.ndarray | None = None  # (n_layer, M, k, W): its activation on them, every token
+
+    def stored_activations(self, layer: int, neuron: int, windows: list[int]) -> np.ndarray | None:
+        """The neuron's activations (len(windows), W) on these windows if the scan kept them all."""
+        if self.top_windows is None:
+            return None
+        kept = {int(w): k for k, w in enumerate(self.top_windows[layer, neuron])}
+        if not all(w in kept for w in windows):
+            return None
+        return self.top_acts[layer, neuron, [kept[w] for w in windows]]
 
 
 def corpus_search(
-    model: GPT, tokenizer: Tokenizer, text: str, n_windows: int = 200, batch_size: int = 32
+    model: GPT,
+    tokenizer: Tokenizer,
+    text: str,
+    n_windows: int = 200,
+    batch_size: int = 32,
+    keep: int = 8,
 ) -> CorpusSearch:
-    """Cut `n_windows` windows of min(n_ctx, 64) tokens from `text` and record each neuron's peaks."""
+    """Cut `n_windows` windows of min(n_ctx, 64) tokens from `text` and record each neuron's peaks,
+    keeping each neuron's activations on its `keep` best windows (so showing them needs no pass)."""
     windows = corpus_windows(text, tokenizer, n_windows, min(model.cfg.n_ctx, 64))
-    maxima, argmax = neuron_maxima(model, windows.ids, batch_size)
-    return CorpusSearch(windows, maxima, argmax)
+    maxima, argmax, top_windows, top_acts = _scan(model, windows.ids, batch_size, keep)
+    if not keep:
+        return CorpusSearch(windows, maxima, argmax)
+    return CorpusSearch(windows, maxima, argmax, top_windows, top_acts)
