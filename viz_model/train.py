@@ -673,6 +673,12 @@ def main(argv: list[str] | None = None) -> int:
         out = args.out or args.resume
         if model_overrides:
             raise SystemExit("the model shape cannot change when resuming")
+        used = float(history[-1]["elapsed"]) if history else 0.0
+        if cfg.time_limit > 0 and used >= cfg.time_limit:
+            raise SystemExit(
+                f"{args.resume} has already trained for its {cfg.time_limit / 60:g} minutes; "
+                "give a larger --minutes (or --minutes 0 for no limit) to continue"
+            )
         if start_step >= cfg.max_steps:
             raise SystemExit(
                 f"{args.resume} has already trained {start_step} steps; "

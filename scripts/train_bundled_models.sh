@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The exact commands that made the pre-trained bundles in assets/models/ (each bundle's
+# config.json also records its own command in meta.command).
+#
+# Run from the repository root:  bash scripts/train_bundled_models.sh
+# Each run uses one CPU thread, so the three can share a 2-core machine (they run in parallel
+# here). The two Shakespeare runs are limited by time (--minutes), not by steps: the learning rate
+# decays on the clock and reaches --min-lr when the time is up, so a faster machine takes more
+# steps in the same time and ends with a lower loss. Timings on a shared machine are noisy.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+python -m viz_model.train --task repeat --preset attn-only-2l --steps 4000 --minutes 30 \
+  --batch-size 32 --lr 3e-3 --min-lr 3e-4 --warmup 100 --eval-every 250 --sample-every 1000 \
+  --snapshots 10 --threads 1 --quiet --out assets/models/induction-2l &
+
+python -m viz_model.train --corpus shakespeare --tokenizer char --preset small --batch-size 16 \
+  --lr 3e-3 --min-lr 1e-4 --warmup 100 --steps 30000 --minutes 88 --eval-every 500 \
+  --eval-batches 40 --sample-every 1000 --snapshots 3 --threads 1 --quiet \
+  --out assets/models/shakespeare-char &
+
+python -m viz_model.train --corpus shakespeare --tokenizer bpe --vocab-size 512 --preset small \
+  --dropout 0.1 --batch-size 16 --lr 3e-3 --min-lr 1e-4 --warmup 100 --steps 30000 --minutes 80 \
+  --eval-every 500 --eval-batches 40 --sample-every 1000 --snapshots 3 --threads 1 --quiet \
+  --out assets/models/shakespeare-bpe &
+
+wait
