@@ -83,12 +83,19 @@ def one_layernorm() -> None:
     x, n, y = s.x[position], s.normalized[position], s.y[position]
     mu, sigma = float(s.mean[position]), float(s.sigma[position])
 
-    # ---- the formula with the real numbers ------------------------------------------------------
+    # ---- the steps as bars, then the formula with the real numbers ------------------------------
     st.subheader(f"Token {ctx.labels[position]} through {ln}")
+    st.plotly_chart(
+        figure(
+            ("steps", *KEY, ln, position),
+            lambda: charts.ln_steps(x, mu, sigma, n, s.gamma, s.beta, y),
+        )
+    )
     i = int(np.argmax(np.abs(x - mu)))  # the dimension furthest from the mean: the clearest example
     st.markdown(
-        f"The vector entering {lnx.describe(ctx.model, ln)} has mean and standard deviation below. "
-        f"As an example, take dimension **{i}**, the one furthest from the mean:"
+        f"The same steps in numbers. The vector entering {lnx.describe(ctx.model, ln)} has the "
+        f"mean and standard deviation below; as an example, take dimension **{i}**, the one "
+        "furthest from the mean (the longest bar in chart 1):"
     )
     mantissa, exponent = f"{s.eps:.0e}".split("e")
     eps_tex = rf"{mantissa} \times 10^{{{int(exponent)}}}"
@@ -110,12 +117,6 @@ def one_layernorm() -> None:
         f"After normalising, the mean is 0 and the standard deviation 1. Then γ and β move them: "
         f"the mean after is mean(γ · normalized) + mean(β) = {float((s.gamma * n).mean()):.4f} + "
         f"{float(s.beta.mean()):.4f}. With γ = 1 and β = 0 it would stay 0 and 1."
-    )
-    st.plotly_chart(
-        figure(
-            ("steps", *KEY, ln, position),
-            lambda: charts.ln_steps(x, mu, sigma, n, s.gamma, s.beta, y),
-        )
     )
 
     # ---- across the prompt ----------------------------------------------------------------------

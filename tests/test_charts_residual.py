@@ -76,3 +76,12 @@ def test_head_heatmap_is_symmetric_around_zero():
     hm = fig.data[0]
     assert (hm.zmin, hm.zmax, hm.zmid) == (-2.0, 2.0, 0)
     assert list(hm.x) == ["head 0", "head 1"] and list(hm.y) == ["layer 0", "layer 1"]
+
+
+def test_logit_lens_grid_clips_long_tokens_but_hovers_them_whole():
+    tokens = [["through", "a"] * 10]
+    fig = logit_lens_grid(np.full((1, 20), 0.5), tokens, ["embed"], [str(i) for i in range(20)])
+    hm = fig.data[0]
+    assert hm.text[0][0].endswith("…") and len(hm.text[0][0]) < len("through")
+    assert hm.text[0][1] == "a"
+    assert hm.customdata[0][0][0] == "through"

@@ -27,6 +27,14 @@ DOWN_COLOUR = "#2166ac"  # the blue end: pushes down
 TOTAL_COLOUR = "#555555"
 
 
+CELL_TEXT_WIDTH = 900  # about how many pixels the grid's cells share
+
+
+def _clip(text: str, n: int) -> str:
+    """Cut a cell's token to n characters ('…' marks the cut; the hover shows it whole)."""
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
 def _grid_height(n_rows: int) -> int:
     return max(SMALL_HEIGHT, 90 + 34 * n_rows)
 
@@ -78,8 +86,12 @@ def logit_lens_grid(
         ]
         for row in top_tokens
     ]
+    fit = max(2, CELL_TEXT_WIDTH // (7 * max(1, len(labels))))  # characters a cell has room for
     cell = [
-        [f"<b>{s}</b>" if hit else s for s, hit in zip(srow, hrow, strict=True)]
+        [
+            f"<b>{_clip(s, fit)}</b>" if hit else _clip(s, fit)
+            for s, hit in zip(srow, hrow, strict=True)
+        ]
         for srow, hrow in zip(shown, hits, strict=True)
     ]
     custom = np.array([[[s, nxt[t]] for t, s in enumerate(row)] for row in shown], dtype=object)
