@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
 import ui
@@ -43,6 +44,14 @@ def merge_frequency(vocab_size: int, step: int) -> int:
 @st.cache_data(show_spinner="Training BPEs of several sizes on 200 kB of the corpus…")
 def vocab_curve() -> list[tuple[int, int]]:
     return tk.vocab_curve(load_corpus(CORPUS)[:CURVE_CHARS], CURVE_SIZES)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def vocab_curve_figure(current: int | None) -> go.Figure:
+    """The vocabulary curve with the chosen size marked (a figure, built once per size)."""
+    curve = vocab_curve()
+    sizes, counts = [v for v, _ in curve], [n for _, n in curve]
+    return vocab_curve_chart(sizes, counts, CURVE_CHARS, current=current)
 
 
 def chips(tokenizer: Tokenizer, text: str) -> str:
@@ -152,7 +161,7 @@ st.caption(
 curve = vocab_curve()
 sizes, counts = [v for v, _ in curve], [n for _, n in curve]
 st.plotly_chart(
-    vocab_curve_chart(sizes, counts, CURVE_CHARS, current=vocab if vocab in sizes else None),
+    vocab_curve_figure(vocab if vocab in sizes else None),
     width="stretch",
     config={"displayModeBar": False},
 )
@@ -167,7 +176,8 @@ st.caption(
 st.subheader("Known pitfalls, live")
 st.markdown(
     f"The same strings on **this model's tokenizer** ({ctx.tokenizer.kind}) and on the "
-    f"**BPE of vocabulary {vocab}** above."
+    f"**BPE of vocabulary {vocab}** above. A red outline marks the unknown token `<unk>`: a "
+    "character this tokenizer has no token for."
 )
 h1, h2, h3 = st.columns([1, 2, 2])
 h2.caption(f"this model's tokenizer ({ctx.name})")

@@ -243,10 +243,12 @@ j = state.selectbox(
 )
 swapped_ids = emb.swap(ctx.ids, i, j)
 st.html(
-    "<div><b>Original:</b></div>"
-    + token_chips_html([(t, p) for t, p in zip(ctx.ids, ctx.pieces, strict=True)])
+    "<div><b>Original</b> (the two tokens to swap are outlined):</div>"
+    + token_chips_html([(t, p) for t, p in zip(ctx.ids, ctx.pieces, strict=True)], marked={i, j})
     + "<div><b>Swapped:</b></div>"
-    + token_chips_html(list(zip(swapped_ids, emb.swap(ctx.pieces, i, j), strict=True)))
+    + token_chips_html(
+        list(zip(swapped_ids, emb.swap(ctx.pieces, i, j), strict=True)), marked={i, j}
+    )
 )
 if i == j:
     st.info("Pick two different tokens to swap.")
@@ -266,6 +268,11 @@ if "off_layer1" in runs:
         f"{runs['off_layer1'].max_diff:.1e}",
         help="The same comparison one layer up: the last token's layer-1 attention output.",
     )
+st.caption(
+    "Each number is the largest difference between the last token's layer-0 attention output "
+    "(a vector of d_model numbers) for the original and for the swapped prompt. "
+    "4.8e-07 means 4.8 × 10⁻⁷ = 0.00000048."
+)
 st.markdown(
     f"With positions zeroed the two outputs agree to about {off.max_diff:.0e}: float rounding, "
     "since the computer adds the same numbers in a different order. "

@@ -36,3 +36,11 @@ def test_vocab_curve_marks_the_chosen_size():
     assert list(fig.data[0].customdata) == [1.0, 1000 / 700, 1000 / 600]
     assert list(fig.data[1].x) == [512] and list(fig.data[1].y) == [700]
     assert len(vocab_curve_chart([256], [10], 10, current=300).data) == 1
+
+
+def test_marked_chips_get_a_thick_outline():
+    from viz_model.charts.tokens import token_chips_html
+
+    html_ = token_chips_html([(1, "a"), (2, "b"), (3, "c")], marked={0, 2})
+    spans = html_.split("<span")[1:]
+    assert ["3px solid" in s for s in spans] == [True, False, True]

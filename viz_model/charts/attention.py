@@ -285,7 +285,7 @@ def attention_lines(
                 name="queries" if x == 0 else "keys",
             )
         )
-    base_layout(fig, title, height=max(SMALL_HEIGHT, 18 * T + 90))
+    base_layout(fig, title, height=max(SMALL_HEIGHT, 15 * T + 90))
     fig.update_xaxes(
         range=[-0.55, 1.55],
         showticklabels=True,

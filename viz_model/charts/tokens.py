@@ -7,7 +7,7 @@ The chips are HTML, drawn by the page with `st.html`; every piece of text in the
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import plotly.graph_objects as go
 
@@ -21,6 +21,7 @@ _CHIP = (
     "white-space:pre;color:#111;background:{bg};{extra}"
 )
 _UNK = "outline:2px solid " + ACCENT + ";"
+_MARKED = "outline:3px solid #111;font-weight:700;"
 
 
 def chip_title(token_id: int | None, text: str) -> str:
@@ -30,12 +31,16 @@ def chip_title(token_id: int | None, text: str) -> str:
 
 
 def token_chips_html(
-    tokens: Sequence[tuple[int | None, str]], unk_id: int | None = None, empty: str = "(no tokens)"
+    tokens: Sequence[tuple[int | None, str]],
+    unk_id: int | None = None,
+    empty: str = "(no tokens)",
+    marked: Collection[int] = (),
 ) -> str:
     """One coloured chip per (id, text) token, id and text on hover (the title attribute).
 
     Whitespace is made visible (space ␣, newline ↵, tab ⇥) and a newline also breaks the line;
-    the tokenizer's unknown token gets a red outline. All text is HTML-escaped.
+    the tokenizer's unknown token gets a red outline, and the positions in `marked` a thick black
+    one (e.g. the two swapped tokens). All text is HTML-escaped.
     """
     if not tokens:
         return f'<div style="color:#666;font-style:italic">{html.escape(empty)}</div>'
@@ -43,7 +48,8 @@ def token_chips_html(
     for n, (token_id, text) in enumerate(tokens):
         style = _CHIP.format(
             bg=CHIP_COLOURS[n % len(CHIP_COLOURS)],
-            extra=_UNK if unk_id is not None and token_id == unk_id else "",
+            extra=(_UNK if unk_id is not None and token_id == unk_id else "")
+            + (_MARKED if n in marked else ""),
         )
         title = html.escape(chip_title(token_id, text), quote=True)
         body = html.escape(show_whitespace(text))
