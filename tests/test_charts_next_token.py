@@ -10,10 +10,12 @@ from viz_model.charts.common import CUT_COLOUR
 from viz_model.charts.next_token import (
     AFTER_CUT_COLOUR,
     BEFORE_CUT_COLOUR,
+    MAX_TICK_LABELS,
     distinct_labels,
     distribution_bars,
     history_chips,
     layer_attention_heatmap,
+    plotly_text,
     surprisal_chips,
 )
 
@@ -90,3 +92,33 @@ def test_cut_labels_are_greyed_and_escaped_and_log_scale_reaches_the_smallest():
     ticks = list(fig.layout.xaxis.ticktext)
     assert ticks[0] == "&lt;" and "color" in ticks[1] and "color" not in ticks[0]
     assert fig.layout.yaxis.type == "log" and fig.layout.yaxis.range[0] <= -6
+
+
+def test_tick_labels_keep_quotes_and_escape_only_what_plotly_reads_as_html():
+    # plotly turns &lt; &gt; &amp; back into characters, but shows &quot; literally
+    labels = ['"', "'", "<", "&", "a"]
+    fig = distribution_bars(
+        labels,
+        [0.5, 0.2, 0.1, 0.1, 0.1],
+        [0.5, 0.2, 0.1, 0.1, 0.1],
+        [0.5, 0.2, 0.1, 0.1, 0.1],
+        [True] * 5,
+    )
+    ticks = list(fig.layout.xaxis.ticktext)
+    assert ticks[:4] == ['"', "'", "&lt;", "&amp;"]
+    assert not any("&quot;" in t or "&#x27;" in t for t in ticks)
+    cut = distribution_bars(['"'], [1.0], [1.0], [0.0], [False]).layout.xaxis.ticktext[0]
+    assert "&quot;" not in cut and '>"</span>' in cut
+    assert plotly_text('"<b>"') == '"&lt;b&gt;"'
+
+
+def test_attention_heatmap_labels_every_key_when_there_is_room():
+    for n in (6, 64, MAX_TICK_LABELS):
+        cols = [f'{i}:"' if i % 2 else f"{i}:<" for i in range(n)]
+        xaxis = layer_attention_heatmap(np.ones((2, n)), ["L0", "L1"], cols).layout.xaxis
+        assert xaxis.tickmode == "array" and list(xaxis.tickvals) == cols
+        assert xaxis.ticktext[1] == '1:"' and xaxis.ticktext[0] == "0:&lt;"
+    cols = [f"{i}:t" for i in range(2 * MAX_TICK_LABELS + 10)]
+    xaxis = layer_attention_heatmap(np.ones((1, len(cols))), ["L0"], cols).layout.xaxis
+    assert len(xaxis.tickvals) <= MAX_TICK_LABELS and xaxis.tickvals[0] == cols[0]
+    assert "every 3 tokens" in xaxis.title.text

@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 import plotly.graph_objects as go
@@ -29,6 +30,19 @@ SURPRISAL_SCALE = "Reds"  # low surprisal pale, high surprisal dark red
 CHOSEN_SCALE = "RdYlGn"  # probability a generated token had when chosen: red unlikely, green likely
 NO_VALUE_COLOUR = "#f0f0f0"
 CUT_LABEL_COLOUR = "#a0a0a0"  # tokens with no value (the first token has no surprisal)
+MAX_TICK_LABELS = 100  # a heatmap wider than this labels every n-th token (they would overlap)
+
+
+def plotly_text(label: str) -> str:
+    """Token text for plotly's tick labels, which read a little HTML: escape <, > and & only.
+
+    Plotly turns &lt; &gt; &amp; back into characters but shows &quot; and &#x27; as written,
+    so quotes stay as they are (unlike html.escape for st.html).
+
+    >>> plotly_text('say "<b>" & go')
+    'say "&lt;b&gt;" &amp; go'
+    """
+    return html.escape(label, quote=False)
 
 
 def distinct_labels(labels: Sequence[str]) -> list[str]:
@@ -104,9 +118,9 @@ def distribution_bars(
         yaxis = dict(title="probability", range=[0, min(1.0, top * 1.12) or 1.0])
     # cut tokens' labels are greyed too, so a cut is visible even where the bar is tiny
     ticktext = [
-        html.escape(label)
+        plotly_text(label)
         if k
-        else f"<span style='color:{CUT_LABEL_COLOUR}'>{html.escape(label)}</span>"
+        else f"<span style='color:{CUT_LABEL_COLOUR}'>{plotly_text(label)}</span>"
         for label, k in zip(x, kept, strict=True)
     ]
     short = max(len(label) for label in x) <= 3
@@ -132,12 +146,18 @@ def distribution_bars(
 def layer_attention_heatmap(
     weights: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[str], title: str = ""
 ) -> go.Figure:
-    """Heatmap rows (layers, or layer.head) x key positions of the newest token's attention."""
+    """Heatmap rows (layers, or layer.head) x key positions of the newest token's attention.
+
+    Every key is labelled up to MAX_TICK_LABELS keys (vertical labels when there are many); past
+    that, every n-th, because a 1400-pixel page has no room for more readable labels."""
     weights = np.asarray(weights, dtype=float)
+    cols = list(col_labels)
+    every = max(1, math.ceil(len(cols) / MAX_TICK_LABELS))
+    shown = cols[::every]
     fig = go.Figure(
         go.Heatmap(
             z=weights.tolist(),
-            x=list(col_labels),
+            x=cols,
             y=list(row_labels),
             colorscale=SEQUENTIAL,
             zmin=0,
@@ -147,7 +167,16 @@ def layer_attention_heatmap(
         )
     )
     fig.update_layout(
-        xaxis=dict(title="earlier token (key)", type="category", tickangle=-45),
+        xaxis=dict(
+            title="earlier token (key)"
+            + (f" (one label every {every} tokens)" if every > 1 else ""),
+            type="category",
+            tickmode="array",
+            tickvals=shown,
+            ticktext=[plotly_text(c) for c in shown],
+            tickangle=-90 if len(cols) > 40 else -45,
+            tickfont=dict(size=11 if len(cols) > 40 else 12),
+        ),
         yaxis=dict(title="", type="category", autorange="reversed"),
     )
     height = max(SMALL_HEIGHT, 60 + 28 * len(row_labels))
@@ -159,7 +188,13 @@ def layer_attention_heatmap(
 
 def _colour(scale: str, t: float) -> tuple[str, str]:
     """Background colour at t in [0, 1] on a plotly scale, and a readable text colour on it."""
-    rgb = sample_colorscale(scale, [min(1.0, max(0.0, t))], colortype="tuple")[0]
+    # rounded to 1/200 and remembered: plotly's sampler is slow and a history has 100s of chips
+    return _colour_at(scale, round(min(1.0, max(0.0, float(t))) * 200))
+
+
+@lru_cache(maxsize=1024)
+def _colour_at(scale: str, step: int) -> tuple[str, str]:
+    rgb = sample_colorscale(scale, [step / 200], colortype="tuple")[0]
     r, g, b = (float(c) if c <= 1 else float(c) / 255 for c in rgb)
     luminance = 0.299 * r + 0.587 * g + 0.114 * b
     bg = "#" + "".join(f"{round(c * 255):02x}" for c in (r, g, b))
