@@ -270,7 +270,8 @@ if "off_layer1" in runs:
     )
 st.caption(
     "Each number is the largest difference between the last token's layer-0 attention output "
-    "(a vector of d_model numbers) for the original and for the swapped prompt. "
+    "(a vector of d_model numbers; the third one: layer 1's) for the original and for the "
+    "swapped prompt. "
     "4.8e-07 means 4.8 × 10⁻⁷ = 0.00000048."
 )
 st.markdown(
