@@ -26,6 +26,7 @@ import json
 import math
 import random
 import string
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -276,6 +277,7 @@ def main() -> None:
     if "throughput" not in args.skip:
         steps = 100 if args.quick else 500
         results["loop_throughput"] = loop_throughput(tok, data, steps, chunk=25)
+        print(json.dumps(results["loop_throughput"]), file=sys.stderr, flush=True)
     if "time" not in args.skip:
         ref_steps = 300 if args.quick else REFERENCE_TRAIN.max_steps
         ref = reference_run(tok, data, ref_steps, eval_every=50 if args.quick else 100)
@@ -293,6 +295,7 @@ def main() -> None:
             "target_ratio": 0.6,
             "curves": "(step, training seconds, validation loss)",
         }
+        print(json.dumps(results["time_to_good_model"]), file=sys.stderr, flush=True)
     if "bundled" not in args.skip:
         results["bundled"] = bundled_figures(data)
     emit("training", results)

@@ -263,3 +263,19 @@ def test_a_time_limit_ends_the_run_and_decays_the_lr_on_time(corpus, tmp_path):
     assert lrs[-1] < 0.95 * cfg.lr and lr_at(records[-1].step, cfg) > 0.999 * cfg.lr
     assert all(a >= b for a, b in zip(lrs, lrs[1:], strict=False))
     assert load_bundle(tmp_path).snapshot_steps()[-1] == records[-1].step  # last weights kept
+
+
+def test_nan_validation_loss_stops_too(corpus, tmp_path):
+    tok, data = corpus
+    model = small_model(tok.vocab_size)
+
+    def poison_eval(x, name):  # NaN logits whenever the model is evaluated, never in training
+        return None if model.training else torch.full_like(x, float("nan"))
+
+    cfg = quick_cfg(eval_every=10, sample_tokens=0)
+    with model.intervene(custom("unembed.hook_out", poison_eval)):
+        records = list(train(model, data, cfg, tmp_path, tok))
+    assert records[-1].stopped == (
+        "validation loss became NaN at step 10; kept the weights of step 10 (last snapshot: step 3)"
+    )
+    assert load_bundle(tmp_path).meta["step"] == 10

@@ -164,7 +164,7 @@ def train(
     """Train `model` from step start_step + 1 to cfg.max_steps, yielding one StepRecord per step.
 
     `out` is the bundle folder (None: keep nothing on disk). `resume_history` and `start_step`
-    continue an earlier run (see `resume`). `meta` goes into config.json; the loop adds step,
+    continue an earlier run (see `resume_state`). `meta` goes into config.json; the loop adds step,
     val_loss, wall_time, tokens_seen and, when it ended early, stopped.
     """
     if cfg.threads > 0:
@@ -236,6 +236,7 @@ def train(
             yield _stop_on_nan(
                 problem,
                 step,
+                step - 1,  # this step's update was not taken
                 model,
                 good_state,
                 good_step,
@@ -269,6 +270,7 @@ def train(
                 yield _stop_on_nan(
                     problem,
                     step,
+                    step,  # this step's update was taken
                     model,
                     good_state,
                     good_step,
@@ -306,6 +308,7 @@ def train(
 def _stop_on_nan(
     problem: str,
     step: int,
+    kept_if_finite: int,
     model: GPT,
     good_state: dict[str, torch.Tensor],
     good_step: int,
@@ -319,7 +322,7 @@ def _stop_on_nan(
 ) -> StepRecord:
     """Put back the last good weights, save them, and say what happened in one record."""
     if _finite_params(model):
-        kept = step - 1  # the update of this step was never taken
+        kept = kept_if_finite
     else:
         model.load_state_dict(good_state)
         kept = good_step
