@@ -1,6 +1,7 @@
 """Generation stepper: write text one token at a time from the prompt, see each step's distribution,
 override the sampler, undo, replay with a seed, and compare generation with and without the KV cache."""
 
+import plotly.graph_objects as go
 import streamlit as st
 
 import ui
@@ -11,7 +12,7 @@ from viz_model.charts import next_token as charts
 from viz_model.charts.common import show_whitespace
 from viz_model.sampling import SamplingSettings
 
-ctx = ui.frame("Generation", "✍️")
+ctx = ui.frame("Generation", ":material/edit_note:")
 cfg, tok = ctx.config, ctx.tokenizer
 V = tok.vocab_size
 STATE = "gen_stepper"  # session-state key: {"key", "seed", "steps", "proposal", "kv"}
@@ -91,30 +92,61 @@ if stepper["seed"] != seed:
     # same choices, new seed: the forced tokens stay, the sampled ones are drawn again
     stepper["steps"] = gen.replay(ctx.model, ctx.ids, gen.actions_of(stepper["steps"]), seed)
     stepper["seed"] = seed
-steps: list[gen.Step] = stepper["steps"]
-seq = ctx.ids + [s.token for s in steps]
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
 def step_view(bundle_id: str, seq: tuple[int, ...]):
-    """The logits after seq, the newest token's attention per layer, and how many were cropped."""
+    """The logits after seq, the newest token's attention per layer, and how many were cropped:
+    one forward pass per text, shared by the proposal, the step itself and the figures."""
     return gen.newest_token_view(cache.bundle(bundle_id).model, list(seq))
 
 
-last_logits, attention, n_cropped = step_view(ctx.bundle_id, tuple(seq))
-dist = nt.distribution(last_logits, settings)
-proposal = gen.choose(dist, seed, len(steps), settings)
-stepper["proposal"] = proposal.token
+# Figures are cached as objects (st.cache_resource: never mutated, only drawn), keyed by what they
+# show: building a plotly figure costs more than drawing it, and a rerun that does not take a step
+# (the per-head toggle, the KV comparison, a number input) should not rebuild them.
+@st.cache_resource(show_spinner=False, max_entries=64)
+def bars_figure(
+    bundle_id: str, seq: tuple[int, ...], n_step: int, temperature: float, top_k: int, top_p: float
+) -> go.Figure:
+    """The 20 most likely next tokens after seq, reshaped by the settings (step n_step)."""
+    dist = nt.distribution(
+        step_view(bundle_id, seq)[0], SamplingSettings(temperature, top_k, top_p)
+    )
+    tokenizer = cache.bundle(bundle_id).tokenizer
+    bars = nt.top_tokens(dist, 20, tokenizer.id_to_token)
+    return charts.distribution_bars(
+        bars.labels,
+        bars.base_probs,
+        bars.scaled_probs,
+        bars.probs,
+        bars.kept,
+        title=f"Step {n_step}: the 20 most likely next tokens (of {tokenizer.vocab_size})",
+    )
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def attention_figure(bundle_id: str, seq: tuple[int, ...], per_head: bool) -> go.Figure:
+    """The newest token's attention over the window, per layer (mean of heads) or per head."""
+    _, attention, n_cropped = step_view(bundle_id, seq)
+    rows, row_labels = gen.attention_rows(attention, per_head)
+    pieces = [cache.bundle(bundle_id).tokenizer.id_to_token(t) for t in seq[n_cropped:]]
+    col_labels = [f"{n_cropped + i}:{show_whitespace(p)}" for i, p in enumerate(pieces)]
+    return charts.layer_attention_heatmap(
+        rows, row_labels, col_labels, title="Attention of the newest token over the text"
+    )
 
 
 def do_steps(n: int = 1, forced: int | None = None) -> None:
-    """Button callback: take n steps (the first one forced, when given) from the current text."""
+    """Button callback: take n steps (the first one forced, when given) from the current text.
+    Each step reads the (cached) forward pass the page draws, so the token taken is the one the
+    page proposed, and the rerun after it finds the newest text's view already computed."""
     s = st.session_state[STATE]
     for _ in range(n):
         if len(s["steps"]) >= MAX_STEPS:
             break
-        text = ctx.ids + [x.token for x in s["steps"]]
-        s["steps"].append(gen.take_step(ctx.model, text, len(s["steps"]), seed, settings, forced))
+        text = tuple(ctx.ids + [x.token for x in s["steps"]])
+        step_dist = nt.distribution(step_view(ctx.bundle_id, text)[0], settings)
+        s["steps"].append(gen.choose(step_dist, seed, len(s["steps"]), settings, forced))
         forced = None
 
 
@@ -128,172 +160,203 @@ def reset() -> None:
 
 
 # ---- the text so far --------------------------------------------------------------------------
-st.subheader(f"The text so far: prompt + {len(steps)} generated token{'s' * (len(steps) != 1)}")
-st.html(
-    charts.history_chips(
-        ctx.pieces,
-        [tok.id_to_token(s.token) for s in steps],
-        [s.prob for s in steps],
-        [s.forced for s in steps],
+def draw_history(steps: list[gen.Step], seq: list[int], n_cropped: int) -> None:
+    st.subheader(f"The text so far: prompt + {len(steps)} generated token{'s' * (len(steps) != 1)}")
+    st.html(
+        charts.history_chips(
+            ctx.pieces,
+            [tok.id_to_token(s.token) for s in steps],
+            [s.prob for s in steps],
+            [s.forced for s in steps],
+        )
     )
-)
-if steps:
-    last = steps[-1]
-    how = (
-        f"you forced **“{md_escape(tok.id_to_token(last.token))}”** (the sampler had picked "
-        f"“{md_escape(tok.id_to_token(last.sampled))}”)"
-        if last.forced
-        else ("greedy took" if last.settings.temperature == 0 else "the sampler drew")
-        + f" **“{md_escape(tok.id_to_token(last.token))}”**"
-    )
-    st.markdown(f"Step {len(steps)}: {how}, with probability **{last.prob:.3f}**.")
-if n_cropped:
-    st.info(
-        f"The text is {len(seq)} tokens long, more than this model's context of {cfg.n_ctx}: from "
-        f"here on it sees only the last {cfg.n_ctx} tokens (the first {n_cropped} are cropped from "
-        "its view, on the left).",
-        icon="✂️",
-    )
+    if steps:
+        last = steps[-1]
+        how = (
+            f"you forced **“{md_escape(tok.id_to_token(last.token))}”** (the sampler had picked "
+            f"“{md_escape(tok.id_to_token(last.sampled))}”)"
+            if last.forced
+            else ("greedy took" if last.settings.temperature == 0 else "the sampler drew")
+            + f" **“{md_escape(tok.id_to_token(last.token))}”**"
+        )
+        st.markdown(f"Step {len(steps)}: {how}, with probability **{last.prob:.3f}**.")
+    if n_cropped:
+        st.info(
+            f"The text is {len(seq)} tokens long, more than this model's context of {cfg.n_ctx}: "
+            f"from here on it sees only the last {cfg.n_ctx} tokens (the first {n_cropped} are "
+            "cropped from its view, on the left).",
+            icon=":material/content_cut:",
+        )
+
 
 # ---- this step --------------------------------------------------------------------------------
-st.subheader(f"Step {len(steps) + 1}: what comes next?")
-b1, b2, b3, b4, b5 = st.columns([3, 1.3, 1.7, 1, 1], vertical_alignment="bottom")
-pick_label = md_escape(tok.id_to_token(proposal.token))
-b1.button(
-    f"▶ Next token: “{pick_label}” (p = {dist.probs[proposal.token]:.3f})",
-    key="take",
-    type="primary",
-    on_click=do_steps,
-    disabled=len(steps) >= MAX_STEPS,
-    help="Append the token the sampler drew with this seed at this step.",
-)
-n_run = b2.number_input("Steps", 1, 200, 20, key="n_run")
-b3.button(f"⏩ Run {n_run} steps", key="run", on_click=do_steps, args=(n_run,))
-b4.button("↩ Undo", key="undo", on_click=undo, disabled=not steps)
-b5.button("⟲ Reset", key="reset", on_click=reset, disabled=not steps)
-
-top = nt.top_tokens(dist, N_CANDIDATES, tok.id_to_token)
-st.caption("Or force another token: click a candidate (its probability after the settings).")
-cols = st.columns(N_CANDIDATES // 2)
-for rank, (tid, label, p, kept) in enumerate(
-    zip(top.ids, top.labels, top.probs, top.kept, strict=True)
-):
-    cols[rank % len(cols)].button(
-        f"“{md_escape(label)}” {p:.3f}" if kept else f"“{md_escape(label)}” cut",
-        key=f"candidate_{int(tid)}",
+def draw_step(steps: list[gen.Step], seq: list[int], dist, proposal: gen.Step) -> None:
+    st.subheader(f"Step {len(steps) + 1}: what comes next?")
+    b1, b2, b3, b4, b5 = st.columns([3, 1.2, 1.8, 1, 1], vertical_alignment="bottom")
+    pick_label = md_escape(tok.id_to_token(proposal.token))
+    b1.button(
+        f"Next token: “{pick_label}” (p = {dist.probs[proposal.token]:.3f})",
+        key="take",
+        type="primary",
+        icon=":material/play_arrow:",
         on_click=do_steps,
-        args=(1, int(tid)),
-        width="stretch",
-        type="tertiary" if not kept else "secondary",
+        disabled=len(steps) >= MAX_STEPS,
+        help="Append the token the sampler drew with this seed at this step.",
     )
-with st.popover("Force any token…"):
-    order = list(nt.top_tokens(dist, min(V, 1000), tok.id_to_token).ids)
-    chosen = st.selectbox(
-        "Token (most likely first)",
-        order,
-        format_func=lambda i: (
-            f"{show_whitespace(tok.id_to_token(int(i)))}  (p = {dist.probs[int(i)]:.4f})"
-        ),
-        key="force_any",
+    n_run = b2.number_input("Steps", 1, 200, 20, key="n_run")
+    b3.button(
+        f"Run {n_run} steps",
+        key="run",
+        icon=":material/fast_forward:",
+        on_click=do_steps,
+        args=(n_run,),
+        disabled=len(steps) >= MAX_STEPS,
     )
-    st.button("Force it", key="force_any_go", on_click=do_steps, args=(1, int(chosen)))
+    b4.button("Undo", key="undo", icon=":material/undo:", on_click=undo, disabled=not steps)
+    b5.button(
+        "Reset", key="reset", icon=":material/restart_alt:", on_click=reset, disabled=not steps
+    )
 
-bars = nt.top_tokens(dist, 20, tok.id_to_token)
-st.plotly_chart(
-    charts.distribution_bars(
-        bars.labels,
-        bars.base_probs,
-        bars.scaled_probs,
-        bars.probs,
-        bars.kept,
-        title=f"Step {len(steps) + 1}: the 20 most likely next tokens (of {V})",
-    ),
-    key="step_bars",
-)
-st.caption(
-    f"Entropy of this step: {dist.entropy:.3f} nats ({nt.entropy_bits(dist.entropy):.3f} bits); "
-    f"{int(dist.kept.sum())} of {V} tokens can be picked. Light blue: after temperature; grey: cut; "
-    "dark blue: renormalised; red ticks: the model's own probabilities."
-)
+    top = nt.top_tokens(dist, N_CANDIDATES, tok.id_to_token)
+    st.caption("Or force another token: click a candidate (its probability after the settings).")
+    cols = st.columns(N_CANDIDATES // 2)
+    for rank, (tid, label, p, kept) in enumerate(
+        zip(top.ids, top.labels, top.probs, top.kept, strict=True)
+    ):
+        cols[rank % len(cols)].button(
+            f"“{md_escape(label)}” {p:.3f}" if kept else f"“{md_escape(label)}” cut",
+            key=f"candidate_{int(tid)}",
+            on_click=do_steps,
+            args=(1, int(tid)),
+            width="stretch",
+            type="tertiary" if not kept else "secondary",
+        )
+    with st.popover("Force any token…", icon=":material/touch_app:"):
+        order = list(nt.top_tokens(dist, min(V, 1000), tok.id_to_token).ids)
+        chosen = st.selectbox(
+            "Token (most likely first; type to search)",
+            order,
+            format_func=lambda i: (
+                f"{show_whitespace(tok.id_to_token(int(i)))}  (p = {dist.probs[int(i)]:.4f})"
+            ),
+            key="force_any",
+        )
+        st.button("Force it", key="force_any_go", on_click=do_steps, args=(1, int(chosen)))
+
+    st.plotly_chart(
+        bars_figure(ctx.bundle_id, tuple(seq), len(steps) + 1, temperature, top_k, top_p),
+        key="step_bars",
+    )
+    st.caption(
+        f"Entropy of this step: {dist.entropy:.3f} nats ({nt.entropy_bits(dist.entropy):.3f} "
+        f"bits); {int(dist.kept.sum())} of {V} tokens can be picked. Light blue: after "
+        "temperature; grey: cut; dark blue: renormalised; red ticks: the model's own probabilities."
+    )
+
 
 # ---- the newest token's attention -------------------------------------------------------------
-st.subheader("Where the newest token looks, layer by layer")
-st.markdown(
-    f"The newest token, “{md_escape(tok.id_to_token(seq[-1]))}”, is the one whose vector the "
-    "model turns into this step's prediction. Each row shows how its attention is spread over the "
-    "tokens before it (and itself) in one layer: averaged over the heads, or one row per head."
-)
-per_head = state.toggle("One row per head", "per_head", False)
-rows, row_labels = gen.attention_rows(attention, per_head)
-window_pieces = [tok.id_to_token(t) for t in seq[n_cropped:]]
-col_labels = [f"{n_cropped + i}:{show_whitespace(p)}" for i, p in enumerate(window_pieces)]
-st.plotly_chart(
-    charts.layer_attention_heatmap(
-        rows, row_labels, col_labels, title="Attention of the newest token over the text"
-    ),
-    key="newest_attention",
-)
+def draw_attention(seq: list[int]) -> None:
+    st.subheader("Where the newest token looks, layer by layer")
+    st.markdown(
+        f"The newest token, “{md_escape(tok.id_to_token(seq[-1]))}”, is the one whose vector the "
+        "model turns into this step's prediction. Each row shows how its attention is spread over "
+        "the tokens before it (and itself) in one layer: averaged over the heads, or one row per "
+        "head."
+    )
+    per_head = state.toggle("One row per head", "per_head", False)
+    st.plotly_chart(attention_figure(ctx.bundle_id, tuple(seq), per_head), key="newest_attention")
+
 
 # ---- with and without the KV cache ------------------------------------------------------------
-st.subheader("Generation with and without the KV cache")
-st.markdown(
-    "Without a cache, every step runs the model again over the whole text. But the keys and "
-    "values of earlier tokens never change (a token only looks back), so a **KV cache** stores "
-    "them and each step feeds only the newest token. Same seed, same settings: the tokens must "
-    "be identical, only the time differs. (When the text outgrows the context, the cache is "
-    "rebuilt from the last tokens, so both ways see the same window.)"
-)
-room = cfg.n_ctx - len(seq)
-st.caption(
-    f"The context holds {cfg.n_ctx} tokens and the text has {len(seq)}, so "
-    + (f"{room} more fit. " if room > 0 else "it is full. ")
-    + "Past the context the cache cannot be reused: when the oldest token drops out every "
-    "position shifts by one, so both ways re-run the whole window and take about the same time. "
-    "On a model this small much of each step is Python overhead, so the saving is modest; it "
-    "grows with the context and the model."
-)
-k1, k2 = st.columns([1, 3], vertical_alignment="bottom")
-n_kv = k1.number_input(
-    "Tokens to generate", 1, 500, min(room, 200) if room >= 10 else 50, key="n_kv"
-)
-if k2.button(f"Generate {n_kv} tokens both ways", key="kv_go"):
-    with st.spinner("Generating twice…"):
-        result = gen.compare_kv_cache(ctx.model, seq, int(n_kv), settings, seed)
-    stepper["kv"] = (result, len(seq))
-if stepper.get("kv"):
-    result, start = stepper["kv"]
-    m1, m2, m3 = st.columns(3)
-    m1.metric("With the KV cache", f"{result.seconds_with * 1000:.0f} ms")
-    m2.metric("Without it", f"{result.seconds_without * 1000:.0f} ms")
-    m3.metric("Speed-up", f"{result.seconds_without / max(result.seconds_with, 1e-9):.1f}×")
-    if result.match:
-        st.success(f"The {len(result.with_cache)} tokens match, one for one.", icon="✅")
-    else:
-        st.error(f"The tokens differ from token {result.first_difference + 1} on.", icon="❌")
-    st.caption(f"Generated after the first {start} tokens of the text above:")
-    st.code(tok.decode(result.with_cache), language=None, wrap_lines=True)
+def draw_kv_comparison(seq: list[int], stepper: dict) -> None:
+    st.subheader("Generation with and without the KV cache")
+    st.markdown(
+        "Without a cache, every step runs the model again over the whole text. But the keys and "
+        "values of earlier tokens never change (a token only looks back), so a **KV cache** "
+        "stores them and each step feeds only the newest token. Same seed, same settings: the "
+        "tokens must be identical, only the time differs. (When the text outgrows the context, "
+        "the cache is rebuilt from the last tokens, so both ways see the same window.)"
+    )
+    room = cfg.n_ctx - len(seq)
+    st.caption(
+        f"The context holds {cfg.n_ctx} tokens and the text has {len(seq)}, so "
+        + (f"{room} more fit. " if room > 0 else "it is full. ")
+        + "Past the context the cache cannot be reused: when the oldest token drops out every "
+        "position shifts by one, so both ways re-run the whole window and take about the same "
+        "time. On a model this small much of each step is Python overhead, so the saving is "
+        "modest; it grows with the context and the model."
+    )
+    k1, k2 = st.columns([1, 3], vertical_alignment="bottom")
+    n_kv = k1.number_input(
+        "Tokens to generate", 1, 500, min(room, 200) if room >= 10 else 50, key="n_kv"
+    )
+    if k2.button(f"Generate {n_kv} tokens both ways", key="kv_go"):
+        with st.spinner("Generating twice…"):
+            result = gen.compare_kv_cache(ctx.model, seq, int(n_kv), settings, seed)
+        stepper["kv"] = (result, len(seq))
+    if stepper.get("kv"):
+        result, start = stepper["kv"]
+        m1, m2, m3 = st.columns(3)
+        m1.metric("With the KV cache", f"{result.seconds_with * 1000:.0f} ms")
+        m2.metric("Without it", f"{result.seconds_without * 1000:.0f} ms")
+        m3.metric("Speed-up", f"{result.seconds_without / max(result.seconds_with, 1e-9):.1f}×")
+        if result.match:
+            st.success(
+                f"The {len(result.with_cache)} tokens match, one for one.",
+                icon=":material/check_circle:",
+            )
+        else:
+            st.error(
+                f"The tokens differ from token {result.first_difference + 1} on.",
+                icon=":material/error:",
+            )
+        st.caption(f"Generated after the first {start} tokens of the text above:")
+        st.code(tok.decode(result.with_cache), language=None, wrap_lines=True)
+
 
 # ---- the numbers behind it ----------------------------------------------------------------------
-with st.expander("The numbers behind it"):
-    st.markdown("Every step so far:")
-    st.dataframe(
-        [
-            {
-                "step": i + 1,
-                "token": show_whitespace(tok.id_to_token(s.token)),
-                "p when chosen": s.prob,
-                "how": "forced" if s.forced else "sampled",
-                "sampler's pick": show_whitespace(tok.id_to_token(s.sampled)),
-                "T": s.settings.temperature,
-                "top-k": s.settings.top_k,
-                "top-p": s.settings.top_p,
-            }
-            for i, s in enumerate(steps)
-        ],
-        hide_index=True,
-        key="history_table",
-    )
-    st.markdown("The whole text as plain text:")
-    st.code(tok.decode(seq), language=None, wrap_lines=True)
-    st.markdown(f"The candidates at step {len(steps) + 1}:")
-    st.dataframe(top.rows(), hide_index=True)
+def draw_numbers(steps: list[gen.Step], seq: list[int], dist) -> None:
+    with st.expander("The numbers behind it"):
+        st.markdown("Every step so far:")
+        st.dataframe(
+            [
+                {
+                    "step": i + 1,
+                    "token": show_whitespace(tok.id_to_token(s.token)),
+                    "p when chosen": s.prob,
+                    "how": "forced" if s.forced else "sampled",
+                    "sampler's pick": show_whitespace(tok.id_to_token(s.sampled)),
+                    "T": s.settings.temperature,
+                    "top-k": s.settings.top_k,
+                    "top-p": s.settings.top_p,
+                }
+                for i, s in enumerate(steps)
+            ],
+            hide_index=True,
+            key="history_table",
+        )
+        st.markdown("The whole text as plain text:")
+        st.code(tok.decode(seq), language=None, wrap_lines=True)
+        st.markdown(f"The candidates at step {len(steps) + 1}:")
+        st.dataframe(nt.top_tokens(dist, N_CANDIDATES, tok.id_to_token).rows(), hide_index=True)
+
+
+@st.fragment
+def stepper_section() -> None:
+    """Everything a step changes. A step, undo, reset or forced token reruns only this fragment,
+    not the sidebar, the intro and the sliders above (which rerun the whole page when moved)."""
+    stepper = st.session_state[STATE]
+    steps: list[gen.Step] = stepper["steps"]
+    seq = ctx.ids + [s.token for s in steps]
+    last_logits, _, n_cropped = step_view(ctx.bundle_id, tuple(seq))
+    dist = nt.distribution(last_logits, settings)
+    proposal = gen.choose(dist, seed, len(steps), settings)
+    stepper["proposal"] = proposal.token
+    draw_history(steps, seq, n_cropped)
+    draw_step(steps, seq, dist, proposal)
+    draw_attention(seq)
+    draw_kv_comparison(seq, stepper)
+    draw_numbers(steps, seq, dist)
+
+
+stepper_section()
