@@ -37,6 +37,7 @@ from viz_model.charts.attention import (
 from viz_model.charts.common import token_labels
 
 RANDOM_SEED = 0
+ARITHMETIC_KEY = "attn_arithmetic"  # session-state key of the hand-arithmetic expander
 RANDOM_LENGTH_MAX = 40  # tokens in each copy of the repeated random sequence
 
 ctx = ui.frame("Attention", "👀")
@@ -204,85 +205,93 @@ def _with_minus_infinity(values: np.ndarray, keep: np.ndarray, masked: str = "�
     return [f"{x:.4f}" if k else masked for x, k in pairs]
 
 
-with st.expander(
+arithmetic = st.expander(
     f"**Work out one row by hand: query {qlabel} in {name}**, from q and k to the head's "
     "write into the residual, with this model's real numbers",
-    expanded=False,
-):
-    st.markdown(
-        f"The real numbers of this model. Keys after position {query} are hidden from this query "
-        "by the mask. Everything below is recomputed from q, k and v with plain arithmetic, then "
-        "compared with what the model recorded while it ran."
-    )
+    key=ARITHMETIC_KEY,
+    on_change="rerun",
+)
+with arithmetic:
+    if arithmetic.open:  # computed only while open (on_change="rerun")
+        st.markdown(
+            f"The real numbers of this model. Keys after position {query} are hidden from this query "
+            "by the mask. Everything below is recomputed from q, k and v with plain arithmetic, then "
+            "compared with what the model recorded while it ran."
+        )
 
-    st.markdown(f"**1. The query vector q** of {qlabel} ({E} numbers, d_head = {E})")
-    _table(_vector_table(arith.q, [qlabel], "q"))
+        st.markdown(f"**1. The query vector q** of {qlabel} ({E} numbers, d_head = {E})")
+        _table(_vector_table(arith.q, [qlabel], "q"))
 
-    seen = arith.visible
-    key_labels = labels[: query + 1]
-    st.markdown(
-        f"**2. Each key k, and its dot product with q**: q·k = Σᵢ q[i]·k[i], "
-        f"for the {query + 1} tokens up to the query."
-    )
-    keys = _vector_table(arith.k[seen], key_labels, "k")
-    keys.insert(0, "q·k", arith.dots[seen])
-    _table(keys)
+        seen = arith.visible
+        key_labels = labels[: query + 1]
+        st.markdown(
+            f"**2. Each key k, and its dot product with q**: q·k = Σᵢ q[i]·k[i], "
+            f"for the {query + 1} tokens up to the query."
+        )
+        keys = _vector_table(arith.k[seen], key_labels, "k")
+        keys.insert(0, "q·k", arith.dots[seen])
+        _table(keys)
 
-    st.markdown(
-        f"**3. Scale, mask, softmax.** Divide by √d_head = √{E} = {math.sqrt(E):.4f} so scores do "
-        "not grow with the vector length; add the mask (0 for a visible key, −∞ for a later one); "
-        "softmax: weight = exp(score) / Σ exp(score) over the row."
-    )
-    steps = pd.DataFrame(
-        {
-            "q·k": arith.dots,
-            "÷ √d_head": arith.scaled,
-            "mask": ["0" if k else "−∞" for k in seen],
-            "score + mask": _with_minus_infinity(arith.scaled, seen),
-            "softmax weight": arith.pattern,
-        },
-        index=labels,
-    )
-    _table(steps)
-    st.plotly_chart(
-        query_bars(ctx.bundle_id, ids, label_key, layer, head, query), key="attn_query_weights"
-    )
+        st.markdown(
+            f"**3. Scale, mask, softmax.** Divide by √d_head = √{E} = {math.sqrt(E):.4f} so scores do "
+            "not grow with the vector length; add the mask (0 for a visible key, −∞ for a later one); "
+            "softmax: weight = exp(score) / Σ exp(score) over the row."
+        )
+        steps = pd.DataFrame(
+            {
+                "q·k": arith.dots,
+                "÷ √d_head": arith.scaled,
+                "mask": ["0" if k else "−∞" for k in seen],
+                "score + mask": _with_minus_infinity(arith.scaled, seen),
+                "softmax weight": arith.pattern,
+            },
+            index=labels,
+        )
+        _table(steps)
+        st.plotly_chart(
+            query_bars(ctx.bundle_id, ids, label_key, layer, head, query), key="attn_query_weights"
+        )
 
-    st.markdown(
-        "**4. The weighted sum of the values**: z = Σⱼ weightⱼ · vⱼ. Each row below is one key's "
-        "value vector times its weight; the last row, their sum, is z."
-    )
-    weighted = _vector_table(
-        arith.weighted_v[seen],
-        [f"{w:.3f} × v of {lab}" for w, lab in zip(arith.pattern[seen], key_labels, strict=True)],
-        "z",
-    )
-    _table(weighted)
-    st.markdown("Adding up those rows gives **z**, this head's output for the query:")
-    _table(_vector_table(arith.z, ["z"], "z"))
+        st.markdown(
+            "**4. The weighted sum of the values**: z = Σⱼ weightⱼ · vⱼ. Each row below is one key's "
+            "value vector times its weight; the last row, their sum, is z."
+        )
+        weighted = _vector_table(
+            arith.weighted_v[seen],
+            [
+                f"{w:.3f} × v of {lab}"
+                for w, lab in zip(arith.pattern[seen], key_labels, strict=True)
+            ],
+            "z",
+        )
+        _table(weighted)
+        st.markdown("Adding up those rows gives **z**, this head's output for the query:")
+        _table(_vector_table(arith.z, ["z"], "z"))
 
-    st.markdown(
-        f"**5. The head's write into the residual stream**: result = z · W_O, where W_O is this "
-        f"head's {E} × {cfg.d_model} slice of the output matrix. These {cfg.d_model} numbers are "
-        f"added to the residual stream at {qlabel} (the output bias is added once for all heads)."
-    )
-    _table(_vector_table(arith.result, ["z · W_O"], "result"))
+        st.markdown(
+            f"**5. The head's write into the residual stream**: result = z · W_O, where W_O is this "
+            f"head's {E} × {cfg.d_model} slice of the output matrix. These {cfg.d_model} numbers are "
+            f"added to the residual stream at {qlabel} (the output bias is added once for all heads)."
+        )
+        _table(_vector_table(arith.result, ["z · W_O"], "result"))
 
-    checks = [
-        ("the scaled scores", "hook_attn_scores"),
-        ("the softmax weights", "hook_pattern"),
-        ("z", "hook_z"),
-        ("z · W_O", "hook_result"),
-    ]
-    worst = max(diffs.values())
-    lines = "\n".join(
-        f"- recomputed {what} equals `{hook}`: max difference {diffs[hook]:.1e}"
-        for what, hook in checks
-    )
-    if worst < 1e-4:
-        st.success(f"The hand arithmetic matches what the model recorded:\n{lines}")
-    else:
-        st.warning(f"The hand arithmetic differs from the recording more than expected:\n{lines}")
+        checks = [
+            ("the scaled scores", "hook_attn_scores"),
+            ("the softmax weights", "hook_pattern"),
+            ("z", "hook_z"),
+            ("z · W_O", "hook_result"),
+        ]
+        worst = max(diffs.values())
+        lines = "\n".join(
+            f"- recomputed {what} equals `{hook}`: max difference {diffs[hook]:.1e}"
+            for what, hook in checks
+        )
+        if worst < 1e-4:
+            st.success(f"The hand arithmetic matches what the model recorded:\n{lines}")
+        else:
+            st.warning(
+                f"The hand arithmetic differs from the recording more than expected:\n{lines}"
+            )
 
 # ---- every head at once -------------------------------------------------------------------------
 
