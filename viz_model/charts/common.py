@@ -34,12 +34,15 @@ def token_labels(pieces: list[str]) -> list[str]:
 
 
 def base_layout(fig: go.Figure, title: str = "", height: int = HEIGHT) -> go.Figure:
-    """Apply the house layout to a plotly figure and return it."""
+    """Apply the house layout to a plotly figure and return it.
+
+    No template is set: Streamlit's own chart theme styles every figure in the app, and assigning a
+    plotly template by name costs ~18 ms a figure (validating it), the largest part of a rerun.
+    """
     fig.update_layout(
         title=dict(text=title, x=0, xanchor="left", font=dict(size=15)),
         font=FONT,
         height=height,
         margin=MARGIN,
-        template="plotly_white",
     )
     return fig
