@@ -13,7 +13,7 @@ from viz_model.charts import next_token as charts
 from viz_model.charts.common import show_whitespace
 from viz_model.sampling import SamplingSettings
 
-ctx = ui.frame("Next token", "🎲")
+ctx = ui.frame("Next token", ":material/casino:")
 V = ctx.tokenizer.vocab_size
 
 st.markdown(

@@ -237,7 +237,7 @@ def draw_step(steps: list[gen.Step], seq: list[int], dist, proposal: gen.Step) -
             "Token (most likely first; type to search)",
             order,
             format_func=lambda i: (
-                f"{show_whitespace(tok.id_to_token(int(i)))}  (p = {dist.probs[int(i)]:.4f})"
+                f"“{show_whitespace(tok.id_to_token(int(i)))}”   p = {dist.probs[int(i)]:.4f}"
             ),
             key="force_any",
         )

@@ -122,3 +122,22 @@ def test_attention_heatmap_labels_every_key_when_there_is_room():
     xaxis = layer_attention_heatmap(np.ones((1, len(cols))), ["L0"], cols).layout.xaxis
     assert len(xaxis.tickvals) <= MAX_TICK_LABELS and xaxis.tickvals[0] == cols[0]
     assert "every 3 tokens" in xaxis.title.text
+
+
+def test_chips_keep_each_word_on_one_line():
+    out = history_chips(["b", "re", "aks", " what"], [" now", "!"], [0.5, 0.5], [False, False])
+    words = out.split('<span style="white-space:nowrap">')[1:]
+    chips_per_word = [w.count('class="chip"') for w in words]
+    assert chips_per_word == [3, 1, 2]  # "breaks", " what", " now!"
+    out = surprisal_chips(["a", "b", "\n", "c"], np.array([np.nan, 1.0, 2.0, 0.5]))
+    assert out.count("white-space:nowrap") == 3 and out.count('class="chip"') == 4  # ab | ↵ | c
+
+
+def test_bar_labels_turn_only_when_they_would_not_fit():
+    flat = distribution_bars(
+        [chr(97 + i) for i in range(20)], *[np.full(20, 0.05)] * 3, np.ones(20, bool)
+    )
+    assert flat.layout.xaxis.tickangle == 0
+    long = [f"␣word{i}" for i in range(20)]
+    turned = distribution_bars(long, *[np.full(20, 0.05)] * 3, np.ones(20, bool))
+    assert turned.layout.xaxis.tickangle == -45

@@ -164,12 +164,19 @@ def distribution_bars(
             type="category",
             tickvals=x,
             ticktext=ticktext,
-            tickangle=0 if short or len(x) <= 12 else -45,
+            tickangle=0 if _fits_flat(x, short) else -45,
             tickfont=dict(size=15 if short else 12, family="ui-monospace, Menlo, monospace"),
         ),
         legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1),
     )
     return go.Figure(data=traces, layout=layout)
+
+
+def _fits_flat(labels: Sequence[str], short: bool, width_px: float = 900) -> bool:
+    """Whether the labels fit side by side, unrotated, on a plot about width_px wide (monospace
+    ticks: ~9 px a character at the large size used for short labels, ~7.5 px otherwise)."""
+    char_px = 9.0 if short else 7.5
+    return max(len(label) for label in labels) * char_px + 6 <= width_px / len(labels)
 
 
 def layer_attention_heatmap(
@@ -241,6 +248,21 @@ def _chip(text: str, bg: str, fg: str, tip: str, extra: str = "") -> str:
     return chip + ("<br>" if "\n" in text else "")  # keep the text's line breaks
 
 
+def _words(pieces: Sequence[str], chips: Sequence[str]) -> str:
+    """The chips joined, each word's chips kept on one line (a line breaks only between words,
+    never inside "breaks"). A word ends where a piece ends in whitespace or the next starts so."""
+    out, word, prev = [], [], ""
+    for piece, chip in zip(pieces, chips, strict=True):
+        if word and (piece[:1].isspace() or prev[-1:].isspace()):
+            out.append(f'<span style="white-space:nowrap">{"".join(word)}</span>')
+            word = []
+        word.append(chip)
+        prev = piece
+    if word:
+        out.append(f'<span style="white-space:nowrap">{"".join(word)}</span>')
+    return "".join(out)
+
+
 def _legend(scale: str, low: str, high: str, note: str = "") -> str:
     stops = ", ".join(_colour(scale, t / 4)[0] for t in range(5))
     bar = (
@@ -276,7 +298,7 @@ def surprisal_chips(pieces: Sequence[str], surprisal: np.ndarray, vmax: float | 
         f"{top:.1f} nats (surprising)",
         "grey: the first token has no prediction",
     )
-    return f'<div class="chips" style="line-height:2">{"".join(chips)}</div>{legend}'
+    return f'<div class="chips" style="line-height:2">{_words(pieces, chips)}</div>{legend}'
 
 
 def history_chips(
@@ -302,4 +324,5 @@ def history_chips(
     legend = _legend(
         CHOSEN_SCALE, "p = 0", "p = 1", "grey: prompt · dashed outline and *: chosen by you"
     )
-    return f'<div class="chips" style="line-height:2">{"".join(chips)}</div>{legend}'
+    pieces = [*prompt_pieces, *new_pieces]
+    return f'<div class="chips" style="line-height:2">{_words(pieces, chips)}</div>{legend}'
