@@ -2,10 +2,7 @@
 model would predict if it stopped at each layer), and direct logit attribution (which component
 pushed the chosen token's logit up or down)."""
 
-from collections.abc import Callable
-
 import numpy as np
-import plotly.graph_objects as go
 import streamlit as st
 
 import ui
@@ -77,13 +74,6 @@ def attribution(bundle_id: str, ids: tuple[int, ...], position: int, token: int)
     return rs.attribution_from_activations(model, acts, position, token)
 
 
-@st.cache_resource(show_spinner=False, max_entries=64)
-def figure(key: tuple, _build: Callable[[], go.Figure]) -> go.Figure:
-    """A figure built once per key and shared read-only (st.plotly_chart only copies it): building
-    a plotly figure costs tens of milliseconds, drawing a built one about one."""
-    return _build()
-
-
 report = lens_numbers(ctx.bundle_id, tuple(ctx.ids))
 lens, stations = report.lens, report.stations
 KEY = (ctx.bundle_id, tuple(ctx.ids), tuple(ctx.labels))  # what every figure here depends on
@@ -108,7 +98,7 @@ st.markdown(
     )
 )
 st.plotly_chart(
-    figure(
+    cache.figure(
         ("norms", *KEY),
         lambda: charts.resid_norm_heatmap(
             report.norms, stations, ctx.labels, "Norm of the residual stream"
@@ -148,7 +138,7 @@ if T > LENS_MAX_T:
 cols = slice(first, first + LENS_MAX_T)
 next_pieces = [ctx.pieces[t + 1] if t + 1 < T else None for t in range(T)]
 st.plotly_chart(
-    figure(
+    cache.figure(
         ("lens", *KEY, first),
         lambda: charts.logit_lens_grid(
             lens.top_probs[:, cols],
@@ -176,7 +166,7 @@ def follow_position() -> None:
     )
     final_id = int(lens.final_ids[position])
     st.plotly_chart(
-        figure(
+        cache.figure(
             ("through", *KEY, position),
             lambda: charts.prediction_through_layers(
                 lens.final_probs[:, position],
@@ -244,7 +234,7 @@ def draw_attribution(position: int) -> rs.Attribution:
     )
     att = attribution(ctx.bundle_id, tuple(ctx.ids), position, token)
     st.plotly_chart(
-        figure(
+        cache.figure(
             ("waterfall", *KEY, position, token),
             lambda: charts.attribution_waterfall(
                 att.labels,
@@ -260,7 +250,7 @@ def draw_attribution(position: int) -> rs.Attribution:
         "logit they add up to (the LN bias bar is the final LayerNorm's β term)."
     )
     st.plotly_chart(
-        figure(
+        cache.figure(
             ("heads", *KEY, position, token),
             lambda: charts.head_attribution_heatmap(
                 att.head_values,

@@ -3,10 +3,8 @@ after) with the formula filled in; mean and sigma across the prompt; histograms 
 and what placing LayerNorm before (pre-LN) or after (post-LN) each sublayer changes."""
 
 import json
-from collections.abc import Callable
 
 import numpy as np
-import plotly.graph_objects as go
 import streamlit as st
 
 import ui
@@ -47,13 +45,6 @@ def norm_profile(bundle_id: str, ids: tuple[int, ...]) -> np.ndarray:
     return lnx.resid_norm_profile(cache.bundle(bundle_id).model, list(ids))
 
 
-@st.cache_resource(show_spinner=False, max_entries=64)
-def figure(key: tuple, _build: Callable[[], go.Figure]) -> go.Figure:
-    """A figure built once per key and shared read-only (st.plotly_chart only copies it): building
-    a plotly figure costs tens of milliseconds, drawing a built one about one."""
-    return _build()
-
-
 KEY = (ctx.bundle_id, tuple(ctx.ids), tuple(ctx.labels))  # what every figure here depends on
 
 
@@ -86,7 +77,7 @@ def one_layernorm() -> None:
     # ---- the steps as bars, then the formula with the real numbers ------------------------------
     st.subheader(f"Token {ctx.labels[position]} through {ln}")
     st.plotly_chart(
-        figure(
+        cache.figure(
             ("steps", *KEY, ln, position),
             lambda: charts.ln_steps(x, mu, sigma, n, s.gamma, s.beta, y),
         )
@@ -127,13 +118,13 @@ def one_layernorm() -> None:
         "scale. The chosen token is red."
     )
     st.plotly_chart(
-        figure(
+        cache.figure(
             ("per token", *KEY, ln, position),
             lambda: charts.ln_stats_per_token(s.mean, s.sigma, ctx.labels, position),
         )
     )
     st.plotly_chart(
-        figure(
+        cache.figure(
             ("histograms", *KEY, ln),
             lambda: charts.ln_histograms(
                 s.x,
@@ -228,7 +219,7 @@ if other is not None:
             profiles[key] = norm_profile(other_id, tuple(other_ids))
             stations[key] = layer_labels(oc.n_layer)
 st.plotly_chart(
-    figure(
+    cache.figure(
         ("profiles", *KEY, tuple((k, tuple(v.tolist())) for k, v in profiles.items())),
         lambda: charts.norm_profiles(
             profiles, stations, title="Mean length of the residual vector, layer by layer"

@@ -1,10 +1,7 @@
 """MLP neurons: the most active neurons of a layer on the prompt, the corpus snippets that excite a
 chosen neuron most, and the tokens its output direction promotes or suppresses (the key-value view)."""
 
-from collections.abc import Callable
-
 import numpy as np
-import plotly.graph_objects as go
 import streamlit as st
 
 import ui
@@ -75,13 +72,6 @@ def example_activations(
     return nx.neuron_activations(cache.bundle(bundle_id).model, ids, layer, neuron)
 
 
-@st.cache_resource(show_spinner=False, max_entries=64)
-def figure(key: tuple, _build: Callable[[], go.Figure]) -> go.Figure:
-    """A figure built once per key and shared read-only (st.plotly_chart only copies it): building
-    a plotly figure costs tens of milliseconds, drawing a built one about one."""
-    return _build()
-
-
 @st.cache_data(show_spinner=False, max_entries=256)
 def direction(bundle_id: str, layer: int, neuron: int) -> np.ndarray:
     return nx.output_direction_logits(cache.bundle(bundle_id).model, layer, neuron)
@@ -104,7 +94,7 @@ n_show = state.select_slider(
 post = prompt_neurons(ctx.bundle_id, tuple(ctx.ids), layer)
 top = nx.top_neurons(post, n_show)
 st.plotly_chart(
-    figure(
+    cache.figure(
         ("heatmap", ctx.bundle_id, tuple(ctx.ids), tuple(ctx.labels), layer, n_show),
         lambda: charts.neuron_heatmap(
             post[:, top],
@@ -174,7 +164,7 @@ def one_neuron(layer: int, post: np.ndarray, default: int) -> None:
     up, down = nx.promoted_tokens(effect, 10)
     name = [show_whitespace(tok.id_to_token(int(i))) for i in range(len(effect))]
     st.plotly_chart(
-        figure(
+        cache.figure(
             ("direction", ctx.bundle_id, layer, neuron),
             lambda: charts.direction_bars(
                 [name[i] for i in up],

@@ -7,7 +7,10 @@ Activations are cached by value (`st.cache_data`, numpy arrays, batch dim droppe
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
+import plotly.graph_objects as go
 import streamlit as st
 import torch
 
@@ -37,3 +40,14 @@ def logits(bundle_id: str, ids: tuple[int, ...]) -> np.ndarray:
     model = bundle(bundle_id).model
     with torch.no_grad():
         return model(torch.tensor(list(ids), dtype=torch.long)).numpy()
+
+
+@st.cache_resource(show_spinner=False, max_entries=256)
+def figure(key: tuple, _build: Callable[[], go.Figure]) -> go.Figure:
+    """A figure built once per key and shared read-only (st.plotly_chart only copies it).
+
+    Building a plotly figure costs tens of milliseconds, drawing a built one about one. The key must
+    name the figure and everything it depends on, e.g. ("lens", bundle_id, ids, first_position);
+    the cache is shared by every page, so start it with a name no other figure uses.
+    """
+    return _build()
