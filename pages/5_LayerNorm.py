@@ -232,9 +232,10 @@ if len(profiles) > 1:
         "every block (about √D · |γ|); the pre-LN model's stream is free to grow."
     )
 else:
+    other = "post" if cfg.norm == "pre" else "pre"
     st.info(
-        f"Only {cfg.norm}-LN models are available here, so there is just one line. A "
-        f"{'post' if cfg.norm == 'pre' else 'pre'}-LN model (the model setting norm = "
-        f"{'post' if cfg.norm == 'pre' else 'pre'}) can be trained on the Training page; it will "
-        "then appear beside this one."
+        f"Only {cfg.norm}-LN models are available here, so there is just one line. A {other}-LN "
+        "model can be trained from the command line, e.g. `python -m viz_model.train --corpus "
+        f"shakespeare --tokenizer char --preset small --norm {other} --minutes 5 --out "
+        f"runs/shakespeare-{other}ln`; it then appears in the model picker and beside this one."
     )
