@@ -52,4 +52,4 @@ def test_pre_and_post_ln_models_are_compared(models_dir, tmp_path):
 
 def test_single_norm_kind_explains_instead(models_dir):
     at = app_test(models_dir, PAGE, prompt=PROMPT)
-    assert any("Training page" in i.value for i in at.info)
+    assert any("--norm post" in i.value and "model picker" in i.value for i in at.info)
