@@ -6,6 +6,7 @@ import math
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -279,3 +280,17 @@ def test_nan_validation_loss_stops_too(corpus, tmp_path):
         "validation loss became NaN at step 10; kept the weights of step 10 (last snapshot: step 3)"
     )
     assert load_bundle(tmp_path).meta["step"] == 10
+
+
+def test_time_the_consumer_spends_is_not_training_time(corpus):
+    tok, data = corpus
+    cfg = quick_cfg(max_steps=4, eval_every=0, sample_tokens=0)
+    records = []
+    start = time.perf_counter()
+    for rec in train(small_model(tok.vocab_size), data, cfg, None, tok):
+        records.append(rec)
+        time.sleep(0.5)  # e.g. a page drawing its charts
+    wall = time.perf_counter() - start
+    assert len(records) == 4
+    # three sleeps happened between records (the last one after the loop had finished)
+    assert wall - records[-1].elapsed >= 1.5 - 0.05

@@ -163,7 +163,9 @@ def train(
 ) -> Iterator[StepRecord]:
     """Train `model` from step start_step + 1 to cfg.max_steps, yielding one StepRecord per step.
 
-    `out` is the bundle folder (None: keep nothing on disk). `resume_history` and `start_step`
+    `out` is the bundle folder (None: keep nothing on disk). Time is training time: the time a
+    consumer spends between records (drawing a chart, say) counts neither in `elapsed` nor
+    against the time limit. `resume_history` and `start_step`
     continue an earlier run (see `resume_state`). `meta` goes into config.json; the loop adds step,
     val_loss, wall_time, tokens_seen and, when it ended early, stopped.
     """
@@ -195,7 +197,7 @@ def train(
             **meta,
             "step": step,
             "val_loss": last_val,
-            "wall_time": round(prev_elapsed + (time.perf_counter() - t0), 2),
+            "wall_time": round(clock(), 2),
             "tokens_seen": prev_tokens + (step - start_step) * tokens_per_step,
         }
         if stopped:
@@ -203,6 +205,12 @@ def train(
         save_bundle(out, model, tokenizer, cfg.to_dict(), history, info)
 
     t0 = time.perf_counter()
+    paused = 0.0  # time the consumer held on to a record: not training time
+
+    def clock() -> float:
+        """Seconds of training so far, earlier runs included."""
+        return prev_elapsed + time.perf_counter() - t0 - paused
+
     if out is not None and start_step in snaps and start_step == 0:
         save_snapshot(out, model, 0)
         snap_step = 0
@@ -210,8 +218,7 @@ def train(
     rate = 0.0
     t_last = time.perf_counter()
     for step in range(start_step + 1, cfg.max_steps + 1):
-        used = prev_elapsed + time.perf_counter() - t0
-        time_fraction = used / cfg.time_limit if cfg.time_limit > 0 else 0.0
+        time_fraction = clock() / cfg.time_limit if cfg.time_limit > 0 else 0.0
         lr = lr_at(step, cfg, time_fraction)
         for group in opt.param_groups:
             group["lr"] = lr
@@ -242,26 +249,25 @@ def train(
                 good_step,
                 snap_step,
                 history,
-                t0,
-                prev_elapsed,
+                clock(),
                 lr,
                 rate,
                 save,
             )
             return
 
-        now = time.perf_counter()
+        now, elapsed = time.perf_counter(), clock()
         step_rate = tokens_per_step / max(now - t_last, 1e-9)
         rate = step_rate if rate == 0.0 else 0.9 * rate + 0.1 * step_rate
         requested = stop is not None and stop.is_set()
-        out_of_time = cfg.time_limit > 0 and prev_elapsed + now - t0 >= cfg.time_limit
+        out_of_time = cfg.time_limit > 0 and elapsed >= cfg.time_limit
         last = step == cfg.max_steps or requested or out_of_time
         record = StepRecord(
             step=step,
             train_loss=round(loss_value, 5),
             lr=lr,
             tokens_per_s=round(rate, 1),
-            elapsed=round(prev_elapsed + now - t0, 3),
+            elapsed=round(elapsed, 3),
         )
         if last or (cfg.eval_every > 0 and step % cfg.eval_every == 0):
             val = evaluate(model, data, cfg.batch_size, cfg.eval_batches)
@@ -276,8 +282,7 @@ def train(
                     good_step,
                     snap_step,
                     history,
-                    t0,
-                    prev_elapsed,
+                    clock(),
                     lr,
                     rate,
                     save,
@@ -299,10 +304,12 @@ def train(
         history.append(record.to_dict())
         if record.val_loss is not None or last:
             save(step, record.stopped)
+        t_yield = time.perf_counter()
         yield record
         if last:
             return
-        t_last = time.perf_counter()  # time the consumer spent is not training time
+        t_last = time.perf_counter()
+        paused += t_last - t_yield
 
 
 def _stop_on_nan(
@@ -314,8 +321,7 @@ def _stop_on_nan(
     good_step: int,
     snap_step: int | None,
     history: list[dict[str, Any]],
-    t0: float,
-    prev_elapsed: float,
+    elapsed: float,
     lr: float,
     rate: float,
     save,
@@ -336,7 +342,7 @@ def _stop_on_nan(
         train_loss=None,
         lr=lr,
         tokens_per_s=round(rate, 1),
-        elapsed=round(prev_elapsed + time.perf_counter() - t0, 3),
+        elapsed=round(elapsed, 3),
         stopped=reason,
     )
     history.append(record.to_dict())
