@@ -13,8 +13,8 @@
    and final validation loss; then our shakespeare-char recipe (the bundle's shape, batch and
    learning rate) through the real loop with a time limit of 0.6x the reference's time (the
    cosine decays on the clock, as with `--minutes`): when, if at all, does it reach the
-   reference's final validation loss? Also a "fast start" variant (batch 8, 50 warm-up steps),
-   the settings for a class's one-minute run. Training time only: every model is evaluated
+   reference's final validation loss? Also "fast start" variants (batch 8, 50 warm-up steps,
+   lr 3e-3 or 6e-3), candidate settings for a class's one-minute run. Training time only: every model is evaluated
    outside the clock, on the same number of validation windows. Target: <= 0.6x.
 3. bundled: the shakespeare-char bundle's validation loss, and induction-2l's loss on the second
    half of repeated random sequences and its best head's induction score (mean attention from
@@ -64,6 +64,7 @@ OURS_SHAPE = dict(n_ctx=128, d_model=128, n_layer=4, n_head=4, dropout=0.0)
 OURS_TRAIN = dict(batch_size=16, lr=3e-3, min_lr=1e-4, warmup_steps=100)
 # For a run of a minute or two: smaller batches (more updates per second) and a shorter warm-up.
 FAST_START = dict(batch_size=8, warmup_steps=50)
+FAST_START_HIGH_LR = dict(batch_size=8, warmup_steps=50, lr=6e-3)
 
 
 def char_data() -> tuple[Tokenizer, TokenData]:
@@ -284,7 +285,11 @@ def main() -> None:
         ref = reference_run(tok, data, ref_steps, eval_every=50 if args.quick else 100)
         limit = 0.6 * ref["train_seconds"]
         shape, recipe = ours_recipe()
-        runs = {"bundle_recipe": (shape, recipe), "fast_start": (shape, {**recipe, **FAST_START})}
+        runs = {
+            "bundle_recipe": (shape, recipe),
+            "fast_start": (shape, {**recipe, **FAST_START}),
+            "fast_start_lr_6e-3": (shape, {**recipe, **FAST_START_HIGH_LR}),
+        }
         ours = {
             name: ours_time_limited(
                 tok, data, sh, rc, limit, ref["final_val_loss"], 25 if args.quick else 50
