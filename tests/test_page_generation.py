@@ -104,3 +104,16 @@ def test_kv_cache_comparison_matches(models_dir):
     _click(at, "kv_go")
     assert any("match" in s.value for s in at.success)
     assert {m.label for m in at.metric} >= {"With the KV cache", "Without it"}
+
+
+def test_force_any_token_from_the_list(models_dir):
+    at = app_test(models_dir, PAGE, prompt=PROMPT)
+    box = at.selectbox(key="force_any")
+    rarest = box.options[-1]  # the least likely token listed; its label quotes the token
+    assert rarest.startswith("“") and "p = " in rarest
+    box.select_index(len(box.options) - 1).run()
+    token = at.selectbox(key="force_any").value
+    _click(at, "force_any_go")
+    steps = _steps(at)
+    assert [s.token for s in steps] == [int(token)] and steps[0].forced
+    assert "forced by you" in _history_html(at)
