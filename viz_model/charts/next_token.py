@@ -13,17 +13,15 @@ from functools import lru_cache
 
 import numpy as np
 import plotly.graph_objects as go
-import plotly.io as pio
 from plotly.colors import sample_colorscale
 
 from viz_model.charts.common import (
     ACCENT,
     CUT_COLOUR,
-    FONT,
     HEIGHT,
-    MARGIN,
     SEQUENTIAL,
     SMALL_HEIGHT,
+    house_layout,
     show_whitespace,
 )
 
@@ -35,27 +33,6 @@ NO_VALUE_COLOUR = "#f0f0f0"
 CUT_LABEL_COLOUR = "#a0a0a0"  # tokens with no value (the first token has no surprisal)
 BAR_LINE = dict(color="white", width=0.5)  # what plotly_white gives bars
 MAX_TICK_LABELS = 100  # a heatmap wider than this labels every n-th token (they would overlap)
-
-
-# The house look of common.base_layout (plotly_white) from its layout part only: assigning the
-# whole template validates its defaults for every trace type, ~10 ms per figure, on every
-# generation step. The few trace defaults these figures use are set on the traces (BAR_LINE, the
-# colourbar's outline). Built once; plotly copies it into each figure, never changes it.
-LAYOUT_TEMPLATE = go.layout.Template(layout=pio.templates["plotly_white"].layout)
-
-
-def house_layout(title: str, height: int, **layout) -> dict:
-    """common.base_layout's title, font, height and margin (plus `layout`), as one layout dict."""
-    return (
-        dict(
-            title=dict(text=title, x=0, xanchor="left", font=dict(size=15)),
-            font=FONT,
-            height=height,
-            margin=MARGIN,
-            template=LAYOUT_TEMPLATE,
-        )
-        | layout
-    )
 
 
 def plotly_text(label: str) -> str:
