@@ -7,11 +7,10 @@ import numpy as np
 import streamlit as st
 
 import ui
-from ui import cache, state
+from ui import cache, controls, state
 from viz_model.analysis import next_token as nt
 from viz_model.charts import next_token as charts
 from viz_model.charts.common import show_whitespace
-from viz_model.sampling import SamplingSettings
 
 ctx = ui.frame("Next token", ":material/casino:")
 V = ctx.tokenizer.vocab_size
@@ -39,35 +38,7 @@ last_logits, surprisal = prompt_numbers(ctx.bundle_id, tuple(ctx.ids))
 
 # ---- the controls -----------------------------------------------------------------------------
 c1, c2, c3, c4 = st.columns([3, 3, 3, 2], gap="large")
-temperature = state.slider(
-    "Temperature T",
-    "temperature",
-    0.0,
-    2.0,
-    1.0,
-    step=0.05,
-    container=c1,
-    help="Divides the logits before the softmax. 0 = greedy (always the most likely token).",
-)
-top_k = state.slider(
-    "Top-k (0 = off)",
-    "top_k",
-    0,
-    min(V, 100),
-    0,
-    container=c2,
-    help="Keep only the k most likely tokens.",
-)
-top_p = state.slider(
-    "Top-p (1 = off)",
-    "top_p",
-    0.05,
-    1.0,
-    1.0,
-    step=0.05,
-    container=c3,
-    help="Keep the fewest most likely tokens whose probabilities add up to at least p.",
-)
+settings = controls.sampling_controls(V, (c1, c2, c3))
 n_bars = state.select_slider(
     "Bars shown", "bars", [10, 15, 20, 30, 50], 20, container=c4, help="The most likely tokens."
 )
@@ -79,7 +50,6 @@ log_y = state.toggle(
     help="Shows the small probabilities too, where temperature and the cuts change the most.",
 )
 
-settings = SamplingSettings(temperature=temperature, top_k=top_k, top_p=top_p)
 dist = nt.distribution(last_logits, settings)
 top = nt.top_tokens(dist, n_bars, ctx.tokenizer.id_to_token)
 

@@ -5,7 +5,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import ui
-from ui import cache, state
+from ui import cache, controls, state
 from viz_model.analysis import generation as gen
 from viz_model.analysis import next_token as nt
 from viz_model.charts import next_token as charts
@@ -41,35 +41,7 @@ def md_escape(text: str) -> str:
 
 # ---- the controls -----------------------------------------------------------------------------
 c1, c2, c3, c4 = st.columns([3, 3, 3, 2], gap="large")
-temperature = state.slider(
-    "Temperature T",
-    "temperature",
-    0.0,
-    2.0,
-    1.0,
-    step=0.05,
-    container=c1,
-    help="Divides the logits before the softmax. 0 = greedy (always the most likely token).",
-)
-top_k = state.slider(
-    "Top-k (0 = off)",
-    "top_k",
-    0,
-    min(V, 100),
-    0,
-    container=c2,
-    help="Keep only the k most likely tokens.",
-)
-top_p = state.slider(
-    "Top-p (1 = off)",
-    "top_p",
-    0.05,
-    1.0,
-    1.0,
-    step=0.05,
-    container=c3,
-    help="Keep the fewest most likely tokens whose probabilities add up to at least p.",
-)
+settings = controls.sampling_controls(V, (c1, c2, c3))
 seed = state.number_input(
     "Seed",
     "seed",
@@ -80,7 +52,6 @@ seed = state.number_input(
     help="Fixes the random draws. Changing it replays your steps with the new seed "
     "(the tokens you forced stay).",
 )
-settings = SamplingSettings(temperature=temperature, top_k=top_k, top_p=top_p)
 
 # ---- the stepper's state: reset when the model or the prompt changes ---------------------------
 ss = st.session_state
@@ -244,7 +215,14 @@ def draw_step(steps: list[gen.Step], seq: list[int], dist, proposal: gen.Step) -
         st.button("Force it", key="force_any_go", on_click=do_steps, args=(1, int(chosen)))
 
     st.plotly_chart(
-        bars_figure(ctx.bundle_id, tuple(seq), len(steps) + 1, temperature, top_k, top_p),
+        bars_figure(
+            ctx.bundle_id,
+            tuple(seq),
+            len(steps) + 1,
+            settings.temperature,
+            settings.top_k,
+            settings.top_p,
+        ),
         key="step_bars",
     )
     st.caption(
