@@ -67,10 +67,11 @@ class LayerNorm(nn.Module):
         hooks = (self.hook_mean, self.hook_scale, self.hook_normalized)
         if ctx is None or not any(ctx.wants(h.name) for h in hooks):
             return F.layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps)
-        var, mean = torch.var_mean(x, dim=-1, keepdim=True, correction=0)
-        mean = self.hook_mean(mean)
-        scale = self.hook_scale((var + self.eps).sqrt())
-        normalized = self.hook_normalized((x - mean) / scale)
+        # Two means rather than torch.var_mean, which is ~10x slower on CPU at these sizes.
+        mean = self.hook_mean(x.mean(-1, keepdim=True))
+        centred = x - mean
+        scale = self.hook_scale(((centred * centred).mean(-1, keepdim=True) + self.eps).sqrt())
+        normalized = self.hook_normalized(centred / scale)
         if self.bias is None:
             return normalized * self.weight
         return torch.addcmul(self.bias, normalized, self.weight)
