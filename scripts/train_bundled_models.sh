@@ -14,8 +14,8 @@ python -m viz_model.train --task repeat --preset attn-only-2l --steps 4000 --min
   --batch-size 32 --lr 3e-3 --min-lr 3e-4 --warmup 100 --eval-every 250 --sample-every 1000 \
   --snapshots 10 --threads 1 --quiet --out assets/models/induction-2l &
 
-python -m viz_model.train --corpus shakespeare --tokenizer char --preset small --batch-size 16 \
-  --lr 3e-3 --min-lr 1e-4 --warmup 100 --steps 30000 --minutes 88 --eval-every 500 \
+python -m viz_model.train --corpus shakespeare --tokenizer char --preset small --dropout 0.2 \
+  --batch-size 16 --lr 3e-3 --min-lr 1e-4 --warmup 100 --steps 30000 --minutes 36 --eval-every 500 \
   --eval-batches 40 --sample-every 1000 --snapshots 3 --threads 1 --quiet \
   --out assets/models/shakespeare-char &
 
