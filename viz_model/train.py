@@ -265,9 +265,9 @@ def train(
         record = StepRecord(
             step=step,
             train_loss=round(loss_value, 5),
-            lr=lr,
-            tokens_per_s=round(rate, 1),
-            elapsed=round(elapsed, 3),
+            lr=float(f"{lr:.6g}"),  # short numbers keep history.json small
+            tokens_per_s=round(rate),
+            elapsed=round(elapsed, 2),
         )
         if last or (cfg.eval_every > 0 and step % cfg.eval_every == 0):
             val = evaluate(model, data, cfg.batch_size, cfg.eval_batches)
