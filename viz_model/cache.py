@@ -25,19 +25,20 @@ class ActivationCache:
         batched: bool = False,
         str_tokens: list[str] | None = None,
     ) -> None:
-        self._store = store if batched else {k: v[0] for k, v in store.items()}
+        self._store = store  # as recorded, with the batch dimension; dropped on access if single
         self.n_layer = n_layer
         self.batched = batched
         self.str_tokens = str_tokens
 
     def __getitem__(self, name: str) -> torch.Tensor:
         try:
-            return self._store[name]
+            tensor = self._store[name]
         except KeyError:
             raise KeyError(
                 f"{name!r} is not in this cache; it holds {len(self._store)} names "
                 f"(e.g. {', '.join(list(self._store)[:3])})"
             ) from None
+        return tensor if self.batched else tensor[0]
 
     def __contains__(self, name: object) -> bool:
         return name in self._store
@@ -53,7 +54,7 @@ class ActivationCache:
         return list(self._store)
 
     def items(self):
-        return self._store.items()
+        return ((name, self[name]) for name in self._store)
 
     def numpy(self, name: str) -> np.ndarray:
         """The activation as a float32 numpy array (for charts)."""
