@@ -258,7 +258,8 @@ def test_a_time_limit_ends_the_run_and_decays_the_lr_on_time(corpus, tmp_path):
     )
     records = list(train(small_model(tok.vocab_size), data, cfg, tmp_path, tok))
     assert 1 < len(records) < 100_000
-    assert records[-1].elapsed >= 2.0 and records[-2].elapsed < 2.0
+    # elapsed is rounded to 0.01 s in the records, so the step before the limit may read 2.0
+    assert records[-1].elapsed >= 2.0 and records[-2].elapsed <= 2.0
     assert records[-1].val_loss is not None and records[-1].stopped is None
     lrs = [r.lr for r in records]
     # on steps alone the cosine would barely have started; on time it is well down
