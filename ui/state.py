@@ -148,6 +148,18 @@ def bind(widget: Callable[..., Any], key: str, value: Any, *args: Any, **kwargs:
 # ---- widgets bound to URL keys ----------------------------------------------------------------
 
 
+def _url_number(key: str, lo: float, hi: float, default: float, step: float | None):
+    """The URL value of a numeric widget, clamped, with its bounds and step in one type:
+    int when lo, hi, default (and step) are ints, else float."""
+    if all(isinstance(v, int) for v in (lo, hi, default)) and (
+        step is None or isinstance(step, int)
+    ):
+        return url_int(key, default, lo, hi), lo, hi, step
+    lo, hi = float(lo), float(hi)
+    step = float(step) if step is not None else None
+    return url_float(key, float(default), lo, hi), lo, hi, step
+
+
 def slider(
     label: str,
     key: str,
@@ -160,14 +172,7 @@ def slider(
     **kwargs: Any,
 ) -> Any:
     """st.slider bound to a URL key; int when lo, hi, default are ints, else float."""
-    if all(isinstance(v, int) for v in (lo, hi, default)) and (
-        step is None or isinstance(step, int)
-    ):
-        value = url_int(key, default, lo, hi)
-    else:
-        lo, hi = float(lo), float(hi)
-        value = url_float(key, float(default), lo, hi)
-        step = float(step) if step is not None else None
+    value, lo, hi, step = _url_number(key, lo, hi, default, step)
     if lo == hi:  # st.slider refuses an empty range (e.g. a 1-layer model): nothing to choose
         return value
     return bind(
@@ -187,14 +192,7 @@ def number_input(
     **kwargs: Any,
 ) -> Any:
     """st.number_input bound to a URL key; int when lo, hi, default are ints, else float."""
-    if all(isinstance(v, int) for v in (lo, hi, default)) and (
-        step is None or isinstance(step, int)
-    ):
-        value = url_int(key, default, lo, hi)
-    else:
-        lo, hi = float(lo), float(hi)
-        value = url_float(key, float(default), lo, hi)
-        step = float(step) if step is not None else None
+    value, lo, hi, step = _url_number(key, lo, hi, default, step)
     return bind(
         container.number_input, key, value, label, min_value=lo, max_value=hi, step=step, **kwargs
     )

@@ -55,6 +55,11 @@ def resid_norm_heatmap(
             hovertemplate="%{y}<br>token %{x}<br>norm %{z:.2f}<extra></extra>",
         )
     )
+    return _station_grid_layout(fig, labels, stations, title)
+
+
+def _station_grid_layout(fig: go.Figure, labels: list[str], stations: list[str], title: str):
+    """Layers (stations) down, prompt tokens across: the shared axes of the norm and lens grids."""
     fig.update_yaxes(autorange="reversed")
     fig.update_xaxes(
         type="category",
@@ -117,13 +122,7 @@ def logit_lens_grid(
             **text,
         )
     )
-    fig.update_yaxes(autorange="reversed")
-    fig.update_xaxes(
-        type="category",
-        tickangle=-60 if len(labels) > 12 else 0,
-        title="token of your prompt (position:text)",
-    )
-    return base_layout(fig, title, _grid_height(len(stations)) + 30)
+    return _station_grid_layout(fig, labels, stations, title)
 
 
 def prediction_through_layers(
