@@ -217,6 +217,24 @@ def train(
     model.train()
     rate = 0.0
     t_last = time.perf_counter()
+
+    def halt(problem: str, step: int, kept_if_finite: int) -> StepRecord:
+        """Stop on a non-finite number: the loop's current state, read when it is called."""
+        return _stop_on_nan(
+            problem,
+            step,
+            kept_if_finite,
+            model,
+            good_state,
+            good_step,
+            snap_step,
+            history,
+            clock(),
+            lr,
+            rate,
+            save,
+        )
+
     for step in range(start_step + 1, cfg.max_steps + 1):
         time_fraction = clock() / cfg.time_limit if cfg.time_limit > 0 else 0.0
         lr = lr_at(step, cfg, time_fraction)
@@ -240,20 +258,7 @@ def train(
             else:
                 opt.step()
         if problem is not None:
-            yield _stop_on_nan(
-                problem,
-                step,
-                step - 1,  # this step's update was not taken
-                model,
-                good_state,
-                good_step,
-                snap_step,
-                history,
-                clock(),
-                lr,
-                rate,
-                save,
-            )
+            yield halt(problem, step, step - 1)  # this step's update was not taken
             return
 
         now, elapsed = time.perf_counter(), clock()
@@ -273,20 +278,7 @@ def train(
             val = evaluate(model, data, cfg.batch_size, cfg.eval_batches)
             if not math.isfinite(val):
                 problem = f"validation loss became {'NaN' if math.isnan(val) else 'infinite'}"
-                yield _stop_on_nan(
-                    problem,
-                    step,
-                    step,  # this step's update was taken
-                    model,
-                    good_state,
-                    good_step,
-                    snap_step,
-                    history,
-                    clock(),
-                    lr,
-                    rate,
-                    save,
-                )
+                yield halt(problem, step, step)  # this step's update was taken
                 return
             last_val = round(val, 5)
             record.val_loss, record.val_ppl = last_val, round(math.exp(val), 4)
