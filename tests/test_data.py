@@ -15,7 +15,9 @@ import torch
 from viz_model.data import (
     ASSETS_DIR,
     CORPORA,
+    MIN_VAL_PIECE,
     TASKS,
+    VAL_PIECES,
     DataError,
     TokenData,
     load_corpus,
@@ -240,6 +242,22 @@ def test_split_and_batches_are_shifted_windows_of_the_stream():
             start = int((stream == row_x[0]).nonzero()[0])
             assert row_x.tolist() == stream[start : start + 16].tolist()
             assert row_y.tolist() == stream[start + 1 : start + 17].tolist()
+
+
+def test_validation_is_held_out_from_the_end_of_every_stretch():
+    n = 100_000  # 10,000 validation tokens: 9 pieces of at least MIN_VAL_PIECE
+    data = TokenData(torch.arange(n), val_fraction=0.1)
+    assert data.pieces == min(VAL_PIECES, 10_000 // MIN_VAL_PIECE) == 9
+    both = torch.cat([data.train, data.val]).sort().values
+    assert torch.equal(both, torch.arange(n))  # every token in exactly one split
+    assert data.val.numel() == 10_000
+    assert bool((data.train.diff() > 0).all()) and bool((data.val.diff() > 0).all())  # in order
+    stretch = n / data.pieces
+    for piece in range(data.pieces):  # each stretch ends with its held-out tokens
+        end = round((piece + 1) * stretch)
+        held = data.val[(data.val >= end - stretch) & (data.val < end)]
+        assert held.numel() > 0 and int(held[-1]) == end - 1
+        assert not bool(((data.train > int(held[0])) & (data.train < end)).any())
 
 
 def test_batches_repeat_with_a_seeded_generator():

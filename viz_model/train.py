@@ -406,8 +406,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--val-fraction",
         type=float,
         default=0.1,
-        help="the share of the text, taken from its end, kept aside to measure the validation "
-        "loss on text the model never trains on (default 0.1)",
+        help="the share of the text kept aside to measure the validation loss on text the model "
+        "never trains on: the end of each of up to 20 equal stretches, so every part of the text "
+        "has some (default 0.1)",
     )
 
     tok = p.add_argument_group("tokenizer")
