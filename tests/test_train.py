@@ -14,6 +14,7 @@ import torch
 
 from viz_model import GPT, GPTConfig, TrainConfig
 from viz_model.checkpoint import list_snapshots, load_bundle
+from viz_model.config import PRESET_TRAINING, PRESETS
 from viz_model.data import TokenData, load_corpus
 from viz_model.hooks import custom
 from viz_model.tokenization import Tokenizer
@@ -235,6 +236,26 @@ def test_cli_resume_and_text_file(tmp_path, capsys):
     assert "--resume" in bundle.meta["command"]
     with pytest.raises(SystemExit, match="already trained 7 steps"):
         main(["--resume", str(out), "--steps", "7", "--quiet"])
+
+
+def test_a_preset_brings_its_training_settings_and_flags_win(tmp_path):
+    text_file = tmp_path / "mine.txt"
+    text_file.write_text(load_corpus("shakespeare")[:5000], encoding="utf-8")
+    common = ["--text-file", str(text_file), "--n-ctx", "16", "--d-model", "32", "--steps", "2"]
+    common += ["--eval-batches", "1", "--sample-tokens", "0", "--quiet"]
+    assert main([*common, "--preset", "quick", "--out", str(tmp_path / "q")]) == 0
+    quick = load_bundle(tmp_path / "q")
+    assert quick.config.n_layer == PRESETS["quick"]["n_layer"]
+    for field, value in PRESET_TRAINING["quick"].items():
+        assert quick.train_config[field] == value
+    assert quick.train_config["lr"] != TrainConfig().lr  # the preset's own rate, not the default
+    own = ["--preset", "quick", "--lr", "5e-4", "--batch-size", "4", "--out", str(tmp_path / "o")]
+    assert main([*common, *own]) == 0
+    overridden = load_bundle(tmp_path / "o").train_config
+    assert overridden["lr"] == 5e-4 and overridden["batch_size"] == 4
+    assert overridden["warmup_steps"] == PRESET_TRAINING["quick"]["warmup_steps"]
+    assert main([*common, "--preset", "tiny", "--out", str(tmp_path / "t")]) == 0
+    assert load_bundle(tmp_path / "t").train_config["lr"] == TrainConfig().lr
 
 
 def test_cli_refuses_no_source(tmp_path):

@@ -141,6 +141,16 @@ PRESETS: dict[str, dict[str, Any]] = {
     "small": dict(n_ctx=128, d_model=128, n_layer=4, n_head=4),
     "medium": dict(n_ctx=256, d_model=256, n_layer=6, n_head=8),
     "attn-only-2l": dict(n_ctx=64, d_model=64, n_layer=2, n_head=4, attn_only=True),
+    # A class's one-minute run: on a 2-core CPU a shallow model takes far more steps in a minute
+    # than a deep one and ends lower (benchmarks/bench_training.py measures it against nanoGPT's
+    # 4-layer CPU recipe).
+    "quick": dict(n_ctx=64, d_model=128, n_layer=2, n_head=4),
+}
+
+# Training settings a preset brings with it (the command line's flags still win): the quick
+# preset learns fastest with a higher peak rate and a short warm-up.
+PRESET_TRAINING: dict[str, dict[str, Any]] = {
+    "quick": dict(batch_size=16, lr=3e-3, min_lr=1e-4, warmup_steps=50),
 }
 
 

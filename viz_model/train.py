@@ -39,7 +39,7 @@ import torch
 import torch.nn.functional as F
 
 from viz_model.checkpoint import load_bundle, save_bundle, save_snapshot
-from viz_model.config import PRESETS, TrainConfig, preset
+from viz_model.config import PRESET_TRAINING, PRESETS, TrainConfig, preset
 from viz_model.data import TASKS, TokenData, load_corpus, task_text, validate_user_text
 from viz_model.model import GPT
 from viz_model.sampling import SamplingSettings, generate
@@ -365,9 +365,19 @@ bundle (a folder the app can open): weights, tokenizer, config, training curve a
 
 Examples:
   python -m viz_model.train --corpus shakespeare --tokenizer char --preset small --out runs/sh
+  python -m viz_model.train --corpus shakespeare --tokenizer char --preset quick --minutes 1 --out runs/class
   python -m viz_model.train --task repeat --preset attn-only-2l --steps 1500 --out runs/ind
   python -m viz_model.train --resume runs/sh --steps 4000 --out runs/sh
 """
+
+
+def _preset_training_help(name: str) -> str:
+    """', and unless told otherwise batch 16, lr 0.003, ...' for a preset with its own settings."""
+    flags = {"batch_size": "batch", "lr": "lr", "min_lr": "min-lr", "warmup_steps": "warm-up"}
+    own = PRESET_TRAINING.get(name, {})
+    if not own:
+        return ""
+    return ", and unless told otherwise " + ", ".join(f"{flags[k]} {v:g}" for k, v in own.items())
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -434,7 +444,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="a named model size: "
         + "; ".join(
             f"{name}: {v['n_layer']} layers, {v['d_model']} dims, {v['n_head']} heads, "
-            f"context {v['n_ctx']}" + (", attention only" if v.get("attn_only") else "")
+            f"context {v['n_ctx']}"
+            + (", attention only" if v.get("attn_only") else "")
+            + _preset_training_help(name)
             for name, v in PRESETS.items()
         )
         + " (default small)",
@@ -690,7 +702,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.out is None:
             raise SystemExit("give --out, the folder to write the model bundle to")
         source = _data_source(args)
-        cfg = TrainConfig(**train_overrides)
+        cfg = TrainConfig(**{**PRESET_TRAINING.get(args.preset, {}), **train_overrides})
         out = args.out
     text = load_text(source)
     if args.resume is None:
