@@ -131,6 +131,16 @@ def test_replay_reproduces_a_history_and_undo_then_redo_gives_the_same_token(mod
     assert steps[2].token == int(step_distribution(model, seq, SamplingSettings()).logits.argmax())
 
 
+def test_a_replay_draws_from_the_very_probabilities_the_page_showed(model):
+    """The page steps with newest_token_view's logits; a replay must see the same numbers, bit
+    for bit, or a near tie could flip a sampled token."""
+    settings = SamplingSettings(temperature=1.1, top_p=0.9)
+    seq = [3, 7, 1, 4, 4, 9]
+    shown = distribution(newest_token_view(model, seq)[0], settings)
+    replayed = step_distribution(model, seq, settings)
+    assert torch.equal(shown.probs, replayed.probs)
+
+
 def test_newest_token_attention_is_the_last_row_of_each_pattern(model, ids):
     att = newest_token_attention(model, ids.tolist())
     cfg = model.cfg

@@ -57,10 +57,14 @@ def step_generator(seed: int, step: int) -> torch.Generator:
 
 @torch.no_grad()
 def step_distribution(model: GPT, seq: list[int], settings: SamplingSettings) -> Distribution:
-    """The distribution of the token after seq (its last n_ctx tokens), reshaped by settings."""
-    window, _ = crop_to_context(seq, model.cfg.n_ctx)
-    ids = torch.tensor(window, dtype=torch.long, device=model.embed.weight.device)
-    return next_token_distribution(model(ids)[-1].cpu(), settings)
+    """The distribution of the token after seq (its last n_ctx tokens), reshaped by settings.
+
+    It takes its logits from newest_token_view, the forward pass the Generation page shows (the
+    explicit attention path, since it records the pattern), so a replay draws from exactly the
+    probabilities the student saw: the fused path can differ in the last bits and flip a near tie.
+    """
+    logits = newest_token_view(model, seq)[0]
+    return next_token_distribution(torch.from_numpy(logits), settings)
 
 
 def choose(
