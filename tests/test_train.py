@@ -18,7 +18,15 @@ from viz_model.config import PRESET_TRAINING, PRESETS
 from viz_model.data import TokenData, load_corpus
 from viz_model.hooks import custom
 from viz_model.tokenization import Tokenizer
-from viz_model.train import build_parser, lr_at, main, resume_state, snapshot_steps, train
+from viz_model.train import (
+    STEPS_WHEN_TIMED,
+    build_parser,
+    lr_at,
+    main,
+    resume_state,
+    snapshot_steps,
+    train,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -256,6 +264,19 @@ def test_a_preset_brings_its_training_settings_and_flags_win(tmp_path):
     assert overridden["warmup_steps"] == PRESET_TRAINING["quick"]["warmup_steps"]
     assert main([*common, "--preset", "tiny", "--out", str(tmp_path / "t")]) == 0
     assert load_bundle(tmp_path / "t").train_config["lr"] == TrainConfig().lr
+
+
+def test_cli_minutes_without_steps_lets_the_clock_end_the_run(tmp_path):
+    text_file = tmp_path / "mine.txt"
+    text_file.write_text(load_corpus("shakespeare")[:5000], encoding="utf-8")
+    args = ["--text-file", str(text_file), "--preset", "tiny", "--n-ctx", "16", "--d-model", "32"]
+    args += ["--minutes", "0.02", "--eval-batches", "1", "--sample-tokens", "0", "--quiet"]
+    assert main([*args, "--out", str(tmp_path / "timed")]) == 0
+    bundle = load_bundle(tmp_path / "timed")
+    assert bundle.train_config["max_steps"] == STEPS_WHEN_TIMED
+    assert bundle.meta["wall_time"] >= 0.02 * 60  # it stopped on time...
+    assert 1 < bundle.meta["step"] < STEPS_WHEN_TIMED  # ...not on steps
+    assert bundle.history[-1]["lr"] < 0.2 * bundle.train_config["lr"]  # the cosine ran on time
 
 
 def test_cli_refuses_no_source(tmp_path):

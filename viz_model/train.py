@@ -48,6 +48,7 @@ from viz_model.tokenization import Tokenizer
 EVAL_SEED = 1234  # the same validation windows at every evaluation, so the curve is not noise
 SAMPLE_SEED = 0
 SAMPLE_PROMPT = "\n"
+STEPS_WHEN_TIMED = 1_000_000  # --minutes without --steps: the time limit ends the run
 
 
 @dataclass
@@ -557,7 +558,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--minutes",
         type=float,
         help="stop after this many minutes of training in all (resumed runs count their earlier "
-        "time); the learning rate then decays on time, reaching min-lr at the end. "
+        "time); the learning rate then decays on time, reaching min-lr at the end. Without "
+        "--steps the clock alone ends the run; with --steps, whichever comes first. "
         "0 or unset: no time limit, --steps decides",
     )
     tr.add_argument("--seed", type=int, help=f"random seed (default {defaults.seed})")
@@ -672,6 +674,9 @@ def main(argv: list[str] | None = None) -> int:
         model_overrides["bias"] = False
     if args.minutes is not None:
         train_overrides["time_limit"] = args.minutes * 60.0
+        if args.minutes > 0 and args.steps is None and args.resume is None:
+            # the clock decides; the step count only places the log-spaced snapshots
+            train_overrides["max_steps"] = STEPS_WHEN_TIMED
 
     history: list[dict[str, Any]] = []
     start_step = 0
@@ -732,8 +737,13 @@ def main(argv: list[str] | None = None) -> int:
         flush=True,
     )
     stop = threading.Event()
+    timed = cfg.time_limit > 0 and cfg.max_steps == STEPS_WHEN_TIMED
     bar = tqdm(
-        total=cfg.max_steps, initial=start_step, disable=args.quiet, unit="step", dynamic_ncols=True
+        total=None if timed else cfg.max_steps,
+        initial=start_step,
+        disable=args.quiet,
+        unit="step",
+        dynamic_ncols=True,
     )
     last = None
     best_val = None
