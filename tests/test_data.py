@@ -199,10 +199,17 @@ def test_validate_user_text_accepts_and_normalises():
     assert validate_user_text(text) == text.replace("\r\n", "\n")
 
 
+PLAY = "To be, or not to be, that is the question.\r\n" * 50  # valid but for its encoding
+
+
 @pytest.mark.parametrize(
     "data, message",
     [
         (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" * 200, "binary data"),
+        (PLAY.encode("utf-16"), "saved as UTF-16"),
+        (b"\xfe\xff" + PLAY.encode("utf-16-be"), "saved as UTF-16"),
+        (PLAY.encode("utf-16-le"), "saved as UTF-16"),
+        ((b"\x00" * 8 + b"\x01\x02") * 300, "binary data"),
         (bytes(range(1, 32)) * 100, "binary data"),
         ("caf\xe9 au lait. ".encode("latin-1") * 200, "not UTF-8 text: byte 0xe9 at position 3"),
         (b"", "empty"),
@@ -214,6 +221,10 @@ def test_validate_user_text_accepts_and_normalises():
     ],
     ids=[
         "png",
+        "utf-16-bom",
+        "utf-16-be-bom",
+        "utf-16-le-no-bom",
+        "nul-heavy-binary",
         "control-chars",
         "latin-1",
         "empty-bytes",

@@ -140,8 +140,8 @@ def validate_user_text(
 ) -> str:
     """Check text a user uploaded or pasted, and return it with \\r\\n and \\r turned into \\n.
 
-    Rejects (with `DataError`) anything over `max_bytes`, binary data, bytes that are not UTF-8,
-    and text shorter than `min_chars` characters.
+    Rejects (with `DataError`) anything over `max_bytes`, UTF-16 files, binary data, bytes that
+    are not UTF-8, and text shorter than `min_chars` characters.
     """
     if isinstance(data, bytes | bytearray):
         raw = bytes(data)
@@ -157,6 +157,12 @@ def validate_user_text(
             "Upload a shorter excerpt."
         )
     if raw is not None:
+        # Before the NUL check: UTF-16 text is full of NUL bytes but is not binary data.
+        if _looks_utf16(raw):
+            raise DataError(
+                'The file is saved as UTF-16 (what Windows Notepad calls "Unicode"), not UTF-8. '
+                "Save it as UTF-8 (plain text) and try again."
+            )
         if b"\x00" in raw:
             raise DataError("This looks like binary data (it contains NUL bytes), not text.")
         try:
@@ -186,6 +192,19 @@ def validate_user_text(
             f"{min_chars:,}."
         )
     return text
+
+
+def _looks_utf16(raw: bytes) -> bool:
+    """True for UTF-16 bytes: a byte-order mark (FF FE or FE FF, never valid UTF-8), or, without
+    one, NUL bytes at every other position only, as in Latin text: "To" is b"T\\x00o\\x00"."""
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return True
+    half = len(raw) // 2
+    if half == 0:
+        return False
+    even, odd = raw[0::2].count(0), raw[1::2].count(0)
+    # Binary data has NULs at both parities; a character like U+0100 puts a few at the other one.
+    return max(even, odd) >= half / 2 and min(even, odd) <= half / 20
 
 
 def _size(n_bytes: int) -> str:
