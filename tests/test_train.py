@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import signal
 import subprocess
 import sys
 import threading
@@ -277,6 +278,71 @@ def test_cli_minutes_without_steps_lets_the_clock_end_the_run(tmp_path):
     assert bundle.meta["wall_time"] >= 0.02 * 60  # it stopped on time...
     assert 1 < bundle.meta["step"] < STEPS_WHEN_TIMED  # ...not on steps
     assert bundle.history[-1]["lr"] < 0.2 * bundle.train_config["lr"]  # the cosine ran on time
+
+
+def test_resume_keeps_the_bundles_split_and_refuses_a_new_data_source(tmp_path):
+    text_file = tmp_path / "mine.txt"
+    text_file.write_text(load_corpus("shakespeare")[:30_000], encoding="utf-8")
+    out = tmp_path / "mine"
+    args = ["--text-file", str(text_file), "--val-fraction", "0.3", "--preset", "tiny"]
+    args += ["--n-ctx", "16", "--steps", "3", "--eval-batches", "1", "--sample-tokens", "0"]
+    assert main([*args, "--quiet", "--out", str(out)]) == 0
+    assert load_bundle(out).meta["data"]["val_fraction"] == 0.3
+    for flag in (["--val-fraction", "0.1"], ["--tokenizer", "bpe"], ["--preset", "small"]):
+        with pytest.raises(SystemExit, match=f"cannot change when resuming.*{flag[0]}"):
+            main(["--resume", str(out), "--steps", "5", *flag])
+    assert main(["--resume", str(out), "--steps", "5", "--quiet"]) == 0
+    assert load_bundle(out).meta["data"]["val_fraction"] == 0.3
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--text-file", "no/such/file.txt"], "error: .*No such file"),
+        (["--text-file", "{short}"], "error: .*at least 2,000"),
+        (["--corpus", "tolstoy"], "error: .*tolstoy"),
+        (["--corpus", "shakespeare", "--n-head", "3"], "error: d_model .* divisible by n_head"),
+        (["--corpus", "shakespeare", "--val-fraction", "1.5"], "error: .*validation fraction"),
+    ],
+)
+def test_cli_bad_input_ends_with_one_plain_message(tmp_path, args, message):
+    short = tmp_path / "short.txt"
+    short.write_text("To be, or not to be.", encoding="utf-8")
+    args = [a.replace("{short}", str(short)) for a in args]
+    with pytest.raises(SystemExit, match=message) as exc:
+        main([*args, "--preset", "tiny", "--steps", "1", "--out", str(tmp_path / "x")])
+    assert exc.value.__cause__ is None and exc.value.__suppress_context__  # no traceback chain
+    assert not (tmp_path / "x").exists()  # nothing half-written
+
+
+def test_first_ctrl_c_stops_after_the_step_and_saves_a_bundle(tmp_path):
+    """Ctrl-C before the first evaluation still leaves a model: the first press is the stop flag."""
+    out = tmp_path / "interrupted"
+    args = ["--task", "repeat", "--task-examples", "300", "--preset", "tiny", "--n-ctx", "32"]
+    args += ["--steps", "1000000", "--eval-every", "0", "--sample-tokens", "0", "--threads", "1"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "viz_model.train", *args, "--quiet", "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    try:
+        # the untrained snapshot is written just before the first step: the loop is running
+        while not (out / "snapshots" / "step_000000.safetensors").exists():
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.05)
+        assert not (out / "model.safetensors").exists()  # no evaluation has saved it yet
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, stderr
+    assert "stopping after this step" in stderr and "stopped on request" in stdout
+    bundle = load_bundle(out)
+    assert bundle.meta["stopped"].startswith("stopped on request after step")
+    assert bundle.meta["step"] == bundle.history[-1]["step"] < 1_000_000
+    assert bundle.meta["val_loss"] is not None  # the last step was evaluated
 
 
 def test_cli_refuses_no_source(tmp_path):

@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import math
 import shlex
+import signal
 import sys
 import threading
 import time
@@ -38,7 +39,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from viz_model.checkpoint import load_bundle, save_bundle, save_snapshot
+from viz_model.checkpoint import CheckpointError, load_bundle, save_bundle, save_snapshot
 from viz_model.config import PRESET_TRAINING, PRESETS, TrainConfig, preset
 from viz_model.data import TASKS, TokenData, load_corpus, task_text, validate_user_text
 from viz_model.model import GPT
@@ -49,6 +50,18 @@ EVAL_SEED = 1234  # the same validation windows at every evaluation, so the curv
 SAMPLE_SEED = 0
 SAMPLE_PROMPT = "\n"
 STEPS_WHEN_TIMED = 1_000_000  # --minutes without --steps: the time limit ends the run
+DEFAULT_PRESET = "small"
+VAL_FRACTION = 0.1  # the share of a text held out for validation, unless --val-fraction says
+# Flags that describe what a bundle is (its data, tokenizer and shape): a resume keeps the bundle's.
+_FIXED_BY_BUNDLE = (
+    "corpus",
+    "task",
+    "text_file",
+    "val_fraction",
+    "tokenizer",
+    "vocab_size",
+    "preset",
+)
 
 
 @dataclass
@@ -399,7 +412,11 @@ def build_parser() -> argparse.ArgumentParser:
         "teaches induction heads), count (runs of consecutive numbers), brackets (balanced "
         "brackets)",
     )
-    src.add_argument("--text-file", type=Path, help="a UTF-8 plain text file of your own")
+    src.add_argument(
+        "--text-file",
+        type=Path,
+        help="a UTF-8 plain text file of your own (at most 2 MB, at least 2,000 characters)",
+    )
     src.add_argument(
         "--task-examples",
         type=int,
@@ -416,7 +433,6 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument(
         "--val-fraction",
         type=float,
-        default=0.1,
         help="the share of the text kept aside to measure the validation loss on text the model "
         "never trains on: the end of each of up to 20 equal stretches, so every part of the text "
         "has some (default 0.1)",
@@ -426,7 +442,6 @@ def build_parser() -> argparse.ArgumentParser:
     tok.add_argument(
         "--tokenizer",
         choices=("char", "bpe", "word"),
-        default="char",
         help="how text becomes tokens: char (one token per character), bpe (byte-pair "
         "encoding: frequent pieces of words become single tokens) or word (one token per word); "
         "default char",
@@ -434,14 +449,14 @@ def build_parser() -> argparse.ArgumentParser:
     tok.add_argument(
         "--vocab-size",
         type=int,
-        help="how many tokens a bpe or word tokenizer learns (e.g. 512); ignored for char",
+        help="how many tokens a bpe or word tokenizer learns (default 512 for bpe, 2000 for word); "
+        "ignored for char",
     )
 
     mod = p.add_argument_group("model shape (a preset, then any overrides)")
     mod.add_argument(
         "--preset",
         choices=sorted(PRESETS),
-        default="small",
         help="a named model size: "
         + "; ".join(
             f"{name}: {v['n_layer']} layers, {v['d_model']} dims, {v['n_head']} heads, "
@@ -459,16 +474,23 @@ def build_parser() -> argparse.ArgumentParser:
     mod.add_argument("--n-layer", type=int, help="number of transformer blocks")
     mod.add_argument("--n-head", type=int, help="attention heads per block (must divide d-model)")
     mod.add_argument("--d-mlp", type=int, help="hidden neurons of each MLP (default 4 x d-model)")
-    mod.add_argument("--act", choices=("gelu", "relu"), help="the MLP's nonlinearity")
+    mod.add_argument(
+        "--act",
+        choices=("gelu", "relu"),
+        help="the MLP's nonlinearity, the bend between its two layers (default gelu)",
+    )
     mod.add_argument(
         "--pos",
         choices=("learned", "sinusoidal", "none"),
-        help="position information: learned vectors, fixed sine waves, or none at all",
+        help="position information: learned vectors, fixed sine waves, or none at all (default "
+        "learned)",
     )
     mod.add_argument(
         "--norm",
         choices=("pre", "post"),
-        help="LayerNorm before each sublayer (pre, GPT-2) or after the residual add (post, 2017)",
+        help="where LayerNorm sits: before attention and the MLP read the stream (pre, as in "
+        "GPT-2) or after their output is added back (post, as in the original 2017 Transformer); "
+        "default pre",
     )
     mod.add_argument(
         "--tie-embeddings",
@@ -489,7 +511,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="no bias vectors in the linear layers and LayerNorms",
     )
     mod.add_argument(
-        "--dropout", type=float, help="share of activations zeroed at random while training"
+        "--dropout",
+        type=float,
+        help="share of activations zeroed at random while training, so the model cannot lean on "
+        "any one of them; helps long runs not to memorise the text (default 0)",
     )
 
     tr = p.add_argument_group("training")
@@ -509,7 +534,8 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument(
         "--min-lr",
         type=float,
-        help=f"learning rate at the end of the cosine decay (default {defaults.min_lr})",
+        help=f"learning rate at the end: after the warm-up the rate falls from --lr to this along "
+        f"half a cosine wave (default {defaults.min_lr})",
     )
     tr.add_argument(
         "--warmup",
@@ -520,7 +546,8 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument(
         "--weight-decay",
         type=float,
-        help=f"AdamW weight decay on weight matrices (default {defaults.weight_decay})",
+        help=f"how strongly each step pulls the weight matrices toward zero (AdamW's weight decay, a "
+        f"mild brake on memorising; default {defaults.weight_decay})",
     )
     tr.add_argument(
         "--grad-clip",
@@ -530,8 +557,8 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument(
         "--eval-every",
         type=int,
-        help=f"steps between validation-loss measurements, which also save the bundle "
-        f"(default {defaults.eval_every})",
+        help=f"steps between validation-loss measurements, which also save the bundle; 0: only at "
+        f"the end (default {defaults.eval_every})",
     )
     tr.add_argument(
         "--eval-batches",
@@ -541,7 +568,8 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument(
         "--sample-every",
         type=int,
-        help=f"steps between generated text samples (default {defaults.sample_every})",
+        help=f"steps between generated text samples; 0: only at the end (default "
+        f"{defaults.sample_every})",
     )
     tr.add_argument(
         "--sample-tokens",
@@ -576,14 +604,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     io = p.add_argument_group("output")
-    io.add_argument("--out", type=Path, help="the bundle folder to write (e.g. runs/my-model)")
+    io.add_argument(
+        "--out",
+        type=Path,
+        help="the bundle folder to write (e.g. runs/my-model); when resuming, the resumed folder "
+        "unless given",
+    )
     io.add_argument(
         "--resume",
         type=Path,
-        help="a bundle folder to continue training: same model, tokenizer and data; the step "
-        "count and the curve continue (the optimiser's memory restarts)",
+        help="a bundle folder to continue training: its model, tokenizer, data and validation split "
+        "(so those flags cannot be given); the step count and the curve continue, and the "
+        "optimiser's memory restarts",
     )
-    io.add_argument("--quiet", action="store_true", help="no progress bar, only the summary")
+    io.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress bar and no samples; the model line, validation losses and summary still "
+        "print",
+    )
     return p
 
 
@@ -622,16 +661,18 @@ def _data_source(args: argparse.Namespace) -> dict[str, Any]:
     chosen = [n for n in ("corpus", "task", "text_file") if getattr(args, n) is not None]
     if len(chosen) != 1:
         raise SystemExit("choose exactly one of --corpus, --task or --text-file")
+    split = {"val_fraction": VAL_FRACTION if args.val_fraction is None else args.val_fraction}
     if args.corpus is not None:
-        return {"corpus": args.corpus}
+        return {"corpus": args.corpus, **split}
     if args.task is not None:
         return {
             "task": args.task,
             "task_examples": args.task_examples,
             "task_len": args.task_len,
             "task_seed": 0,
+            **split,
         }
-    return {"text_file": str(args.text_file)}
+    return {"text_file": str(args.text_file), **split}
 
 
 def load_text(source: dict[str, Any]) -> str:
@@ -655,11 +696,22 @@ def _device(name: str) -> torch.device:
     return torch.device(name)
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(argv)
-    from tqdm import tqdm
+@dataclass
+class _Run:
+    """Everything the command line sets up before the first step."""
 
+    model: GPT
+    tokenizer: Tokenizer
+    data: TokenData
+    cfg: TrainConfig
+    out: Path
+    meta: dict[str, Any]
+    history: list[dict[str, Any]]
+    start_step: int
+
+
+def _overrides(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(training overrides, model-shape overrides) from the flags that were given."""
     train_overrides = {
         field: getattr(args, flag)
         for flag, field in _TRAIN_FLAGS.items()
@@ -677,62 +729,113 @@ def main(argv: list[str] | None = None) -> int:
         if args.minutes > 0 and args.steps is None and args.resume is None:
             # the clock decides; the step count only places the log-spaced snapshots
             train_overrides["max_steps"] = STEPS_WHEN_TIMED
+    return train_overrides, model_overrides
 
-    history: list[dict[str, Any]] = []
-    start_step = 0
-    if args.resume is not None:
-        bundle, start_step, history = resume_state(args.resume)
-        model, tokenizer = bundle.model, bundle.tokenizer
-        source = bundle.meta.get("data")
-        if source is None:
-            raise SystemExit(f"{args.resume} does not say what it was trained on (meta.data)")
-        cfg = TrainConfig.from_dict({**(bundle.train_config or {}), **train_overrides})
-        meta = dict(bundle.meta)
-        meta["command"] = meta.get("command", "") + " && " + _command(argv)
-        out = args.out or args.resume
-        if model_overrides:
-            raise SystemExit("the model shape cannot change when resuming")
-        used = float(history[-1]["elapsed"]) if history else 0.0
-        if cfg.time_limit > 0 and used >= cfg.time_limit:
-            raise SystemExit(
-                f"{args.resume} has already trained for its {cfg.time_limit / 60:g} minutes; "
-                "give a larger --minutes (or --minutes 0 for no limit) to continue"
-            )
-        if start_step >= cfg.max_steps:
-            raise SystemExit(
-                f"{args.resume} has already trained {start_step} steps; "
-                f"give a larger --steps to continue"
-            )
-    else:
-        if args.out is None:
-            raise SystemExit("give --out, the folder to write the model bundle to")
-        source = _data_source(args)
-        cfg = TrainConfig(**{**PRESET_TRAINING.get(args.preset, {}), **train_overrides})
-        out = args.out
+
+def _resumed_run(args: argparse.Namespace, argv: list[str], train_overrides, model_overrides):
+    fixed = [f"--{n.replace('_', '-')}" for n in _FIXED_BY_BUNDLE if getattr(args, n) is not None]
+    if model_overrides or fixed:
+        given = ", ".join(fixed + sorted(model_overrides))
+        raise SystemExit(
+            f"the data, tokenizer and model shape cannot change when resuming (given: {given}); "
+            "they are the bundle's own"
+        )
+    bundle, start_step, history = resume_state(args.resume)
+    source = bundle.meta.get("data")
+    if source is None:
+        raise SystemExit(f"{args.resume} does not say what it was trained on (meta.data)")
+    cfg = TrainConfig.from_dict({**(bundle.train_config or {}), **train_overrides})
+    meta = dict(bundle.meta)
+    meta["command"] = meta.get("command", "") + " && " + _command(argv)
+    used = float(history[-1]["elapsed"]) if history else 0.0
+    if cfg.time_limit > 0 and used >= cfg.time_limit:
+        raise SystemExit(
+            f"{args.resume} has already trained for its {cfg.time_limit / 60:g} minutes; "
+            "give a larger --minutes (or --minutes 0 for no limit) to continue"
+        )
+    if start_step >= cfg.max_steps:
+        raise SystemExit(
+            f"{args.resume} has already trained {start_step} steps; give a larger --steps to continue"
+        )
     text = load_text(source)
-    if args.resume is None:
-        kind = args.tokenizer
-        tokenizer = Tokenizer.train(text, kind, args.vocab_size if kind != "char" else None)
-        torch.manual_seed(cfg.seed)
-        model = GPT(preset(args.preset, tokenizer.vocab_size, **model_overrides))
-        meta = {
-            "command": _command(argv),
-            "data": source,
-            "corpus": source.get("corpus") or source.get("task") or source.get("text_file"),
-            "tokenizer": tokenizer.kind,
-            "vocab_size": tokenizer.vocab_size,
-            "preset": args.preset,
-        }
+    # the split the bundle was trained with, so the curve stays comparable across the resume
+    data = TokenData.from_text(text, bundle.tokenizer, source.get("val_fraction", VAL_FRACTION))
+    out = args.out or args.resume
+    return _Run(bundle.model, bundle.tokenizer, data, cfg, out, meta, history, start_step)
+
+
+def _new_run(args: argparse.Namespace, argv: list[str], train_overrides, model_overrides):
+    if args.out is None:
+        raise SystemExit("give --out, the folder to write the model bundle to")
+    source = _data_source(args)
+    preset_name = args.preset or DEFAULT_PRESET
+    cfg = TrainConfig(**{**PRESET_TRAINING.get(preset_name, {}), **train_overrides})
+    text = load_text(source)
+    kind = args.tokenizer or "char"
+    tokenizer = Tokenizer.train(text, kind, args.vocab_size if kind != "char" else None)
+    torch.manual_seed(cfg.seed)
+    model = GPT(preset(preset_name, tokenizer.vocab_size, **model_overrides))
+    meta = {
+        "command": _command(argv),
+        "data": source,
+        "corpus": source.get("corpus") or source.get("task") or source.get("text_file"),
+        "tokenizer": tokenizer.kind,
+        "vocab_size": tokenizer.vocab_size,
+        "preset": preset_name,
+    }
+    data = TokenData.from_text(text, tokenizer, source["val_fraction"])
+    return _Run(model, tokenizer, data, cfg, args.out, meta, [], 0)
+
+
+def _set_up(args: argparse.Namespace, argv: list[str]) -> _Run:
+    """The model, data and settings of the run, or SystemExit with a plain message (a missing
+    file, text that cannot be trained on, an impossible model shape, a broken bundle)."""
+    train_overrides, model_overrides = _overrides(args)
+    try:
+        if args.resume is not None:
+            return _resumed_run(args, argv, train_overrides, model_overrides)
+        return _new_run(args, argv, train_overrides, model_overrides)
+    except (ValueError, OSError, CheckpointError) as exc:  # DataError, TokenizerError included
+        raise SystemExit(f"error: {exc}") from None
+
+
+def _stop_on_ctrl_c(stop: threading.Event):
+    """Make the first Ctrl-C set the stop flag (the run ends after the step in progress and saves
+    the bundle); a second one quits at once. Returns the previous handler, or None when this is
+    not the main thread (signals can only be caught there)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def on_sigint(signum, frame) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+        print(
+            "\nCtrl-C: stopping after this step and saving the bundle "
+            "(press Ctrl-C again to quit without saving)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    return signal.signal(signal.SIGINT, on_sigint)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)
+    from tqdm import tqdm
+
+    run = _set_up(args, argv)
+    model, cfg, out = run.model, run.cfg, run.out
     if cfg.threads > 0:
         torch.set_num_threads(cfg.threads)
     device = _device(args.device)
     model.to(device)
-    data = TokenData.from_text(text, tokenizer, args.val_fraction)
-    meta["device"] = str(device)
+    run.meta["device"] = str(device)
     print(
         f"model: {model.n_params():,} parameters, {model.cfg.n_layer} layers, "
         f"{model.cfg.d_model} dims, {model.cfg.n_head} heads, context {model.cfg.n_ctx}; "
-        f"data: {data!r}; vocabulary {tokenizer.vocab_size} ({tokenizer.kind}); "
+        f"data: {run.data!r}; vocabulary {run.tokenizer.vocab_size} ({run.tokenizer.kind}); "
         f"torch threads {torch.get_num_threads()}; device {device}",
         flush=True,
     )
@@ -740,15 +843,19 @@ def main(argv: list[str] | None = None) -> int:
     timed = cfg.time_limit > 0 and cfg.max_steps == STEPS_WHEN_TIMED
     bar = tqdm(
         total=None if timed else cfg.max_steps,
-        initial=start_step,
+        initial=run.start_step,
         disable=args.quiet,
         unit="step",
         dynamic_ncols=True,
     )
     last = None
     best_val = None
+    previous_handler = _stop_on_ctrl_c(stop)
+    loop = train(
+        model, run.data, cfg, out, run.tokenizer, stop, run.history, run.start_step, run.meta
+    )
     try:
-        for rec in train(model, data, cfg, out, tokenizer, stop, history, start_step, meta):
+        for rec in loop:
             last = rec
             if rec.val_loss is not None:
                 best_val = rec.val_loss
@@ -762,11 +869,12 @@ def main(argv: list[str] | None = None) -> int:
             bar.set_postfix(post, refresh=False)
             bar.update(rec.step - bar.n)
     except KeyboardInterrupt:
-        stop.set()
-        print("\ninterrupted: the bundle holds the weights of the last evaluation", flush=True)
+        print("\nquit without saving: the bundle holds the last evaluation, if any", flush=True)
         return 130
     finally:
         bar.close()
+        if previous_handler is not None:
+            signal.signal(signal.SIGINT, previous_handler)
     if last is None:
         return 1
     saved = load_bundle(out).meta
@@ -778,7 +886,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     if last.stopped:
         print(f"stopped early: {last.stopped}")
-        return 2
+        return 130 if stop.is_set() else 2
     return 0
 
 
