@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import stat
 from pathlib import Path
 
 import pytest
@@ -77,6 +78,23 @@ def test_tied_weights_are_stored_once(tmp_path, tokenizer):
 
 def test_writes_leave_no_temp_files(bundle_dir):
     assert not [p for p in bundle_dir.rglob("*") if p.name.endswith(".tmp")]
+
+
+def test_saved_files_get_the_mode_open_would_give(bundle_dir, tmp_path):
+    # mkstemp alone makes 0600 files, which an app running as another user cannot read.
+    plain = tmp_path / "plain.txt"
+    plain.write_text("x")
+    expected = stat.S_IMODE(plain.stat().st_mode)  # 0o644 under the usual umask 022
+    files = sorted(p.relative_to(bundle_dir) for p in bundle_dir.rglob("*") if p.is_file())
+    assert [p.as_posix() for p in files] == [
+        "config.json",
+        "history.json",
+        "model.safetensors",
+        "snapshots/step_000007.safetensors",
+        "tokenizer.json",
+    ]
+    modes = {p.as_posix(): stat.S_IMODE((bundle_dir / p).stat().st_mode) for p in files}
+    assert modes == {p.as_posix(): expected for p in files}
 
 
 def corrupt(bundle_dir: Path, how: str) -> None:

@@ -10,7 +10,8 @@
 
 Loading validates before it trusts (sizes, config ranges, tensor names and shapes, finite weights,
 tokenizer/embedding agreement); every failure is one `CheckpointError` with a plain message.
-Writes are atomic (a temp file, then os.replace). Nothing is ever unpickled.
+Writes are atomic (a temp file, then os.replace) and give files the mode open() would (not
+mkstemp's 0600), so an app running as another user can read them. Nothing is ever unpickled.
 """
 
 from __future__ import annotations
@@ -36,6 +37,18 @@ MAX_WEIGHTS_BYTES = 512 * 2**20
 MAX_JSON_BYTES = 16 * 2**20
 REQUIRED = ("model.safetensors", "config.json", "tokenizer.json")
 _SNAPSHOT = re.compile(r"step_(\d+)\.safetensors$")
+
+
+def _file_mode() -> int:
+    """The mode open() gives a new file: 0o666 minus the umask (read by setting it, then back)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+# Read once, at import: os.umask can only be read by changing it, which would race with a thread
+# creating files at the same moment (the app trains and serves on several threads).
+_FILE_MODE = _file_mode()
 
 
 class CheckpointError(Exception):
@@ -74,6 +87,9 @@ def _atomic_write(path: Path, write) -> None:
     os.close(fd)
     try:
         write(tmp)
+        # mkstemp makes the file 0600; without this, an app running as another user could not
+        # read the models in runs/ or VIZ_MODEL_DIRS.
+        os.chmod(tmp, _FILE_MODE)
         os.replace(tmp, path)
     except OSError as exc:
         Path(tmp).unlink(missing_ok=True)
