@@ -10,21 +10,35 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+pids=()
+
 python -m viz_model.train --task repeat --preset attn-only-2l --steps 4000 --minutes 30 \
   --batch-size 32 --lr 3e-3 --min-lr 3e-4 --warmup 100 --eval-every 250 --sample-every 1000 \
   --snapshots 10 --threads 1 --quiet --out assets/models/induction-2l &
+pids+=($!)
 
 python -m viz_model.train --corpus shakespeare --tokenizer char --preset small --dropout 0.1 \
   --batch-size 16 --lr 3e-3 --min-lr 1e-4 --warmup 100 --steps 40000 --minutes 45 --eval-every 500 \
   --eval-batches 40 --sample-every 1000 --snapshots 3 --threads 1 --quiet \
   --out assets/models/shakespeare-char &
+pids+=($!)
 
 python -m viz_model.train --corpus shakespeare --tokenizer bpe --vocab-size 512 --preset small \
   --dropout 0.1 --batch-size 16 --lr 3e-3 --min-lr 1e-4 --warmup 100 --steps 40000 --minutes 45 \
   --eval-every 500 --eval-batches 40 --sample-every 1000 --snapshots 3 --threads 1 --quiet \
   --out assets/models/shakespeare-bpe &
+pids+=($!)
 
-wait
+# A bare `wait` returns 0 even when a run failed: wait on each run, after all have finished (so none
+# is left training in the background), and fail if any did.
+status=0
+for pid in "${pids[@]}"; do
+  wait "$pid" || status=$?
+done
+if ((status != 0)); then
+  echo "a training run failed (exit status $status); its error is above" >&2
+  exit "$status"
+fi
 
 # assets/ must stay under 25 MB: the BPE bundle keeps the snapshots of steps 0, 1170 and the last
 # step, not the one of step 34.
