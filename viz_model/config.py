@@ -148,7 +148,7 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 # Training settings a preset brings with it (the command line's flags still win): the quick
-# preset learns fastest with a higher peak rate and a short warm-up.
+# preset's (a higher peak rate, a short warm-up) did best of about a dozen short-run recipes tried.
 PRESET_TRAINING: dict[str, dict[str, Any]] = {
     "quick": dict(batch_size=16, lr=3e-3, min_lr=1e-4, warmup_steps=50),
 }
