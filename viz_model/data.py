@@ -42,6 +42,7 @@ MAX_TASK_SEQ_LEN = 4096
 MAX_TASK_EXAMPLES = 1_000_000
 MAX_NONPRINTABLE_FRACTION = 0.1  # above this share of control characters, text is "binary"
 ENCODE_LINES_PER_BATCH = 4096
+VAL_FRACTION = 0.1  # the share of a text held out for validation
 VAL_PIECES = 20  # held-out stretches spread over the text (TokenData)
 MIN_VAL_PIECE = 1024  # tokens in the smallest held-out stretch
 
@@ -221,7 +222,7 @@ class TokenData:
 
     SPLITS = ("train", "val")
 
-    def __init__(self, ids: torch.Tensor | list[int], val_fraction: float = 0.1):
+    def __init__(self, ids: torch.Tensor | list[int], val_fraction: float = VAL_FRACTION):
         """Hold out `val_fraction` of the stream for validation, the rest for training.
 
         The stream is cut into `pieces` equal stretches (up to VAL_PIECES, fewer so that each
@@ -285,7 +286,9 @@ class TokenData:
         return windows[:, :-1].contiguous(), windows[:, 1:].contiguous()
 
     @classmethod
-    def from_text(cls, text: str, tokenizer: TextEncoder, val_fraction: float = 0.1) -> TokenData:
+    def from_text(
+        cls, text: str, tokenizer: TextEncoder, val_fraction: float = VAL_FRACTION
+    ) -> TokenData:
         """Encode `text` line by line (newlines kept, so no token spans a line break) and split it.
 
         For a char tokenizer the stream equals `tokenizer.encode(text)`; encoding lines in batches

@@ -41,7 +41,14 @@ import torch.nn.functional as F
 
 from viz_model.checkpoint import CheckpointError, load_bundle, save_bundle, save_snapshot
 from viz_model.config import PRESET_TRAINING, PRESETS, TrainConfig, preset
-from viz_model.data import TASKS, TokenData, load_corpus, task_text, validate_user_text
+from viz_model.data import (
+    TASKS,
+    VAL_FRACTION,
+    TokenData,
+    load_corpus,
+    task_text,
+    validate_user_text,
+)
 from viz_model.model import GPT
 from viz_model.sampling import SamplingSettings, generate
 from viz_model.tokenization import Tokenizer
@@ -51,7 +58,6 @@ SAMPLE_SEED = 0
 SAMPLE_PROMPT = "\n"
 STEPS_WHEN_TIMED = 1_000_000  # --minutes without --steps: the time limit ends the run
 DEFAULT_PRESET = "small"
-VAL_FRACTION = 0.1  # the share of a text held out for validation, unless --val-fraction says
 # Flags that describe what a bundle is (its data, tokenizer and shape): a resume keeps the bundle's.
 _FIXED_BY_BUNDLE = (
     "corpus",
