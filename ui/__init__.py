@@ -4,6 +4,7 @@ The only non-page code that imports streamlit. Pages start with `ctx = ui.frame(
 """
 
 import gc
+import importlib
 import os
 
 import torch
@@ -16,6 +17,17 @@ from ui.frame import PageContext, frame
 # (e.g. a single user on a many-core laptop).
 _threads = os.environ.get("VIZ_TORCH_THREADS", "1")
 torch.set_num_threads(int(_threads) if _threads.isdigit() and int(_threads) > 0 else 1)
+
+# plotly looks optional libraries up in sys.modules without importing them
+# (`get_module(name, should_load=False)` in its validators and JSON encoder). A module enters
+# sys.modules before its body has run, so while one session's thread imports pandas for the first
+# time (a page's `import pandas`, or st.dataframe's lazy import), another session building a figure
+# finds a half-built pandas and fails: a class opening the app within a second broke 7-24 of 30
+# first views. Import them here, once: every page imports `ui` before it draws a figure, and
+# Python's import lock makes a second session wait until this import has finished.
+FIRST_USE_MODULES = ("pandas", "pyarrow", "PIL.Image")
+for _name in FIRST_USE_MODULES:
+    importlib.import_module(_name)
 
 # Streamlit runs a full garbage collection after every script run (runner.postScriptGC). With
 # torch, plotly and pandas imported that walks ~280k long-lived objects: ~180 ms of server time on
