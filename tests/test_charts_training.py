@@ -1,0 +1,74 @@
+"""Training history helpers and figures: binning keeps the mean, the axes, the baseline lines."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from viz_model.analysis.training import binned_mean, curves, samples
+from viz_model.charts.training import loss_curves, lr_curve
+
+
+def history(n: int = 1000, every: int = 100) -> list[dict]:
+    records = []
+    for step in range(1, n + 1):
+        r = {"step": step, "train_loss": 5.0 - step / n, "lr": 1e-3, "elapsed": step * 0.1,
+             "tokens_per_s": 1000.0}  # fmt: skip
+        if step % every == 0:
+            r["val_loss"] = 5.1 - step / n
+        if step % (2 * every) == 0:
+            r["sample"] = f"text at {step}"
+        records.append(r)
+    return records
+
+
+def test_binned_mean_keeps_the_overall_mean_and_the_point_budget():
+    values = np.random.default_rng(0).normal(size=1003)
+    binned = binned_mean(values, 100)
+    assert binned.size == 100
+    assert binned.min() >= values.min() and binned.max() <= values.max()
+    assert binned_mean(values[:50], 100).tolist() == values[:50].tolist()
+
+
+def test_curves_bin_the_train_loss_and_keep_every_evaluation():
+    c = curves(history(1000), "step", max_points=50)
+    assert c.train_x.size == c.train_loss.size == c.lr.size == 50
+    assert c.val_x.tolist() == [float(s) for s in range(100, 1001, 100)]
+    assert c.train_loss[0] > c.train_loss[-1]  # the loss falls
+
+
+def test_curves_against_tokens_and_seconds():
+    by_tokens = curves(history(10, every=5), "tokens", tokens_per_step=64)
+    assert by_tokens.val_x.tolist() == [5 * 64.0, 10 * 64.0]
+    by_time = curves(history(10, every=5), "elapsed")
+    assert by_time.val_x.tolist() == pytest.approx([0.5, 1.0])
+    with pytest.raises(ValueError, match="x must be one of"):
+        curves(history(10), "epochs")
+
+
+def test_a_nan_step_is_left_out_of_the_train_curve():
+    h = history(10)
+    h[4] = {"step": 5, "train_loss": None, "lr": 1e-3, "elapsed": 0.5}
+    assert 5.0 not in curves(h).train_x.tolist()
+
+
+def test_samples_in_step_order():
+    assert samples(list(reversed(history(400)))) == [(200, "text at 200"), (400, "text at 400")]
+
+
+def test_loss_figure_has_both_curves_and_a_line_per_baseline():
+    fig = loss_curves(curves(history(300)), {"blind guess": 4.3, "unigram": 3.3, "bigram": 2.5})
+    names = [t.name for t in fig.data]
+    assert names == ["training loss", "validation loss"]
+    lines = [s for s in fig.layout.shapes if s.type == "line"]
+    assert sorted(round(s.y0, 2) for s in lines) == [2.5, 3.3, 4.3]
+    texts = [a.text for a in fig.layout.annotations]
+    assert "bigram 2.50" in texts and "blind guess 4.30" in texts
+
+
+def test_lr_figure_plots_the_schedule():
+    h = history(20)
+    for i, r in enumerate(h):
+        r["lr"] = (i + 1) * 1e-4
+    fig = lr_curve(curves(h))
+    assert list(fig.data[0].y) == pytest.approx([(i + 1) * 1e-4 for i in range(20)])

@@ -1,0 +1,83 @@
+"""A training run's history (history.json: one record per step) made ready to draw.
+
+- `curves(history, x, max_points)`: train loss, validation loss and learning rate against step,
+  tokens seen or seconds; a long train curve is averaged into at most `max_points` bins, because a
+  45-minute run logs 11,000 steps and a browser needs a few hundred points to draw the same line.
+- `samples(history)`: the text sampled at each sample step, in order.
+
+Records are dicts as `train.StepRecord.to_dict` writes them: step, train_loss, lr, tokens_per_s,
+elapsed, and on some steps val_loss, val_ppl, sample, stopped. Not here: charts, files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+X_AXES = {"step": "step", "tokens": "tokens seen", "elapsed": "seconds"}
+MAX_POINTS = 400
+
+
+@dataclass(frozen=True)
+class Curves:
+    """Arrays for one run. train_x/train_loss/lr are binned means; val_x/val_loss every evaluation."""
+
+    x_label: str
+    train_x: np.ndarray
+    train_loss: np.ndarray
+    lr: np.ndarray
+    val_x: np.ndarray
+    val_loss: np.ndarray
+
+
+def _x_values(records: list[dict], x: str, tokens_per_step: int) -> np.ndarray:
+    if x == "tokens":
+        return np.array([r["step"] * tokens_per_step for r in records], dtype=float)
+    return np.array([r[x] for r in records], dtype=float)
+
+
+def binned_mean(values: np.ndarray, max_points: int) -> np.ndarray:
+    """Means of consecutive equal bins so at most max_points remain (unchanged when short).
+
+    >>> binned_mean(np.arange(6.0), 3)
+    array([0.5, 2.5, 4.5])
+    """
+    values = np.asarray(values, dtype=float)
+    if values.size <= max_points:
+        return values
+    edges = np.linspace(0, values.size, max_points + 1).astype(int)
+    sums = np.add.reduceat(values, edges[:-1])
+    return sums / np.diff(edges)
+
+
+def curves(
+    history: list[dict], x: str = "step", tokens_per_step: int = 1, max_points: int = MAX_POINTS
+) -> Curves:
+    """The run's curves against x ("step", "tokens" or "elapsed"); tokens = step * tokens_per_step.
+
+    Records without a finite train loss (a NaN step) are left out of the train curve.
+    """
+    if x not in X_AXES:
+        raise ValueError(f"x must be one of {', '.join(X_AXES)}; got {x!r}")
+    records = [r for r in history if isinstance(r, dict) and "step" in r]
+    train = [r for r in records if isinstance(r.get("train_loss"), int | float)]
+    val = [r for r in records if isinstance(r.get("val_loss"), int | float)]
+    return Curves(
+        x_label=X_AXES[x],
+        train_x=binned_mean(_x_values(train, x, tokens_per_step), max_points),
+        train_loss=binned_mean(np.array([r["train_loss"] for r in train], float), max_points),
+        lr=binned_mean(np.array([r.get("lr", np.nan) for r in train], float), max_points),
+        val_x=_x_values(val, x, tokens_per_step),
+        val_loss=np.array([r["val_loss"] for r in val], dtype=float),
+    )
+
+
+def samples(history: list[dict]) -> list[tuple[int, str]]:
+    """(step, text) of every record that carries a sample, in step order."""
+    found = [
+        (int(r["step"]), str(r["sample"]))
+        for r in history
+        if isinstance(r, dict) and isinstance(r.get("sample"), str) and "step" in r
+    ]
+    return sorted(found)
