@@ -6,8 +6,12 @@ starts at app.py (Home), then switches to the page, as a student following a lin
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 from pathlib import Path
+
+import numpy as np
 
 from streamlit import config
 from streamlit.testing.v1 import AppTest
@@ -53,3 +57,17 @@ def app_test(
     if page is not None:
         at.switch_page(page).run()
     return at
+
+
+def plotly_figures(at: AppTest) -> list[dict]:
+    """Every plotly chart on the page, as the figure JSON the browser receives."""
+    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+
+
+def plotly_array(value) -> np.ndarray:
+    """A plotly JSON array: a plain list, or {"dtype", "bdata" (base64), "shape"}."""
+    if isinstance(value, dict):
+        data = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
+        shape = [int(n) for n in str(value.get("shape", len(data))).split(",")]
+        return data.reshape(shape)
+    return np.array(value, dtype=float)

@@ -72,3 +72,9 @@ def test_lr_figure_plots_the_schedule():
         r["lr"] = (i + 1) * 1e-4
     fig = lr_curve(curves(h))
     assert list(fig.data[0].y) == pytest.approx([(i + 1) * 1e-4 for i in range(20)])
+
+
+def test_records_without_the_x_value_are_left_out():
+    h = [{"step": s, "train_loss": 1.0} for s in range(1, 6)]
+    assert curves(h, "elapsed").train_x.size == 0
+    assert curves(h, "step").train_x.tolist() == [1, 2, 3, 4, 5]

@@ -88,6 +88,14 @@ SECTIONS: dict[str, list[Page]] = {
             "Write text one token at a time, see each choice, and override it.",
         ),
     ],
+    "Training": [
+        Page(
+            "pages/9_Training.py",
+            "Training",
+            ":material/model_training:",
+            "How a model learns: its loss against counting, its learning rate, what it wrote.",
+        ),
+    ],
 }
 
 

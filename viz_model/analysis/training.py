@@ -4,6 +4,8 @@
   tokens seen or seconds; a long train curve is averaged into at most `max_points` bins, because a
   45-minute run logs 11,000 steps and a browser needs a few hundred points to draw the same line.
 - `samples(history)`: the text sampled at each sample step, in order.
+- `bundle_baselines(bundle)`: the counting models' validation loss on the bundle's own data,
+  split as it was for training, so its curve can be read against them.
 
 Records are dicts as `train.StepRecord.to_dict` writes them: step, train_loss, lr, tokens_per_s,
 elapsed, and on some steps val_loss, val_ppl, sample, stopped. Not here: charts, files.
@@ -14,6 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
+from viz_model import ngram
+from viz_model.checkpoint import Bundle
+from viz_model.data import VAL_FRACTION, DataError, TokenData
 
 X_AXES = {"step": "step", "tokens": "tokens seen", "elapsed": "seconds"}
 MAX_POINTS = 400
@@ -29,6 +35,10 @@ class Curves:
     lr: np.ndarray
     val_x: np.ndarray
     val_loss: np.ndarray
+
+
+def _has_x(record: dict, x: str) -> bool:
+    return isinstance(record.get("step" if x == "tokens" else x), int | float)
 
 
 def _x_values(records: list[dict], x: str, tokens_per_step: int) -> np.ndarray:
@@ -56,11 +66,12 @@ def curves(
 ) -> Curves:
     """The run's curves against x ("step", "tokens" or "elapsed"); tokens = step * tokens_per_step.
 
-    Records without a finite train loss (a NaN step) are left out of the train curve.
+    Records without a finite train loss (a NaN step) are left out of the train curve, and records
+    without the x value (an old history without seconds) are left out of both.
     """
     if x not in X_AXES:
         raise ValueError(f"x must be one of {', '.join(X_AXES)}; got {x!r}")
-    records = [r for r in history if isinstance(r, dict) and "step" in r]
+    records = [r for r in history if isinstance(r, dict) and "step" in r and _has_x(r, x)]
     train = [r for r in records if isinstance(r.get("train_loss"), int | float)]
     val = [r for r in records if isinstance(r.get("val_loss"), int | float)]
     return Curves(
@@ -81,3 +92,22 @@ def samples(history: list[dict]) -> list[tuple[int, str]]:
         if isinstance(r, dict) and isinstance(r.get("sample"), str) and "step" in r
     ]
     return sorted(found)
+
+
+def bundle_baselines(bundle: Bundle) -> ngram.Baselines | None:
+    """Blind, unigram and bigram validation losses on the text the bundle was trained on, with its
+    tokenizer and its validation split; None when that text cannot be found any more (an uploaded
+    file since deleted) or the bundle does not say what it was trained on."""
+    from viz_model.train import load_text  # the one reader of a bundle's data source
+
+    source = bundle.meta.get("data")
+    if not isinstance(source, dict):
+        return None
+    try:
+        text = load_text(source)
+        data = TokenData.from_text(
+            text, bundle.tokenizer, source.get("val_fraction", VAL_FRACTION)
+        )
+    except (OSError, KeyError, TypeError, ValueError, DataError):
+        return None
+    return ngram.baselines(data.train.numpy(), data.val.numpy(), bundle.tokenizer.vocab_size)

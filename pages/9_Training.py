@@ -1,0 +1,73 @@
+"""Training: how a model learns, watched through its loss, its learning rate and what it writes.
+
+This page shows the chosen model's own training: the loss against the counting baselines, the
+learning-rate schedule and the samples it wrote along the way (bundled models included)."""
+
+import math
+
+import streamlit as st
+
+import ui
+from ui import cache, training_view
+from ui.frame import val_loss
+from viz_model.analysis.training import bundle_baselines
+
+ctx = ui.frame("Training", ":material/model_training:", needs_prompt=False)
+
+st.markdown(
+    "A model starts with random weights and writes gibberish. **Training** shows it a window of "
+    "real text, asks it to predict every next token, and measures how wrong it was with the "
+    "**loss**: the average of $-\\ln p$ of the token that really came next. A blind guess over "
+    "$V$ tokens scores $\\ln V$; a perfect model scores 0. The gradient says how to nudge every "
+    "weight to lower the loss, and the optimiser takes a small step that way; thousands of "
+    "steps later the same weights write words, names and verse."
+)
+st.latex(
+    r"L = -\frac{1}{N}\sum_{t=1}^{N} \ln p_\theta(x_{t+1} \mid x_{\le t}),\qquad"
+    r"\theta \leftarrow \theta - \eta\,\nabla_\theta L"
+)
+
+
+@st.cache_data(show_spinner="Counting the training text…", max_entries=16)
+def baselines_of(bundle_id: str) -> dict[str, float] | None:
+    """Blind, unigram and bigram validation loss on the bundle's own data (None if not found)."""
+    found = bundle_baselines(cache.bundle(bundle_id))
+    return found.as_dict() if found else None
+
+
+def run_summary(bundle) -> None:
+    """Steps, tokens, time and final validation loss of a bundle, as metrics."""
+    meta, history = bundle.meta, bundle.history
+    last = history[-1] if history else {}
+    steps = meta.get("step", last.get("step"))
+    loss = val_loss(bundle)
+    cols = st.columns(4)
+    cols[0].metric("Steps", f"{steps:,}" if isinstance(steps, int) else "–")
+    tokens = meta.get("tokens_seen")
+    cols[1].metric("Tokens read", f"{tokens:,}" if isinstance(tokens, int) else "–")
+    seconds = meta.get("wall_time", last.get("elapsed"))
+    cols[2].metric("Training time", f"{seconds / 60:.1f} min" if seconds else "–")
+    cols[3].metric(
+        "Validation loss",
+        f"{loss:.3f}" if loss is not None else "–",
+        help="nats per token on held-out text; perplexity e^loss"
+        + (f" = {math.exp(loss):.1f}" if loss is not None else ""),
+    )
+
+
+st.subheader(f"How “{ctx.name}” trained")
+bundle = ctx.bundle
+if not bundle.history:
+    st.info("This model has no training history (history.json is missing or empty).")
+    st.stop()
+run_summary(bundle)
+batch = (bundle.train_config or {}).get("batch_size", 1)
+training_view.draw_curves(
+    bundle.history, baselines_of(ctx.bundle_id), int(batch) * ctx.config.n_ctx, key="hist"
+)
+st.subheader("What it wrote as it learned")
+st.caption(
+    "Text sampled from the weights at that step, from the same start each time: first random "
+    "characters, then the shape of the text (line breaks, capitals), then words and names."
+)
+training_view.draw_samples(bundle.history, key="hist")

@@ -1,0 +1,44 @@
+"""The Training page in AppTest: a bundle's curves, their x axis in the URL, the baselines on the
+bundled corpus model, and the samples it wrote."""
+
+from __future__ import annotations
+
+from tests.apptest_util import app_test, plotly_array, plotly_figures
+from ui.state import widget_key
+
+PAGE = "pages/9_Training.py"
+
+
+def test_a_bundle_without_samples_or_data_shows_its_loss_curve(models_dir):
+    at = app_test(models_dir, PAGE)
+    assert not at.exception
+    figs = plotly_figures(at)
+    assert figs, "no chart drawn"
+    names = [trace.get("name") for trace in figs[0]["data"]]
+    assert names == ["training loss", "validation loss"]
+    train_y = plotly_array(figs[0]["data"][0]["y"])
+    train_x = plotly_array(figs[0]["data"][0]["x"])
+    assert train_y.size > 0 and train_y[0] > train_y[-1]  # the loss fell
+    assert any("no samples" in info.value for info in at.info)
+    at.radio(key=widget_key("hist_x")).set_value("tokens").run()
+    assert not at.exception
+    assert at.query_params["hist_x"] in ("tokens", ["tokens"])
+    x_tokens = plotly_array(plotly_figures(at)[0]["data"][0]["x"])
+    assert x_tokens[-1] > train_x[-1]  # tokens = steps x batch x context
+
+
+def test_the_corpus_model_shows_baselines_and_samples_by_step(models_dir):
+    at = app_test(models_dir, PAGE, query={"model": "shakespeare-char"})
+    assert not at.exception
+    loss_fig = plotly_figures(at)[0]
+    labels = [a["text"] for a in loss_fig["layout"].get("annotations", [])]
+    assert any(label.startswith("bigram") for label in labels), labels
+    bigram = next(float(t.split()[-1]) for t in labels if t.startswith("bigram"))
+    final_val = plotly_array(loss_fig["data"][1]["y"])[-1]
+    assert final_val < bigram  # the bundled model beats counting pairs
+    slider = at.select_slider(key=widget_key("hist_sample"))
+    first_step = slider.options[0]
+    last_text = at.code[0].value
+    slider.set_value(first_step).run()
+    assert not at.exception
+    assert at.code[0].value != last_text

@@ -1,0 +1,76 @@
+"""Drawing a training run's history: the loss curves against the counting baselines, the
+learning rate, and the samples it wrote as it learned. Used for a finished bundle and for a run
+that is still training (the Training page), so both read the same way.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from ui import state
+from viz_model.analysis import training as tr
+from viz_model.charts import training as charts
+
+BASELINES_NOTE = (
+    "Grey lines: what counting alone scores on the same validation text. **blind guess**: every "
+    "token equally likely (ln V). **unigram**: each token as often as it appears in the training "
+    "text. **bigram**: each token given only the one before it. A curve below the bigram line has "
+    "learned something counting pairs cannot."
+)
+
+
+def draw_curves(
+    history: list[dict],
+    baselines: dict[str, float] | None,
+    tokens_per_step: int,
+    key: str,
+) -> None:
+    """The loss chart (x axis chosen by the student, carried in the URL under `key`) and, in an
+    expander, the learning-rate schedule."""
+    x = state.radio(
+        "Against",
+        f"{key}_x",
+        list(tr.X_AXES),
+        "step",
+        horizontal=True,
+        format_func=lambda v: tr.X_AXES[v],
+        help="Training steps, tokens read (steps × batch × context), or seconds of training.",
+    )
+    curves = tr.curves(history, x, tokens_per_step)
+    if curves.train_x.size == 0:
+        st.info("No training step has been recorded yet.")
+        return
+    st.plotly_chart(charts.loss_curves(curves, baselines), key=f"{key}_loss")
+    st.caption(
+        "Blue: the loss on each training batch (averaged into a few hundred points). Red: the "
+        "loss on held-out validation text the model never trains on; when it rises while blue "
+        "falls, the model is memorising. " + (BASELINES_NOTE if baselines else "")
+    )
+    with st.expander("Learning rate schedule"):
+        st.markdown(
+            "How big each step is: the learning rate $\\eta$ in $\\theta \\leftarrow \\theta - "
+            "\\eta\\,\\nabla_\\theta L$. It warms up from 0 (large early steps on random weights "
+            "are unstable), then decays along a cosine so the last steps only fine-tune."
+        )
+        st.plotly_chart(charts.lr_curve(curves), key=f"{key}_lr")
+
+
+def draw_samples(history: list[dict], key: str) -> None:
+    """The text sampled from the weights at each sample step, one step at a time on a slider."""
+    found = tr.samples(history)
+    if not found:
+        st.info("This run recorded no samples.")
+        return
+    steps = [step for step, _ in found]
+    texts = dict(found)
+    if len(steps) == 1:
+        step = steps[0]
+    else:
+        step = state.select_slider(
+            "Sample written at step",
+            f"{key}_sample",
+            steps,
+            steps[-1],
+            help="Drag back to step 0's gibberish and forward to see spelling, words, then names.",
+        )
+    st.code(texts[step], language=None, wrap_lines=True)
