@@ -379,7 +379,8 @@ class GPT(nn.Module):
         ln = self.ln_final
         if ln is None or ln.bias is None:
             return torch.zeros(self.cfg.vocab_size, device=self.W_E.device)
-        return ln.bias @ self.W_U
+        with torch.no_grad():  # a constant for analysis, not a parameter
+            return ln.bias @ self.W_U
 
     def param_counts(self) -> dict[str, int]:
         """Parameters by component: embed, pos_embed, attn, mlp, layernorm, unembed."""
