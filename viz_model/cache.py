@@ -2,20 +2,32 @@
 
 Tensors are kept as recorded (detached, on the model's device). When the input was a single
 sequence (shape (T,) or (1, T)) the batch dimension is dropped, so `cache["blocks.0.attn.hook_pattern"]`
-is H x T x T, as DESIGN.md section 3 lists. For a batch of several sequences it is kept.
+is H x T x T, as DESIGN.md section 3 lists. For a batch of several sequences it is kept. The same
+rule holds for `values()`, `items()` and `dict(cache)`, and for the stacks below.
 
-Not here: analyses across layers (analysis.py) and anything that runs the model.
+It reads like a dict (`keys()`, `values()`, `items()`, `dict(cache)`), and TransformerLens's
+residual-stream helpers (`accumulated_resid`, `decompose_resid`, `stack_head_results`,
+`apply_ln_to_stack`, `logit_attrs`) come from stacks.py. Those read the model's LayerNorm and
+unembedding weights, so the cache keeps a reference to the model (never a hook).
+
+Not here: analyses across layers (analysis/) and anything that runs the model.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import ItemsView, Iterator, KeysView, ValuesView
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
+from viz_model.stacks import ResidStacks
 
-class ActivationCache:
+if TYPE_CHECKING:
+    from viz_model.model import GPT
+
+
+class ActivationCache(ResidStacks):
     """name -> tensor, in the order the forward pass produced them."""
 
     def __init__(
@@ -24,11 +36,13 @@ class ActivationCache:
         n_layer: int,
         batched: bool = False,
         str_tokens: list[str] | None = None,
+        model: GPT | None = None,
     ) -> None:
         self._store = store  # as recorded, with the batch dimension; dropped on access if single
         self.n_layer = n_layer
         self.batched = batched
         self.str_tokens = str_tokens
+        self.model = model  # for its LayerNorm and unembedding weights (stacks.py); may be None
 
     def __getitem__(self, name: str) -> torch.Tensor:
         try:
@@ -53,8 +67,15 @@ class ActivationCache:
     def names(self) -> list[str]:
         return list(self._store)
 
-    def items(self):
-        return ((name, self[name]) for name in self._store)
+    def keys(self) -> KeysView[str]:
+        return KeysView(self)  # type: ignore[arg-type]
+
+    def values(self) -> ValuesView[torch.Tensor]:
+        """The tensors as cache[name] gives them (batch dimension dropped for one sequence)."""
+        return ValuesView(self)  # type: ignore[arg-type]
+
+    def items(self) -> ItemsView[str, torch.Tensor]:
+        return ItemsView(self)  # type: ignore[arg-type]
 
     def numpy(self, name: str) -> np.ndarray:
         """The activation as a float32 numpy array (for charts)."""

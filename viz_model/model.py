@@ -345,7 +345,7 @@ class GPT(nn.Module):
         with torch.no_grad(), hook_context(group(hooks), record) as ctx:
             logits = self(ids)
         store = {n: ctx.store[n] for n in record if n in ctx.store}
-        return logits, ActivationCache(store, self.cfg.n_layer, batched=not single)
+        return logits, ActivationCache(store, self.cfg.n_layer, batched=not single, model=self)
 
     @contextmanager
     def intervene(self, *interventions: Iterable[tuple[str, HookFn]]) -> Iterator[None]:
@@ -371,6 +371,16 @@ class GPT(nn.Module):
     def W_U(self) -> torch.Tensor:
         """(D, V)"""
         return self.unembed.W_U
+
+    @property
+    def b_U(self) -> torch.Tensor:
+        """(V,) beta . W_U: what the final LayerNorm's bias adds to every logit, the unembedding
+        bias TransformerLens gets by folding that LayerNorm into it (zeros without one)."""
+        ln = self.ln_final
+        if ln is None or ln.bias is None:
+            return torch.zeros(self.cfg.vocab_size, device=self.W_E.device)
+        with torch.no_grad():  # a constant for analysis, not a parameter
+            return ln.bias @ self.W_U
 
     def param_counts(self) -> dict[str, int]:
         """Parameters by component: embed, pos_embed, attn, mlp, layernorm, unembed."""

@@ -209,5 +209,5 @@ def attribution_from_activations(
     names of `attribution_names`), so choosing another position or token needs no forward pass."""
     store = {name: torch.from_numpy(np.asarray(a))[None] for name, a in activations.items()}
     return direct_logit_attribution(
-        model, ActivationCache(store, model.cfg.n_layer), position, token
+        model, ActivationCache(store, model.cfg.n_layer, model=model), position, token
     )
