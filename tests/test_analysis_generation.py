@@ -70,14 +70,14 @@ def test_a_sampled_token_that_no_longer_follows_cuts_the_history_there(model):
 @pytest.mark.parametrize(
     ("text", "kept", "words"),
     [
-        ("abc", [], "item 1 is neither"),
-        ("5_x_7", [5], "item 2 is neither"),
-        ("5__7", [5], "item 2 is neither"),
-        ("5_f-3", [5], "item 2 is neither"),
+        ("abc", [], "entry 1 of gen= is neither"),
+        ("5_x_7", [5], "entry 2 of gen= is neither"),
+        ("5__7", [5], "entry 2 of gen= is neither"),
+        ("5_f-3", [5], "entry 2 of gen= is neither"),
         ("5_99999_6", [5], "token id 99999, outside this model's vocabulary of 23"),
-        ("4_t1k0p2_5", [4], "item 2 holds impossible sampling settings"),
-        ("t-1k0p1_5", [], "item 1 is neither"),
-        ("5_tinfk0p1", [5], "item 2 is neither"),
+        ("4_t1k0p2_5", [4], "entry 2 of gen= holds impossible sampling settings"),
+        ("t-1k0p1_5", [], "entry 1 of gen= is neither"),
+        ("5_tinfk0p1", [5], "entry 2 of gen= is neither"),
     ],
 )
 def test_a_bad_link_keeps_what_fits_and_says_what_did_not(text, kept, words):
@@ -98,7 +98,7 @@ def test_restore_link_names_the_misfit_and_keeps_the_steps_before_it(model):
     steps = _history(model)
     text = encode_steps(steps, HOT) + "_junk"
     rebuilt, problems = restore_link(model, PROMPT, text, 3, HOT)
-    assert rebuilt == steps and len(problems) == 1 and "item 11 is neither" in problems[0]
+    assert rebuilt == steps and len(problems) == 1 and "entry 11 of gen= is neither" in problems[0]
     # another seed than the link's: a sampled step draws another token; the steps before it stay
     rebuilt, problems = restore_link(model, PROMPT, encode_steps(steps, HOT), 4, HOT)
     assert len(rebuilt) < len(steps) and "is not what this model draws" in problems[0]

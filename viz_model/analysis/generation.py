@@ -231,9 +231,9 @@ def decode_steps(
             try:
                 settings = SamplingSettings(float(m[1]), int(m[2]), float(m[3]))
             except ValueError as exc:
-                return out, f"item {n} holds impossible sampling settings ({exc})"
+                return out, f"entry {n} of gen= holds impossible sampling settings ({exc})"
         else:
-            return out, f"item {n} is neither a token id nor sampling settings"
+            return out, f"entry {n} of gen= is neither a token id nor sampling settings"
     return out, None
 
 
