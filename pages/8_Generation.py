@@ -60,11 +60,10 @@ key = (ctx.bundle_id, tuple(ctx.ids))
 if ss.get(STATE, {}).get("key") != key:
     # A new session opens the steps its URL carries (a shared link, a reload); a new model or
     # prompt within a session starts from none.
-    steps, problems = (
-        gen.restore_link(ctx.model, ctx.ids, st.query_params.get(URL_KEY, ""), seed, settings)
-        if STATE not in ss
-        else ([], [])
-    )
+    steps, problems = [], []
+    if STATE not in ss and (link := st.query_params.get(URL_KEY, "")):
+        with st.spinner("Rebuilding the generated text of the link…"):
+            steps, problems = gen.restore_link(ctx.model, ctx.ids, link, seed, settings)
     ss[STATE] = {"key": key, "seed": seed, "steps": steps, "kv": None, "link_problems": problems}
 stepper = ss[STATE]
 if stepper["seed"] != seed:
