@@ -15,7 +15,8 @@ from viz_model.sampling import SamplingSettings
 ctx = ui.frame("Generation", ":material/edit_note:")
 cfg, tok = ctx.config, ctx.tokenizer
 V = tok.vocab_size
-STATE = "gen_stepper"  # session-state key: {"key", "seed", "steps", "proposal", "kv"}
+STATE = "gen_stepper"  # session-state key: {"key", "seed", "steps", "proposal", "kv", ...}
+URL_KEY = "gen"  # the generated tokens in the URL (gen.encode_steps)
 MAX_STEPS = 500
 N_CANDIDATES = 10
 
@@ -57,7 +58,13 @@ seed = state.number_input(
 ss = st.session_state
 key = (ctx.bundle_id, tuple(ctx.ids))
 if ss.get(STATE, {}).get("key") != key:
-    ss[STATE] = {"key": key, "seed": seed, "steps": [], "kv": None}
+    # A new session opens the steps its URL carries (a shared link, a reload); a new model or
+    # prompt within a session starts from none.
+    steps, problems = [], []
+    if STATE not in ss and (link := st.query_params.get(URL_KEY, "")):
+        with st.spinner("Rebuilding the generated text of the link…"):
+            steps, problems = gen.restore_link(ctx.model, ctx.ids, link, seed, settings)
+    ss[STATE] = {"key": key, "seed": seed, "steps": steps, "kv": None, "link_problems": problems}
 stepper = ss[STATE]
 if stepper["seed"] != seed:
     # same choices, new seed: the forced tokens stay, the sampled ones are drawn again
@@ -112,6 +119,7 @@ def do_steps(n: int = 1, forced: int | None = None) -> None:
     Each step reads the (cached) forward pass the page draws, so the token taken is the one the
     page proposed, and the rerun after it finds the newest text's view already computed."""
     s = st.session_state[STATE]
+    s["link_problems"] = []
     for _ in range(n):
         if len(s["steps"]) >= MAX_STEPS:
             break
@@ -122,17 +130,34 @@ def do_steps(n: int = 1, forced: int | None = None) -> None:
 
 
 def undo() -> None:
+    st.session_state[STATE]["link_problems"] = []
     if st.session_state[STATE]["steps"]:
         st.session_state[STATE]["steps"].pop()
 
 
 def reset() -> None:
-    st.session_state[STATE]["steps"] = []
+    st.session_state[STATE].update(steps=[], link_problems=[])
 
 
 # ---- the text so far --------------------------------------------------------------------------
+def draw_link_notes(steps: list[gen.Step], problems: list[str]) -> None:
+    """What of the URL's steps could not be rebuilt, and how many steps a link carries."""
+    if problems:
+        st.warning(
+            "The link's generated text did not fit entirely: " + "; ".join(problems) + ". "
+            f"Showing the {len(steps)} step{'s' * (len(steps) != 1)} before that.",
+            icon=":material/link_off:",
+        )
+    if len(steps) > gen.LINK_MAX_STEPS:
+        st.caption(
+            f"The page's link (its URL) carries the first {gen.LINK_MAX_STEPS} generated tokens, "
+            "to stay short enough to share: a reload or a shared link shows those."
+        )
+
+
 def draw_history(steps: list[gen.Step], seq: list[int], n_cropped: int) -> None:
     st.subheader(f"The text so far: prompt + {len(steps)} generated token{'s' * (len(steps) != 1)}")
+    draw_link_notes(steps, st.session_state[STATE]["link_problems"])
     st.html(
         charts.history_chips(
             ctx.pieces,
@@ -330,6 +355,7 @@ def stepper_section() -> None:
     dist = nt.distribution(last_logits, settings)
     proposal = gen.choose(dist, seed, len(steps), settings)
     stepper["proposal"] = proposal.token
+    state.mirror(URL_KEY, gen.encode_steps(steps, settings), drop_empty=True)
     draw_history(steps, seq, n_cropped)
     draw_step(steps, seq, dist, proposal)
     draw_attention(seq)

@@ -221,3 +221,22 @@ def test_navigation_keeps_prompt_and_model_in_the_url(server, page):
     page.wait_for_function("() => location.search.includes('model=')", timeout=TIMEOUT_MS)
     assert query(page)["model"] == "test-char" and query(page)["prompt"] == DEEP_PROMPT
     assert page.locator("[data-testid='stSidebar'] textarea").input_value() == DEEP_PROMPT
+
+
+def test_generation_survives_a_reload(server, page):
+    entry = next((p for p in PAGES if p.file.endswith("_Generation.py")), None)
+    if entry is None:
+        pytest.skip("no Generation page")
+    page.goto(f"{server}/{entry.url_path}?model=test-char&prompt={quote(DEEP_PROMPT)}")
+    wait_drawn(page)
+    page.locator(".st-key-run button").click()
+    page.wait_for_function("() => location.search.includes('gen=')", timeout=TIMEOUT_MS)
+    wait_drawn(page)
+    history = page.locator("[data-testid='stHtml']").first
+    text, link = history.inner_text(), query(page)["gen"]
+    assert "prompt + 20 generated tokens" in page.inner_text("[data-testid='stMain']")
+    page.reload()
+    wait_drawn(page)
+    check_page(page, "generation_reloaded")
+    assert "prompt + 20 generated tokens" in page.inner_text("[data-testid='stMain']")
+    assert history.inner_text() == text and query(page)["gen"] == link

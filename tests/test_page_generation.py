@@ -117,3 +117,36 @@ def test_force_any_token_from_the_list(models_dir):
     steps = _steps(at)
     assert [s.token for s in steps] == [int(token)] and steps[0].forced
     assert "forced by you" in _history_html(at)
+
+
+def test_a_link_reopens_the_same_generated_text_and_forced_tokens(models_dir):
+    at = app_test(models_dir, PAGE, prompt=PROMPT, query={"seed": "5", "temperature": "1.5"})
+    _click(at, "take")
+    proposal = at.session_state[STATE]["proposal"]
+    keys = [b.key for b in at.button if b.key and b.key.startswith("candidate_")]
+    _click(at, next(k for k in keys if k != f"candidate_{proposal}"))
+    at.number_input(key="n_run").set_value(8).run()
+    _click(at, "run")
+    at.slider(key=widget_key("temperature")).set_value(0.0).run()  # greedy from here on
+    _click(at, "take")
+    steps = _steps(at)
+    assert [s.forced for s in steps] == [False, True] + [False] * 9
+    link = dict(at.query_params)
+    items = link["gen"].split("_")  # 11 tokens, and the settings of each run (T=1.5, then 0)
+    assert len(items) == 13 and [i for i in items if i[0] == "t"] == ["t1.5k0p1", "t0k0p1"]
+    # a new browser (a new session) opening that URL
+    fresh = app_test(models_dir, PAGE, query=link)
+    assert not fresh.exception and not fresh.warning
+    assert _steps(fresh) == steps  # same tokens, forced marks, probabilities, settings
+    assert _history_html(fresh) == _history_html(at)
+    assert fresh.session_state[STATE]["proposal"] == at.session_state[STATE]["proposal"]
+
+
+def test_a_link_that_does_not_fit_keeps_what_fits_and_says_why(models_dir):
+    at = app_test(models_dir, PAGE, prompt=PROMPT, query={"gen": "f3_f9_99999_4"})
+    assert not at.exception
+    assert [(s.token, s.forced) for s in _steps(at)] == [(3, True), (9, True)]
+    assert "outside this model's vocabulary" in at.warning[0].value
+    assert at.query_params["gen"] == "f3_f9"  # the URL now names what the page shows
+    _click(at, "reset")
+    assert not at.warning and "gen" not in at.query_params

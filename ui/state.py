@@ -90,10 +90,14 @@ def widget_key(key: str) -> str:
     return WIDGET_PREFIX + key
 
 
-def mirror(key: str, value: Any) -> None:
-    """Write a value into the URL, only when it differs (each write is a message to the browser)."""
+def mirror(key: str, value: Any, *, drop_empty: bool = False) -> None:
+    """Write a value into the URL, only when it differs (each write is a message to the browser).
+    With drop_empty, an empty value removes the key instead (a URL without it means the same)."""
     text = to_url(value)
-    if st.query_params.get(key) != text:
+    if drop_empty and not text:
+        if key in st.query_params:
+            del st.query_params[key]
+    elif st.query_params.get(key) != text:
         st.query_params[key] = text
 
 

@@ -5,13 +5,15 @@ samples with a generator seeded from (seed, step index), so undoing a step and s
 the same token, and a class using the same seed and the same choices gets the same text. The
 student may force any token instead of the sampled one; the step records that it was forced.
 
-Also: the newest token's attention in every layer, and generation timed with and without the KV cache.
+Also: the newest token's attention in every layer, generation timed with and without the KV cache,
+and the history written into a link (and rebuilt from one), so a shared URL shows the same steps.
 
 Not here: temperature / top-k / top-p and the KV-cache generation loop (viz_model.sampling).
 """
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 
@@ -161,3 +163,108 @@ def attention_rows(att: np.ndarray, per_head: bool) -> tuple[np.ndarray, list[st
         labels = [f"layer {layer} head {h}" for layer in range(n_layer) for h in range(n_head)]
         return att.reshape(n_layer * n_head, T), labels
     return att.mean(axis=1), [f"layer {layer}" for layer in range(n_layer)]
+
+
+# ---- the history in a link ----------------------------------------------------------------------
+# A shared link carries the generated tokens, so the reader's page rebuilds the same steps: ids
+# joined by '_', a forced one written 'f<id>', and a settings item 't<T>k<top_k>p<top_p>' before
+# each run of steps whose settings differ from the previous run's (for the first run: from the
+# page's current settings, which the URL carries anyway). Only characters a URL never escapes.
+#   "72_f101_32_t0.5k0p1_9"  = 72 sampled, 101 forced, 32 sampled, then at T=0.5: 9 sampled
+LINK_MAX_STEPS = 200  # about 1 KB of URL at most: a link stays short enough to paste in a chat
+_TOKEN_ITEM = re.compile(r"(f?)(\d{1,9})")
+_NUMBER = r"\d{1,6}(?:\.\d{1,6})?"
+_SETTINGS_ITEM = re.compile(rf"t({_NUMBER})k(\d{{1,9}})p({_NUMBER})")
+
+
+@dataclass(frozen=True)
+class LinkedStep:
+    """One step as a link records it: the token, whether the student forced it, the settings."""
+
+    token: int
+    forced: bool
+    settings: SamplingSettings
+
+
+def _number(x: float) -> str:
+    """A setting as the link writes it: 0.5 -> '0.5', 1.0 -> '1' (fixed point, never '1e-05')."""
+    return f"{x:.6f}".rstrip("0").rstrip(".")
+
+
+def settings_item(s: SamplingSettings) -> str:
+    return f"t{_number(s.temperature)}k{s.top_k}p{_number(s.top_p)}"
+
+
+def encode_steps(steps: list[Step], current: SamplingSettings) -> str:
+    """The first LINK_MAX_STEPS steps as the link's text (see above); '' for no steps."""
+    items, previous = [], settings_item(current)
+    for s in steps[:LINK_MAX_STEPS]:
+        if (item := settings_item(s.settings)) != previous:
+            items.append(item)
+            previous = item
+        items.append(f"f{s.token}" if s.forced else str(s.token))
+    return "_".join(items)
+
+
+def decode_steps(
+    text: str, vocab_size: int, current: SamplingSettings
+) -> tuple[list[LinkedStep], str | None]:
+    """The steps a link's text names, up to the first item that does not fit, and what did not
+    fit (None when all did). Never raises: a link is user input."""
+    out: list[LinkedStep] = []
+    settings = current
+    for n, item in enumerate(text.split("_") if text else [], start=1):
+        if len(out) == LINK_MAX_STEPS:
+            return (
+                out,
+                f"it names more than {LINK_MAX_STEPS} steps; the first {LINK_MAX_STEPS} are kept",
+            )
+        if m := _TOKEN_ITEM.fullmatch(item):
+            token = int(m[2])
+            if token >= vocab_size:
+                return out, (
+                    f"step {len(out) + 1} names token id {token}, outside this model's vocabulary "
+                    f"of {vocab_size}"
+                )
+            out.append(LinkedStep(token, m[1] == "f", settings))
+        elif m := _SETTINGS_ITEM.fullmatch(item):
+            try:
+                settings = SamplingSettings(float(m[1]), int(m[2]), float(m[3]))
+            except ValueError as exc:
+                return out, f"entry {n} of gen= holds impossible sampling settings ({exc})"
+        else:
+            return out, f"entry {n} of gen= is neither a token id nor sampling settings"
+    return out, None
+
+
+def rebuild(
+    model: GPT, prompt: list[int], linked: list[LinkedStep], seed: int
+) -> tuple[list[Step], int | None]:
+    """Re-take the linked steps from the prompt with the seed: forced tokens are forced again,
+    sampled ones must be what the sampler draws now. Returns the steps up to the first that does
+    not follow (another model, prompt or seed than the link's) and that step's index, or None."""
+    seq, steps = list(prompt), []
+    for i, ls in enumerate(linked):
+        step = take_step(model, seq, i, seed, ls.settings, ls.token if ls.forced else None)
+        if step.token != ls.token:
+            return steps, i
+        steps.append(step)
+        seq.append(step.token)
+    return steps, None
+
+
+def restore_link(
+    model: GPT, prompt: list[int], text: str, seed: int, current: SamplingSettings
+) -> tuple[list[Step], list[str]]:
+    """The steps a link's text rebuilds, and in plain words what of it did not fit (the steps
+    before the first misfit are kept)."""
+    linked, problem = decode_steps(text, model.cfg.vocab_size, current)
+    steps, misfit = rebuild(model, prompt, linked, seed)
+    problems = [problem] if problem else []
+    if misfit is not None:
+        problems.insert(
+            0,
+            f"step {misfit + 1} is not what this model draws after this prompt with seed {seed} "
+            "(the link was made with another model or prompt, or the model was retrained)",
+        )
+    return steps, problems
