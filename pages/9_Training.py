@@ -44,7 +44,11 @@ def run_summary(bundle) -> None:
     cols = st.columns(4)
     cols[0].metric("Steps", f"{steps:,}" if isinstance(steps, int) else "–")
     tokens = meta.get("tokens_seen")
-    cols[1].metric("Tokens read", f"{tokens:,}" if isinstance(tokens, int) else "–")
+    cols[1].metric(
+        "Tokens read",
+        f"{tokens / 1e6:.1f} M" if isinstance(tokens, int) else "–",
+        help=f"{tokens:,} tokens" if isinstance(tokens, int) else None,
+    )
     seconds = meta.get("wall_time", last.get("elapsed"))
     cols[2].metric("Training time", f"{seconds / 60:.1f} min" if seconds else "–")
     cols[3].metric(
