@@ -7,6 +7,7 @@ Activations are cached by value (`st.cache_data`, numpy arrays, batch dim droppe
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import numpy as np
@@ -14,14 +15,22 @@ import plotly.graph_objects as go
 import streamlit as st
 import torch
 
-from ui.models import path_of
+from ui.models import path_of, split_step
 from viz_model.checkpoint import Bundle, load_bundle
 
 
 @st.cache_resource(show_spinner="Loading the model…", max_entries=8)
 def bundle(bundle_id: str) -> Bundle:
-    """The loaded bundle for an id from ui.models.bundle_id; raises CheckpointError (not cached)."""
-    return load_bundle(path_of(bundle_id))
+    """The loaded bundle for an id from ui.models.bundle_id; raises CheckpointError (not cached).
+
+    A snapshot's id ("...#step") gives the same bundle (config, tokenizer, history) with the
+    model as it was at that training step, so every page can look back through training.
+    """
+    final_id, step = split_step(bundle_id)
+    if step is None:
+        return load_bundle(path_of(bundle_id))
+    final = bundle(final_id)
+    return dataclasses.replace(final, model=final.load_snapshot(step))
 
 
 @st.cache_data(show_spinner=False, max_entries=256)

@@ -55,19 +55,32 @@ def default_model(names: list[str]) -> str | None:
     return names[0] if names else None
 
 
-def bundle_id(path: Path) -> str:
-    """A stable id for a bundle: its folder and the weights' mtime, so a retrained model reloads.
+def bundle_id(path: Path, step: int | None = None) -> str:
+    """A stable id for a bundle: its folder and the weights' mtime, so a retrained model reloads;
+    with `step`, the id of the snapshot saved at that training step ("#step" at the end).
 
-    >>> bundle_id(Path("/srv/runs/a"))  # no weights file yet
-    '/srv/runs/a@0'
+    >>> bundle_id(Path("/srv/runs/a")), bundle_id(Path("/srv/runs/a"), 30)  # no weights yet
+    ('/srv/runs/a@0', '/srv/runs/a@0#30')
     """
     try:
         mtime = (Path(path) / "model.safetensors").stat().st_mtime_ns
     except OSError:
         mtime = 0
-    return f"{Path(path)}@{mtime}"
+    return f"{Path(path)}@{mtime}" + ("" if step is None else f"#{int(step)}")
+
+
+def split_step(bundle_id: str) -> tuple[str, int | None]:
+    """(the final model's id, the snapshot step or None).
+
+    >>> split_step("/srv/runs/a@5#30"), split_step("/srv/runs/a@5")
+    (('/srv/runs/a@5', 30), ('/srv/runs/a@5', None))
+    """
+    base, sep, step = bundle_id.rpartition("#")
+    if sep and step.isdigit() and "@" in base:
+        return base, int(step)
+    return bundle_id, None
 
 
 def path_of(bundle_id: str) -> Path:
     """The folder a bundle id names (inverse of bundle_id)."""
-    return Path(bundle_id.rsplit("@", 1)[0])
+    return Path(split_step(bundle_id)[0].rsplit("@", 1)[0])
