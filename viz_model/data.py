@@ -305,3 +305,49 @@ class TokenData:
             for i in range(0, len(pieces), ENCODE_LINES_PER_BATCH)
         )
         return cls(torch.tensor(list(encoded), dtype=torch.long), val_fraction)
+
+
+# ---- example prompts --------------------------------------------------------------------------
+
+N_EXAMPLE_PROMPTS = 3
+MAX_EXAMPLE_CHARS = 120  # fits the smallest bundled context (64 tokens) once a task line is used
+
+
+def example_prompts(text: str, task: str | None = None, n: int = N_EXAMPLE_PROMPTS) -> list[str]:
+    """A few prompts that suit a model trained on `text`, taken from the text itself; same text,
+    same prompts. The app offers them when a prompt is mostly unknown to the model.
+
+    For a task (`task` names it): the n longest of the first 200 lines, without their newline
+    (for "repeat", the longest repeated sequences, where copying is easiest to see). For prose:
+    n short speeches spread evenly over the text, each a block between blank lines whose first
+    line is short (a speaker, "Ber.") and that fits MAX_EXAMPLE_CHARS; without such blocks, the
+    first lines of evenly spread blocks, cut to fit.
+    """
+    if task is not None:
+        lines = [line for line in text.split("\n")[:200] if line.strip()]
+        return sorted(lines, key=len, reverse=True)[:n]
+    blocks = [b.strip("\n") for b in re.split(r"\n\s*\n", text) if b.strip()]
+    speeches = [
+        b
+        for b in blocks
+        if "\n" in b and len(b.split("\n", 1)[0]) <= 20 and 40 <= len(b) <= MAX_EXAMPLE_CHARS
+    ]
+    chosen = _spread(speeches, n) or [_first_lines(b) for b in _spread(blocks, n)]
+    return [c for c in chosen if c]
+
+
+def _spread(items: list[str], n: int) -> list[str]:
+    """n items evenly spaced over the list (all of them when there are n or fewer)."""
+    if len(items) <= n:
+        return list(items)
+    return [items[(2 * i + 1) * len(items) // (2 * n)] for i in range(n)]
+
+
+def _first_lines(block: str) -> str:
+    """The whole lines of block that fit MAX_EXAMPLE_CHARS (else its first line, cut)."""
+    kept = ""
+    for line in block.split("\n"):
+        if len(kept) + len(line) + 1 > MAX_EXAMPLE_CHARS:
+            break
+        kept = f"{kept}\n{line}" if kept else line
+    return kept or block[:MAX_EXAMPLE_CHARS]
