@@ -9,6 +9,7 @@ Every problem a user can cause raises `DataError` with a plain-English message.
 
 from __future__ import annotations
 
+import math
 import random
 import re
 import string
@@ -113,7 +114,10 @@ def _repeat_line(rng: random.Random, seq_len: int) -> str:
 
 
 def _count_line(rng: random.Random, seq_len: int) -> str:
-    n = rng.randrange(100)
+    return _count_from(rng.randrange(100), seq_len)
+
+
+def _count_from(n: int, seq_len: int) -> str:
     words = [str(n), str(n + 1)]
     while len(" ".join(words)) + 1 + len(str(n + len(words))) <= seq_len:
         words.append(str(n + len(words)))
@@ -134,6 +138,56 @@ def _brackets_line(rng: random.Random, seq_len: int) -> str:
         else:
             out.append(pairs[stack.pop()])
     return "".join(out)
+
+
+# What a perfect model of each task still cannot predict, in words (the model card shows it).
+TASK_UNPREDICTABLE: dict[str, str] = {
+    "repeat": "the first copy of each line is random letters; only the second copy can be predicted",
+    "count": "the first number of each line is random; every later one follows from it",
+    "brackets": "when to open and which bracket are coin flips; only the closing ones follow",
+}
+
+
+def task_loss_floor(name: str, seq_len: int = 32) -> float:
+    """The lowest loss any model can reach on a task, in nats per character: the entropy of the
+    generator per line (what is random in it) over the characters in a line, newline included.
+
+    repeat: k uniform in [lo, hi], then k letters: ln(hi - lo + 1) + E[k] ln 26 over 2 E[k] + 1.
+    count: the start, ln 100, over the mean line length. brackets: see _brackets_entropy.
+    """
+    if name == "repeat":
+        ks = range(max(3, seq_len // 8), seq_len // 2 + 1)
+        mean_k = sum(ks) / len(ks)
+        return (math.log(len(ks)) + mean_k * math.log(26)) / (2 * mean_k + 1)
+    if name == "count":
+        mean_len = sum(len(_count_from(n, seq_len)) + 1 for n in range(100)) / 100
+        return math.log(100) / mean_len
+    if name == "brackets":
+        length = seq_len - seq_len % 2
+        return _brackets_entropy(length) / (length + 1)
+    raise DataError(f"Unknown task {name!r}. Tasks: {', '.join(TASKS)}.")
+
+
+def _brackets_entropy(length: int) -> float:
+    """Expected entropy (nats) of one _brackets_line: walk the distribution of the stack depth.
+    Depth 0 forces an opening (ln 3 for its kind); room to spare is a coin flip (ln 2) and half
+    the time an opening (ln 3); otherwise the closing bracket is forced (0)."""
+    depth = {0: 1.0}
+    total = 0.0
+    for i in range(length):
+        remaining, nxt = length - i, {}
+        for d, p in depth.items():
+            if d == 0:
+                total += p * math.log(3)
+                nxt[1] = nxt.get(1, 0.0) + p
+            elif remaining > d:
+                total += p * (math.log(2) + 0.5 * math.log(3))
+                nxt[d + 1] = nxt.get(d + 1, 0.0) + p / 2
+                nxt[d - 1] = nxt.get(d - 1, 0.0) + p / 2
+            else:
+                nxt[d - 1] = nxt.get(d - 1, 0.0) + p
+        depth = nxt
+    return total
 
 
 def validate_user_text(
