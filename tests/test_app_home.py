@@ -110,6 +110,7 @@ def test_a_prompt_the_model_does_not_know_offers_its_examples(home_models):
     assert not at.exception and at.session_state["model"] == "induction-2l"
     (warning,) = [w.value for w in at.sidebar.warning]
     assert "<unk>" in warning and "induction-2l" in warning
+    assert any("the sidebar offers prompts “induction-2l” knows" in i.value for i in at.info)
     examples = load_bundle(ROOT / "assets" / "models" / "induction-2l").meta["example_prompts"]
     buttons = [b for b in at.sidebar.button if b.key.startswith("_example_prompt_")]
     assert len(buttons) == len(examples) == 3

@@ -212,6 +212,11 @@ def example_prompts(bundle: Bundle) -> list[str]:
     return texts[:MAX_EXAMPLES]
 
 
+def mostly_unknown(n_unknown: int, n_tokens: int) -> bool:
+    """More than UNKNOWN_SHARE of the tokens are <unk>: the prompt does not suit the model."""
+    return n_tokens > 0 and n_unknown > UNKNOWN_SHARE * n_tokens
+
+
 def _example_label(text: str, width: int = 36) -> str:
     shown = show_whitespace(text)
     return _md_escape(shown if len(shown) <= width else shown[: width - 1] + "…")
@@ -220,7 +225,7 @@ def _example_label(text: str, width: int = 36) -> str:
 def _offer_examples(bundle: Bundle, ctx: PageContext) -> None:
     """When most of the prompt is <unk> to this model, say so under the box and offer the
     model's own example prompts (a click replaces the prompt)."""
-    if not ctx.ids or len(ctx.unknown) <= UNKNOWN_SHARE * len(ctx.ids):
+    if not mostly_unknown(len(ctx.unknown), len(ctx.ids)):
         return
     examples = example_prompts(bundle)
     st.sidebar.warning(
@@ -309,6 +314,22 @@ def _md_escape(text: str) -> str:
     return "".join("\\" + c if c in "\\`*_{}[]()#+-.!|<>~$" else c for c in text)
 
 
+def _unknown_message(bundle: Bundle, pieces: list, unknown: list[int]) -> str:
+    chars = sorted({pieces[i].text for i in unknown})
+    shown = ", ".join(_md_escape(repr(c)) for c in chars[:12])
+    message = (
+        f"Some characters are not in this model's vocabulary and became `<unk>` "
+        f"(the unknown token): {shown}{' …' if len(chars) > 12 else ''}. Labels mark them "
+        f"{UNK_OPEN}like this{UNK_CLOSE}."
+    )
+    if mostly_unknown(len(unknown), len(pieces)) and example_prompts(bundle):
+        message += (
+            f" That is {len(unknown)} of {len(pieces)} tokens: under the Prompt box, the sidebar "
+            f"offers prompts “{bundle.name}” knows."
+        )
+    return message
+
+
 def _context(bundle_id: str, bundle: Bundle, prompt: str) -> PageContext:
     tok, n_ctx = bundle.tokenizer, bundle.config.n_ctx
     pieces = tok.pieces(prompt)
@@ -323,13 +344,7 @@ def _context(bundle_id: str, bundle: Bundle, prompt: str) -> PageContext:
     ids = [p.id for p in pieces]
     unknown = [i for i, p in enumerate(pieces) if tok.unk_id is not None and p.id == tok.unk_id]
     if unknown:
-        chars = sorted({pieces[i].text for i in unknown})
-        shown = ", ".join(_md_escape(repr(c)) for c in chars[:12])
-        messages.append(
-            f"Some characters are not in this model's vocabulary and became `<unk>` "
-            f"(the unknown token): {shown}{' …' if len(chars) > 12 else ''}. Labels mark them "
-            f"{UNK_OPEN}like this{UNK_CLOSE}."
-        )
+        messages.append(_unknown_message(bundle, pieces, unknown))
     texts = [p.text for p in pieces]
     return PageContext(
         bundle,
