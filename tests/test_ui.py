@@ -12,7 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from ui import models, nav, state
-from ui.frame import _context, model_card, val_loss
+from ui.frame import _context, loss_note, model_card, val_loss
 from viz_model.checkpoint import load_bundle
 from viz_model.data import task_loss_floor
 
@@ -221,9 +221,11 @@ def test_a_task_model_card_says_what_loss_is_possible(bundle):
     bundle.meta.update(val_loss=2.1, data={"task": "repeat", "task_len": 32})
     try:
         best = dict(model_card(bundle))["best possible"]
-        assert best.startswith(f"{task_loss_floor('repeat', 32):.3f} nats: the first copy")
+        assert best == f"{task_loss_floor('repeat', 32):.3f} nats (a perfect model)"
+        assert "the first copy of each line is random letters" in loss_note(bundle)
         bundle.meta["data"] = {"task": "repeat", "task_len": "32"}  # a hand-edited bundle
         assert "best possible" not in dict(model_card(bundle))
+        assert "first copy" not in loss_note(bundle) and "perplexity e^loss" in loss_note(bundle)
     finally:
         bundle.meta.pop("val_loss"), bundle.meta.pop("data")
 

@@ -21,7 +21,13 @@ from ui import cache, models, nav, state
 from viz_model.charts.common import UNK_CLOSE, UNK_OPEN, show_whitespace, token_labels
 from viz_model.checkpoint import Bundle, CheckpointError
 from viz_model.config import GPTConfig
-from viz_model.data import TASK_UNPREDICTABLE, TASKS, task_loss_floor
+from viz_model.data import (
+    MAX_TASK_SEQ_LEN,
+    MIN_TASK_SEQ_LEN,
+    TASK_UNPREDICTABLE,
+    TASKS,
+    task_loss_floor,
+)
 from viz_model.model import GPT
 from viz_model.tokenization import Tokenizer
 
@@ -283,19 +289,38 @@ def _loss_rows(bundle: Bundle) -> list[tuple[str, str]]:
         ("validation loss", f"{loss:.3f} nats per token (perplexity {math.exp(loss):,.1f})"),
         ("blind guess", f"{math.log(vocab):.3f} nats (ln {vocab:,}; perplexity {vocab:,})"),
     ]
-    data = bundle.meta.get("data")
-    task = data.get("task") if isinstance(data, dict) else None
-    seq_len = data.get("task_len") if isinstance(data, dict) else None
-    if task in TASKS and isinstance(seq_len, int) and bundle.tokenizer.kind == "char":
-        floor = task_loss_floor(task, seq_len)
-        rows.append(("best possible", f"{floor:.3f} nats: {TASK_UNPREDICTABLE[task]}"))
+    task = _task_of(bundle)
+    if task is not None:
+        rows.append(("best possible", f"{task_loss_floor(*task):.3f} nats (a perfect model)"))
     return rows
 
 
-LOSS_NOTE = (
-    "Loss: the average −ln p the model gave the true next token on held-out text; "
-    "perplexity e^loss: as unsure as a pick among that many tokens."
-)
+def _task_of(bundle: Bundle) -> tuple[str, int] | None:
+    """(task, line length) of a model trained on a synthetic task with a char tokenizer, whose
+    loss per token is per character (the unit task_loss_floor counts in); else None."""
+    data = bundle.meta.get("data")
+    if not isinstance(data, dict) or bundle.tokenizer.kind != "char":
+        return None
+    task, seq_len = data.get("task"), data.get("task_len")
+    ok = (
+        task in TASKS
+        and isinstance(seq_len, int)
+        and MIN_TASK_SEQ_LEN <= seq_len <= MAX_TASK_SEQ_LEN
+    )
+    return (task, seq_len) if ok else None
+
+
+def loss_note(bundle: Bundle) -> str:
+    """What the loss rows mean, under the model card; for a task, what part of it is luck."""
+    note = (
+        "Loss: the average −ln p the model gave the true next token on held-out text; "
+        "perplexity e^loss: as unsure as a pick among that many tokens. "
+        "A blind guess gives every token the same chance."
+    )
+    task = _task_of(bundle)
+    if task is not None:
+        note += f" On this task {TASK_UNPREDICTABLE[task[0]]}, so no model scores below the best possible."
+    return note
 
 
 def draw_model_card(bundle: Bundle) -> None:
@@ -304,7 +329,7 @@ def draw_model_card(bundle: Bundle) -> None:
     with st.sidebar.expander(f"About “{bundle.name}”", expanded=True):
         st.markdown(lines)
         if any(name == "validation loss" for name, _ in rows):
-            st.caption(LOSS_NOTE)
+            st.caption(loss_note(bundle))
 
 
 # ---- the prompt as tokens ---------------------------------------------------------------------
@@ -338,8 +363,8 @@ def _context(bundle_id: str, bundle: Bundle, prompt: str) -> PageContext:
     if n_cut:
         pieces = pieces[:n_ctx]
         messages.append(
-            f"The prompt is {n_ctx + n_cut} tokens long, but this model reads at most {n_ctx}: "
-            f"the first {n_ctx} are shown and the last {n_cut} were cut."
+            f"The prompt is {n_ctx + n_cut:,} tokens long, but this model reads at most {n_ctx:,}: "
+            f"the first {n_ctx:,} are shown and the last {n_cut:,} were cut."
         )
     ids = [p.id for p in pieces]
     unknown = [i for i, p in enumerate(pieces) if tok.unk_id is not None and p.id == tok.unk_id]

@@ -142,9 +142,11 @@ def _brackets_line(rng: random.Random, seq_len: int) -> str:
 
 # What a perfect model of each task still cannot predict, in words (the model card shows it).
 TASK_UNPREDICTABLE: dict[str, str] = {
-    "repeat": "the first copy of each line is random letters; only the second copy can be predicted",
-    "count": "the first number of each line is random; every later one follows from it",
-    "brackets": "when to open and which bracket are coin flips; only the closing ones follow",
+    "repeat": "the first copy of each line is random letters and only the second copy can be "
+    "predicted",
+    "count": "the first number of each line is random and every later one follows from it",
+    "brackets": "whether to open a bracket, and which kind, is left to chance and only the closing "
+    "ones follow",
 }
 
 
