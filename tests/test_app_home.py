@@ -7,8 +7,9 @@ import shutil
 
 import pytest
 
-from tests.apptest_util import app_test
+from tests.apptest_util import ROOT, app_test
 from ui import nav
+from ui.frame import DEFAULT_PROMPT, MAX_PROMPT_CHARS
 from ui.state import widget_key
 from viz_model.checkpoint import load_bundle
 
@@ -89,6 +90,36 @@ def test_a_huge_url_prompt_is_capped(home_models):
     assert not at.exception
     assert len(at.session_state["prompt"]) == 5000
     assert len(at.query_params["prompt"]) == 5000
+
+
+def test_a_long_paste_keeps_what_fits_and_says_so(home_models):
+    at = app_test(home_models)
+    pasted = "abcdefghij" * 600  # 6,000 characters
+    at.sidebar.text_area(key=widget_key("prompt")).input(pasted).run()
+    assert not at.exception
+    assert at.session_state["prompt"] == pasted[:MAX_PROMPT_CHARS]
+    assert at.sidebar.text_area(key=widget_key("prompt")).value == pasted[:MAX_PROMPT_CHARS]
+    (note,) = [i.value for i in at.info if "pasted" in i.value]
+    assert "6,000 characters" in note and "the last 1,000 were cut" in note
+    at.sidebar.text_area(key=widget_key("prompt")).input("short").run()
+    assert not [i.value for i in at.info if "pasted" in i.value]  # gone with the long prompt
+
+
+def test_a_prompt_the_model_does_not_know_offers_its_examples(home_models):
+    at = app_test(home_models, prompt=DEFAULT_PROMPT, query={"model": "induction-2l"})
+    assert not at.exception and at.session_state["model"] == "induction-2l"
+    (warning,) = [w.value for w in at.sidebar.warning]
+    assert "<unk>" in warning and "induction-2l" in warning
+    assert any("the sidebar offers prompts “induction-2l” knows" in i.value for i in at.info)
+    examples = load_bundle(ROOT / "assets" / "models" / "induction-2l").meta["example_prompts"]
+    buttons = [b for b in at.sidebar.button if b.key.startswith("_example_prompt_")]
+    assert len(buttons) == len(examples) == 3
+    buttons[1].click().run()
+    assert at.session_state["prompt"] == examples[1] == at.query_params["prompt"]
+    assert at.sidebar.text_area(key=widget_key("prompt")).value == examples[1]
+    assert not at.sidebar.warning  # the model knows every token of its own example
+    at = app_test(home_models, prompt="hello world")  # test-char knows these: nothing offered
+    assert not at.sidebar.warning and not at.sidebar.button
 
 
 def test_a_corrupted_bundle_shows_an_error_and_keeps_the_good_model(home_models):

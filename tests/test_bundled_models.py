@@ -11,9 +11,9 @@ import torch
 import torch.nn.functional as F
 
 from viz_model.checkpoint import load_bundle
-from viz_model.data import TokenData, load_corpus
+from viz_model.data import TokenData, example_prompts, load_corpus
 from viz_model.sampling import SamplingSettings, generate
-from viz_model.train import evaluate
+from viz_model.train import evaluate, load_text
 
 MODELS = Path(__file__).resolve().parent.parent / "assets" / "models"
 ASSETS = MODELS.parent
@@ -42,6 +42,19 @@ def test_bundle_loads_and_generates(name):
     steps = bundle.snapshot_steps()
     assert steps[0] == 0 and steps[-1] == bundle.meta["step"]
     assert bundle.load_snapshot(steps[-1]).cfg == bundle.config
+
+
+@pytest.mark.parametrize("name", EXPECTED)
+def test_bundle_carries_example_prompts_it_knows(name):
+    bundle = load_bundle(MODELS / name)
+    examples = bundle.meta["example_prompts"]
+    source = bundle.meta["data"]
+    # what the training command writes today, had it trained this bundle
+    assert examples == example_prompts(load_text(source), source.get("task"))
+    for text in examples:
+        ids = bundle.tokenizer.encode(text)
+        assert 0 < len(ids) <= bundle.config.n_ctx
+        assert bundle.tokenizer.unk_id not in ids
 
 
 def test_shakespeare_char_reaches_the_target_validation_loss():

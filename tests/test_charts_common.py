@@ -12,3 +12,8 @@ def test_token_labels_stay_distinct_when_tokens_repeat():
 def test_show_whitespace_makes_empty_and_blank_visible():
     assert show_whitespace("") == "∅"
     assert show_whitespace(" \t") == "␣⇥"
+
+
+def test_unknown_positions_are_marked_and_keep_what_was_typed():
+    labels = token_labels(["R", "o", " ", "R"], unknown=[0, 2])
+    assert labels == ["0:«R»", "1:o", "2:«␣»", "3:R"]  # same text, marked only where unknown

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import io
+import math
 import re
 import tarfile
 from pathlib import Path
@@ -15,12 +16,15 @@ import torch
 from viz_model.data import (
     ASSETS_DIR,
     CORPORA,
+    MAX_EXAMPLE_CHARS,
     MIN_VAL_PIECE,
     TASKS,
     VAL_PIECES,
     DataError,
     TokenData,
+    example_prompts,
     load_corpus,
+    task_loss_floor,
     task_text,
     validate_user_text,
 )
@@ -300,3 +304,49 @@ def test_from_text_matches_encoding_the_whole_text():
     assert data.val.numel() == round(len(text) * 0.2)
     with pytest.raises(DataError, match="empty"):
         TokenData.from_text("", tok)
+
+
+def test_example_prompts_come_from_the_text():
+    corpus = load_corpus("shakespeare")
+    prose = example_prompts(corpus)
+    assert len(prose) == 3 and len(set(prose)) == 3
+    for p in prose:  # a speaker line, then the speech, all of it from the corpus
+        assert p in corpus and "\n" in p and len(p) <= MAX_EXAMPLE_CHARS
+    assert example_prompts(corpus) == prose  # same text, same prompts
+    text = task_text("repeat", 200, seed=3)
+    repeat = example_prompts(text, "repeat")
+    longest = max(len(line) for line in text.split("\n"))
+    assert [len(p) for p in repeat] == [longest] * 3 and all(p + "\n" in text for p in repeat)
+    assert example_prompts("no blank lines " * 20) == [("no blank lines " * 20)[:120]]
+
+
+def _brackets_outcomes(length, prefix="", stack="", p=1.0):
+    """Every line the brackets generator can write, with its probability, by brute force."""
+    if len(prefix) == length:
+        yield prefix, p
+        return
+    opens = [(c, 1 / 3) for c in "([{"]
+    closes = [({"(": ")", "[": "]", "{": "}"}[stack[-1]], 1.0)] if stack else []
+    if not stack:
+        choices = opens
+    elif length - len(prefix) > len(stack):
+        choices = [(c, q / 2) for c, q in opens + closes]
+    else:
+        choices = closes
+    for c, q in choices:
+        new_stack = stack + c if c in "([{" else stack[:-1]
+        yield from _brackets_outcomes(length, prefix + c, new_stack, p * q)
+
+
+def test_task_loss_floor_is_the_entropy_of_the_generator():
+    outcomes = dict(_brackets_outcomes(8))
+    assert abs(sum(outcomes.values()) - 1) < 1e-12
+    entropy = -sum(p * math.log(p) for p in outcomes.values())
+    assert task_loss_floor("brackets", 8) == pytest.approx(entropy / 9)
+    # repeat, seq_len 12: k in 3..6, then k random letters; the line is 2k letters and a newline
+    assert task_loss_floor("repeat", 12) == pytest.approx((math.log(4) + 4.5 * math.log(26)) / 10)
+    lines = task_text("count", 500, seed=1).splitlines()
+    starts = {line.split()[0] for line in lines}
+    assert len(set(lines)) == len(starts)  # each line follows from its first number
+    mean_len = sum(len(line) + 1 for line in lines) / len(lines)
+    assert task_loss_floor("count") == pytest.approx(math.log(100) / mean_len, rel=0.05)

@@ -228,6 +228,8 @@ def test_a_tiny_cli_run_writes_a_bundle_with_its_command(tmp_path):
     assert "--steps 6" in bundle.meta["command"]
     assert bundle.meta["corpus"] == "repeat" and bundle.meta["tokenizer"] == "char"
     assert bundle.meta["val_loss"] is not None and bundle.meta["wall_time"] > 0
+    examples = bundle.meta["example_prompts"]  # from the task's own text: letters written twice
+    assert len(examples) == 3 and all(e[: len(e) // 2] * 2 == e for e in examples)
     assert bundle.config.d_model == 32 and bundle.config.n_ctx == 32
     assert len(bundle.history) == 6
 

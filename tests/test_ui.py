@@ -3,6 +3,7 @@ the page registry, the model card, and the prompt as tokens (cropping, unknown c
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from pathlib import Path
@@ -11,8 +12,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from ui import models, nav, state
-from ui.frame import _context, model_card, val_loss
+from ui.frame import _context, loss_note, model_card, val_loss
 from viz_model.checkpoint import load_bundle
+from viz_model.data import task_loss_floor
 
 # ---- parsing URL values -----------------------------------------------------------------------
 
@@ -205,10 +207,27 @@ def test_val_loss_from_history_then_meta(bundle):
         assert val_loss(bundle) == 2.5
         bundle.history.append({"step": 999, "val_loss": 1.25})
         assert val_loss(bundle) == 1.25
-        assert dict(model_card(bundle))["validation loss"] == "1.250"
+        card = dict(model_card(bundle))
+        assert card["validation loss"] == "1.250 nats per token (perplexity 3.5)"
+        vocab = bundle.tokenizer.vocab_size
+        assert card["blind guess"] == f"{math.log(vocab):.3f} nats (ln {vocab}; perplexity {vocab})"
+        assert "best possible" not in card  # trained on prose: no known floor
     finally:
         bundle.meta.pop("val_loss")
         bundle.history.pop()
+
+
+def test_a_task_model_card_says_what_loss_is_possible(bundle):
+    bundle.meta.update(val_loss=2.1, data={"task": "repeat", "task_len": 32})
+    try:
+        best = dict(model_card(bundle))["best possible"]
+        assert best == f"{task_loss_floor('repeat', 32):.3f} nats (a perfect model)"
+        assert "the first copy of each line is random letters" in loss_note(bundle)
+        bundle.meta["data"] = {"task": "repeat", "task_len": "32"}  # a hand-edited bundle
+        assert "best possible" not in dict(model_card(bundle))
+        assert "first copy" not in loss_note(bundle) and "perplexity e^loss" in loss_note(bundle)
+    finally:
+        bundle.meta.pop("val_loss"), bundle.meta.pop("data")
 
 
 def test_context_keeps_the_first_n_ctx_tokens(bundle):
@@ -228,4 +247,6 @@ def test_context_names_unknown_characters(bundle):
     assert ctx.ids.count(unk) == 2
     assert len(ctx.messages) == 1 and "☃" in ctx.messages[0] and "<unk>" in ctx.messages[0]
     assert _context("id", bundle, "hello").messages == []
+    assert ctx.unknown == [6, 14] and ctx.labels[6] == "6:«☃»" and ctx.labels[5] == "5:␣"
+    assert "«like this»" in ctx.messages[0]
     assert _context("id", bundle, "").ids == []

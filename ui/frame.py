@@ -11,22 +11,33 @@ The prompt and the model live under the session-state keys "prompt" and "model" 
 from __future__ import annotations
 
 import contextlib
+import math
 from dataclasses import dataclass, field
 
 import streamlit as st
 from streamlit.errors import StreamlitPageNotFoundError
 
 from ui import cache, models, nav, state
-from viz_model.charts.common import token_labels
+from viz_model.charts.common import UNK_CLOSE, UNK_OPEN, show_whitespace, token_labels
 from viz_model.checkpoint import Bundle, CheckpointError
 from viz_model.config import GPTConfig
+from viz_model.data import (
+    MAX_TASK_SEQ_LEN,
+    MIN_TASK_SEQ_LEN,
+    TASK_UNPREDICTABLE,
+    TASKS,
+    task_loss_floor,
+)
 from viz_model.model import GPT
 from viz_model.tokenization import Tokenizer
 
 APP_NAME = "Inside a GPT"
 DEFAULT_PROMPT = "ROMEO:\nBut soft, what light through yonder window breaks?"
 MAX_PROMPT_CHARS = 5000
+UNKNOWN_SHARE = 0.25  # above this share of <unk> tokens, the sidebar offers the model's examples
+MAX_EXAMPLES = 5
 _GOOD = "_last_good_model"
+_CUT = "_prompt_cut"  # (the kept prompt, characters cut): the paste message lasts while it stands
 
 
 @dataclass
@@ -43,6 +54,7 @@ class PageContext:
     labels: list[str]  # distinct axis labels, "3:the"
     n_cut: int = 0  # tokens cut off the end to fit the context
     messages: list[str] = field(default_factory=list)
+    unknown: list[int] = field(default_factory=list)  # positions the model reads as <unk>
 
     @property
     def config(self) -> GPTConfig:
@@ -75,15 +87,16 @@ def frame(title: str, icon: str = "", *, needs_prompt: bool = True) -> PageConte
         st.stop()
     bundle_id, bundle, errors = _resolve_model(found)
     _model_picker(list(found))
-    prompt = _prompt_box()
+    prompt, pasted_too_much = _prompt_box()
+    ctx = _context(bundle_id, bundle, prompt)
+    _offer_examples(bundle, ctx)
     draw_model_card(bundle)
 
     # Material icons come with Streamlit; emoji need a font some classroom machines lack.
     st.title(f"{icon} {title}" if icon.startswith(":material/") else title)
     for message in errors:
         st.error(message)
-    ctx = _context(bundle_id, bundle, prompt)
-    for message in ctx.messages:
+    for message in [pasted_too_much] * bool(pasted_too_much) + ctx.messages:
         st.info(message)
     if not ctx.ids:
         st.info("Type a prompt in the sidebar to see what the model does with it.", icon="✏️")
@@ -162,23 +175,83 @@ def _model_picker(names: list[str]) -> None:
     )
 
 
-def _prompt_box() -> str:
+def _prompt_box() -> tuple[str, str]:
+    """The prompt text area; returns (prompt, message about text cut to MAX_PROMPT_CHARS or "").
+
+    The widget has no max_chars: Streamlit's limit silently refuses a longer paste, so a student
+    pasting a page of text saw nothing happen. The text is cut here instead, and said so.
+    """
     ss = st.session_state
     if "prompt" not in ss:
         raw = st.query_params.get("prompt")
         ss["prompt"] = DEFAULT_PROMPT if raw is None else raw
-    prompt = str(ss["prompt"])[:MAX_PROMPT_CHARS]
+    typed = str(ss["prompt"])
+    prompt = typed[:MAX_PROMPT_CHARS]
+    if len(typed) > len(prompt):
+        ss[_CUT] = (prompt, len(typed))
     state.set_value("prompt", prompt)
     state.bind(
         st.sidebar.text_area,
         "prompt",
         prompt,
         "Prompt",
-        max_chars=MAX_PROMPT_CHARS,
         height=120,
-        help="The text every page looks at. Press Ctrl+Enter (or click outside) to apply.",
+        help=f"The text every page looks at (up to {MAX_PROMPT_CHARS:,} characters). "
+        "Press Ctrl+Enter (or click outside) to apply.",
     )
-    return st.session_state["prompt"]
+    kept, length = ss.get(_CUT) or ("", 0)
+    if kept != prompt or not prompt:
+        return prompt, ""
+    return prompt, (
+        f"The pasted prompt was {length:,} characters long; the prompt box keeps the first "
+        f"{MAX_PROMPT_CHARS:,}, so the last {length - MAX_PROMPT_CHARS:,} were cut."
+    )
+
+
+def example_prompts(bundle: Bundle) -> list[str]:
+    """The bundle's example prompts (meta["example_prompts"], written by the training command);
+    anything that is not a short list of text is ignored, as a bundle may come from anywhere."""
+    found = bundle.meta.get("example_prompts")
+    if not isinstance(found, list):
+        return []
+    texts = [t[:MAX_PROMPT_CHARS] for t in found if isinstance(t, str) and t.strip()]
+    return texts[:MAX_EXAMPLES]
+
+
+def mostly_unknown(n_unknown: int, n_tokens: int) -> bool:
+    """More than UNKNOWN_SHARE of the tokens are <unk>: the prompt does not suit the model."""
+    return n_tokens > 0 and n_unknown > UNKNOWN_SHARE * n_tokens
+
+
+def _example_label(text: str, width: int = 36) -> str:
+    shown = show_whitespace(text)
+    return _md_escape(shown if len(shown) <= width else shown[: width - 1] + "…")
+
+
+def _offer_examples(bundle: Bundle, ctx: PageContext) -> None:
+    """When most of the prompt is <unk> to this model, say so under the box and offer the
+    model's own example prompts (a click replaces the prompt)."""
+    if not mostly_unknown(len(ctx.unknown), len(ctx.ids)):
+        return
+    examples = example_prompts(bundle)
+    st.sidebar.warning(
+        f"“{bundle.name}” does not know {len(ctx.unknown)} of this prompt's {len(ctx.ids)} "
+        f"tokens: they became `<unk>`. "
+        + (
+            "Try a prompt like its training text:"
+            if examples
+            else "Type text like its training text."
+        )
+    )
+    for i, text in enumerate(examples):
+        st.sidebar.button(
+            _example_label(text),
+            key=f"_example_prompt_{i}",
+            help="Use this prompt",
+            on_click=state.set_value,
+            args=("prompt", text),
+            use_container_width=True,
+        )
 
 
 def val_loss(bundle: Bundle) -> float | None:
@@ -202,16 +275,61 @@ def model_card(bundle: Bundle) -> list[tuple[str, str]]:
         ("context", f"{cfg.n_ctx} tokens"),
         ("tokenizer", f"{tok.kind}, {tok.vocab_size:,} tokens"),
     ]
+    return rows + _loss_rows(bundle)
+
+
+def _loss_rows(bundle: Bundle) -> list[tuple[str, str]]:
+    """The validation loss with its unit and perplexity, beside what a blind guess scores (ln V,
+    a uniform guess over the vocabulary) and, for a task, the best any model can score."""
     loss = val_loss(bundle)
-    if loss is not None:
-        rows.append(("validation loss", f"{loss:.3f}"))
+    if loss is None:
+        return []
+    vocab = bundle.tokenizer.vocab_size
+    rows = [
+        ("validation loss", f"{loss:.3f} nats per token (perplexity {math.exp(loss):,.1f})"),
+        ("blind guess", f"{math.log(vocab):.3f} nats (ln {vocab:,}; perplexity {vocab:,})"),
+    ]
+    task = _task_of(bundle)
+    if task is not None:
+        rows.append(("best possible", f"{task_loss_floor(*task):.3f} nats (a perfect model)"))
     return rows
 
 
+def _task_of(bundle: Bundle) -> tuple[str, int] | None:
+    """(task, line length) of a model trained on a synthetic task with a char tokenizer, whose
+    loss per token is per character (the unit task_loss_floor counts in); else None."""
+    data = bundle.meta.get("data")
+    if not isinstance(data, dict) or bundle.tokenizer.kind != "char":
+        return None
+    task, seq_len = data.get("task"), data.get("task_len")
+    ok = (
+        task in TASKS
+        and isinstance(seq_len, int)
+        and MIN_TASK_SEQ_LEN <= seq_len <= MAX_TASK_SEQ_LEN
+    )
+    return (task, seq_len) if ok else None
+
+
+def loss_note(bundle: Bundle) -> str:
+    """What the loss rows mean, under the model card; for a task, what part of it is luck."""
+    note = (
+        "Loss: the average −ln p the model gave the true next token on held-out text; "
+        "perplexity e^loss: as unsure as a pick among that many tokens. "
+        "A blind guess gives every token the same chance."
+    )
+    task = _task_of(bundle)
+    if task is not None:
+        note += f" On this task {TASK_UNPREDICTABLE[task[0]]}, so no model scores below the best possible."
+    return note
+
+
 def draw_model_card(bundle: Bundle) -> None:
-    lines = "  \n".join(f"{name}: **{value}**" for name, value in model_card(bundle))
+    rows = model_card(bundle)
+    lines = "  \n".join(f"{name}: **{value}**" for name, value in rows)
     with st.sidebar.expander(f"About “{bundle.name}”", expanded=True):
         st.markdown(lines)
+        if any(name == "validation loss" for name, _ in rows):
+            st.caption(loss_note(bundle))
 
 
 # ---- the prompt as tokens ---------------------------------------------------------------------
@@ -219,6 +337,22 @@ def draw_model_card(bundle: Bundle) -> None:
 
 def _md_escape(text: str) -> str:
     return "".join("\\" + c if c in "\\`*_{}[]()#+-.!|<>~$" else c for c in text)
+
+
+def _unknown_message(bundle: Bundle, pieces: list, unknown: list[int]) -> str:
+    chars = sorted({pieces[i].text for i in unknown})
+    shown = ", ".join(_md_escape(repr(c)) for c in chars[:12])
+    message = (
+        f"Some characters are not in this model's vocabulary and became `<unk>` "
+        f"(the unknown token): {shown}{' …' if len(chars) > 12 else ''}. Labels mark them "
+        f"{UNK_OPEN}like this{UNK_CLOSE}."
+    )
+    if mostly_unknown(len(unknown), len(pieces)) and example_prompts(bundle):
+        message += (
+            f" That is {len(unknown)} of {len(pieces)} tokens: under the Prompt box, the sidebar "
+            f"offers prompts “{bundle.name}” knows."
+        )
+    return message
 
 
 def _context(bundle_id: str, bundle: Bundle, prompt: str) -> PageContext:
@@ -229,18 +363,13 @@ def _context(bundle_id: str, bundle: Bundle, prompt: str) -> PageContext:
     if n_cut:
         pieces = pieces[:n_ctx]
         messages.append(
-            f"The prompt is {n_ctx + n_cut} tokens long, but this model reads at most {n_ctx}: "
-            f"the first {n_ctx} are shown and the last {n_cut} were cut."
+            f"The prompt is {n_ctx + n_cut:,} tokens long, but this model reads at most {n_ctx:,}: "
+            f"the first {n_ctx:,} are shown and the last {n_cut:,} were cut."
         )
     ids = [p.id for p in pieces]
-    if tok.unk_id is not None:
-        unknown = sorted({p.text for p in pieces if p.id == tok.unk_id})
-        if unknown:
-            shown = ", ".join(_md_escape(repr(c)) for c in unknown[:12])
-            messages.append(
-                f"Some characters are not in this model's vocabulary and became `<unk>` "
-                f"(the unknown token): {shown}{' …' if len(unknown) > 12 else ''}."
-            )
+    unknown = [i for i, p in enumerate(pieces) if tok.unk_id is not None and p.id == tok.unk_id]
+    if unknown:
+        messages.append(_unknown_message(bundle, pieces, unknown))
     texts = [p.text for p in pieces]
     return PageContext(
         bundle,
@@ -250,7 +379,8 @@ def _context(bundle_id: str, bundle: Bundle, prompt: str) -> PageContext:
         prompt,
         ids,
         texts,
-        token_labels(texts),
+        token_labels(texts, unknown),
         n_cut,
         messages,
+        unknown,
     )

@@ -9,6 +9,7 @@ Every problem a user can cause raises `DataError` with a plain-English message.
 
 from __future__ import annotations
 
+import math
 import random
 import re
 import string
@@ -113,7 +114,10 @@ def _repeat_line(rng: random.Random, seq_len: int) -> str:
 
 
 def _count_line(rng: random.Random, seq_len: int) -> str:
-    n = rng.randrange(100)
+    return _count_from(rng.randrange(100), seq_len)
+
+
+def _count_from(n: int, seq_len: int) -> str:
     words = [str(n), str(n + 1)]
     while len(" ".join(words)) + 1 + len(str(n + len(words))) <= seq_len:
         words.append(str(n + len(words)))
@@ -134,6 +138,58 @@ def _brackets_line(rng: random.Random, seq_len: int) -> str:
         else:
             out.append(pairs[stack.pop()])
     return "".join(out)
+
+
+# What a perfect model of each task still cannot predict, in words (the model card shows it).
+TASK_UNPREDICTABLE: dict[str, str] = {
+    "repeat": "the first copy of each line is random letters and only the second copy can be "
+    "predicted",
+    "count": "the first number of each line is random and every later one follows from it",
+    "brackets": "whether to open a bracket, and which kind, is left to chance and only the closing "
+    "ones follow",
+}
+
+
+def task_loss_floor(name: str, seq_len: int = 32) -> float:
+    """The lowest loss any model can reach on a task, in nats per character: the entropy of the
+    generator per line (what is random in it) over the characters in a line, newline included.
+
+    repeat: k uniform in [lo, hi], then k letters: ln(hi - lo + 1) + E[k] ln 26 over 2 E[k] + 1.
+    count: the start, ln 100, over the mean line length. brackets: see _brackets_entropy.
+    """
+    if name == "repeat":
+        ks = range(max(3, seq_len // 8), seq_len // 2 + 1)
+        mean_k = sum(ks) / len(ks)
+        return (math.log(len(ks)) + mean_k * math.log(26)) / (2 * mean_k + 1)
+    if name == "count":
+        mean_len = sum(len(_count_from(n, seq_len)) + 1 for n in range(100)) / 100
+        return math.log(100) / mean_len
+    if name == "brackets":
+        length = seq_len - seq_len % 2
+        return _brackets_entropy(length) / (length + 1)
+    raise DataError(f"Unknown task {name!r}. Tasks: {', '.join(TASKS)}.")
+
+
+def _brackets_entropy(length: int) -> float:
+    """Expected entropy (nats) of one _brackets_line: walk the distribution of the stack depth.
+    Depth 0 forces an opening (ln 3 for its kind); room to spare is a coin flip (ln 2) and half
+    the time an opening (ln 3); otherwise the closing bracket is forced (0)."""
+    depth = {0: 1.0}
+    total = 0.0
+    for i in range(length):
+        remaining, nxt = length - i, {}
+        for d, p in depth.items():
+            if d == 0:
+                total += p * math.log(3)
+                nxt[1] = nxt.get(1, 0.0) + p
+            elif remaining > d:
+                total += p * (math.log(2) + 0.5 * math.log(3))
+                nxt[d + 1] = nxt.get(d + 1, 0.0) + p / 2
+                nxt[d - 1] = nxt.get(d - 1, 0.0) + p / 2
+            else:
+                nxt[d - 1] = nxt.get(d - 1, 0.0) + p
+        depth = nxt
+    return total
 
 
 def validate_user_text(
@@ -305,3 +361,49 @@ class TokenData:
             for i in range(0, len(pieces), ENCODE_LINES_PER_BATCH)
         )
         return cls(torch.tensor(list(encoded), dtype=torch.long), val_fraction)
+
+
+# ---- example prompts --------------------------------------------------------------------------
+
+N_EXAMPLE_PROMPTS = 3
+MAX_EXAMPLE_CHARS = 120  # fits the smallest bundled context (64 tokens) once a task line is used
+
+
+def example_prompts(text: str, task: str | None = None, n: int = N_EXAMPLE_PROMPTS) -> list[str]:
+    """A few prompts that suit a model trained on `text`, taken from the text itself; same text,
+    same prompts. The app offers them when a prompt is mostly unknown to the model.
+
+    For a task (`task` names it): the n longest of the first 200 lines, without their newline
+    (for "repeat", the longest repeated sequences, where copying is easiest to see). For prose:
+    n short speeches spread evenly over the text, each a block between blank lines whose first
+    line is short (a speaker, "Ber.") and that fits MAX_EXAMPLE_CHARS; without such blocks, the
+    first lines of evenly spread blocks, cut to fit.
+    """
+    if task is not None:
+        lines = [line for line in text.split("\n")[:200] if line.strip()]
+        return sorted(lines, key=len, reverse=True)[:n]
+    blocks = [b.strip("\n") for b in re.split(r"\n\s*\n", text) if b.strip()]
+    speeches = [
+        b
+        for b in blocks
+        if "\n" in b and len(b.split("\n", 1)[0]) <= 20 and 40 <= len(b) <= MAX_EXAMPLE_CHARS
+    ]
+    chosen = _spread(speeches, n) or [_first_lines(b) for b in _spread(blocks, n)]
+    return [c for c in chosen if c]
+
+
+def _spread(items: list[str], n: int) -> list[str]:
+    """n items evenly spaced over the list (all of them when there are n or fewer)."""
+    if len(items) <= n:
+        return list(items)
+    return [items[(2 * i + 1) * len(items) // (2 * n)] for i in range(n)]
+
+
+def _first_lines(block: str) -> str:
+    """The whole lines of block that fit MAX_EXAMPLE_CHARS (else its first line, cut)."""
+    kept = ""
+    for line in block.split("\n"):
+        if len(kept) + len(line) + 1 > MAX_EXAMPLE_CHARS:
+            break
+        kept = f"{kept}\n{line}" if kept else line
+    return kept or block[:MAX_EXAMPLE_CHARS]

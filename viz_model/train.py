@@ -45,6 +45,7 @@ from viz_model.data import (
     TASKS,
     VAL_FRACTION,
     TokenData,
+    example_prompts,
     load_corpus,
     task_text,
     validate_user_text,
@@ -788,6 +789,7 @@ def _new_run(args: argparse.Namespace, argv: list[str], train_overrides, model_o
         "tokenizer": tokenizer.kind,
         "vocab_size": tokenizer.vocab_size,
         "preset": preset_name,
+        "example_prompts": example_prompts(text, source.get("task")),
     }
     data = TokenData.from_text(text, tokenizer, source["val_fraction"])
     return _Run(model, tokenizer, data, cfg, args.out, meta, [], 0)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import plotly.graph_objects as go
 
 # Sequential scale for probabilities/weights (0..1), diverging for signed values (centred on 0).
@@ -15,6 +17,7 @@ FONT = dict(family="Inter, Segoe UI, Helvetica, Arial, sans-serif", size=13)
 HEIGHT = 420
 SMALL_HEIGHT = 260
 MARGIN = dict(l=10, r=10, t=40, b=10)
+UNK_OPEN, UNK_CLOSE = "«", "»"  # around a token the model read as <unk>, in labels
 
 
 def show_whitespace(piece: str) -> str:
@@ -24,13 +27,21 @@ def show_whitespace(piece: str) -> str:
     return piece.replace(" ", "␣").replace("\n", "↵").replace("\t", "⇥")
 
 
-def token_labels(pieces: list[str]) -> list[str]:
-    """Labels for a token axis that stay distinct when a token repeats: 'the' -> 'the·3' by position.
+def token_labels(pieces: list[str], unknown: Collection[int] = ()) -> list[str]:
+    """Labels for a token axis that stay distinct when a token repeats: position, colon, text.
+    Positions in `unknown` (the model read them as `<unk>`) keep the typed text inside « »:
+    short enough for an axis, in every font (Latin-1), and it still shows what was typed.
 
-    >>> token_labels(["a", "b", "a"])
-    ['0:a', '1:b', '2:a']
+    >>> token_labels(["a", "b", "a"]), token_labels(["R", "o"], unknown={0})
+    (['0:a', '1:b', '2:a'], ['0:«R»', '1:o'])
     """
-    return [f"{i}:{show_whitespace(p)}" for i, p in enumerate(pieces)]
+    unknown = set(unknown)
+    return [
+        f"{i}:{UNK_OPEN}{show_whitespace(p)}{UNK_CLOSE}"
+        if i in unknown
+        else f"{i}:{show_whitespace(p)}"
+        for i, p in enumerate(pieces)
+    ]
 
 
 def house_layout(title: str = "", height: int = HEIGHT, **extra) -> dict:
