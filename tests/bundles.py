@@ -24,6 +24,7 @@ def build_test_bundle(out: Path, steps: int = 150, kind: str = "char", seed: int
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
     gen = torch.Generator().manual_seed(seed)
     history = []
+    save_snapshot(out, model, 0)  # the random weights, as the training loop saves them
     for step in range(1, steps + 1):
         x, y = data.batch("train", 16, cfg.n_ctx, gen)
         loss = torch.nn.functional.cross_entropy(model(x).flatten(0, 1), y.flatten())

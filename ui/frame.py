@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 import streamlit as st
 from streamlit.errors import StreamlitPageNotFoundError
 
-from ui import cache, models, nav, state
+from ui import cache, models, nav, scrubber, state
+from viz_model.analysis.training import final_step, losses_at
 from viz_model.charts.common import UNK_CLOSE, UNK_OPEN, show_whitespace, token_labels
 from viz_model.checkpoint import Bundle, CheckpointError
 from viz_model.config import GPTConfig
@@ -87,10 +88,13 @@ def frame(title: str, icon: str = "", *, needs_prompt: bool = True) -> PageConte
         st.stop()
     bundle_id, bundle, errors = _resolve_model(found)
     _model_picker(list(found))
+    bundle_id, bundle, step = scrubber.pick_training_step(
+        st.session_state["model"], bundle_id, bundle
+    )
     prompt, pasted_too_much = _prompt_box()
     ctx = _context(bundle_id, bundle, prompt)
     _offer_examples(bundle, ctx)
-    draw_model_card(bundle)
+    draw_model_card(bundle, step)
 
     # Material icons come with Streamlit; emoji need a font some classroom machines lack.
     st.title(f"{icon} {title}" if icon.startswith(":material/") else title)
@@ -263,8 +267,9 @@ def val_loss(bundle: Bundle) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
-def model_card(bundle: Bundle) -> list[tuple[str, str]]:
-    """(field, value) rows describing a model in a few words, for the sidebar."""
+def model_card(bundle: Bundle, step: int | None = None) -> list[tuple[str, str]]:
+    """(field, value) rows describing a model in a few words, for the sidebar; with `step`, the
+    snapshot saved at that training step (its losses then, not the final ones)."""
     cfg, tok = bundle.config, bundle.tokenizer
     blocks = "attention only" if cfg.attn_only else "attention + MLP"
     rows = [
@@ -275,7 +280,24 @@ def model_card(bundle: Bundle) -> list[tuple[str, str]]:
         ("context", f"{cfg.n_ctx} tokens"),
         ("tokenizer", f"{tok.kind}, {tok.vocab_size:,} tokens"),
     ]
+    if step is not None:
+        return rows + _step_rows(bundle, step)
     return rows + _loss_rows(bundle)
+
+
+def _step_rows(bundle: Bundle, step: int) -> list[tuple[str, str]]:
+    """Which training step is shown, and the losses recorded nearest it."""
+    final = final_step(bundle.history, bundle.meta)
+    of = f" of {final:,}" if final is not None else ""
+    if step == 0:
+        return [("training step", f"0{of}: the random weights before training")]
+    rows = [("training step", f"{step:,}{of}")]
+    train, val = losses_at(bundle.history, step)
+    if train is not None:
+        rows.append(("training loss then", f"{train:.3f} nats per token"))
+    if val is not None:
+        rows.append(("validation loss then", f"{val:.3f} nats per token (last evaluation)"))
+    return rows
 
 
 def _loss_rows(bundle: Bundle) -> list[tuple[str, str]]:
@@ -323,8 +345,8 @@ def loss_note(bundle: Bundle) -> str:
     return note
 
 
-def draw_model_card(bundle: Bundle) -> None:
-    rows = model_card(bundle)
+def draw_model_card(bundle: Bundle, step: int | None = None) -> None:
+    rows = model_card(bundle, step)
     lines = "  \n".join(f"{name}: **{value}**" for name, value in rows)
     with st.sidebar.expander(f"About “{bundle.name}”", expanded=True):
         st.markdown(lines)

@@ -111,3 +111,30 @@ def bundle_baselines(bundle: Bundle) -> ngram.Baselines | None:
     except (OSError, KeyError, TypeError, ValueError, DataError):
         return None
     return ngram.baselines(data.train.numpy(), data.val.numpy(), bundle.tokenizer.vocab_size)
+
+
+def final_step(history: list[dict], meta: dict) -> int | None:
+    """The step the bundle's final weights were saved at: meta["step"], else the last record's."""
+    if isinstance(meta.get("step"), int):
+        return meta["step"]
+    steps = [r["step"] for r in history if isinstance(r, dict) and isinstance(r.get("step"), int)]
+    return max(steps) if steps else None
+
+
+def losses_at(history: list[dict], step: int) -> tuple[float | None, float | None]:
+    """(train loss of the record at `step`, validation loss of the last evaluation at or before
+    it); None where there is none (step 0 is before any training step).
+
+    >>> losses_at([{"step": 1, "train_loss": 4.0}, {"step": 2, "train_loss": 3.0,
+    ...   "val_loss": 3.5}, {"step": 3, "train_loss": 2.0}], 3)
+    (2.0, 3.5)
+    """
+    train = val = None
+    for r in history:
+        if not isinstance(r, dict) or not isinstance(r.get("step"), int) or r["step"] > step:
+            continue
+        if r["step"] == step and isinstance(r.get("train_loss"), int | float):
+            train = float(r["train_loss"])
+        if isinstance(r.get("val_loss"), int | float):
+            val = float(r["val_loss"])
+    return train, val

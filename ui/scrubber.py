@@ -1,0 +1,58 @@
+"""The sidebar's "Training step" slider: look at any page as the model was at a saved step of its
+training (bundles keep float16 snapshots at log-spaced steps), carried in the URL as train_step.
+
+Choosing a step swaps the page context's bundle id for the snapshot's ("...#step"); every page
+loads its model through ui.cache.bundle, so every page then shows that snapshot's model.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from ui import cache, models, state
+from viz_model.analysis.training import final_step
+from viz_model.checkpoint import Bundle, CheckpointError
+
+KEY = "train_step"
+_OWNER = "_train_step_model"  # the model the chosen step belongs to
+
+
+def step_options(bundle: Bundle) -> tuple[list[int], int | None]:
+    """(the steps a student can pick, in order, the last being the final model; the final step).
+    No options when the bundle has no snapshots before its final step."""
+    final = final_step(bundle.history, bundle.meta)
+    snapshots = bundle.snapshot_steps()
+    if final is None or not snapshots:
+        return [], final
+    earlier = [s for s in snapshots if s < final]
+    return ([*earlier, final] if earlier else []), final
+
+
+def pick_training_step(name: str, bundle_id: str, bundle: Bundle) -> tuple[str, Bundle, int | None]:
+    """Draw the slider when the bundle has snapshots; return (bundle id, bundle, step), with step
+    None for the final model. A snapshot that cannot be read is reported; the final model stays."""
+    options, final = step_options(bundle)
+    ss = st.session_state
+    if not options:
+        return bundle_id, bundle, None
+    if ss.get(_OWNER, name) != name:  # another model was chosen: start at its final weights
+        state.set_value(KEY, final)
+    ss[_OWNER] = name
+    step = state.select_slider(
+        "Training step",
+        KEY,
+        options,
+        final,
+        container=st.sidebar,
+        format_func=lambda s: f"{s:,} (final)" if s == final else f"{s:,}",
+        help="Look at every page as this model was at a saved step of its training: step 0 is "
+        "the random weights it started from.",
+    )
+    if step == final:
+        return bundle_id, bundle, None
+    snapshot_id = models.bundle_id(models.path_of(bundle_id), step)
+    try:
+        return snapshot_id, cache.bundle(snapshot_id), step
+    except CheckpointError as exc:
+        st.sidebar.error(f"Could not open the weights saved at step {step:,}: {exc}.")
+        return bundle_id, bundle, None
