@@ -24,7 +24,7 @@ from viz_model.checkpoint import CheckpointError
 from viz_model.config import PRESET_TRAINING, GPTConfig, TrainConfig, preset
 from viz_model.data import VAL_FRACTION, TokenData, load_corpus, task_text, validate_user_text
 from viz_model.model import GPT
-from viz_model.tokenization import Tokenizer
+from viz_model.tokenization import DEFAULT_VOCAB, Tokenizer
 from viz_model.train import STEPS_WHEN_TIMED, resume_state
 
 DEFAULT_PRESET = "small"
@@ -153,6 +153,18 @@ def pick_device(name: str) -> torch.device:
             return torch.device("mps")
         return torch.device("cpu")
     return torch.device(name)
+
+
+def estimate_params(settings: RunSettings, text: str) -> int:
+    """The model's parameter count before anything is trained: exact for char (every distinct
+    character of `text` plus <unk>), an upper bound for bpe and word (the vocabulary asked for).
+    Builds the model on the meta device, so it costs no memory; ValueError for an invalid shape."""
+    if settings.tokenizer == "char":
+        vocab = len(set(text)) + 1
+    else:
+        vocab = settings.vocab_size or DEFAULT_VOCAB[settings.tokenizer]
+    with torch.device("meta"):
+        return GPT(settings.model_config(vocab)).n_params()
 
 
 def new_run(settings: RunSettings, out: Path, command: str) -> Run:
