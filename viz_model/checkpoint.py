@@ -104,6 +104,16 @@ def _write_json(path: Path, data: Any) -> None:
     _atomic_write(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
 
 
+def write_json(path: str | os.PathLike, data: Any) -> None:
+    """Write JSON atomically (the job runner's status and control files use it too)."""
+    _write_json(Path(path), data)
+
+
+def write_text(path: str | os.PathLike, text: str) -> None:
+    """Write UTF-8 text atomically: a reader sees the old file or the new one, never half."""
+    _atomic_write(Path(path), lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+
+
 def _weights(model: GPT, dtype: torch.dtype | None = None) -> dict[str, torch.Tensor]:
     sd = model.state_dict()
     return {k: (v.to(dtype) if dtype else v).detach().cpu().contiguous() for k, v in sd.items()}

@@ -98,7 +98,7 @@ def bundle_baselines(bundle: Bundle) -> ngram.Baselines | None:
     """Blind, unigram and bigram validation losses on the text the bundle was trained on, with its
     tokenizer and its validation split; None when that text cannot be found any more (an uploaded
     file since deleted) or the bundle does not say what it was trained on."""
-    from viz_model.train import load_text  # the one reader of a bundle's data source
+    from viz_model.run_settings import load_text  # the one reader of a bundle's data source
 
     source = bundle.meta.get("data")
     if not isinstance(source, dict):

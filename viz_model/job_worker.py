@@ -1,0 +1,245 @@
+"""The training job's process: `python -m viz_model.job_worker RUN_DIR` (started by jobs.py).
+
+It builds the run from RUN_DIR/settings.json (or resumes the bundle in RUN_DIR, as plan.json
+says), drives the loop (train.train) and, between steps, appends each record to history.jsonl,
+rewrites status.json (at most about four times a second, and at every evaluation, sample and
+change of state) and polls control.json: pause, step once while paused, a new peak learning rate,
+stop. SIGTERM and SIGINT stop it the way the Stop button does (after the step, with a save).
+All it knows of the page is those files.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from viz_model import jobs
+from viz_model.checkpoint import write_json, write_text
+from viz_model.run_settings import Run, RunSettings, new_run, pick_device, resumed_run
+from viz_model.train import STEPS_WHEN_TIMED, StepRecord, train
+from viz_model.train_cli import command, settings_to_argv
+
+STATUS_EVERY = 0.25  # seconds between status writes while nothing else changes
+PAUSE_POLL = 0.05  # seconds between looks at control.json while paused
+N_SAMPLES = 6  # the newest samples kept in status.json (all of them are in the history)
+
+
+class Control:
+    """control.json as last read; read again only when the file changed (one stat per step)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.seen: tuple[int, int] | None = None
+        self.values: dict[str, Any] = {}
+        self.poll()
+        self.steps_served = int(self.values.get("steps", 0))  # step requests before this launch
+
+    def poll(self) -> None:
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return
+        if (st.st_mtime_ns, st.st_size) != self.seen:
+            self.seen = (st.st_mtime_ns, st.st_size)
+            try:
+                self.values = json.loads(self.path.read_text(encoding="utf-8"))
+            except ValueError:
+                self.seen = None  # replaced atomically, so this is rare; read it next time
+
+    @property
+    def paused(self) -> bool:
+        return bool(self.values.get("paused"))
+
+    @property
+    def stop(self) -> bool:
+        return bool(self.values.get("stop"))
+
+    def lr(self) -> float | None:
+        return self.values.get("lr")
+
+    def take_step(self) -> bool:
+        """True (once per request) when the page asked for one step while paused."""
+        if int(self.values.get("steps", 0)) > self.steps_served:
+            self.steps_served += 1
+            return True
+        return False
+
+
+class Status:
+    """status.json: the worker's view of the run, written atomically."""
+
+    def __init__(self, folder: Path, run: Run, threads: int) -> None:
+        self.path = folder / "status.json"
+        cfg = run.cfg
+        self.data: dict[str, Any] = {
+            **{k: v for k, v in jobs._read_json(self.path, {}).items() if k == "samples"},
+            "state": "running",
+            "message": "",
+            "pid": os.getpid(),
+            "step": run.start_step,
+            "max_steps": None if cfg.max_steps == STEPS_WHEN_TIMED else cfg.max_steps,
+            "time_limit": cfg.time_limit,
+            "elapsed": float(run.history[-1]["elapsed"]) if run.history else 0.0,
+            "peak_lr": cfg.lr,
+            "params": run.model.n_params(),
+            "threads": threads,
+            "saved_step": run.start_step or None,
+        }
+        self.tokens_per_step = cfg.batch_size * run.model.cfg.n_ctx
+        self.written = 0.0
+
+    def record(self, rec: StepRecord, peak_lr: float) -> None:
+        d = self.data
+        d.update(step=rec.step, elapsed=rec.elapsed, tokens_per_s=rec.tokens_per_s, lr=rec.lr)
+        d.update(train_loss=rec.train_loss, peak_lr=peak_lr)
+        if rec.val_loss is not None:
+            d["val_loss"] = rec.val_loss
+            d["saved_step"] = rec.step  # the loop saves the bundle at every evaluation
+        if rec.sample is not None:
+            d["samples"] = [*d.get("samples", []), {"step": rec.step, "text": rec.sample}][
+                -N_SAMPLES:
+            ]
+        d["progress"], d["time_left"] = self._progress(rec)
+
+    def _progress(self, rec: StepRecord) -> tuple[float, float | None]:
+        """(share done, seconds left) by steps or by time, whichever is further along."""
+        done, left = 0.0, None
+        if self.data["max_steps"]:
+            done = rec.step / self.data["max_steps"]
+            if rec.tokens_per_s > 0:
+                left = (self.data["max_steps"] - rec.step) * self.tokens_per_step / rec.tokens_per_s
+        if self.data["time_limit"] > 0:
+            done = max(done, rec.elapsed / self.data["time_limit"])
+            by_time = max(0.0, self.data["time_limit"] - rec.elapsed)
+            left = by_time if left is None else min(left, by_time)
+        return min(1.0, done), None if left is None else round(left, 1)
+
+    def write(self, force: bool = False, **changes: Any) -> None:
+        self.data.update(changes)
+        now = time.time()
+        if force or changes or now - self.written >= STATUS_EVERY:
+            self.data["updated"] = now
+            write_json(self.path, self.data)
+            self.written = now
+
+
+def _build(folder: Path, plan: dict[str, Any], settings: RunSettings) -> Run:
+    """A new run, or the bundle in the folder resumed (a run killed before its first save has
+    none: it starts again)."""
+    if plan.get("mode") == "resume" and (folder / "config.json").is_file():
+        train_over, minutes = plan.get("train", {}), plan.get("minutes")
+        argv = ["--resume", str(folder)]
+        argv += ["--steps", str(train_over["max_steps"])] if "max_steps" in train_over else []
+        argv += ["--minutes", f"{minutes:g}"] if minutes is not None else []
+        return resumed_run(folder, folder, train_over, minutes, command(argv))
+    return new_run(settings, folder, command(settings_to_argv(settings, folder)))
+
+
+def _history_file(folder: Path, history: list[dict[str, Any]]):
+    """history.jsonl holding exactly the run's history so far (records after the last save of a
+    killed run are dropped), opened for appending one line per step."""
+    write_text(folder / "history.jsonl", "".join(json.dumps(r) + "\n" for r in history))
+    return open(folder / "history.jsonl", "a", encoding="utf-8", buffering=1)
+
+
+def _wait_while_paused(control: Control, stop: threading.Event, status: Status) -> None:
+    """Return when unpaused, stopped, or asked for one step."""
+    control.poll()
+    if not control.paused or stop.is_set():
+        return
+    status.write(state="paused", message=f"paused after step {status.data['step']}")
+    while control.paused and not stop.is_set() and not control.stop:
+        if control.take_step():
+            return
+        time.sleep(PAUSE_POLL)
+        control.poll()
+    status.write(state="running", message="")
+
+
+def run(folder: Path) -> int:
+    """Train the run in `folder` to its end; status.json says how it ended."""
+    plan = jobs._read_json(folder / "plan.json", {})
+    settings = RunSettings.from_dict(jobs._read_json(folder / "settings.json"))
+    threads = int(plan.get("threads", 1))
+    torch.set_num_threads(threads)
+    with jobs._locked(folder.parent):  # jobs._launch holds it until our pid is on record
+        pass
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        built = _build(folder, plan, settings)
+    except Exception as exc:  # a bad setting or file: say so in the status, not in a traceback
+        failed = {"state": "failed", "message": str(exc), "pid": os.getpid()}
+        write_json(folder / "status.json", {**failed, "updated": time.time()})
+        return 1
+    built.cfg = dataclasses.replace(built.cfg, threads=threads)
+    device = pick_device(settings.device)
+    built.model.to(device)
+    built.meta["device"] = str(device)
+    status = Status(folder, built, threads)
+    status.write(force=True)
+    try:
+        return _drive(folder, built, float(plan.get("max_minutes", 0)) * 60, status, stop)
+    except Exception as exc:
+        status.write(state="failed", message=f"{type(exc).__name__}: {exc}")
+        raise
+
+
+def _drive(folder: Path, built: Run, cap: float, status: Status, stop: threading.Event) -> int:
+    """The loop, with the page's controls between steps; `cap` is the server's time cap (s)."""
+    control = Control(folder / "control.json")
+    start_elapsed = status.data["elapsed"]
+    capped = ""
+    loop = train(
+        built.model,
+        built.data,
+        built.cfg,
+        folder,
+        built.tokenizer,
+        stop,
+        built.history,
+        built.start_step,
+        built.meta,
+        peak_lr=control.lr,
+    )
+    last = None
+    with _history_file(folder, built.history) as history:
+        for last in loop:
+            history.write(json.dumps(last.to_dict()) + "\n")
+            status.record(last, control.lr() or built.cfg.lr)
+            status.write(force=last.val_loss is not None or last.sample is not None)
+            control.poll()
+            if cap > 0 and last.elapsed - start_elapsed >= cap and not stop.is_set():
+                capped = f"stopped after {cap / 60:g} minutes, the longest run allowed here "
+                capped += "(VIZ_MAX_MINUTES)"
+                stop.set()
+            _wait_while_paused(control, stop, status)
+            if control.stop:
+                stop.set()
+    if last is None:
+        status.write(state="failed", message="the loop took no step")
+        return 1
+    state = "stopped" if last.stopped else "finished"
+    message = capped or last.stopped or f"finished at step {last.step}"
+    status.write(state=state, message=message, saved_step=_saved_step(folder, last.step))
+    return 0
+
+
+def _saved_step(folder: Path, default: int) -> int:
+    """The step of the bundle on disk (after a NaN, the last good step rather than the last)."""
+    config = jobs._read_json(folder / "config.json", {})
+    return int((config.get("meta") or {}).get("step", default))
+
+
+if __name__ == "__main__":
+    sys.exit(run(Path(sys.argv[1])))
