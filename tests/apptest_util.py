@@ -12,7 +12,6 @@ import os
 from pathlib import Path
 
 import numpy as np
-
 from streamlit import config
 from streamlit.testing.v1 import AppTest
 

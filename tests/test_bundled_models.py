@@ -12,8 +12,8 @@ import torch.nn.functional as F
 
 from viz_model.checkpoint import load_bundle
 from viz_model.data import TokenData, example_prompts, load_corpus
-from viz_model.sampling import SamplingSettings, generate
 from viz_model.run_settings import load_text
+from viz_model.sampling import SamplingSettings, generate
 from viz_model.train import evaluate
 
 MODELS = Path(__file__).resolve().parent.parent / "assets" / "models"

@@ -105,9 +105,7 @@ def bundle_baselines(bundle: Bundle) -> ngram.Baselines | None:
         return None
     try:
         text = load_text(source)
-        data = TokenData.from_text(
-            text, bundle.tokenizer, source.get("val_fraction", VAL_FRACTION)
-        )
+        data = TokenData.from_text(text, bundle.tokenizer, source.get("val_fraction", VAL_FRACTION))
     except (OSError, KeyError, TypeError, ValueError, DataError):
         return None
     return ngram.baselines(data.train.numpy(), data.val.numpy(), bundle.tokenizer.vocab_size)
