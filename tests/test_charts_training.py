@@ -78,3 +78,18 @@ def test_records_without_the_x_value_are_left_out():
     h = [{"step": s, "train_loss": 1.0} for s in range(1, 6)]
     assert curves(h, "elapsed").train_x.size == 0
     assert curves(h, "step").train_x.tolist() == [1, 2, 3, 4, 5]
+
+
+def test_a_run_stores_its_baselines_and_the_page_reads_them_back(tmp_path):
+    from viz_model.analysis.training import bundle_baselines
+    from viz_model.checkpoint import load_bundle, save_bundle
+    from viz_model.ngram import baselines
+    from viz_model.run_settings import RunSettings, new_run
+
+    settings = RunSettings(task="repeat", task_examples=300, preset="tiny", train={"max_steps": 1})
+    run = new_run(settings, tmp_path / "r", command="test")
+    direct = baselines(run.data.train.numpy(), run.data.val.numpy(), run.tokenizer.vocab_size)
+    assert run.meta["baselines"] == direct.as_dict()
+    save_bundle(tmp_path / "r", run.model, run.tokenizer, meta=run.meta)
+    read = bundle_baselines(load_bundle(tmp_path / "r"))
+    assert read.as_dict() == direct.as_dict()

@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from viz_model import ngram
 from viz_model.checkpoint import CheckpointError
 from viz_model.config import PRESET_TRAINING, GPTConfig, TrainConfig, preset
 from viz_model.data import (
@@ -193,6 +194,10 @@ def new_run(settings: RunSettings, out: Path, command: str) -> Run:
         "example_prompts": example_prompts(text, source.get("task")),
     }
     data = TokenData.from_text(text, tokenizer, source["val_fraction"])
+    # What counting alone scores on this split: the Training page's "better than counting" lines.
+    meta["baselines"] = ngram.baselines(
+        data.train.numpy(), data.val.numpy(), tokenizer.vocab_size
+    ).as_dict()
     return Run(model, tokenizer, data, cfg, Path(out), meta, [], 0)
 
 

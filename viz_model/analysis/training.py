@@ -13,6 +13,7 @@ elapsed, and on some steps val_loss, val_ppl, sample, stopped. Not here: charts,
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,6 +22,7 @@ from viz_model import ngram
 from viz_model.checkpoint import Bundle
 from viz_model.data import VAL_FRACTION, DataError, TokenData
 
+_BASELINES = ("blind guess", "unigram", "bigram")  # Baselines.as_dict() keys, in field order
 X_AXES = {"step": "step", "tokens": "tokens seen", "elapsed": "seconds"}
 MAX_POINTS = 400
 
@@ -100,6 +102,11 @@ def bundle_baselines(bundle: Bundle) -> ngram.Baselines | None:
     file since deleted) or the bundle does not say what it was trained on."""
     from viz_model.run_settings import load_text  # the one reader of a bundle's data source
 
+    stored = bundle.meta.get("baselines")  # written by run_settings.new_run since issue 10
+    if isinstance(stored, dict) and all(isinstance(stored.get(k), float) for k in _BASELINES):
+        return ngram.Baselines(
+            *(stored[k] for k in _BASELINES), k_unigram=math.nan, k_bigram=math.nan
+        )
     source = bundle.meta.get("data")
     if not isinstance(source, dict):
         return None
