@@ -1,8 +1,9 @@
 """Finding model bundles on disk, and the stable ids the caches are keyed by.
 
 A bundle is a folder holding config.json (see viz_model/checkpoint.py). We look in assets/models/
-(bundled), runs/ (trained on this server) and every folder listed in the env var VIZ_MODEL_DIRS
-(os.pathsep-separated; tests use it). A listed folder may itself be a bundle. When two bundles
+(bundled), runs/ (trained on this server; VIZ_RUNS_DIR moves it: a training job's run folder is
+itself a bundle) and every folder listed in the env var VIZ_MODEL_DIRS (os.pathsep-separated;
+tests use it). A listed folder may itself be a bundle. When two bundles
 share a name, the first found wins. Nothing here imports streamlit.
 """
 
@@ -12,6 +13,7 @@ import os
 from pathlib import Path
 
 from ui.nav import ROOT
+from viz_model.jobs import runs_root
 
 ENV_VAR = "VIZ_MODEL_DIRS"
 DEFAULT_MODEL = "shakespeare-char"
@@ -19,7 +21,7 @@ DEFAULT_MODEL = "shakespeare-char"
 
 def search_dirs(root: Path = ROOT) -> list[Path]:
     """Where bundles are looked for, in order."""
-    dirs = [root / "assets" / "models", root / "runs"]
+    dirs = [root / "assets" / "models", runs_root(root)]  # runs_root: VIZ_RUNS_DIR or root/runs
     extra = os.environ.get(ENV_VAR, "")
     dirs += [Path(d).expanduser() for d in extra.split(os.pathsep) if d.strip()]
     return dirs

@@ -80,13 +80,14 @@ class Status:
     def __init__(self, folder: Path, run: Run, threads: int) -> None:
         self.path = folder / "status.json"
         cfg = run.cfg
+        on_the_clock = cfg.time_limit > 0 and cfg.max_steps == STEPS_WHEN_TIMED
         self.data: dict[str, Any] = {
             **{k: v for k, v in jobs._read_json(self.path, {}).items() if k == "samples"},
             "state": "running",
             "message": "",
             "pid": os.getpid(),
             "step": run.start_step,
-            "max_steps": None if cfg.max_steps == STEPS_WHEN_TIMED else cfg.max_steps,
+            "max_steps": None if on_the_clock else cfg.max_steps,
             "time_limit": cfg.time_limit,
             "elapsed": float(run.history[-1]["elapsed"]) if run.history else 0.0,
             "peak_lr": cfg.lr,

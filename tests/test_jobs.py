@@ -1,0 +1,281 @@
+"""Training jobs: child processes driven and read through files in their run folder.
+
+Each test uses its own runs root (VIZ_RUNS_DIR in tmp_path) and tiny runs on one thread.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from safetensors.torch import load_file
+
+from ui import models
+from viz_model import jobs
+from viz_model.checkpoint import load_bundle
+from viz_model.data import load_corpus
+from viz_model.jobs import JobError
+from viz_model.run_settings import RunSettings
+
+TIMEOUT = 120  # seconds any one wait may take on a busy 2-core machine
+
+
+def tiny(**train) -> RunSettings:
+    base = dict(max_steps=40, eval_every=10, eval_batches=2, sample_every=20, sample_tokens=8)
+    return RunSettings(
+        task="repeat",
+        task_examples=300,
+        preset="tiny",
+        model={"n_ctx": 32, "d_model": 32},
+        train={**base, **train},
+    )
+
+
+LONG = dict(max_steps=1_000_000, sample_tokens=0)  # ended by stop, not by its steps
+
+
+@pytest.fixture
+def root(tmp_path, monkeypatch):
+    """A runs root of its own; every worker still alive at the end is killed."""
+    runs = tmp_path / "runs"
+    monkeypatch.setenv(jobs.RUNS_ENV, str(runs))
+    monkeypatch.setenv("VIZ_JOB_THREADS", "1")
+    monkeypatch.setenv("VIZ_MAX_JOBS", "3")
+    monkeypatch.delenv(jobs.PASSWORD_ENV, raising=False)
+    yield runs
+    for view in jobs.list_runs(runs):
+        if view.live and jobs.worker_alive(view.pid, view.path):
+            os.kill(view.pid, signal.SIGKILL)
+
+
+def wait_for(name: str, test, what: str) -> jobs.RunView:
+    """Read the run until test(view) holds (or fail after TIMEOUT, saying what was awaited)."""
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        view = jobs.read(name)
+        if test(view):
+            return view
+        assert view.state != "failed", view.message
+        assert time.monotonic() < deadline, f"waited for {what}; the run is {view}"
+        time.sleep(0.05)
+
+
+def test_a_job_runs_pauses_steps_changes_lr_resumes_stops_and_trains_more(root, monkeypatch):
+    settings = tiny(**LONG, lr=2e-3, min_lr=2e-3, warmup_steps=0, eval_every=5)
+    view = jobs.start("life", settings)
+    assert view.state == "running" and view.pid and view.threads == 1
+    assert json.loads((root / "life" / "settings.json").read_text()) == settings.to_dict()
+    jobs.pause("life")  # before its first step: it pauses after step 1
+    paused = wait_for("life", lambda v: v.state == "paused", "the pause")
+    at = paused.step
+    assert [r["step"] for r in paused.history] == list(range(1, at + 1))
+    assert paused.tokens_per_s > 0 and paused.params == jobs.read("life").params > 0
+    assert paused.progress == pytest.approx(at / 1_000_000)
+
+    jobs.step("life")
+    jobs.step("life")
+    stepped = wait_for("life", lambda v: len(v.history) == at + 2, "two single steps")
+    assert [r["step"] for r in stepped.history[-2:]] == [at + 1, at + 2]
+    assert all(math.isfinite(r["train_loss"]) for r in stepped.history[-2:])
+    assert stepped.state == "paused" and stepped.step == at + 2
+
+    jobs.set_lr("life", 5e-4)
+    jobs.step("life")
+    changed = wait_for("life", lambda v: len(v.history) == at + 3, "a step at the new rate")
+    assert [r["lr"] for r in changed.history] == [2e-3] * (at + 2) + [5e-4]
+    assert changed.peak_lr == 5e-4
+
+    monkeypatch.setenv("VIZ_MAX_JOBS", "1")  # a paused job still holds its place
+    with pytest.raises(JobError, match=r"at most 1 training job.*VIZ_MAX_JOBS=1.*life"):
+        jobs.start("second", tiny())
+    assert not (root / "second").exists()
+    with pytest.raises(JobError, match="'life' is paused; this works only when it is finished"):
+        jobs.train_more("life", steps=5)
+
+    jobs.resume("life")
+    wait_for("life", lambda v: v.state == "running" and v.step > at + 12, "training to go on")
+    jobs.stop("life")
+    stopped = wait_for("life", lambda v: v.state == "stopped", "the stop")
+    assert stopped.message.startswith("stopped on request after step")
+    bundle = load_bundle(root / "life")
+    assert bundle.meta["step"] == stopped.step == stopped.saved_step
+    assert [r["step"] for r in bundle.history] == list(range(1, stopped.step + 1))
+    assert bundle.history == stopped.history
+    assert bundle.train_config["lr"] == 5e-4 and bundle.train_config["threads"] == 1
+    assert bundle.meta["command"].startswith("python -m viz_model.train --task repeat")
+    assert models.discover(root.parent)["life"] == (root / "life").resolve()
+
+    jobs.train_more("life", steps=5)
+    more = wait_for("life", lambda v: v.state == "finished", "five more steps")
+    assert more.step == stopped.step + 5 == load_bundle(root / "life").meta["step"]
+    assert [r["step"] for r in more.history] == list(range(1, more.step + 1))
+
+
+def test_a_killed_job_reads_as_interrupted_and_resumes_from_its_last_save(root):
+    jobs.start("crash", tiny(**LONG, eval_every=10))
+    running = wait_for("crash", lambda v: (v.saved_step or 0) >= 20, "two saves")
+    os.kill(running.pid, signal.SIGKILL)  # mid-run, maybe mid-step
+    lost = wait_for("crash", lambda v: v.state != "running", "the kill to be noticed")
+    assert lost.state == "interrupted" and "resume continues from step" in lost.message
+    saved = load_bundle(root / "crash")  # what was saved is intact
+    assert saved.meta["step"] >= 20 and lost.step >= saved.meta["step"]
+
+    jobs.resume("crash")
+    wait_for("crash", lambda v: v.state == "running" and v.step > saved.meta["step"] + 5, "more")
+    jobs.stop("crash")
+    done = wait_for("crash", lambda v: v.state == "stopped", "the stop")
+    steps = [r["step"] for r in done.history]
+    assert steps == list(range(1, done.step + 1))  # continued at saved + 1, nothing twice
+    assert done.history[: saved.meta["step"]] == saved.history
+    assert load_bundle(root / "crash").meta["step"] == done.step
+
+
+def test_a_job_killed_before_its_first_save_starts_again(root):
+    jobs.start("early", tiny(**LONG, eval_every=0))
+    running = wait_for("early", lambda v: v.step > 0, "the first step")
+    os.kill(running.pid, signal.SIGKILL)
+    lost = wait_for("early", lambda v: v.state != "running", "the kill to be noticed")
+    assert lost.state == "interrupted" and "before its first save" in lost.message
+    jobs.resume("early")
+    wait_for("early", lambda v: v.state == "running" and v.history, "a new first step")
+    jobs.stop("early")
+    done = wait_for("early", lambda v: v.state == "stopped", "the stop")
+    assert [r["step"] for r in done.history] == list(range(1, done.step + 1))
+
+
+def test_same_settings_and_seed_on_one_thread_give_identical_weights(root):
+    for name, seed in (("a", 7), ("b", 7), ("c", 8)):
+        jobs.start(name, tiny(seed=seed, max_steps=30))
+    for name in "abc":
+        wait_for(name, lambda v: v.state == "finished", f"run {name}")
+
+    def weights(name: str, file: str = "model.safetensors"):
+        return load_file(root / name / file)
+
+    def same(x, y) -> bool:
+        return all(x[k].equal(y[k]) for k in x)
+
+    assert same(weights("a"), weights("b")) and not same(weights("a"), weights("c"))
+    snaps = sorted(p.name for p in (root / "a" / "snapshots").iterdir())
+    assert len(snaps) > 3
+    assert all(same(weights("a", f"snapshots/{s}"), weights("b", f"snapshots/{s}")) for s in snaps)
+
+
+def test_caps_refuse_with_their_name_and_value(root, monkeypatch):
+    monkeypatch.setenv("VIZ_MAX_PARAMS", "1000")
+    with pytest.raises(JobError, match=r"has 28,288 parameters.*VIZ_MAX_PARAMS=1000"):
+        jobs.start("big", tiny())
+    monkeypatch.setenv("VIZ_MAX_PARAMS", "28288")  # the cap itself is allowed
+    monkeypatch.setenv("VIZ_MAX_MINUTES", "1.5")
+    with pytest.raises(JobError, match=r"at most 1.5 minutes.*VIZ_MAX_MINUTES=1.5.*asked for 2"):
+        jobs.start("long", dataclasses.replace(tiny(), minutes=2))
+    monkeypatch.setenv("VIZ_MAX_JOBS", "several")
+    with pytest.raises(JobError, match="VIZ_MAX_JOBS must be a whole number, got 'several'"):
+        jobs.start("any", tiny())
+    monkeypatch.setenv("VIZ_MAX_JOBS", "0")
+    with pytest.raises(JobError, match=r"at most 0 training job.*VIZ_MAX_JOBS=0"):
+        jobs.start("any", tiny())
+    assert not root.exists() or jobs.list_runs(root) == []
+
+
+def test_threads_default_to_half_the_cores_shared_by_the_jobs(monkeypatch):
+    monkeypatch.delenv("VIZ_JOB_THREADS", raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(2)))
+    monkeypatch.setenv("VIZ_MAX_JOBS", "2")
+    assert jobs.Limits.from_env().threads == 1
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)))
+    assert jobs.Limits.from_env().threads == 4
+    monkeypatch.setenv("VIZ_JOB_THREADS", "3")
+    assert jobs.Limits.from_env().threads == 3
+
+
+def finished_run(root: Path, name: str) -> Path:
+    """A run folder as a finished job leaves it, without running one."""
+    path = root / name
+    path.mkdir(parents=True)
+    (path / "settings.json").write_text(json.dumps(tiny().to_dict()))
+    (path / "status.json").write_text(json.dumps({"state": "finished", "step": 40}))
+    return path
+
+
+def test_the_teacher_password_guards_every_change_but_not_reading(root, monkeypatch):
+    finished_run(root, "done")
+    monkeypatch.setenv(jobs.PASSWORD_ENV, "sesame")
+    assert jobs.password_required()
+    for call in (
+        lambda pw: jobs.start("new", tiny(), password=pw),
+        lambda pw: jobs.stop("done", password=pw),
+        lambda pw: jobs.pause("done", password=pw),
+        lambda pw: jobs.set_lr("done", 1e-3, password=pw),
+        lambda pw: jobs.train_more("done", steps=3, password=pw),
+        lambda pw: jobs.delete("done", password=pw),
+    ):
+        with pytest.raises(JobError, match="needs the teacher password"):
+            call(None)
+        with pytest.raises(JobError, match="wrong teacher password"):
+            call("open sesame")
+    assert jobs.read("done").state == "finished"  # reading needs nothing
+    assert [v.name for v in jobs.list_runs()] == ["done"]
+    jobs.delete("done", password="sesame")
+    assert not (root / "done").exists()
+
+
+@pytest.mark.parametrize("name", ["../x", "/etc", "a/b", "", ".", "..", ".hidden", "x" * 65, "é"])
+def test_run_names_cannot_leave_the_runs_folder(root, name):
+    with pytest.raises(JobError, match="a run name is 1 to 64 letters"):
+        jobs.start(name, tiny())
+    with pytest.raises(JobError, match="a run name is 1 to 64 letters"):
+        jobs.read(name)
+    assert not (root.parent / "x").exists() and not (root / "a").exists()
+
+
+def test_a_taken_or_bundled_name_is_refused(root):
+    finished_run(root, "mine")
+    with pytest.raises(JobError, match="a run named 'mine' already exists"):
+        jobs.start("mine", tiny())
+    with pytest.raises(JobError, match="name of a bundled model"):
+        jobs.start("shakespeare-char", tiny())
+
+
+def test_two_starts_of_one_name_at_once_one_wins(root):
+    barrier = threading.Barrier(2)
+    outcomes: list[object] = []
+
+    def start() -> None:
+        barrier.wait()
+        try:
+            outcomes.append(jobs.start("race", tiny(max_steps=5)))
+        except JobError as exc:
+            outcomes.append(exc)
+
+    threads = [threading.Thread(target=start) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    errors = [o for o in outcomes if isinstance(o, JobError)]
+    assert len(errors) == 1 and "a run named 'race' already exists" in str(errors[0])
+    winner = next(o for o in outcomes if isinstance(o, jobs.RunView))
+    done = wait_for("race", lambda v: v.state == "finished", "the winner")
+    assert done.pid == winner.pid and done.step == 5
+
+
+def test_text_runs_keep_their_own_checked_copy_and_bad_text_is_refused(root):
+    settings = RunSettings(text_file="notes.txt", preset="tiny", train={"max_steps": 3})
+    with pytest.raises(JobError, match="UTF-16"):
+        jobs.start("utf16", settings, text="To be, or not to be".encode("utf-16"))
+    with pytest.raises(JobError, match="give the text with a text-file run"):
+        jobs.start("server-file", RunSettings(text_file="/etc/passwd", preset="tiny"))
+    text = load_corpus("shakespeare")[:3000]
+    jobs.start("mine", settings, text=text.encode("utf-8"), root=root)
+    done = wait_for("mine", lambda v: v.state == "finished", "the text run")
+    assert (root / "mine" / "text.txt").read_text(encoding="utf-8") == text
+    assert done.settings["text_file"] == str((root / "mine" / "text.txt").resolve())
+    assert not (root / "utf16").exists()
