@@ -47,6 +47,15 @@ def test_display_tokens_show_partial_characters_as_bytes(bpe):
     assert T.display_tokens(char, "ab") == [(1, "a"), (2, "b")]
 
 
+def test_token_text_shows_a_vocabulary_byte_as_hex_not_latin1(bpe):
+    lead = bpe.token_to_id(T.byte_to_symbol()[0xC3])  # the lead byte of é, ï, ...: raw form "Ã"
+    assert bpe.id_to_token(lead) == "Ã"  # what a page showed before
+    assert T.token_text(bpe, lead) == "<c3>"
+    assert T.token_text(bpe, bpe.token_to_id("Ġthe")) == " the"  # whole tokens: their text
+    char = Tokenizer.train("abc", "char")
+    assert [T.token_text(char, i) for i in range(1, 4)] == ["a", "b", "c"]
+
+
 @pytest.mark.parametrize("text", TEXTS)
 def test_all_merges_give_the_tokenizers_own_tokens(bpe, text):
     merged = T.flatten(T.apply_merges(T.initial_pieces(text), bpe.merges(), len(bpe.merges())))

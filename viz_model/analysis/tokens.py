@@ -69,19 +69,24 @@ def symbol_text(symbol: str) -> str:
     return bytes_text(bytes(symbol_to_byte()[c] for c in symbol))
 
 
+def byte_piece_text(tokenizer: Tokenizer, i: int) -> str | None:
+    """'<c3>' (or ' <e6>') for a byte-level token holding only part of a UTF-8 character; None for
+    every other token. Such a token decodes to U+FFFD, and its raw form ("Ã") misleads."""
+    if tokenizer.kind not in ("bpe", "json") or "\ufffd" not in tokenizer.decode([i]):
+        return None
+    raw = tokenizer.id_to_token(i)
+    return symbol_text(raw) if all(c in symbol_to_byte() for c in raw) else None
+
+
+def token_text(tokenizer: Tokenizer, i: int) -> str:
+    """A vocabulary entry as the chips show it: its text, or its bytes for part of a character."""
+    return byte_piece_text(tokenizer, i) or tokenizer.id_to_token(i)
+
+
 def display_tokens(tokenizer: Tokenizer, text: str) -> list[tuple[int, str]]:
     """(id, text) per token, for chips. A byte-level token that holds only part of a character
     shows its bytes ("<c3>") rather than the empty or whole-character span `pieces` gives it."""
-    out = []
-    byte_level = tokenizer.kind in ("bpe", "json")
-    for p in tokenizer.pieces(text):
-        shown = p.text
-        if byte_level and "\ufffd" in tokenizer.decode([p.id]):
-            raw = tokenizer.id_to_token(p.id)
-            if all(c in symbol_to_byte() for c in raw):
-                shown = symbol_text(raw)
-        out.append((p.id, shown))
-    return out
+    return [(p.id, byte_piece_text(tokenizer, p.id) or p.text) for p in tokenizer.pieces(text)]
 
 
 # ---- pre-tokenizing and applying merges -----------------------------------------------------------
