@@ -177,8 +177,8 @@ def one_neuron(layer: int, post: np.ndarray, default: int) -> None:
                 effect[up],
                 [name[i] for i in down],
                 effect[down],
-                title=f"Neuron {neuron} of layer {layer}: the 10 tokens it promotes most (red) "
-                "and suppresses most (blue)",
+                title=f"Neuron {neuron}, layer {layer}: the 10 tokens it promotes (red) and "
+                "suppresses (blue) most",
             ),
         )
     )

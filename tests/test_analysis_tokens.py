@@ -52,6 +52,9 @@ def test_token_text_shows_a_vocabulary_byte_as_hex_not_latin1(bpe):
     assert bpe.id_to_token(lead) == "Ã"  # what a page showed before
     assert T.token_text(bpe, lead) == "<c3>"
     assert T.token_text(bpe, bpe.token_to_id("Ġthe")) == " the"  # whole tokens: their text
+    form_feed = bpe.token_to_id(T.byte_to_symbol()[0x0C])  # a whole, invisible character
+    assert T.token_text(bpe, form_feed) == "<0c>"
+    assert T.token_text(bpe, bpe.token_to_id("Ċ")) == "\n"  # line breaks stay for show_whitespace
     char = Tokenizer.train("abc", "char")
     assert [T.token_text(char, i) for i in range(1, 4)] == ["a", "b", "c"]
 

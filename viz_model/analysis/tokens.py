@@ -11,6 +11,7 @@ Not here: training and encoding (tokenization.py does both through HF `tokenizer
 
 from __future__ import annotations
 
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -79,8 +80,13 @@ def byte_piece_text(tokenizer: Tokenizer, i: int) -> str | None:
 
 
 def token_text(tokenizer: Tokenizer, i: int) -> str:
-    """A vocabulary entry as the chips show it: its text, or its bytes for part of a character."""
-    return byte_piece_text(tokenizer, i) or tokenizer.id_to_token(i)
+    """A vocabulary entry as the chips show it: its text, or its bytes for part of a character;
+    an invisible control character (not newline or tab) also shows as its byte: "\x0c" -> "<0c>"."""
+    text = byte_piece_text(tokenizer, i) or tokenizer.id_to_token(i)
+    return "".join(
+        f"<{ord(c):02x}>" if unicodedata.category(c) == "Cc" and c not in "\n\t" else c
+        for c in text
+    )
 
 
 def display_tokens(tokenizer: Tokenizer, text: str) -> list[tuple[int, str]]:
