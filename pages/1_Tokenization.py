@@ -193,7 +193,7 @@ shown_here = [
 ]
 for name, examples, why in tk.PITFALLS:
     if name == tk.NUMBERS:  # true of the chips below, whichever tokenizers they come from
-        why = tk.numbers_note(shown_here, examples, corpus_digits())
+        why = tk.numbers_note(shown_here, examples, corpus_digits(), CORPUS.title())
     st.markdown(f"**{name}.** {why}")
     for example in examples:
         c1, c2, c3 = st.columns([1, 2, 2])

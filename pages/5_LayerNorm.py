@@ -130,7 +130,8 @@ def one_layernorm() -> None:
             lambda: charts.ln_histograms(
                 s.x,
                 s.y,
-                title=f"All {T * cfg.d_model:,} numbers of the prompt, before and after {named}",
+                title=f"All {T * cfg.d_model:,} numbers of the prompt, before and after "
+                "this LayerNorm",
             ),
         )
     )

@@ -168,6 +168,6 @@ def test_numbers_note_is_true_of_the_tokenizers_it_names():
         in split
     )
     assert "The small BPE cuts every digit into its own token." in split
-    assert "only 5 digits" in split and "grouped" not in split
+    assert "training corpus holds only 5 digits" in split and "grouped" not in split
     grouped = T.numbers_note([("The big BPE", many)], examples, 9000)
     assert f"The big BPE groups digits (`{groups[0]}`" in grouped and "only 9000" not in grouped

@@ -46,7 +46,7 @@ def test_headings_name_the_layernorm_for_people_with_the_hook_name_small(models_
     heading = next(h.value for h in at.subheader if h.value.startswith("Token"))
     assert "block 1, before the MLP" in heading and "`blocks.1.ln2`" in heading
     title = json.loads(at.get("plotly_chart")[2].proto.spec)["layout"]["title"]["text"]
-    assert "block 1, before the MLP" in title and "blocks.1" not in title
+    assert "this LayerNorm" in title and "blocks.1" not in title  # the heading names it
 
 
 def test_pre_and_post_ln_models_are_compared(models_dir, tmp_path):

@@ -337,7 +337,12 @@ def _listed(items: list[str]) -> str:
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} or {items[-1]}"
 
 
-def numbers_note(named: list[tuple[str, Tokenizer]], texts: list[str], corpus_digits: int) -> str:
+def numbers_note(
+    named: list[tuple[str, Tokenizer]],
+    texts: list[str],
+    corpus_digits: int,
+    corpus: str = "training",
+) -> str:
     """What the shown tokenizers really do with the digits of `texts`, in words (the pitfall's
     explanation must be true of the chips beside it, whichever tokenizers they are)."""
     parts, any_group = [], False
@@ -356,7 +361,7 @@ def numbers_note(named: list[tuple[str, Tokenizer]], texts: list[str], corpus_di
         "The groups are the ones that were frequent in the training text, not units of place "
         "value, which makes arithmetic hard to learn."
         if any_group
-        else f"The corpus holds only {corpus_digits} digits, too few for BPE to learn a merge "
+        else f"The {corpus} corpus holds only {corpus_digits} digits, too few for BPE to learn a merge "
         "that joins these; a BPE trained on text full of numbers (GPT-2's, say) does merge digits, into groups "
         "chosen by how often they occurred rather than by place value, which makes arithmetic "
         "hard to learn."
