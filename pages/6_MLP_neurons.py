@@ -233,7 +233,7 @@ def about_ranking(layer: int, neuron: int) -> None:
     if ranking.dead[layer, neuron]:
         st.warning(
             f"Neuron {neuron} is dead: its largest activation on the {N_WINDOWS} snippets is "
-            f"{peak:.2f}, below {nx.DEAD_BELOW}. The snippets below show where it is least off."
+            f"{round(peak, 2) + 0.0:.2f}, below {nx.DEAD_BELOW}. The snippets below show where it is least off."
         )
     elif share >= 0.5:
         st.info(
