@@ -36,6 +36,11 @@ def corpus_words() -> dict:
     return tk.word_counts(load_corpus(CORPUS))
 
 
+@st.cache_data(show_spinner=False)
+def corpus_digits() -> int:
+    return tk.digit_count(load_corpus(CORPUS))
+
+
 @st.cache_data(show_spinner=False, max_entries=512)
 def merge_frequency(vocab_size: int, step: int) -> int:
     return tk.merge_frequency(corpus_words(), corpus_tokenizer("bpe", vocab_size).merges(), step)
@@ -182,7 +187,13 @@ st.markdown(
 h1, h2, h3 = st.columns([1, 2, 2])
 h2.caption(f"this model's tokenizer ({ctx.name})")
 h3.caption(f"BPE, vocabulary {vocab}")
+shown_here = [
+    (f"This model's tokenizer ({ctx.name})", ctx.tokenizer),
+    (f"The BPE of vocabulary {vocab}", bpe),
+]
 for name, examples, why in tk.PITFALLS:
+    if name == tk.NUMBERS:  # true of the chips below, whichever tokenizers they come from
+        why = tk.numbers_note(shown_here, examples, corpus_digits(), CORPUS.title())
     st.markdown(f"**{name}.** {why}")
     for example in examples:
         c1, c2, c3 = st.columns([1, 2, 2])

@@ -75,7 +75,8 @@ def one_layernorm() -> None:
     mu, sigma = float(s.mean[position]), float(s.sigma[position])
 
     # ---- the steps as bars, then the formula with the real numbers ------------------------------
-    st.subheader(f"Token {ctx.labels[position]} through {ln}")
+    named = lnx.title(ctx.model, ln)
+    st.subheader(f"Token {ctx.labels[position]} through {named} :small[:gray[`{ln}`]]")
     st.plotly_chart(
         cache.figure(
             ("steps", *KEY, ln, position),
@@ -84,7 +85,7 @@ def one_layernorm() -> None:
     )
     i = int(np.argmax(np.abs(x - mu)))  # the dimension furthest from the mean: the clearest example
     st.markdown(
-        f"The same steps in numbers. The vector entering {lnx.describe(ctx.model, ln)} has the "
+        f"The same steps in numbers. The vector entering {named} has the "
         f"mean and standard deviation below; as an example, take dimension **{i}**, the one "
         "furthest from the mean (the longest bar in chart 1):"
     )
@@ -129,7 +130,8 @@ def one_layernorm() -> None:
             lambda: charts.ln_histograms(
                 s.x,
                 s.y,
-                title=f"All {T * cfg.d_model:,} numbers of the prompt, before and after {ln}",
+                title=f"All {T * cfg.d_model:,} numbers of the prompt, before and after "
+                "this LayerNorm",
             ),
         )
     )
@@ -140,7 +142,7 @@ def one_layernorm() -> None:
 
     # ---- the numbers behind it ------------------------------------------------------------------
     with st.expander("The numbers behind it"):
-        st.markdown(f"Token {ctx.labels[position]}, dimension by dimension ({ln}):")
+        st.markdown(f"Token {ctx.labels[position]}, dimension by dimension ({named}, `{ln}`):")
         st.dataframe(
             {
                 "dimension": np.arange(cfg.d_model),

@@ -7,6 +7,7 @@ import streamlit as st
 import ui
 from ui import cache, state
 from viz_model.analysis import neurons as nx
+from viz_model.analysis.tokens import token_text
 from viz_model.charts import neurons as charts
 from viz_model.charts.common import show_whitespace
 from viz_model.data import load_corpus
@@ -58,6 +59,12 @@ def corpus_search(bundle_id: str) -> nx.CorpusSearch:
     return nx.corpus_search(
         bundle.model, bundle.tokenizer, load_corpus(CORPUS), N_WINDOWS, keep=N_EXAMPLES
     )
+
+
+@st.cache_data(show_spinner=False, max_entries=4)
+def neuron_ranking(bundle_id: str) -> nx.NeuronRanking:
+    found = corpus_search(bundle_id)
+    return nx.rank_neurons(found.maxima, found.argmax, k=N_EXAMPLES)
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
@@ -121,19 +128,18 @@ def one_neuron(layer: int, post: np.ndarray, default: int) -> None:
         0,
         M - 1,
         default,
-        help="Defaults to the most active neuron on the prompt; any of the layer's neurons can be typed.",
+        help="Opens on the layer's clearest neuron (see below); any of its neurons can be typed.",
     )
+    if ranking is not None:
+        about_ranking(layer, neuron)
     st.markdown(
         f"To see what neuron **{neuron}** of layer **{layer}** responds to, we run the model over "
         f"{N_WINDOWS} snippets of the {CORPUS.title()} corpus and keep the {N_EXAMPLES} where it "
         "fires hardest. Each token is shaded by the neuron's activation on it, the strongest one is "
         "outlined, and the number on the left is that peak. (↵ is a line break.)"
     )
-    try:
-        found = corpus_search(ctx.bundle_id)
-    except ValueError as exc:  # a corpus too short for this model's windows
-        st.warning(f"The corpus search could not run: {exc}.")
-        found = None
+    if search_error:
+        st.warning(f"The corpus search could not run: {search_error}.")
     if found is not None:
         examples = nx.top_examples(found.maxima, found.argmax, layer, neuron, N_EXAMPLES)
         acts = example_activations(ctx.bundle_id, tuple(e.window for e in examples), layer, neuron)
@@ -162,7 +168,7 @@ def one_neuron(layer: int, post: np.ndarray, default: int) -> None:
     )
     effect = direction(ctx.bundle_id, layer, neuron)
     up, down = nx.promoted_tokens(effect, 10)
-    name = [show_whitespace(tok.id_to_token(int(i))) for i in range(len(effect))]
+    name = [show_whitespace(token_text(tok, i)) for i in range(len(effect))]
     st.plotly_chart(
         cache.figure(
             ("direction", ctx.bundle_id, layer, neuron),
@@ -171,8 +177,8 @@ def one_neuron(layer: int, post: np.ndarray, default: int) -> None:
                 effect[up],
                 [name[i] for i in down],
                 effect[down],
-                title=f"Neuron {neuron} of layer {layer}: the 10 tokens it promotes most (red) "
-                "and suppresses most (blue)",
+                title=f"Neuron {neuron}, layer {layer}: the 10 tokens it promotes (red) and "
+                "suppresses (blue) most",
             ),
         )
     )
@@ -200,7 +206,9 @@ def one_neuron(layer: int, post: np.ndarray, default: int) -> None:
                 [
                     {
                         "snippet": e.window,
-                        "peak token": show_whitespace(found.windows.texts[e.window][e.position]),
+                        "peak token": show_whitespace(
+                            token_text(tok, int(found.windows.ids[e.window, e.position]))
+                        ),
                         "position": e.position,
                         "activation": round(e.value, 4),
                     }
@@ -210,4 +218,33 @@ def one_neuron(layer: int, post: np.ndarray, default: int) -> None:
             )
 
 
-one_neuron(layer, post, int(top[0]))
+def about_ranking(layer: int, neuron: int) -> None:
+    """How the opening neuron was chosen, how many are dead, and a flag on a dead or positional one."""
+    dead = int(ranking.dead[layer].sum())
+    st.caption(
+        f"The page opens on layer {layer}'s clearest neuron, **{ranking.best(layer)}**: the one "
+        f"whose {N_EXAMPLES} best snippets peak highest, discounted when those peaks sit at the "
+        "same position of their snippets (a neuron that fires on the first token of every "
+        "snippet reacts to the position, not the text). "
+        f"**{dead} of {M}** neurons in this layer are dead: they never fire above "
+        f"{nx.DEAD_BELOW} on the {N_WINDOWS} snippets."
+    )
+    share, peak = float(ranking.position_share[layer, neuron]), float(ranking.peak[layer, neuron])
+    if ranking.dead[layer, neuron]:
+        st.warning(
+            f"Neuron {neuron} is dead: its largest activation on the {N_WINDOWS} snippets is "
+            f"{round(peak, 2) + 0.0:.2f}, below {nx.DEAD_BELOW}. The snippets below show where it is least off."
+        )
+    elif share >= 0.5:
+        st.info(
+            f"{share:.0%} of neuron {neuron}'s best snippets peak at the same position: it "
+            "mostly reacts to where a token sits, not to what it is."
+        )
+
+
+try:
+    found, search_error = corpus_search(ctx.bundle_id), ""
+except ValueError as exc:  # a corpus too short for this model's windows
+    found, search_error = None, str(exc)
+ranking = neuron_ranking(ctx.bundle_id) if found is not None else None
+one_neuron(layer, post, ranking.best(layer) if ranking is not None else int(top[0]))

@@ -22,7 +22,9 @@ st.markdown(
     "likelier (sharper), above 1 the distribution flattens, and $T = 0$ always takes the most "
     "likely token (*greedy*). **Top-k** keeps only the $k$ most likely tokens, **top-p** (nucleus) "
     "keeps the fewest most likely tokens whose probabilities add up to at least $p$; the cut tokens "
-    "get probability 0 and the rest are scaled up again (*renormalised*) to add up to 1."
+    "get probability 0 and the rest are scaled up again (*renormalised*) to add up to 1. With "
+    "both on, **top-k is applied first** and top-p then works on the tokens top-k kept, "
+    "renormalised over them, so together they can keep fewer tokens than either alone."
 )
 st.latex(r"p_i = \frac{\exp(z_i / T)}{\sum_{j=1}^{V} \exp(z_j / T)}")
 
@@ -73,6 +75,16 @@ st.caption(
     f"draws from; red ticks: the model's own probabilities (T = 1, nothing cut). "
     f"{n_kept} of {V} tokens can still be picked."
 )
+
+if settings.temperature > 0 and settings.top_k > 0 and settings.top_p < 1:
+    cuts = nt.cut_counts(last_logits, settings)
+    st.markdown(
+        f"**Top-k first, then top-p.** Top-k keeps the {cuts.top_k} most likely tokens. Top-p "
+        f"then renormalises those {cuts.top_k} and keeps the fewest whose probabilities add up "
+        f"to at least {settings.top_p:g}: **{cuts.both} token{'s' * (cuts.both != 1)} "
+        f"survive{'s' * (cuts.both == 1)}**. Top-p alone, on all {V} tokens, would keep "
+        f"{cuts.top_p}."
+    )
 
 h_nats = max(0.0, dist.entropy)  # never print -0.000
 m1, m2, m3 = st.columns(3)

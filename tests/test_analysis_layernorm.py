@@ -14,6 +14,7 @@ from viz_model.analysis.layernorm import (
     layernorm_stats,
     resid_norm_profile,
     stats_names,
+    title,
 )
 
 
@@ -35,6 +36,8 @@ def test_names_follow_the_architecture():
     assert "blocks.0.ln2" not in layernorm_names(tiny_model(attn_only=True))
     assert "before attention" in describe(tiny_model(), "blocks.0.ln1")
     assert "after the MLP" in describe(tiny_model(norm="post"), "blocks.1.ln2")
+    assert title(tiny_model(), "blocks.1.ln2") == "the LayerNorm of block 1, before the MLP"
+    assert title(tiny_model(), "ln_final") == "the final LayerNorm, before the unembedding"
 
 
 def test_recorded_mean_scale_normalized_match_a_direct_computation(variant_model, ids):

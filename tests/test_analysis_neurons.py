@@ -137,3 +137,39 @@ def test_corpus_search_keeps_the_top_windows_activations():
         assert stored is not None
         np.testing.assert_allclose(stored, direct, atol=1e-5)
     assert found.stored_activations(0, 0, [w for w in range(10)]) is None  # only 4 kept
+
+
+def _constructed_peaks():
+    """Window peaks of 3 neurons over 10 windows of 16 tokens, one layer: (1, 10, 3) each.
+
+    Neuron 0 is position-driven: it peaks higher (5.0) but always at position 0. Neuron 1 is
+    token-driven: a bit lower (4.0), at a different position in every window. Neuron 2 is dead.
+    """
+    rng = np.random.default_rng(0)
+    maxima = np.stack([5.0 + 0.1 * rng.random(10), 4.0 + 0.1 * rng.random(10), np.full(10, 0.05)])
+    argmax = np.stack([np.zeros(10), rng.permutation(16)[:10], np.arange(10)]).astype(np.int64)
+    return maxima.T[None], argmax.T[None]
+
+
+def test_rank_neurons_prefers_a_token_driven_neuron_to_a_position_driven_one():
+    from viz_model.analysis.neurons import rank_neurons
+
+    maxima, argmax = _constructed_peaks()
+    r = rank_neurons(maxima, argmax, k=8)
+    assert r.strength[0, 0] > r.strength[0, 1]  # the position-driven one is stronger...
+    assert r.position_share[0].tolist() == [1.0, 1 / 8, 1 / 8]
+    assert r.score[0, 0] == 0 and r.best(0) == 1  # ...but loses
+    # Without the position discount the strongest would have won: the discount decides.
+    assert int(np.argmax(r.strength[0])) == 0
+
+
+def test_rank_neurons_flags_and_skips_dead_neurons():
+    from viz_model.analysis.neurons import DEAD_BELOW, rank_neurons
+
+    maxima, argmax = _constructed_peaks()
+    maxima[0, :, :2] = DEAD_BELOW / 2  # neurons 0 and 1 never reach the threshold
+    maxima[0, :, 2], argmax[0, :, 2] = DEAD_BELOW * 3, 0  # neuron 2 fires, always at position 0
+    r = rank_neurons(maxima, argmax, k=8)
+    assert r.dead[0].tolist() == [True, True, False]
+    assert r.score[0, 1] > r.score[0, 2] == 0  # the dead neuron 1 would win on score alone
+    assert r.best(0) == 2

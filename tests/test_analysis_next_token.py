@@ -173,3 +173,14 @@ def test_newest_token_view_gives_the_step_logits_and_head_rows(model):
     rows, labels = attention_rows(att, per_head=True)
     assert rows.shape == (8, 16) and labels[5] == "layer 1 head 1"
     np.testing.assert_allclose(rows[5], att[1, 1])
+
+
+def test_cut_counts_apply_top_k_before_top_p():
+    from viz_model.analysis.next_token import cut_counts
+
+    probs = np.array([0.25, 0.2, 0.15, 0.1, 0.05] + [0.05] * 5)
+    counts = cut_counts(np.log(probs), SamplingSettings(temperature=1.0, top_k=5, top_p=0.55))
+    assert counts.top_k == 5
+    assert counts.top_p == 3  # 0.25 + 0.2 < 0.55 <= 0.25 + 0.2 + 0.15
+    # After top-k the five hold 0.75, renormalised: 0.33, 0.27, ...; two reach 0.55.
+    assert counts.both == 2

@@ -47,6 +47,18 @@ def test_display_tokens_show_partial_characters_as_bytes(bpe):
     assert T.display_tokens(char, "ab") == [(1, "a"), (2, "b")]
 
 
+def test_token_text_shows_a_vocabulary_byte_as_hex_not_latin1(bpe):
+    lead = bpe.token_to_id(T.byte_to_symbol()[0xC3])  # the lead byte of é, ï, ...: raw form "Ã"
+    assert bpe.id_to_token(lead) == "Ã"  # what a page showed before
+    assert T.token_text(bpe, lead) == "<c3>"
+    assert T.token_text(bpe, bpe.token_to_id("Ġthe")) == " the"  # whole tokens: their text
+    form_feed = bpe.token_to_id(T.byte_to_symbol()[0x0C])  # a whole, invisible character
+    assert T.token_text(bpe, form_feed) == "<0c>"
+    assert T.token_text(bpe, bpe.token_to_id("Ċ")) == "\n"  # line breaks stay for show_whitespace
+    char = Tokenizer.train("abc", "char")
+    assert [T.token_text(char, i) for i in range(1, 4)] == ["a", "b", "c"]
+
+
 @pytest.mark.parametrize("text", TEXTS)
 def test_all_merges_give_the_tokenizers_own_tokens(bpe, text):
     merged = T.flatten(T.apply_merges(T.initial_pieces(text), bpe.merges(), len(bpe.merges())))
@@ -128,4 +140,34 @@ def test_token_counts_and_the_vocab_curve(corpus):
 
 def test_pitfalls_each_have_examples_and_a_reason():
     assert {name for name, _, _ in T.PITFALLS} >= {"Counting letters", "Leading spaces"}
-    assert all(examples and why.endswith(".") for _, examples, why in T.PITFALLS)
+    # Every reason is fixed text but the numbers one, which numbers_note writes for the tokenizers.
+    assert all(examples and why.endswith(".") for n, examples, why in T.PITFALLS if n != T.NUMBERS)
+    assert [why for n, _, why in T.PITFALLS if n == T.NUMBERS] == [""]
+
+
+def test_missing_digits_are_exactly_those_that_encode_to_unk():
+    char = Tokenizer.train("To be, or not: 1 and 25.", "char")
+    missing = T.missing_digits(char)
+    assert missing == ["0", "3", "4", "6", "7", "8", "9"]
+    assert all((char.unk_id in char.encode(d)) == (d in missing) for d in T.DIGITS)
+    assert T.missing_digits(Tokenizer.train("no digits", "bpe", 260)) == []  # bytes cover all
+
+
+def test_numbers_note_is_true_of_the_tokenizers_it_names():
+    examples = ["1234567", "2024"]
+    char = Tokenizer.train("abc 1 2 3 4 5", "char")
+    few = Tokenizer.train("abc abd abe " * 50, "bpe", 270)  # no digits in training: no groups
+    many = Tokenizer.train("in 2024 and 2024, 1234 1234 567 " * 50, "bpe", 300)
+    assert T.digit_groups(char, examples) == [] and T.digit_groups(few, examples) == []
+    groups = T.digit_groups(many, examples)
+    assert groups and all(sum(c.isdigit() for c in g) >= 2 for g in groups)
+
+    split = T.numbers_note([("The char model", char), ("The small BPE", few)], examples, 5)
+    assert (
+        "The char model cuts every digit into its own token and has no token for 0, 6, 7, 8 or 9"
+        in split
+    )
+    assert "The small BPE cuts every digit into its own token." in split
+    assert "training corpus holds only 5 digits" in split and "grouped" not in split
+    grouped = T.numbers_note([("The big BPE", many)], examples, 9000)
+    assert f"The big BPE groups digits (`{groups[0]}`" in grouped and "only 9000" not in grouped

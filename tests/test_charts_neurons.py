@@ -40,3 +40,8 @@ def test_direction_bars_put_promoted_on_top():
     bar = fig.data[0]
     assert list(bar.x) == [-1.0, -4.0, 2.0, 3.0]  # plotly draws the first bar at the bottom
     assert list(fig.layout.yaxis.ticktext) == ["w", "z", "␣y", "x"]
+
+
+def test_a_peak_that_rounds_to_zero_is_not_shown_as_minus_zero():
+    body = snippet_html(["a", "b"], np.array([-0.00004, -0.0003]), 0, 0.0)
+    assert ">0.00</span>" in body and "-0.00" not in body.split('class="tok"')[0]

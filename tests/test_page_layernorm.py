@@ -37,6 +37,18 @@ def test_changing_the_layernorm_and_token_changes_mean_and_sigma(models_dir):
     assert any(sigma in block.value for block in at.latex)
 
 
+def test_headings_name_the_layernorm_for_people_with_the_hook_name_small(models_dir):
+    at = app_test(models_dir, PAGE, prompt=PROMPT)
+    heading = next(h.value for h in at.subheader if h.value.startswith("Token"))
+    assert "the LayerNorm of block 0, before attention" in heading
+    assert heading.endswith(":small[:gray[`blocks.0.ln1`]]")  # the module path, small, last
+    at.selectbox(key=widget_key("ln")).set_value("blocks.1.ln2").run()
+    heading = next(h.value for h in at.subheader if h.value.startswith("Token"))
+    assert "block 1, before the MLP" in heading and "`blocks.1.ln2`" in heading
+    title = json.loads(at.get("plotly_chart")[2].proto.spec)["layout"]["title"]["text"]
+    assert "this LayerNorm" in title and "blocks.1" not in title  # the heading names it
+
+
 def test_pre_and_post_ln_models_are_compared(models_dir, tmp_path):
     shutil.copytree(models_dir / "test-char", tmp_path / "a-pre")
     base = load_bundle(models_dir / "test-char")

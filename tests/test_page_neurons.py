@@ -4,6 +4,7 @@ the chosen neuron, and an attention-only model that stops with a note."""
 from __future__ import annotations
 
 import json
+import re
 
 from tests.apptest_util import app_test
 from ui.state import widget_key
@@ -44,3 +45,40 @@ def test_attention_only_model_stops_gracefully(models_dir, tmp_path):
     assert not at.exception
     assert any("attention-only" in i.value for i in at.info)
     assert not at.get("plotly_chart")
+
+
+def _outlined_positions(body: str) -> list[int]:
+    """For each snippet of the page's HTML, the index of its outlined (peak) token."""
+    out = []
+    for snippet in body.split('class="snip"')[1:]:
+        tokens = snippet.split('class="tok"')[1:]
+        out.append(next(i for i, t in enumerate(tokens) if "outline" in t))
+    return out
+
+
+def test_default_neuron_on_shakespeare_char_is_not_position_driven(models_dir):
+    # The old default (the prompt's most active neuron, L0 n61) peaked at the first character
+    # of every snippet: all 8 outlines at position 0.
+    at = app_test(models_dir, PAGE, query={"model": "shakespeare-char"})
+    assert not at.exception
+    positions = _outlined_positions(at.get("html")[0].proto.body)
+    assert len(positions) == 8
+    assert max(positions.count(p) for p in positions) <= 2  # peaks spread over the snippets
+    assert "clearest neuron" in " ".join(c.value for c in at.caption)
+
+
+def test_dead_neurons_are_counted_and_a_dead_choice_is_flagged(models_dir, tmp_path):
+    import torch
+
+    base = load_bundle(models_dir / "test-char")
+    with torch.no_grad():  # neurons 0-4 of layer 0 can no longer fire: GELU(-100) = 0
+        base.model.blocks[0].mlp.fc_in.bias[:5] = -100.0
+    save_bundle(tmp_path / "dead", base.model, base.tokenizer)
+    at = app_test(tmp_path, PAGE, prompt=PROMPT, query={"neuron": "3"})
+    assert not at.exception
+    note = " ".join(c.value for c in at.caption if "dead" in c.value)
+    count, of = (int(n) for n in re.search(r"\*\*(\d+) of (\d+)\*\* neurons", note).groups())
+    assert 5 <= count < of and "never fire above 0.1" in note
+    assert any("Neuron 3 is dead" in w.value for w in at.warning)
+    at.number_input(key=widget_key("neuron")).set_value(7).run()
+    assert not any("is dead" in w.value for w in at.warning)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from tests.apptest_util import app_test
 from ui.state import widget_key
@@ -53,3 +54,15 @@ def test_top_k_greys_the_cut_tokens(models_dir):
     after = bars["renormalised: what is sampled"]["y"]
     assert sum(1 for y in after if y > 0) == 3 and abs(sum(after) - 1) < 1e-5
     assert "cut by top-k / top-p" in bars
+
+
+def test_top_k_then_top_p_says_how_many_survive(models_dir):
+    at = app_test(models_dir, PAGE, prompt=PROMPT, query={"top_k": "5", "top_p": "0.6"})
+    assert not at.exception
+    note = next(m.value for m in at.markdown if "Top-k first, then top-p" in m.value)
+    survivors = int(re.search(r"\*\*(\d+) tokens? survives?\*\*", note).group(1))
+    sampled = _bars(at)["renormalised: what is sampled"]["y"]
+    assert survivors == sum(1 for y in sampled if y > 0) <= 5
+    assert "keeps the 5 most likely" in note
+    at.slider(key=widget_key("top_p")).set_value(1.0).run()  # top-p off: no such note
+    assert not any("Top-k first, then top-p" in m.value for m in at.markdown)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.apptest_util import app_test
@@ -70,3 +72,29 @@ def test_the_merge_step_slider_changes_the_merged_pair(at):
     at.slider(key=widget_key("step")).set_value(1).run()
     assert step_line(at).startswith("**Step 1 of 3840**")
     assert "times" in step_line(at)
+
+
+def test_the_numbers_pitfall_is_true_of_the_tokenizers_shown(at, models_dir):
+    from viz_model.checkpoint import load_bundle
+
+    note = next(m.value for m in at.markdown if m.value.startswith("**Numbers.**"))
+    # The old claim ("digits are grouped by frequency") was false beside chips of single digits.
+    assert "This model's tokenizer (test-char) cuts every digit into its own token" in note
+    tok = load_bundle(models_dir / "test-char").tokenizer
+    listed = re.search(r"has no token for ([0-9, or]+):", note).group(1)
+    missing = set(re.findall(r"\d", listed))
+    assert missing == {d for d in "0123456789" if tok.unk_id in tok.encode(d)} != set()
+    # Each number's chips, this model's then the BPE's: the note says "groups" iff a chip does.
+    chips = [re.findall(r'title="[^"]*">([^<]*)</span>', h.proto.body) for h in at.get("html")]
+    for k, name in enumerate(["This model's tokenizer (test-char)", "The BPE of vocabulary"]):
+        shown = [c for example in ("1234567", "3.14159", "2024") for c in _rows(chips, example)[k]]
+        grouped = any(sum(ch.isdigit() for ch in c) >= 2 for c in shown)
+        said = note.split(name)[1][:40]  # what the note says right after naming the tokenizer
+        assert ("groups digits" in said) == grouped and ("cuts every digit" in said) != grouped
+
+
+def _rows(chips: list[list[str]], text: str) -> list[list[str]]:
+    """The chip rows that spell `text` (a pitfall example), in page order."""
+    rows = [c for c in chips if "".join(c) == text]
+    assert len(rows) == 2, text
+    return rows

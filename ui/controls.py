@@ -27,7 +27,7 @@ def sampling_controls(vocab_size: int, columns) -> SamplingSettings:
         min(vocab_size, 100),
         0,
         container=c2,
-        help="Keep only the k most likely tokens.",
+        help="Keep only the k most likely tokens. Applied before top-p.",
     )
     top_p = state.slider(
         "Top-p (1 = off)",
@@ -37,6 +37,7 @@ def sampling_controls(vocab_size: int, columns) -> SamplingSettings:
         1.0,
         step=0.05,
         container=c3,
-        help="Keep the fewest most likely tokens whose probabilities add up to at least p.",
+        help="Keep the fewest most likely tokens whose probabilities add up to at least p. "
+        "Applied after top-k, to the tokens it kept (renormalised).",
     )
     return SamplingSettings(temperature=temperature, top_k=top_k, top_p=top_p)

@@ -32,15 +32,25 @@ def layernorm_names(model: GPT) -> list[str]:
     return names
 
 
-def describe(model: GPT, ln: str) -> str:
-    """Where a LayerNorm sits, in words: 'block 0, before attention (ln1)'."""
+def place(model: GPT, ln: str) -> str:
+    """Where a LayerNorm sits, for people: 'block 0, before attention'."""
     if ln == "ln_final":
-        return "the final LayerNorm, before the unembedding (ln_final)"
+        return "the final LayerNorm, before the unembedding"
     layer, which = ln.split(".")[1], ln.split(".")[2]
     pre = model.cfg.norm == "pre"
     part = "attention" if which == "ln1" else "the MLP"
     where = f"before {part}" if pre else f"after {part} and its residual add"
-    return f"block {layer}, {where} ({which})"
+    return f"block {layer}, {where}"
+
+
+def title(model: GPT, ln: str) -> str:
+    """A LayerNorm named in a sentence: 'the LayerNorm of block 0, before attention'."""
+    return place(model, ln) if ln == "ln_final" else f"the LayerNorm of {place(model, ln)}"
+
+
+def describe(model: GPT, ln: str) -> str:
+    """Where a LayerNorm sits, in words, with its short name: 'block 0, before attention (ln1)'."""
+    return f"{place(model, ln)} ({ln.split('.')[-1]})"
 
 
 def input_names(model: GPT, ln: str) -> list[str]:

@@ -9,6 +9,7 @@ promotes and which it suppresses.
 - `top_neurons`: the neurons most active anywhere in a prompt.
 - `corpus_windows` + `neuron_maxima` + `top_examples`: the max-activating snippets of a corpus.
 - `output_direction_logits` + `promoted_tokens`: the value vector read through W_U.
+- `rank_neurons`: which neuron to open on (strong, not position-driven) and which are dead.
 
 Not here: charts and snippet HTML (charts/neurons.py).
 """
@@ -142,6 +143,55 @@ def top_examples(
     values = maxima[layer, :, neuron]
     order = np.argsort(-values, kind="stable")[:k]
     return [Example(int(w), int(argmax[layer, w, neuron]), float(values[w])) for w in order]
+
+
+# ---- which neuron to show first ------------------------------------------------------------------
+
+DEAD_BELOW = 0.1  # a neuron whose activation never exceeds this on the corpus sample is "dead"
+
+
+@dataclass
+class NeuronRanking:
+    """Every neuron of every layer, judged on the corpus sample. All arrays are (n_layer, M).
+
+    strength: the mean of its k best window peaks (what the snippets show, not one outlier);
+    position_share: the fraction of those k peaks at the same position of their window (1.0 when
+    it fires on, say, the first token of every snippet: the position drives it, not the text);
+    score = strength * (1 - position_share); peak: its largest activation anywhere in the sample.
+    """
+
+    strength: np.ndarray
+    position_share: np.ndarray
+    score: np.ndarray
+    peak: np.ndarray
+
+    @property
+    def dead(self) -> np.ndarray:
+        """(n_layer, M) bool: never fires above DEAD_BELOW on the sample."""
+        return self.peak < DEAD_BELOW
+
+    def best(self, layer: int) -> int:
+        """The layer's neuron to open on: the highest score among the living."""
+        score = np.where(self.dead[layer], -np.inf, self.score[layer])
+        return int(np.argmax(score))
+
+
+def rank_neurons(maxima: np.ndarray, argmax: np.ndarray, k: int = 8) -> NeuronRanking:
+    """Score each neuron from its window peaks: maxima and argmax are (n_layer, N, M).
+
+    Uses the same k windows `top_examples` shows. Worked example: a neuron peaking at 4.0 at
+    positions [3, 9, 17, ...] (all different) scores 4.0 * (1 - 1/8) = 3.5; one peaking at 5.0
+    at position 0 in all 8 windows scores 5.0 * (1 - 8/8) = 0.
+    """
+    k = min(k, maxima.shape[1])
+    order = np.argsort(-maxima, axis=1, kind="stable")[:, :k]  # (L, k, M), as in top_examples
+    top = np.take_along_axis(maxima, order, 1)  # (L, k, M)
+    pos = np.take_along_axis(argmax, order, 1)  # (L, k, M)
+    # How many of the k peaks share their position with each other peak; the largest is the mode.
+    same = (pos[:, :, None, :] == pos[:, None, :, :]).sum(axis=2)  # (L, k, M)
+    share = same.max(axis=1) / k  # (L, M)
+    strength = top.mean(axis=1)
+    return NeuronRanking(strength, share, strength * (1 - share), maxima.max(axis=1))
 
 
 def neuron_activations(model: GPT, ids: np.ndarray, layer: int, neuron: int) -> np.ndarray:

@@ -68,6 +68,32 @@ def distribution(last_logits: np.ndarray, settings: SamplingSettings) -> Distrib
     return next_token_distribution(torch.as_tensor(np.asarray(last_logits)), settings)
 
 
+@dataclass(frozen=True)
+class CutCounts:
+    """How many tokens each cut leaves: top-k alone, top-p alone, and both (top-k first)."""
+
+    top_k: int
+    top_p: int
+    both: int
+
+
+def cut_counts(last_logits: np.ndarray, settings: SamplingSettings) -> CutCounts:
+    """Tokens left by top-k alone, top-p alone, and both in the sampler's order: top-p then
+    keeps the fewest of top-k's survivors whose mass, renormalised over them, reaches p, so it
+    can keep fewer than top-p alone would."""
+    t = settings.temperature
+
+    def n_kept(k: int, p: float) -> int:
+        s = SamplingSettings(temperature=t, top_k=k, top_p=p)
+        return int(distribution(last_logits, s).kept.sum())
+
+    return CutCounts(
+        n_kept(settings.top_k, 1.0),
+        n_kept(0, settings.top_p),
+        n_kept(settings.top_k, settings.top_p),
+    )
+
+
 def entropy_bits(nats: float) -> float:
     """Entropy in bits (log base 2) from nats."""
     return nats / LN2

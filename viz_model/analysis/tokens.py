@@ -11,6 +11,7 @@ Not here: training and encoding (tokenization.py does both through HF `tokenizer
 
 from __future__ import annotations
 
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -69,19 +70,29 @@ def symbol_text(symbol: str) -> str:
     return bytes_text(bytes(symbol_to_byte()[c] for c in symbol))
 
 
+def byte_piece_text(tokenizer: Tokenizer, i: int) -> str | None:
+    """'<c3>' (or ' <e6>') for a byte-level token holding only part of a UTF-8 character; None for
+    every other token. Such a token decodes to U+FFFD, and its raw form ("Ã") misleads."""
+    if tokenizer.kind not in ("bpe", "json") or "\ufffd" not in tokenizer.decode([i]):
+        return None
+    raw = tokenizer.id_to_token(i)
+    return symbol_text(raw) if all(c in symbol_to_byte() for c in raw) else None
+
+
+def token_text(tokenizer: Tokenizer, i: int) -> str:
+    """A vocabulary entry as the chips show it: its text, or its bytes for part of a character;
+    an invisible control character (not newline or tab) also shows as its byte: "\x0c" -> "<0c>"."""
+    text = byte_piece_text(tokenizer, i) or tokenizer.id_to_token(i)
+    return "".join(
+        f"<{ord(c):02x}>" if unicodedata.category(c) == "Cc" and c not in "\n\t" else c
+        for c in text
+    )
+
+
 def display_tokens(tokenizer: Tokenizer, text: str) -> list[tuple[int, str]]:
     """(id, text) per token, for chips. A byte-level token that holds only part of a character
     shows its bytes ("<c3>") rather than the empty or whole-character span `pieces` gives it."""
-    out = []
-    byte_level = tokenizer.kind in ("bpe", "json")
-    for p in tokenizer.pieces(text):
-        shown = p.text
-        if byte_level and "\ufffd" in tokenizer.decode([p.id]):
-            raw = tokenizer.id_to_token(p.id)
-            if all(c in symbol_to_byte() for c in raw):
-                shown = symbol_text(raw)
-        out.append((p.id, shown))
-    return out
+    return [(p.id, byte_piece_text(tokenizer, p.id) or p.text) for p in tokenizer.pieces(text)]
 
 
 # ---- pre-tokenizing and applying merges -----------------------------------------------------------
@@ -269,6 +280,9 @@ def vocab_curve(text: str, vocab_sizes: Iterable[int]) -> list[tuple[int, int]]:
 
 # ---- the pitfalls -----------------------------------------------------------------------------------
 
+NUMBERS = "Numbers"
+DIGITS = "0123456789"
+
 PITFALLS: list[tuple[str, list[str], str]] = [
     (
         "Counting letters",
@@ -283,10 +297,9 @@ PITFALLS: list[tuple[str, list[str], str]] = [
         "different input to the model.",
     ),
     (
-        "Numbers split oddly",
+        NUMBERS,
         ["1234567", "3.14159", "2024"],
-        "Digits are grouped by how often the groups appeared in training, not by place value, "
-        "which makes arithmetic hard to learn.",
+        "",  # depends on the tokenizers shown: `numbers_note` writes it
     ),
     (
         "Leading spaces",
@@ -301,3 +314,60 @@ PITFALLS: list[tuple[str, list[str], str]] = [
         "token), so other languages cost more tokens and carry less learned meaning per token.",
     ),
 ]
+
+
+def missing_digits(tokenizer: Tokenizer) -> list[str]:
+    """The digits this tokenizer has no token for: each encodes to <unk> (never for byte BPE)."""
+    unk = tokenizer.unk_id
+    return [] if unk is None else [d for d in DIGITS if unk in tokenizer.encode(d)]
+
+
+def digit_groups(tokenizer: Tokenizer, texts: Iterable[str]) -> list[str]:
+    """The tokens of `texts` that hold two or more digits, distinct, in order of appearance.
+
+    >>> digit_groups(Tokenizer.train("ab", "char"), ["2024"])  # a char model never groups
+    []
+    """
+    found = [t for text in texts for _, t in display_tokens(tokenizer, text)]
+    return list(dict.fromkeys(t for t in found if sum(c.isdigit() for c in t) >= 2))
+
+
+def _listed(items: list[str]) -> str:
+    """'0, 6 or 9' from ['0', '6', '9']."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} or {items[-1]}"
+
+
+def numbers_note(
+    named: list[tuple[str, Tokenizer]],
+    texts: list[str],
+    corpus_digits: int,
+    corpus: str = "training",
+) -> str:
+    """What the shown tokenizers really do with the digits of `texts`, in words (the pitfall's
+    explanation must be true of the chips beside it, whichever tokenizers they are)."""
+    parts, any_group = [], False
+    for name, tokenizer in named:
+        groups, missing = digit_groups(tokenizer, texts), missing_digits(tokenizer)
+        any_group = any_group or bool(groups)
+        said = (
+            f"{name} groups digits ({', '.join(f'`{g}`' for g in groups)})"
+            if groups
+            else f"{name} cuts every digit into its own token"
+        )
+        if missing:
+            said += f" and has no token for {_listed(missing)}: they become `<unk>`"
+        parts.append(said + ".")
+    why = (
+        "The groups are the ones that were frequent in the training text, not units of place "
+        "value, which makes arithmetic hard to learn."
+        if any_group
+        else f"The {corpus} corpus holds only {corpus_digits} digits, too few for BPE to learn a merge "
+        "that joins these; a BPE trained on text full of numbers (GPT-2's, say) does merge digits, into groups "
+        "chosen by how often they occurred rather than by place value, which makes arithmetic "
+        "hard to learn."
+    )
+    return " ".join([*parts, why])
+
+
+def digit_count(text: str) -> int:
+    return sum(text.count(d) for d in DIGITS)

@@ -73,7 +73,7 @@ def snippet_html(texts: list[str], acts: np.ndarray, position: int, peak: float)
     value = float(np.asarray(acts)[position])
     return (
         f'<div class="snip" style="{SNIPPET_STYLE}">'
-        f'<span style="{VALUE_STYLE}">{value:.2f}</span>{"".join(spans)}</div>'
+        f'<span style="{VALUE_STYLE}">{round(value, 2) + 0.0:.2f}</span>{"".join(spans)}</div>'
     )
 
 
