@@ -1,15 +1,17 @@
-"""Training: how a model learns, watched through its loss, its learning rate and what it writes.
+"""Training: train a model on this server and watch it learn, then see how any model trained.
 
-This page shows the chosen model's own training: the loss against the counting baselines, the
-learning-rate schedule and the samples it wrote along the way (bundled models included)."""
+Runs are training jobs (viz_model.jobs): child processes whose state lives in runs/, so the page
+only reads files. The chosen model's own training follows: its loss against the counting
+baselines, its learning-rate schedule and the samples it wrote (bundled models included)."""
 
 import math
 
 import streamlit as st
 
 import ui
-from ui import cache, training_view
+from ui import cache, training_live, training_view
 from ui.frame import val_loss
+from viz_model import jobs
 from viz_model.analysis.training import bundle_baselines
 
 ctx = ui.frame("Training", ":material/model_training:", needs_prompt=False)
@@ -26,6 +28,23 @@ st.latex(
     r"L = -\frac{1}{N}\sum_{t=1}^{N} \ln p_\theta(x_{t+1} \mid x_{\le t}),\qquad"
     r"\theta \leftarrow \theta - \eta\,\nabla_\theta L"
 )
+
+
+def teacher_password() -> str | None:
+    """The password field, only when the server has one (VIZ_TEACHER_PASSWORD); never in the URL."""
+    if not jobs.password_required():
+        return None
+    return st.text_input(
+        "Teacher password",
+        type="password",
+        key="t_password",
+        help="This server asks for it to start, stop, change or delete runs; watching is free.",
+    )
+
+
+st.subheader("Runs on this server")
+training_live.draw_runs(teacher_password())
+st.divider()
 
 
 @st.cache_data(show_spinner="Counting the training text…", max_entries=16)

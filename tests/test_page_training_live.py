@@ -1,0 +1,81 @@
+"""The Training page's live half in AppTest: a run started on this server is watched as it
+grows, paused, stepped, given a new learning rate, stopped, and then offered on every page."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.apptest_util import app_test, plotly_array, plotly_figures
+from tests.test_jobs import LONG, root, tiny, wait_for  # noqa: F401 (root is a fixture)
+from ui.state import widget_key
+from viz_model import jobs
+
+PAGE = "pages/9_Training.py"
+
+
+def _live_steps(at) -> float:
+    """The last step on the live run's loss chart (the first chart on the page)."""
+    return float(plotly_array(plotly_figures(at)[0]["data"][0]["x"])[-1])
+
+
+def _text(at) -> str:
+    return " ".join(m.value for m in at.markdown)
+
+
+def test_a_run_grows_pauses_steps_and_stops_into_the_model_picker(models_dir, root):  # noqa: F811
+    jobs.start("live-one", tiny(**LONG))
+    view = wait_for("live-one", lambda v: v.step >= 15 and v.has_bundle, "15 steps and a save")
+    at = app_test(models_dir, PAGE, query={"t_run": "live-one"})
+    assert not at.exception
+    assert "live-one" in at.selectbox(key=widget_key("t_run")).value
+    first = _live_steps(at)
+    wait_for("live-one", lambda v: v.step >= view.step + 20, "20 more steps")
+    at.run()
+    assert _live_steps(at) > first  # the curve grew between two refreshes
+
+    at.button(key="t_pause").click().run()
+    paused = wait_for("live-one", lambda v: v.state == "paused", "the pause")
+    at.run()
+    # A new peak learning rate while paused takes effect with the next step.
+    at.number_input(key="t_lr_live-one").set_value(0.0123)
+    at.button(key="t_set_lr").click().run()
+    assert not at.exception
+    at.button(key="t_step").click().run()
+    stepped = wait_for("live-one", lambda v: v.step == paused.step + 1, "one step")
+    assert stepped.peak_lr == pytest.approx(0.0123)
+    assert stepped.state == "paused"
+    at.run()
+    assert f"step {stepped.step:,}:" in _text(at)  # the paused view lists the step's loss
+
+    at.button(key="t_stop").click().run()
+    wait_for("live-one", lambda v: v.state == "stopped", "the stop")
+    at.run()
+    assert not at.exception
+    assert "live-one" in at.selectbox(key=widget_key("model")).options
+    at.button(key="t_open_Attention").click().run()
+    assert not at.exception
+    assert at.query_params["model"] in ("live-one", ["live-one"])
+
+
+def test_a_locked_server_shows_runs_but_disables_their_controls(
+    models_dir,
+    root,  # noqa: F811
+    monkeypatch,
+):
+    jobs.start("locked-one", tiny(**LONG))
+    wait_for("locked-one", lambda v: v.step >= 1, "a first step")
+    monkeypatch.setenv(jobs.PASSWORD_ENV, "sesame")
+    at = app_test(models_dir, PAGE, query={"t_run": "locked-one"})
+    assert not at.exception
+    assert at.button(key="t_pause").disabled
+    assert any("teacher password" in c.value for c in at.caption)
+    at.text_input(key="t_password").set_value("sesame").run()
+    assert not at.button(key="t_pause").disabled
+    at.button(key="t_stop").click().run()
+    wait_for("locked-one", lambda v: v.state == "stopped", "the stop")
+
+
+def test_no_run_yet_says_how_to_start_one(models_dir, root):  # noqa: F811
+    at = app_test(models_dir, PAGE)
+    assert not at.exception
+    assert any("No run on this server yet" in i.value for i in at.info)

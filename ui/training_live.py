@@ -1,0 +1,286 @@
+"""The live half of the Training page: the runs on this server, one of them watched as it trains.
+
+`draw_runs(password)` lists the runs (the URL's t_run picks one) and draws the chosen one in a
+fragment that reruns about once a second while the run is live. The fragment only reads the
+run's files (viz_model.jobs.read): nothing waits on the job, and every student of every server
+process sees the same run. What a run shows: its state and progress, its controls, the loss
+curves against the counting baselines, its newest samples, and a probe prompt's next-token
+distribution and one head's attention from the weights saved at its last evaluation.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from ui import cache, models, state, training_view
+from viz_model import jobs
+from viz_model.analysis import next_token as nt
+from viz_model.analysis.attention import attention_run
+from viz_model.analysis.training import bundle_baselines
+from viz_model.charts.attention import pattern_heatmap
+from viz_model.charts.common import token_labels
+from viz_model.charts.next_token import distribution_bars
+from viz_model.checkpoint import CheckpointError
+from viz_model.run_settings import RunSettings
+from viz_model.sampling import SamplingSettings
+
+RUN_KEY = "t_run"
+REFRESH_S = 1.0
+PROBE_DEFAULT = "ROMEO:\nWhat"
+PROBE_BARS = 12
+_LIVE_SEEN = "_t_live_seen"  # run name -> was it live when last drawn
+STATE_ICONS = {
+    "running": ":material/play_circle:",
+    "paused": ":material/pause_circle:",
+    "finished": ":material/check_circle:",
+    "stopped": ":material/stop_circle:",
+    "failed": ":material/error:",
+    "interrupted": ":material/warning:",
+}
+OPEN_ON = {
+    "Attention": "pages/3_Attention.py",
+    "Next token": "pages/7_Next_token.py",
+    "Generation": "pages/8_Generation.py",
+}
+
+
+def draw_runs(password: str | None) -> None:
+    """Pick a run and watch it (refreshing while it trains); a note when there is none."""
+    runs = {view.name: view for view in jobs.list_runs()}
+    if not runs:
+        st.info("No run on this server yet: set one up above and press Start.")
+        return
+    default = next((name for name, view in runs.items() if view.live), next(iter(runs)))
+    name = state.selectbox(
+        "Run",
+        RUN_KEY,
+        list(runs),
+        default,
+        format_func=lambda n: f"{n} · {runs[n].state}",
+        help="Every run on this server, newest first. Closing the browser does not stop a run.",
+    )
+    every = REFRESH_S if runs[name].live else None
+    st.fragment(_watch, run_every=every)(name, password)
+
+
+def _watch(name: str, password: str | None) -> None:
+    try:
+        view = jobs.read(name)
+    except jobs.JobError as exc:
+        st.error(f"Cannot read the run: {exc}.")
+        return
+    seen = st.session_state.setdefault(_LIVE_SEEN, {})
+    if seen.get(name) and not view.live:  # it just ended: a full rerun stops the timer and
+        seen[name] = False  # lists the new bundle in the model picker
+        st.rerun()
+    seen[name] = view.live
+    _status(view)
+    _controls(view, password)
+    training_view.draw_curves(view.history, _baselines(view), _tokens_per_step(view), key="live")
+    _samples(view)
+    _probe(view)
+    if not view.live and view.has_bundle:
+        _open_links(view)
+
+
+# ---- state and progress -----------------------------------------------------------------------
+
+
+def _clock(seconds: float | None) -> str:
+    if seconds is None:
+        return "–"
+    minutes, secs = divmod(int(round(seconds)), 60)
+    return f"{minutes}:{secs:02d}"
+
+
+def _status(view: jobs.RunView) -> None:
+    message = f": {view.message}" if view.message else ""
+    st.markdown(f"{STATE_ICONS.get(view.state, '')} **{view.name}** is **{view.state}**{message}")
+    of = f" of {view.max_steps:,}" if view.max_steps else ""
+    st.progress(
+        min(1.0, max(0.0, view.progress)),
+        text=f"step {view.step:,}{of} · {view.tokens_per_s:,.0f} tokens/s · "
+        f"{_clock(view.elapsed)} trained, {_clock(view.time_left)} left",
+    )
+    cols = st.columns(4)
+    cols[0].metric("Training loss", f"{view.train_loss:.3f}" if view.train_loss else "–")
+    cols[1].metric("Validation loss", f"{view.val_loss:.3f}" if view.val_loss else "–")
+    cols[2].metric("Learning rate", f"{view.lr:.2e}" if view.lr else "–")
+    cols[3].metric("Parameters", f"{view.params:,}" if view.params else "–")
+
+
+# ---- controls -----------------------------------------------------------------------------------
+
+
+def _act(action, *args) -> None:
+    """Run a jobs control; show its refusal in plain words, else redraw the page (a whole rerun,
+    so the refresh timer starts or stops with the run's new state)."""
+    try:
+        action(*args)
+    except jobs.JobError as exc:
+        st.error(f"Refused: {exc}.")
+        return
+    st.rerun()
+
+
+def _controls(view: jobs.RunView, password: str | None) -> None:
+    locked = jobs.password_required() and not password
+    if locked:
+        st.caption("The teacher password (above) is needed to change a run; anyone can watch it.")
+    cols = st.columns(4)
+    name = view.name
+    if view.state == "running" and cols[0].button("Pause", key="t_pause", disabled=locked):
+        _act(jobs.pause, name, password)
+    if view.state == "paused":
+        if cols[0].button("Resume", key="t_resume", disabled=locked):
+            _act(jobs.resume, name, password)
+        if cols[1].button(
+            "Step", key="t_step", disabled=locked, help="One optimisation step, then pause again."
+        ):
+            _act(jobs.step, name, password)
+    if view.live and cols[2].button(
+        "Stop", key="t_stop", disabled=locked, help="Stop after this step and save the model."
+    ):
+        _act(jobs.stop, name, password)
+    if view.state == "interrupted" and cols[0].button(
+        "Resume", key="t_relaunch", disabled=locked, help="Continue from the last save."
+    ):
+        _act(jobs.resume, name, password)
+    if view.live:
+        _lr_control(view, password, locked)
+    if view.state == "paused":
+        _last_steps(view)
+    if view.state in ("finished", "stopped"):
+        _train_more(view, password, locked)
+    if not view.live:
+        with cols[3].popover("Delete", disabled=locked):
+            st.markdown(f"Delete **{name}** and its saved model?")
+            if st.button("Delete it", key="t_delete", type="primary"):
+                _act(jobs.delete, name, password)
+
+
+def _lr_control(view: jobs.RunView, password: str | None, locked: bool) -> None:
+    c1, c2 = st.columns([2, 1], vertical_alignment="bottom")
+    lr = c1.number_input(
+        "Peak learning rate",
+        min_value=1e-5,
+        max_value=1.0,
+        value=float(view.peak_lr or view.lr or 1e-3),
+        format="%.5f",
+        step=1e-4,
+        key=f"t_lr_{view.name}",
+        help="The one setting that changes without restarting: the warm-up and cosine keep their "
+        "shape around the new peak, from the next step on. Try 10x higher and watch the loss.",
+    )
+    if c2.button("Set learning rate", key="t_set_lr", disabled=locked):
+        _act(jobs.set_lr, view.name, lr, password)
+
+
+def _last_steps(view: jobs.RunView) -> None:
+    last = [r for r in view.history[-5:] if isinstance(r.get("train_loss"), int | float)]
+    if last:
+        steps = ", ".join(f"step {r['step']:,}: **{r['train_loss']:.3f}**" for r in last)
+        st.markdown(f"Paused. The last steps' training losses: {steps}.")
+
+
+def _train_more(view: jobs.RunView, password: str | None, locked: bool) -> None:
+    c1, c2 = st.columns([2, 1], vertical_alignment="bottom")
+    more = c1.number_input(
+        "More steps", min_value=1, max_value=100_000, value=500, step=100, key="t_more"
+    )
+    if c2.button("Train more", key="t_train_more", disabled=locked):
+        _act(jobs.train_more, view.name, int(more), None, password)
+
+
+# ---- what the model has learned so far ------------------------------------------------------------
+
+
+def _tokens_per_step(view: jobs.RunView) -> int:
+    """batch x context of the run (the x axis 'tokens seen'); 1 when its settings are unreadable."""
+    try:
+        settings = RunSettings.from_dict(view.settings)
+        return settings.train_config().batch_size * settings.model_config(2).n_ctx
+    except (TypeError, ValueError):
+        return 1
+
+
+def _saved_bundle(view: jobs.RunView):
+    """The run's bundle as saved at its last evaluation (reloaded when rewritten), or None."""
+    if not view.has_bundle:
+        return None
+    try:
+        return cache.bundle(models.bundle_id(view.path))
+    except CheckpointError:
+        return None  # being rewritten, or not yet complete: the next refresh reads it
+
+
+def _baselines(view: jobs.RunView) -> dict[str, float] | None:
+    bundle = _saved_bundle(view)
+    found = bundle_baselines(bundle) if bundle is not None else None
+    return found.as_dict() if found else None
+
+
+def _samples(view: jobs.RunView) -> None:
+    if not view.samples:
+        return
+    st.markdown("**What it writes** (sampled from the weights at that step, newest first)")
+    for sample in reversed(view.samples[-3:]):
+        st.caption(f"step {sample['step']:,}")
+        st.code(sample["text"], language=None, wrap_lines=True)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _probe_numbers(bundle_id: str, ids: tuple[int, ...], layer: int, head: int):
+    """(top tokens after the probe, one head's pattern) for the weights of one saved bundle."""
+    bundle = cache.bundle(bundle_id)
+    logits = nt.prompt_logits(bundle.model, list(ids))[-1]
+    top = nt.top_tokens(
+        nt.distribution(logits, SamplingSettings()), PROBE_BARS, bundle.tokenizer.id_to_token
+    )
+    pattern = attention_run(bundle.model, list(ids)).pattern[layer, head]
+    return top, pattern
+
+
+def _probe(view: jobs.RunView) -> None:
+    bundle = _saved_bundle(view)
+    if bundle is None:
+        st.caption("The probe appears after the run's first evaluation saves its weights.")
+        return
+    cfg = bundle.config
+    st.markdown(
+        f"**A probe, as it forms** (the weights saved at step "
+        f"{bundle.meta.get('step', 0):,}, refreshed at every evaluation)"
+    )
+    c1, c2, c3 = st.columns([3, 1, 1])
+    probe = state.bind(
+        c1.text_input,
+        "t_probe",
+        state.url_str("t_probe", PROBE_DEFAULT, 200),
+        "Probe prompt",
+        max_chars=200,
+    )
+    layer = state.number_input("Layer", "t_layer", 0, cfg.n_layer - 1, 0, container=c2)
+    head = state.number_input("Head", "t_head", 0, cfg.n_head - 1, 0, container=c3)
+    ids = bundle.tokenizer.encode(probe or PROBE_DEFAULT)[: cfg.n_ctx] or [0]
+    top, pattern = _probe_numbers(models.bundle_id(view.path), tuple(ids), layer, head)
+    left, right = st.columns(2)
+    left.plotly_chart(
+        distribution_bars(
+            top.labels, top.base_probs, top.scaled_probs, top.probs, top.kept,
+            title="What comes next",
+        ),
+        key="t_probe_next",
+    )  # fmt: skip
+    labels = token_labels([bundle.tokenizer.id_to_token(i) for i in ids])
+    right.plotly_chart(
+        pattern_heatmap(pattern, labels, title=f"L{layer} H{head} attention"), key="t_probe_attn"
+    )
+
+
+def _open_links(view: jobs.RunView) -> None:
+    st.markdown(f"**{view.name}** is a model bundle now: every page's model picker lists it.")
+    cols = st.columns(len(OPEN_ON))
+    for col, (label, page) in zip(cols, OPEN_ON.items(), strict=True):
+        if col.button(f"Open it on {label}", key=f"t_open_{label}"):
+            state.set_value("model", view.name)
+            st.switch_page(page)
