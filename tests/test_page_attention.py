@@ -105,3 +105,28 @@ def test_a_prompt_without_repeats_offers_the_repeated_random_test(models_dir):
     roles = _roles(at)
     assert all(0 <= float(x) <= 1 for x in roles["induction"])
     assert not any("cannot be measured" in i.value for i in at.info)
+
+
+def test_the_induction_toggle_on_induction_2l_finds_its_induction_head(models_dir):
+    """Default prompt and length: L1 H2 is induction, on letters a-z at a trained copy length."""
+    at = app_test(models_dir, PAGE, query={"model": "induction-2l"})
+    at.toggle(key=widget_key("rrt")).set_value(True).run()
+    assert not at.exception
+    assert at.number_input(key=widget_key("rrt_len")).value == 16  # the longest trained copy
+    assert _roles(at).loc["L1 H2", "role"] == "induction"
+    caption = next(c.value for c in at.caption if "random tokens" in c.value)
+    assert "letters a-z" in caption and "copies of 4 to 16 tokens" in caption
+    drawn = [label.split(":", 1)[1] for label in at.code[0].value.split()]  # "0:w" -> "w"
+    assert len(drawn) == 32 and all(len(c) == 1 and c.islower() for c in drawn)
+
+    at.number_input(key=widget_key("rrt_len")).set_value(24).run()
+    caption = next(c.value for c in at.caption if "random tokens" in c.value)
+    assert "generalises beyond" in caption
+
+
+def test_a_head_that_looks_two_back_is_named_so_on_shakespeare_char(models_dir):
+    at = app_test(models_dir, PAGE, query={"model": "shakespeare-char"})
+    roles = _roles(at)
+    assert roles.loc["L0 H2", "role"] == "looks 2 back"
+    assert roles.loc["L0 H2", "k back (k ≥ 2)"].startswith("2: 0.9")
+    assert (roles["role"] == "mixed").any()  # the spread heads of later layers
