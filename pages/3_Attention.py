@@ -375,17 +375,27 @@ elif scores.n_induction_queries == 0:
         state.set_value("rrt", True)
         st.rerun()
 
+# The role's score is its own column (or k back's), so the table has no "role score" column.
 roles = pd.DataFrame(head_roles(scores)).set_index("head")
-numbers = ["role score", *ROLES]
 shown_roles = roles[["role"]].copy()
-for column in numbers:  # numbers as text, so "not measured" reads "–", not "None"
-    shown_roles[column] = [("–" if math.isnan(x) else f"{x:.3f}") for x in roles[column]]
-shown_roles["k back (k ≥ 2)"] = [
-    "–" if math.isnan(x) else f"{k}: {x:.3f}"
-    for k, x in zip(roles["k back"], roles["k-back score"], strict=True)
-]
-shown_roles["entropy (nats)"] = [f"{x:.3f}" for x in roles["entropy (nats)"]]
-st.dataframe(shown_roles, height=min(35 * (len(shown_roles) + 1) + 3, 900))
+for column in [*ROLES, "entropy (nats)"]:  # numbers as text: "not measured" reads "–"
+    shown_roles[column.removesuffix(" (nats)")] = [
+        "–" if math.isnan(x) else f"{x:.2f}" for x in roles[column]
+    ]
+shown_roles.insert(
+    len(ROLES) + 1,
+    "k back",
+    [
+        "–" if math.isnan(x) else f"{k}: {x:.2f}"
+        for k, x in zip(roles["k back"], roles["k-back score"], strict=True)
+    ],
+)
+# A static table wraps its column headers, so every column fits on a projector. Its cells wrap
+# too, so names are kept whole with a no-break space and hyphen ("L0 H0", "previous-token").
+unbroken = {ord(" "): "\u00a0", ord("-"): "\u2011"}
+shown_roles.index = pd.Index([h.translate(unbroken) for h in shown_roles.index], name="head")
+shown_roles["role"] = [r.translate(unbroken) for r in shown_roles["role"]]
+st.table(shown_roles)
 explain = "\n".join(f"- **{role}**: {text}" for role, text in ROLE_EXPLANATIONS.items())
 st.markdown(
     f"Each score is the average attention, over the tokens after the first, to one kind of "
