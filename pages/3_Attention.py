@@ -334,7 +334,9 @@ def _induction_caption(test: InductionTest, length: int) -> str:
         "scores are on your prompt."
     )
     if test.trained_copy is None:
-        return text + f" Each copy fits the model's context of {cfg.n_ctx} tokens twice."
+        return text + (
+            f" Copies of up to {test.max_length} tokens fit twice in its context of {cfg.n_ctx}."
+        )
     lo, hi = test.trained_copy
     text += f" This model was trained on copies of {lo} to {hi} tokens"
     if length > hi:
