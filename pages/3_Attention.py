@@ -18,9 +18,11 @@ from viz_model.analysis.attention import (
     ROLES,
     AttentionRun,
     HeadScores,
+    InductionTest,
     attention_run,
     head_roles,
     head_scores,
+    induction_test,
     recorded_differences,
     repeated_random_tokens,
     run_query_arithmetic,
@@ -38,7 +40,6 @@ from viz_model.charts.common import token_labels
 
 RANDOM_SEED = 0
 ARITHMETIC_KEY = "attn_arithmetic"  # session-state key of the hand-arithmetic expander
-RANDOM_LENGTH_MAX = 40  # tokens in each copy of the repeated random sequence
 
 ctx = ui.frame("Attention", "👀")
 cfg = ctx.config
@@ -89,6 +90,13 @@ def query_bars(
 @st.cache_resource(show_spinner=False, max_entries=32)
 def all_heads(bundle_id: str, ids: tuple[int, ...], labels: tuple[str, ...]) -> go.Figure:
     return pattern_grid(run_attention(bundle_id, ids).pattern, list(labels))
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def induction_input(bundle_id: str) -> InductionTest:
+    """Which tokens the repeated random test draws from, and its copy lengths, for one bundle."""
+    b = cache.bundle(bundle_id)
+    return induction_test(b.tokenizer, b.meta, b.config.n_ctx)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -313,23 +321,45 @@ use_random = state.toggle(
     "Measure induction on a repeated random sequence",
     "rrt",
     default=False,
-    help="Random tokens from the vocabulary, then the same tokens again: the standard test for "
-    "induction heads, because the second copy can only be predicted by copying the first.",
+    help="Random ordinary tokens, then the same tokens again: the standard test for induction "
+    "heads, because the second copy can only be predicted by copying the first.",
 )
+
+
+def _induction_caption(test: InductionTest, length: int) -> str:
+    """Which tokens were drawn, and how the copy length compares with the model's training."""
+    text = (
+        f"Induction measured on {length} random tokens (seed {RANDOM_SEED}) repeated twice, drawn "
+        f"from the {test.drawn_from}; never <unk>, a special token or a line break. The other "
+        "scores are on your prompt."
+    )
+    if test.trained_copy is None:
+        return text + (
+            f" Copies of up to {test.max_length} tokens fit twice in its context of {cfg.n_ctx}."
+        )
+    lo, hi = test.trained_copy
+    text += f" This model was trained on copies of {lo} to {hi} tokens"
+    if length > hi:
+        return text + ": a longer copy tests whether induction generalises beyond what it saw."
+    if length < lo:
+        return text + ": a shorter copy tests whether induction generalises below what it saw."
+    return text + ", so this length is one it has seen."
+
+
 random_ids: np.ndarray | None = None
 if use_random:
-    longest = max(2, cfg.n_ctx // 2)
+    test = induction_input(ctx.bundle_id)
     length = state.number_input(
         "Random tokens in each copy",
         "rrt_len",
         2,
-        longest,
-        default=min(RANDOM_LENGTH_MAX, longest),
+        test.max_length,
+        default=test.default_length,
         step=1,
         container=st.columns(3)[0],
-        help="A model trained on copies of one fixed length may only recognise that length.",
+        help="How far back the copy sits. The default is a copy length the model was trained on.",
     )
-    random_ids = repeated_random_tokens(cfg.vocab_size, length, seed=RANDOM_SEED)
+    random_ids = repeated_random_tokens(test.token_ids, length, seed=RANDOM_SEED)
     random_run = run_attention(ctx.bundle_id, tuple(int(i) for i in random_ids))
     random_scores = head_scores(random_run.pattern, random_ids)
     scores = dataclasses.replace(
@@ -337,10 +367,7 @@ if use_random:
         induction=random_scores.induction,
         n_induction_queries=random_scores.n_induction_queries,
     )
-    st.caption(
-        f"Induction measured on {length} random tokens (seed {RANDOM_SEED}) repeated twice; the "
-        "other scores on your prompt."
-    )
+    st.caption(_induction_caption(test, length))
 elif scores.n_induction_queries == 0:
     st.info(
         "No token in this prompt repeats, so induction (looking at what followed an earlier copy "
@@ -350,18 +377,40 @@ elif scores.n_induction_queries == 0:
         state.set_value("rrt", True)
         st.rerun()
 
+# The role's score is its own column (or k back's), so the table has no "role score" column.
 roles = pd.DataFrame(head_roles(scores)).set_index("head")
-columns = ["role", "role score", *ROLES, "entropy (nats)"]
-shown_roles = roles[columns].copy()
-for column in columns[1:]:  # numbers as text, so "not measured" reads "–", not "None"
-    shown_roles[column] = [("–" if math.isnan(x) else f"{x:.3f}") for x in roles[column]]
-st.dataframe(shown_roles, height=min(35 * (len(shown_roles) + 1) + 3, 900))
+shown_roles = roles[["role"]].copy()
+for column in [*ROLES, "entropy (nats)"]:  # numbers as text: "not measured" reads "–"
+    shown_roles[column.removesuffix(" (nats)")] = [
+        "–" if math.isnan(x) else f"{x:.2f}" for x in roles[column]
+    ]
+shown_roles.insert(
+    len(ROLES) + 1,
+    "k back",
+    [
+        "–" if math.isnan(x) else f"{k}: {x:.2f}"
+        for k, x in zip(roles["k back"], roles["k-back score"], strict=True)
+    ],
+)
+# A static table wraps its column headers, so every column fits on a projector. Its cells wrap
+# too, so names are kept whole with a no-break space and hyphen ("L0 H0", "previous-token").
+unbroken = {ord(" "): "\u00a0", ord("-"): "\u2011"}
+shown_roles.index = pd.Index([h.translate(unbroken) for h in shown_roles.index], name="head")
+shown_roles["role"] = [r.translate(unbroken) for r in shown_roles["role"]]
+st.table(shown_roles)
 explain = "\n".join(f"- **{role}**: {text}" for role, text in ROLE_EXPLANATIONS.items())
 st.markdown(
     f"Each score is the average attention, over the tokens after the first, to one kind of "
-    f"position; a head's role is its highest score above {ROLE_THRESHOLD}.\n{explain}\n"
+    f"position; **k back** is the offset k ≥ 2 a head looks at most, and its score. A head's "
+    f"role is its highest named score above {ROLE_THRESHOLD}, else its k back above "
+    f"{ROLE_THRESHOLD}, else sharp or mixed by its entropy.\n{explain}\n"
     "- **entropy** (in nats): how spread out a row is. 0 means all attention on one token; "
     "a row spread evenly over n tokens has entropy ln n."
+    + (
+        f" Even attention on this prompt would average {scores.even_entropy:.2f} nats."
+        if math.isfinite(scores.even_entropy)
+        else ""
+    )
 )
 
 with st.expander("The numbers behind it"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,12 +16,19 @@ from viz_model.analysis.attention import (
     head_scores,
     head_W_O,
     induction_targets,
+    induction_test,
+    looks_back_scores,
+    ordinary_tokens,
     pattern_entropy,
     query_arithmetic,
     recorded_differences,
     repeated_random_tokens,
     run_query_arithmetic,
 )
+from viz_model.checkpoint import load_bundle
+from viz_model.tokenization import UNK, Tokenizer
+
+INDUCTION_2L = Path(__file__).resolve().parent.parent / "assets" / "models" / "induction-2l"
 
 # ---- the forward pass --------------------------------------------------------------------
 
@@ -190,10 +198,95 @@ def test_head_roles_pick_the_highest_score_above_threshold_else_mixed():
     assert rows[1]["entropy (nats)"] > 0
 
 
-def test_repeated_random_tokens_repeat_and_are_seeded():
-    a = repeated_random_tokens(50, 10, seed=3)
+def _looks_back(T: int, k: int) -> np.ndarray:
+    """Each query t >= k looks exactly k back; earlier queries rest on position 0."""
+    p = np.zeros((T, T))
+    p[np.arange(T), np.where(np.arange(T) >= k, np.arange(T) - k, 0)] = 1
+    return p
+
+
+def test_looks_back_scores_find_the_offset_and_agree_with_previous_and_self():
+    T = 10
+    back = looks_back_scores(_stack(_looks_back(T, 3), _previous_token(T)))[0]  # (H, T)
+    assert back[0, 3] == pytest.approx(1) and np.nanmax(np.delete(back[0], 3)) < 0.2
+    assert back[1, 1] == pytest.approx(1) and back[1, 0] == 0
+    assert np.isnan(back[:, (T + 1) // 2 + 1 :]).all()  # too few queries reach that far
+    scores = head_scores(_stack(_looks_back(T, 3), _uniform_causal(T)), list(range(T)))
+    np.testing.assert_allclose(scores.previous_token, scores.looks_back[..., 1])
+    np.testing.assert_allclose(scores.self_, scores.looks_back[..., 0])
+
+
+def test_a_fixed_offset_head_is_labelled_looks_k_back():
+    T = 24  # long enough that the 5 rows too early to look 5 back (on position 0) are no sink
+    rows = head_roles(head_scores(_stack(_looks_back(T, 2), _looks_back(T, 5)), list(range(T))))
+    assert [r["role"] for r in rows] == ["looks 2 back", "looks 5 back"]
+    assert rows[0]["role score"] == pytest.approx(1) and rows[1]["k back"] == 5
+    assert all(r["entropy (nats)"] == 0 for r in rows)
+
+
+def test_only_a_spread_head_is_mixed_and_a_sharp_head_without_a_role_is_sharp_other():
+    T = 12
+    fixed_key = np.zeros((T, T))
+    fixed_key[np.arange(T), np.minimum(np.arange(T), 4)] = 1  # everyone looks at token 4
+    rows = head_roles(head_scores(_stack(_uniform_causal(T), fixed_key), list(range(T))))
+    assert [r["role"] for r in rows] == ["mixed", "sharp, other"]
+    assert math.isnan(rows[0]["role score"]) and rows[0]["entropy (nats)"] > 1
+
+
+def test_a_named_role_beats_the_offset_it_implies_on_a_repeated_prompt():
+    """An induction head on "abcdabcd" also looks 3 back; it is still called induction."""
+    ids = [1, 2, 3, 4, 1, 2, 3, 4]
+    p = induction_targets(ids).astype(float)
+    p[~p.any(-1), 0] = 1  # the first copy rests on position 0, which row 3 reaches 3 back
+    rows = head_roles(head_scores(_stack(p), ids))
+    assert rows[0]["k back"] == 3 and rows[0]["k-back score"] > rows[0]["induction"] - 0.01
+    assert rows[0]["role"] == "induction"
+
+
+def test_repeated_random_tokens_repeat_draw_from_the_given_tokens_and_are_seeded():
+    pool = np.array([3, 5, 8, 13])
+    a = repeated_random_tokens(pool, 10, seed=3)
     assert a.shape == (20,) and a.dtype == np.int64
-    assert (a[:10] == a[10:]).all() and a.min() >= 0 and a.max() < 50
-    assert (a == repeated_random_tokens(50, 10, seed=3)).all()
-    assert not (a == repeated_random_tokens(50, 10, seed=4)).all()
-    assert len(repeated_random_tokens(50, 4, repeats=3)) == 12
+    assert (a[:10] == a[10:]).all() and set(a.tolist()) <= set(pool.tolist())
+    assert (a == repeated_random_tokens(pool, 10, seed=3)).all()
+    assert not (a == repeated_random_tokens(pool, 10, seed=4)).all()
+    assert len(repeated_random_tokens(pool, 4, repeats=3)) == 12
+
+
+TEXT = "First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\n" * 20
+
+
+@pytest.mark.parametrize("kind", ["char", "bpe", "word"])
+def test_ordinary_tokens_exclude_unk_line_breaks_and_special_tokens(kind):
+    tok = Tokenizer.train(TEXT, kind, vocab_size={"char": None, "bpe": 300, "word": 40}[kind])
+    ids, what = ordinary_tokens(tok)
+    shown = [tok.id_to_token(int(i)) for i in ids]
+    assert len(ids) >= 2 and str(len(ids)) in what
+    assert tok.unk_id not in ids and not set(ids.tolist()) & tok.special_ids
+    assert not any("\n" in s or s == UNK for s in shown)
+    if kind == "char":  # every printable character of the text, and nothing else
+        assert sorted(shown) == sorted(set(TEXT) - {"\n"})
+    elif kind == "bpe":  # whole words: a space, then letters
+        assert all(s[0] == " " and s[1:].isalpha() for s in shown) and " speak" in shown
+    else:
+        assert all(s.isalpha() for s in shown) and "Citizen" in shown
+
+
+def test_the_induction_test_of_induction_2l_uses_its_training_alphabet_and_copy_lengths():
+    """induction-2l was trained on a-z copies of 4..16 letters, one example per line."""
+    bundle = load_bundle(INDUCTION_2L)
+    test = induction_test(bundle.tokenizer, bundle.meta, bundle.config.n_ctx)
+    letters = sorted(bundle.tokenizer.id_to_token(int(i)) for i in test.token_ids)
+    assert "".join(letters) == "abcdefghijklmnopqrstuvwxyz" and "a-z" in test.drawn_from
+    assert test.trained_copy == (4, 16) and test.default_length == 16
+    assert test.max_length == bundle.config.n_ctx // 2
+
+
+def test_induction_2l_l1h2_is_an_induction_head_on_the_default_test():
+    bundle = load_bundle(INDUCTION_2L)
+    test = induction_test(bundle.tokenizer, bundle.meta, bundle.config.n_ctx)
+    ids = repeated_random_tokens(test.token_ids, test.default_length, seed=0)
+    scores = head_scores(attention_run(bundle.model, ids).pattern, ids)
+    role = {r["head"]: r for r in head_roles(scores)}["L1 H2"]
+    assert role["role"] == "induction" and role["induction"] > 0.5
+    assert np.nanargmax(scores.induction) == 1 * 4 + 2  # the strongest induction head of all

@@ -28,8 +28,12 @@ def _array(value) -> np.ndarray:
 
 
 def _roles(at):
-    """The head-roles table (the dataframe with a 'role' column)."""
-    return next(d.value for d in at.dataframe if "role" in d.value.columns)
+    """The head-roles table (a static table with a 'role' column), with plain spaces and hyphens."""
+    table = next(t.value for t in at.table if "role" in t.value.columns)
+    plain = {0xA0: " ", 0x2011: "-"}  # the page keeps names whole with no-break characters
+    table.index = [h.translate(plain) for h in table.index]
+    table["role"] = [r.translate(plain) for r in table["role"]]
+    return table
 
 
 def _open_arithmetic(at):
@@ -46,13 +50,13 @@ def _heatmap_values(at) -> list:
 def test_page_draws_every_chart_and_the_head_slider_changes_the_heatmap(models_dir):
     at = app_test(models_dir, PAGE, prompt="to be or not to be")
     assert not at.exception and not at.error
-    assert not at.success and len(at.dataframe) == 2  # arithmetic closed: roles and numbers
+    assert not at.success and len(at.dataframe) == 1  # arithmetic closed: only the numbers
     _open_arithmetic(at)
     charts = _charts(at)
     assert len(charts) == 4  # heatmap, lines, one query's weights, all heads
     assert sum(t["type"] == "heatmap" for t in charts[3]["data"]) == 2 * 4  # 2 layers x 4 heads
     assert "matches what the model recorded" in at.success[0].value
-    assert len(at.dataframe) >= 6  # q, k, scale/mask/softmax, weighted v, result, roles
+    assert len(at.dataframe) >= 6  # q, k, scale/mask/softmax, weighted v, z, result, numbers
 
     # moving the head slider changes the heatmap's data and the URL
     before = _heatmap_values(at)
@@ -105,3 +109,29 @@ def test_a_prompt_without_repeats_offers_the_repeated_random_test(models_dir):
     roles = _roles(at)
     assert all(0 <= float(x) <= 1 for x in roles["induction"])
     assert not any("cannot be measured" in i.value for i in at.info)
+
+
+def test_the_induction_toggle_on_induction_2l_finds_its_induction_head(models_dir):
+    """Default prompt and length: L1 H2 is induction, on letters a-z at a trained copy length."""
+    at = app_test(models_dir, PAGE, query={"model": "induction-2l"})
+    at.toggle(key=widget_key("rrt")).set_value(True).run()
+    assert not at.exception
+    assert at.number_input(key=widget_key("rrt_len")).value == 16  # the longest trained copy
+    assert _roles(at).loc["L1 H2", "role"] == "induction"
+    caption = next(c.value for c in at.caption if "random tokens" in c.value)
+    assert "letters a-z" in caption and "copies of 4 to 16 tokens" in caption
+    drawn = [label.split(":", 1)[1] for label in at.code[0].value.split()]  # "0:w" -> "w"
+    assert len(drawn) == 32 and all(len(c) == 1 and c.islower() for c in drawn)
+
+    at.number_input(key=widget_key("rrt_len")).set_value(24).run()
+    caption = next(c.value for c in at.caption if "random tokens" in c.value)
+    assert "generalises beyond" in caption
+
+
+def test_a_head_that_looks_two_back_is_named_so_on_shakespeare_char(models_dir):
+    at = app_test(models_dir, PAGE, query={"model": "shakespeare-char"})
+    roles = _roles(at)
+    assert roles.loc["L0 H2", "role"] == "looks 2 back"
+    k, score = roles.loc["L0 H2", "k back"].split(": ")
+    assert k == "2" and float(score) > 0.9 and float(roles.loc["L0 H2", "entropy"]) < 0.1
+    assert (roles["role"] == "mixed").any()  # the spread heads of later layers

@@ -104,11 +104,19 @@ def task_text(name: str, n_examples: int = 2000, seed: int = 0, seq_len: int = 3
     return "".join(make(rng, seq_len) + "\n" for _ in range(n_examples))
 
 
+def repeat_copy_lengths(seq_len: int) -> tuple[int, int]:
+    """The shortest and longest half of a "repeat" line: (4, 16) for seq_len 32.
+
+    The copy distance a repeat-task model was trained on, so an induction test can stay within it.
+    """
+    return max(3, seq_len // 8), seq_len // 2
+
+
 def _repeat_line(rng: random.Random, seq_len: int) -> str:
     # The length varies from line to line, so the copy sits at no fixed distance: a model must
     # find the earlier occurrence of the current letter and copy what came next (induction), not
     # learn "look back 16".
-    k = rng.randint(max(3, seq_len // 8), seq_len // 2)
+    k = rng.randint(*repeat_copy_lengths(seq_len))
     half = "".join(rng.choices(string.ascii_lowercase, k=k))
     return half + half
 

@@ -235,6 +235,13 @@ class Tokenizer:
         unk = self._data["model"].get("unk_token")
         return None if unk is None else self._hf.token_to_id(unk)
 
+    @property
+    def special_ids(self) -> set[int]:
+        """Ids that stand for no text: "<unk>" and the file's special tokens (GPT-2's <|endoftext|>)."""
+        added = self._data.get("added_tokens") or []
+        ids = {t["id"] for t in added if isinstance(t, dict) and t.get("special")}
+        return ids | ({self.unk_id} if self.unk_id is not None else set())
+
     def id_to_token(self, i: int) -> str:
         """The token for display: byte-level "Ġthe" shows as " the"; a lone partial byte stays raw."""
         raw = self._hf.id_to_token(i)
