@@ -253,28 +253,25 @@ def _probe(view: jobs.RunView) -> None:
     )
     c1, c2, c3 = st.columns([3, 1, 1])
     probe = state.bind(
-        c1.text_input,
+        c1.text_area,
         "t_probe",
         state.url_str("t_probe", PROBE_DEFAULT, 200),
         "Probe prompt",
         max_chars=200,
+        height=68,
+        help="A fixed prompt to watch while the run trains. Press Ctrl+Enter to apply.",
     )
     layer = state.number_input("Layer", "t_layer", 0, cfg.n_layer - 1, 0, container=c2)
     head = state.number_input("Head", "t_head", 0, cfg.n_head - 1, 0, container=c3)
     ids = bundle.tokenizer.encode(probe or PROBE_DEFAULT)[: cfg.n_ctx] or [0]
     top, pattern = _probe_numbers(models.bundle_id(view.path), tuple(ids), layer, head)
-    left, right = st.columns(2)
-    left.plotly_chart(
-        distribution_bars(
-            top.labels, top.base_probs, top.scaled_probs, top.probs, top.kept,
-            title="What comes next",
-        ),
+    next_tab, attention_tab = st.tabs(["What comes next", f"Layer {layer}, head {head}: attention"])
+    next_tab.plotly_chart(
+        distribution_bars(top.labels, top.base_probs, top.scaled_probs, top.probs, top.kept),
         key="t_probe_next",
-    )  # fmt: skip
-    labels = token_labels([bundle.tokenizer.id_to_token(i) for i in ids])
-    right.plotly_chart(
-        pattern_heatmap(pattern, labels, title=f"L{layer} H{head} attention"), key="t_probe_attn"
     )
+    labels = token_labels([bundle.tokenizer.id_to_token(i) for i in ids])
+    attention_tab.plotly_chart(pattern_heatmap(pattern, labels), key="t_probe_attn")
 
 
 def _open_links(view: jobs.RunView) -> None:

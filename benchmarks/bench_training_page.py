@@ -1,0 +1,123 @@
+"""Server time of the Training page while a job trains: one whole page run, and one refresh of the
+live run's fragment (what each student's browser asks for about once a second).
+
+    python -m benchmarks.bench_training_page [--refreshes 40] [--minutes 3]
+
+It starts a `quick` run on Shakespeare in a temporary runs folder, a fresh `streamlit run`, and one
+protocol-level student (benchmarks.class_arrival): the student opens /Training?t_run=bench, learns
+the fragment's id from the server's auto-rerun message, then asks for that fragment again and again
+as the browser's timer would, timing each from request to script_finished (loopback, so this is
+the server's time). Figures: median and p95 in milliseconds, and the job's tokens/s meanwhile.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import websockets
+
+from benchmarks.common import emit
+from tests.test_browser import free_port, start_server, stop_server, wait_healthy
+
+RUN = "bench"
+
+
+async def _until_finished(ws, found: dict) -> None:
+    """Read ForwardMsgs until script_finished, noting the page hash and the fragment's id."""
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    while True:
+        fwd = ForwardMsg()
+        fwd.ParseFromString(await ws.recv())
+        kind = fwd.WhichOneof("type")
+        if kind == "new_session":
+            found["page_hash"] = fwd.new_session.page_script_hash
+        elif kind == "auto_rerun":
+            found["fragment_id"] = fwd.auto_rerun.fragment_id
+        elif kind == "delta" and fwd.delta.new_element.WhichOneof("type") == "exception":
+            found.setdefault("exceptions", []).append(fwd.delta.new_element.exception.message)
+        elif kind == "script_finished":
+            return
+
+
+def _rerun(query: str, page: str = "", page_hash: str = "", fragment_id: str = "") -> bytes:
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+
+    msg = BackMsg()
+    msg.rerun_script.query_string = query
+    msg.rerun_script.page_name = page
+    msg.rerun_script.page_script_hash = page_hash
+    msg.rerun_script.fragment_id = fragment_id
+    return msg.SerializeToString()
+
+
+async def measure(port: int, refreshes: int) -> dict:
+    query = f"t_run={RUN}"
+    found: dict = {}
+    page_runs, fragment_runs = [], []
+    async with websockets.connect(f"ws://127.0.0.1:{port}/_stcore/stream", max_size=None) as ws:
+        for i in range(4):  # the first run loads the models and counts; keep the later ones
+            t0 = time.perf_counter()
+            await ws.send(_rerun(query, "Training", found.get("page_hash", "")))
+            await _until_finished(ws, found)
+            if i:
+                page_runs.append(time.perf_counter() - t0)
+        if "fragment_id" not in found:
+            return {"error": "the page drew no refreshing fragment (is the run live?)", **found}
+        for _ in range(refreshes):
+            t0 = time.perf_counter()
+            await ws.send(_rerun(query, "Training", found["page_hash"], found["fragment_id"]))
+            await _until_finished(ws, found)
+            fragment_runs.append(time.perf_counter() - t0)
+            await asyncio.sleep(0.25)
+
+    def ms(values: list[float], q: float) -> float:
+        return round(1000 * statistics.quantiles(values, n=20)[int(q * 20) - 1], 1)
+
+    return {
+        "page_run_ms_median": round(1000 * statistics.median(page_runs), 1),
+        "refresh_ms_median": round(1000 * statistics.median(fragment_runs), 1),
+        "refresh_ms_p95": ms(fragment_runs, 0.95),
+        "refreshes": len(fragment_runs),
+        "exceptions": found.get("exceptions", []),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--refreshes", type=int, default=40)
+    parser.add_argument("--minutes", type=float, default=3.0, help="length of the training run")
+    args = parser.parse_args()
+    runs = Path(tempfile.mkdtemp(prefix="bench-runs-"))
+    env = {**os.environ, "VIZ_RUNS_DIR": str(runs), "VIZ_JOB_THREADS": "1"}
+    os.environ.update({k: env[k] for k in ("VIZ_RUNS_DIR", "VIZ_JOB_THREADS")})
+
+    from viz_model import jobs
+    from viz_model.run_settings import RunSettings
+
+    jobs.start(RUN, RunSettings(corpus="shakespeare", preset="quick", minutes=args.minutes))
+    while not jobs.read(RUN, history=False).has_bundle:  # the probe needs the first save
+        time.sleep(0.5)
+    port = free_port()
+    log = Path(tempfile.mkstemp(suffix=".log")[1])
+    proc = start_server(port, env, log)
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}", proc)
+        results = asyncio.run(measure(port, args.refreshes))
+        view = jobs.read(RUN, history=False)
+        results["job_tokens_per_s_meanwhile"] = round(view.tokens_per_s)
+        results["job_step"] = view.step
+    finally:
+        stop_server(proc)
+        jobs.stop(RUN)
+    emit("training_page", results)
+
+
+if __name__ == "__main__":
+    main()
