@@ -157,3 +157,16 @@ def memory_estimate(model_cfg: GPTConfig, batch_size: int) -> int:
     """Bytes of memory a run needs (see memory_parts and activation_floats_per_token for what is
     counted): e.g. the quick preset on 65 characters at batch 16 needs about 0.03 GB."""
     return memory_parts(model_cfg, batch_size).total
+
+
+def available_memory() -> int | None:
+    """Bytes of memory this machine can still give a new process (Linux's MemAvailable), or None
+    where the system does not say."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024  # the file counts kB
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
