@@ -12,6 +12,7 @@ cap, a taken name) is said where it arises, and Start stays disabled until it is
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import streamlit as st
@@ -32,7 +33,14 @@ from viz_model.config import (
     TrainConfig,
     preset,
 )
-from viz_model.data import CORPORA, MIN_TRAIN_CHARS, TASKS, DataError, validate_user_text
+from viz_model.data import (
+    CORPORA,
+    MAX_UPLOAD_BYTES,
+    MIN_TRAIN_CHARS,
+    TASKS,
+    DataError,
+    validate_user_text,
+)
 from viz_model.run_settings import RunSettings, estimate_params, load_text
 from viz_model.tokenization import DEFAULT_VOCAB
 
@@ -127,7 +135,12 @@ def _data() -> tuple[dict[str, Any], str | None, str | None]:
         raw = st.text_area("Text to train on", key="t_paste", height=110)
         label = "pasted text"
     else:
-        upload = st.file_uploader("A plain-text file", type=["txt"], key="t_upload")
+        upload = st.file_uploader(
+            "A plain-text file",
+            type=["txt"],
+            key="t_upload",
+            max_upload_size=math.ceil(MAX_UPLOAD_BYTES / 1e6),
+        )
         raw, label = (upload.getvalue(), upload.name) if upload else (None, "")
     if not raw:
         need = f"Give at least {MIN_TRAIN_CHARS:,} characters of text to train on."
@@ -180,6 +193,10 @@ def _preset() -> tuple[str, bool]:
 def _custom_shape(preset_name: str) -> tuple[dict[str, Any], str | None]:
     """Every field of the shape, starting from the preset's; the model's own complaint, if any."""
     base = preset(preset_name, 2)
+    st.caption(
+        f"The model's shape, starting from the {preset_name} preset's (the MLP keeps "
+        "4 × d_model neurons). Each choice is one the lessons contrast."
+    )
     c1, c2, c3 = st.columns(3)
     fields = {
         "n_layer": state.number_input(
@@ -289,13 +306,14 @@ def _costs(settings: RunSettings, text: str | None) -> list[str]:
         help=f"Measured: a few timed training steps of this model on {limits.threads} thread(s), "
         f"the job's, at batch {timed_batch}.",
     )
-    _time_metric(c3, train, settings.minutes, cfg.n_ctx, speed, limits)
+    about_time = _time_metric(c3, train, settings.minutes, cfg.n_ctx, speed, limits)
     c4.metric(
         "Memory",
         _gb(memory.total),
         help=f"{_gb(memory.state)} for the weights, their gradients and AdamW's two moments "
         f"(16 bytes a parameter), {_gb(memory.activations)} for one step's activations.",
     )
+    st.caption(about_time)
     st.caption(
         f"This server trains at most {limits.max_jobs} run(s) at once, {limits.max_params:,} "
         f"parameters, {limits.max_minutes:g} minutes a run; a run trains on {limits.threads} "
@@ -306,18 +324,20 @@ def _costs(settings: RunSettings, text: str | None) -> list[str]:
     return refusals
 
 
-def _time_metric(column, train: TrainConfig, minutes, n_ctx: int, speed, limits) -> None:
+def _time_metric(column, train: TrainConfig, minutes, n_ctx: int, speed, limits) -> str:
+    """The Time metric; returns the sentence that explains it (steps, tokens a step)."""
+    per_step = f"A step reads batch × context = {train.batch_size} × {n_ctx} = " + (
+        f"{train.batch_size * n_ctx:,} tokens"
+    )
     if minutes:
-        steps = estimate.steps_in(minutes * 60, train.batch_size, n_ctx, speed) if speed else None
-        column.metric(
-            "Time",
-            f"{minutes:g} min",
-            help=f"About {steps:,} steps at this speed." if steps else None,
-        )
-        return
+        column.metric("Time", f"{minutes:g} min")
+        if not speed:
+            return per_step + "."
+        steps = estimate.steps_in(minutes * 60, train.batch_size, n_ctx, speed)
+        return f"{per_step}: at the measured speed, about {steps:,} steps in {minutes:g} min."
     if not speed:
         column.metric("Time", "–")
-        return
+        return per_step + "."
     seconds = estimate.train_seconds(train.max_steps, train.batch_size, n_ctx, speed)
     column.metric(
         "Time",
@@ -330,6 +350,7 @@ def _time_metric(column, train: TrainConfig, minutes, n_ctx: int, speed, limits)
             f"The server stops a run after {limits.max_minutes:g} minutes: at this speed it "
             f"would end near step {reach:,} of {train.max_steps:,}."
         )
+    return f"{per_step}; {train.max_steps:,} steps at the measured speed."
 
 
 def _cap_refusals(params: int, minutes: float | None, need: int, limits: jobs.Limits) -> list[str]:
