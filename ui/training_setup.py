@@ -297,8 +297,9 @@ def _costs(settings: RunSettings, text: str | None) -> list[str]:
     c1, c2, c3, c4 = st.columns(4)
     c1.metric(
         "Parameters",
-        f"{params:,}",
-        help="Exact for characters; for BPE and words, the most the vocabulary asked for gives.",
+        _count(params),
+        help=f"{params:,} parameters: exact for characters; for BPE and words, the most the "
+        "vocabulary asked for gives.",
     )
     c2.metric(
         "Tokens / second",
@@ -341,7 +342,7 @@ def _time_metric(column, train: TrainConfig, minutes, n_ctx: int, speed, limits)
     seconds = estimate.train_seconds(train.max_steps, train.batch_size, n_ctx, speed)
     column.metric(
         "Time",
-        f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s",
+        _duration(seconds),
         help="Training steps only; the evaluations every few hundred steps add a little.",
     )
     if seconds > limits.max_minutes * 60:
@@ -376,6 +377,17 @@ def _cap_refusals(params: int, minutes: float | None, need: int, limits: jobs.Li
             f"{limits.max_jobs}); running now: {', '.join(live)}. Wait for one to end."
         )
     return out
+
+
+def _count(n: int) -> str:
+    """A count short enough for a metric at 1024 px: 424,704 or 4.82 M."""
+    return f"{n:,}" if n < 1_000_000 else f"{n / 1e6:.2f} M"
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.1f} min" if seconds < 90 * 60 else f"{seconds / 3600:.1f} h"
 
 
 def _gb(n_bytes: int) -> str:
