@@ -249,5 +249,8 @@ def test_start_starts_a_real_job_in_the_runs_folder(runs):
             jobs.stop("class-run")
         final = _wait_until_done("class-run")
     assert final.state in ("finished", "stopped")
-    at.run()  # the name is taken now: the form says so
-    assert "already exists" in errors(at)
+    at.run()  # the form offers a free name for the next run
+    assert at.text_input(key=widget_key("t_name")).value == "class-run-2"
+    assert not at.error
+    at.text_input(key=widget_key("t_name")).set_value("class-run").run()
+    assert "already exists" in errors(at) and start_button(at).disabled

@@ -443,4 +443,5 @@ def _name_and_start(settings, text, password, problems: list[str]) -> str | None
         st.error(str(exc))
         return None
     st.success(f"Started “{name}”.")
+    state.set_value("t_name", _free_name(name))  # the form is ready for the next run
     return name
