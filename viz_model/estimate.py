@@ -13,6 +13,7 @@ then scales with steps x batch x context. Not here: the caps (jobs.Limits), the 
 
 from __future__ import annotations
 
+import statistics
 import threading
 import time
 from dataclasses import dataclass
@@ -57,6 +58,7 @@ def _train_step(model: GPT, opt: torch.optim.Optimizer, x: torch.Tensor, y: torc
     loss = F.cross_entropy(logits.flatten(0, 1), y.flatten())
     opt.zero_grad(set_to_none=True)
     loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # as the loop does (grad_clip)
     opt.step()
 
 
@@ -69,9 +71,9 @@ def measure_speed(
 ) -> float:
     """Training tokens per second of this shape on this CPU: up to `steps` timed AdamW steps on
     random ids (B = batch_size, T = n_ctx) after one untimed warm-up step, on `threads` torch
-    threads (what the job gets: jobs.Limits.threads). Once `budget_s` seconds of timed steps have
-    passed it stops early (a large model's steps are long enough to time one). torch's thread
-    setting and random state are put back as they were."""
+    threads (what the job gets: jobs.Limits.threads), from the median step time. Once `budget_s`
+    seconds of timed steps have passed it stops early (a large model's steps are long enough to
+    time one). torch's thread setting and random state are put back as they were."""
     if batch_size < 1 or steps < 1 or threads < 1:
         raise ValueError("batch_size, steps and threads must be at least 1")
     with _THREADS_LOCK, torch.random.fork_rng(devices=[]):
@@ -85,15 +87,15 @@ def measure_speed(
             x = torch.randint(model_cfg.vocab_size, shape)
             y = torch.randint(model_cfg.vocab_size, shape)
             _train_step(model, opt, x, y)  # warm-up: first-call allocations, AdamW's state
-            t0 = time.perf_counter()
-            done = 0
-            while done < steps and (done == 0 or time.perf_counter() - t0 < budget_s):
+            times: list[float] = []
+            while len(times) < steps and sum(times) < budget_s:
+                t0 = time.perf_counter()
                 _train_step(model, opt, x, y)
-                done += 1
-            elapsed = time.perf_counter() - t0
+                times.append(time.perf_counter() - t0)
         finally:
             torch.set_num_threads(before)
-    return done * batch_size * model_cfg.n_ctx / max(elapsed, 1e-9)
+    # the median step: one step slowed by a neighbour's burst of work does not move it
+    return batch_size * model_cfg.n_ctx / max(statistics.median(times), 1e-9)
 
 
 def train_seconds(
