@@ -1,0 +1,256 @@
+"""The Training page's set-up form (ui.training_setup.draw_setup) in AppTest, alone on a page:
+problems are explained before Start, the numbers shown are the engine's, the URL pre-fills every
+setting, and Start starts a real job (stopped before the test ends)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from ui.state import widget_key
+from viz_model import jobs
+from viz_model.data import load_corpus
+from viz_model.run_settings import RunSettings, estimate_params, load_text
+
+
+def _setup_page(password: str | None = None) -> None:
+    import streamlit as st
+
+    from ui.training_setup import draw_setup
+
+    started = draw_setup(st.session_state.get("_test_password"))
+    st.text(f"started: {started}")
+
+
+@pytest.fixture
+def runs(tmp_path, monkeypatch):
+    """An empty runs folder and the server's default caps, for this test only."""
+    monkeypatch.setenv(jobs.RUNS_ENV, str(tmp_path))
+    for name in ("VIZ_MAX_PARAMS", "VIZ_MAX_MINUTES", "VIZ_MAX_JOBS", jobs.PASSWORD_ENV):
+        monkeypatch.delenv(name, raising=False)
+    return tmp_path
+
+
+def page(query: dict[str, str] | None = None, password: str | None = None) -> AppTest:
+    at = AppTest.from_function(_setup_page, default_timeout=60)
+    for key, value in (query or {}).items():
+        at.query_params[key] = value
+    if password is not None:
+        at.session_state["_test_password"] = password
+    return at.run()
+
+
+def errors(at: AppTest) -> str:
+    return " | ".join(e.value for e in at.error)
+
+
+def metric(at: AppTest, label: str) -> str:
+    return next(m.value for m in at.metric if m.label == label)
+
+
+def start_button(at: AppTest):
+    return at.button(key="t_start")
+
+
+TINY_TASK = {"t_data": "task", "t_task": "count", "t_preset": "tiny", "t_batch": "4"}
+
+
+def test_the_parameter_count_is_estimate_params_of_the_chosen_settings(runs):
+    at = page(TINY_TASK)
+    assert not at.exception and not at.error
+    text = load_text(RunSettings(task="count").data_source())
+    char = estimate_params(RunSettings(task="count", preset="tiny"), text)
+    assert metric(at, "Parameters") == f"{char:,}"
+    at.radio(key=widget_key("t_tok")).set_value("bpe").run()
+    at.number_input(key=widget_key("t_vocab")).set_value(300).run()
+    bpe = estimate_params(
+        RunSettings(task="count", preset="tiny", tokenizer="bpe", vocab_size=300), text
+    )
+    assert bpe != char
+    assert metric(at, "Parameters") == f"{bpe:,}"
+    assert float(metric(at, "Tokens / second").replace(",", "")) > 0  # measured
+    assert not start_button(at).disabled
+
+
+def test_a_url_with_t_keys_prefills_every_setting(runs):
+    query = {
+        "t_data": "task",
+        "t_task": "brackets",
+        "t_tok": "word",
+        "t_vocab": "700",
+        "t_preset": "tiny",
+        "t_custom": "1",
+        "t_n_layer": "3",
+        "t_n_head": "2",
+        "t_d_model": "48",
+        "t_n_ctx": "32",
+        "t_pos": "sinusoidal",
+        "t_norm": "post",
+        "t_attn_only": "1",
+        "t_tie_embeddings": "1",
+        "t_dropout": "0.1",
+        "t_budget": "steps",
+        "t_steps": "300",
+        "t_batch": "6",
+        "t_lr": "0.002",
+        "t_seed": "7",
+        "t_name": "shared-run",
+    }
+    at = page(query)
+    assert not at.exception
+    shown = {
+        "t_data": at.radio(key=widget_key("t_data")).value,
+        "t_task": at.selectbox(key=widget_key("t_task")).value,
+        "t_tok": at.radio(key=widget_key("t_tok")).value,
+        "t_vocab": at.number_input(key=widget_key("t_vocab")).value,
+        "t_preset": at.selectbox(key=widget_key("t_preset")).value,
+        "t_custom": at.toggle(key=widget_key("t_custom")).value,
+        "t_n_layer": at.number_input(key=widget_key("t_n_layer")).value,
+        "t_n_head": at.number_input(key=widget_key("t_n_head")).value,
+        "t_d_model": at.number_input(key=widget_key("t_d_model")).value,
+        "t_n_ctx": at.number_input(key=widget_key("t_n_ctx")).value,
+        "t_pos": at.selectbox(key=widget_key("t_pos")).value,
+        "t_norm": at.selectbox(key=widget_key("t_norm")).value,
+        "t_attn_only": at.checkbox(key=widget_key("t_attn_only")).value,
+        "t_tie_embeddings": at.checkbox(key=widget_key("t_tie_embeddings")).value,
+        "t_dropout": at.number_input(key=widget_key("t_dropout")).value,
+        "t_budget": at.radio(key=widget_key("t_budget")).value,
+        "t_steps": at.number_input(key=widget_key("t_steps")).value,
+        "t_batch": at.number_input(key=widget_key("t_batch")).value,
+        "t_lr": at.number_input(key=widget_key("t_lr")).value,
+        "t_seed": at.number_input(key=widget_key("t_seed")).value,
+        "t_name": at.text_input(key=widget_key("t_name")).value,
+    }
+    expected = {
+        **query,
+        "t_vocab": 700,
+        "t_custom": True,
+        "t_n_layer": 3,
+        "t_n_head": 2,
+        "t_d_model": 48,
+        "t_n_ctx": 32,
+        "t_attn_only": True,
+        "t_tie_embeddings": True,
+        "t_dropout": 0.1,
+        "t_steps": 300,
+        "t_batch": 6,
+        "t_lr": 0.002,
+        "t_seed": 7,
+    }
+    assert shown == expected
+    overrides = dict(n_layer=3, n_head=2, d_model=48, n_ctx=32, pos="sinusoidal", norm="post")
+    overrides |= dict(attn_only=True, tie_embeddings=True, dropout=0.1)
+    settings = RunSettings(
+        task="brackets", tokenizer="word", vocab_size=700, preset="tiny", model=overrides
+    )
+    assert metric(at, "Parameters") == f"{estimate_params(settings, ''):,}"
+
+
+def test_heads_that_do_not_divide_d_model_are_explained_and_start_is_disabled(runs):
+    at = page(TINY_TASK)
+    at.toggle(key=widget_key("t_custom")).set_value(True).run()
+    at.number_input(key=widget_key("t_d_model")).set_value(64).run()
+    assert not at.error and not start_button(at).disabled
+    at.number_input(key=widget_key("t_n_head")).set_value(3).run()
+    assert not at.exception
+    assert "d_model (64) must be divisible by n_head (3)" in errors(at)
+    assert start_button(at).disabled
+    assert at.query_params["t_n_head"] in ("3", ["3"])  # the URL carries the choice
+
+
+def test_a_new_preset_resets_the_fields_it_sets(runs):
+    at = page({"t_data": "task", "t_preset": "quick", "t_custom": "1"})
+    at.number_input(key=widget_key("t_d_model")).set_value(96).run()
+    assert at.number_input(key=widget_key("t_batch")).value == 16  # quick's own batch
+    at.selectbox(key=widget_key("t_preset")).set_value("small").run()
+    assert at.number_input(key=widget_key("t_d_model")).value == 128
+    assert at.number_input(key=widget_key("t_batch")).value == 12  # TrainConfig's default
+    assert at.number_input(key=widget_key("t_lr")).value == pytest.approx(1e-3)
+
+
+def test_a_binary_upload_is_refused_with_its_message_and_nothing_is_stored(runs):
+    at = page({"t_data": "own", "t_own": "upload", "t_preset": "tiny"})
+    assert "2,000 characters" in at.info[0].value  # before any upload
+    binary = bytes(range(256)) * 40
+    at.file_uploader(key="t_upload").set_value(("notes.txt", binary, "text/plain")).run()
+    assert not at.exception
+    assert "binary data" in errors(at)
+    assert start_button(at).disabled
+    assert list(runs.iterdir()) == []
+
+
+def test_pasted_text_counts_its_own_characters(runs):
+    at = page({"t_data": "own", "t_own": "paste", "t_preset": "tiny"})
+    text = "to be or not to be, that is the question. " * 60
+    at.text_area(key="t_paste").set_value(text).run()
+    assert not at.error
+    expected = estimate_params(RunSettings(text_file="pasted text", preset="tiny"), text)
+    assert metric(at, "Parameters") == f"{expected:,}"
+
+
+def test_a_model_over_the_servers_cap_is_refused_before_start(runs, monkeypatch):
+    monkeypatch.setenv("VIZ_MAX_PARAMS", "50000")
+    at = page({"t_preset": "small"})
+    params = estimate_params(RunSettings(corpus="shakespeare"), load_corpus("shakespeare"))
+    assert params > 50_000
+    assert f"{params:,} parameters" in errors(at) and "VIZ_MAX_PARAMS=50000" in errors(at)
+    assert start_button(at).disabled
+    assert metric(at, "Tokens / second") == "–"  # a refused model is not timed
+
+
+def test_minutes_over_the_cap_are_refused_before_start(runs, monkeypatch):
+    monkeypatch.setenv("VIZ_MAX_MINUTES", "5")
+    at = page({**TINY_TASK, "t_minutes": "6"})
+    assert "at most 5 minutes" in errors(at) and "VIZ_MAX_MINUTES=5" in errors(at)
+    assert start_button(at).disabled
+
+
+def test_a_bad_run_name_is_explained(runs):
+    at = page({**TINY_TASK, "t_name": "../escape"})
+    assert "is not" in errors(at) and "'../escape'" in errors(at)
+    assert start_button(at).disabled
+
+
+def test_a_wrong_password_is_a_message_not_a_traceback(runs, monkeypatch):
+    monkeypatch.setenv(jobs.PASSWORD_ENV, "secret")
+    at = page(TINY_TASK)
+    assert start_button(at).disabled  # no password given yet
+    at = page(TINY_TASK, password="guess")
+    start_button(at).click().run()
+    assert not at.exception
+    assert "wrong teacher password" in errors(at)
+    assert list(runs.glob("*/settings.json")) == []
+
+
+def _wait_until_done(name: str, seconds: float = 90) -> jobs.RunView:
+    deadline = time.monotonic() + seconds
+    view = jobs.read(name, history=False)
+    while view.live and time.monotonic() < deadline:
+        time.sleep(0.5)
+        view = jobs.read(name, history=False)
+    return view
+
+
+def test_start_starts_a_real_job_in_the_runs_folder(runs):
+    query = {"t_data": "task", "t_task": "repeat", "t_preset": "tiny", "t_budget": "steps"}
+    at = page({**query, "t_steps": "20", "t_batch": "4", "t_name": "class-run"})
+    start_button(at).click().run()
+    try:
+        assert not at.exception and not at.error
+        assert "started: class-run" in [t.value for t in at.text]
+        view = jobs.read("class-run", history=False)
+        assert view.state in ("running", "finished")
+        assert view.path.parent == runs.resolve()
+        assert view.settings["task"] == "repeat" and view.settings["train"]["max_steps"] == 20
+    finally:
+        if jobs.read("class-run", history=False).live:
+            jobs.stop("class-run")
+        final = _wait_until_done("class-run")
+    assert final.state in ("finished", "stopped")
+    at.run()  # the form offers a free name for the next run
+    assert at.text_input(key=widget_key("t_name")).value == "class-run-2"
+    assert not at.error
+    at.text_input(key=widget_key("t_name")).set_value("class-run").run()
+    assert "already exists" in errors(at) and start_button(at).disabled

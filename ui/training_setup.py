@@ -1,0 +1,447 @@
+"""The Training page's "Set up a new run": data, tokenizer, model, training, what the run will cost
+(measured on this machine), a name, and Start.
+
+    started = training_setup.draw_setup(password)   # the run's name on the rerun that started it
+
+Every choice is carried in the URL under a "t_" key, so a teacher shares one link and every
+laptop sets up the same run; pasted and uploaded text are not (a link cannot carry a file).
+Whatever would make Start fail (a shape the model refuses, text that fails its checks, a server
+cap, a taken name) is said where it arises, and Start stays disabled until it is fixed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import streamlit as st
+
+from ui import state
+from viz_model import estimate, jobs
+from viz_model.config import (
+    MAX_CTX,
+    MAX_D_MODEL,
+    MAX_HEADS,
+    MAX_LAYERS,
+    MAX_VOCAB,
+    NORMS,
+    POSITIONS,
+    PRESET_TRAINING,
+    PRESETS,
+    GPTConfig,
+    TrainConfig,
+    preset,
+)
+from viz_model.data import (
+    CORPORA,
+    MAX_UPLOAD_BYTES,
+    MIN_TRAIN_CHARS,
+    TASKS,
+    DataError,
+    validate_user_text,
+)
+from viz_model.run_settings import RunSettings, estimate_params, load_text
+from viz_model.tokenization import DEFAULT_VOCAB
+
+SOURCES = {"corpus": "Shakespeare", "task": "A synthetic task", "own": "Your own text"}
+OWN = {"paste": "Paste it", "upload": "Upload a .txt"}
+TOKENIZERS = {"char": "Characters", "bpe": "BPE", "word": "Words"}
+TOKENIZER_NOTES = {
+    "char": "One token per character: a tiny vocabulary, long sequences.",
+    "bpe": "Frequent byte pairs merged into tokens, as in GPT-2: any text, shorter sequences.",
+    "word": "One token per word or punctuation mark; words it never saw become <unk>.",
+}
+PRESET_NOTES = {
+    "tiny": "the smallest: trains in seconds, learns little",
+    "small": "the command line's default",
+    "medium": "the largest: slow on a laptop CPU",
+    "attn-only-2l": "attention only: where induction heads form (try the repeat task)",
+    "quick": "tuned for a one-minute run in class",
+}
+BUDGETS = {"minutes": "Minutes", "steps": "Steps"}
+DEFAULT_PRESET = "quick"
+DEFAULT_NAME = "our-model"
+MAX_BATCH = 1024
+# The speed is timed on at most this many tokens a step (batch cut down, time per token kept):
+# a large batch would hold the page for seconds and measure nothing the smaller one does not.
+MEASURE_TOKENS = 2048
+MEASURE_MAX_BYTES = 1_000_000_000  # a shape needing more than this is not timed in the server
+# The model's fields a preset sets: reset to the new preset's values when it changes.
+SHAPE_KEYS = ("n_layer", "n_head", "d_model", "n_ctx", "pos", "norm", "attn_only")
+CUSTOM_KEYS = (*SHAPE_KEYS, "tie_embeddings", "dropout")
+PRESET_DEPENDENT = (*(f"t_{k}" for k in CUSTOM_KEYS), "t_batch", "t_lr")
+
+
+def draw_setup(password: str | None) -> str | None:
+    """Draw the set-up form; return the name of the run it started on this rerun, else None."""
+    st.subheader("Set up a new run")
+    left, right = st.columns(2)
+    with left:
+        source, text, data_problem = _data()
+    with right:
+        tokenizer, vocab = _tokenizer()
+    left, right = st.columns(2)
+    with left:
+        preset_name, custom = _preset()
+    with right:
+        train, minutes = _training(preset_name)
+    overrides, shape_problem = _custom_shape(preset_name) if custom else ({}, None)
+    problems = [p for p in (data_problem, shape_problem) if p]
+    settings = None
+    if not problems:
+        try:
+            settings = RunSettings(
+                **source,
+                tokenizer=tokenizer,
+                vocab_size=vocab,
+                preset=preset_name,
+                model=overrides,
+                train=train,
+                minutes=minutes,
+            )
+        except ValueError as exc:
+            problems.append(str(exc))
+            st.error(str(exc))
+    st.markdown("#### Before you start")
+    if settings is None:
+        st.info("Fix what is marked above to see what this run will cost.")
+    else:
+        problems += _costs(settings, text)
+    return _name_and_start(settings, text, password, problems)
+
+
+# ---- the four choices ---------------------------------------------------------------------------
+
+
+def _data() -> tuple[dict[str, Any], str | None, str | None]:
+    """(the RunSettings data fields, the user's checked text or None, what is wrong or None)."""
+    st.markdown("**Data**")
+    kind = state.radio("Train on", "t_data", list(SOURCES), "corpus", format_func=SOURCES.get)
+    if kind == "corpus":
+        st.caption(CORPORA["shakespeare"])
+        return {"corpus": "shakespeare"}, None, None
+    if kind == "task":
+        task = state.selectbox("Task", "t_task", list(TASKS), "repeat")
+        st.caption(TASKS[task])
+        return {"task": task}, None, None
+    how = state.radio(
+        "Your text", "t_own", list(OWN), "paste", format_func=OWN.get, horizontal=True
+    )
+    st.caption(
+        "Your text is not carried in the page's link: each laptop pastes or uploads its own."
+    )
+    if how == "paste":
+        raw = st.text_area("Text to train on", key="t_paste", height=110)
+        label = "pasted text"
+    else:
+        upload = st.file_uploader(
+            "A plain-text file",
+            type=["txt"],
+            key="t_upload",
+            max_upload_size=math.ceil(MAX_UPLOAD_BYTES / 1e6),
+        )
+        raw, label = (upload.getvalue(), upload.name) if upload else (None, "")
+    if not raw:
+        need = f"Give at least {MIN_TRAIN_CHARS:,} characters of text to train on."
+        st.info(need)
+        return {"text_file": label or "text"}, None, need
+    try:
+        text = validate_user_text(raw)
+    except DataError as exc:
+        st.error(str(exc))
+        return {"text_file": label}, None, str(exc)
+    st.caption(f"{len(text):,} characters, {len(set(text)):,} distinct.")
+    return {"text_file": label}, text, None
+
+
+def _tokenizer() -> tuple[str, int | None]:
+    st.markdown("**Tokenizer**")
+    kind = state.radio(
+        "Split the text into", "t_tok", list(TOKENIZERS), "char", format_func=TOKENIZERS.get
+    )
+    st.caption(TOKENIZER_NOTES[kind])
+    if kind == "char":
+        return kind, None
+    low = 256 if kind == "bpe" else 2
+    vocab = state.number_input(
+        "Vocabulary size", "t_vocab", low, MAX_VOCAB, DEFAULT_VOCAB[kind], step=64
+    )
+    return kind, vocab
+
+
+def _preset() -> tuple[str, bool]:
+    """The preset and whether its shape is customised; a new preset resets the fields it sets."""
+    st.markdown("**Model**")
+    name = state.selectbox("Preset", "t_preset", list(PRESETS), DEFAULT_PRESET)
+    cfg = preset(name, 2)
+    st.caption(
+        f"{PRESET_NOTES.get(name, name)}: {cfg.n_layer} layers × {cfg.n_head} heads, "
+        f"d_model {cfg.d_model}, context {cfg.n_ctx}" + (", attention only" * cfg.attn_only)
+    )
+    seen = st.session_state.get("_t_preset_seen")
+    if seen is not None and seen != name:
+        for key in PRESET_DEPENDENT:
+            st.session_state.pop(key, None)
+            if key in st.query_params:
+                del st.query_params[key]
+    st.session_state["_t_preset_seen"] = name
+    custom = state.toggle("Customise the shape", "t_custom", False)
+    return name, custom
+
+
+def _custom_shape(preset_name: str) -> tuple[dict[str, Any], str | None]:
+    """Every field of the shape, starting from the preset's; the model's own complaint, if any."""
+    base = preset(preset_name, 2)
+    st.caption(
+        f"The model's shape, starting from the {preset_name} preset's (the MLP keeps "
+        "4 × d_model neurons). Each choice is one the lessons contrast."
+    )
+    c1, c2, c3 = st.columns(3)
+    fields = {
+        "n_layer": state.number_input(
+            "Layers", "t_n_layer", 1, MAX_LAYERS, base.n_layer, container=c1
+        ),
+        "n_head": state.number_input("Heads", "t_n_head", 1, MAX_HEADS, base.n_head, container=c2),
+        "d_model": state.number_input(
+            "d_model", "t_d_model", 1, MAX_D_MODEL, base.d_model, step=16, container=c3
+        ),
+        "n_ctx": state.number_input(
+            "Context", "t_n_ctx", 1, MAX_CTX, base.n_ctx, step=16, container=c1
+        ),
+        "pos": state.selectbox("Positions", "t_pos", list(POSITIONS), base.pos, container=c2),
+        "norm": state.selectbox("LayerNorm", "t_norm", list(NORMS), base.norm, container=c3),
+        "dropout": state.number_input(
+            "Dropout", "t_dropout", 0.0, 0.9, float(base.dropout), step=0.05, container=c1
+        ),
+        "attn_only": state.checkbox("Attention only", "t_attn_only", base.attn_only, container=c2),
+        "tie_embeddings": state.checkbox(
+            "Tie embeddings", "t_tie_embeddings", base.tie_embeddings, container=c3
+        ),
+    }
+    try:
+        preset(preset_name, 2, **fields)
+    except ValueError as exc:
+        message = f"This model cannot be built: {exc}."
+        st.error(message)
+        return fields, message
+    return fields, None
+
+
+def _training(preset_name: str) -> tuple[dict[str, Any], float | None]:
+    """(TrainConfig overrides, minutes or None); defaults from the preset's own training."""
+    st.markdown("**Training**")
+    defaults = {**TrainConfig().to_dict(), **PRESET_TRAINING.get(preset_name, {})}
+    a, b = st.columns(2)
+    budget = state.radio(
+        "Train for", "t_budget", list(BUDGETS), "minutes", format_func=BUDGETS.get, container=a
+    )
+    if budget == "minutes":
+        amount = state.number_input("Minutes", "t_minutes", 0.1, 600.0, 1.0, step=0.5, container=b)
+    else:
+        amount = state.number_input("Steps", "t_steps", 1, 1_000_000, 500, step=100, container=b)
+    batch = state.number_input(
+        "Batch size", "t_batch", 1, MAX_BATCH, defaults["batch_size"], container=a
+    )
+    lr = state.number_input(
+        "Learning rate",
+        "t_lr",
+        1e-5,
+        1.0,
+        float(defaults["lr"]),
+        step=5e-4,
+        format="%g",
+        container=b,
+    )
+    seed = state.number_input("Seed", "t_seed", 0, 2**31 - 1, 0, container=a)
+    train = {"batch_size": batch, "lr": lr, "seed": seed}
+    if budget == "steps":
+        return {**train, "max_steps": amount}, None
+    return train, amount
+
+
+# ---- what it will cost ------------------------------------------------------------------------
+
+
+@st.cache_data(show_spinner=False, max_entries=4)
+def _distinct_chars(source_json: str) -> str:
+    """The distinct characters of a bundled corpus or task: all a char vocabulary needs."""
+    return "".join(sorted(set(load_text(json.loads(source_json)))))
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _speed(cfg_json: str, batch_size: int, threads: int) -> float:
+    """Measured tokens per second of this shape (estimate.measure_speed), once per shape."""
+    return estimate.measure_speed(GPTConfig(**json.loads(cfg_json)), batch_size, threads)
+
+
+def _costs(settings: RunSettings, text: str | None) -> list[str]:
+    """Parameters, speed, time and memory of the run, and the caps it breaks (also returned)."""
+    chars = text if text is not None else _distinct_chars(json.dumps(settings.data_source()))
+    try:
+        limits = jobs.Limits.from_env()
+        params = estimate_params(settings, chars)
+        cfg = estimate.model_shape(settings, chars)
+        train = settings.train_config()
+    except (ValueError, jobs.JobError) as exc:
+        st.error(str(exc))
+        return [str(exc)]
+    batch = train.batch_size
+    memory = estimate.memory_parts(cfg, batch)
+    refusals = _cap_refusals(params, settings.minutes, memory.total, limits)
+    timed_batch = max(1, min(batch, MEASURE_TOKENS // cfg.n_ctx))
+    speed = None
+    if not refusals and estimate.memory_estimate(cfg, timed_batch) <= MEASURE_MAX_BYTES:
+        with st.spinner("Timing a few training steps of this model on this machine…"):
+            speed = _speed(json.dumps(cfg.to_dict()), timed_batch, limits.threads)
+    c1, c2, c3, c4 = st.columns(4)
+    c1.metric(
+        "Parameters",
+        _count(params),
+        help=f"{params:,} parameters: exact for characters; for BPE and words, the most the "
+        "vocabulary asked for gives.",
+    )
+    c2.metric(
+        "Tokens / second",
+        f"{speed:,.0f}" if speed else "–",
+        help=f"Measured: a few timed training steps of this model on {limits.threads} thread(s), "
+        f"the job's, at batch {timed_batch}.",
+    )
+    about_time = _time_metric(c3, train, settings.minutes, cfg.n_ctx, speed, limits)
+    c4.metric(
+        "Memory",
+        _gb(memory.total),
+        help=f"{_gb(memory.state)} for the weights, their gradients and AdamW's two moments "
+        f"(16 bytes a parameter), {_gb(memory.activations)} for one step's activations.",
+    )
+    st.caption(about_time)
+    st.caption(
+        f"This server trains at most {limits.max_jobs} run(s) at once, {limits.max_params:,} "
+        f"parameters, {limits.max_minutes:g} minutes a run; a run trains on {limits.threads} "
+        "thread(s), so the class's pages stay quick."
+    )
+    for message in refusals:
+        st.error(message)
+    return refusals
+
+
+def _time_metric(column, train: TrainConfig, minutes, n_ctx: int, speed, limits) -> str:
+    """The Time metric; returns the sentence that explains it (steps, tokens a step)."""
+    per_step = f"A step reads batch × context = {train.batch_size} × {n_ctx} = " + (
+        f"{train.batch_size * n_ctx:,} tokens"
+    )
+    if minutes:
+        column.metric("Time", f"{minutes:g} min")
+        if not speed:
+            return per_step + "."
+        steps = estimate.steps_in(minutes * 60, train.batch_size, n_ctx, speed)
+        return f"{per_step}: at the measured speed, about {steps:,} steps in {minutes:g} min."
+    if not speed:
+        column.metric("Time", "–")
+        return per_step + "."
+    seconds = estimate.train_seconds(train.max_steps, train.batch_size, n_ctx, speed)
+    column.metric(
+        "Time",
+        _duration(seconds),
+        help="Training steps only; the evaluations every few hundred steps add a little.",
+    )
+    if seconds > limits.max_minutes * 60:
+        reach = estimate.steps_in(limits.max_minutes * 60, train.batch_size, n_ctx, speed)
+        st.warning(
+            f"The server stops a run after {limits.max_minutes:g} minutes: at this speed it "
+            f"would end near step {reach:,} of {train.max_steps:,}."
+        )
+    return f"{per_step}; {train.max_steps:,} steps at the measured speed."
+
+
+def _cap_refusals(params: int, minutes: float | None, need: int, limits: jobs.Limits) -> list[str]:
+    """What the server would refuse (jobs.start's own wording), checked before Start."""
+    out = []
+    if params > limits.max_params:
+        out.append(
+            f"This model has {params:,} parameters; the server trains at most "
+            f"{limits.max_params:,} (VIZ_MAX_PARAMS={limits.max_params}). Choose a smaller one."
+        )
+    if minutes is not None and minutes > limits.max_minutes:
+        out.append(
+            f"A run may train for at most {limits.max_minutes:g} minutes here (VIZ_MAX_MINUTES="
+            f"{limits.max_minutes:g}); asked for {minutes:g}."
+        )
+    free = estimate.available_memory()
+    if free is not None and need > free:
+        out.append(f"This run needs about {_gb(need)} of memory; the server has {_gb(free)} free.")
+    live = [v.name for v in jobs.list_runs() if v.live]
+    if len(live) >= limits.max_jobs:
+        out.append(
+            f"The server runs at most {limits.max_jobs} training job(s) at once (VIZ_MAX_JOBS="
+            f"{limits.max_jobs}); running now: {', '.join(live)}. Wait for one to end."
+        )
+    return out
+
+
+def _count(n: int) -> str:
+    """A count short enough for a metric at 1024 px: 424,704 or 4.82 M."""
+    return f"{n:,}" if n < 1_000_000 else f"{n / 1e6:.2f} M"
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.1f} min" if seconds < 90 * 60 else f"{seconds / 3600:.1f} h"
+
+
+def _gb(n_bytes: int) -> str:
+    return f"{n_bytes / 1e9:.2f} GB" if n_bytes >= 1e8 else f"{n_bytes / 1e6:.0f} MB"
+
+
+# ---- name and start ---------------------------------------------------------------------------
+
+
+def _name_problem(name: str) -> str | None:
+    try:
+        path = jobs.run_dir(name)
+    except jobs.JobError as exc:
+        return str(exc)
+    if path.exists() or (jobs.REPO / "assets" / "models" / name).exists():
+        return f"A run or model named {name!r} already exists; choose another name."
+    return None
+
+
+def _free_name(base: str = DEFAULT_NAME) -> str:
+    """base, or base-2, base-3, ... : the first name no run has."""
+    names = (base, *(f"{base}-{i}" for i in range(2, 1000)))
+    return next((n for n in names if _name_problem(n) is None), base)
+
+
+def _name_and_start(settings, text, password, problems: list[str]) -> str | None:
+    left, right = st.columns([2, 1], vertical_alignment="bottom")
+    name = state.bind(
+        left.text_input,
+        "t_name",
+        state.url_str("t_name", _free_name(), 64),
+        "Run name",
+        help="Letters, digits, '-' and '_'; the model appears under this name in the picker.",
+    )
+    name_problem = _name_problem(name)
+    locked = jobs.password_required() and not password
+    clicked = right.button(
+        "Start training",
+        key="t_start",
+        type="primary",
+        disabled=bool(problems or name_problem or locked or settings is None),
+        use_container_width=True,
+    )
+    if name_problem:
+        st.error(name_problem)
+    if locked:
+        st.info("Starting a run needs the teacher password.")
+    if not clicked:
+        return None
+    try:
+        jobs.start(name, settings, text=text, password=password)
+    except jobs.JobError as exc:
+        st.error(str(exc))
+        return None
+    st.success(f"Started “{name}”.")
+    state.set_value("t_name", _free_name(name))  # the form is ready for the next run
+    return name
