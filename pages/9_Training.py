@@ -9,8 +9,9 @@ import math
 import streamlit as st
 
 import ui
-from ui import cache, training_live, training_view
+from ui import cache, state, training_live, training_view
 from ui.frame import val_loss
+from ui.training_setup import draw_setup
 from viz_model import jobs
 from viz_model.analysis.training import bundle_baselines
 
@@ -42,8 +43,14 @@ def teacher_password() -> str | None:
     )
 
 
+st.subheader("Train a model on this server")
+password = teacher_password()
+with st.expander("Set up a new run", expanded=not jobs.list_runs()):
+    started = draw_setup(password)
+if started:  # show the new run below, refreshing while it trains
+    state.set_value(training_live.RUN_KEY, started)
 st.subheader("Runs on this server")
-training_live.draw_runs(teacher_password())
+training_live.draw_runs(password)
 st.divider()
 
 

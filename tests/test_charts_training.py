@@ -93,3 +93,12 @@ def test_a_run_stores_its_baselines_and_the_page_reads_them_back(tmp_path):
     save_bundle(tmp_path / "r", run.model, run.tokenizer, meta=run.meta)
     read = bundle_baselines(load_bundle(tmp_path / "r"))
     assert read.as_dict() == direct.as_dict()
+
+
+def test_labels_of_nearly_equal_baselines_do_not_overlap():
+    curves_ = curves(history(50))
+    fig = loss_curves(curves_, {"blind guess": 3.33, "unigram": 3.29, "bigram": 3.29})
+    spots = [(a.xanchor, a.yanchor) for a in fig.layout.annotations]
+    assert len(set(spots)) == 3
+    apart = loss_curves(curves_, {"blind guess": 4.3, "unigram": 3.3, "bigram": 2.5})
+    assert len({(a.xanchor, a.yanchor) for a in apart.layout.annotations}) == 1

@@ -75,7 +75,6 @@ PRESET_DEPENDENT = (*(f"t_{k}" for k in CUSTOM_KEYS), "t_batch", "t_lr")
 
 def draw_setup(password: str | None) -> str | None:
     """Draw the set-up form; return the name of the run it started on this rerun, else None."""
-    st.subheader("Set up a new run")
     left, right = st.columns(2)
     with left:
         source, text, data_problem = _data()

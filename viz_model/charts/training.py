@@ -50,14 +50,37 @@ def loss_curves(
             legend=dict(orientation="h", y=-0.2),
         ),
     )
-    for name, value in (baselines or {}).items():
+    for (name, value), position in zip(
+        (baselines or {}).items(), label_positions(list((baselines or {}).values())), strict=True
+    ):
         fig.add_hline(
             y=value,
             line=dict(color=BASELINE_COLOUR, dash=BASELINE_DASH.get(name, "dot"), width=1.5),
             annotation=dict(text=f"{name} {value:.2f}", font=dict(color=BASELINE_COLOUR)),
-            annotation_position="top right",
+            annotation_position=position,
         )
     return fig
+
+
+LABEL_SPOTS = ("top right", "bottom right", "top left", "bottom left")
+
+
+def label_positions(values: list[float], close: float = 0.06) -> list[str]:
+    """Where each baseline's label goes: above its line at the right, unless a line within
+    `close` of the largest value (a fraction of it) already has a label there; then the next
+    free spot, so labels of nearly equal baselines (a task where counting learns nothing) do
+    not print over each other.
+
+    >>> label_positions([4.3, 3.3, 2.5]), label_positions([3.33, 3.29, 3.29])
+    (['top right', 'top right', 'top right'], ['top right', 'bottom right', 'top left'])
+    """
+    gap = close * max((abs(v) for v in values), default=1.0)
+    placed: list[tuple[float, str]] = []
+    for value in values:
+        taken = {spot for other, spot in placed if abs(other - value) < gap}
+        spot = next((s for s in LABEL_SPOTS if s not in taken), LABEL_SPOTS[0])
+        placed.append((value, spot))
+    return [spot for _, spot in placed]
 
 
 def lr_curve(curves: Curves, title: str = "") -> go.Figure:
