@@ -144,7 +144,7 @@ def test_a_job_killed_before_its_first_save_starts_again(root):
     lost = wait_for("early", lambda v: v.state != "running", "the kill to be noticed")
     assert lost.state == "interrupted" and "before its first save" in lost.message
     jobs.resume("early")
-    wait_for("early", lambda v: v.state == "running" and v.history, "a new first step")
+    wait_for("early", lambda v: v.state == "running" and v.step > 0, "a new first step")
     jobs.stop("early")
     done = wait_for("early", lambda v: v.state == "stopped", "the stop")
     assert [r["step"] for r in done.history] == list(range(1, done.step + 1))

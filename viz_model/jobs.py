@@ -382,7 +382,8 @@ def _launch(path: Path, plan: dict[str, Any], limits: Limits, params: int | None
     threading.Thread(target=proc.wait, daemon=True).start()
     old = _read_json(path / "status.json", {})
     status = {
-        **{k: old[k] for k in ("step", "elapsed", "saved_step", "samples") if k in old},
+        **{k: old[k] for k in ("saved_step", "samples") if k in old},
+        "step": old.get("saved_step") or 0,  # where a resumed run goes on from
         "state": "running",
         "message": "starting: loading the text, training the tokenizer, building the model",
         "pid": proc.pid,
