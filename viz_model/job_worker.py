@@ -167,12 +167,12 @@ def _wait_while_paused(control: Control, stop: threading.Event, status: Status) 
 
 def run(folder: Path) -> int:
     """Train the run in `folder` to its end; status.json says how it ended."""
+    with jobs._locked(folder.parent):  # jobs.start holds it until our pid and settings are written
+        pass
     plan = jobs._read_json(folder / "plan.json", {})
     settings = RunSettings.from_dict(jobs._read_json(folder / "settings.json"))
     threads = int(plan.get("threads", 1))
     torch.set_num_threads(threads)
-    with jobs._locked(folder.parent):  # jobs._launch holds it until our pid is on record
-        pass
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from viz_model.checkpoint import write_json, write_text
+from viz_model.checkpoint import CheckpointError, write_json, write_text
 from viz_model.data import validate_user_text
 from viz_model.run_settings import RunSettings, estimate_params, load_text
 from viz_model.train import STEPS_WHEN_TIMED
@@ -349,11 +349,17 @@ def start(
             path.mkdir()  # exclusive: of two starts of one name, the second fails here
         except FileExistsError:
             raise JobError(f"a run named {name!r} already exists; choose another name") from None
-        if text is not None:
-            write_text(path / "text.txt", text_kept)
-            settings = dataclasses.replace(settings, text_file=str(path / "text.txt"))
-        write_json(path / "settings.json", settings.to_dict())
-        _launch(path, {"mode": "new"}, limits, params)
+        try:
+            if text is not None:
+                write_text(path / "text.txt", text_kept)
+                settings = dataclasses.replace(settings, text_file=str(path / "text.txt"))
+            _launch(path, {"mode": "new"}, limits, params)
+            # last: a folder with settings.json is a run (list_runs), complete from the start;
+            # the worker reads it once we release the lock
+            write_json(path / "settings.json", settings.to_dict())
+        except (OSError, CheckpointError) as exc:  # a full disk, say: leave no half-made run
+            shutil.rmtree(path, ignore_errors=True)
+            raise JobError(f"could not start {name!r}: {exc}") from None
     return read(name, root)
 
 
