@@ -150,6 +150,19 @@ def test_a_job_killed_before_its_first_save_starts_again(root):
     assert [r["step"] for r in done.history] == list(range(1, done.step + 1))
 
 
+def test_a_job_killed_after_its_last_save_resumes_as_finished(root):
+    jobs.start("whole", tiny(max_steps=12, eval_every=0))
+    done = wait_for("whole", lambda v: v.state == "finished", "the run")
+    status = json.loads((root / "whole" / "status.json").read_text())
+    status.update(state="running", pid=done.pid)  # as if killed before its last status write
+    (root / "whole" / "status.json").write_text(json.dumps(status))
+    wait_for("whole", lambda v: v.state == "interrupted", "the dead pid to be noticed")
+    jobs.resume("whole")
+    again = wait_for("whole", lambda v: v.state == "finished", "the resume")
+    assert again.step == 12 == load_bundle(root / "whole").meta["step"]
+    assert [r["step"] for r in again.history] == list(range(1, 13))
+
+
 def test_same_settings_and_seed_on_one_thread_give_identical_weights(root):
     for name, seed in (("a", 7), ("b", 7), ("c", 8)):
         jobs.start(name, tiny(seed=seed, max_steps=30))

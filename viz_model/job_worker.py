@@ -176,6 +176,11 @@ def run(folder: Path) -> int:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
+    if plan.get("mode") == "resume" and "train" not in plan and (done := _complete(folder)):
+        old = jobs._read_json(folder / "status.json", {})  # killed after its last save
+        ended = {"state": "finished", "message": f"finished at step {done}", "step": done}
+        write_json(folder / "status.json", {**old, **ended, "saved_step": done, "pid": os.getpid()})
+        return 0
     try:
         built = _build(folder, plan, settings)
     except Exception as exc:  # a bad setting or file: say so in the status, not in a traceback
@@ -233,6 +238,15 @@ def _drive(folder: Path, built: Run, cap: float, status: Status, stop: threading
     message = capped or last.stopped or f"finished at step {last.step}"
     status.write(state=state, message=message, saved_step=_saved_step(folder, last.step))
     return 0
+
+
+def _complete(folder: Path) -> int | None:
+    """The step of a bundle that has trained all its steps (or minutes), else None."""
+    config = jobs._read_json(folder / "config.json", {})
+    meta, cfg = config.get("meta") or {}, config.get("train") or {}
+    step, limit = int(meta.get("step", 0)), float(cfg.get("time_limit", 0))
+    by_time = limit > 0 and float(meta.get("wall_time", 0)) >= limit
+    return step if step and (step >= cfg.get("max_steps", math.inf) or by_time) else None
 
 
 def _saved_step(folder: Path, default: int) -> int:

@@ -440,7 +440,7 @@ def step(name: str, password: str | None = None, root: Path | None = None) -> Ru
 def set_lr(name: str, lr: float, password: str | None = None, root: Path | None = None) -> RunView:
     """Change the peak learning rate of a running or paused run from its next step on (the
     warm-up and cosine keep their shape around it; the bundle records it)."""
-    if not isinstance(lr, int | float) or not 0 < lr <= 1:
+    if isinstance(lr, bool) or not isinstance(lr, int | float) or not 0 < lr <= 1:
         raise JobError(f"the learning rate must be a number above 0 and at most 1; got {lr!r}")
     return _control(name, password, root, lambda c: c.update(lr=float(lr)), LIVE)
 
