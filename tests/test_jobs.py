@@ -198,6 +198,15 @@ def test_caps_refuse_with_their_name_and_value(root, monkeypatch):
     assert not root.exists() or jobs.list_runs(root) == []
 
 
+def test_the_minutes_cap_stops_a_run_that_goes_on_and_saves_it(root, monkeypatch):
+    monkeypatch.setenv("VIZ_MAX_MINUTES", "0.01")  # 0.6 s of training
+    jobs.start("capped", tiny(**LONG))
+    done = wait_for("capped", lambda v: not v.live, "the cap")
+    assert done.state == "stopped" and "(VIZ_MAX_MINUTES=0.01)" in done.message
+    assert done.elapsed >= 0.6 and done.step < LONG["max_steps"]
+    assert load_bundle(root / "capped").meta["step"] == done.step
+
+
 def test_threads_default_to_half_the_cores_shared_by_the_jobs(monkeypatch):
     monkeypatch.delenv("VIZ_JOB_THREADS", raising=False)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(2)))

@@ -226,7 +226,7 @@ def _drive(folder: Path, built: Run, cap: float, status: Status, stop: threading
             control.poll()
             if cap > 0 and last.elapsed - start_elapsed >= cap and not stop.is_set():
                 capped = f"stopped after {cap / 60:g} minutes, the longest run allowed here "
-                capped += "(VIZ_MAX_MINUTES)"
+                capped += f"(VIZ_MAX_MINUTES={cap / 60:g})"
                 stop.set()
             _wait_while_paused(control, stop, status)
             if control.stop:
