@@ -1,8 +1,20 @@
 """Training jobs: a child process per run, and every fact about it in the run's folder.
 
-    view = jobs.start("our-model", RunSettings(corpus="shakespeare", preset="quick", minutes=1))
-    jobs.read("our-model").state        # "running", then "finished"; .history, .samples, ...
-    jobs.pause / resume / step / set_lr / stop / train_more / delete ("our-model", password=...)
+    jobs.start("our-model", RunSettings(corpus="shakespeare", preset="quick", minutes=1))
+    view = jobs.read("our-model")      # a RunView: .state, .step, .progress, .history, .samples
+
+The API a page uses (every name a run name; `password` matters only when VIZ_TEACHER_PASSWORD
+is set; every refusal is a JobError whose message can be shown as it is):
+
+    start(name, settings, text=None, password=None) -> RunView   a new run, in a child process
+    read(name, history=True) -> RunView     list_runs() -> [RunView] (newest first, no history)
+    pause(name)   step(name) (paused only: one step)   set_lr(name, lr)   resume(name)
+    stop(name)    train_more(name, steps=N | minutes=M)   delete(name)
+    password_required() -> bool     Limits.from_env() -> the caps and a job's threads
+
+The controls return at once; the worker acts between two steps (within about 50 ms of a step
+ending), so a page shows the effect on its next read. Poll read() (about once a second) rather
+than waiting. Before Start, run_settings.estimate_params gives the model's size.
 
 A job is `python -m viz_model.job_worker RUN_DIR`, the project's own loop (train.train) on the
 settings in RUN_DIR/settings.json. The page never waits on it: it only reads files, so closing a
@@ -17,13 +29,14 @@ under VIZ_RUNS_DIR) is itself the model bundle (so the model picker finds it), p
     text.txt        the pasted or uploaded text, when the run trains on one
     job.log         the worker's stderr (tracebacks)
 
-States: running, paused, finished, stopped, failed, and interrupted: a status that says running
-or paused whose pid is gone, or is not this run's worker (after a reboot, say). Resume continues
-an interrupted run from its last save (the bundle is rewritten at every evaluation).
+States: running, paused, finished, stopped (by Stop, the minutes cap, SIGTERM or SIGINT, or a
+NaN: the message says which), failed (the message says why), and interrupted: a status that says
+running or paused whose pid is gone, or is not this run's worker (after a reboot, say). Resume
+continues an interrupted run from its last save (the bundle is rewritten at every evaluation).
+Jobs share the server's process group, so a Ctrl-C on `streamlit run` stops them with a save.
 
 Caps (VIZ_MAX_JOBS, VIZ_MAX_PARAMS, VIZ_MAX_MINUTES) are checked, and run folders created, under
-an flock on RUNS/.jobs.lock, so they hold across server processes. When VIZ_TEACHER_PASSWORD is
-set, everything but reading needs it. Every refusal is a JobError with a plain message.
+an flock on RUNS/.jobs.lock, so they hold across server processes.
 """
 
 from __future__ import annotations
@@ -403,7 +416,7 @@ def _launch(path: Path, plan: dict[str, Any], limits: Limits, params: int | None
 # ---- controls ---------------------------------------------------------------------------------
 
 
-def _control(name: str, password: str | None, root: Path | None, change, allowed) -> RunView:
+def _control(name: str, password: str | None, root: Path | None, change, allowed) -> None:
     """Check the password and the state, then apply change(control) to control.json under the lock."""
     check_password(password)
     root = root or runs_root()
@@ -416,42 +429,41 @@ def _control(name: str, password: str | None, root: Path | None, change, allowed
         control = _read_json(view.path / "control.json", {})
         change(control)
         write_json(view.path / "control.json", control)
-    return view
 
 
-def pause(name: str, password: str | None = None, root: Path | None = None) -> RunView:
+def pause(name: str, password: str | None = None, root: Path | None = None) -> None:
     """Pause after the step in progress (the page then offers Step and Resume)."""
-    return _control(name, password, root, lambda c: c.update(paused=True), ("running", "paused"))
+    _control(name, password, root, lambda c: c.update(paused=True), ("running", "paused"))
 
 
-def stop(name: str, password: str | None = None, root: Path | None = None) -> RunView:
+def stop(name: str, password: str | None = None, root: Path | None = None) -> None:
     """Stop after the step in progress (while paused: after one more step), measure the
     validation loss and save the bundle; the state becomes stopped."""
-    return _control(name, password, root, lambda c: c.update(stop=True), LIVE)
+    _control(name, password, root, lambda c: c.update(stop=True), LIVE)
 
 
-def step(name: str, password: str | None = None, root: Path | None = None) -> RunView:
+def step(name: str, password: str | None = None, root: Path | None = None) -> None:
     """While paused: take one optimisation step (its record appears in the history)."""
-    return _control(
-        name, password, root, lambda c: c.update(steps=c.get("steps", 0) + 1), ("paused",)
-    )
+    more = lambda c: c.update(steps=c.get("steps", 0) + 1)  # noqa: E731  a count, never lost
+    _control(name, password, root, more, ("paused",))
 
 
-def set_lr(name: str, lr: float, password: str | None = None, root: Path | None = None) -> RunView:
+def set_lr(name: str, lr: float, password: str | None = None, root: Path | None = None) -> None:
     """Change the peak learning rate of a running or paused run from its next step on (the
     warm-up and cosine keep their shape around it; the bundle records it)."""
     if isinstance(lr, bool) or not isinstance(lr, int | float) or not 0 < lr <= 1:
         raise JobError(f"the learning rate must be a number above 0 and at most 1; got {lr!r}")
-    return _control(name, password, root, lambda c: c.update(lr=float(lr)), LIVE)
+    _control(name, password, root, lambda c: c.update(lr=float(lr)), LIVE)
 
 
-def resume(name: str, password: str | None = None, root: Path | None = None) -> RunView:
+def resume(name: str, password: str | None = None, root: Path | None = None) -> None:
     """Unpause a paused run, or start an interrupted run's worker again from its last save."""
     check_password(password)
     root = root or runs_root()
     if read(name, root, history=False).state == "paused":
-        return _control(name, password, root, lambda c: c.update(paused=False), ("paused",))
-    return _relaunch(name, root, {"mode": "resume"}, ("interrupted",))
+        _control(name, password, root, lambda c: c.update(paused=False), ("paused",))
+    else:
+        _relaunch(name, root, {"mode": "resume"}, ("interrupted",))
 
 
 def train_more(
@@ -460,7 +472,7 @@ def train_more(
     minutes: float | None = None,
     password: str | None = None,
     root: Path | None = None,
-) -> RunView:
+) -> None:
     """Continue a finished or stopped run from its bundle for `steps` more steps or `minutes`
     more minutes (one of the two). The cosine stretches over the new total, so the learning rate
     rises again; the optimiser's running averages restart (bundles do not keep them)."""
@@ -480,10 +492,10 @@ def train_more(
     else:
         used = float(meta.get("wall_time", 0.0))
         plan = {"train": {"max_steps": STEPS_WHEN_TIMED}, "minutes": used / 60 + minutes}
-    return _relaunch(name, root, {"mode": "resume", **plan}, ("finished", "stopped"))
+    _relaunch(name, root, {"mode": "resume", **plan}, ("finished", "stopped"))
 
 
-def _relaunch(name: str, root: Path, plan: dict[str, Any], allowed: tuple[str, ...]) -> RunView:
+def _relaunch(name: str, root: Path, plan: dict[str, Any], allowed: tuple[str, ...]) -> None:
     limits = Limits.from_env()
     with _locked(root):
         view = read(name, root, history=False)
@@ -493,7 +505,6 @@ def _relaunch(name: str, root: Path, plan: dict[str, Any], allowed: tuple[str, .
             )
         _check_room(root, limits)
         _launch(view.path, plan, limits, None)
-    return read(name, root)
 
 
 def delete(name: str, password: str | None = None, root: Path | None = None) -> None:
