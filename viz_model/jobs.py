@@ -14,7 +14,9 @@ is set; every refusal is a JobError whose message can be shown as it is):
 
 The controls return at once; the worker acts between two steps (within about 50 ms of a step
 ending), so a page shows the effect on its next read. Poll read() (about once a second) rather
-than waiting. Before Start, run_settings.estimate_params gives the model's size.
+than waiting. Before Start, run_settings.estimate_params gives the model's size. read() parses
+all of history.jsonl (about 100 bytes a step); a page serving a class can read(history=False)
+and cache read_history(path) on the file's (mtime, size), so one parse serves every session.
 
 A job is `python -m viz_model.job_worker RUN_DIR`, the project's own loop (train.train) on the
 settings in RUN_DIR/settings.json. The page never waits on it: it only reads files, so closing a
@@ -240,7 +242,7 @@ def worker_alive(pid: int | None, folder: Path) -> bool:
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True  # someone else's process: it exists; /proc below decides when readable
+        pass  # another user's process: it exists; /proc says what it runs
     try:
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except FileNotFoundError:
