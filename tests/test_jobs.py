@@ -163,6 +163,21 @@ def test_a_job_killed_after_its_last_save_resumes_as_finished(root):
     assert [r["step"] for r in again.history] == list(range(1, 13))
 
 
+def test_a_job_that_fails_says_why_and_keeps_its_traceback_in_the_log(root):
+    # 3,000 characters leave 300 for validation: too few for a context of 1024, which the
+    # first evaluation finds (the training split is long enough for the steps before it)
+    settings = RunSettings(text_file="short.txt", preset="tiny", model={"n_ctx": 1024})
+    settings = dataclasses.replace(settings, train={"max_steps": 50, "eval_every": 2})
+    jobs.start("short", settings, text=load_corpus("shakespeare")[:3000])
+    deadline = time.monotonic() + TIMEOUT
+    while (view := jobs.read("short")).live:
+        assert time.monotonic() < deadline, view
+        time.sleep(0.05)
+    assert view.state == "failed"
+    assert view.message.startswith("DataError: The validation split has 300 tokens")
+    assert "Traceback" in (root / "short" / "job.log").read_text()
+
+
 def test_same_settings_and_seed_on_one_thread_give_identical_weights(root):
     for name, seed in (("a", 7), ("b", 7), ("c", 8)):
         jobs.start(name, tiny(seed=seed, max_steps=30))

@@ -217,6 +217,8 @@ def _drive(folder: Path, built: Run, cap: float, status: Status, stop: threading
         built.meta,
         peak_lr=control.lr,
     )
+    if control.stop:  # Stop pressed while the run was being set up: one step, then the save
+        stop.set()
     last = None
     with _history_file(folder, built.history) as history:
         for last in loop:
