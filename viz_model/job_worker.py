@@ -81,7 +81,7 @@ class Status:
         cfg = run.cfg
         on_the_clock = cfg.time_limit > 0 and cfg.max_steps == STEPS_WHEN_TIMED
         self.data: dict[str, Any] = {
-            **{k: v for k, v in jobs._read_json(self.path, {}).items() if k == "samples"},
+            **{k: v for k, v in jobs.read_json(self.path, {}).items() if k == "samples"},
             "state": "running",
             "message": "",
             "pid": os.getpid(),
@@ -167,17 +167,17 @@ def _wait_while_paused(control: Control, stop: threading.Event, status: Status) 
 
 def run(folder: Path) -> int:
     """Train the run in `folder` to its end; status.json says how it ended."""
-    with jobs._locked(folder.parent):  # jobs.start holds it until our pid and settings are written
+    with jobs.locked(folder.parent):  # jobs.start holds it until our pid and settings are written
         pass
-    plan = jobs._read_json(folder / "plan.json", {})
-    settings = RunSettings.from_dict(jobs._read_json(folder / "settings.json"))
+    plan = jobs.read_json(folder / "plan.json", {})
+    settings = RunSettings.from_dict(jobs.read_json(folder / "settings.json"))
     threads = int(plan.get("threads", 1))
     torch.set_num_threads(threads)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     if plan.get("mode") == "resume" and "train" not in plan and (done := _complete(folder)):
-        old = jobs._read_json(folder / "status.json", {})  # killed after its last save
+        old = jobs.read_json(folder / "status.json", {})  # killed after its last save
         ended = {"state": "finished", "message": f"finished at step {done}", "step": done}
         write_json(folder / "status.json", {**old, **ended, "saved_step": done, "pid": os.getpid()})
         return 0
@@ -244,7 +244,7 @@ def _drive(folder: Path, built: Run, cap: float, status: Status, stop: threading
 
 def _complete(folder: Path) -> int | None:
     """The step of a bundle that has trained all its steps (or minutes), else None."""
-    config = jobs._read_json(folder / "config.json", {})
+    config = jobs.read_json(folder / "config.json", {})
     meta, cfg = config.get("meta") or {}, config.get("train") or {}
     step, limit = int(meta.get("step", 0)), float(cfg.get("time_limit", 0))
     by_time = limit > 0 and float(meta.get("wall_time", 0)) >= limit
@@ -253,7 +253,7 @@ def _complete(folder: Path) -> int | None:
 
 def _saved_step(folder: Path, default: int) -> int:
     """The step of the bundle on disk (after a NaN, the last good step rather than the last)."""
-    config = jobs._read_json(folder / "config.json", {})
+    config = jobs.read_json(folder / "config.json", {})
     return int((config.get("meta") or {}).get("step", default))
 
 

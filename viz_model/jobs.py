@@ -160,7 +160,7 @@ def run_dir(name: str, root: Path | None = None) -> Path:
 
 
 @contextlib.contextmanager
-def _locked(root: Path) -> Iterator[None]:
+def locked(root: Path) -> Iterator[None]:
     """Hold the runs root's lock file (fcntl.flock: across processes, released if one dies)."""
     root.mkdir(parents=True, exist_ok=True)
     with open(root / LOCK_FILE, "a") as handle:
@@ -211,7 +211,8 @@ class RunView:
         return (self.path / "config.json").is_file()
 
 
-def _read_json(path: Path, default: Any = None) -> Any:
+def read_json(path: Path, default: Any = None) -> Any:
+    """A JSON file of a run (`default` if missing); JobError if unreadable."""
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -255,10 +256,10 @@ def worker_alive(pid: int | None, folder: Path) -> bool:
 def read(name: str, root: Path | None = None, history: bool = True) -> RunView:
     """The run's state as its files say, with a dead worker's running/paused read as interrupted."""
     path = run_dir(name, root)
-    settings = _read_json(path / "settings.json")
+    settings = read_json(path / "settings.json")
     if settings is None:
         raise JobError(f"there is no run named {name!r}")
-    status = _read_json(path / "status.json", {})
+    status = read_json(path / "status.json", {})
     known = {f.name for f in dataclasses.fields(RunView)} - {"name", "path", "settings", "history"}
     view = RunView(name, path, "failed", settings=settings)
     for key, value in status.items():
@@ -358,7 +359,7 @@ def start(
         raise JobError(f"{name!r} is the name of a bundled model; choose another name")
     limits = Limits.from_env()
     text_kept, params = _prepare(settings, text, limits)
-    with _locked(root):
+    with locked(root):
         _check_room(root, limits)
         try:
             path.mkdir()  # exclusive: of two starts of one name, the second fails here
@@ -401,7 +402,7 @@ def _launch(path: Path, plan: dict[str, Any], limits: Limits, params: int | None
         )
     # wait() in a thread, so a finished worker does not linger as a zombie of this server
     threading.Thread(target=proc.wait, daemon=True).start()
-    old = _read_json(path / "status.json", {})
+    old = read_json(path / "status.json", {})
     status = {
         **{k: old[k] for k in ("saved_step", "samples") if k in old},
         "step": old.get("saved_step") or 0,  # where a resumed run goes on from
@@ -422,13 +423,13 @@ def _control(name: str, password: str | None, root: Path | None, change, allowed
     """Check the password and the state, then apply change(control) to control.json under the lock."""
     check_password(password)
     root = root or runs_root()
-    with _locked(root):
+    with locked(root):
         view = read(name, root, history=False)
         if view.state not in allowed:
             raise JobError(
                 f"{name!r} is {view.state}; this works only when it is {' or '.join(allowed)}"
             )
-        control = _read_json(view.path / "control.json", {})
+        control = read_json(view.path / "control.json", {})
         change(control)
         write_json(view.path / "control.json", control)
 
@@ -487,7 +488,7 @@ def train_more(
         raise JobError(f"more minutes must be above 0; got {minutes!r}")
     _check_minutes(minutes, Limits.from_env())
     root = root or runs_root()
-    config = _read_json(run_dir(name, root) / "config.json", {})
+    config = read_json(run_dir(name, root) / "config.json", {})
     meta = config.get("meta") or {}
     if steps is not None:
         plan = {"train": {"max_steps": int(meta.get("step", 0)) + steps}, "minutes": 0.0}
@@ -499,7 +500,7 @@ def train_more(
 
 def _relaunch(name: str, root: Path, plan: dict[str, Any], allowed: tuple[str, ...]) -> None:
     limits = Limits.from_env()
-    with _locked(root):
+    with locked(root):
         view = read(name, root, history=False)
         if view.state not in allowed:
             raise JobError(
@@ -513,7 +514,7 @@ def delete(name: str, password: str | None = None, root: Path | None = None) -> 
     """Remove a run that is not running (its bundle goes with it)."""
     check_password(password)
     root = root or runs_root()
-    with _locked(root):
+    with locked(root):
         view = read(name, root, history=False)
         if view.live:
             raise JobError(f"{name!r} is {view.state}; stop it before deleting it")
