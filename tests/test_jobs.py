@@ -242,6 +242,16 @@ def finished_run(root: Path, name: str) -> Path:
     return path
 
 
+def test_a_running_status_whose_pid_is_not_our_worker_reads_as_interrupted(root):
+    path = finished_run(root, "reboot")
+    status = {"state": "running", "step": 40, "saved_step": 30}
+    for pid in (os.getpid(), 1):  # alive, but pytest and init are no run's worker
+        (path / "status.json").write_text(json.dumps({**status, "pid": pid}))
+        view = jobs.read("reboot")
+        assert view.state == "interrupted" and "continues from step 30" in view.message
+    assert not jobs.worker_alive(None, path)
+
+
 def test_the_teacher_password_guards_every_change_but_not_reading(root, monkeypatch):
     finished_run(root, "done")
     monkeypatch.setenv(jobs.PASSWORD_ENV, "sesame")
