@@ -144,10 +144,38 @@ def test_a_job_killed_before_its_first_save_starts_again(root):
     lost = wait_for("early", lambda v: v.state != "running", "the kill to be noticed")
     assert lost.state == "interrupted" and "before its first save" in lost.message
     jobs.resume("early")
-    wait_for("early", lambda v: v.state == "running" and v.history, "a new first step")
+    wait_for("early", lambda v: v.state == "running" and v.step > 0, "a new first step")
     jobs.stop("early")
     done = wait_for("early", lambda v: v.state == "stopped", "the stop")
     assert [r["step"] for r in done.history] == list(range(1, done.step + 1))
+
+
+def test_a_job_killed_after_its_last_save_resumes_as_finished(root):
+    jobs.start("whole", tiny(max_steps=12, eval_every=0))
+    done = wait_for("whole", lambda v: v.state == "finished", "the run")
+    status = json.loads((root / "whole" / "status.json").read_text())
+    status.update(state="running", pid=done.pid)  # as if killed before its last status write
+    (root / "whole" / "status.json").write_text(json.dumps(status))
+    wait_for("whole", lambda v: v.state == "interrupted", "the dead pid to be noticed")
+    jobs.resume("whole")
+    again = wait_for("whole", lambda v: v.state == "finished", "the resume")
+    assert again.step == 12 == load_bundle(root / "whole").meta["step"]
+    assert [r["step"] for r in again.history] == list(range(1, 13))
+
+
+def test_a_job_that_fails_says_why_and_keeps_its_traceback_in_the_log(root):
+    # 3,000 characters leave 300 for validation: too few for a context of 1024, which the
+    # first evaluation finds (the training split is long enough for the steps before it)
+    settings = RunSettings(text_file="short.txt", preset="tiny", model={"n_ctx": 1024})
+    settings = dataclasses.replace(settings, train={"max_steps": 50, "eval_every": 2})
+    jobs.start("short", settings, text=load_corpus("shakespeare")[:3000])
+    deadline = time.monotonic() + TIMEOUT
+    while (view := jobs.read("short")).live:
+        assert time.monotonic() < deadline, view
+        time.sleep(0.05)
+    assert view.state == "failed"
+    assert view.message.startswith("DataError: The validation split has 300 tokens")
+    assert "Traceback" in (root / "short" / "job.log").read_text()
 
 
 def test_same_settings_and_seed_on_one_thread_give_identical_weights(root):
@@ -185,6 +213,15 @@ def test_caps_refuse_with_their_name_and_value(root, monkeypatch):
     assert not root.exists() or jobs.list_runs(root) == []
 
 
+def test_the_minutes_cap_stops_a_run_that_goes_on_and_saves_it(root, monkeypatch):
+    monkeypatch.setenv("VIZ_MAX_MINUTES", "0.01")  # 0.6 s of training
+    jobs.start("capped", tiny(**LONG))
+    done = wait_for("capped", lambda v: not v.live, "the cap")
+    assert done.state == "stopped" and "(VIZ_MAX_MINUTES=0.01)" in done.message
+    assert done.elapsed >= 0.6 and done.step < LONG["max_steps"]
+    assert load_bundle(root / "capped").meta["step"] == done.step
+
+
 def test_threads_default_to_half_the_cores_shared_by_the_jobs(monkeypatch):
     monkeypatch.delenv("VIZ_JOB_THREADS", raising=False)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(2)))
@@ -203,6 +240,16 @@ def finished_run(root: Path, name: str) -> Path:
     (path / "settings.json").write_text(json.dumps(tiny().to_dict()))
     (path / "status.json").write_text(json.dumps({"state": "finished", "step": 40}))
     return path
+
+
+def test_a_running_status_whose_pid_is_not_our_worker_reads_as_interrupted(root):
+    path = finished_run(root, "reboot")
+    status = {"state": "running", "step": 40, "saved_step": 30}
+    for pid in (os.getpid(), 1):  # alive, but pytest and init are no run's worker
+        (path / "status.json").write_text(json.dumps({**status, "pid": pid}))
+        view = jobs.read("reboot")
+        assert view.state == "interrupted" and "continues from step 30" in view.message
+    assert not jobs.worker_alive(None, path)
 
 
 def test_the_teacher_password_guards_every_change_but_not_reading(root, monkeypatch):

@@ -103,6 +103,22 @@ def test_records_carry_the_scheduled_lr(corpus):
     assert [r.lr for r in records] == pytest.approx([lr_at(s, cfg) for s in range(1, 13)], rel=1e-5)
 
 
+def test_the_peak_lr_can_change_while_it_runs_and_the_bundle_keeps_it(corpus, tmp_path):
+    tok, data = corpus
+    cfg = quick_cfg(max_steps=6, warmup_steps=0, lr=2e-3, min_lr=1e-3, sample_tokens=0)
+    asked: list[int] = []
+
+    def peak_lr():  # asked before each step; from step 4 on, a lower peak
+        asked.append(len(asked) + 1)
+        return 5e-4 if len(asked) >= 4 else None
+
+    records = list(train(small_model(tok.vocab_size), data, cfg, tmp_path, tok, peak_lr=peak_lr))
+    assert asked == [1, 2, 3, 4, 5, 6]
+    assert [r.lr for r in records[:3]] == [float(f"{lr_at(s, cfg):.6g}") for s in (1, 2, 3)]
+    assert [r.lr for r in records[3:]] == [5e-4] * 3  # min_lr followed it down: flat
+    assert load_bundle(tmp_path).train_config["lr"] == 5e-4
+
+
 def test_stop_flag_ends_at_the_next_step_with_a_loadable_bundle(corpus, tmp_path):
     tok, data = corpus
     stop = threading.Event()

@@ -10,8 +10,10 @@ All it knows of the page is those files.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
+import math
 import os
 import signal
 import sys
@@ -29,31 +31,28 @@ from viz_model.train import STEPS_WHEN_TIMED, StepRecord, train
 from viz_model.train_cli import command, settings_to_argv
 
 STATUS_EVERY = 0.25  # seconds between status writes while nothing else changes
-PAUSE_POLL = 0.05  # seconds between looks at control.json while paused
+CONTROL_EVERY = 0.05  # seconds between reads of control.json (about 30 us each)
 N_SAMPLES = 6  # the newest samples kept in status.json (all of them are in the history)
 
 
 class Control:
-    """control.json as last read; read again only when the file changed (one stat per step)."""
+    """control.json as last read. It holds states and a running count of step requests, never
+    one-off commands, so reading it at most every CONTROL_EVERY seconds loses nothing."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.seen: tuple[int, int] | None = None
+        self.read_at = -math.inf
         self.values: dict[str, Any] = {}
         self.poll()
         self.steps_served = int(self.values.get("steps", 0))  # step requests before this launch
 
     def poll(self) -> None:
-        try:
-            st = os.stat(self.path)
-        except FileNotFoundError:
+        now = time.monotonic()
+        if now - self.read_at < CONTROL_EVERY:
             return
-        if (st.st_mtime_ns, st.st_size) != self.seen:
-            self.seen = (st.st_mtime_ns, st.st_size)
-            try:
-                self.values = json.loads(self.path.read_text(encoding="utf-8"))
-            except ValueError:
-                self.seen = None  # replaced atomically, so this is rare; read it next time
+        self.read_at = now
+        with contextlib.suppress(OSError, ValueError):  # written atomically: rare; next time
+            self.values = json.loads(self.path.read_text(encoding="utf-8"))
 
     @property
     def paused(self) -> bool:
@@ -82,7 +81,7 @@ class Status:
         cfg = run.cfg
         on_the_clock = cfg.time_limit > 0 and cfg.max_steps == STEPS_WHEN_TIMED
         self.data: dict[str, Any] = {
-            **{k: v for k, v in jobs._read_json(self.path, {}).items() if k == "samples"},
+            **{k: v for k, v in jobs.read_json(self.path, {}).items() if k == "samples"},
             "state": "running",
             "message": "",
             "pid": os.getpid(),
@@ -161,22 +160,27 @@ def _wait_while_paused(control: Control, stop: threading.Event, status: Status) 
     while control.paused and not stop.is_set() and not control.stop:
         if control.take_step():
             return
-        time.sleep(PAUSE_POLL)
+        time.sleep(CONTROL_EVERY)
         control.poll()
     status.write(state="running", message="")
 
 
 def run(folder: Path) -> int:
     """Train the run in `folder` to its end; status.json says how it ended."""
-    plan = jobs._read_json(folder / "plan.json", {})
-    settings = RunSettings.from_dict(jobs._read_json(folder / "settings.json"))
+    with jobs.locked(folder.parent):  # jobs.start holds it until our pid and settings are written
+        pass
+    plan = jobs.read_json(folder / "plan.json", {})
+    settings = RunSettings.from_dict(jobs.read_json(folder / "settings.json"))
     threads = int(plan.get("threads", 1))
     torch.set_num_threads(threads)
-    with jobs._locked(folder.parent):  # jobs._launch holds it until our pid is on record
-        pass
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
+    if plan.get("mode") == "resume" and "train" not in plan and (done := _complete(folder)):
+        old = jobs.read_json(folder / "status.json", {})  # killed after its last save
+        ended = {"state": "finished", "message": f"finished at step {done}", "step": done}
+        write_json(folder / "status.json", {**old, **ended, "saved_step": done, "pid": os.getpid()})
+        return 0
     try:
         built = _build(folder, plan, settings)
     except Exception as exc:  # a bad setting or file: say so in the status, not in a traceback
@@ -213,6 +217,8 @@ def _drive(folder: Path, built: Run, cap: float, status: Status, stop: threading
         built.meta,
         peak_lr=control.lr,
     )
+    if control.stop:  # Stop pressed while the run was being set up: one step, then the save
+        stop.set()
     last = None
     with _history_file(folder, built.history) as history:
         for last in loop:
@@ -222,7 +228,7 @@ def _drive(folder: Path, built: Run, cap: float, status: Status, stop: threading
             control.poll()
             if cap > 0 and last.elapsed - start_elapsed >= cap and not stop.is_set():
                 capped = f"stopped after {cap / 60:g} minutes, the longest run allowed here "
-                capped += "(VIZ_MAX_MINUTES)"
+                capped += f"(VIZ_MAX_MINUTES={cap / 60:g})"
                 stop.set()
             _wait_while_paused(control, stop, status)
             if control.stop:
@@ -236,9 +242,18 @@ def _drive(folder: Path, built: Run, cap: float, status: Status, stop: threading
     return 0
 
 
+def _complete(folder: Path) -> int | None:
+    """The step of a bundle that has trained all its steps (or minutes), else None."""
+    config = jobs.read_json(folder / "config.json", {})
+    meta, cfg = config.get("meta") or {}, config.get("train") or {}
+    step, limit = int(meta.get("step", 0)), float(cfg.get("time_limit", 0))
+    by_time = limit > 0 and float(meta.get("wall_time", 0)) >= limit
+    return step if step and (step >= cfg.get("max_steps", math.inf) or by_time) else None
+
+
 def _saved_step(folder: Path, default: int) -> int:
     """The step of the bundle on disk (after a NaN, the last good step rather than the last)."""
-    config = jobs._read_json(folder / "config.json", {})
+    config = jobs.read_json(folder / "config.json", {})
     return int((config.get("meta") or {}).get("step", default))
 
 

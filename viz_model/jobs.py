@@ -1,8 +1,22 @@
 """Training jobs: a child process per run, and every fact about it in the run's folder.
 
-    view = jobs.start("our-model", RunSettings(corpus="shakespeare", preset="quick", minutes=1))
-    jobs.read("our-model").state        # "running", then "finished"; .history, .samples, ...
-    jobs.pause / resume / step / set_lr / stop / train_more / delete ("our-model", password=...)
+    jobs.start("our-model", RunSettings(corpus="shakespeare", preset="quick", minutes=1))
+    view = jobs.read("our-model")      # a RunView: .state, .step, .progress, .history, .samples
+
+The API a page uses (every name a run name; `password` matters only when VIZ_TEACHER_PASSWORD
+is set; every refusal is a JobError whose message can be shown as it is):
+
+    start(name, settings, text=None, password=None) -> RunView   a new run, in a child process
+    read(name, history=True) -> RunView     list_runs() -> [RunView] (newest first, no history)
+    pause(name)   step(name) (paused only: one step)   set_lr(name, lr)   resume(name)
+    stop(name)    train_more(name, steps=N | minutes=M)   delete(name)
+    password_required() -> bool     Limits.from_env() -> the caps and a job's threads
+
+The controls return at once; the worker acts between two steps (within about 50 ms of a step
+ending), so a page shows the effect on its next read. Poll read() (about once a second) rather
+than waiting. Before Start, run_settings.estimate_params gives the model's size. read() parses
+all of history.jsonl (about 100 bytes a step); a page serving a class can read(history=False)
+and cache read_history(path) on the file's (mtime, size), so one parse serves every session.
 
 A job is `python -m viz_model.job_worker RUN_DIR`, the project's own loop (train.train) on the
 settings in RUN_DIR/settings.json. The page never waits on it: it only reads files, so closing a
@@ -17,13 +31,14 @@ under VIZ_RUNS_DIR) is itself the model bundle (so the model picker finds it), p
     text.txt        the pasted or uploaded text, when the run trains on one
     job.log         the worker's stderr (tracebacks)
 
-States: running, paused, finished, stopped, failed, and interrupted: a status that says running
-or paused whose pid is gone, or is not this run's worker (after a reboot, say). Resume continues
-an interrupted run from its last save (the bundle is rewritten at every evaluation).
+States: running, paused, finished, stopped (by Stop, the minutes cap, SIGTERM or SIGINT, or a
+NaN: the message says which), failed (the message says why), and interrupted: a status that says
+running or paused whose pid is gone, or is not this run's worker (after a reboot, say). Resume
+continues an interrupted run from its last save (the bundle is rewritten at every evaluation).
+Jobs share the server's process group, so a Ctrl-C on `streamlit run` stops them with a save.
 
 Caps (VIZ_MAX_JOBS, VIZ_MAX_PARAMS, VIZ_MAX_MINUTES) are checked, and run folders created, under
-an flock on RUNS/.jobs.lock, so they hold across server processes. When VIZ_TEACHER_PASSWORD is
-set, everything but reading needs it. Every refusal is a JobError with a plain message.
+an flock on RUNS/.jobs.lock, so they hold across server processes.
 """
 
 from __future__ import annotations
@@ -45,7 +60,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from viz_model.checkpoint import write_json, write_text
+from viz_model.checkpoint import CheckpointError, write_json, write_text
 from viz_model.data import validate_user_text
 from viz_model.run_settings import RunSettings, estimate_params, load_text
 from viz_model.train import STEPS_WHEN_TIMED
@@ -145,7 +160,7 @@ def run_dir(name: str, root: Path | None = None) -> Path:
 
 
 @contextlib.contextmanager
-def _locked(root: Path) -> Iterator[None]:
+def locked(root: Path) -> Iterator[None]:
     """Hold the runs root's lock file (fcntl.flock: across processes, released if one dies)."""
     root.mkdir(parents=True, exist_ok=True)
     with open(root / LOCK_FILE, "a") as handle:
@@ -196,7 +211,8 @@ class RunView:
         return (self.path / "config.json").is_file()
 
 
-def _read_json(path: Path, default: Any = None) -> Any:
+def read_json(path: Path, default: Any = None) -> Any:
+    """A JSON file of a run (`default` if missing); JobError if unreadable."""
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -227,7 +243,7 @@ def worker_alive(pid: int | None, folder: Path) -> bool:
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True  # someone else's process: it exists; /proc below decides when readable
+        pass  # another user's process: it exists; /proc says what it runs
     try:
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except FileNotFoundError:
@@ -240,10 +256,10 @@ def worker_alive(pid: int | None, folder: Path) -> bool:
 def read(name: str, root: Path | None = None, history: bool = True) -> RunView:
     """The run's state as its files say, with a dead worker's running/paused read as interrupted."""
     path = run_dir(name, root)
-    settings = _read_json(path / "settings.json")
+    settings = read_json(path / "settings.json")
     if settings is None:
         raise JobError(f"there is no run named {name!r}")
-    status = _read_json(path / "status.json", {})
+    status = read_json(path / "status.json", {})
     known = {f.name for f in dataclasses.fields(RunView)} - {"name", "path", "settings", "history"}
     view = RunView(name, path, "failed", settings=settings)
     for key, value in status.items():
@@ -343,17 +359,23 @@ def start(
         raise JobError(f"{name!r} is the name of a bundled model; choose another name")
     limits = Limits.from_env()
     text_kept, params = _prepare(settings, text, limits)
-    with _locked(root):
+    with locked(root):
         _check_room(root, limits)
         try:
             path.mkdir()  # exclusive: of two starts of one name, the second fails here
         except FileExistsError:
             raise JobError(f"a run named {name!r} already exists; choose another name") from None
-        if text is not None:
-            write_text(path / "text.txt", text_kept)
-            settings = dataclasses.replace(settings, text_file=str(path / "text.txt"))
-        write_json(path / "settings.json", settings.to_dict())
-        _launch(path, {"mode": "new"}, limits, params)
+        try:
+            if text is not None:
+                write_text(path / "text.txt", text_kept)
+                settings = dataclasses.replace(settings, text_file=str(path / "text.txt"))
+            _launch(path, {"mode": "new"}, limits, params)
+            # last: a folder with settings.json is a run (list_runs), complete from the start;
+            # the worker reads it once we release the lock
+            write_json(path / "settings.json", settings.to_dict())
+        except (OSError, CheckpointError) as exc:  # a full disk, say: leave no half-made run
+            shutil.rmtree(path, ignore_errors=True)
+            raise JobError(f"could not start {name!r}: {exc}") from None
     return read(name, root)
 
 
@@ -380,9 +402,10 @@ def _launch(path: Path, plan: dict[str, Any], limits: Limits, params: int | None
         )
     # wait() in a thread, so a finished worker does not linger as a zombie of this server
     threading.Thread(target=proc.wait, daemon=True).start()
-    old = _read_json(path / "status.json", {})
+    old = read_json(path / "status.json", {})
     status = {
-        **{k: old[k] for k in ("step", "elapsed", "saved_step", "samples") if k in old},
+        **{k: old[k] for k in ("saved_step", "samples") if k in old},
+        "step": old.get("saved_step") or 0,  # where a resumed run goes on from
         "state": "running",
         "message": "starting: loading the text, training the tokenizer, building the model",
         "pid": proc.pid,
@@ -396,55 +419,54 @@ def _launch(path: Path, plan: dict[str, Any], limits: Limits, params: int | None
 # ---- controls ---------------------------------------------------------------------------------
 
 
-def _control(name: str, password: str | None, root: Path | None, change, allowed) -> RunView:
+def _control(name: str, password: str | None, root: Path | None, change, allowed) -> None:
     """Check the password and the state, then apply change(control) to control.json under the lock."""
     check_password(password)
     root = root or runs_root()
-    with _locked(root):
+    with locked(root):
         view = read(name, root, history=False)
         if view.state not in allowed:
             raise JobError(
                 f"{name!r} is {view.state}; this works only when it is {' or '.join(allowed)}"
             )
-        control = _read_json(view.path / "control.json", {})
+        control = read_json(view.path / "control.json", {})
         change(control)
         write_json(view.path / "control.json", control)
-    return view
 
 
-def pause(name: str, password: str | None = None, root: Path | None = None) -> RunView:
+def pause(name: str, password: str | None = None, root: Path | None = None) -> None:
     """Pause after the step in progress (the page then offers Step and Resume)."""
-    return _control(name, password, root, lambda c: c.update(paused=True), ("running", "paused"))
+    _control(name, password, root, lambda c: c.update(paused=True), ("running", "paused"))
 
 
-def stop(name: str, password: str | None = None, root: Path | None = None) -> RunView:
+def stop(name: str, password: str | None = None, root: Path | None = None) -> None:
     """Stop after the step in progress (while paused: after one more step), measure the
     validation loss and save the bundle; the state becomes stopped."""
-    return _control(name, password, root, lambda c: c.update(stop=True), LIVE)
+    _control(name, password, root, lambda c: c.update(stop=True), LIVE)
 
 
-def step(name: str, password: str | None = None, root: Path | None = None) -> RunView:
+def step(name: str, password: str | None = None, root: Path | None = None) -> None:
     """While paused: take one optimisation step (its record appears in the history)."""
-    return _control(
-        name, password, root, lambda c: c.update(steps=c.get("steps", 0) + 1), ("paused",)
-    )
+    more = lambda c: c.update(steps=c.get("steps", 0) + 1)  # noqa: E731  a count, never lost
+    _control(name, password, root, more, ("paused",))
 
 
-def set_lr(name: str, lr: float, password: str | None = None, root: Path | None = None) -> RunView:
+def set_lr(name: str, lr: float, password: str | None = None, root: Path | None = None) -> None:
     """Change the peak learning rate of a running or paused run from its next step on (the
     warm-up and cosine keep their shape around it; the bundle records it)."""
-    if not isinstance(lr, int | float) or not 0 < lr <= 1:
+    if isinstance(lr, bool) or not isinstance(lr, int | float) or not 0 < lr <= 1:
         raise JobError(f"the learning rate must be a number above 0 and at most 1; got {lr!r}")
-    return _control(name, password, root, lambda c: c.update(lr=float(lr)), LIVE)
+    _control(name, password, root, lambda c: c.update(lr=float(lr)), LIVE)
 
 
-def resume(name: str, password: str | None = None, root: Path | None = None) -> RunView:
+def resume(name: str, password: str | None = None, root: Path | None = None) -> None:
     """Unpause a paused run, or start an interrupted run's worker again from its last save."""
     check_password(password)
     root = root or runs_root()
     if read(name, root, history=False).state == "paused":
-        return _control(name, password, root, lambda c: c.update(paused=False), ("paused",))
-    return _relaunch(name, root, {"mode": "resume"}, ("interrupted",))
+        _control(name, password, root, lambda c: c.update(paused=False), ("paused",))
+    else:
+        _relaunch(name, root, {"mode": "resume"}, ("interrupted",))
 
 
 def train_more(
@@ -453,7 +475,7 @@ def train_more(
     minutes: float | None = None,
     password: str | None = None,
     root: Path | None = None,
-) -> RunView:
+) -> None:
     """Continue a finished or stopped run from its bundle for `steps` more steps or `minutes`
     more minutes (one of the two). The cosine stretches over the new total, so the learning rate
     rises again; the optimiser's running averages restart (bundles do not keep them)."""
@@ -466,19 +488,19 @@ def train_more(
         raise JobError(f"more minutes must be above 0; got {minutes!r}")
     _check_minutes(minutes, Limits.from_env())
     root = root or runs_root()
-    config = _read_json(run_dir(name, root) / "config.json", {})
+    config = read_json(run_dir(name, root) / "config.json", {})
     meta = config.get("meta") or {}
     if steps is not None:
         plan = {"train": {"max_steps": int(meta.get("step", 0)) + steps}, "minutes": 0.0}
     else:
         used = float(meta.get("wall_time", 0.0))
         plan = {"train": {"max_steps": STEPS_WHEN_TIMED}, "minutes": used / 60 + minutes}
-    return _relaunch(name, root, {"mode": "resume", **plan}, ("finished", "stopped"))
+    _relaunch(name, root, {"mode": "resume", **plan}, ("finished", "stopped"))
 
 
-def _relaunch(name: str, root: Path, plan: dict[str, Any], allowed: tuple[str, ...]) -> RunView:
+def _relaunch(name: str, root: Path, plan: dict[str, Any], allowed: tuple[str, ...]) -> None:
     limits = Limits.from_env()
-    with _locked(root):
+    with locked(root):
         view = read(name, root, history=False)
         if view.state not in allowed:
             raise JobError(
@@ -486,14 +508,13 @@ def _relaunch(name: str, root: Path, plan: dict[str, Any], allowed: tuple[str, .
             )
         _check_room(root, limits)
         _launch(view.path, plan, limits, None)
-    return read(name, root)
 
 
 def delete(name: str, password: str | None = None, root: Path | None = None) -> None:
     """Remove a run that is not running (its bundle goes with it)."""
     check_password(password)
     root = root or runs_root()
-    with _locked(root):
+    with locked(root):
         view = read(name, root, history=False)
         if view.live:
             raise JobError(f"{name!r} is {view.state}; stop it before deleting it")

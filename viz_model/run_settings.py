@@ -73,6 +73,8 @@ class RunSettings:
             ("model", self.model, _MODEL_FIELDS),
             ("training", self.train, _TRAIN_FIELDS),
         ):
+            if not isinstance(given, dict):
+                raise ValueError(f"the {name} settings must be a mapping of names to values")
             unknown = sorted(set(given) - known)
             if unknown:
                 raise ValueError(f"unknown {name} settings: {', '.join(unknown)}")

@@ -1,4 +1,4 @@
-"""Training as an iterator of step records (the command line `python -m viz_model.train` is in train_cli.py).
+"""Training as an iterator of step records (the command line is in train_cli.py).
 
     for record in train(model, data, TrainConfig(max_steps=500), Path("runs/x"), tokenizer):
         print(record.step, record.train_loss)
