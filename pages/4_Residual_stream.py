@@ -43,14 +43,15 @@ st.markdown(
 )
 if cfg.norm == "pre":
     st.latex(
-        r"x_{\text{final}} = \underbrace{x_{\text{embed}} + x_{\text{pos}}}_{\text{embeddings}}"
-        r"+ \sum_{l} \text{attn}_l + \sum_{l} \text{mlp}_l"
-        r"\qquad \text{logits} = \text{LN}_{\text{final}}(x_{\text{final}})\, W_U"
+        r"\begin{gathered}x_{\text{final}} = \underbrace{x_{\text{embed}} + x_{\text{pos}}}"
+        r"_{\text{embeddings}} + \sum_{l} \text{attn}_l + \sum_{l} \text{mlp}_l\\"
+        r"\text{logits} = \text{LN}_{\text{final}}(x_{\text{final}})\, W_U\end{gathered}"
     )
 else:
     st.latex(
-        r"x \leftarrow \text{LN}_1\big(x + \text{attn}(x)\big), \quad "
-        r"x \leftarrow \text{LN}_2\big(x + \text{mlp}(x)\big) \qquad \text{logits} = x\, W_U"
+        r"\begin{gathered}x \leftarrow \text{LN}_1\big(x + \text{attn}(x)\big), \quad "
+        r"x \leftarrow \text{LN}_2\big(x + \text{mlp}(x)\big)\\"
+        r"\text{logits} = x\, W_U\end{gathered}"
     )
 if cfg.norm == "post":
     st.warning(
@@ -209,8 +210,9 @@ def draw_attribution(position: int) -> rs.Attribution:
         "$\\beta \\cdot W_U[:, \\text{token}]$ add up to the logit exactly."
     )
     st.latex(
-        r"\text{logit} = \sum_{c} \frac{c - \operatorname{mean}(c)}{\sigma} \odot \gamma \cdot W_U[:, \text{token}]"
-        r"\; + \; \beta \cdot W_U[:, \text{token}]"
+        r"\begin{aligned}\text{logit} = &\sum_{c} \frac{c - \operatorname{mean}(c)}{\sigma}"
+        r" \odot \gamma \cdot W_U[:, \text{token}]\\ &+ \beta \cdot W_U[:, \text{token}]"
+        r"\end{aligned}"
     )
     order = np.argsort(-report.logits[position])[:10]
     options = [int(i) for i in order]
