@@ -11,7 +11,8 @@ from viz_model.analysis import residual as rs
 from viz_model.charts import residual as charts
 from viz_model.charts.common import show_whitespace
 
-LENS_MAX_T = 40  # positions shown at once in the lens grid
+LENS_MAX_T = 40  # positions shown at once in the lens grid, one character a cell
+LENS_MAX_T_PIECES = 20  # ... when a token is often longer (BPE, words): cells need room to read
 
 ctx = ui.frame("Residual stream", "🌊")
 cfg, tok = ctx.config, ctx.tokenizer
@@ -127,16 +128,16 @@ st.latex(
     if cfg.norm == "pre"
     else r"\text{lens}_l(t) = \operatorname{softmax}\big(x_l(t)\, W_U\big)"
 )
-first = 0
-if T > LENS_MAX_T:
+first, window = 0, LENS_MAX_T if tok.kind == "char" else LENS_MAX_T_PIECES
+if len(ctx.ids) > window:
     first = state.slider(
-        f"First position shown (the grid shows {LENS_MAX_T} at a time)",
+        f"First position shown (the grid shows {window} at a time)",
         "lens_from",
         0,
-        T - LENS_MAX_T,
-        T - LENS_MAX_T,
+        T - window,
+        T - window,
     )
-cols = slice(first, first + LENS_MAX_T)
+cols = slice(first, first + window)
 next_pieces = [ctx.pieces[t + 1] if t + 1 < T else None for t in range(T)]
 st.plotly_chart(
     cache.figure(

@@ -115,3 +115,12 @@ def test_logit_lens_text_is_dark_on_light_cells_and_white_on_dark_ones():
 
 def test_text_colour_follows_the_luminance_of_any_scale():
     assert list(text_colour(np.array([0.0, 1.0]), "Greys")) == ["#111111", "#ffffff"]
+
+
+def test_station_grids_label_every_position_only_while_there_is_room():
+    def axis(n):
+        labels = token_labels(["a"] * n)
+        return resid_norm_heatmap(np.ones((3, n)), STATIONS, labels).layout.xaxis
+
+    assert axis(20).tickmode == "array" and len(axis(20).tickvals) == 20
+    assert axis(60).tickmode != "array"  # 60 labels in ~360 px: plotly thins them

@@ -61,10 +61,10 @@ def tick_font_size(T: int) -> int:
     return 12 if T <= 20 else 10 if T <= 40 else 8
 
 
-def every_tick(labels: list[str]) -> dict:
-    """Axis settings that write every label (plotly would skip some) up to EVERY_TICK_MAX_T."""
-    T = len(labels)
-    font = dict(tickfont=dict(size=tick_font_size(T)))
-    if T > EVERY_TICK_MAX_T:
+def every_tick(labels: list[str], max_t: int = EVERY_TICK_MAX_T) -> dict:
+    """Axis settings that write every label (plotly would skip some) up to max_t labels; an axis
+    with less room than a full-width heatmap's passes a smaller max_t."""
+    font = dict(tickfont=dict(size=tick_font_size(len(labels))))
+    if len(labels) > max_t:
         return font
     return dict(tickmode="array", tickvals=list(labels), ticktext=list(labels), **font)

@@ -9,6 +9,7 @@ from the top, in the order the forward pass reaches them; token positions run ac
 from __future__ import annotations
 
 import html
+import re
 
 import numpy as np
 import plotly.colors as pc
@@ -31,21 +32,25 @@ DOWN_COLOUR = "#2166ac"  # the blue end: pushes down
 TOTAL_COLOUR = "#555555"
 
 
-CELL_TEXT_WIDTH = 900  # about how many pixels the grid's cells share
-KEEP_WHOLE = 5  # tokens this short are never cut: "<u…" reads as nothing, "<unk>" does
+# The grid's plot area on a 1024 px projector (the column less the layer names and colour bar):
+# cell text is cut to what fits there, at CHAR_PX a character (a wider screen shows the same).
+CELL_TEXT_WIDTH = 360
+CHAR_PX = 6
+STATION_TICKS_MAX_T = 24  # every position labelled up to this many (~14 px a label at 1024 px)
+SPECIAL = re.compile(r"^<[A-Za-z_|]{1,8}>$")  # "<unk>", "<|endoftext|>": cut, they read as nothing
 DARK_TEXT, LIGHT_TEXT = "#111111", "#ffffff"
 
 
 def _clip(text: str, n: int) -> str:
     """Cut a cell's token to n characters ('…' marks the cut; the hover shows it whole), but
-    never a token of KEEP_WHOLE characters or fewer.
+    never a special token like <unk>: "<u…" would read as nothing.
 
-    >>> _clip("<unk>", 2), _clip("brother", 4)
-    ('<unk>', 'bro…')
+    >>> _clip("<unk>", 2), _clip("brother", 4), _clip("ight", 1)
+    ('<unk>', 'bro…', 'i…')
     """
-    if len(text) <= max(n, KEEP_WHOLE):
+    if len(text) <= n or SPECIAL.match(text):
         return text
-    return text[: max(n, 2) - 1] + "…"
+    return text[: max(n - 1, 1)] + "…"
 
 
 def text_colour(values: np.ndarray, colorscale: str = PROB_SCALE) -> np.ndarray:
@@ -96,9 +101,9 @@ def _station_grid_layout(fig: go.Figure, labels: list[str], stations: list[str],
     fig.update_yaxes(autorange="reversed")
     fig.update_xaxes(
         type="category",
-        tickangle=-60 if len(labels) > 12 else 0,
+        tickangle=-90 if len(labels) > 20 else -60 if len(labels) > 12 else 0,
         title="token of your prompt (position:text)",
-        **every_tick(labels),
+        **every_tick(labels, STATION_TICKS_MAX_T),
     )
     return base_layout(fig, title, _grid_height(len(stations)) + 30)
 
@@ -125,7 +130,7 @@ def logit_lens_grid(
         ]
         for row in top_tokens
     ]
-    fit = max(2, CELL_TEXT_WIDTH // (7 * max(1, len(labels))))  # characters a cell has room for
+    fit = max(1, CELL_TEXT_WIDTH // (CHAR_PX * max(1, len(labels))))  # characters a cell holds
     # Heatmap text takes one colour per trace, so each cell carries its own in a styled span.
     colours = text_colour(probs)
     cell = [
