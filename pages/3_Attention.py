@@ -39,7 +39,7 @@ from viz_model.charts.common import token_labels
 RANDOM_SEED = 0
 ARITHMETIC_KEY = "attn_arithmetic"  # session-state key of the hand-arithmetic expander
 RANDOM_LENGTH_MAX = 40  # tokens in each copy of the repeated random sequence
-SIDE_BY_SIDE_MAX_T = 24  # longer prompts stack the heatmap and the lines chart
+SIDE_BY_SIDE_MAX_T = 12  # longer prompts stack the heatmap and the lines chart
 
 ctx = ui.frame("Attention", "👀")
 cfg = ctx.config
@@ -155,8 +155,8 @@ if cfg.n_head == 1:
 # ---- one head ---------------------------------------------------------------------------------
 
 name = f"L{layer} H{head}"
-# A long prompt gets the whole column for the heatmap (the lines chart goes below it): beside
-# the lines, 60 tokens left ~4 px a cell on a 1024 px projector.
+# A longer prompt gets the whole column for the heatmap (the lines chart goes below it): beside
+# the lines, on a 1024 px projector, 15 tokens left ~10 px a cell and 60 tokens ~3 px.
 left, right = st.columns([3, 2]) if T <= SIDE_BY_SIDE_MAX_T else (st.container(), st.container())
 with left:
     if view == "scores":

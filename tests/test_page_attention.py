@@ -105,3 +105,16 @@ def test_a_prompt_without_repeats_offers_the_repeated_random_test(models_dir):
     roles = _roles(at)
     assert all(0 <= float(x) <= 1 for x in roles["induction"])
     assert not any("cannot be measured" in i.value for i in at.info)
+
+
+def _heatmap_in_a_column(at) -> bool:
+    """Whether the big pattern heatmap (the chart keyed "attn_heatmap") sits inside st.columns."""
+    return any("attn_heatmap" in c.proto.id for col in at.columns for c in col.get("plotly_chart"))
+
+
+def test_a_long_prompt_gives_the_heatmap_the_whole_column(models_dir):
+    short = app_test(models_dir, PAGE, prompt="to be or")
+    assert len(_array(_heatmap_values(short))) <= 12 and _heatmap_in_a_column(short)
+    long = app_test(models_dir, PAGE, prompt="to be or not to be, that is")
+    assert len(_array(_heatmap_values(long))) > 12  # tokens
+    assert not _heatmap_in_a_column(long)  # beside the lines chart it would be a few px a cell
