@@ -103,6 +103,7 @@ def test_logit_lens_grid_keeps_short_tokens_like_unk_whole_and_escaped():
     tokens = [["<unk>", "a"] * (T // 2)]
     fig = logit_lens_grid(np.full((1, T), 0.5), tokens, ["embed"], [str(i) for i in range(T)])
     assert _cell(fig.data[0].text[0][0]) == "&lt;unk&gt;"  # whole, and text rather than a tag
+    assert fig.data[0].customdata[0][0][0] == "&lt;unk&gt;"  # the hover too
 
 
 def test_logit_lens_text_is_dark_on_light_cells_and_white_on_dark_ones():

@@ -140,7 +140,9 @@ def logit_lens_grid(
         ]
         for srow, hrow, crow in zip(shown, hits, colours, strict=True)
     ]
-    custom = np.array([[[s, nxt[t]] for t, s in enumerate(row)] for row in shown], dtype=object)
+    custom = np.array(
+        [[[_plain(s), _plain(nxt[t])] for t, s in enumerate(row)] for row in shown], dtype=object
+    )
     text = (
         dict(text=cell, texttemplate="%{text}", textfont=dict(size=11 if len(labels) <= 20 else 9))
         if len(labels) <= CELL_TEXT_MAX_T
@@ -166,8 +168,13 @@ def logit_lens_grid(
     return _station_grid_layout(fig, labels, stations, title)
 
 
+def _plain(text: str) -> str:
+    """A token as text in plotly's markup (cells and hovers): "<unk>" or "<b>" is not a tag."""
+    return html.escape(text, quote=False)
+
+
 def _cell_text(text: str, bold: bool, colour: str) -> str:
-    text = html.escape(text, quote=False)  # a token "<unk>" or "<b>" is text, not markup
+    text = _plain(text)
     return f'<span style="color:{colour}">{f"<b>{text}</b>" if bold else text}</span>'
 
 
