@@ -2,8 +2,10 @@
 or attention only), LayerNorms where they sit (pre-LN: inside each branch, plus a final LN; post-LN:
 on the stream after each sum), and the unembedding. Boxes carry hover text with the weights' shapes.
 
-Drawn left to right; models deeper than MAX_DRAWN_BLOCKS show their first blocks, a "⋯", and the
-last block. Not here: parameter counts (the Home page takes them from model.param_counts()).
+Drawn left to right in rows no wider than fits Home's column on a 1024 px projector (the stream
+turns down into the next row like a line of text), each box as wide as its text; models deeper
+than MAX_DRAWN_BLOCKS show their first blocks, a "⋯", and the last block. Also here: the bar chart
+of parameter counts (the Home page takes them from model.param_counts()).
 """
 
 from __future__ import annotations
