@@ -40,6 +40,7 @@ from viz_model.charts.common import token_labels
 
 RANDOM_SEED = 0
 ARITHMETIC_KEY = "attn_arithmetic"  # session-state key of the hand-arithmetic expander
+SIDE_BY_SIDE_MAX_T = 12  # longer prompts stack the heatmap and the lines chart
 
 ctx = ui.frame("Attention", "👀")
 cfg = ctx.config
@@ -114,10 +115,11 @@ st.markdown(
     "**attention pattern**. The head then outputs the weighted sum of the values, *z*, and "
     "writes *z W_O* into the residual stream, the running sum every layer reads and adds to."
 )
+# Two short lines, not one long one: the main column is ~700 px on a 1024 px projector.
 st.latex(
-    r"\text{pattern} = \operatorname{softmax}\!\left(\frac{q\,k^\top}{\sqrt{d_\text{head}}}"
-    r" + \text{mask}\right),\qquad z = \text{pattern}\; v,\qquad"
-    r" \text{result} = z\,W_O"
+    r"\begin{gathered}\text{pattern} = \operatorname{softmax}\!\left("
+    r"\frac{q\,k^\top}{\sqrt{d_\text{head}}} + \text{mask}\right)\\"
+    r"z = \text{pattern}\; v,\qquad \text{result} = z\,W_O\end{gathered}"
 )
 st.caption(
     f"d_head = {cfg.d_head}: the length of each head's q, k and v "
@@ -161,7 +163,9 @@ if cfg.n_head == 1:
 # ---- one head ---------------------------------------------------------------------------------
 
 name = f"L{layer} H{head}"
-left, right = st.columns([3, 2])
+# A longer prompt gets the whole column for the heatmap (the lines chart goes below it): beside
+# the lines, on a 1024 px projector, 15 tokens left ~10 px a cell and 60 tokens ~3 px.
+left, right = st.columns([3, 2]) if T <= SIDE_BY_SIDE_MAX_T else (st.container(), st.container())
 with left:
     if view == "scores":
         st.subheader(f"{name}: scores before softmax")

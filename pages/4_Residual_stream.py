@@ -11,7 +11,8 @@ from viz_model.analysis import residual as rs
 from viz_model.charts import residual as charts
 from viz_model.charts.common import show_whitespace
 
-LENS_MAX_T = 40  # positions shown at once in the lens grid
+LENS_MAX_T = 40  # positions shown at once in the lens grid, one character a cell
+LENS_MAX_T_PIECES = 20  # ... when a token is often longer (BPE, words): cells need room to read
 
 ctx = ui.frame("Residual stream", "🌊")
 cfg, tok = ctx.config, ctx.tokenizer
@@ -43,14 +44,15 @@ st.markdown(
 )
 if cfg.norm == "pre":
     st.latex(
-        r"x_{\text{final}} = \underbrace{x_{\text{embed}} + x_{\text{pos}}}_{\text{embeddings}}"
-        r"+ \sum_{l} \text{attn}_l + \sum_{l} \text{mlp}_l"
-        r"\qquad \text{logits} = \text{LN}_{\text{final}}(x_{\text{final}})\, W_U"
+        r"\begin{gathered}x_{\text{final}} = \underbrace{x_{\text{embed}} + x_{\text{pos}}}"
+        r"_{\text{embeddings}} + \sum_{l} \text{attn}_l + \sum_{l} \text{mlp}_l\\"
+        r"\text{logits} = \text{LN}_{\text{final}}(x_{\text{final}})\, W_U\end{gathered}"
     )
 else:
     st.latex(
-        r"x \leftarrow \text{LN}_1\big(x + \text{attn}(x)\big), \quad "
-        r"x \leftarrow \text{LN}_2\big(x + \text{mlp}(x)\big) \qquad \text{logits} = x\, W_U"
+        r"\begin{gathered}x \leftarrow \text{LN}_1\big(x + \text{attn}(x)\big), \quad "
+        r"x \leftarrow \text{LN}_2\big(x + \text{mlp}(x)\big)\\"
+        r"\text{logits} = x\, W_U\end{gathered}"
     )
 if cfg.norm == "post":
     st.warning(
@@ -126,16 +128,16 @@ st.latex(
     if cfg.norm == "pre"
     else r"\text{lens}_l(t) = \operatorname{softmax}\big(x_l(t)\, W_U\big)"
 )
-first = 0
-if T > LENS_MAX_T:
+first, window = 0, LENS_MAX_T if tok.kind == "char" else LENS_MAX_T_PIECES
+if len(ctx.ids) > window:
     first = state.slider(
-        f"First position shown (the grid shows {LENS_MAX_T} at a time)",
+        f"First position shown (the grid shows {window} at a time)",
         "lens_from",
         0,
-        T - LENS_MAX_T,
-        T - LENS_MAX_T,
+        T - window,
+        T - window,
     )
-cols = slice(first, first + LENS_MAX_T)
+cols = slice(first, first + window)
 next_pieces = [ctx.pieces[t + 1] if t + 1 < T else None for t in range(T)]
 st.plotly_chart(
     cache.figure(
@@ -209,8 +211,9 @@ def draw_attribution(position: int) -> rs.Attribution:
         "$\\beta \\cdot W_U[:, \\text{token}]$ add up to the logit exactly."
     )
     st.latex(
-        r"\text{logit} = \sum_{c} \frac{c - \operatorname{mean}(c)}{\sigma} \odot \gamma \cdot W_U[:, \text{token}]"
-        r"\; + \; \beta \cdot W_U[:, \text{token}]"
+        r"\begin{aligned}\text{logit} = &\sum_{c} \frac{c - \operatorname{mean}(c)}{\sigma}"
+        r" \odot \gamma \cdot W_U[:, \text{token}]\\ &+ \beta \cdot W_U[:, \text{token}]"
+        r"\end{aligned}"
     )
     order = np.argsort(-report.logits[position])[:10]
     options = [int(i) for i in order]

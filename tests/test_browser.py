@@ -2,7 +2,8 @@
 (Playwright) open Home and every page of ui.nav.available_pages() (pages added later are covered
 without editing this file), plus a deep link and a click through the navigation. Each page must
 finish its script with no exception element and at least one drawn chart; a full-height
-screenshot of each goes to artifacts/screenshots/ (gitignored) for a person to look at.
+screenshot of each, at 1400 px and at 1024x768 (a projector; `name@1024.png`), goes to
+artifacts/screenshots/ (gitignored) for a person to look at.
 
 Outside CI the suite skips when no browser is found; with CI=true it fails instead.
 """
@@ -39,6 +40,12 @@ CHARTS = "[data-testid='stPlotlyChart'], [data-testid='stVegaLiteChart']"
 TIMEOUT_MS = 90_000
 PAGES = nav.available_pages()
 DEEP_PROMPT = "KING:\nWhat is the matter?"
+SMALL = (1024, 768)  # a classroom projector
+# Each displayed formula's [scrollWidth, clientWidth]: a wider content than box is a clipped formula.
+FORMULAS_JS = """() => Array.from(document.querySelectorAll('.katex-display'))
+  .map(e => [e.scrollWidth, e.clientWidth])"""
+# Pages whose formulas are still wider than the 1024 px column (issue 9, item 7; other owners).
+WIDE_FORMULAS = {"Tokenization", "LayerNorm", "Next_token"}  # url paths
 # The page's own scroll containers: a full-page screenshot needs the viewport as tall as they are.
 HEIGHT_JS = """() => Math.max(900, ...Array.from(document.querySelectorAll(
   "[data-testid=stMain], [data-testid=stMainBlockContainer], [data-testid=stSidebarContent]"
@@ -154,12 +161,15 @@ def wait_drawn(p) -> None:
     p.wait_for_selector(DONE, timeout=TIMEOUT_MS)
 
 
-def screenshot(p, name: str) -> Path:
+def screenshot(p, name: str, width: int = 1400) -> Path:
+    """A full-height screenshot at `width`; the page re-lays itself out, it is not run again."""
     SHOTS.mkdir(parents=True, exist_ok=True)
+    p.set_viewport_size({"width": width, "height": SMALL[1]})
+    p.wait_for_timeout(300)
     height = min(p.evaluate(HEIGHT_JS) + 40, 8000)
-    p.set_viewport_size({"width": 1400, "height": height})
+    p.set_viewport_size({"width": width, "height": height})
     p.wait_for_timeout(600)
-    path = SHOTS / f"{name}.png"
+    path = SHOTS / (f"{name}.png" if width == 1400 else f"{name}@{width}.png")
     p.screenshot(path=str(path), full_page=True)
     return path
 
@@ -169,6 +179,10 @@ def check_page(p, name: str) -> None:
     with contextlib.suppress(PlaywrightTimeout):  # charts mount a moment after the script ends
         p.wait_for_selector(CHARTS, timeout=15_000)
     shot = screenshot(p, name)
+    small = screenshot(p, name, width=SMALL[0])  # a projector: every page is looked at there too
+    if urlparse(p.url).path.strip("/") not in WIDE_FORMULAS:
+        clipped = [w for w in p.evaluate(FORMULAS_JS) if w[0] > w[1] + 4]  # +4: sub-pixel rounding
+        assert not clipped, f"{name}: formulas clipped at {SMALL[0]} px: {clipped} ({small})"
     if exceptions.count():
         pytest.fail(
             f"{name}: exception on the page: {exceptions.first.inner_text()[:500]} ({shot})"

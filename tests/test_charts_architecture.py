@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import plotly.graph_objects as go
 import pytest
 
 from tests.conftest import tiny_config
 from viz_model.charts.architecture import (
     MAX_DRAWN_BLOCKS,
+    NARROWEST_PX,
     architecture_figure,
     blocks_drawn,
     layout_boxes,
     param_counts_figure,
     param_rows,
+    text_px,
 )
 from viz_model.config import GPTConfig
+
+MODELS = Path(__file__).resolve().parent.parent / "assets" / "models"
 
 
 def kinds(cfg: GPTConfig) -> dict[str, int]:
@@ -38,10 +45,10 @@ def test_post_ln_puts_ln_on_the_stream_and_has_no_final_ln():
     boxes, _, _ = layout_boxes(cfg)
     lns = [b for b in boxes if b.kind == "ln"]
     assert len(lns) == 2 * cfg.n_layer
-    assert all(b.y == 0.0 for b in lns)  # on the residual stream, after each sum
-    assert not any("final" in b.text for b in lns)
     _, _, marks = layout_boxes(cfg)
-    assert all(any(ln.x > s for ln in lns) for s in marks["sums"])  # each sum is normalised
+    assert all(b.y in marks["rows"] for b in lns)  # on the residual stream, after each sum
+    assert not any("final" in b.text for b in lns)
+    assert all(any(ln.y == y and ln.x > x for ln in lns) for x, y in marks["sums"])
     pre = [b for b in layout_boxes(tiny_config())[0] if b.kind == "ln"]
     assert sum(b.y > 0 for b in pre) == 2 * cfg.n_layer  # pre-LN: inside the branches
 
@@ -91,6 +98,8 @@ def test_figure_shows_every_box_inside_its_range():
     assert list(hover.hovertext) == [b.hover for b in boxes]
     lo, hi = fig.layout.xaxis.range
     assert all(lo <= b.x - b.w / 2 and b.x + b.w / 2 <= hi for b in boxes)
+    bottom, top = fig.layout.yaxis.range
+    assert all(bottom <= b.y - b.h / 2 and b.y + b.h / 2 <= top for b in boxes)
     texts = {a.text for a in fig.layout.annotations}
     assert {"block 0", "block 1"} <= texts
     assert f"residual stream (d_model = {cfg.d_model})" in texts
@@ -126,3 +135,49 @@ def test_param_rows_leave_out_empty_components():
     rows = param_rows({"embed": 10, "pos_embed": 0, "attn": 30})
     assert [r[0] for r in rows] == ["token embedding", "attention"]
     assert rows[1][2] == pytest.approx(0.75)
+
+
+def _configs() -> list[GPTConfig]:
+    """The bundled models' shapes, and the widest texts a config can put in a box."""
+    bundled = [
+        GPTConfig(**json.loads((MODELS / name / "config.json").read_text())["model"])
+        for name in ("shakespeare-char", "shakespeare-bpe", "induction-2l")
+    ]
+    return (
+        bundled
+        + [
+            tiny_config(n_layer=n, norm=norm, vocab_size=50257, d_model=768, d_mlp=3072, n_head=12)
+            for n in (1, 2, 4, 12)
+            for norm in ("pre", "post")
+        ]
+        + [tiny_config(pos="sinusoidal", tie_embeddings=True, attn_only=True)]
+    )
+
+
+@pytest.mark.parametrize("cfg", _configs(), ids=lambda c: f"{c.n_layer}L-{c.norm}-{c.d_mlp}")
+def test_every_box_is_wider_than_its_text_on_the_narrowest_plot(cfg):
+    fig = architecture_figure(cfg)
+    lo, hi = fig.layout.xaxis.range
+    px_per_unit = NARROWEST_PX / (hi - lo)  # Home's column on a 1024 px projector
+    boxes, _, _ = layout_boxes(cfg)
+    for box in boxes:
+        if box.kind != "gap":
+            assert box.w * px_per_unit >= text_px(box.text) + 4, box.text
+    y_px = fig.layout.height / (fig.layout.yaxis.range[1] - fig.layout.yaxis.range[0])
+    for box in boxes:  # and tall enough for its lines (~14 px each)
+        assert box.h * y_px >= 14 * (box.text.count("<br>") + 1), box.text
+
+
+def test_boxes_do_not_overlap_and_long_models_wrap_into_rows():
+    cfg = GPTConfig(
+        **json.loads((MODELS / "shakespeare-char" / "config.json").read_text())["model"]
+    )
+    boxes, _, marks = layout_boxes(cfg)
+    assert len(marks["rows"]) == 2  # 4 blocks do not fit one row at 1024 px
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1 :]:
+            apart_x = abs(a.x - b.x) >= (a.w + b.w) / 2
+            apart_y = abs(a.y - b.y) >= (a.h + b.h) / 2
+            assert apart_x or apart_y, (a.text, b.text)
+    ys = [y for _, y in marks["stream"]]
+    assert ys[0] == 0.0 and ys[-1] == marks["rows"][-1]  # one stream from the first row to the last

@@ -70,6 +70,22 @@ def test_heatmap_writes_numbers_only_for_short_prompts():
     assert short.texttemplate and not long.texttemplate
 
 
+def test_heatmap_grows_with_the_prompt_and_labels_every_token_at_60():
+    heights, fonts = [], []
+    for n in (10, 30, 60):
+        fig = pattern_heatmap(_pattern(n), token_labels(list("ab" * n)[:n]))
+        heights.append(fig.layout.height)
+        fonts.append(fig.layout.xaxis.tickfont.size)
+    assert heights[0] < heights[1] < heights[2]
+    assert heights[2] >= 60 * 12  # at least 12 px a row, so 60 labels do not collide
+    assert fonts[0] > fonts[2]
+    labels = token_labels(list("ab" * 30))
+    fig = pattern_heatmap(_pattern(60), labels)
+    for axis in (fig.layout.xaxis, fig.layout.yaxis):
+        assert axis.tickmode == "array" and list(axis.tickvals) == labels  # none skipped
+        assert list(axis.ticktext) == labels
+
+
 def test_pattern_grid_is_one_figure_with_layers_times_heads_subplots():
     L, H = 3, 4
     patterns = np.stack([[_pattern(T, seed=i * H + h) for h in range(H)] for i in range(L)])

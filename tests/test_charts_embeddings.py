@@ -5,6 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from viz_model.charts.embeddings import (
+    CHAR_PX,
+    LABEL_PX,
+    PLOT_PX,
     pca_scatter,
     position_heatmap,
     similarity_heatmap,
@@ -22,6 +25,43 @@ def test_pca_scatter_labels_every_token_and_highlights_the_chosen_one():
     assert list(fig.data[2].x) == [18.0]
     assert "50%" in fig.layout.xaxis.title.text and "20%" in fig.layout.yaxis.title.text
     assert len(pca_scatter(xy, labels, [0.5, 0.2]).data) == 1
+
+
+def _labelled(fig) -> dict[int, str]:
+    """id -> label text of every point drawn with a label."""
+    return {
+        int(i): t
+        for trace in fig.data[1:]
+        for i, t in zip(trace.customdata, trace.text, strict=True)
+        if t
+    }
+
+
+def test_pca_labels_in_a_cluster_do_not_overlap_and_the_chosen_one_is_labelled():
+    rng = np.random.default_rng(0)
+    far = rng.uniform(-1, 1, size=(40, 2))
+    cluster = 0.02 * rng.normal(size=(10, 2))  # ten neighbours within a few pixels
+    xy = np.vstack([far, cluster])
+    labels = [f"tok{i}" for i in range(len(xy))]
+    neighbours = list(range(41, 50))
+    fig = pca_scatter(xy, labels, [0.3, 0.2], chosen=40, neighbours=neighbours)
+    shown = _labelled(fig)
+    assert 40 in shown and 0 < len(shown) < 10  # the chosen one, not all ten of the cluster
+    px = (xy - xy.min(0)) / np.ptp(xy, 0) * np.array(PLOT_PX)  # on the narrowest plot
+    for a in shown:
+        for b in shown:
+            if a < b:
+                dx, dy = np.abs(px[a] - px[b])
+                width = (len(shown[a]) + len(shown[b])) * CHAR_PX / 2
+                assert dx >= width or dy >= LABEL_PX, (a, b)
+    hover = [t for trace in fig.data[1:] for t in trace.hovertext]
+    assert sorted(hover) == sorted(labels[i] for i in neighbours + [40])  # all still hover
+
+
+def test_pca_labels_far_apart_neighbours_all():
+    xy = np.array([[0.0, 0.0], [1.0, 1.0], [-1.0, 1.0], [1.0, -1.0], [-1.0, -1.0]])
+    fig = pca_scatter(xy, list("abcde"), [0.5, 0.2], chosen=0, neighbours=[1, 2, 3, 4])
+    assert _labelled(fig) == dict(enumerate("abcde"))
 
 
 def test_heatmaps_centre_their_scale_on_zero():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -15,9 +17,18 @@ from viz_model.charts.residual import (
     logit_lens_grid,
     prediction_through_layers,
     resid_norm_heatmap,
+    text_colour,
 )
 
 STATIONS = ["embed", "after block 0", "after block 1"]
+SPAN = re.compile(r'^<span style="color:(#[0-9a-f]{6})">(.*)</span>$')
+
+
+def _cell(text: str) -> str:
+    """A lens cell's text without its colour span (the markup plotly draws)."""
+    return SPAN.match(text).group(2)
+
+
 PIECES = ["a", " b", "\n", "a"]
 LABELS = token_labels(PIECES)
 
@@ -37,7 +48,7 @@ def test_logit_lens_grid_writes_the_top_tokens_and_marks_hits():
     fig = logit_lens_grid(probs, tokens, STATIONS, LABELS, next_tokens=[" b", "\n", "a", None])
     hm = fig.data[0]
     assert (hm.zmin, hm.zmax) == (0, 1)
-    text = [list(r) for r in hm.text]
+    text = [[_cell(t) for t in r] for r in hm.text]
     assert text[0][1] == "␣"  # whitespace made visible
     assert text[1][1] == "<b>↵</b>" and text[2][2] == "<b>a</b>"  # guessed the real next token
     assert text[2][0] == "b"  # " b" was next, "b" is a different token
@@ -82,6 +93,35 @@ def test_logit_lens_grid_clips_long_tokens_but_hovers_them_whole():
     tokens = [["through", "a"] * 10]
     fig = logit_lens_grid(np.full((1, 20), 0.5), tokens, ["embed"], [str(i) for i in range(20)])
     hm = fig.data[0]
-    assert hm.text[0][0].endswith("…") and len(hm.text[0][0]) < len("through")
-    assert hm.text[0][1] == "a"
+    assert _cell(hm.text[0][0]).endswith("…") and len(_cell(hm.text[0][0])) < len("through")
+    assert _cell(hm.text[0][1]) == "a"
     assert hm.customdata[0][0][0] == "through"
+
+
+def test_logit_lens_grid_keeps_short_tokens_like_unk_whole_and_escaped():
+    T = CELL_TEXT_MAX_T  # the most positions with text: the narrowest cells
+    tokens = [["<unk>", "a"] * (T // 2)]
+    fig = logit_lens_grid(np.full((1, T), 0.5), tokens, ["embed"], [str(i) for i in range(T)])
+    assert _cell(fig.data[0].text[0][0]) == "&lt;unk&gt;"  # whole, and text rather than a tag
+    assert fig.data[0].customdata[0][0][0] == "&lt;unk&gt;"  # the hover too
+
+
+def test_logit_lens_text_is_dark_on_light_cells_and_white_on_dark_ones():
+    probs = np.array([[0.0, 0.05, 0.95, 1.0]])  # Viridis: dark purple ... bright yellow
+    fig = logit_lens_grid(probs, [["a", "b", "c", "d"]], ["embed"], LABELS)
+    colours = [SPAN.match(t).group(1) for t in fig.data[0].text[0]]
+    assert colours[0] == colours[1] == "#ffffff"
+    assert colours[2] == colours[3] == "#111111"
+
+
+def test_text_colour_follows_the_luminance_of_any_scale():
+    assert list(text_colour(np.array([0.0, 1.0]), "Greys")) == ["#111111", "#ffffff"]
+
+
+def test_station_grids_label_every_position_only_while_there_is_room():
+    def axis(n):
+        labels = token_labels(["a"] * n)
+        return resid_norm_heatmap(np.ones((3, n)), STATIONS, labels).layout.xaxis
+
+    assert axis(20).tickmode == "array" and len(axis(20).tickvals) == 20
+    assert axis(60).tickmode != "array"  # 60 labels in ~360 px: plotly thins them

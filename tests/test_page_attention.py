@@ -135,3 +135,16 @@ def test_a_head_that_looks_two_back_is_named_so_on_shakespeare_char(models_dir):
     k, score = roles.loc["L0 H2", "k back"].split(": ")
     assert k == "2" and float(score) > 0.9 and float(roles.loc["L0 H2", "entropy"]) < 0.1
     assert (roles["role"] == "mixed").any()  # the spread heads of later layers
+
+
+def _heatmap_in_a_column(at) -> bool:
+    """Whether the big pattern heatmap (the chart keyed "attn_heatmap") sits inside st.columns."""
+    return any("attn_heatmap" in c.proto.id for col in at.columns for c in col.get("plotly_chart"))
+
+
+def test_a_long_prompt_gives_the_heatmap_the_whole_column(models_dir):
+    short = app_test(models_dir, PAGE, prompt="to be or")
+    assert len(_array(_heatmap_values(short))) <= 12 and _heatmap_in_a_column(short)
+    long = app_test(models_dir, PAGE, prompt="to be or not to be, that is")
+    assert len(_array(_heatmap_values(long))) > 12  # tokens
+    assert not _heatmap_in_a_column(long)  # beside the lines chart it would be a few px a cell

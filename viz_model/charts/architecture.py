@@ -2,13 +2,15 @@
 or attention only), LayerNorms where they sit (pre-LN: inside each branch, plus a final LN; post-LN:
 on the stream after each sum), and the unembedding. Boxes carry hover text with the weights' shapes.
 
-Drawn left to right; models deeper than MAX_DRAWN_BLOCKS show their first blocks, a "⋯", and the
-last block. Not here: parameter counts (the Home page takes them from model.param_counts()).
+Drawn left to right in rows no wider than fits Home's column on a 1024 px projector (the stream
+turns down into the next row like a line of text), each box as wide as its text; models deeper
+than MAX_DRAWN_BLOCKS show their first blocks, a "⋯", and the last block. Also here: the bar chart
+of parameter counts (the Home page takes them from model.param_counts()).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import plotly.graph_objects as go
 
@@ -28,9 +30,20 @@ COLOURS = {
 }
 STREAM = "#9fc5e8"
 LINE = "#666666"
-BOX_W, BOX_H = 1.3, 0.8  # sublayer boxes, in data units
+BOX_W, BOX_H = 1.3, 0.8  # sublayer boxes at their narrowest, in data units
 LN_W, LN_H = 0.7, 0.42
-HEIGHT = 340
+# Boxes are sized to their text on the narrowest plot: Home's column on a 1024 px projector with
+# the sidebar open is ~560 px, so a row of the diagram may be ROW_UNITS wide at UNIT_PX a unit.
+# Rows that would be wider wrap, the stream turning down and back like a line of text.
+FONT_PX = 11
+TEXT_EM = 0.62  # a character's width in em: generous for the sans-serif fonts browsers fall back to
+NARROWEST_PX = 540
+UNIT_PX = 40
+X_LEFT = -0.5  # the x axis starts here: room for the stream coming down into a new row
+ROW_UNITS = NARROWEST_PX / UNIT_PX + X_LEFT - 0.2
+ROW_DY = 4.0  # data units from one row's stream to the next
+Y_UNIT_PX = 70
+TOP, BOTTOM = 3.1, -0.8  # one row's extent around its stream
 
 
 @dataclass(frozen=True)
@@ -44,6 +57,47 @@ class Box:
     h: float
     text: str
     hover: str
+
+
+def text_px(text: str, size: int = FONT_PX) -> float:
+    """A generous estimate of the width of `text` (lines split by <br>) in pixels."""
+    return max(len(line) for line in text.split("<br>")) * TEXT_EM * size
+
+
+def fit(text: str, w_min: float, size: int = FONT_PX) -> float:
+    """A box width (data units) at least w_min and wide enough for `text` on the narrowest plot."""
+    return max(w_min, text_px(text, size) / UNIT_PX + 0.2)
+
+
+@dataclass
+class Part:
+    """A piece of the diagram laid out from x = 0 on a stream at y = 0 (then moved into place):
+    its boxes, arrows and lines (x0, y0, x1, y1), sums (x, y), frames (left, right, y, label),
+    and where the stream enters and leaves it."""
+
+    width: float = 0.0
+    boxes: list[Box] = field(default_factory=list)
+    arrows: list[tuple[float, float, float, float]] = field(default_factory=list)
+    lines: list[tuple[float, float, float, float]] = field(default_factory=list)
+    sums: list[tuple[float, float]] = field(default_factory=list)
+    frames: list[tuple[float, float, float, str]] = field(default_factory=list)
+    stream_from: float = 0.0
+    stream_to: float | None = None  # None: the part's right edge
+
+    def moved(self, dx: float, dy: float) -> Part:
+        def seg(s):
+            return (s[0] + dx, s[1] + dy, s[2] + dx, s[3] + dy)
+
+        return Part(
+            self.width,
+            [replace(b, x=b.x + dx, y=b.y + dy) for b in self.boxes],
+            [seg(a) for a in self.arrows],
+            [seg(a) for a in self.lines],
+            [(x + dx, y + dy) for x, y in self.sums],
+            [(left + dx, right + dx, y + dy, label) for left, right, y, label in self.frames],
+            self.stream_from + dx,
+            (self.width if self.stream_to is None else self.stream_to) + dx,
+        )
 
 
 def _ln_hover(d: int, where: str) -> str:
@@ -64,124 +118,153 @@ def blocks_drawn(n_layer: int) -> list[int | None]:
     return [0, 1, None, n_layer - 1]
 
 
-def layout_boxes(cfg: GPTConfig) -> tuple[list[Box], list[tuple[float, float, float, float]], dict]:
-    """The diagram's boxes, its arrows (x0, y0, x1, y1) and marks (sums, stream span, block frames)."""
-    d, boxes, arrows, lines = cfg.d_model, [], [], []
-    sums: list[float] = []
-    frames: list[tuple[float, float, str]] = []
-    pre = cfg.norm == "pre"
+def _front(cfg: GPTConfig) -> Part:
+    """Token ids (above) -> token embedding on the stream -> + position embedding (from above)."""
+    d, part = cfg.d_model, Part()
+    text = f"token<br>embed<br>{cfg.vocab_size}×{d}"
+    ew = fit(text, 1.1)
+    part.boxes.append(
+        Box("embed", ew / 2, 0.0, ew, 0.8, text, f"W_E: one row of {d} numbers per token id "
+            f"({cfg.vocab_size} tokens)")
+    )  # fmt: skip
+    iw = fit("token<br>ids", 0.9)
+    part.boxes.append(Box("io", ew / 2, 1.6, iw, 0.6, "token<br>ids", "The prompt as token ids"))
+    part.arrows.append((ew / 2, 1.3, ew / 2, 0.4))
+    part.stream_from, part.width = ew / 2, ew + 0.3
+    if cfg.pos == "none":
+        return part
+    text = {
+        "learned": f"position<br>embed<br>{cfg.n_ctx}×{d}",
+        "sinusoidal": "sinusoidal<br>positions<br>(fixed)",
+    }[cfg.pos]
+    hover = {
+        "learned": f"W_pos: a learned vector for each of the {cfg.n_ctx} positions",
+        "sinusoidal": "Fixed sine/cosine waves added for each position (nothing learned)",
+    }[cfg.pos]
+    pw = fit(text, 1.1)
+    x = max(ew + 0.35, ew / 2 + iw / 2 + 0.15 + pw / 2)  # the + clears the embed and ids boxes
+    part.boxes.append(Box("pos", x, 1.6, pw, 0.8, text, hover))
+    part.arrows.append((x, 1.2, x, 0.12))
+    part.sums.append((x, 0.0))
+    part.width = x + pw / 2 + 0.1
+    return part
 
-    boxes.append(Box("io", 0.0, 0.0, 0.9, 0.6, "token<br>ids", "The prompt as token ids"))
-    boxes.append(
-        Box(
-            "embed",
-            1.4,
-            0.0,
-            1.1,
-            0.8,
-            f"token<br>embed<br>{cfg.vocab_size}×{d}",
-            f"W_E: one row of {d} numbers per token id ({cfg.vocab_size} tokens)",
-        )
-    )
-    arrows.append((0.45, 0.0, 0.85, 0.0))
-    x = 2.3
-    if cfg.pos != "none":
-        text = {
-            "learned": f"position<br>embed<br>{cfg.n_ctx}×{d}",
-            "sinusoidal": "sinusoidal<br>positions<br>(fixed)",
-        }[cfg.pos]
-        hover = {
-            "learned": f"W_pos: a learned vector for each of the {cfg.n_ctx} positions",
-            "sinusoidal": "Fixed sine/cosine waves added for each position (nothing learned)",
-        }[cfg.pos]
-        boxes.append(Box("pos", x, 1.6, 1.1, 0.8, text, hover))
-        arrows.append((x, 1.2, x, 0.12))
-        sums.append(x)
-    x += 0.8
 
-    def branch(x: float, kind: str, text: str, hover: str, ln_name: str) -> float:
-        """One sublayer reading from the stream at x and adding back; returns the x after it."""
-        centre, right = x + BOX_W / 2, x + BOX_W + 0.3
-        top = 2.05 if pre else 1.3
-        if pre:  # the stream -> LN -> sublayer
-            boxes.append(Box("ln", centre, 1.0, LN_W, LN_H, ln_name, _ln_hover(d, "pre-LN")))
-            arrows.append((centre, 0.0, centre, 1.0 - LN_H / 2))
-            arrows.append((centre, 1.0 + LN_H / 2, centre, top - BOX_H / 2))
-        else:  # the stream -> sublayer
-            arrows.append((centre, 0.0, centre, top - BOX_H / 2))
-        boxes.append(Box(kind, centre, top, BOX_W, BOX_H, text, hover))
-        lines.append((x + BOX_W, top, right, top))
-        arrows.append((right, top, right, 0.12))
-        sums.append(right)
-        if pre:
-            return right + 0.25
-        # post-LN: normalise the stream itself, after the sum
-        boxes.append(Box("ln", right + 0.6, 0.0, LN_W, LN_H, ln_name, _ln_hover(d, "post-LN")))
-        return right + 1.1
-
-    drawn = blocks_drawn(cfg.n_layer)
-    for layer in drawn:
-        start = x
-        if layer is None:
-            left_out = cfg.n_layer - 3
-            boxes.append(
-                Box("gap", x + 0.6, 1.3, 1.0, 0.6, "⋯", f"{left_out} more blocks like these")
-            )
-            frames.append((x, x + 1.2, f"{left_out} more<br>blocks"))
-            x += 1.2
-            continue
-        x += 0.2
-        heads = f"Attention<br>{cfg.n_head} heads"
-        x = branch(
-            x,
-            "attn",
-            heads,
-            f"Causal self-attention: {cfg.n_head} heads of size d_head = {cfg.d_head}; "
-            f"W_Q, W_K, W_V, W_O ({d}×{d} each)",
-            "LN1",
-        )
-        if not cfg.attn_only:
-            mlp = f"MLP<br>d_mlp {cfg.d_mlp}<br>{cfg.act.upper()}"
-            x = branch(
-                x,
-                "mlp",
-                mlp,
-                f"MLP: widen to d_mlp = {cfg.d_mlp} neurons, apply {cfg.act.upper()}, project back to {d}",
-                "LN2",
-            )
-        frames.append((start, x, f"block {layer}"))
-        x += 0.15
+def _branch(part: Part, x: float, box: tuple[str, str, str], w: float, ln: str, cfg) -> float:
+    """One sublayer reading from the stream at x and adding back; returns the x after it."""
+    kind, text, hover = box
+    pre, d = cfg.norm == "pre", cfg.d_model
+    centre, right = x + w / 2, x + w + 0.2
+    top = 2.05 if pre else 1.3
+    lw = fit(ln, LN_W)
+    if pre:  # the stream -> LN -> sublayer
+        part.boxes.append(Box("ln", centre, 1.0, lw, LN_H, ln, _ln_hover(d, "pre-LN")))
+        part.arrows.append((centre, 0.0, centre, 1.0 - LN_H / 2))
+        part.arrows.append((centre, 1.0 + LN_H / 2, centre, top - BOX_H / 2))
+    else:  # the stream -> sublayer
+        part.arrows.append((centre, 0.0, centre, top - BOX_H / 2))
+    part.boxes.append(Box(kind, centre, top, w, BOX_H, text, hover))
+    part.lines.append((x + w, top, right, top))
+    part.arrows.append((right, top, right, 0.12))
+    part.sums.append((right, 0.0))
     if pre:
-        x += 0.2
-        boxes.append(Box("ln", x + 0.35, 0.0, LN_W, 0.6, "final<br>LN", _ln_hover(d, "final")))
-        x += LN_W + 0.4
+        return right + 0.2
+    # post-LN: normalise the stream itself, after the sum
+    part.boxes.append(Box("ln", right + 0.2 + lw / 2, 0.0, lw, LN_H, ln, _ln_hover(d, "post-LN")))
+    return right + lw + 0.4
+
+
+def _block(cfg: GPTConfig, layer: int) -> Part:
+    d, part = cfg.d_model, Part()
+    attn = (
+        "attn",
+        f"Attention<br>{cfg.n_head} heads",
+        f"Causal self-attention: {cfg.n_head} heads of size d_head = {cfg.d_head}; "
+        f"W_Q, W_K, W_V, W_O ({d}×{d} each)",
+    )
+    mlp = (
+        "mlp",
+        f"MLP<br>d_mlp {cfg.d_mlp}<br>{cfg.act.upper()}",
+        f"MLP: widen to d_mlp = {cfg.d_mlp} neurons, apply {cfg.act.upper()}, project back to {d}",
+    )
+    sublayers = [(attn, "LN1")] + ([] if cfg.attn_only else [(mlp, "LN2")])
+    w = max(fit(box[1], BOX_W) for box, _ in sublayers)
+    x = 0.15
+    for box, ln in sublayers:
+        x = _branch(part, x, box, w, ln, cfg)
+    part.frames.append((0.0, x, 0.0, f"block {layer}"))
+    part.width = x + 0.25  # room for the stream to turn down after the last block of a row
+    return part
+
+
+def _gap(n_left_out: int) -> Part:
+    part = Part(width=1.2)
+    part.boxes.append(Box("gap", 0.6, 1.3, 1.0, 0.6, "⋯", f"{n_left_out} more blocks like these"))
+    part.frames.append((0.0, 1.2, 0.0, f"{n_left_out} more<br>blocks"))
+    return part
+
+
+def _end(cfg: GPTConfig) -> Part:
+    """(Final LN on the stream, pre-LN only) -> unembedding -> logits (above)."""
+    d, part, x = cfg.d_model, Part(), 0.2
+    if cfg.norm == "pre":
+        fw = fit("final<br>LN", LN_W)
+        part.boxes.append(Box("ln", x + fw / 2, 0.0, fw, 0.6, "final<br>LN", _ln_hover(d, "final")))
+        x += fw + 0.3
     tied = " (tied: W_Eᵀ)" if cfg.tie_embeddings else ""
-    ux = x + 0.55
-    boxes.append(
-        Box(
-            "unembed",
-            ux,
-            0.0,
-            1.1,
-            0.8,
-            f"unembed<br>{d}×{cfg.vocab_size}" + ("<br>(= W_Eᵀ)" if cfg.tie_embeddings else ""),
-            f"Unembedding W_U{tied}: one score (logit) per token of the vocabulary",
-        )
+    text = f"unembed<br>{d}×{cfg.vocab_size}" + ("<br>(= W_Eᵀ)" if cfg.tie_embeddings else "")
+    uw = fit(text, 1.1)
+    ux = x + uw / 2
+    part.boxes.append(
+        Box("unembed", ux, 0.0, uw, 0.8, text,
+            f"Unembedding W_U{tied}: one score (logit) per token of the vocabulary")
+    )  # fmt: skip
+    lw = fit("logits", 0.9)
+    part.boxes.append(
+        Box("io", ux, 1.45, lw, 0.6, "logits", "Softmax turns them into next-token probabilities")
     )
-    boxes.append(
-        Box(
-            "io",
-            ux + 1.35,
-            0.0,
-            0.9,
-            0.6,
-            "logits",
-            "Softmax turns them into next-token probabilities",
-        )
-    )
-    arrows.append((ux + 0.55, 0.0, ux + 0.9, 0.0))
-    marks = {"lines": lines, "sums": sums, "stream": (1.95, ux - 0.55), "frames": frames}
-    return boxes, arrows, marks
+    part.arrows.append((ux, 0.4, ux, 1.15))
+    part.stream_to, part.width = ux, ux + max(uw, lw) / 2 + 0.1
+    return part
+
+
+def _rows(parts: list[Part]) -> list[list[Part]]:
+    """Parts packed left to right into rows no wider than ROW_UNITS (a part never splits)."""
+    rows: list[list[Part]] = [[]]
+    for part in parts:
+        if rows[-1] and sum(p.width for p in rows[-1]) + part.width > ROW_UNITS:
+            rows.append([])
+        rows[-1].append(part)
+    return rows
+
+
+def layout_boxes(cfg: GPTConfig) -> tuple[list[Box], list[tuple[float, float, float, float]], dict]:
+    """The diagram's boxes, its arrows (x0, y0, x1, y1) and marks: sub-lines, sums (x, y), block
+    frames (left, right, y, label), the stream as a polyline of (x, y) points, and each row's y."""
+    drawn = blocks_drawn(cfg.n_layer)
+    middle = [_gap(cfg.n_layer - 3) if i is None else _block(cfg, i) for i in drawn]
+    placed: list[Part] = []
+    stream: list[tuple[float, float]] = []
+    rows = _rows([_front(cfg), *middle, _end(cfg)])
+    for r, row in enumerate(rows):
+        x, y = 0.0, -r * ROW_DY
+        if r:  # come down the left margin into this row
+            stream += [(X_LEFT + 0.2, y + ROW_DY + BOTTOM), (X_LEFT + 0.2, y)]
+        for part in row:
+            placed.append(part.moved(x, y))
+            x += part.width
+        first, last = placed[-len(row)], placed[-1]
+        stream += [(first.stream_from if not r else X_LEFT + 0.2, y), (last.stream_to, y)]
+        if r < len(rows) - 1:  # turn down under this row
+            stream.append((last.stream_to, y + BOTTOM))
+    marks = {
+        "lines": [seg for p in placed for seg in p.lines],
+        "sums": [s for p in placed for s in p.sums],
+        "frames": [f for p in placed for f in p.frames],
+        "stream": stream,
+        "rows": [-r * ROW_DY for r in range(len(rows))],
+    }
+    return [b for p in placed for b in p.boxes], [a for p in placed for a in p.arrows], marks
 
 
 def architecture_figure(cfg: GPTConfig, title: str = "") -> go.Figure:
@@ -189,22 +272,25 @@ def architecture_figure(cfg: GPTConfig, title: str = "") -> go.Figure:
     boxes, arrows, marks = layout_boxes(cfg)
     # Shapes and annotations are collected as plain dicts and set once: plotly validates every
     # add_shape/add_annotation call, which made this figure cost ~0.1 s to rebuild per rerun.
-    x0, x1 = marks["stream"]
+    path = "M " + " L ".join(f"{x:.3f},{y:.3f}" for x, y in marks["stream"])
     line = dict(color=LINE, width=1.3)
-    shapes = [dict(type="line", x0=x0, x1=x1, y0=0, y1=0, line=dict(color=STREAM, width=10))]
+    shapes = [dict(type="path", path=path, line=dict(color=STREAM, width=10))]
+    x0 = max(b.x + b.w / 2 for b in boxes if b.kind == "embed")  # the note starts after W_E
     notes = [
         dict(
             x=x0 + 0.1, y=-0.45, text=f"residual stream (d_model = {cfg.d_model})",
             showarrow=False, xanchor="left", font=dict(size=12, color="#3d85c6"),
         )
     ]  # fmt: skip
-    for left, right, label in marks["frames"]:
+    for left, right, y, label in marks["frames"]:
         if "more" not in label:
             frame = dict(color="#bbbbbb", width=1, dash="dot")
-            shapes.append(dict(type="rect", x0=left, x1=right, y0=-0.65, y1=2.75, line=frame))
+            shapes.append(
+                dict(type="rect", x0=left, x1=right, y0=y - 0.65, y1=y + 2.75, line=frame)
+            )
         notes.append(
             dict(
-                x=(left + right) / 2, y=2.75, text=label, showarrow=False, yanchor="bottom",
+                x=(left + right) / 2, y=y + 2.75, text=label, showarrow=False, yanchor="bottom",
                 font=dict(size=12, color="#555555"),
             )
         )  # fmt: skip
@@ -230,15 +316,15 @@ def architecture_figure(cfg: GPTConfig, title: str = "") -> go.Figure:
         notes.append(
             dict(
                 x=box.x, y=box.y, text=box.text, showarrow=False,
-                font=dict(size=22 if gap else 11, color="#222222"),
+                font=dict(size=22 if gap else FONT_PX, color="#222222"),
             )
         )  # fmt: skip
     for shape in shapes[:1] + [s for s in shapes if s.get("line", {}).get("dash")]:
         shape["layer"] = "below"
     sums = marks["sums"]
     plus = go.Scatter(
-        x=sums, y=[0.0] * len(sums), mode="markers+text", text=["+"] * len(sums),
-        textfont=dict(size=14), marker=dict(size=17, color="white", line=line),
+        x=[x for x, _ in sums], y=[y for _, y in sums], mode="markers+text",
+        text=["+"] * len(sums), textfont=dict(size=14), marker=dict(size=17, color="white", line=line),
         hovertext=["add the sublayer's output to the stream"] * len(sums), hoverinfo="text",
         showlegend=False,
     )  # fmt: skip
@@ -248,15 +334,21 @@ def architecture_figure(cfg: GPTConfig, title: str = "") -> go.Figure:
         showlegend=False,
     )  # fmt: skip
     right = max(b.x + b.w / 2 for b in boxes) + 0.2
+    bottom = marks["rows"][-1] + BOTTOM
     fig = go.Figure(
         [plus, hover],
         layout=dict(
             shapes=shapes, annotations=notes, hoverlabel=dict(align="left"),
-            xaxis=dict(visible=False, range=[-0.6, right], fixedrange=True),
-            yaxis=dict(visible=False, range=[-0.8, 3.1], fixedrange=True),
+            xaxis=dict(visible=False, range=[X_LEFT, right], fixedrange=True),
+            yaxis=dict(visible=False, range=[bottom, TOP], fixedrange=True),
         ),
     )  # fmt: skip
-    return base_layout(fig, title, HEIGHT)
+    return base_layout(fig, title, diagram_height(len(marks["rows"])))
+
+
+def diagram_height(n_rows: int) -> int:
+    """Pixels for a diagram of n_rows rows: Y_UNIT_PX a data unit, plus the title's margin."""
+    return int((TOP - BOTTOM + (n_rows - 1) * ROW_DY) * Y_UNIT_PX) + 50
 
 
 PARAM_LABELS = {

@@ -18,6 +18,7 @@ from viz_model.charts.common import (
     SEQUENTIAL,
     SMALL_HEIGHT,
     base_layout,
+    every_tick,
 )
 
 MASK_NOTE = "masked: a token cannot look at later tokens"
@@ -90,7 +91,7 @@ def pattern_heatmap(
             z=shown,
             x=labels,
             y=labels,
-            colorbar=dict(title=bar_title, len=0.8),
+            colorbar=dict(title=bar_title, len=0.8, thickness=12),
             hovertemplate=hover + "<extra></extra>",
             xgap=1,
             ygap=1,
@@ -102,20 +103,28 @@ def pattern_heatmap(
     fig.add_trace(_mask_legend_entry())
     if query is not None:
         fig.add_shape(**_row_outline(T, query))
-    size = int(np.clip(24 * T + 160, 360, 820))
-    base_layout(fig, title, height=size)
+    base_layout(fig, title, height=heatmap_height(T))
     fig.update_layout(
         legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom", bgcolor="rgba(0,0,0,0)"),
         margin=dict(l=10, r=10, t=80, b=10),
         plot_bgcolor="white",
     )
+    ticks = every_tick(labels)
     fig.update_xaxes(
-        title="key (the token looked at)", tickangle=-60, type="category", showgrid=False
-    )
+        title="key (the token looked at)", tickangle=-90 if T > 20 else -60, type="category",
+        showgrid=False, **ticks,
+    )  # fmt: skip
     fig.update_yaxes(
-        title="query (the token looking)", autorange="reversed", type="category", showgrid=False
-    )
+        title="query (the token looking)", autorange="reversed", type="category",
+        showgrid=False, **ticks,
+    )  # fmt: skip
     return fig
+
+
+def heatmap_height(T: int) -> int:
+    """Pixels for a (T, T) heatmap: about 13 px a row once T is large, so that 60 rows of labels
+    stay readable (the width is the page column's, ~560 px on a 1024 px projector)."""
+    return int(np.clip(13 * T + 220, 360, 1400))
 
 
 def _row_outline(T: int, query: int) -> dict:

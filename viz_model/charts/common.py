@@ -18,6 +18,7 @@ HEIGHT = 420
 SMALL_HEIGHT = 260
 MARGIN = dict(l=10, r=10, t=40, b=10)
 UNK_OPEN, UNK_CLOSE = "«", "»"  # around a token the model read as <unk>, in labels
+EVERY_TICK_MAX_T = 64  # token axes label every token up to this many (plotly thins them after)
 
 
 def show_whitespace(piece: str) -> str:
@@ -64,3 +65,17 @@ def base_layout(fig: go.Figure, title: str = "", height: int = HEIGHT) -> go.Fig
     """Apply the house layout to a plotly figure and return it."""
     fig.update_layout(**house_layout(title, height))
     return fig
+
+
+def tick_font_size(T: int) -> int:
+    """Smaller tick labels for longer prompts: 12 px up to 20 tokens, 10 up to 40, then 8."""
+    return 12 if T <= 20 else 10 if T <= 40 else 8
+
+
+def every_tick(labels: list[str], max_t: int = EVERY_TICK_MAX_T) -> dict:
+    """Axis settings that write every label (plotly would skip some) up to max_t labels; an axis
+    with less room than a full-width heatmap's passes a smaller max_t."""
+    font = dict(tickfont=dict(size=tick_font_size(len(labels))))
+    if len(labels) > max_t:
+        return font
+    return dict(tickmode="array", tickvals=list(labels), ticktext=list(labels), **font)

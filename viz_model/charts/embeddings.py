@@ -21,19 +21,46 @@ NEIGHBOUR_COLOUR = "#ff7f0e"
 POINT_COLOUR = "#4c78a8"
 
 
+# The scatter's plot area at its narrowest (a 1024 px projector, beside the neighbours table),
+# and the size of one label character there: what decides whether two labels collide.
+PLOT_PX = (300, 420)
+CHAR_PX, LABEL_PX = 8, 16
+
+
+def label_box(xy: np.ndarray, i: int, label: str, span: np.ndarray, lo: np.ndarray):
+    """Label i's centre (px) and half-size (px) on the narrowest plot; xy spans `span` from `lo`."""
+    centre = (xy[i] - lo) / span * np.array(PLOT_PX)
+    return centre, np.array([len(label) * CHAR_PX / 2 + 2, LABEL_PX / 2])
+
+
+def spread_labels(xy: np.ndarray, ids: Sequence[int], labels: Sequence[str]) -> list[int]:
+    """The ids (in the given order: most important first) whose labels do not overlap the label
+    of an id kept before them; the others are left to the hover. `labels` is indexed by id."""
+    lo = xy.min(axis=0)
+    span = np.where(np.ptp(xy, axis=0) > 0, np.ptp(xy, axis=0), 1.0)
+    kept: list[tuple[int, np.ndarray, np.ndarray]] = []
+    for i in ids:
+        c, h = label_box(xy, i, labels[i], span, lo)
+        if all(np.any(np.abs(c - c2) >= h + h2) for _, c2, h2 in kept):
+            kept.append((i, c, h))
+    return [i for i, _, _ in kept]
+
+
 def pca_scatter(
     xy: np.ndarray,
     labels: Sequence[str],
     explained: Sequence[float],
     chosen: int | None = None,
     neighbours: Sequence[int] = (),
-    title: str = "Token embeddings, projected onto their two main directions",
+    title: str = "Token embeddings, projected<br>onto their two main directions",
 ) -> go.Figure:
     """Every token as a point (x, y) = its first two principal-component coordinates.
 
-    The chosen token is red and labelled, its neighbours orange and labelled; hover shows any token.
+    The chosen token is red and labelled, its neighbours orange; a neighbour is labelled only
+    where its label overlaps no label drawn before it (nearest first). Hover shows any token.
     """
     labels = [show_whitespace(s) for s in labels]
+    xy = np.asarray(xy, dtype=float)
     idx = np.arange(len(labels))
     fig = go.Figure(
         go.Scattergl(
@@ -47,8 +74,9 @@ def pca_scatter(
             name="tokens",
         )
     )
-    for ids, colour, size in ((list(neighbours), NEIGHBOUR_COLOUR, 9), ([chosen], ACCENT, 13)):
-        ids = [i for i in ids if i is not None]
+    marked = [chosen] if chosen is not None else []
+    labelled = set(spread_labels(xy, marked + [i for i in neighbours if i != chosen], labels))
+    for ids, colour, size in ((list(neighbours), NEIGHBOUR_COLOUR, 9), (marked, ACCENT, 13)):
         if ids:
             fig.add_trace(
                 go.Scatter(
@@ -56,16 +84,19 @@ def pca_scatter(
                     y=xy[ids, 1],
                     mode="markers+text",
                     marker=dict(size=size, color=colour),
-                    text=[labels[i] for i in ids],
+                    text=[labels[i] if i in labelled else "" for i in ids],
+                    hovertext=[labels[i] for i in ids],
                     textposition="top center",
                     customdata=ids,
-                    hovertemplate="%{text} (id %{customdata})<extra></extra>",
+                    hovertemplate="%{hovertext} (id %{customdata})<extra></extra>",
                 )
             )
     fig.update_xaxes(title=f"direction 1 ({explained[0]:.0%} of the variance)", zeroline=False)
     fig.update_yaxes(title=f"direction 2 ({explained[1]:.0%} of the variance)", zeroline=False)
     fig.update_layout(showlegend=False)
-    return base_layout(fig, title, HEIGHT + 80)
+    base_layout(fig, title, HEIGHT + 80)
+    fig.update_layout(margin=dict(l=10, r=10, t=60, b=10))  # room for the two-line title
+    return fig
 
 
 def position_heatmap(table: np.ndarray, title: str, zmax: float | None = None) -> go.Figure:

@@ -8,7 +8,11 @@ from the top, in the order the forward pass reaches them; token positions run ac
 
 from __future__ import annotations
 
+import html
+import re
+
 import numpy as np
+import plotly.colors as pc
 import plotly.graph_objects as go
 
 from viz_model.charts.common import (
@@ -18,6 +22,7 @@ from viz_model.charts.common import (
     SEQUENTIAL,
     SMALL_HEIGHT,
     base_layout,
+    every_tick,
     show_whitespace,
 )
 
@@ -27,12 +32,45 @@ DOWN_COLOUR = "#2166ac"  # the blue end: pushes down
 TOTAL_COLOUR = "#555555"
 
 
-CELL_TEXT_WIDTH = 900  # about how many pixels the grid's cells share
+# The grid's plot area on a 1024 px projector (the column less the layer names and colour bar):
+# cell text is cut to what fits there, at CHAR_PX a character (a wider screen shows the same).
+CELL_TEXT_WIDTH = 360
+CHAR_PX = 6
+STATION_TICKS_MAX_T = 24  # every position labelled up to this many (~14 px a label at 1024 px)
+SPECIAL = re.compile(r"^<[A-Za-z_|]{1,8}>$")  # "<unk>", "<|endoftext|>": cut, they read as nothing
+DARK_TEXT, LIGHT_TEXT = "#111111", "#ffffff"
 
 
 def _clip(text: str, n: int) -> str:
-    """Cut a cell's token to n characters ('…' marks the cut; the hover shows it whole)."""
-    return text if len(text) <= n else text[: n - 1] + "…"
+    """Cut a cell's token to n characters ('…' marks the cut; the hover shows it whole), but
+    never a special token like <unk>: "<u…" would read as nothing.
+
+    >>> _clip("<unk>", 2), _clip("brother", 4), _clip("ight", 1)
+    ('<unk>', 'bro…', 'i…')
+    """
+    if len(text) <= n or SPECIAL.match(text):
+        return text
+    return text[: max(n - 1, 1)] + "…"
+
+
+def text_colour(values: np.ndarray, colorscale: str = PROB_SCALE) -> np.ndarray:
+    """Dark or white text for each value's cell in `colorscale` (0..1), whichever contrasts more
+    with the cell: dark on a light cell (the yellow end of Viridis), white on a dark one."""
+    v = np.clip(np.nan_to_num(np.asarray(values, dtype=float)), 0, 1)
+    rgb = pc.sample_colorscale(pc.get_colorscale(colorscale), v.ravel().tolist(), colortype="tuple")
+    lum = np.array([_luminance(c) for c in rgb]).reshape(v.shape)
+    # WCAG contrast against black (L + 0.05) / 0.05 beats white's 1.05 / (L + 0.05) above L ~0.18
+    return np.where(lum > 0.18, DARK_TEXT, LIGHT_TEXT)
+
+
+def _luminance(rgb: tuple[float, float, float]) -> float:
+    """WCAG relative luminance of an (r, g, b) colour with channels in 0..1 (or 0..255)."""
+    scale = 255.0 if max(rgb) > 1 else 1.0
+    lin = [
+        c / scale / 12.92 if c / scale <= 0.03928 else ((c / scale + 0.055) / 1.055) ** 2.4
+        for c in rgb
+    ]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
 
 
 def _grid_height(n_rows: int) -> int:
@@ -63,8 +101,9 @@ def _station_grid_layout(fig: go.Figure, labels: list[str], stations: list[str],
     fig.update_yaxes(autorange="reversed")
     fig.update_xaxes(
         type="category",
-        tickangle=-60 if len(labels) > 12 else 0,
+        tickangle=-90 if len(labels) > 20 else -60 if len(labels) > 12 else 0,
         title="token of your prompt (position:text)",
+        **every_tick(labels, STATION_TICKS_MAX_T),
     )
     return base_layout(fig, title, _grid_height(len(stations)) + 30)
 
@@ -91,17 +130,21 @@ def logit_lens_grid(
         ]
         for row in top_tokens
     ]
-    fit = max(2, CELL_TEXT_WIDTH // (7 * max(1, len(labels))))  # characters a cell has room for
+    fit = max(1, CELL_TEXT_WIDTH // (CHAR_PX * max(1, len(labels))))  # characters a cell holds
+    # Heatmap text takes one colour per trace, so each cell carries its own in a styled span.
+    colours = text_colour(probs)
     cell = [
         [
-            f"<b>{_clip(s, fit)}</b>" if hit else _clip(s, fit)
-            for s, hit in zip(srow, hrow, strict=True)
+            _cell_text(_clip(s, fit), hit, colour)
+            for s, hit, colour in zip(srow, hrow, crow, strict=True)
         ]
-        for srow, hrow in zip(shown, hits, strict=True)
+        for srow, hrow, crow in zip(shown, hits, colours, strict=True)
     ]
-    custom = np.array([[[s, nxt[t]] for t, s in enumerate(row)] for row in shown], dtype=object)
+    custom = np.array(
+        [[[_plain(s), _plain(nxt[t])] for t, s in enumerate(row)] for row in shown], dtype=object
+    )
     text = (
-        dict(text=cell, texttemplate="%{text}", textfont=dict(size=11))
+        dict(text=cell, texttemplate="%{text}", textfont=dict(size=11 if len(labels) <= 20 else 9))
         if len(labels) <= CELL_TEXT_MAX_T
         else {}
     )
@@ -123,6 +166,16 @@ def logit_lens_grid(
         )
     )
     return _station_grid_layout(fig, labels, stations, title)
+
+
+def _plain(text: str) -> str:
+    """A token as text in plotly's markup (cells and hovers): "<unk>" or "<b>" is not a tag."""
+    return html.escape(text, quote=False)
+
+
+def _cell_text(text: str, bold: bool, colour: str) -> str:
+    text = _plain(text)
+    return f'<span style="color:{colour}">{f"<b>{text}</b>" if bold else text}</span>'
 
 
 def prediction_through_layers(
