@@ -29,16 +29,14 @@ RUN = "bench"
 
 
 async def _until_finished(ws, found: dict) -> None:
-    """Read ForwardMsgs until script_finished, noting the page hash and the fragment's id."""
+    """Read ForwardMsgs until script_finished, noting the refreshing fragment's id."""
     from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
     while True:
         fwd = ForwardMsg()
         fwd.ParseFromString(await ws.recv())
         kind = fwd.WhichOneof("type")
-        if kind == "new_session":
-            found["page_hash"] = fwd.new_session.page_script_hash
-        elif kind == "auto_rerun":
+        if kind == "auto_rerun":
             found["fragment_id"] = fwd.auto_rerun.fragment_id
         elif kind == "delta" and fwd.delta.new_element.WhichOneof("type") == "exception":
             found.setdefault("exceptions", []).append(fwd.delta.new_element.exception.message)
@@ -46,13 +44,13 @@ async def _until_finished(ws, found: dict) -> None:
             return
 
 
-def _rerun(query: str, page: str = "", page_hash: str = "", fragment_id: str = "") -> bytes:
+def _rerun(query: str, page: str, fragment_id: str = "") -> bytes:
+    """A rerun request for a page by its URL name (and of one fragment of it, when given)."""
     from streamlit.proto.BackMsg_pb2 import BackMsg
 
     msg = BackMsg()
     msg.rerun_script.query_string = query
     msg.rerun_script.page_name = page
-    msg.rerun_script.page_script_hash = page_hash
     msg.rerun_script.fragment_id = fragment_id
     return msg.SerializeToString()
 
@@ -64,7 +62,7 @@ async def measure(port: int, refreshes: int) -> dict:
     async with websockets.connect(f"ws://127.0.0.1:{port}/_stcore/stream", max_size=None) as ws:
         for i in range(4):  # the first run loads the models and counts; keep the later ones
             t0 = time.perf_counter()
-            await ws.send(_rerun(query, "Training", found.get("page_hash", "")))
+            await ws.send(_rerun(query, "Training"))
             await _until_finished(ws, found)
             if i:
                 page_runs.append(time.perf_counter() - t0)
@@ -72,7 +70,7 @@ async def measure(port: int, refreshes: int) -> dict:
             return {"error": "the page drew no refreshing fragment (is the run live?)", **found}
         for _ in range(refreshes):
             t0 = time.perf_counter()
-            await ws.send(_rerun(query, "Training", found["page_hash"], found["fragment_id"]))
+            await ws.send(_rerun(query, "Training", found["fragment_id"]))
             await _until_finished(ws, found)
             fragment_runs.append(time.perf_counter() - t0)
             await asyncio.sleep(0.25)

@@ -75,6 +75,41 @@ async def _read_until_finished(ws, deadline: float, exceptions: list[str]) -> bo
     return False
 
 
+async def student_clicks(
+    port: int, seconds: float, pace: tuple[float, float], seed: int, paths: list[str]
+) -> list[dict]:
+    """One student for `seconds`: one websocket (one session), a page run every pace[0]..pace[1]
+    seconds on a random page. Returns each view's {page, seconds, exceptions, finished}."""
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+
+    rng = random.Random(seed)
+    views: list[dict] = []
+    end = time.perf_counter() + seconds
+    async with websockets.connect(f"ws://127.0.0.1:{port}/_stcore/stream", max_size=None) as ws:
+        while time.perf_counter() < end:
+            page = rng.choice(paths)
+            msg = BackMsg()
+            msg.rerun_script.page_name = page
+            exceptions: list[str] = []
+            t0 = time.perf_counter()
+            await ws.send(msg.SerializeToString())
+            finished = await _read_until_finished(ws, t0 + 120, exceptions)
+            views.append({"page": page or "Home", "seconds": time.perf_counter() - t0,
+                          "exceptions": exceptions, "finished": finished})  # fmt: skip
+            await asyncio.sleep(rng.uniform(*pace))
+    return views
+
+
+async def class_clicking(
+    port: int, students: int, seconds: float, pace: tuple[float, float], paths: list[str]
+) -> list[dict]:
+    """`students` clicking at once for `seconds` (see student_clicks); every view, flattened."""
+    runs = await asyncio.gather(
+        *(student_clicks(port, seconds, pace, seed, paths) for seed in range(students))
+    )
+    return [view for views in runs for view in views]
+
+
 async def arrive(
     port: int, students: int, spread: float, seed: int, paths: list[str]
 ) -> list[dict]:
