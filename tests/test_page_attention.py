@@ -2,29 +2,13 @@
 
 from __future__ import annotations
 
-import base64
-import json
-
 import numpy as np
 
-from tests.apptest_util import app_test
+from tests.apptest_util import app_test, plotly_array, plotly_figures
 from ui.state import widget_key
 
 PAGE = "pages/3_Attention.py"
 ARITHMETIC_KEY = "attn_arithmetic"
-
-
-def _charts(at) -> list[dict]:
-    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
-
-
-def _array(value) -> np.ndarray:
-    """A plotly JSON array: a plain list, or {"dtype", "bdata" (base64), "shape"}."""
-    if isinstance(value, dict):
-        data = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
-        shape = [int(n) for n in str(value.get("shape", len(data))).split(",")]
-        return data.reshape(shape)
-    return np.array(value, dtype=float)
 
 
 def _roles(at):
@@ -44,7 +28,7 @@ def _open_arithmetic(at):
 
 def _heatmap_values(at) -> list:
     """The values trace of the big pattern heatmap (the first chart; trace 0 is the mask)."""
-    return _charts(at)[0]["data"][1]["z"]
+    return plotly_figures(at)[0]["data"][1]["z"]
 
 
 def test_page_draws_every_chart_and_the_head_slider_changes_the_heatmap(models_dir):
@@ -52,7 +36,7 @@ def test_page_draws_every_chart_and_the_head_slider_changes_the_heatmap(models_d
     assert not at.exception and not at.error
     assert not at.success and len(at.dataframe) == 1  # arithmetic closed: only the numbers
     _open_arithmetic(at)
-    charts = _charts(at)
+    charts = plotly_figures(at)
     assert len(charts) == 4  # heatmap, lines, one query's weights, all heads
     assert sum(t["type"] == "heatmap" for t in charts[3]["data"]) == 2 * 4  # 2 layers x 4 heads
     assert "matches what the model recorded" in at.success[0].value
@@ -91,9 +75,9 @@ def test_choosing_another_query_token_changes_the_arithmetic(models_dir):
 def test_the_scores_view_shows_scores_with_the_mask_kept_out_of_the_scale(models_dir):
     at = app_test(models_dir, PAGE, prompt="abcabc", query={"view": "scores"})
     assert not at.exception
-    values = _charts(at)[0]["data"][1]
+    values = plotly_figures(at)[0]["data"][1]
     assert values.get("zmid") == 0
-    z = _array(values["z"])
+    z = plotly_array(values["z"])
     assert np.isnan(z[0, 1]) and np.isfinite(z[1, 0])  # masked cell: no value (not -inf, not 0)
     assert np.isfinite(z[np.tril_indices(6)]).all()
 
@@ -144,7 +128,7 @@ def _heatmap_in_a_column(at) -> bool:
 
 def test_a_long_prompt_gives_the_heatmap_the_whole_column(models_dir):
     short = app_test(models_dir, PAGE, prompt="to be or")
-    assert len(_array(_heatmap_values(short))) <= 12 and _heatmap_in_a_column(short)
+    assert len(plotly_array(_heatmap_values(short))) <= 12 and _heatmap_in_a_column(short)
     long = app_test(models_dir, PAGE, prompt="to be or not to be, that is")
-    assert len(_array(_heatmap_values(long))) > 12  # tokens
+    assert len(plotly_array(_heatmap_values(long))) > 12  # tokens
     assert not _heatmap_in_a_column(long)  # beside the lines chart it would be a few px a cell
