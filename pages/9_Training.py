@@ -5,8 +5,10 @@ only reads files. The chosen model's own training follows: its loss against the 
 baselines, its learning-rate schedule and the samples it wrote (bundled models included)."""
 
 import math
+import os
 
 import streamlit as st
+from streamlit.errors import StreamlitSecretNotFoundError
 
 import ui
 from ui import cache, state, training_live, training_view
@@ -31,8 +33,20 @@ st.latex(
 )
 
 
+def password_from_secrets() -> None:
+    """`teacher_password = "..."` in .streamlit/secrets.toml works as VIZ_TEACHER_PASSWORD does
+    (the variable wins when both are set); the jobs read it from this process's environment."""
+    try:
+        secret = st.secrets.get("teacher_password")
+    except StreamlitSecretNotFoundError:  # no secrets file: nothing to read
+        return
+    if secret and not os.environ.get(jobs.PASSWORD_ENV):
+        os.environ[jobs.PASSWORD_ENV] = str(secret)
+
+
 def teacher_password() -> str | None:
     """The password field, only when the server has one (VIZ_TEACHER_PASSWORD); never in the URL."""
+    password_from_secrets()
     if not jobs.password_required():
         return None
     return st.text_input(

@@ -79,3 +79,16 @@ def test_no_run_yet_says_how_to_start_one(models_dir, root):  # noqa: F811
     at = app_test(models_dir, PAGE)
     assert not at.exception
     assert any("No run on this server yet" in i.value for i in at.info)
+
+
+def test_a_password_in_streamlit_secrets_locks_the_runs_too(models_dir, root, monkeypatch):  # noqa: F811
+    # Empty means "no password"; setenv (not delenv) so the value the page sets is undone after.
+    monkeypatch.setenv(jobs.PASSWORD_ENV, "")
+    at = app_test(models_dir, None)
+    at.secrets["teacher_password"] = "from-secrets"
+    at.switch_page(PAGE).run()
+    assert not at.exception
+    assert at.text_input(key="t_password").label == "Teacher password"
+    assert jobs.password_required()
+    with pytest.raises(jobs.JobError, match="wrong teacher password"):
+        jobs.check_password("guess")
