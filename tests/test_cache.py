@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.conftest import tiny_model
+from tests.conftest import VARIANTS, tiny_model
 from viz_model.analysis.residual import direct_logit_attribution, lens_logits, residual_names
 from viz_model.cache import ActivationCache
 
@@ -162,10 +162,13 @@ def test_pos_slice_picks_the_same_positions_and_sigmas(model, ids, pos_slice):
 # ---- logit_attrs ----------------------------------------------------------------------------
 
 
-def test_logit_attrs_of_the_decomposition_sum_to_the_logit(variant_model, ids):
-    if variant_model.cfg.norm == "post":
-        pytest.skip("decompose_resid refuses post-LN models (tested above)")
-    model = variant_model
+# decompose_resid refuses post-LN models (tested below), so they have no decomposition to sum.
+SUMMABLE = [name for name, options in VARIANTS.items() if options.get("norm") != "post"]
+
+
+@pytest.mark.parametrize("variant", SUMMABLE)
+def test_logit_attrs_of_the_decomposition_sum_to_the_logit(variant, ids):
+    model = tiny_model(**VARIANTS[variant])
     logits, cache = model.run_with_cache(ids)
     T = len(ids)
     tokens, wrong = ids.roll(-1), ids  # one target per position
