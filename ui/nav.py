@@ -93,7 +93,7 @@ SECTIONS: dict[str, list[Page]] = {
             "pages/9_Training.py",
             "Training",
             ":material/model_training:",
-            "How a model learns: its loss against counting, its learning rate, what it wrote.",
+            "Train a model on this server and watch it learn; see how any model trained.",
         ),
     ],
 }
