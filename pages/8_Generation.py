@@ -188,7 +188,8 @@ def draw_history(steps: list[gen.Step], seq: list[int], n_cropped: int) -> None:
 # ---- this step --------------------------------------------------------------------------------
 def draw_step(steps: list[gen.Step], seq: list[int], dist, proposal: gen.Step) -> None:
     st.subheader(f"Step {len(steps) + 1}: what comes next?")
-    b1, b2, b3, b4, b5 = st.columns([3, 1.2, 1.8, 1, 1], vertical_alignment="bottom")
+    # two rows: five buttons in one row were cut to "Run 20 s…", "U", "R" at 1024 px
+    b1, b4, b5 = st.columns([3, 1, 1], vertical_alignment="bottom")
     pick_label = md_escape(tok.id_to_token(proposal.token))
     b1.button(
         f"Next token: “{pick_label}” (p = {dist.probs[proposal.token]:.3f})",
@@ -199,6 +200,7 @@ def draw_step(steps: list[gen.Step], seq: list[int], dist, proposal: gen.Step) -
         disabled=len(steps) >= MAX_STEPS,
         help="Append the token the sampler drew with this seed at this step.",
     )
+    b2, b3, _ = st.columns([1.2, 2, 1.8], vertical_alignment="bottom")
     n_run = b2.number_input("Steps", 1, 200, 20, key="n_run")
     b3.button(
         f"Run {n_run} steps",

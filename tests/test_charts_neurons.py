@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from viz_model.charts.common import tick_font_size
 from viz_model.charts.neurons import direction_bars, neuron_heatmap, snippet_html, snippets_html
 
 
@@ -14,6 +15,13 @@ def test_neuron_heatmap_labels_and_centre():
     assert list(hm.x) == ["n7", "n3"] and list(hm.y) == ["0:a", "1:b", "2:c"]
     assert (hm.zmin, hm.zmax, hm.zmid) == (-2.0, 2.0, 0)
     np.testing.assert_array_equal(np.asarray(hm.z), acts)
+
+
+def test_neuron_heatmap_names_every_token_of_a_60_token_prompt():
+    labels = [f"{i}:t" for i in range(60)]  # plotly alone labelled every 2nd row here
+    yaxis = neuron_heatmap(np.zeros((60, 8)), labels, list(range(8))).layout.yaxis
+    assert yaxis.tickmode == "array" and list(yaxis.tickvals) == labels
+    assert list(yaxis.ticktext) == labels and yaxis.tickfont.size == tick_font_size(60)
 
 
 def test_snippet_escapes_text_and_outlines_the_max_token():

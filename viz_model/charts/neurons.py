@@ -11,7 +11,7 @@ import html
 import numpy as np
 import plotly.graph_objects as go
 
-from viz_model.charts.common import DIVERGING, base_layout, show_whitespace
+from viz_model.charts.common import DIVERGING, base_layout, every_tick, show_whitespace
 
 HOT = (214, 39, 40)  # ACCENT as RGB: the max-activating token's colour
 SNIPPET_STYLE = (
@@ -47,7 +47,9 @@ def neuron_heatmap(
     fig.update_xaxes(
         type="category", tickangle=-60 if len(neurons) > 12 else 0, title="neuron (n + its index)"
     )
-    fig.update_yaxes(type="category", autorange="reversed", title="token of your prompt")
+    fig.update_yaxes(  # every token named (plotly showed every 2nd at 60), small for long prompts
+        type="category", autorange="reversed", title="token of your prompt", **every_tick(labels)
+    )
     height = max(300, min(900, 110 + 18 * len(labels)))
     return base_layout(fig, title, height)
 
