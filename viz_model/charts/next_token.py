@@ -51,6 +51,23 @@ def plotly_text(label: str) -> str:
     return html.escape(label, quote=False)
 
 
+# A horizontal colour bar under the axis title: beside the plot it took ~100 px of the ~560 px a
+# 1024 px page gives a chart, and 60 keys need all the width they can get.
+WEIGHT_BAR_BELOW = dict(
+    title=dict(text="weight", side="top"),
+    orientation="h",
+    yref="container",
+    y=0,
+    yanchor="bottom",
+    x=1,
+    xanchor="right",
+    len=0.4,
+    thickness=10,
+    outlinewidth=0,
+    ticks="",
+)
+
+
 def distinct_labels(labels: Sequence[str]) -> list[str]:
     """Readable labels (whitespace shown) that stay distinct: a repeat gets its index appended.
 
@@ -167,7 +184,7 @@ def layer_attention_heatmap(
 
     Every key is labelled up to EVERY_TICK_MAX_T keys, in the shared token-axis font (small for a
     long text); past that, every n-th, because a page column has no room for more readable labels.
-    The colour bar is thin, with its title on its side, so the keys get most of a 1024 px column."""
+    The colour bar lies at the foot, so the keys get the whole width of a 1024 px column."""
     weights = np.asarray(weights, dtype=float)
     cols = list(col_labels)
     every = max(1, math.ceil(len(cols) / EVERY_TICK_MAX_T))
@@ -179,15 +196,13 @@ def layer_attention_heatmap(
         colorscale=SEQUENTIAL,
         zmin=0,
         zmax=max(float(weights.max()), 1e-9),
-        colorbar=dict(
-            title=dict(text="weight", side="right"), thickness=10, outlinewidth=0, ticks=""
-        ),
+        colorbar=WEIGHT_BAR_BELOW,
         hovertemplate="%{y} -> %{x}: %{z:.3f}<extra></extra>",
     )
     ticks = {**every_tick(shown), "ticktext": [plotly_text(c) for c in shown]}
     layout = house_layout(
         title,
-        max(SMALL_HEIGHT, 60 + 28 * len(row_labels)),
+        max(SMALL_HEIGHT, 60 + 28 * len(row_labels)) + 50,  # + the colour bar below
         xaxis=dict(
             title="earlier token (key)"
             + (f" (one label every {every} tokens)" if every > 1 else ""),
