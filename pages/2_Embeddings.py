@@ -165,8 +165,8 @@ with right:
         hide_index=True,
         width="stretch",
         column_config={  # narrow token and id columns leave the similarity room at 1024 px
-            "token": st.column_config.TextColumn(width="small"),
-            "id": st.column_config.NumberColumn(width="small"),
+            "token": st.column_config.TextColumn(width=56),  # px
+            "id": st.column_config.NumberColumn(width=44),
             "similarity": st.column_config.NumberColumn(
                 help="Cosine similarity to the chosen token's vector (1 = same direction)."
             ),

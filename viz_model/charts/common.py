@@ -67,6 +67,24 @@ def base_layout(fig: go.Figure, title: str = "", height: int = HEIGHT) -> go.Fig
     return fig
 
 
+def colorbar_below(title: str = "", **extra) -> dict:
+    """A horizontal colour bar at the foot of the figure (plotly makes room for it). Beside the
+    plot a colour bar takes ~80-100 px, a third of a half-column chart on a 1024 px page."""
+    return dict(
+        title=dict(text=title, side="top"),
+        orientation="h",
+        yref="container",
+        y=0,
+        yanchor="bottom",
+        x=1,
+        xanchor="right",
+        len=0.7,  # shorter, its tick labels turn sideways in a half column
+        thickness=10,
+        outlinewidth=0,
+        **extra,
+    )
+
+
 def tick_font_size(T: int) -> int:
     """Smaller tick labels for longer prompts: 12 px up to 20 tokens, 10 up to 40, then 8."""
     return 12 if T <= 20 else 10 if T <= 40 else 8

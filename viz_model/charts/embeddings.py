@@ -14,6 +14,7 @@ from viz_model.charts.common import (
     HEIGHT,
     SMALL_HEIGHT,
     base_layout,
+    colorbar_below,
     show_whitespace,
 )
 
@@ -110,7 +111,7 @@ def position_heatmap(table: np.ndarray, title: str, zmax: float | None = None) -
             zmin=-zmax,
             zmax=zmax,
             hovertemplate="position %{y}, dimension %{x}: %{z:.3f}<extra></extra>",
-            colorbar=dict(thickness=12),
+            colorbar=colorbar_below(),  # half a 1024 px column: the plot needs the width
         )
     )
     fig.update_xaxes(title="dimension")
@@ -128,11 +129,16 @@ def similarity_heatmap(sim: np.ndarray, title: str) -> go.Figure:
             zmin=-1,
             zmax=1,
             hovertemplate="positions %{y} and %{x}: cosine %{z:.2f}<extra></extra>",
-            colorbar=dict(thickness=12),
+            colorbar=colorbar_below(),
         )
     )
+    # square cells: both axes shrink their domain (an unconstrained y stretched its range to
+    # -150..250 around a 128-position matrix in a narrow column)
     fig.update_xaxes(title="position", constrain="domain")
-    fig.update_yaxes(title="position", autorange="reversed", scaleanchor="x")
+    fig.update_yaxes(
+        title="position", autorange="reversed", scaleanchor="x", constrain="domain",
+        constraintoward="top",
+    )  # fmt: skip
     return base_layout(fig, title, HEIGHT)
 
 

@@ -22,6 +22,7 @@ from viz_model.charts.common import (
     HEIGHT,
     SEQUENTIAL,
     SMALL_HEIGHT,
+    colorbar_below,
     every_tick,
     house_layout,
     show_whitespace,
@@ -49,23 +50,6 @@ def plotly_text(label: str) -> str:
     'say "&lt;b&gt;" &amp; go'
     """
     return html.escape(label, quote=False)
-
-
-# A horizontal colour bar under the axis title: beside the plot it took ~100 px of the ~560 px a
-# 1024 px page gives a chart, and 60 keys need all the width they can get.
-WEIGHT_BAR_BELOW = dict(
-    title=dict(text="weight", side="top"),
-    orientation="h",
-    yref="container",
-    y=0,
-    yanchor="bottom",
-    x=1,
-    xanchor="right",
-    len=0.4,
-    thickness=10,
-    outlinewidth=0,
-    ticks="",
-)
 
 
 def distinct_labels(labels: Sequence[str]) -> list[str]:
@@ -196,7 +180,7 @@ def layer_attention_heatmap(
         colorscale=SEQUENTIAL,
         zmin=0,
         zmax=max(float(weights.max()), 1e-9),
-        colorbar=WEIGHT_BAR_BELOW,
+        colorbar=colorbar_below("weight", ticks=""),  # below: 60 keys need the whole width
         hovertemplate="%{y} -> %{x}: %{z:.3f}<extra></extra>",
     )
     ticks = {**every_tick(shown), "ticktext": [plotly_text(c) for c in shown]}
