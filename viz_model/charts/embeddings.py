@@ -132,13 +132,10 @@ def similarity_heatmap(sim: np.ndarray, title: str) -> go.Figure:
             colorbar=colorbar_below(),
         )
     )
-    # square cells: both axes shrink their domain (an unconstrained y stretched its range to
-    # -150..250 around a 128-position matrix in a narrow column)
-    fig.update_xaxes(title="position", constrain="domain")
-    fig.update_yaxes(
-        title="position", autorange="reversed", scaleanchor="x", constrain="domain",
-        constraintoward="top",
-    )  # fmt: skip
+    # no square cells (scaleanchor): in half a 1024 px column they stretched the y range to
+    # -150..250 around 128 positions, or left the matrix small in a box of white
+    fig.update_xaxes(title="position")
+    fig.update_yaxes(title="position", autorange="reversed")
     return base_layout(fig, title, HEIGHT)
 
 
