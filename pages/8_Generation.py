@@ -217,16 +217,16 @@ def draw_step(steps: list[gen.Step], seq: list[int], dist, proposal: gen.Step) -
 
     top = nt.top_tokens(dist, N_CANDIDATES, tok.id_to_token)
     st.caption("Or force another token: click a candidate (its probability after the settings).")
-    cols = st.columns(N_CANDIDATES // 2)
-    for rank, (tid, label, p, kept) in enumerate(
-        zip(top.ids, top.labels, top.probs, top.kept, strict=True)
-    ):
-        cols[rank % len(cols)].button(
+    # a wrapping row of buttons as wide as their labels: five fixed columns cut BPE tokens
+    # ("“␣not” 0.…") at 1024 px
+    row = st.container(horizontal=True, gap="small")
+    for tid, label, p, kept in zip(top.ids, top.labels, top.probs, top.kept, strict=True):
+        row.button(
             f"“{md_escape(label)}” {p:.3f}" if kept else f"“{md_escape(label)}” cut",
             key=f"candidate_{int(tid)}",
             on_click=do_steps,
             args=(1, int(tid)),
-            width="stretch",
+            width="content",
             type="tertiary" if not kept else "secondary",
         )
     with st.popover("Force any token…", icon=":material/touch_app:"):

@@ -44,8 +44,8 @@ SMALL = (1024, 768)  # a classroom projector
 # Each displayed formula's [scrollWidth, clientWidth]: a wider content than box is a clipped formula.
 FORMULAS_JS = """() => Array.from(document.querySelectorAll('.katex-display'))
   .map(e => [e.scrollWidth, e.clientWidth])"""
-# Text cut at 1024 px: a chart title running past its chart (the svg clips it), and a metric,
-# widget or button label that overflows its box (Streamlit ends it with "…").
+# Text cut at 1024 px: a chart title running past its chart (the svg clips it); a metric, widget
+# or button label wider than its box; any text Streamlit ends with "…" (one pixel is enough).
 CUT_TEXT_JS = """() => [
   ...Array.from(document.querySelectorAll('.js-plotly-plot'))
     .map(p => [p.querySelector('.gtitle'), p.getBoundingClientRect().right])
@@ -55,7 +55,10 @@ CUT_TEXT_JS = """() => [
     '[data-testid=stMain] [data-testid=stMetricLabel] *, ' +
     '[data-testid=stMain] [data-testid=stWidgetLabel] *, [data-testid=stMain] button *'))
     .filter(e => e.scrollWidth > e.clientWidth + 1)
-    .map(e => 'label: ' + e.innerText)]"""
+    .map(e => 'label: ' + e.innerText),
+  ...Array.from(document.querySelectorAll('[data-testid=stMain] *'))
+    .filter(e => e.scrollWidth > e.clientWidth && getComputedStyle(e).textOverflow === 'ellipsis')
+    .map(e => 'ellipsis: ' + e.innerText)]"""
 # The page's own scroll containers: a full-page screenshot needs the viewport as tall as they are.
 HEIGHT_JS = """() => Math.max(900, ...Array.from(document.querySelectorAll(
   "[data-testid=stMain], [data-testid=stMainBlockContainer], [data-testid=stSidebarContent]"

@@ -155,3 +155,9 @@ def test_bar_labels_turn_only_when_they_would_not_fit():
     long = [f"␣word{i}" for i in range(20)]
     turned = distribution_bars(long, *[np.full(20, 0.05)] * 3, np.ones(20, bool))
     assert turned.layout.xaxis.tickangle == -45
+    # 20 BPE pieces of three characters fit 900 px but ran together at 1024 px (a ~500 px plot)
+    bpe = [f"␣{chr(97 + i)}{chr(98 + i)}" for i in range(20)]
+    assert (
+        distribution_bars(bpe, *[np.full(20, 0.05)] * 3, np.ones(20, bool)).layout.xaxis.tickangle
+        == -45
+    )

@@ -34,6 +34,7 @@ SURPRISAL_SCALE = "Reds"  # low surprisal pale, high surprisal dark red
 CHOSEN_SCALE = "RdYlGn"  # probability a generated token had when chosen: red unlikely, green likely
 NO_VALUE_COLOUR = "#f0f0f0"
 CUT_LABEL_COLOUR = "#a0a0a0"  # tokens with no value (the first token has no surprisal)
+PLOT_PX = 500  # a full-width plot's width on a 1024 px page (the narrowest we design for)
 BAR_LINE = dict(color="white", width=0.5)  # what plotly_white gives bars
 # The legend at the foot of the figure, under the axis title: above the plot it wraps to two rows
 # on a 1024 px page and runs into the title. Plotly makes room for it below (a container y).
@@ -154,7 +155,7 @@ def distribution_bars(
     return go.Figure(data=traces, layout=layout)
 
 
-def _fits_flat(labels: Sequence[str], short: bool, width_px: float = 900) -> bool:
+def _fits_flat(labels: Sequence[str], short: bool, width_px: float = PLOT_PX) -> bool:
     """Whether the labels fit side by side, unrotated, on a plot about width_px wide (monospace
     ticks: ~9 px a character at the large size used for short labels, ~7.5 px otherwise)."""
     char_px = 9.0 if short else 7.5
