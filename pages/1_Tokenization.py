@@ -84,9 +84,9 @@ st.markdown(
     "and repeatedly glues together the pair of neighbouring tokens that occurs most often in the "
     "training text, until the vocabulary has the size we asked for."
 )
-st.latex(
-    r"(a, b)^\ast = \arg\max_{(a,b)} \operatorname{count}(a\,b)"
-    r"\quad\Rightarrow\quad \text{replace every } a\,b \text{ by the new token } ab"
+st.latex(  # two lines: one line is wider than the column at 1024 px
+    r"\begin{aligned}(a, b)^\ast &= \arg\max_{(a,b)} \operatorname{count}(a\,b)\\"
+    r"&\Rightarrow\ \text{replace every } a\,b \text{ by the new token } ab\end{aligned}"
 )
 st.caption(
     f"Tokenizers below are trained on the bundled {CORPUS.title()} corpus (about 1 MB). Hover over "

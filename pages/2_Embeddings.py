@@ -88,8 +88,9 @@ def position_figures(bundle_id: str, pos: str) -> tuple[go.Figure, go.Figure] | 
     if table is None:
         return None
     return (
-        position_heatmap(table, f"This model's P ({pos}): positions × dimensions"),
-        similarity_heatmap(sim, "Cosine similarity of every two positions"),
+        # titles short enough for half a 1024 px column
+        position_heatmap(table, f"This model's P ({pos})"),
+        similarity_heatmap(sim, "Cosine similarity of positions"),
     )
 
 
@@ -97,8 +98,8 @@ def position_figures(bundle_id: str, pos: str) -> tuple[go.Figure, go.Figure] | 
 def sinusoid_figures(n_ctx: int, d_model: int) -> tuple[go.Figure, go.Figure]:
     sinus = sinusoidal_positions(n_ctx, d_model).numpy()
     return (
-        position_heatmap(sinus, "Sinusoidal P from the formula", zmax=1.0),
-        similarity_heatmap(emb.cosine_matrix(sinus), "Cosine similarity of every two positions"),
+        position_heatmap(sinus, "Sinusoidal P (the formula)", zmax=1.0),
+        similarity_heatmap(emb.cosine_matrix(sinus), "Cosine similarity of positions"),
     )
 
 
@@ -158,11 +159,18 @@ with right:
             {
                 "token": [show_whitespace(labels[i]) for i in near.ids],
                 "id": near.ids,
-                "cosine similarity": np.round(near.similarity, 3),
+                "similarity": np.round(near.similarity, 3),
             }
         ),
         hide_index=True,
         width="stretch",
+        column_config={  # narrow token and id columns leave the similarity room at 1024 px
+            "token": st.column_config.TextColumn(width=56),  # px
+            "id": st.column_config.NumberColumn(width=44),
+            "similarity": st.column_config.NumberColumn(
+                help="Cosine similarity to the chosen token's vector (1 = same direction)."
+            ),
+        },
     )
 st.caption(
     f"The two directions explain {result.explained[0]:.0%} and {result.explained[1]:.0%} of the "
@@ -255,16 +263,20 @@ if i == j:
 runs = swap_runs(ctx.bundle_id, tuple(ctx.ids), i, j)
 off, on = runs["off"], runs.get("on")
 m1, m2, m3 = st.columns(3)
-m1.metric(
-    "Positions zeroed: largest difference",
+m1.metric(  # short labels: a third of a 1024 px column; the meaning in help=
+    "Positions zeroed",
     f"{off.max_diff:.1e}",
-    help="The largest difference between any of the two vectors' numbers.",
+    help="The largest difference between any of the two vectors' numbers, positions zeroed.",
 )
 if on is not None:
-    m2.metric("Positions on: largest difference", f"{on.max_diff:.1e}")
+    m2.metric(
+        "Positions on",
+        f"{on.max_diff:.1e}",
+        help="The same largest difference with the position vectors added.",
+    )
 if "off_layer1" in runs:
     m3.metric(
-        "Positions zeroed, layer 1",
+        "Zeroed, layer 1",
         f"{runs['off_layer1'].max_diff:.1e}",
         help="The same comparison one layer up: the last token's layer-1 attention output.",
     )

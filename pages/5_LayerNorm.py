@@ -27,8 +27,8 @@ st.markdown(
     "a **gain** $\\gamma_i$ (gamma) and shifted by a **bias** $\\beta_i$ (beta). Each token is "
     "normalised on its own, never mixed with other tokens."
 )
-st.latex(
-    r"\mathrm{LN}(x)_i = \frac{x_i - \mu}{\sigma}\,\gamma_i + \beta_i, \qquad "
+st.latex(r"\mathrm{LN}(x)_i = \frac{x_i - \mu}{\sigma}\,\gamma_i + \beta_i")
+st.latex(  # a second line: all three are wider than the column at 1024 px
     r"\mu = \frac{1}{D}\sum_{j=1}^{D} x_j, \qquad "
     r"\sigma = \sqrt{\frac{1}{D}\sum_{j=1}^{D} (x_j - \mu)^2 + \varepsilon}"
 )
@@ -95,16 +95,17 @@ def one_layernorm() -> None:
         rf"\mu = {mu:.4f}, \qquad \sigma = \sqrt{{\underbrace{{{sigma**2 - s.eps:.4g}}}_{{\text{{variance}}}}"
         rf" + \underbrace{{{eps_tex}}}_{{\varepsilon}}}} = {sigma:.4f}"
     )
-    st.latex(
-        rf"\mathrm{{LN}}(x)_{{{i}}} = \frac{{{x[i]:.4f} - ({mu:.4f})}}{{{sigma:.4f}}} \times "
-        rf"{s.gamma[i]:.4f} + ({s.beta[i]:.4f}) = {n[i]:.4f} \times {s.gamma[i]:.4f} "
-        rf"+ ({s.beta[i]:.4f}) = {y[i]:.4f}"
+    st.latex(  # aligned over three lines, so it fits a 1024 px column
+        rf"\begin{{aligned}}\mathrm{{LN}}(x)_{{{i}}} &= \frac{{{x[i]:.4f} - ({mu:.4f})}}"
+        rf"{{{sigma:.4f}}} \times {s.gamma[i]:.4f} + ({s.beta[i]:.4f})\\"
+        rf"&= {n[i]:.4f} \times {s.gamma[i]:.4f} + ({s.beta[i]:.4f})\\ &= {y[i]:.4f}\end{{aligned}}"
     )
     m1, m2, m3, m4 = st.columns(4)
-    m1.metric("mean μ before", f"{mu:.4f}")
-    m2.metric("standard deviation σ before", f"{sigma:.4f}")
+    # short labels: four metrics share a 1024 px column; the words are in help=
+    m1.metric("μ before", f"{mu:.4f}", help="The mean of the vector entering the LayerNorm.")
+    m2.metric("σ before", f"{sigma:.4f}", help="Its standard deviation (with ε).")
     m3.metric("mean after", f"{float(y.mean()):.4f}", help="mean(γ · normalized) + mean(β)")
-    m4.metric("standard deviation after", f"{float(y.std()):.4f}")
+    m4.metric("σ after", f"{float(y.std()):.4f}", help="The standard deviation of the output.")
     st.caption(
         f"After normalising, the mean is 0 and the standard deviation 1. Then γ and β move them: "
         f"the mean after is mean(γ · normalized) + mean(β) = {float((s.gamma * n).mean()):.4f} + "

@@ -39,8 +39,9 @@ def prompt_numbers(bundle_id: str, ids: tuple[int, ...]) -> tuple[np.ndarray, np
 last_logits, surprisal = prompt_numbers(ctx.bundle_id, tuple(ctx.ids))
 
 # ---- the controls -----------------------------------------------------------------------------
-c1, c2, c3, c4 = st.columns([3, 3, 3, 2], gap="large")
-settings = controls.sampling_controls(V, (c1, c2, c3))
+settings = controls.sampling_controls(V, st.columns(3, gap="large"))
+# the view settings on a row of their own: a fourth narrow column at 1024 px hid their labels
+c4, c5, _ = st.columns(3, gap="large", vertical_alignment="bottom")
 n_bars = state.select_slider(
     "Bars shown", "bars", [10, 15, 20, 30, 50], 20, container=c4, help="The most likely tokens."
 )
@@ -48,7 +49,7 @@ log_y = state.toggle(
     "Log scale",
     "log",
     False,
-    container=c4,
+    container=c5,
     help="Shows the small probabilities too, where temperature and the cuts change the most.",
 )
 
@@ -90,7 +91,11 @@ h_nats = max(0.0, dist.entropy)  # never print -0.000
 m1, m2, m3 = st.columns(3)
 m1.metric("Entropy (nats)", f"{h_nats:.3f}")
 m2.metric("Entropy (bits)", f"{nt.entropy_bits(h_nats):.3f}")
-m3.metric("As uncertain as a fair pick among", f"{math.exp(h_nats):.1f} tokens")
+m3.metric(  # a short label (a third of a 1024 px column); the meaning in help=
+    "Fair pick among",
+    f"{math.exp(h_nats):.1f} tokens",
+    help="exp(entropy): the distribution is as uncertain as a fair pick among this many tokens.",
+)
 st.markdown(
     r"**Entropy** $H = -\sum_i p_i \log p_i$ measures how spread out the distribution the sampler "
     f"uses is: 0 means the next token is certain; {math.log(V):.2f} nats "
@@ -106,8 +111,8 @@ st.markdown(
     "when it did not. The first token has none, because nothing came before it. The "
     "**perplexity** of the whole text is $e$ to the mean surprisal."
 )
-st.latex(
-    r"\text{surprisal}(x_t) = -\log p(x_t \mid x_{<t}) \qquad "
+st.latex(r"\text{surprisal}(x_t) = -\log p(x_t \mid x_{<t})")
+st.latex(  # its own line: side by side they are wider than the column at 1024 px
     r"\text{perplexity} = \exp\Big(\frac{1}{T-1}\sum_{t=2}^{T} -\log p(x_t \mid x_{<t})\Big)"
 )
 st.html(charts.surprisal_chips(ctx.pieces, surprisal))

@@ -188,7 +188,8 @@ def draw_history(steps: list[gen.Step], seq: list[int], n_cropped: int) -> None:
 # ---- this step --------------------------------------------------------------------------------
 def draw_step(steps: list[gen.Step], seq: list[int], dist, proposal: gen.Step) -> None:
     st.subheader(f"Step {len(steps) + 1}: what comes next?")
-    b1, b2, b3, b4, b5 = st.columns([3, 1.2, 1.8, 1, 1], vertical_alignment="bottom")
+    # two rows: five buttons in one row were cut to "Run 20 s…", "U", "R" at 1024 px
+    b1, b4, b5 = st.columns([3, 1, 1], vertical_alignment="bottom")
     pick_label = md_escape(tok.id_to_token(proposal.token))
     b1.button(
         f"Next token: “{pick_label}” (p = {dist.probs[proposal.token]:.3f})",
@@ -199,6 +200,7 @@ def draw_step(steps: list[gen.Step], seq: list[int], dist, proposal: gen.Step) -
         disabled=len(steps) >= MAX_STEPS,
         help="Append the token the sampler drew with this seed at this step.",
     )
+    b2, b3, _ = st.columns([1.2, 2, 1.8], vertical_alignment="bottom")
     n_run = b2.number_input("Steps", 1, 200, 20, key="n_run")
     b3.button(
         f"Run {n_run} steps",
@@ -215,16 +217,16 @@ def draw_step(steps: list[gen.Step], seq: list[int], dist, proposal: gen.Step) -
 
     top = nt.top_tokens(dist, N_CANDIDATES, tok.id_to_token)
     st.caption("Or force another token: click a candidate (its probability after the settings).")
-    cols = st.columns(N_CANDIDATES // 2)
-    for rank, (tid, label, p, kept) in enumerate(
-        zip(top.ids, top.labels, top.probs, top.kept, strict=True)
-    ):
-        cols[rank % len(cols)].button(
+    # a wrapping row of buttons as wide as their labels: five fixed columns cut BPE tokens
+    # ("“␣not” 0.…") at 1024 px
+    row = st.container(horizontal=True, gap="small")
+    for tid, label, p, kept in zip(top.ids, top.labels, top.probs, top.kept, strict=True):
+        row.button(
             f"“{md_escape(label)}” {p:.3f}" if kept else f"“{md_escape(label)}” cut",
             key=f"candidate_{int(tid)}",
             on_click=do_steps,
             args=(1, int(tid)),
-            width="stretch",
+            width="content",
             type="tertiary" if not kept else "secondary",
         )
     with st.popover("Force any token…", icon=":material/touch_app:"):

@@ -44,8 +44,21 @@ SMALL = (1024, 768)  # a classroom projector
 # Each displayed formula's [scrollWidth, clientWidth]: a wider content than box is a clipped formula.
 FORMULAS_JS = """() => Array.from(document.querySelectorAll('.katex-display'))
   .map(e => [e.scrollWidth, e.clientWidth])"""
-# Pages whose formulas are still wider than the 1024 px column (issue 9, item 7; other owners).
-WIDE_FORMULAS = {"Tokenization", "LayerNorm", "Next_token"}  # url paths
+# Text cut at 1024 px: a chart title running past its chart (the svg clips it); a metric, widget
+# or button label wider than its box; any text Streamlit ends with "…" (one pixel is enough).
+CUT_TEXT_JS = """() => [
+  ...Array.from(document.querySelectorAll('.js-plotly-plot'))
+    .map(p => [p.querySelector('.gtitle'), p.getBoundingClientRect().right])
+    .filter(([t, right]) => t && t.getBoundingClientRect().right > right + 1)
+    .map(([t]) => 'chart title: ' + t.textContent),
+  ...Array.from(document.querySelectorAll(
+    '[data-testid=stMain] [data-testid=stMetricLabel] *, ' +
+    '[data-testid=stMain] [data-testid=stWidgetLabel] *, [data-testid=stMain] button *'))
+    .filter(e => e.scrollWidth > e.clientWidth + 1)
+    .map(e => 'label: ' + e.innerText),
+  ...Array.from(document.querySelectorAll('[data-testid=stMain] *'))
+    .filter(e => e.scrollWidth > e.clientWidth && getComputedStyle(e).textOverflow === 'ellipsis')
+    .map(e => 'ellipsis: ' + e.innerText)]"""
 # The page's own scroll containers: a full-page screenshot needs the viewport as tall as they are.
 HEIGHT_JS = """() => Math.max(900, ...Array.from(document.querySelectorAll(
   "[data-testid=stMain], [data-testid=stMainBlockContainer], [data-testid=stSidebarContent]"
@@ -180,9 +193,10 @@ def check_page(p, name: str) -> None:
         p.wait_for_selector(CHARTS, timeout=15_000)
     shot = screenshot(p, name)
     small = screenshot(p, name, width=SMALL[0])  # a projector: every page is looked at there too
-    if urlparse(p.url).path.strip("/") not in WIDE_FORMULAS:
-        clipped = [w for w in p.evaluate(FORMULAS_JS) if w[0] > w[1] + 4]  # +4: sub-pixel rounding
-        assert not clipped, f"{name}: formulas clipped at {SMALL[0]} px: {clipped} ({small})"
+    clipped = [w for w in p.evaluate(FORMULAS_JS) if w[0] > w[1] + 4]  # +4: sub-pixel rounding
+    assert not clipped, f"{name}: formulas clipped at {SMALL[0]} px: {clipped} ({small})"
+    cut = p.evaluate(CUT_TEXT_JS)
+    assert not cut, f"{name}: text cut at {SMALL[0]} px: {cut} ({small})"
     if exceptions.count():
         pytest.fail(
             f"{name}: exception on the page: {exceptions.first.inner_text()[:500]} ({shot})"

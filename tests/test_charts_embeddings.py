@@ -73,6 +73,14 @@ def test_heatmaps_centre_their_scale_on_zero():
     assert np.array_equal(np.asarray(sim.data[0].z), np.eye(3))
 
 
+def test_position_heatmaps_leave_the_width_to_the_plot():
+    # In half a 1024 px column a colour bar beside the plot left it ~100 px wide.
+    figs = [position_heatmap(np.ones((4, 3)), "p"), similarity_heatmap(np.eye(4), "s")]
+    assert all(f.data[0].colorbar.orientation == "h" for f in figs)
+    # Square cells (y anchored to x) showed a y range of -150..250 around positions 0..127.
+    assert figs[1].layout.yaxis.scaleanchor is None
+
+
 def test_swap_chart_draws_the_difference_on_a_shared_scale():
     a, b = np.ones(4), np.array([1.0, 1.5, 1.0, 0.0])
     fig = swap_chart(a, b, "swap", ymax=2.0)

@@ -16,6 +16,16 @@ def test_neuron_heatmap_labels_and_centre():
     np.testing.assert_array_equal(np.asarray(hm.z), acts)
 
 
+def test_neuron_heatmap_names_every_token_of_a_60_token_prompt():
+    labels = [f"{i}:t" for i in range(60)]  # plotly alone labelled every 2nd row here
+    layout = neuron_heatmap(np.zeros((60, 8)), labels, list(range(8))).layout
+    assert layout.yaxis.tickmode == "array" and list(layout.yaxis.tickvals) == labels
+    assert list(layout.yaxis.ticktext) == labels
+    # readable on a projector: a 10 px+ font on rows at least 6 px taller than it
+    font = layout.yaxis.tickfont.size
+    assert font >= 10 and (layout.height - 110) / 60 >= font + 6
+
+
 def test_snippet_escapes_text_and_outlines_the_max_token():
     texts = ["<b>", " &", "\n", "x"]
     html = snippet_html(texts, np.array([0.0, 1.0, 3.0, -1.0]), position=2, peak=3.0)

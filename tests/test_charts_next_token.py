@@ -6,11 +6,10 @@ import re
 
 import numpy as np
 
-from viz_model.charts.common import CUT_COLOUR
+from viz_model.charts.common import CUT_COLOUR, EVERY_TICK_MAX_T, tick_font_size
 from viz_model.charts.next_token import (
     AFTER_CUT_COLOUR,
     BEFORE_CUT_COLOUR,
-    MAX_TICK_LABELS,
     distinct_labels,
     distribution_bars,
     history_chips,
@@ -113,15 +112,30 @@ def test_tick_labels_keep_quotes_and_escape_only_what_plotly_reads_as_html():
 
 
 def test_attention_heatmap_labels_every_key_when_there_is_room():
-    for n in (6, 64, MAX_TICK_LABELS):
+    for n in (6, 64, EVERY_TICK_MAX_T):
         cols = [f'{i}:"' if i % 2 else f"{i}:<" for i in range(n)]
         xaxis = layer_attention_heatmap(np.ones((2, n)), ["L0", "L1"], cols).layout.xaxis
         assert xaxis.tickmode == "array" and list(xaxis.tickvals) == cols
         assert xaxis.ticktext[1] == '1:"' and xaxis.ticktext[0] == "0:&lt;"
-    cols = [f"{i}:t" for i in range(2 * MAX_TICK_LABELS + 10)]
+    cols = [f"{i}:t" for i in range(2 * EVERY_TICK_MAX_T + 10)]
     xaxis = layer_attention_heatmap(np.ones((1, len(cols))), ["L0"], cols).layout.xaxis
-    assert len(xaxis.tickvals) <= MAX_TICK_LABELS and xaxis.tickvals[0] == cols[0]
+    assert len(xaxis.tickvals) <= EVERY_TICK_MAX_T and xaxis.tickvals[0] == cols[0]
     assert "every 3 tokens" in xaxis.title.text
+
+
+def test_bars_legend_sits_below_the_plot_clear_of_the_title():
+    # Above the plot it wrapped to two rows at 1024 px and ran into the title (issue 9, item 7).
+    legend = distribution_bars(LABELS, BASE, SCALED, PROBS, KEPT, title="next").layout.legend
+    assert legend.yref == "container" and legend.y == 0 and legend.yanchor == "bottom"
+
+
+def test_attention_heatmap_of_a_60_token_text_writes_every_key_in_the_small_font():
+    cols = [f"{i}:t" for i in range(60)]
+    fig = layer_attention_heatmap(np.ones((4, 60)), [f"layer {i}" for i in range(4)], cols)
+    xaxis = fig.layout.xaxis
+    assert list(xaxis.tickvals) == cols and xaxis.tickangle == -90
+    assert xaxis.tickfont.size == tick_font_size(60) < 11  # 11 px labels overlapped at 60 keys
+    assert fig.data[0].colorbar.orientation == "h"  # beside the plot it took ~100 px of 560
 
 
 def test_chips_keep_each_word_on_one_line():
@@ -141,3 +155,9 @@ def test_bar_labels_turn_only_when_they_would_not_fit():
     long = [f"␣word{i}" for i in range(20)]
     turned = distribution_bars(long, *[np.full(20, 0.05)] * 3, np.ones(20, bool))
     assert turned.layout.xaxis.tickangle == -45
+    # 20 BPE pieces of three characters fit 900 px but ran together at 1024 px (a ~500 px plot)
+    bpe = [f"␣{chr(97 + i)}{chr(98 + i)}" for i in range(20)]
+    assert (
+        distribution_bars(bpe, *[np.full(20, 0.05)] * 3, np.ones(20, bool)).layout.xaxis.tickangle
+        == -45
+    )

@@ -67,15 +67,35 @@ def base_layout(fig: go.Figure, title: str = "", height: int = HEIGHT) -> go.Fig
     return fig
 
 
+def colorbar_below(title: str = "", **extra) -> dict:
+    """A horizontal colour bar at the foot of the figure (plotly makes room for it). Beside the
+    plot a colour bar takes ~80-100 px, a third of a half-column chart on a 1024 px page."""
+    return dict(
+        title=dict(text=title, side="right"),  # "top" drew it over the bar
+        orientation="h",
+        yref="container",
+        y=0,
+        yanchor="bottom",
+        x=1,
+        xanchor="right",
+        lenmode="pixels",
+        len=200,  # shorter, its tick labels turn sideways in a half column
+        thickness=10,
+        outlinewidth=0,
+        **extra,
+    )
+
+
 def tick_font_size(T: int) -> int:
     """Smaller tick labels for longer prompts: 12 px up to 20 tokens, 10 up to 40, then 8."""
     return 12 if T <= 20 else 10 if T <= 40 else 8
 
 
-def every_tick(labels: list[str], max_t: int = EVERY_TICK_MAX_T) -> dict:
+def every_tick(labels: list[str], max_t: int = EVERY_TICK_MAX_T, size: int | None = None) -> dict:
     """Axis settings that write every label (plotly would skip some) up to max_t labels; an axis
-    with less room than a full-width heatmap's passes a smaller max_t."""
-    font = dict(tickfont=dict(size=tick_font_size(len(labels))))
+    with less room than a full-width heatmap's passes a smaller max_t, one with more room a
+    larger font `size` than tick_font_size gives."""
+    font = dict(tickfont=dict(size=size or tick_font_size(len(labels))))
     if len(labels) > max_t:
         return font
     return dict(tickmode="array", tickvals=list(labels), ticktext=list(labels), **font)

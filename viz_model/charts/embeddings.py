@@ -14,6 +14,7 @@ from viz_model.charts.common import (
     HEIGHT,
     SMALL_HEIGHT,
     base_layout,
+    colorbar_below,
     show_whitespace,
 )
 
@@ -110,7 +111,7 @@ def position_heatmap(table: np.ndarray, title: str, zmax: float | None = None) -
             zmin=-zmax,
             zmax=zmax,
             hovertemplate="position %{y}, dimension %{x}: %{z:.3f}<extra></extra>",
-            colorbar=dict(thickness=12),
+            colorbar=colorbar_below(),  # half a 1024 px column: the plot needs the width
         )
     )
     fig.update_xaxes(title="dimension")
@@ -128,11 +129,13 @@ def similarity_heatmap(sim: np.ndarray, title: str) -> go.Figure:
             zmin=-1,
             zmax=1,
             hovertemplate="positions %{y} and %{x}: cosine %{z:.2f}<extra></extra>",
-            colorbar=dict(thickness=12),
+            colorbar=colorbar_below(),
         )
     )
-    fig.update_xaxes(title="position", constrain="domain")
-    fig.update_yaxes(title="position", autorange="reversed", scaleanchor="x")
+    # no square cells (scaleanchor): in half a 1024 px column they stretched the y range to
+    # -150..250 around 128 positions, or left the matrix small in a box of white
+    fig.update_xaxes(title="position")
+    fig.update_yaxes(title="position", autorange="reversed")
     return base_layout(fig, title, HEIGHT)
 
 

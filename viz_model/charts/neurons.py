@@ -11,7 +11,13 @@ import html
 import numpy as np
 import plotly.graph_objects as go
 
-from viz_model.charts.common import DIVERGING, base_layout, show_whitespace
+from viz_model.charts.common import (
+    DIVERGING,
+    EVERY_TICK_MAX_T,
+    base_layout,
+    every_tick,
+    show_whitespace,
+)
 
 HOT = (214, 39, 40)  # ACCENT as RGB: the max-activating token's colour
 SNIPPET_STYLE = (
@@ -21,6 +27,7 @@ SNIPPET_STYLE = (
 )
 VALUE_STYLE = "display: inline-block; min-width: 4.5em; color: #666; font-size: 12px"
 MAX_STYLE = "outline: 2px solid #d62728; font-weight: 700; "
+ROW_PX, ROW_FONT = 18, 11  # heatmap row height and its token labels: readable on a projector
 
 
 def neuron_heatmap(
@@ -47,8 +54,12 @@ def neuron_heatmap(
     fig.update_xaxes(
         type="category", tickangle=-60 if len(neurons) > 12 else 0, title="neuron (n + its index)"
     )
-    fig.update_yaxes(type="category", autorange="reversed", title="token of your prompt")
-    height = max(300, min(900, 110 + 18 * len(labels)))
+    # every token named (plotly showed every 2nd at 60 tokens), on rows of ROW_PX up to 64 tokens
+    fig.update_yaxes(
+        type="category", autorange="reversed", title="token of your prompt",
+        **every_tick(labels, size=ROW_FONT),
+    )  # fmt: skip
+    height = int(np.clip(110 + ROW_PX * len(labels), 300, 110 + ROW_PX * EVERY_TICK_MAX_T))
     return base_layout(fig, title, height)
 
 

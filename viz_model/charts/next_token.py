@@ -18,9 +18,12 @@ from plotly.colors import sample_colorscale
 from viz_model.charts.common import (
     ACCENT,
     CUT_COLOUR,
+    EVERY_TICK_MAX_T,
     HEIGHT,
     SEQUENTIAL,
     SMALL_HEIGHT,
+    colorbar_below,
+    every_tick,
     house_layout,
     show_whitespace,
 )
@@ -31,8 +34,11 @@ SURPRISAL_SCALE = "Reds"  # low surprisal pale, high surprisal dark red
 CHOSEN_SCALE = "RdYlGn"  # probability a generated token had when chosen: red unlikely, green likely
 NO_VALUE_COLOUR = "#f0f0f0"
 CUT_LABEL_COLOUR = "#a0a0a0"  # tokens with no value (the first token has no surprisal)
+PLOT_PX = 500  # a full-width plot's width on a 1024 px page (the narrowest we design for)
 BAR_LINE = dict(color="white", width=0.5)  # what plotly_white gives bars
-MAX_TICK_LABELS = 100  # a heatmap wider than this labels every n-th token (they would overlap)
+# The legend at the foot of the figure, under the axis title: above the plot it wraps to two rows
+# on a 1024 px page and runs into the title. Plotly makes room for it below (a container y).
+LEGEND_BELOW = dict(orientation="h", yref="container", y=0, yanchor="bottom", x=0, xanchor="left")
 
 
 def plotly_text(label: str) -> str:
@@ -132,7 +138,7 @@ def distribution_bars(
     layout = house_layout(
         title,
         HEIGHT,
-        margin=dict(l=10, r=10, t=70, b=10),
+        margin=dict(l=10, r=10, t=50, b=10),
         barmode="group",
         bargap=0.25,
         yaxis=yaxis,
@@ -144,12 +150,12 @@ def distribution_bars(
             tickangle=0 if _fits_flat(x, short) else -45,
             tickfont=dict(size=15 if short else 12, family="ui-monospace, Menlo, monospace"),
         ),
-        legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1),
+        legend=LEGEND_BELOW,
     )
     return go.Figure(data=traces, layout=layout)
 
 
-def _fits_flat(labels: Sequence[str], short: bool, width_px: float = 900) -> bool:
+def _fits_flat(labels: Sequence[str], short: bool, width_px: float = PLOT_PX) -> bool:
     """Whether the labels fit side by side, unrotated, on a plot about width_px wide (monospace
     ticks: ~9 px a character at the large size used for short labels, ~7.5 px otherwise)."""
     char_px = 9.0 if short else 7.5
@@ -161,11 +167,12 @@ def layer_attention_heatmap(
 ) -> go.Figure:
     """Heatmap rows (layers, or layer.head) x key positions of the newest token's attention.
 
-    Every key is labelled up to MAX_TICK_LABELS keys (vertical labels when there are many); past
-    that, every n-th, because a 1400-pixel page has no room for more readable labels."""
+    Every key is labelled up to EVERY_TICK_MAX_T keys, in the shared token-axis font (small for a
+    long text); past that, every n-th, because a page column has no room for more readable labels.
+    The colour bar lies at the foot, so the keys get the whole width of a 1024 px column."""
     weights = np.asarray(weights, dtype=float)
     cols = list(col_labels)
-    every = max(1, math.ceil(len(cols) / MAX_TICK_LABELS))
+    every = max(1, math.ceil(len(cols) / EVERY_TICK_MAX_T))
     shown = cols[::every]
     heatmap = go.Heatmap(
         z=weights.tolist(),
@@ -174,21 +181,19 @@ def layer_attention_heatmap(
         colorscale=SEQUENTIAL,
         zmin=0,
         zmax=max(float(weights.max()), 1e-9),
-        colorbar=dict(title="weight", thickness=12, outlinewidth=0, ticks=""),
+        colorbar=colorbar_below("weight", ticks=""),  # below: 60 keys need the whole width
         hovertemplate="%{y} -> %{x}: %{z:.3f}<extra></extra>",
     )
+    ticks = {**every_tick(shown), "ticktext": [plotly_text(c) for c in shown]}
     layout = house_layout(
         title,
-        max(SMALL_HEIGHT, 60 + 28 * len(row_labels)),
+        max(SMALL_HEIGHT, 60 + 28 * len(row_labels)) + 50,  # + the colour bar below
         xaxis=dict(
             title="earlier token (key)"
             + (f" (one label every {every} tokens)" if every > 1 else ""),
             type="category",
-            tickmode="array",
-            tickvals=shown,
-            ticktext=[plotly_text(c) for c in shown],
-            tickangle=-90 if len(cols) > 40 else -45,
-            tickfont=dict(size=11 if len(cols) > 40 else 12),
+            tickangle=-90 if len(cols) > 20 else -45,
+            **ticks,
         ),
         yaxis=dict(title="", type="category", autorange="reversed"),
     )
