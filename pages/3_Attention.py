@@ -36,7 +36,7 @@ from viz_model.charts.attention import (
     pattern_heatmap,
     query_weights,
 )
-from viz_model.charts.common import token_labels
+from viz_model.charts.common import plotly_text, token_labels
 
 RANDOM_SEED = 0
 ARITHMETIC_KEY = "attn_arithmetic"  # session-state key of the hand-arithmetic expander
@@ -85,7 +85,9 @@ def query_bars(
     bundle_id: str, ids: tuple[int, ...], labels: tuple[str, ...], layer: int, head: int, query: int
 ) -> go.Figure:
     weights = run_attention(bundle_id, ids).pattern[layer, head, query]
-    return query_weights(weights, list(labels), query, title=f"Weights of query {labels[query]}")
+    return query_weights(
+        weights, list(labels), query, title=f"Weights of query {plotly_text(labels[query])}"
+    )
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)

@@ -9,7 +9,7 @@ import ui
 from ui import cache, state
 from viz_model.analysis import residual as rs
 from viz_model.charts import residual as charts
-from viz_model.charts.common import show_whitespace
+from viz_model.charts.common import plotly_text, show_whitespace
 
 LENS_MAX_T = 40  # positions shown at once in the lens grid, one character a cell
 LENS_MAX_T_PIECES = 20  # ... when a token is often longer (BPE, words): cells need room to read
@@ -176,7 +176,7 @@ def follow_position() -> None:
                 [name(i) for i in lens.top_ids[:, position]],
                 stations,
                 name(final_id),
-                title=f"After {ctx.labels[position]}: how sure is each layer of the final prediction?",
+                title=f"After {plotly_text(ctx.labels[position])}: how sure is each layer of the final prediction?",
             ),
         )
     )
@@ -244,7 +244,8 @@ def draw_attribution(position: int) -> rs.Attribution:
                 att.values,
                 att.ln_bias,
                 att.logit,
-                title=f"Who pushes the logit of “{name(token)}” after {ctx.labels[position]}?",
+                title=f"Who pushes the logit of “{plotly_text(name(token))}” after "
+                f"{plotly_text(ctx.labels[position])}?",
             ),
         )
     )

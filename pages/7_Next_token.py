@@ -10,7 +10,7 @@ import ui
 from ui import cache, controls, state
 from viz_model.analysis import next_token as nt
 from viz_model.charts import next_token as charts
-from viz_model.charts.common import show_whitespace
+from viz_model.charts.common import plotly_text, show_whitespace
 
 ctx = ui.frame("Next token", ":material/casino:")
 V = ctx.tokenizer.vocab_size
@@ -66,7 +66,7 @@ st.plotly_chart(
         top.probs,
         top.kept,
         log_y=log_y,
-        title=f"What comes after “{last}”? The {len(top.ids)} most likely of {V} tokens",
+        title=f"What comes after “{plotly_text(last)}”? The {len(top.ids)} most likely of {V} tokens",
     ),
 )
 n_kept = int(dist.kept.sum())

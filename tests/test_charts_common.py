@@ -17,3 +17,36 @@ def test_show_whitespace_makes_empty_and_blank_visible():
 def test_unknown_positions_are_marked_and_keep_what_was_typed():
     labels = token_labels(["R", "o", " ", "R"], unknown=[0, 2])
     assert labels == ["0:«R»", "1:o", "2:«␣»", "3:R"]  # same text, marked only where unknown
+
+
+def test_every_chart_of_the_students_tokens_escapes_them_for_plotly():
+    """Plotly reads <b>, <a href> and <br> in labels: a token typed as markup must stay text."""
+    import json
+
+    import numpy as np
+
+    from viz_model.charts.attention import (
+        attention_lines,
+        pattern_grid,
+        pattern_heatmap,
+        query_weights,
+    )
+    from viz_model.charts.layernorm import ln_stats_per_token
+    from viz_model.charts.neurons import neuron_heatmap
+    from viz_model.charts.residual import resid_norm_heatmap
+
+    labels = ["0:<b>bold", "1:<a href=x>", "2:ok"]
+    p = np.tril(np.full((3, 3), 1 / 3))
+    figures = {
+        "pattern_heatmap": pattern_heatmap(p, labels),
+        "pattern_grid": pattern_grid(np.stack([np.stack([p])]), labels),
+        "attention_lines": attention_lines(p, labels, query=2),
+        "query_weights": query_weights(p[2], labels, 2),
+        "ln_stats_per_token": ln_stats_per_token(np.ones(3), np.ones(3), labels, 0),
+        "neuron_heatmap": neuron_heatmap(np.ones((3, 2)), labels, [0, 1]),
+        "resid_norm_heatmap": resid_norm_heatmap(np.ones((2, 3)), ["a", "b"], labels),
+    }
+    for name, fig in figures.items():
+        text = json.dumps(fig.to_plotly_json())
+        assert "<b>bold" not in text and "<a href" not in text, name
+        assert "&lt;b&gt;bold" in text, name

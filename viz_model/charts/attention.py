@@ -19,6 +19,7 @@ from viz_model.charts.common import (
     SMALL_HEIGHT,
     base_layout,
     every_tick,
+    plotly_labels,
 )
 
 MASK_NOTE = "masked: a token cannot look at later tokens"
@@ -60,6 +61,7 @@ def pattern_heatmap(
     Masked cells (after the query, or not finite) become a grey layer under a NaN in the values,
     so -inf never reaches the colour scale. `query` outlines that row.
     """
+    labels = plotly_labels(labels)  # the student's tokens: never markup
     values = np.asarray(values, dtype=float)
     T = values.shape[0]
     masked = causal_mask(T) | ~np.isfinite(values)
@@ -184,7 +186,7 @@ def pattern_grid(
     """
     patterns = np.asarray(patterns, dtype=float)
     L, H, T, _ = patterns.shape
-    labels = labels if labels is not None else [str(i) for i in range(T)]
+    labels = plotly_labels(labels) if labels is not None else [str(i) for i in range(T)]
     titles = [f"L{layer} H{head}" for layer in range(L) for head in range(H)]
     fig = make_subplots(
         rows=L,
@@ -243,6 +245,7 @@ def attention_lines(
     are grouped into LINE_BINS traces by weight (one trace per bin, segments split by None), and
     the chosen query's lines are drawn on top in ACCENT.
     """
+    labels = plotly_labels(labels)  # the student's tokens: never markup
     pattern = np.asarray(pattern, dtype=float)
     T = pattern.shape[0]
     edges = np.linspace(min_weight, 1.0, LINE_BINS + 1)
@@ -318,6 +321,7 @@ def _top_keys(pattern: np.ndarray, t: int, labels: list[str], n: int = 3) -> str
 
 def query_weights(weights: np.ndarray, labels: list[str], query: int, title: str = "") -> go.Figure:
     """One query's attention weights over the keys as bars; keys after the query are greyed."""
+    labels = plotly_labels(labels)  # the student's tokens: never markup
     weights = np.asarray(weights, dtype=float)
     T = len(weights)
     visible = np.arange(T) <= query

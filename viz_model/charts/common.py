@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from collections.abc import Collection
 
 import plotly.graph_objects as go
@@ -99,3 +100,21 @@ def every_tick(labels: list[str], max_t: int = EVERY_TICK_MAX_T, size: int | Non
     if len(labels) > max_t:
         return font
     return dict(tickmode="array", tickvals=list(labels), ticktext=list(labels), **font)
+
+
+def plotly_text(label: str) -> str:
+    """Token text for plotly, whose labels, titles and hovers read a little HTML (<b>, <a href>):
+    escape <, > and & only, so a student's "<b>" shows as typed and never as markup.
+
+    Plotly turns &lt; &gt; &amp; back into characters but shows &quot; and &#x27; as written,
+    so quotes stay as they are (unlike html.escape for st.html).
+
+    >>> plotly_text('say "<b>" & go')
+    'say "&lt;b&gt;" &amp; go'
+    """
+    return html.escape(label, quote=False)
+
+
+def plotly_labels(labels) -> list[str]:
+    """plotly_text of every token label; every chart that draws a student's tokens calls it."""
+    return [plotly_text(str(label)) for label in labels]

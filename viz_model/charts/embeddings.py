@@ -15,6 +15,7 @@ from viz_model.charts.common import (
     SMALL_HEIGHT,
     base_layout,
     colorbar_below,
+    plotly_labels,
     show_whitespace,
 )
 
@@ -60,6 +61,7 @@ def pca_scatter(
     The chosen token is red and labelled, its neighbours orange; a neighbour is labelled only
     where its label overlaps no label drawn before it (nearest first). Hover shows any token.
     """
+    labels = plotly_labels(labels)  # the student's tokens: never markup
     labels = [show_whitespace(s) for s in labels]
     xy = np.asarray(xy, dtype=float)
     idx = np.arange(len(labels))

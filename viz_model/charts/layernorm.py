@@ -10,7 +10,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from viz_model.charts.common import ACCENT, SMALL_HEIGHT, base_layout
+from viz_model.charts.common import ACCENT, SMALL_HEIGHT, base_layout, plotly_labels
 
 BEFORE_COLOUR = "#7f7f7f"
 NORMALIZED_COLOUR = "#1f77b4"
@@ -93,6 +93,7 @@ def ln_stats_per_token(
     title: str = "",
 ) -> go.Figure:
     """Mean and sigma of each token's vector before the LayerNorm, side by side; `chosen` in red."""
+    labels = plotly_labels(labels)  # the student's tokens: never markup
     colours = [ACCENT if i == chosen else "#1f77b4" for i in range(len(labels))]
     fig = make_subplots(
         rows=1,

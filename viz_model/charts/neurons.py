@@ -16,6 +16,7 @@ from viz_model.charts.common import (
     EVERY_TICK_MAX_T,
     base_layout,
     every_tick,
+    plotly_labels,
     show_whitespace,
 )
 
@@ -34,6 +35,7 @@ def neuron_heatmap(
     acts: np.ndarray, labels: list[str], neurons: list[int], title: str = ""
 ) -> go.Figure:
     """(T, N) activations of N chosen neurons: positions down, neurons across, centred on 0."""
+    labels = plotly_labels(labels)  # the student's tokens: never markup
     acts = np.asarray(acts, dtype=float)
     bound = float(np.abs(acts).max()) if acts.size else 1.0
     bound = bound or 1.0

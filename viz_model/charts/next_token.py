@@ -25,6 +25,7 @@ from viz_model.charts.common import (
     colorbar_below,
     every_tick,
     house_layout,
+    plotly_text,
     show_whitespace,
 )
 
@@ -39,18 +40,6 @@ BAR_LINE = dict(color="white", width=0.5)  # what plotly_white gives bars
 # The legend at the foot of the figure, under the axis title: above the plot it wraps to two rows
 # on a 1024 px page and runs into the title. Plotly makes room for it below (a container y).
 LEGEND_BELOW = dict(orientation="h", yref="container", y=0, yanchor="bottom", x=0, xanchor="left")
-
-
-def plotly_text(label: str) -> str:
-    """Token text for plotly's tick labels, which read a little HTML: escape <, > and & only.
-
-    Plotly turns &lt; &gt; &amp; back into characters but shows &quot; and &#x27; as written,
-    so quotes stay as they are (unlike html.escape for st.html).
-
-    >>> plotly_text('say "<b>" & go')
-    'say "&lt;b&gt;" &amp; go'
-    """
-    return html.escape(label, quote=False)
 
 
 def distinct_labels(labels: Sequence[str]) -> list[str]:

@@ -8,7 +8,6 @@ from the top, in the order the forward pass reaches them; token positions run ac
 
 from __future__ import annotations
 
-import html
 import re
 
 import numpy as np
@@ -23,6 +22,8 @@ from viz_model.charts.common import (
     SMALL_HEIGHT,
     base_layout,
     every_tick,
+    plotly_labels,
+    plotly_text,
     show_whitespace,
 )
 
@@ -81,6 +82,7 @@ def resid_norm_heatmap(
     norms: np.ndarray, stations: list[str], labels: list[str], title: str = ""
 ) -> go.Figure:
     """(n_stations, T) residual norms as a heatmap: stations down, token positions across."""
+    labels = plotly_labels(labels)  # the student's tokens: never markup
     norms = np.asarray(norms, dtype=float)
     fig = go.Figure(
         go.Heatmap(
@@ -119,6 +121,7 @@ def logit_lens_grid(
     """The logit lens: each cell is the top token read out of that station at that position,
     coloured by its probability (0..1). `next_tokens[t]` (the prompt's real next token, if any)
     is shown on hover, and cells that guess it get a bold label."""
+    labels = plotly_labels(labels)  # the student's tokens: never markup
     probs = np.asarray(top_probs, dtype=float)
     shown = [[show_whitespace(t) for t in row] for row in top_tokens]
     nxt = [show_whitespace(t) if t is not None else "—" for t in (next_tokens or [])]
@@ -141,7 +144,8 @@ def logit_lens_grid(
         for srow, hrow, crow in zip(shown, hits, colours, strict=True)
     ]
     custom = np.array(
-        [[[_plain(s), _plain(nxt[t])] for t, s in enumerate(row)] for row in shown], dtype=object
+        [[[plotly_text(s), plotly_text(nxt[t])] for t, s in enumerate(row)] for row in shown],
+        dtype=object,
     )
     text = (
         dict(text=cell, texttemplate="%{text}", textfont=dict(size=11 if len(labels) <= 20 else 9))
@@ -168,13 +172,8 @@ def logit_lens_grid(
     return _station_grid_layout(fig, labels, stations, title)
 
 
-def _plain(text: str) -> str:
-    """A token as text in plotly's markup (cells and hovers): "<unk>" or "<b>" is not a tag."""
-    return html.escape(text, quote=False)
-
-
 def _cell_text(text: str, bold: bool, colour: str) -> str:
-    text = _plain(text)
+    text = plotly_text(text)
     return f'<span style="color:{colour}">{f"<b>{text}</b>" if bold else text}</span>'
 
 
