@@ -12,6 +12,7 @@ import asyncio
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -126,6 +127,50 @@ def test_a_run_started_on_disk_is_listed_by_both_processes(served, monkeypatch):
         )
         assert view["finished"] and not view["exceptions"] and view["backend"] == server
         assert any("proxy-run · " in e for e in elements), f"{server} does not list the run"
+
+
+def test_a_killed_process_s_browsers_go_to_the_other_and_it_comes_back(served):
+    pids = json.loads((served["folder"] / "pids.json").read_text())["apps"]
+    port, pid = min(pids.items())  # s1's
+    os.kill(pid, signal.SIGKILL)
+    # HAProxy retries s1, then redispatches to s2 (or meets s1's successor if it was quick)
+    view = asyncio.run(open_page(served["url"], "", "", 120, {"Cookie": "SERVERID=s1"}))
+    assert view["finished"] and not view["exceptions"] and view["backend"] in SERVERS
+    deadline = time.monotonic() + 120  # the launcher starts a new app on the same port
+    while not class_server.healthy(f"http://127.0.0.1:{port}"):
+        assert time.monotonic() < deadline, "the killed app process was not restarted"
+        time.sleep(0.5)
+    now = json.loads((served["folder"] / "pids.json").read_text())["apps"][port]
+    assert now != pid and asyncio.run(_backends(served["url"], 1, "SERVERID=s1")) == ["s1"]
+
+
+def test_stop_says_so_when_no_class_server_runs(tmp_path, capsys):
+    with pytest.raises(SystemExit, match="no class server runs on port 8799"):
+        class_server.main(["stop", "--port", "8799", "--state-dir", str(tmp_path)])
+
+
+def test_start_refuses_a_port_in_use_and_starts_nothing(tmp_path):
+    if class_server.haproxy_path() is None:
+        _no_haproxy("haproxy is not installed (apt-get install haproxy)")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        with pytest.raises(SystemExit, match=rf"port\(s\) \[{port}\] already in use"):
+            class_server.main(["start", "--port", str(port), "--address", "127.0.0.1",
+                               "--processes", "1", "--state-dir", str(tmp_path)])  # fmt: skip
+    assert not (tmp_path / "pids.json").exists() and not list(tmp_path.glob("*.log"))
+
+
+def test_the_config_for_three_processes_passes_haproxy_s_own_check(tmp_path):
+    haproxy = class_server.haproxy_path()
+    if haproxy is None:
+        _no_haproxy("haproxy is not installed (apt-get install haproxy)")
+    cfg = tmp_path / "haproxy.cfg"
+    cfg.write_text(class_server.render_config(3, 8790, "0.0.0.0", 8791, tmp_path / "h.pid"))
+    check = subprocess.run([haproxy, "-c", "-f", str(cfg)], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert "cookie s3 check" in cfg.read_text() and "127.0.0.1:8793" in cfg.read_text()
 
 
 def test_stop_ends_the_proxy_and_every_process(served):
