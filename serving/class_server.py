@@ -32,6 +32,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 TEMPLATE = Path(__file__).with_name("haproxy.cfg.template")
 HEALTH = "/_stcore/health"
+MAX_RESTARTS = 5  # of one app process, before the launcher leaves it down
 STARTUP_S = 180  # a cold start imports torch and Streamlit: slow on a busy 2-core machine
 
 
@@ -172,7 +173,10 @@ def start(args: argparse.Namespace) -> None:
         for port in ports:
             apps[port] = start_app(port, folder / f"app-{port}.log")
         write_pids(folder, apps, None)
-        print(f"starting {len(apps)} app processes on 127.0.0.1:{ports[0]}-{ports[-1]} ...")
+        print(
+            f"starting {len(apps)} app processes on 127.0.0.1:{ports[0]}-{ports[-1]} ...",
+            flush=True,
+        )
         wait_ready(apps, folder)
         with open(folder / "haproxy.log", "ab") as log:
             proxy = subprocess.Popen([haproxy, "-db", "-f", str(cfg)], stdin=subprocess.DEVNULL,
@@ -207,12 +211,17 @@ def _wait_proxy(args: argparse.Namespace, proxy: subprocess.Popen, folder: Path)
 def supervise(apps: dict[int, subprocess.Popen], proxy: subprocess.Popen, folder: Path) -> None:
     """Until interrupted: restart an app process that died (HAProxy sends its browsers to the
     others meanwhile); give up if HAProxy itself exits."""
+    restarts = dict.fromkeys(apps, 0)
     while proxy.poll() is None:
         for port, proc in apps.items():
-            if proc.poll() is not None:
+            if proc.poll() is not None and restarts[port] < MAX_RESTARTS:
+                restarts[port] += 1
                 print(f"app on port {port} exited ({proc.returncode}); restarting it", flush=True)
                 apps[port] = start_app(port, folder / f"app-{port}.log")
                 write_pids(folder, apps, proxy)
+            elif proc.poll() is not None and restarts[port] == MAX_RESTARTS:
+                restarts[port] += 1  # a crash loop: say so once, and let the others serve
+                print(f"app on port {port} keeps exiting; see {folder}/app-{port}.log", flush=True)
         time.sleep(1)
     raise ServeError(f"HAProxy exited ({proxy.returncode}); see {folder}/haproxy.log")
 
