@@ -36,8 +36,26 @@ def page_paths() -> list[str]:
     return ["", *(p.url_path for p in pages)]
 
 
-async def open_page(port: int, page: str, query: str = "", timeout: float = 120) -> dict:
-    """One student's first view of a page: {page, seconds, exceptions, finished}."""
+def stream_url(server: int | str) -> str:
+    """The app's websocket: `server` is a port on 127.0.0.1 or a base address (http://host:port,
+    e.g. HAProxy in front of several processes: serving/class_server.py)."""
+    if isinstance(server, int):
+        return f"ws://127.0.0.1:{server}/_stcore/stream"
+    return "ws" + server.rstrip("/").removeprefix("http") + "/_stcore/stream"
+
+
+async def open_page(
+    server: int | str,
+    page: str,
+    query: str = "",
+    timeout: float = 120,
+    headers: dict[str, str] | None = None,
+    elements: list[str] | None = None,
+) -> dict:
+    """One student's first view of a page: {page, seconds, exceptions, finished, backend}.
+    `headers` go with the websocket's upgrade request (a proxy's cookie, say); `backend` is the
+    X-Backend header of its response (set by serving/haproxy.cfg.template); each element the
+    page drew is appended to `elements` as protobuf text, when given."""
     from streamlit.proto.BackMsg_pb2 import BackMsg
 
     t0 = time.perf_counter()
@@ -46,20 +64,26 @@ async def open_page(port: int, page: str, query: str = "", timeout: float = 120)
     msg.rerun_script.page_name = page
     exceptions: list[str] = []
     async with websockets.connect(
-        f"ws://127.0.0.1:{port}/_stcore/stream", max_size=None, open_timeout=timeout
+        stream_url(server), max_size=None, open_timeout=timeout, additional_headers=headers
     ) as ws:
         await ws.send(msg.SerializeToString())
-        finished = await _read_until_finished(ws, t0 + timeout, exceptions)
+        finished = await _read_until_finished(ws, t0 + timeout, exceptions, elements)
+        backend = ws.response.headers.get("X-Backend")
     return {
         "page": page or "Home",
         "seconds": time.perf_counter() - t0,
         "exceptions": exceptions,
         "finished": finished,
+        "backend": backend,
     }
 
 
-async def _read_until_finished(ws, deadline: float, exceptions: list[str]) -> bool:
-    """Read ForwardMsgs until script_finished (True) or the deadline (False); collect exceptions."""
+async def _read_until_finished(
+    ws, deadline: float, exceptions: list[str], elements: list[str] | None = None
+) -> bool:
+    """Read ForwardMsgs until script_finished (True) or the deadline (False); collect exceptions
+    (and every new element as text, into `elements` when given)."""
+    from google.protobuf import text_format
     from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
     while time.perf_counter() < deadline:
@@ -67,6 +91,8 @@ async def _read_until_finished(ws, deadline: float, exceptions: list[str]) -> bo
         fwd = ForwardMsg()
         fwd.ParseFromString(raw)
         kind = fwd.WhichOneof("type")
+        if elements is not None and kind == "delta" and fwd.delta.HasField("new_element"):
+            elements.append(text_format.MessageToString(fwd.delta.new_element, as_utf8=True))
         if kind == "delta" and fwd.delta.new_element.WhichOneof("type") == "exception":
             exc = fwd.delta.new_element.exception
             exceptions.append(f"{exc.type}: {exc.message}"[:200])
@@ -76,7 +102,7 @@ async def _read_until_finished(ws, deadline: float, exceptions: list[str]) -> bo
 
 
 async def student_clicks(
-    port: int, seconds: float, pace: tuple[float, float], seed: int, paths: list[str]
+    server: int | str, seconds: float, pace: tuple[float, float], seed: int, paths: list[str]
 ) -> list[dict]:
     """One student for `seconds`: one websocket (one session), a page run every pace[0]..pace[1]
     seconds on a random page. Returns each view's {page, seconds, exceptions, finished}."""
@@ -85,7 +111,7 @@ async def student_clicks(
     rng = random.Random(seed)
     views: list[dict] = []
     end = time.perf_counter() + seconds
-    async with websockets.connect(f"ws://127.0.0.1:{port}/_stcore/stream", max_size=None) as ws:
+    async with websockets.connect(stream_url(server), max_size=None) as ws:
         while time.perf_counter() < end:
             page = rng.choice(paths)
             msg = BackMsg()
@@ -101,11 +127,11 @@ async def student_clicks(
 
 
 async def class_clicking(
-    port: int, students: int, seconds: float, pace: tuple[float, float], paths: list[str]
+    server: int | str, students: int, seconds: float, pace: tuple[float, float], paths: list[str]
 ) -> list[dict]:
     """`students` clicking at once for `seconds` (see student_clicks); every view, flattened."""
     runs = await asyncio.gather(
-        *(student_clicks(port, seconds, pace, seed, paths) for seed in range(students))
+        *(student_clicks(server, seconds, pace, seed, paths) for seed in range(students))
     )
     return [view for views in runs for view in views]
 

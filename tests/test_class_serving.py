@@ -1,0 +1,189 @@
+"""Two Streamlit processes behind HAProxy (serving/class_server.py), on 127.0.0.1: a page works
+through the proxy, new browsers take turns between the processes, a browser's websocket stays on
+the process its cookie names, a run started on disk is listed by both, and `stop` ends them all.
+
+Which process answered is HAProxy's own X-Backend header (serving/haproxy.cfg.template). Outside
+CI the module skips when haproxy is not installed; with CI=true it fails instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+import websockets
+
+from benchmarks.class_arrival import open_page, stream_url
+from serving import class_server
+from tests.test_browser import free_port
+from tests.test_jobs import tiny
+from viz_model import jobs
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVERS = ("s1", "s2")
+
+
+def _no_haproxy(reason: str):
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"CI=true but the class-serving tests cannot run: {reason}")
+    pytest.skip(reason)
+
+
+def _start(folder: Path, port: int, env: dict[str, str]) -> subprocess.Popen:
+    cmd = [
+        sys.executable, "-m", "serving.class_server", "start", "--processes", "2",
+        "--port", str(port), "--backend-port", str(free_port()), "--address", "127.0.0.1",
+        "--state-dir", str(folder),
+    ]  # fmt: skip
+    return subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """{url, folder, runs, launcher}: the class server with 2 processes, a runs folder of its own."""
+    if class_server.haproxy_path() is None:
+        _no_haproxy("haproxy is not installed (apt-get install haproxy)")
+    tmp = tmp_path_factory.mktemp("class")
+    runs, port = tmp / "runs", free_port()
+    env = {**os.environ, jobs.RUNS_ENV: str(runs), "VIZ_JOB_THREADS": "1"}
+    launcher = _start(tmp / "state", port, env)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        line = launcher.stdout.readline()  # "starting ..." then "serving the class at URL ..."
+        while line and "serving the class at" not in line:
+            line = launcher.stdout.readline()
+        assert url in line, f"the class server did not start: {line or launcher.stdout.read()}"
+        yield {"url": url, "folder": tmp / "state", "runs": runs, "launcher": launcher}
+    finally:
+        if launcher.poll() is None:
+            launcher.send_signal(signal.SIGTERM)  # what `stop` does
+            launcher.wait(timeout=60)
+        for view in jobs.list_runs(runs):
+            if view.live and jobs.worker_alive(view.pid, view.path):
+                os.kill(view.pid, signal.SIGKILL)
+
+
+def _get(url: str, cookie: str | None = None):
+    request = urllib.request.Request(url, headers={"Cookie": cookie} if cookie else {})
+    with urllib.request.urlopen(request, timeout=30) as r:
+        return r.read().decode(), r.headers
+
+
+async def _backends(url: str, count: int, cookie: str | None = None) -> list[str]:
+    """The process each of `count` websocket connections (one after another) landed on."""
+    found = []
+    for _ in range(count):
+        headers = {"Cookie": cookie} if cookie else None
+        async with websockets.connect(stream_url(url), additional_headers=headers) as ws:
+            found.append(ws.response.headers["X-Backend"])
+    return found
+
+
+def test_a_page_and_the_health_check_work_through_the_proxy(served):
+    html, headers = _get(served["url"] + "/")
+    assert '<div id="root">' in html and "streamlit" in html.lower()
+    cookie = headers["Set-Cookie"].split(";")[0]  # the stickiness cookie HAProxy inserted
+    assert cookie in {f"SERVERID={s}" for s in SERVERS} and headers["X-Backend"] in SERVERS
+    assert _get(served["url"] + "/_stcore/health", cookie)[0].strip() == "ok"
+
+
+def test_new_browsers_take_turns_between_the_processes(served):
+    assert sorted(asyncio.run(_backends(served["url"], 4))) == ["s1", "s1", "s2", "s2"]
+
+
+@pytest.mark.parametrize("server", SERVERS)
+def test_a_browsers_websockets_stay_on_the_process_of_its_cookie(served, server):
+    _, headers = _get(served["url"] + "/_stcore/health", f"SERVERID={server}")
+    assert headers["X-Backend"] == server
+    assert not [c for c in headers.get_all("Set-Cookie", []) if "SERVERID" in c]  # kept as it is
+    assert asyncio.run(_backends(served["url"], 4, f"SERVERID={server}")) == [server] * 4
+
+
+def test_a_run_started_on_disk_is_listed_by_both_processes(served, monkeypatch):
+    monkeypatch.setenv("VIZ_JOB_THREADS", "1")
+    jobs.start("proxy-run", tiny(), root=served["runs"])
+    for server in SERVERS:
+        elements: list[str] = []
+        view = asyncio.run(
+            open_page(
+                served["url"],
+                "Training",
+                "t_run=proxy-run",
+                180,
+                {"Cookie": f"SERVERID={server}"},
+                elements,
+            )  # fmt: skip
+        )
+        assert view["finished"] and not view["exceptions"] and view["backend"] == server
+        assert any("proxy-run · " in e for e in elements), f"{server} does not list the run"
+
+
+def test_a_killed_process_s_browsers_go_to_the_other_and_it_comes_back(served):
+    pids = json.loads((served["folder"] / "pids.json").read_text())["apps"]
+    port, pid = min(pids.items())  # s1's
+    os.kill(pid, signal.SIGKILL)
+    # HAProxy retries s1, then redispatches to s2 (or meets s1's successor if it was quick)
+    view = asyncio.run(open_page(served["url"], "", "", 120, {"Cookie": "SERVERID=s1"}))
+    assert view["finished"] and not view["exceptions"] and view["backend"] in SERVERS
+    deadline = time.monotonic() + 120  # the launcher starts a new app on the same port
+    while not class_server.healthy(f"http://127.0.0.1:{port}"):
+        assert time.monotonic() < deadline, "the killed app process was not restarted"
+        time.sleep(0.5)
+    now = json.loads((served["folder"] / "pids.json").read_text())["apps"][port]
+    assert now != pid and asyncio.run(_backends(served["url"], 1, "SERVERID=s1")) == ["s1"]
+
+
+def test_stop_says_so_when_no_class_server_runs(tmp_path, capsys):
+    with pytest.raises(SystemExit, match="no class server runs on port 8799"):
+        class_server.main(["stop", "--port", "8799", "--state-dir", str(tmp_path)])
+
+
+def test_start_refuses_a_port_in_use_and_starts_nothing(tmp_path):
+    if class_server.haproxy_path() is None:
+        _no_haproxy("haproxy is not installed (apt-get install haproxy)")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        with pytest.raises(SystemExit, match=rf"port\(s\) \[{port}\] already in use"):
+            class_server.main(["start", "--port", str(port), "--address", "127.0.0.1",
+                               "--processes", "1", "--state-dir", str(tmp_path)])  # fmt: skip
+    assert not (tmp_path / "pids.json").exists() and not list(tmp_path.glob("*.log"))
+
+
+def test_the_config_for_three_processes_passes_haproxy_s_own_check(tmp_path):
+    haproxy = class_server.haproxy_path()
+    if haproxy is None:
+        _no_haproxy("haproxy is not installed (apt-get install haproxy)")
+    cfg = tmp_path / "haproxy.cfg"
+    cfg.write_text(class_server.render_config(3, 8790, "0.0.0.0", 8791, tmp_path / "h.pid"))
+    check = subprocess.run([haproxy, "-c", "-f", str(cfg)], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert "cookie s3 check" in cfg.read_text() and "127.0.0.1:8793" in cfg.read_text()
+
+
+def test_stop_ends_the_proxy_and_every_process(served):
+    pids = json.loads((served["folder"] / "pids.json").read_text())
+    folder, port = served["folder"], served["url"].rsplit(":", 1)[1]
+    stop = subprocess.run(
+        [sys.executable, "-m", "serving.class_server", "stop", "--port", port,
+         "--state-dir", str(folder)], cwd=ROOT, capture_output=True, text=True, timeout=90,
+    )  # fmt: skip
+    assert stop.returncode == 0, stop.stderr
+    assert served["launcher"].wait(timeout=10) == 0
+    children = [pids["haproxy"], *pids["apps"].values()]
+    time.sleep(0.5)  # the launcher reaped them before exiting; their pids are free now
+    assert not [p for p in children if Path(f"/proc/{p}").exists()]
+    with pytest.raises(OSError):
+        _get(served["url"] + "/_stcore/health")
