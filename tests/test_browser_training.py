@@ -87,3 +87,24 @@ def test_the_training_page_follows_a_running_job_by_itself(live_server, page):  
     assert page.locator(CHARTS).count() >= 1
     assert page.locator("[data-testid='stException']").count() == 0
     screenshot(page, "training-live")
+
+
+def test_a_page_opened_before_a_run_starts_notices_it(live_server, page):  # noqa: F811
+    """Students often open the page before the teacher presses Start: the page must pick the run
+    up by itself (a slow check while nothing live is watched), without a reload."""
+    jobs.stop(RUN)
+    deadline = 600
+    while jobs.read(RUN, history=False).live and deadline:
+        page.wait_for_timeout(100)
+        deadline -= 1
+    page.goto(f"{live_server}/Training?t_run={RUN}")
+    wait_drawn(page)
+    page.wait_for_function(
+        f"() => document.body.innerText.includes('{RUN} is stopped')", timeout=TIMEOUT_MS
+    )
+    jobs.train_more(RUN, steps=100_000)  # as another laptop's "Train more" would
+    page.wait_for_function(
+        f"() => document.body.innerText.includes('{RUN} is running')", timeout=TIMEOUT_MS
+    )
+    assert page.locator("[data-testid='stException']").count() == 0
+    jobs.stop(RUN)

@@ -22,6 +22,14 @@ def _text(at) -> str:
     return " ".join(m.value for m in at.markdown)
 
 
+def _lr_field(at):
+    return next(n for n in at.number_input if n.label == "Peak learning rate")
+
+
+def _progress_text(at) -> str:
+    return at.get("progress")[0].proto.text
+
+
 def test_a_run_grows_pauses_steps_and_stops_into_the_model_picker(models_dir, root):  # noqa: F811
     jobs.start("live-one", tiny(**LONG))
     view = wait_for("live-one", lambda v: v.step >= 15 and v.has_bundle, "15 steps and a save")
@@ -37,7 +45,7 @@ def test_a_run_grows_pauses_steps_and_stops_into_the_model_picker(models_dir, ro
     paused = wait_for("live-one", lambda v: v.state == "paused", "the pause")
     at.run()
     # A new peak learning rate while paused takes effect with the next step.
-    at.number_input(key="t_lr_live-one").set_value(0.0123)
+    _lr_field(at).set_value(0.0123)
     at.button(key="t_set_lr").click().run()
     assert not at.exception
     at.button(key="t_step").click().run()
@@ -46,11 +54,18 @@ def test_a_run_grows_pauses_steps_and_stops_into_the_model_picker(models_dir, ro
     assert stepped.state == "paused"
     at.run()
     assert f"step {stepped.step:,}:" in _text(at)  # the paused view lists the step's loss
+    # Another laptop changes the peak (and steps): this page's field must follow, not keep 0.0123.
+    jobs.set_lr("live-one", 0.02)
+    jobs.step("live-one")
+    wait_for("live-one", lambda v: v.peak_lr == pytest.approx(0.02), "the other laptop's rate")
+    at.run()
+    assert _lr_field(at).value == pytest.approx(0.02)
 
     at.button(key="t_stop").click().run()
     wait_for("live-one", lambda v: v.state == "stopped", "the stop")
     at.run()
     assert not at.exception
+    assert "trained" in _progress_text(at) and "left" not in _progress_text(at)
     assert "live-one" in at.selectbox(key=widget_key("model")).options
     at.button(key="t_open_Attention").click().run()
     assert not at.exception

@@ -254,3 +254,33 @@ def test_start_starts_a_real_job_in_the_runs_folder(runs):
     assert not at.error
     at.text_input(key=widget_key("t_name")).set_value("class-run").run()
     assert "already exists" in errors(at) and start_button(at).disabled
+
+
+def test_a_double_click_on_start_starts_one_run_not_two(runs):
+    query = {**TINY_TASK, "t_budget": "steps", "t_steps": "20", "t_name": "twice"}
+    at = page(query)
+    start_button(at).click().run()
+    try:
+        start_button(at).click().run()  # the second click of a double click, a moment later
+        assert any("has just started" in i.value for i in at.info)
+        assert sorted(v.name for v in jobs.list_runs()) == ["twice"]
+    finally:
+        for view in jobs.list_runs():
+            if view.live:
+                jobs.stop(view.name)
+            _wait_until_done(view.name)
+
+
+def test_a_shared_link_naming_a_taken_run_offers_the_next_free_name(runs):
+    (runs / "rep").mkdir()  # the teacher's run, already on the server
+    (runs / "rep" / "settings.json").write_text("{}")
+    at = page({**TINY_TASK, "t_name": "rep"})
+    assert at.text_input(key=widget_key("t_name")).value == "rep-2"
+    assert not at.error
+
+
+def test_huge_figures_fit_their_metrics(runs):
+    at = page({"t_preset": "medium", "t_custom": "1", "t_d_model": "4096", "t_n_layer": "48"})
+    params = metric(at, "Parameters")
+    assert params.endswith(" B") and len(params) <= 7, params
+    assert len(metric(at, "Memory")) <= 7

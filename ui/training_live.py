@@ -26,6 +26,7 @@ from viz_model.sampling import SamplingSettings
 
 RUN_KEY = "t_run"
 REFRESH_S = 1.0
+NOTICE_S = 5.0  # how often a page not following a live run looks for one (a cheap file read)
 PROBE_DEFAULT = "ROMEO:\nWhat"
 PROBE_BARS = 12
 _LIVE_SEEN = "_t_live_seen"  # run name -> was it live when last drawn
@@ -49,6 +50,7 @@ def draw_runs(password: str | None) -> None:
     runs = {view.name: view for view in jobs.list_runs()}
     if not runs:
         st.info("No run on this server yet: set one up above and press Start.")
+        st.fragment(_notice_changes, run_every=NOTICE_S)(())
         return
     default = next((name for name, view in runs.items() if view.live), next(iter(runs)))
     name = state.selectbox(
@@ -59,8 +61,23 @@ def draw_runs(password: str | None) -> None:
         format_func=lambda n: f"{n} · {runs[n].state}",
         help="Every run on this server, newest first. Closing the browser does not stop a run.",
     )
-    every = REFRESH_S if runs[name].live else None
-    st.fragment(_watch, run_every=every)(name, password)
+    if runs[name].live:
+        st.fragment(_watch, run_every=REFRESH_S)(name, password)
+    else:
+        _watch(name, password)
+        st.fragment(_notice_changes, run_every=NOTICE_S)(_run_states(runs))
+
+
+def _run_states(runs: dict[str, jobs.RunView]) -> tuple[tuple[str, str], ...]:
+    return tuple((name, view.state) for name, view in runs.items())
+
+
+def _notice_changes(seen: tuple[tuple[str, str], ...]) -> None:
+    """While no live run is watched: every few seconds, compare the runs and their states with
+    what the page drew; on a change (a run started anywhere, one ended) redraw the whole page."""
+    now = _run_states({view.name: view for view in jobs.list_runs()})
+    if now != seen:
+        st.rerun()
 
 
 def _watch(name: str, password: str | None) -> None:
@@ -97,10 +114,11 @@ def _status(view: jobs.RunView) -> None:
     message = f": {view.message}" if view.message else ""
     st.markdown(f"{STATE_ICONS.get(view.state, '')} **{view.name}** is **{view.state}**{message}")
     of = f" of {view.max_steps:,}" if view.max_steps else ""
+    left = f", {_clock(view.time_left)} left" if view.live else ""
     st.progress(
         min(1.0, max(0.0, view.progress)),
         text=f"step {view.step:,}{of} · {view.tokens_per_s:,.0f} tokens/s · "
-        f"{_clock(view.elapsed)} trained, {_clock(view.time_left)} left",
+        f"{_clock(view.elapsed)} trained{left}",
     )
     cols = st.columns(4)
     cols[0].metric("Training loss", f"{view.train_loss:.3f}" if view.train_loss else "–")
@@ -168,7 +186,7 @@ def _lr_control(view: jobs.RunView, password: str | None, locked: bool) -> None:
         value=float(view.peak_lr or view.lr or 1e-3),
         format="%.5f",
         step=1e-4,
-        key=f"t_lr_{view.name}",
+        key=f"t_lr_{view.name}_{view.peak_lr}",  # a new peak (or the first) redraws the field
         help="The one setting that changes without restarting: the warm-up and cosine keep their "
         "shape around the new peak, from the next step on. Try 10x higher and watch the loss.",
     )

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from typing import Any
 
 import streamlit as st
@@ -83,6 +84,12 @@ def draw_setup(password: str | None) -> str | None:
     left, right = st.columns(2)
     with left:
         preset_name, custom = _preset()
+        if source.get("task") == "repeat" and preset_name != REPEAT_PRESET and not custom:
+            st.info(
+                f"Copying needs two attention layers and little else: choose **{REPEAT_PRESET}** "
+                "for this task. In a one-minute run it forms an induction head; a model with MLPs "
+                "spends the minute on letter frequencies and its loss stays near the blind guess."
+            )
     with right:
         train, minutes = _training(preset_name)
     overrides, shape_problem = _custom_shape(preset_name) if custom else ({}, None)
@@ -379,8 +386,10 @@ def _cap_refusals(params: int, minutes: float | None, need: int, limits: jobs.Li
 
 
 def _count(n: int) -> str:
-    """A count short enough for a metric at 1024 px: 424,704 or 4.82 M."""
-    return f"{n:,}" if n < 1_000_000 else f"{n / 1e6:.2f} M"
+    """A count short enough for a metric at 1024 px: 424,704, 4.82 M or 2.42 B."""
+    if n >= 1_000_000_000:
+        return f"{n / 1e9:.3g} B"
+    return f"{n:,}" if n < 1_000_000 else f"{n / 1e6:.3g} M"
 
 
 def _duration(seconds: float) -> str:
@@ -390,10 +399,15 @@ def _duration(seconds: float) -> str:
 
 
 def _gb(n_bytes: int) -> str:
-    return f"{n_bytes / 1e9:.2f} GB" if n_bytes >= 1e8 else f"{n_bytes / 1e6:.0f} MB"
+    return f"{n_bytes / 1e9:.3g} GB" if n_bytes >= 1e8 else f"{n_bytes / 1e6:.0f} MB"
 
 
 # ---- name and start ---------------------------------------------------------------------------
+
+
+REPEAT_PRESET = "attn-only-2l"  # the preset the repeat task teaches with (induction-2l's)
+START_GUARD_S = 5.0  # a second Start within this long of the first is a double click
+_JUST_STARTED = "_t_just_started"  # (name, time) of this session's last Start
 
 
 def _name_problem(name: str) -> str | None:
@@ -414,10 +428,15 @@ def _free_name(base: str = DEFAULT_NAME) -> str:
 
 def _name_and_start(settings, text, password, problems: list[str]) -> str | None:
     left, right = st.columns([2, 1], vertical_alignment="bottom")
+    first_draw = "t_name" not in st.session_state
+    wanted = state.url_str("t_name", _free_name(), 64)
+    if first_draw and _name_problem(wanted) and (jobs.runs_root() / wanted).is_dir():
+        wanted = _free_name(wanted)  # a shared link names the teacher's run: offer name-2
+        state.set_value("t_name", wanted)
     name = state.bind(
         left.text_input,
         "t_name",
-        state.url_str("t_name", _free_name(), 64),
+        wanted,
         "Run name",
         help="Letters, digits, '-' and '_'; the model appears under this name in the picker.",
     )
@@ -436,11 +455,16 @@ def _name_and_start(settings, text, password, problems: list[str]) -> str | None
         st.info("Starting a run needs the teacher password.")
     if not clicked:
         return None
+    just = st.session_state.get(_JUST_STARTED)
+    if just and time.monotonic() - just[1] < START_GUARD_S:  # a double click: one run, not two
+        st.info(f"“{just[0]}” has just started; it is below.")
+        return None
     try:
         jobs.start(name, settings, text=text, password=password)
     except jobs.JobError as exc:
         st.error(str(exc))
         return None
+    st.session_state[_JUST_STARTED] = (name, time.monotonic())
     st.success(f"Started “{name}”.")
     state.set_value("t_name", _free_name(name))  # the form is ready for the next run
     return name
