@@ -80,15 +80,21 @@ def port_free(address: str, port: int) -> bool:
     return True
 
 
-def start_app(port: int, log: Path) -> subprocess.Popen:
-    """One `streamlit run app.py` on 127.0.0.1:port, in a process group of its own (its jobs join
-    it), with one torch thread per session unless VIZ_TORCH_THREADS says otherwise."""
-    cmd = [
+def app_command(port: int) -> list[str]:
+    """`streamlit run app.py` on 127.0.0.1:port as a class server runs it (headless, no file
+    watcher, no usage statistics); the tests and benchmarks start the app the same way."""
+    return [
         sys.executable, "-m", "streamlit", "run", "app.py",
         "--server.headless", "true", "--server.address", "127.0.0.1",
         "--server.port", str(port), "--browser.gatherUsageStats", "false",
         "--server.fileWatcherType", "none",
     ]  # fmt: skip
+
+
+def start_app(port: int, log: Path) -> subprocess.Popen:
+    """One `streamlit run app.py` on 127.0.0.1:port, in a process group of its own (its jobs join
+    it), with one torch thread per session unless VIZ_TORCH_THREADS says otherwise."""
+    cmd = app_command(port)
     env = {**os.environ, "VIZ_TORCH_THREADS": os.environ.get("VIZ_TORCH_THREADS", "1")}
     with open(log, "ab") as out:
         return subprocess.Popen(

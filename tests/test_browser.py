@@ -15,7 +15,6 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -28,6 +27,7 @@ try:
 except ImportError:  # the browser fixture skips (or fails under CI) with the reason
     PlaywrightTimeout = TimeoutError
 
+from serving.class_server import app_command
 from ui import nav
 from ui.models import ENV_VAR
 
@@ -85,14 +85,10 @@ def free_port() -> int:
 
 
 def start_server(port: int, env: dict[str, str], log: Path) -> subprocess.Popen:
-    cmd = [
-        sys.executable, "-m", "streamlit", "run", "app.py",
-        "--server.headless", "true", "--server.address", "127.0.0.1",
-        "--server.port", str(port), "--browser.gatherUsageStats", "false",
-        "--server.fileWatcherType", "none",
-    ]  # fmt: skip
     with open(log, "w") as out:
-        return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+        return subprocess.Popen(
+            app_command(port), cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT
+        )
 
 
 def wait_healthy(base: str, proc: subprocess.Popen, timeout: float = 60) -> None:
