@@ -11,11 +11,10 @@ import streamlit as st
 from streamlit.errors import StreamlitSecretNotFoundError
 
 import ui
-from ui import cache, state, training_live, training_view
+from ui import models, state, training_live, training_view
 from ui.frame import val_loss
 from ui.training_setup import draw_setup
 from viz_model import jobs
-from viz_model.analysis.training import bundle_baselines
 
 ctx = ui.frame("Training", ":material/model_training:", needs_prompt=False)
 
@@ -68,13 +67,6 @@ training_live.draw_runs(password)
 st.divider()
 
 
-@st.cache_data(show_spinner="Counting the training text…", max_entries=16)
-def baselines_of(bundle_id: str) -> dict[str, float] | None:
-    """Blind, unigram and bigram validation loss on the bundle's own data (None if not found)."""
-    found = bundle_baselines(cache.bundle(bundle_id))
-    return found.as_dict() if found else None
-
-
 def run_summary(bundle) -> None:
     """Steps, tokens, time and final validation loss of a bundle, as metrics."""
     meta, history = bundle.meta, bundle.history
@@ -106,8 +98,13 @@ if not bundle.history:
     st.stop()
 run_summary(bundle)
 batch = (bundle.train_config or {}).get("batch_size", 1)
+final_id = models.split_step(ctx.bundle_id)[0]  # a snapshot has its bundle's history
 training_view.draw_curves(
-    bundle.history, baselines_of(ctx.bundle_id), int(batch) * ctx.config.n_ctx, key="hist"
+    bundle.history,
+    final_id,
+    training_view.baselines_of(final_id),
+    int(batch) * ctx.config.n_ctx,
+    key="hist",
 )
 st.subheader("What it wrote as it learned")
 st.caption(

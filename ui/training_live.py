@@ -10,13 +10,14 @@ distribution and one head's attention from the weights saved at its last evaluat
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
 from ui import cache, models, state, training_view
 from viz_model import jobs
 from viz_model.analysis import next_token as nt
 from viz_model.analysis.attention import attention_run
-from viz_model.analysis.training import bundle_baselines
 from viz_model.charts.attention import pattern_heatmap
 from viz_model.charts.common import token_labels
 from viz_model.charts.next_token import distribution_bars
@@ -80,12 +81,29 @@ def _notice_changes(seen: tuple[tuple[str, str], ...]) -> None:
         st.rerun()
 
 
+def _history_version(path: Path) -> tuple[str, int, int]:
+    """(folder, mtime, size) of the run's history file: what changes when a step is appended."""
+    try:
+        stat = (path / jobs.HISTORY_FILE).stat()
+    except OSError:
+        return (str(path), 0, 0)
+    return (str(path), stat.st_mtime_ns, stat.st_size)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _history(version: tuple[str, int, int]) -> list[dict]:
+    """The run's step records, parsed once per version for every student watching (read-only)."""
+    return jobs.read_history(Path(version[0]) / jobs.HISTORY_FILE)
+
+
 def _watch(name: str, password: str | None) -> None:
     try:
-        view = jobs.read(name)
+        view = jobs.read(name, history=False)
     except jobs.JobError as exc:
         st.error(f"Cannot read the run: {exc}.")
         return
+    version = _history_version(view.path)
+    view.history = _history(version)
     seen = st.session_state.setdefault(_LIVE_SEEN, {})
     if seen.get(name) and not view.live:  # it just ended: a full rerun stops the timer and
         seen[name] = False  # lists the new bundle in the model picker
@@ -93,9 +111,11 @@ def _watch(name: str, password: str | None) -> None:
     seen[name] = view.live
     _status(view)
     _controls(view, password)
-    training_view.draw_curves(view.history, _baselines(view), _tokens_per_step(view), key="live")
+    bundle = _saved_bundle(view)
+    baselines = training_view.baselines_of(bundle_id(view)) if bundle is not None else None
+    training_view.draw_curves(view.history, version, baselines, _tokens_per_step(view), key="live")
     _samples(view)
-    _probe(view)
+    _probe(view, bundle)
     if not view.live and view.has_bundle:
         _open_links(view)
 
@@ -222,20 +242,19 @@ def _tokens_per_step(view: jobs.RunView) -> int:
         return 1
 
 
+def bundle_id(view: jobs.RunView) -> str:
+    """The id of the run's bundle as last saved (it changes with every save)."""
+    return models.bundle_id(view.path)
+
+
 def _saved_bundle(view: jobs.RunView):
     """The run's bundle as saved at its last evaluation (reloaded when rewritten), or None."""
     if not view.has_bundle:
         return None
     try:
-        return cache.bundle(models.bundle_id(view.path))
+        return cache.bundle(bundle_id(view))
     except CheckpointError:
         return None  # being rewritten, or not yet complete: the next refresh reads it
-
-
-def _baselines(view: jobs.RunView) -> dict[str, float] | None:
-    bundle = _saved_bundle(view)
-    found = bundle_baselines(bundle) if bundle is not None else None
-    return found.as_dict() if found else None
 
 
 def _samples(view: jobs.RunView) -> None:
@@ -259,8 +278,7 @@ def _probe_numbers(bundle_id: str, ids: tuple[int, ...], layer: int, head: int):
     return top, pattern
 
 
-def _probe(view: jobs.RunView) -> None:
-    bundle = _saved_bundle(view)
+def _probe(view: jobs.RunView, bundle) -> None:
     if bundle is None:
         st.caption("The probe appears after the run's first evaluation saves its weights.")
         return
@@ -282,14 +300,25 @@ def _probe(view: jobs.RunView) -> None:
     layer = state.number_input("Layer", "t_layer", 0, cfg.n_layer - 1, 0, container=c2)
     head = state.number_input("Head", "t_head", 0, cfg.n_head - 1, 0, container=c3)
     ids = bundle.tokenizer.encode(probe or PROBE_DEFAULT)[: cfg.n_ctx] or [0]
-    top, pattern = _probe_numbers(models.bundle_id(view.path), tuple(ids), layer, head)
+    bid, ids = bundle_id(view), tuple(ids)
+    top, pattern = _probe_numbers(bid, ids, layer, head)
     next_tab, attention_tab = st.tabs(["What comes next", f"Layer {layer}, head {head}: attention"])
     next_tab.plotly_chart(
-        distribution_bars(top.labels, top.base_probs, top.scaled_probs, top.probs, top.kept),
+        cache.figure(
+            ("probe_next", bid, ids),
+            lambda: distribution_bars(
+                top.labels, top.base_probs, top.scaled_probs, top.probs, top.kept
+            ),
+        ),
         key="t_probe_next",
     )
     labels = token_labels([bundle.tokenizer.id_to_token(i) for i in ids])
-    attention_tab.plotly_chart(pattern_heatmap(pattern, labels), key="t_probe_attn")
+    attention_tab.plotly_chart(
+        cache.figure(
+            ("probe_attn", bid, ids, layer, head), lambda: pattern_heatmap(pattern, labels)
+        ),
+        key="t_probe_attn",
+    )
 
 
 def _open_links(view: jobs.RunView) -> None:

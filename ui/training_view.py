@@ -5,9 +5,11 @@ that is still training (the Training page), so both read the same way.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
 import streamlit as st
 
-from ui import state
+from ui import cache, models, state
 from viz_model.analysis import training as tr
 from viz_model.charts import training as charts
 
@@ -19,14 +21,35 @@ BASELINES_NOTE = (
 )
 
 
+def baselines_of(bundle_id: str) -> dict[str, float] | None:
+    """Blind, unigram and bigram validation loss on a bundle's own data (None if not found);
+    a snapshot shares its bundle's data, so it is keyed by the final model."""
+    return _baselines(models.split_step(bundle_id)[0])
+
+
+@st.cache_data(show_spinner="Counting the training text…", max_entries=16)
+def _baselines(final_id: str) -> dict[str, float] | None:
+    found = tr.bundle_baselines(cache.bundle(final_id))
+    return found.as_dict() if found else None
+
+
+# A history is one version of a run's records: a bundle's id, or a live run's folder and the
+# stat of its history file. Every student watching the same run shares one set of curves and one
+# figure per version (a plotly figure costs ~10 ms to build; a live view redraws each second).
+@st.cache_resource(show_spinner=False, max_entries=32)
+def _curves(version: Hashable, x: str, tokens_per_step: int, _history: list[dict]) -> tr.Curves:
+    return tr.curves(_history, x, tokens_per_step)
+
+
 def draw_curves(
     history: list[dict],
+    version: Hashable,
     baselines: dict[str, float] | None,
     tokens_per_step: int,
     key: str,
 ) -> None:
     """The loss chart (x axis chosen by the student, carried in the URL under `key`) and, in an
-    expander, the learning-rate schedule."""
+    expander, the learning-rate schedule. `version` names this history (see _curves)."""
     x = state.radio(
         "Against",
         f"{key}_x",
@@ -36,11 +59,16 @@ def draw_curves(
         format_func=lambda v: tr.X_AXES[v],
         help="Training steps, tokens read (steps × batch × context), or seconds of training.",
     )
-    curves = tr.curves(history, x, tokens_per_step)
+    curves = _curves(version, x, tokens_per_step, history)
     if curves.train_x.size == 0:
         st.info("No training step has been recorded yet.")
         return
-    st.plotly_chart(charts.loss_curves(curves, baselines), key=f"{key}_loss")
+    lines = tuple(sorted((baselines or {}).items()))
+    figure_key = ("training_curves", version, x, tokens_per_step)
+    st.plotly_chart(
+        cache.figure((*figure_key, lines), lambda: charts.loss_curves(curves, baselines)),
+        key=f"{key}_loss",
+    )
     st.caption(
         "Blue: the loss on each training batch (averaged into a few hundred points). Red: the "
         "loss on held-out validation text the model never trains on; when it rises while blue "
@@ -52,7 +80,8 @@ def draw_curves(
             "\\eta\\,\\nabla_\\theta L$. It warms up from 0 (large early steps on random weights "
             "are unstable), then decays along a cosine so the last steps only fine-tune."
         )
-        st.plotly_chart(charts.lr_curve(curves), key=f"{key}_lr")
+        lr_figure = cache.figure(("training_lr", *figure_key[1:]), lambda: charts.lr_curve(curves))
+        st.plotly_chart(lr_figure, key=f"{key}_lr")
 
 
 def draw_samples(history: list[dict], key: str) -> None:

@@ -147,8 +147,8 @@ def _build(folder: Path, plan: dict[str, Any], settings: RunSettings) -> Run:
 def _history_file(folder: Path, history: list[dict[str, Any]]):
     """history.jsonl holding exactly the run's history so far (records after the last save of a
     killed run are dropped), opened for appending one line per step."""
-    write_text(folder / "history.jsonl", "".join(json.dumps(r) + "\n" for r in history))
-    return open(folder / "history.jsonl", "a", encoding="utf-8", buffering=1)
+    write_text(folder / jobs.HISTORY_FILE, "".join(json.dumps(r) + "\n" for r in history))
+    return open(folder / jobs.HISTORY_FILE, "a", encoding="utf-8", buffering=1)
 
 
 def _wait_while_paused(control: Control, stop: threading.Event, status: Status) -> None:

@@ -76,6 +76,7 @@ LIVE = ("running", "paused")
 STATES = (*LIVE, "finished", "stopped", "failed", "interrupted")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 LOCK_FILE = ".jobs.lock"
+HISTORY_FILE = "history.jsonl"  # one step record a line, appended by the worker
 
 
 class JobError(Exception):
@@ -275,7 +276,7 @@ def read(name: str, root: Path | None = None, history: bool = True) -> RunView:
             else "the job ended before its first save; resume starts it again"
         )
     if history:
-        view.history = read_history(path / "history.jsonl")
+        view.history = read_history(path / HISTORY_FILE)
     return view
 
 
