@@ -12,12 +12,11 @@ from viz_model.estimate import (
     measure_speed,
     memory_estimate,
     memory_parts,
-    model_shape,
     steps_in,
     train_seconds,
 )
 from viz_model.model import GPT
-from viz_model.run_settings import RunSettings, estimate_params
+from viz_model.run_settings import RunSettings, estimate_params, model_shape
 
 SMALL = dict(vocab_size=40, n_ctx=32, n_layer=1, n_head=2)
 

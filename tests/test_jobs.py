@@ -326,3 +326,17 @@ def test_text_runs_keep_their_own_checked_copy_and_bad_text_is_refused(root):
     assert (root / "mine" / "text.txt").read_text(encoding="utf-8") == text
     assert done.settings["text_file"] == str((root / "mine" / "text.txt").resolve())
     assert not (root / "utf16").exists()
+
+
+def test_cap_problems_names_every_cap_a_run_would_break(root, monkeypatch):
+    monkeypatch.setenv("VIZ_MAX_PARAMS", "1000")
+    monkeypatch.setenv("VIZ_MAX_MINUTES", "2")
+    monkeypatch.setenv("VIZ_MAX_JOBS", "0")
+    problems = jobs.cap_problems(5000, 3.0)
+    assert len(problems) == 3
+    for cap in ("VIZ_MAX_PARAMS=1000", "VIZ_MAX_MINUTES=2", "VIZ_MAX_JOBS=0"):
+        assert any(cap in p for p in problems), cap
+    monkeypatch.setenv("VIZ_MAX_JOBS", "2")
+    assert jobs.cap_problems(999, 2.0) == []
+    with pytest.raises(JobError, match="VIZ_MAX_PARAMS=1000"):  # start says the same words
+        jobs.start("too-big", tiny())

@@ -42,7 +42,7 @@ from viz_model.data import (
     DataError,
     validate_user_text,
 )
-from viz_model.run_settings import RunSettings, estimate_params, load_text
+from viz_model.run_settings import RunSettings, estimate_params, load_text, model_shape
 from viz_model.tokenization import DEFAULT_VOCAB
 
 SOURCES = {"corpus": "Shakespeare", "task": "A synthetic task", "own": "Your own text"}
@@ -287,14 +287,14 @@ def _costs(settings: RunSettings, text: str | None) -> list[str]:
     try:
         limits = jobs.Limits.from_env()
         params = estimate_params(settings, chars)
-        cfg = estimate.model_shape(settings, chars)
+        cfg = model_shape(settings, chars)
         train = settings.train_config()
     except (ValueError, jobs.JobError) as exc:
         st.error(str(exc))
         return [str(exc)]
     batch = train.batch_size
     memory = estimate.memory_parts(cfg, batch)
-    refusals = _cap_refusals(params, settings.minutes, memory.total, limits)
+    refusals = _cap_refusals(params, settings.minutes, memory.total)
     timed_batch = max(1, min(batch, MEASURE_TOKENS // cfg.n_ctx))
     speed = None
     if not refusals and estimate.memory_estimate(cfg, timed_batch) <= MEASURE_MAX_BYTES:
@@ -360,28 +360,13 @@ def _time_metric(column, train: TrainConfig, minutes, n_ctx: int, speed, limits)
     return f"{per_step}; {train.max_steps:,} steps at the measured speed."
 
 
-def _cap_refusals(params: int, minutes: float | None, need: int, limits: jobs.Limits) -> list[str]:
-    """What the server would refuse (jobs.start's own wording), checked before Start."""
-    out = []
-    if params > limits.max_params:
-        out.append(
-            f"This model has {params:,} parameters; the server trains at most "
-            f"{limits.max_params:,} (VIZ_MAX_PARAMS={limits.max_params}). Choose a smaller one."
-        )
-    if minutes is not None and minutes > limits.max_minutes:
-        out.append(
-            f"A run may train for at most {limits.max_minutes:g} minutes here (VIZ_MAX_MINUTES="
-            f"{limits.max_minutes:g}); asked for {minutes:g}."
-        )
+def _cap_refusals(params: int, minutes: float | None, need: int) -> list[str]:
+    """What the server would refuse (jobs.cap_problems: start's own words), and a run that needs
+    more memory than the machine has free, said before Start."""
+    out = [f"{problem[0].upper()}{problem[1:]}." for problem in jobs.cap_problems(params, minutes)]
     free = estimate.available_memory()
     if free is not None and need > free:
         out.append(f"This run needs about {_gb(need)} of memory; the server has {_gb(free)} free.")
-    live = [v.name for v in jobs.list_runs() if v.live]
-    if len(live) >= limits.max_jobs:
-        out.append(
-            f"The server runs at most {limits.max_jobs} training job(s) at once (VIZ_MAX_JOBS="
-            f"{limits.max_jobs}); running now: {', '.join(live)}. Wait for one to end."
-        )
     return out
 
 

@@ -1,7 +1,7 @@
 """What a training run will cost, known before it starts: its speed on this machine, measured, and
 the memory it needs, counted.
 
-    cfg = model_shape(settings, text)                  # the GPTConfig the run will build
+    cfg = run_settings.model_shape(settings, text)     # the GPTConfig the run will build
     tokens_per_s = measure_speed(cfg, batch_size=16, threads=Limits.from_env().threads)
     seconds = train_seconds(500, 16, cfg.n_ctx, tokens_per_s)
     need = memory_estimate(cfg, 16)                     # bytes, float32
@@ -23,8 +23,6 @@ import torch.nn.functional as F
 
 from viz_model.config import GPTConfig, TrainConfig
 from viz_model.model import GPT
-from viz_model.run_settings import RunSettings
-from viz_model.tokenization import DEFAULT_VOCAB
 from viz_model.train import make_optimizer
 
 FLOAT_BYTES = 4  # float32
@@ -34,17 +32,6 @@ STATE_FLOATS_PER_PARAM = 4
 # torch's thread count may be shared by the whole process: measurements take turns, so each one
 # restores the setting the one before it found.
 _THREADS_LOCK = threading.Lock()
-
-
-def model_shape(settings: RunSettings, text: str) -> GPTConfig:
-    """The model a run of `settings` on `text` will build, with the vocabulary rule of
-    run_settings.estimate_params: exact for char (each distinct character plus <unk>), the size
-    asked for (an upper bound) for bpe and word. ValueError for an invalid shape."""
-    if settings.tokenizer == "char":
-        vocab = len(set(text)) + 1
-    else:
-        vocab = settings.vocab_size or DEFAULT_VOCAB[settings.tokenizer]
-    return settings.model_config(vocab)
 
 
 def n_params(model_cfg: GPTConfig) -> int:

@@ -301,21 +301,54 @@ def _live_runs(root: Path) -> list[str]:
     return [v.name for v in list_runs(root) if v.live]
 
 
-def _check_room(root: Path, limits: Limits) -> None:
+def _room_problem(root: Path, limits: Limits) -> str | None:
     live = _live_runs(root)
-    if len(live) >= limits.max_jobs:
-        raise JobError(
-            f"the server runs at most {limits.max_jobs} training job(s) at once (VIZ_MAX_JOBS="
-            f"{limits.max_jobs}); running now: {', '.join(live) or 'none'}"
-        )
+    if len(live) < limits.max_jobs:
+        return None
+    return (
+        f"the server runs at most {limits.max_jobs} training job(s) at once (VIZ_MAX_JOBS="
+        f"{limits.max_jobs}); running now: {', '.join(live) or 'none'}"
+    )
+
+
+def _minutes_problem(minutes: float | None, limits: Limits) -> str | None:
+    if minutes is None or minutes <= limits.max_minutes:
+        return None
+    return (
+        f"a run may train for at most {limits.max_minutes:g} minutes here (VIZ_MAX_MINUTES="
+        f"{limits.max_minutes:g}); asked for {minutes:g}"
+    )
+
+
+def _params_problem(params: int, limits: Limits) -> str | None:
+    if params <= limits.max_params:
+        return None
+    return (
+        f"this model has {params:,} parameters; the server trains at most "
+        f"{limits.max_params:,} (VIZ_MAX_PARAMS={limits.max_params})"
+    )
+
+
+def cap_problems(params: int, minutes: float | None, root: Path | None = None) -> list[str]:
+    """Every cap a new run of `params` parameters and `minutes` would break, in the words
+    start() refuses with, so a page can say them all before Start."""
+    limits = Limits.from_env()
+    found = (
+        _params_problem(params, limits),
+        _minutes_problem(minutes, limits),
+        _room_problem(root or runs_root(), limits),
+    )
+    return [problem for problem in found if problem]
+
+
+def _check_room(root: Path, limits: Limits) -> None:
+    if problem := _room_problem(root, limits):
+        raise JobError(problem)
 
 
 def _check_minutes(minutes: float | None, limits: Limits) -> None:
-    if minutes is not None and minutes > limits.max_minutes:
-        raise JobError(
-            f"a run may train for at most {limits.max_minutes:g} minutes here (VIZ_MAX_MINUTES="
-            f"{limits.max_minutes:g}); asked for {minutes:g}"
-        )
+    if problem := _minutes_problem(minutes, limits):
+        raise JobError(problem)
 
 
 def _prepare(settings: RunSettings, text: str | bytes | None, limits: Limits) -> tuple[str, int]:
@@ -330,11 +363,8 @@ def _prepare(settings: RunSettings, text: str | bytes | None, limits: Limits) ->
         params = estimate_params(settings, text)
     except (ValueError, OSError) as exc:  # DataError, TokenizerError, a bad model shape
         raise JobError(str(exc)) from None
-    if params > limits.max_params:
-        raise JobError(
-            f"this model has {params:,} parameters; the server trains at most "
-            f"{limits.max_params:,} (VIZ_MAX_PARAMS={limits.max_params})"
-        )
+    if problem := _params_problem(params, limits):
+        raise JobError(problem)
     _check_minutes(settings.minutes, limits)
     return text, params
 
@@ -527,6 +557,7 @@ def delete(name: str, password: str | None = None, root: Path | None = None) -> 
 
 __all__ = [
     "JobError",
+    "cap_problems",
     "Limits",
     "RunView",
     "check_password",

@@ -31,6 +31,7 @@ from viz_model.data import (
     task_text,
     validate_user_text,
 )
+from viz_model.estimate import n_params
 from viz_model.model import GPT
 from viz_model.tokenization import DEFAULT_VOCAB, Tokenizer
 from viz_model.train import STEPS_WHEN_TIMED, resume_state
@@ -165,16 +166,20 @@ def pick_device(name: str) -> torch.device:
     return torch.device(name)
 
 
-def estimate_params(settings: RunSettings, text: str) -> int:
-    """The model's parameter count before anything is trained: exact for char (every distinct
-    character of `text` plus <unk>), an upper bound for bpe and word (the vocabulary asked for).
-    Builds the model on the meta device, so it costs no memory; ValueError for an invalid shape."""
+def model_shape(settings: RunSettings, text: str) -> GPTConfig:
+    """The model a run of `settings` on `text` will build, before its tokenizer is trained: the
+    vocabulary is exact for char (every distinct character of `text` plus <unk>) and the size asked
+    for (an upper bound) for bpe and word. ValueError for an invalid shape."""
     if settings.tokenizer == "char":
         vocab = len(set(text)) + 1
     else:
         vocab = settings.vocab_size or DEFAULT_VOCAB[settings.tokenizer]
-    with torch.device("meta"):
-        return GPT(settings.model_config(vocab)).n_params()
+    return settings.model_config(vocab)
+
+
+def estimate_params(settings: RunSettings, text: str) -> int:
+    """The parameter count of model_shape(settings, text), built on the meta device (no memory)."""
+    return n_params(model_shape(settings, text))
 
 
 def new_run(settings: RunSettings, out: Path, command: str) -> Run:
