@@ -340,3 +340,18 @@ def test_cap_problems_names_every_cap_a_run_would_break(root, monkeypatch):
     assert jobs.cap_problems(999, 2.0) == []
     with pytest.raises(JobError, match="VIZ_MAX_PARAMS=1000"):  # start says the same words
         jobs.start("too-big", tiny())
+
+
+def test_a_runs_folder_that_cannot_be_written_is_a_plain_refusal(tmp_path, monkeypatch):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the runs folder should be")
+    monkeypatch.setenv(jobs.RUNS_ENV, str(blocker))
+    with pytest.raises(JobError, match="runs folder could not be written"):
+        jobs.start("any", tiny())
+
+
+def test_a_run_that_cannot_start_on_its_device_reads_as_failed_not_interrupted(root):
+    settings = dataclasses.replace(tiny(), device="no-such-device")
+    jobs.start("nodevice", settings)
+    view = wait_for("nodevice", lambda v: v.state != "running", "the worker's verdict")
+    assert view.state == "failed" and "no-such-device" in view.message

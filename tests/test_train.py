@@ -422,3 +422,17 @@ def test_time_the_consumer_spends_is_not_training_time(corpus):
     assert len(records) == 4
     # three sleeps happened between records (the last one after the loop had finished)
     assert wall - records[-1].elapsed >= 1.5 - 0.05
+
+
+def test_a_peak_lowered_then_raised_again_gets_its_min_lr_back(corpus, tmp_path):
+    tok, data = corpus
+    cfg = quick_cfg(max_steps=6, warmup_steps=0, lr=2e-3, min_lr=1e-3, sample_tokens=0)
+    peaks = [None, 5e-4, 5e-4, 4e-3, 4e-3, 4e-3]  # the teacher lowers the rate, then raises it
+    asked = iter(peaks)
+    records = list(
+        train(small_model(tok.vocab_size), data, cfg, tmp_path, tok, peak_lr=lambda: next(asked))
+    )
+    assert [r.lr for r in records[1:3]] == [5e-4, 5e-4]  # min_lr followed it down
+    # Raised again, the cosine runs from 4e-3 down to the run's own min_lr 1e-3, not to 5e-4.
+    assert all(r.lr >= 1e-3 for r in records[3:])
+    assert load_bundle(tmp_path).train_config["min_lr"] == 1e-3

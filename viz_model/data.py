@@ -166,7 +166,8 @@ def task_loss_floor(name: str, seq_len: int = 32) -> float:
     count: the start, ln 100, over the mean line length. brackets: see _brackets_entropy.
     """
     if name == "repeat":
-        ks = range(max(3, seq_len // 8), seq_len // 2 + 1)
+        lo, hi = repeat_copy_lengths(seq_len)
+        ks = range(lo, hi + 1)
         mean_k = sum(ks) / len(ks)
         return (math.log(len(ks)) + mean_k * math.log(26)) / (2 * mean_k + 1)
     if name == "count":

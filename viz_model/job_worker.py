@@ -165,12 +165,22 @@ def _wait_while_paused(control: Control, stop: threading.Event, status: Status) 
     status.write(state="running", message="")
 
 
+def _failed(folder: Path, message: str) -> int:
+    """Record a run that could not start as failed (not running: it would read as interrupted)."""
+    failed = {"state": "failed", "message": message, "pid": os.getpid()}
+    write_json(folder / "status.json", {**failed, "updated": time.time()})
+    return 1
+
+
 def run(folder: Path) -> int:
     """Train the run in `folder` to its end; status.json says how it ended."""
     with jobs.locked(folder.parent):  # jobs.start holds it until our pid and settings are written
         pass
     plan = jobs.read_json(folder / "plan.json", {})
-    settings = RunSettings.from_dict(jobs.read_json(folder / "settings.json"))
+    try:
+        settings = RunSettings.from_dict(jobs.read_json(folder / "settings.json"))
+    except (TypeError, ValueError) as exc:
+        return _failed(folder, f"unreadable settings: {exc}")
     threads = int(plan.get("threads", 1))
     torch.set_num_threads(threads)
     stop = threading.Event()
@@ -183,14 +193,12 @@ def run(folder: Path) -> int:
         return 0
     try:
         built = _build(folder, plan, settings)
-    except Exception as exc:  # a bad setting or file: say so in the status, not in a traceback
-        failed = {"state": "failed", "message": str(exc), "pid": os.getpid()}
-        write_json(folder / "status.json", {**failed, "updated": time.time()})
-        return 1
-    built.cfg = dataclasses.replace(built.cfg, threads=threads)
-    device = pick_device(settings.device)
-    built.model.to(device)
-    built.meta["device"] = str(device)
+        built.cfg = dataclasses.replace(built.cfg, threads=threads)
+        device = pick_device(settings.device)
+        built.model.to(device)
+        built.meta["device"] = str(device)
+    except Exception as exc:  # a bad setting, file or device: say so in the status, not a traceback
+        return _failed(folder, str(exc))
     status = Status(folder, built, threads)
     status.write(force=True)
     try:

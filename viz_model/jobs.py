@@ -162,14 +162,20 @@ def run_dir(name: str, root: Path | None = None) -> Path:
 
 @contextlib.contextmanager
 def locked(root: Path) -> Iterator[None]:
-    """Hold the runs root's lock file (fcntl.flock: across processes, released if one dies)."""
-    root.mkdir(parents=True, exist_ok=True)
-    with open(root / LOCK_FILE, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    """Hold the runs root's lock file (fcntl.flock: across processes, released if one dies).
+
+    A full or read-only disk, or a write that fails inside (CheckpointError), becomes a JobError
+    with the reason, so every caller that changes runs refuses in plain words."""
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        with open(root / LOCK_FILE, "a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+    except (OSError, CheckpointError) as exc:
+        raise JobError(f"the runs folder could not be written ({exc})") from exc
 
 
 # ---- reading ----------------------------------------------------------------------------------
@@ -286,12 +292,14 @@ def list_runs(root: Path | None = None) -> list[RunView]:
     base = root or runs_root()
     if not base.is_dir():
         return []
-    views = []
+    found = []
     for path in base.iterdir():
         if (path / "settings.json").is_file() and _NAME.fullmatch(path.name):
-            with contextlib.suppress(JobError):
-                views.append(read(path.name, base, history=False))
-    return sorted(views, key=lambda v: (v.path / "settings.json").stat().st_mtime, reverse=True)
+            # A run deleted by another process between these two reads is simply left out.
+            with contextlib.suppress(JobError, OSError):
+                view = read(path.name, base, history=False)
+                found.append(((path / "settings.json").stat().st_mtime, view))
+    return [view for _, view in sorted(found, key=lambda pair: pair[0], reverse=True)]
 
 
 # ---- starting ---------------------------------------------------------------------------------

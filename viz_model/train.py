@@ -241,8 +241,9 @@ def train(
             save,
         )
 
+    base = cfg  # a live peak is applied to the run's own settings, so min_lr can rise again
     for step in range(start_step + 1, cfg.max_steps + 1):
-        cfg = _with_peak_lr(cfg, peak_lr() if peak_lr is not None else None)
+        cfg = _with_peak_lr(base, peak_lr() if peak_lr is not None else None)
         time_fraction = clock() / cfg.time_limit if cfg.time_limit > 0 else 0.0
         lr = lr_at(step, cfg, time_fraction)
         for group in opt.param_groups:
