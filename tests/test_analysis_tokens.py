@@ -171,3 +171,8 @@ def test_numbers_note_is_true_of_the_tokenizers_it_names():
     assert "training corpus holds only 5 digits" in split and "grouped" not in split
     grouped = T.numbers_note([("The big BPE", many)], examples, 9000)
     assert f"The big BPE groups digits (`{groups[0]}`" in grouped and "only 9000" not in grouped
+
+
+def test_a_word_tokenizer_that_reads_numbers_as_unknown_groups_none():
+    word = Tokenizer.train("the cat sat on the mat " * 30, "word")
+    assert T.digit_groups(word, ["1234567", "2024"]) == []  # both are <unk>, not groups

@@ -328,7 +328,12 @@ def digit_groups(tokenizer: Tokenizer, texts: Iterable[str]) -> list[str]:
     >>> digit_groups(Tokenizer.train("ab", "char"), ["2024"])  # a char model never groups
     []
     """
-    found = [t for text in texts for _, t in display_tokens(tokenizer, text)]
+    found = [
+        t
+        for text in texts
+        for token_id, t in display_tokens(tokenizer, text)
+        if token_id != tokenizer.unk_id  # "2024" read as <unk> is not a group the model has
+    ]
     return list(dict.fromkeys(t for t in found if sum(c.isdigit() for c in t) >= 2))
 
 

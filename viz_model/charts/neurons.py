@@ -105,9 +105,10 @@ def direction_bars(
     title: str = "",
 ) -> go.Figure:
     """Horizontal bars: the tokens a direction promotes (red, right) and suppresses (blue, left)."""
-    labels = [show_whitespace(t) for t in down_labels][::-1] + [
+    shown = [show_whitespace(t) for t in down_labels][::-1] + [
         show_whitespace(t) for t in up_labels
     ][::-1]
+    labels = plotly_labels(shown)  # the vocabulary's tokens: never markup
     values = list(np.asarray(down_values, dtype=float)[::-1]) + list(
         np.asarray(up_values, dtype=float)[::-1]
     )

@@ -38,7 +38,7 @@ TOTAL_COLOUR = "#555555"
 CELL_TEXT_WIDTH = 360
 CHAR_PX = 6
 STATION_TICKS_MAX_T = 24  # every position labelled up to this many (~14 px a label at 1024 px)
-SPECIAL = re.compile(r"^<[A-Za-z_|]{1,8}>$")  # "<unk>", "<|endoftext|>": cut, they read as nothing
+SPECIAL = re.compile(r"^<\|?[A-Za-z_]{1,16}\|?>$")  # "<unk>", "<|endoftext|>": never cut
 DARK_TEXT, LIGHT_TEXT = "#111111", "#ffffff"
 
 
@@ -46,8 +46,8 @@ def _clip(text: str, n: int) -> str:
     """Cut a cell's token to n characters ('…' marks the cut; the hover shows it whole), but
     never a special token like <unk>: "<u…" would read as nothing.
 
-    >>> _clip("<unk>", 2), _clip("brother", 4), _clip("ight", 1)
-    ('<unk>', 'bro…', 'i…')
+    >>> _clip("<unk>", 2), _clip("<|endoftext|>", 4), _clip("brother", 4), _clip("ight", 1)
+    ('<unk>', '<|endoftext|>', 'bro…', 'i…')
     """
     if len(text) <= n or SPECIAL.match(text):
         return text
@@ -192,7 +192,7 @@ def prediction_through_layers(
             x=stations,
             y=np.asarray(top_probs, dtype=float),
             mode="lines+markers+text",
-            text=[show_whitespace(t) for t in top_tokens],
+            text=plotly_labels(show_whitespace(t) for t in top_tokens),
             textposition="top center",
             line=dict(color="#999", dash="dot"),
             name="this layer's own top guess",
@@ -205,7 +205,7 @@ def prediction_through_layers(
             y=np.asarray(final_probs, dtype=float),
             mode="lines+markers",
             line=dict(color=ACCENT, width=3),
-            name=f"p(“{show_whitespace(final_token)}”), the final prediction",
+            name=f"p(“{plotly_text(show_whitespace(final_token))}”), the final prediction",
             hovertemplate="%{x}: p = %{y:.3f}<extra></extra>",
         )
     )
