@@ -366,8 +366,7 @@ if use_random:
         help="How far back the copy sits. The default is a copy length the model was trained on.",
     )
     random_ids = repeated_random_tokens(test.token_ids, length, seed=RANDOM_SEED)
-    random_run = run_attention(ctx.bundle_id, tuple(int(i) for i in random_ids))
-    random_scores = head_scores(random_run.pattern, random_ids)
+    random_scores = prompt_head_scores(ctx.bundle_id, tuple(int(i) for i in random_ids))
     scores = dataclasses.replace(
         scores,
         induction=random_scores.induction,

@@ -2,6 +2,7 @@
 its entropy; and how surprised the model is by each token of the prompt (surprisal, perplexity)."""
 
 import math
+from functools import partial
 
 import numpy as np
 import streamlit as st
@@ -9,6 +10,7 @@ import streamlit as st
 import ui
 from ui import cache, controls, state
 from viz_model.analysis import next_token as nt
+from viz_model.analysis.tokens import token_text
 from viz_model.charts import next_token as charts
 from viz_model.charts.common import plotly_text, show_whitespace
 
@@ -54,7 +56,7 @@ log_y = state.toggle(
 )
 
 dist = nt.distribution(last_logits, settings)
-top = nt.top_tokens(dist, n_bars, ctx.tokenizer.id_to_token)
+top = nt.top_tokens(dist, n_bars, partial(token_text, ctx.tokenizer))
 
 # ---- the picture ------------------------------------------------------------------------------
 last = show_whitespace(ctx.pieces[-1])

@@ -1,6 +1,8 @@
 """Generation stepper: write text one token at a time from the prompt, see each step's distribution,
 override the sampler, undo, replay with a seed, and compare generation with and without the KV cache."""
 
+from functools import partial
+
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -8,6 +10,7 @@ import ui
 from ui import cache, controls, state
 from viz_model.analysis import generation as gen
 from viz_model.analysis import next_token as nt
+from viz_model.analysis.tokens import token_text
 from viz_model.charts import next_token as charts
 from viz_model.charts.common import show_whitespace
 from viz_model.sampling import SamplingSettings
@@ -91,7 +94,7 @@ def bars_figure(
         step_view(bundle_id, seq)[0], SamplingSettings(temperature, top_k, top_p)
     )
     tokenizer = cache.bundle(bundle_id).tokenizer
-    bars = nt.top_tokens(dist, 20, tokenizer.id_to_token)
+    bars = nt.top_tokens(dist, 20, partial(token_text, tokenizer))
     return charts.distribution_bars(
         bars.labels,
         bars.base_probs,
@@ -107,7 +110,7 @@ def attention_figure(bundle_id: str, seq: tuple[int, ...], per_head: bool) -> go
     """The newest token's attention over the window, per layer (mean of heads) or per head."""
     _, attention, n_cropped = step_view(bundle_id, seq)
     rows, row_labels = gen.attention_rows(attention, per_head)
-    pieces = [cache.bundle(bundle_id).tokenizer.id_to_token(t) for t in seq[n_cropped:]]
+    pieces = [token_text(cache.bundle(bundle_id).tokenizer, t) for t in seq[n_cropped:]]
     col_labels = [f"{n_cropped + i}:{show_whitespace(p)}" for i, p in enumerate(pieces)]
     return charts.layer_attention_heatmap(
         rows, row_labels, col_labels, title="Attention of the newest token over the text"
@@ -161,7 +164,7 @@ def draw_history(steps: list[gen.Step], seq: list[int], n_cropped: int) -> None:
     st.html(
         charts.history_chips(
             ctx.pieces,
-            [tok.id_to_token(s.token) for s in steps],
+            [token_text(tok, s.token) for s in steps],
             [s.prob for s in steps],
             [s.forced for s in steps],
         )
@@ -169,11 +172,11 @@ def draw_history(steps: list[gen.Step], seq: list[int], n_cropped: int) -> None:
     if steps:
         last = steps[-1]
         how = (
-            f"you forced **“{md_escape(tok.id_to_token(last.token))}”** (the sampler had picked "
-            f"“{md_escape(tok.id_to_token(last.sampled))}”)"
+            f"you forced **“{md_escape(token_text(tok, last.token))}”** (the sampler had picked "
+            f"“{md_escape(token_text(tok, last.sampled))}”)"
             if last.forced
             else ("greedy took" if last.settings.temperature == 0 else "the sampler drew")
-            + f" **“{md_escape(tok.id_to_token(last.token))}”**"
+            + f" **“{md_escape(token_text(tok, last.token))}”**"
         )
         st.markdown(f"Step {len(steps)}: {how}, with probability **{last.prob:.3f}**.")
     if n_cropped:
@@ -190,7 +193,7 @@ def draw_step(steps: list[gen.Step], seq: list[int], dist, proposal: gen.Step) -
     st.subheader(f"Step {len(steps) + 1}: what comes next?")
     # two rows: five buttons in one row were cut to "Run 20 s…", "U", "R" at 1024 px
     b1, b4, b5 = st.columns([3, 1, 1], vertical_alignment="bottom")
-    pick_label = md_escape(tok.id_to_token(proposal.token))
+    pick_label = md_escape(token_text(tok, proposal.token))
     b1.button(
         f"Next token: “{pick_label}” (p = {dist.probs[proposal.token]:.3f})",
         key="take",
@@ -215,7 +218,7 @@ def draw_step(steps: list[gen.Step], seq: list[int], dist, proposal: gen.Step) -
         "Reset", key="reset", icon=":material/restart_alt:", on_click=reset, disabled=not steps
     )
 
-    top = nt.top_tokens(dist, N_CANDIDATES, tok.id_to_token)
+    top = nt.top_tokens(dist, N_CANDIDATES, partial(token_text, tok))
     st.caption("Or force another token: click a candidate (its probability after the settings).")
     # a wrapping row of buttons as wide as their labels: five fixed columns cut BPE tokens
     # ("“␣not” 0.…") at 1024 px
@@ -230,12 +233,12 @@ def draw_step(steps: list[gen.Step], seq: list[int], dist, proposal: gen.Step) -
             type="tertiary" if not kept else "secondary",
         )
     with st.popover("Force any token…", icon=":material/touch_app:"):
-        order = list(nt.top_tokens(dist, min(V, 1000), tok.id_to_token).ids)
+        order = list(nt.top_tokens(dist, min(V, 1000), partial(token_text, tok)).ids)
         chosen = st.selectbox(
             "Token (most likely first; type to search)",
             order,
             format_func=lambda i: (
-                f"“{show_whitespace(tok.id_to_token(int(i)))}”   p = {dist.probs[int(i)]:.4f}"
+                f"“{show_whitespace(token_text(tok, int(i)))}”   p = {dist.probs[int(i)]:.4f}"
             ),
             key="force_any",
         )
@@ -263,7 +266,7 @@ def draw_step(steps: list[gen.Step], seq: list[int], dist, proposal: gen.Step) -
 def draw_attention(seq: list[int]) -> None:
     st.subheader("Where the newest token looks, layer by layer")
     st.markdown(
-        f"The newest token, “{md_escape(tok.id_to_token(seq[-1]))}”, is the one whose vector the "
+        f"The newest token, “{md_escape(token_text(tok, seq[-1]))}”, is the one whose vector the "
         "model turns into this step's prediction. Each row shows how its attention is spread over "
         "the tokens before it (and itself) in one layer: averaged over the heads, or one row per "
         "head."
@@ -327,10 +330,10 @@ def draw_numbers(steps: list[gen.Step], seq: list[int], dist) -> None:
             [
                 {
                     "step": i + 1,
-                    "token": show_whitespace(tok.id_to_token(s.token)),
+                    "token": show_whitespace(token_text(tok, s.token)),
                     "p when chosen": s.prob,
                     "how": "forced" if s.forced else "sampled",
-                    "sampler's pick": show_whitespace(tok.id_to_token(s.sampled)),
+                    "sampler's pick": show_whitespace(token_text(tok, s.sampled)),
                     "T": s.settings.temperature,
                     "top-k": s.settings.top_k,
                     "top-p": s.settings.top_p,
@@ -343,7 +346,9 @@ def draw_numbers(steps: list[gen.Step], seq: list[int], dist) -> None:
         st.markdown("The whole text as plain text:")
         st.code(tok.decode(seq), language=None, wrap_lines=True)
         st.markdown(f"The candidates at step {len(steps) + 1}:")
-        st.dataframe(nt.top_tokens(dist, N_CANDIDATES, tok.id_to_token).rows(), hide_index=True)
+        st.dataframe(
+            nt.top_tokens(dist, N_CANDIDATES, partial(token_text, tok)).rows(), hide_index=True
+        )
 
 
 @st.fragment
