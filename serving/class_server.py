@@ -93,9 +93,9 @@ def app_command(port: int) -> list[str]:
 
 def start_app(port: int, log: Path) -> subprocess.Popen:
     """One `streamlit run app.py` on 127.0.0.1:port, in a process group of its own (its jobs join
-    it), with one torch thread per session unless VIZ_TORCH_THREADS says otherwise."""
+    it); the app itself gives each session one torch thread unless VIZ_TORCH_THREADS says so."""
     cmd = app_command(port)
-    env = {**os.environ, "VIZ_TORCH_THREADS": os.environ.get("VIZ_TORCH_THREADS", "1")}
+    env = dict(os.environ)
     with open(log, "ab") as out:
         return subprocess.Popen(
             cmd, cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=out,

@@ -21,10 +21,11 @@ from typing import Any
 import torch
 
 from viz_model.checkpoint import CheckpointError, load_bundle
-from viz_model.config import PRESET_TRAINING, PRESETS, TrainConfig
+from viz_model.config import ACTS, POSITIONS, PRESET_TRAINING, PRESETS, TrainConfig
 from viz_model.data import TASKS, VAL_FRACTION
 from viz_model.run_settings import (
     DEFAULT_PRESET,
+    TOKENIZERS,
     Run,
     RunSettings,
     new_run,
@@ -113,7 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
     tok = p.add_argument_group("tokenizer")
     tok.add_argument(
         "--tokenizer",
-        choices=("char", "bpe", "word"),
+        choices=TOKENIZERS,
         help="how text becomes tokens: char (one token per character), bpe (byte-pair "
         "encoding: frequent pieces of words become single tokens) or word (one token per word); "
         "default char",
@@ -148,12 +149,12 @@ def build_parser() -> argparse.ArgumentParser:
     mod.add_argument("--d-mlp", type=int, help="hidden neurons of each MLP (default 4 x d-model)")
     mod.add_argument(
         "--act",
-        choices=("gelu", "relu"),
+        choices=ACTS,
         help="the MLP's nonlinearity, the bend between its two layers (default gelu)",
     )
     mod.add_argument(
         "--pos",
-        choices=("learned", "sinusoidal", "none"),
+        choices=POSITIONS,
         help="position information: learned vectors, fixed sine waves, or none at all (default "
         "learned)",
     )
