@@ -11,6 +11,7 @@ import streamlit as st
 import ui
 from ui import cache, state
 from viz_model.analysis import embeddings as emb
+from viz_model.analysis.tokens import token_text
 from viz_model.charts.common import show_whitespace
 from viz_model.charts.embeddings import (
     pca_scatter,
@@ -36,8 +37,9 @@ def token_pca(bundle_id: str) -> emb.PCAResult:
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def vocab_labels(bundle_id: str) -> list[str]:
+    """Every vocabulary entry as the chips show it (token_text: "<c3>" for part of a character)."""
     tokenizer = cache.bundle(bundle_id).tokenizer
-    return [tokenizer.id_to_token(i) for i in range(tokenizer.vocab_size)]
+    return [token_text(tokenizer, i) for i in range(tokenizer.vocab_size)]
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
