@@ -33,6 +33,7 @@ def test_every_chart_of_the_students_tokens_escapes_them_for_plotly():
     )
     from viz_model.charts.layernorm import ln_stats_per_token
     from viz_model.charts.neurons import direction_bars, neuron_heatmap
+    from viz_model.charts.next_token import layer_attention_heatmap
     from viz_model.charts.residual import prediction_through_layers, resid_norm_heatmap
 
     labels = ["0:<b>bold", "1:<a href=x>", "2:ok"]
@@ -45,6 +46,7 @@ def test_every_chart_of_the_students_tokens_escapes_them_for_plotly():
         "ln_stats_per_token": ln_stats_per_token(np.ones(3), np.ones(3), labels, 0),
         "neuron_heatmap": neuron_heatmap(np.ones((3, 2)), labels, [0, 1]),
         "resid_norm_heatmap": resid_norm_heatmap(np.ones((2, 3)), ["a", "b"], labels),
+        "layer_attention_heatmap": layer_attention_heatmap(np.ones((2, 3)), ["a", "b"], labels),
         "direction_bars": direction_bars(labels[:2], np.ones(2), labels[2:], -np.ones(1)),
         "prediction_through_layers": prediction_through_layers(
             np.ones(3) / 2, np.ones(3) / 2, labels, ["a", "b", "c"], labels[0]

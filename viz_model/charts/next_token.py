@@ -25,6 +25,7 @@ from viz_model.charts.common import (
     colorbar_below,
     every_tick,
     house_layout,
+    plotly_labels,
     plotly_text,
     show_whitespace,
 )
@@ -160,7 +161,7 @@ def layer_attention_heatmap(
     long text); past that, every n-th, because a page column has no room for more readable labels.
     The colour bar lies at the foot, so the keys get the whole width of a 1024 px column."""
     weights = np.asarray(weights, dtype=float)
-    cols = list(col_labels)
+    cols = plotly_labels(col_labels)  # the student's tokens, for ticks and hover alike
     every = max(1, math.ceil(len(cols) / EVERY_TICK_MAX_T))
     shown = cols[::every]
     heatmap = go.Heatmap(
@@ -173,7 +174,7 @@ def layer_attention_heatmap(
         colorbar=colorbar_below("weight", ticks=""),  # below: 60 keys need the whole width
         hovertemplate="%{y} -> %{x}: %{z:.3f}<extra></extra>",
     )
-    ticks = {**every_tick(shown), "ticktext": [plotly_text(c) for c in shown]}
+    ticks = every_tick(shown)
     layout = house_layout(
         title,
         max(SMALL_HEIGHT, 60 + 28 * len(row_labels)) + 50,  # + the colour bar below
