@@ -20,59 +20,28 @@ import tempfile
 import time
 from pathlib import Path
 
-import websockets
-
 from benchmarks.common import emit
+from benchmarks.student import Student
 from tests.test_browser import free_port, start_server, stop_server, wait_healthy
 
 RUN = "bench"
 
 
-async def _until_finished(ws, found: dict) -> None:
-    """Read ForwardMsgs until script_finished, noting the refreshing fragment's id."""
-    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-
-    while True:
-        fwd = ForwardMsg()
-        fwd.ParseFromString(await ws.recv())
-        kind = fwd.WhichOneof("type")
-        if kind == "auto_rerun":
-            found["fragment_id"] = fwd.auto_rerun.fragment_id
-        elif kind == "delta" and fwd.delta.new_element.WhichOneof("type") == "exception":
-            found.setdefault("exceptions", []).append(fwd.delta.new_element.exception.message)
-        elif kind == "script_finished":
-            return
-
-
-def _rerun(query: str, page: str, fragment_id: str = "") -> bytes:
-    """A rerun request for a page by its URL name (and of one fragment of it, when given)."""
-    from streamlit.proto.BackMsg_pb2 import BackMsg
-
-    msg = BackMsg()
-    msg.rerun_script.query_string = query
-    msg.rerun_script.page_name = page
-    msg.rerun_script.fragment_id = fragment_id
-    return msg.SerializeToString()
-
-
 async def measure(port: int, refreshes: int) -> dict:
     query = f"t_run={RUN}"
-    found: dict = {}
-    page_runs, fragment_runs = [], []
-    async with websockets.connect(f"ws://127.0.0.1:{port}/_stcore/stream", max_size=None) as ws:
+    page_runs, fragment_runs, exceptions = [], [], []
+    async with Student(port) as student:
         for i in range(4):  # the first run loads the models and counts; keep the later ones
-            t0 = time.perf_counter()
-            await ws.send(_rerun(query, "Training"))
-            await _until_finished(ws, found)
+            seen = await student.view("Training", query)
+            exceptions += seen.exceptions
             if i:
-                page_runs.append(time.perf_counter() - t0)
-        if "fragment_id" not in found:
-            return {"error": "the page drew no refreshing fragment (is the run live?)", **found}
+                page_runs.append(seen.seconds)
+        if not student.fragment_id:
+            return {"error": "the page drew no refreshing fragment (is the run live?)"}
         for _ in range(refreshes):
-            t0 = time.perf_counter()
-            await ws.send(_rerun(query, "Training", found["fragment_id"]))
-            await _until_finished(ws, found)
-            fragment_runs.append(time.perf_counter() - t0)
+            seen = await student.view("Training", query, fragment_id=student.fragment_id)
+            exceptions += seen.exceptions
+            fragment_runs.append(seen.seconds)
             await asyncio.sleep(0.25)
 
     def ms(values: list[float], q: float) -> float:
@@ -83,7 +52,7 @@ async def measure(port: int, refreshes: int) -> dict:
         "refresh_ms_median": round(1000 * statistics.median(fragment_runs), 1),
         "refresh_ms_p95": ms(fragment_runs, 0.95),
         "refreshes": len(fragment_runs),
-        "exceptions": found.get("exceptions", []),
+        "exceptions": exceptions,
     }
 
 

@@ -23,9 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
-import websockets
-
 from benchmarks.common import emit
+from benchmarks.student import Student, stream_url  # noqa: F401 (stream_url: re-exported)
 from tests.test_browser import free_port, start_server, stop_server, wait_healthy
 from ui import nav
 
@@ -36,14 +35,6 @@ def page_paths() -> list[str]:
     return ["", *(p.url_path for p in pages)]
 
 
-def stream_url(server: int | str) -> str:
-    """The app's websocket: `server` is a port on 127.0.0.1 or a base address (http://host:port,
-    e.g. HAProxy in front of several processes: serving/class_server.py)."""
-    if isinstance(server, int):
-        return f"ws://127.0.0.1:{server}/_stcore/stream"
-    return "ws" + server.rstrip("/").removeprefix("http") + "/_stcore/stream"
-
-
 async def open_page(
     server: int | str,
     page: str,
@@ -52,53 +43,13 @@ async def open_page(
     headers: dict[str, str] | None = None,
     elements: list[str] | None = None,
 ) -> dict:
-    """One student's first view of a page: {page, seconds, exceptions, finished, backend}.
-    `headers` go with the websocket's upgrade request (a proxy's cookie, say); `backend` is the
-    X-Backend header of its response (set by serving/haproxy.cfg.template); each element the
-    page drew is appended to `elements` as protobuf text, when given."""
-    from streamlit.proto.BackMsg_pb2 import BackMsg
-
+    """One student's first view of a page: {page, seconds, exceptions, finished, backend}, timed
+    from connecting. `headers` go with the websocket's upgrade request (a proxy's cookie, say);
+    `backend` is HAProxy's X-Backend header; each element drawn goes into `elements`, as text."""
     t0 = time.perf_counter()
-    msg = BackMsg()
-    msg.rerun_script.query_string = query
-    msg.rerun_script.page_name = page
-    exceptions: list[str] = []
-    async with websockets.connect(
-        stream_url(server), max_size=None, open_timeout=timeout, additional_headers=headers
-    ) as ws:
-        await ws.send(msg.SerializeToString())
-        finished = await _read_until_finished(ws, t0 + timeout, exceptions, elements)
-        backend = ws.response.headers.get("X-Backend")
-    return {
-        "page": page or "Home",
-        "seconds": time.perf_counter() - t0,
-        "exceptions": exceptions,
-        "finished": finished,
-        "backend": backend,
-    }
-
-
-async def _read_until_finished(
-    ws, deadline: float, exceptions: list[str], elements: list[str] | None = None
-) -> bool:
-    """Read ForwardMsgs until script_finished (True) or the deadline (False); collect exceptions
-    (and every new element as text, into `elements` when given)."""
-    from google.protobuf import text_format
-    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-
-    while time.perf_counter() < deadline:
-        raw = await asyncio.wait_for(ws.recv(), deadline - time.perf_counter())
-        fwd = ForwardMsg()
-        fwd.ParseFromString(raw)
-        kind = fwd.WhichOneof("type")
-        if elements is not None and kind == "delta" and fwd.delta.HasField("new_element"):
-            elements.append(text_format.MessageToString(fwd.delta.new_element, as_utf8=True))
-        if kind == "delta" and fwd.delta.new_element.WhichOneof("type") == "exception":
-            exc = fwd.delta.new_element.exception
-            exceptions.append(f"{exc.type}: {exc.message}"[:200])
-        if kind == "script_finished":
-            return True
-    return False
+    async with Student(server, headers, timeout) as student:
+        seen = await student.view(page, query, elements=elements)
+    return {**seen.as_dict(), "seconds": time.perf_counter() - t0, "backend": student.backend}
 
 
 async def student_clicks(
@@ -106,22 +57,12 @@ async def student_clicks(
 ) -> list[dict]:
     """One student for `seconds`: one websocket (one session), a page run every pace[0]..pace[1]
     seconds on a random page. Returns each view's {page, seconds, exceptions, finished}."""
-    from streamlit.proto.BackMsg_pb2 import BackMsg
-
     rng = random.Random(seed)
     views: list[dict] = []
     end = time.perf_counter() + seconds
-    async with websockets.connect(stream_url(server), max_size=None) as ws:
+    async with Student(server) as student:
         while time.perf_counter() < end:
-            page = rng.choice(paths)
-            msg = BackMsg()
-            msg.rerun_script.page_name = page
-            exceptions: list[str] = []
-            t0 = time.perf_counter()
-            await ws.send(msg.SerializeToString())
-            finished = await _read_until_finished(ws, t0 + 120, exceptions)
-            views.append({"page": page or "Home", "seconds": time.perf_counter() - t0,
-                          "exceptions": exceptions, "finished": finished})  # fmt: skip
+            views.append((await student.view(rng.choice(paths))).as_dict())
             await asyncio.sleep(rng.uniform(*pace))
     return views
 

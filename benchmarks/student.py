@@ -1,0 +1,127 @@
+"""One simulated student, speaking Streamlit's own websocket protocol as the browser does.
+
+A `Student` holds one websocket (one Streamlit session). `view` asks for a page run (a BackMsg
+rerun_script with the page's URL name, its query string and any widget values) and reads
+ForwardMsgs until script_finished, noting what the browser would need: exceptions drawn, bytes
+received, widget ids by label (to change a widget later, as a click does) and the id of a fragment
+that asks to be rerun on a timer. No browser: the costs measured are the server's and the wire's.
+
+It does not send `cached_message_hashes` (the browser's list of messages it already holds), so the
+server sends every message in full: a little more than a browser receives on a repeat view.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+
+import websockets
+
+
+def stream_url(server: int | str) -> str:
+    """The app's websocket: `server` is a port on 127.0.0.1 or a base address (http://host:port,
+    e.g. HAProxy in front of several processes: serving/class_server.py)."""
+    if isinstance(server, int):
+        return f"ws://127.0.0.1:{server}/_stcore/stream"
+    return "ws" + server.rstrip("/").removeprefix("http") + "/_stcore/stream"
+
+
+@dataclass
+class View:
+    """One page run as the student saw it."""
+
+    page: str
+    seconds: float = float("nan")
+    finished: bool = False
+    exceptions: list[str] = field(default_factory=list)
+    kilobytes: float = 0.0
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.exceptions) or not self.finished
+
+    def as_dict(self) -> dict:
+        return {"page": self.page or "Home", "seconds": self.seconds, "finished": self.finished,
+                "exceptions": self.exceptions, "kilobytes": round(self.kilobytes, 1)}  # fmt: skip
+
+
+class Student:
+    """One session: `async with Student(server) as s: await s.view("Attention", "prompt=hi")`."""
+
+    def __init__(self, server: int | str, headers: dict[str, str] | None = None, timeout=120.0):
+        self.url, self.headers, self.timeout = stream_url(server), headers, timeout
+        self.widget_ids: dict[str, str] = {}  # label -> widget id, from the elements drawn
+        self.fragment_id = ""  # of a fragment rerun on a timer (st.fragment(run_every=...))
+        self.backend: str | None = None  # HAProxy's X-Backend header (serving/haproxy.cfg.template)
+        self.ws = None
+
+    async def __aenter__(self) -> Student:
+        self.ws = await websockets.connect(
+            self.url, max_size=None, open_timeout=self.timeout, additional_headers=self.headers
+        )
+        self.backend = self.ws.response.headers.get("X-Backend")
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.ws.close()
+
+    async def view(
+        self,
+        page: str,
+        query: str = "",
+        widgets: dict[str, str] | None = None,
+        fragment_id: str = "",
+        elements: list[str] | None = None,
+    ) -> View:
+        """Run `page` ('' = Home) with `query`; `widgets` maps a widget's label (as drawn on an
+        earlier view) to a new text value, as a student typing into it. Each element drawn is
+        appended to `elements` as protobuf text, when given."""
+        from streamlit.proto.BackMsg_pb2 import BackMsg
+
+        msg = BackMsg()
+        msg.rerun_script.query_string = query
+        msg.rerun_script.page_name = page
+        msg.rerun_script.fragment_id = fragment_id
+        for label, value in (widgets or {}).items():
+            state = msg.rerun_script.widget_states.widgets.add()
+            state.id, state.string_value = self.widget_ids[label], value
+        seen = View(page)
+        t0 = time.perf_counter()
+        await self.ws.send(msg.SerializeToString())
+        seen.finished = await self._read_until_finished(t0 + self.timeout, seen, elements)
+        seen.seconds = time.perf_counter() - t0
+        return seen
+
+    async def _read_until_finished(self, deadline: float, seen: View, elements) -> bool:
+        from google.protobuf import text_format
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        while time.perf_counter() < deadline:
+            try:
+                raw = await asyncio.wait_for(self.ws.recv(), deadline - time.perf_counter())
+            except TimeoutError:
+                return False
+            seen.kilobytes += len(raw) / 1000
+            fwd = ForwardMsg()
+            fwd.ParseFromString(raw)
+            kind = fwd.WhichOneof("type")
+            if kind == "auto_rerun":
+                self.fragment_id = fwd.auto_rerun.fragment_id
+            elif kind == "delta" and fwd.delta.HasField("new_element"):
+                self._note(fwd.delta.new_element, seen)
+                if elements is not None:
+                    elements.append(
+                        text_format.MessageToString(fwd.delta.new_element, as_utf8=True)
+                    )
+            elif kind == "script_finished":
+                return True
+        return False
+
+    def _note(self, element, seen: View) -> None:
+        kind = element.WhichOneof("type")
+        if kind == "exception":
+            seen.exceptions.append(f"{element.exception.type}: {element.exception.message}"[:200])
+        elif kind in ("text_area", "text_input"):
+            widget = getattr(element, kind)
+            self.widget_ids[widget.label] = widget.id
