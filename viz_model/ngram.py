@@ -297,19 +297,29 @@ def continuation_counts(index: CorpusIndex, context, vocab: int) -> np.ndarray:
 
 
 def kn_distribution(
-    index: CorpusIndex, context, order: int, discounts: dict, vocab: int
+    index: CorpusIndex,
+    context,
+    order: int,
+    discounts: dict,
+    vocab: int,
+    unigram_cont: np.ndarray | None = None,
 ) -> np.ndarray:
     """(V,) P_KN(w | the last order - 1 tokens of context), the same recursion as kn_probs but
-    for every w at once, counting through the index. A shorter context uses the orders it has."""
+    for every w at once, counting through the index. A shorter context uses the orders it has.
+    unigram_cont: continuation_counts(index, [], vocab), which scans the whole split, if known."""
     context = [int(t) for t in context]
     n = min(order, len(context) + 1)
     p = np.full(vocab, 1.0 / vocab)
     for m in range(1, n + 1):
         h = context[len(context) - (m - 1) :] if m > 1 else []
         top = m == n
-        counts = (
-            index.followers(h, vocab) if top else continuation_counts(index, h, vocab)
-        ).astype(np.float64)
+        if top:
+            counts = index.followers(h, vocab)
+        elif m == 1 and unigram_cont is not None:
+            counts = unigram_cont
+        else:
+            counts = continuation_counts(index, h, vocab)
+        counts = counts.astype(np.float64)
         d = discounts.get((m, "raw" if top else "cont"), discounts.get((m, "raw"), 0.5))
         total = counts.sum()
         if total > 0:
