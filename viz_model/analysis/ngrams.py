@@ -300,3 +300,25 @@ def gpt_sample(model, tokenizer: Tokenizer, start: list[int], n_tokens: int, see
 
     return tokenizer.decode(generate(model, start, n_tokens, seed=seed))
 
+
+
+def text_log_probs(model, seq: list[int], start: int) -> np.ndarray:
+    """(len(seq) - start,) ln p(seq[t] | the n_ctx tokens before it) for t = start.., temperature
+    1: what the model thought of each token when it was generated. Positions within the first
+    window share one pass; each later one has its own window (batched)."""
+    import torch
+
+    n_ctx, device = model.cfg.n_ctx, model.embed.weight.device
+    start = max(start, 1)
+    out = []
+    with torch.no_grad():
+        head = seq[:n_ctx]
+        if start < len(head):
+            z = torch.log_softmax(model(torch.tensor(head, device=device)).double().cpu(), -1)  # (T, V)
+            out += [float(z[t - 1, seq[t]]) for t in range(start, len(head))]
+        later = range(max(start, n_ctx), len(seq))
+        if len(later):
+            windows = torch.tensor([seq[t - n_ctx : t] for t in later], device=device)  # (B, n_ctx)
+            z = torch.log_softmax(model(windows)[:, -1].double().cpu(), -1)  # (B, V)
+            out += z[torch.arange(len(later)), torch.tensor([seq[t] for t in later])].tolist()
+    return np.array(out, dtype=np.float64)
