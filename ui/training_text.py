@@ -20,12 +20,9 @@ from viz_model.charts.common import show_whitespace
 
 
 def _p_text(log_p_nats: float) -> str:
-    """P = e^(log p) written so a tiny number stays readable: 3.2 × 10^-41."""
+    """P = e^(log p), short enough for a metric at 1024 px: 0.0123, or 10^-37.7 when tiny."""
     log10 = log_p_nats / math.log(10)
-    exponent = math.floor(log10)
-    return (
-        f"{10 ** (log10 - exponent):.2f} × 10^{exponent}" if exponent < -3 else f"{10**log10:.4g}"
-    )
+    return f"{10**log10:.4f}" if log10 > -3 else f"10^{log10:.1f}"
 
 
 def _metrics(log_p: np.ndarray, what: str) -> None:
@@ -33,7 +30,11 @@ def _metrics(log_p: np.ndarray, what: str) -> None:
     m1, m2, m3 = st.columns(3)
     m1.metric("Σ ln p (nats)", f"{total:.2f}")
     m2.metric("Σ log₂ p (bits)", f"{total / math.log(2):.2f}")
-    m3.metric(f"P({what})", _p_text(total))
+    m3.metric(
+        f"P({what})",
+        _p_text(total),
+        help=f"e^({total:.2f}) = {math.exp(total):.3g} (0 below 1e-308)",
+    )
 
 
 # ---- Next token: the whole prompt's probability -------------------------------------------------
@@ -194,12 +195,11 @@ def memorisation(ctx: PageContext, seq: list[int], n_prompt: int) -> None:
         [
             {
                 "tokens": f"{s.start}–{s.end - 1}",
-                "length (tokens)": s.length,
-                "length (characters)": len(tok.decode(seq[s.start : s.end])),
-                "text": show_whitespace(tok.decode(seq[s.start : s.end])),
+                "length": s.length,
                 "found in": s.source,
                 "times in training": s.in_train,
                 "times in validation": s.in_val,
+                "text": show_whitespace(tok.decode(seq[s.start : s.end])),
             }
             for s in spans
         ],

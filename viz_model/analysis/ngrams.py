@@ -250,15 +250,15 @@ class Span:
 
 
 def memorised_spans(index: CorpusIndex, seq, min_len: int, first: int = 0) -> list[Span]:
-    """The maximal stretches of `seq` of at least min_len tokens found verbatim in the corpus
-    that reach past position `first` (the generated part); each with its occurrences per split.
-    A stretch is the longest match starting at its first token, not contained in an earlier one.
-    """
+    """Stretches of `seq` of at least min_len tokens found verbatim in the corpus that reach
+    past position `first` (the generated part), each with its occurrences per split. Read left
+    to right: a stretch is the longest match starting at its first token, and the next one starts
+    where it ends (or later), so stretches never overlap."""
     seq = [int(t) for t in seq]
     lengths = index.match_lengths(seq)
     spans, reach = [], 0
     for i, m in enumerate(lengths.tolist()):
-        if m < min_len or i + m <= reach or i + m <= first:
+        if m < min_len or i < reach or i + m <= first:
             continue
         reach = i + m
         found = index.find(seq[i : i + m])

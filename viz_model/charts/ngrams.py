@@ -186,16 +186,20 @@ def _mark(text: str, bg: str, bold: bool = False) -> str:
     return f'<span style="background:{bg};{weight}border-radius:3px">{html.escape(text)}</span>'
 
 
+def _newlines(text: str) -> str:
+    return text.replace("\n", "↵ ")
+
+
 def snippets_html(snippets: Sequence) -> str:
     """Each occurrence as one line of monospace text: before, the context (yellow), the token that
-    followed (green), after. Newlines shown as ↵, everything escaped."""
+    followed (green), after. Newlines shown as ↵ (and spaces as ␣ inside the marks), escaped."""
     rows = []
     for s in snippets:
         body = (
-            html.escape(show_whitespace(s.before))
+            html.escape(_newlines(s.before))
             + _mark(show_whitespace(s.match), MATCH_BG)
             + _mark(show_whitespace(s.after), NEXT_BG, bold=True)
-            + html.escape(show_whitespace(s.rest))
+            + html.escape(_newlines(s.rest))
         )
         where = html.escape(f"token {s.position:,} ({s.split})")
         rows.append(
@@ -213,7 +217,9 @@ def span_chips(pieces: Sequence[str], covered: Sequence[bool], first_generated: 
     for i, (piece, hit) in enumerate(zip(pieces, covered, strict=True)):
         bg = MATCH_BG if hit else NO_VALUE_COLOUR
         gen = i >= first_generated
-        tip = f"token {i}: " + ("generated" if gen else "prompt") + (", in the corpus" * hit)
+        tip = (
+            f"token {i}: " + ("generated" if gen else "prompt") + (", in the corpus" if hit else "")
+        )
         chips.append(_chip(piece, bg, "#000000", tip, GENERATED_OUTLINE if gen else ""))
     legend = (
         '<div style="font-size:13px;color:#444;margin-top:6px">'
