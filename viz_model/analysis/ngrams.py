@@ -121,10 +121,11 @@ def join_words(words: list[str]) -> str:
     >>> join_words(['Ay', ',', 'my', 'lord', '.', '\\n', "I'll", 'go'])
     "Ay, my lord.\\nI'll go"
     """
-    out = []
+    out, prev = [], None
     for w in words:
-        glue = "" if not out or w in NO_SPACE_BEFORE or out[-1] in ("\n", "(", "[") else " "
+        glue = "" if prev is None or w in NO_SPACE_BEFORE or prev in ("\n", "(", "[") else " "
         out.append(glue + w)
+        prev = w
     return "".join(out)
 
 
