@@ -123,11 +123,11 @@ def gram_ids(rank: dict[int, np.ndarray], n_train: int, n: int) -> np.ndarray:
     would start before t's segment. n = 0 is the empty context: id 0 everywhere."""
     size = rank[1].size
     if n == 0:
-        return np.zeros(size, dtype=np.int64)
+        return np.zeros(size, dtype=np.int32)
     t = np.arange(size)
     start = t - n + 1
     ok = (start >= 0) & ((t < n_train) | (start >= n_train))
-    out = np.full(size, -1, dtype=np.int64)
+    out = np.full(size, -1, dtype=np.int32)  # ids < N; int32 halves the build's memory
     out[ok] = rank[n][start[ok]]
     return out
 
@@ -169,9 +169,10 @@ def _level(counts: np.ndarray, ctx_of: np.ndarray, n_ctx: int) -> Level:
 class Counter:
     """n-gram counts of a stream's training positions t < stop (all its n tokens before stop)."""
 
-    def __init__(self, rank: dict[int, np.ndarray], n_train: int, stop: int, max_order: int):
-        self.sizes = {0: 1, **{n: int(rank[n].max()) + 1 for n in range(1, max_order + 1)}}
-        self.ids = {n: gram_ids(rank, n_train, n) for n in range(max_order + 1)}
+    def __init__(self, ids: dict[int, np.ndarray], stop: int):
+        """ids[n]: gram_ids(rank, n_train, n) for n = 0..max order (shared by both Counters)."""
+        self.ids = ids
+        self.sizes = {n: int(v.max(initial=0)) + 1 for n, v in ids.items()}
         self.stop = stop
         self._raw: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
@@ -249,8 +250,8 @@ def order_scores(rank: dict[int, np.ndarray], n_train: int, vocab: int) -> Order
         raise ValueError("The text is too short to score n-gram models on its validation split.")
     fit_stop = n_train - max(MAX_ORDER + 1, int(n_train * TUNE_FRACTION))
     tune_at = np.arange(fit_stop + MAX_ORDER - 1, n_train)
-    fit = Counter(rank, n_train, fit_stop, MAX_ORDER)
-    full = Counter(rank, n_train, n_train, MAX_ORDER)
+    ids = {n: gram_ids(rank, n_train, n) for n in range(MAX_ORDER + 1)}
+    fit, full = Counter(ids, fit_stop), Counter(ids, n_train)
     add_k, ks, kn, discounts = [], [], [], {}
     cont = [full.level(m, top=False) for m in range(1, MAX_ORDER)]
     for n in range(1, MAX_ORDER + 1):
