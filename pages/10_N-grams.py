@@ -218,7 +218,8 @@ bpc_ng = {name: [x / models.chars_per_token for x in v] for name, v in bpt_ng.it
 own = val_loss(ctx.bundle)
 gpt_token = {ctx.name: own / ng.LN2} if own is not None else {}
 gpt_char = {}
-for name, bid in corpus.same_corpus_models(ctx.bundle).items():
+same = corpus.same_corpus_models(ctx.bundle)
+for name, bid in sorted(same.items(), key=lambda item: item[0] != ctx.name):  # this model first
     bpc = corpus.gpt_bits_per_char(bid)
     if bpc is not None:
         gpt_char[name] = bpc
