@@ -194,7 +194,13 @@ st.markdown(
     "dimensionality** for counts: with $V$ tokens there are $V^{n-1}$ possible contexts, and a "
     "corpus holds a vanishing share of them."
 )
-st.plotly_chart(charts.sparsity_chart(models.unseen, f"{tok.kind} tokens"), key="ng_sparsity")
+st.plotly_chart(
+    cache.figure(
+        ("ng_sparsity", ctx.bundle_id),
+        lambda: charts.sparsity_chart(models.unseen, f"{tok.kind} tokens"),
+    ),
+    key="ng_sparsity",
+)
 
 # ---- 4. perplexity by order ------------------------------------------------------------------------
 st.subheader("4. How good is counting? Perplexity by order, beside the GPTs")
@@ -225,14 +231,20 @@ for name, bid in sorted(same.items(), key=lambda item: item[0] != ctx.name):  # 
         gpt_char[name] = bpc
 p1, p2 = st.columns(2, gap="large")
 p1.plotly_chart(
-    charts.order_chart(
-        scores.orders, bpt_ng, gpt_token, "bits per token", f"Per {tok.kind} token (this model)"
+    cache.figure(
+        ("ng_per_token", ctx.bundle_id, tuple(gpt_token.items())),
+        lambda: charts.order_chart(
+            scores.orders, bpt_ng, gpt_token, "bits per token", f"Per {tok.kind} token (this model)"
+        ),
     ),
     key="ng_per_token",
 )
 p2.plotly_chart(
-    charts.order_chart(
-        scores.orders, bpc_ng, gpt_char, "bits per character", "Per character (every model)"
+    cache.figure(
+        ("ng_per_char", ctx.bundle_id, tuple(gpt_char.items())),
+        lambda: charts.order_chart(
+            scores.orders, bpc_ng, gpt_char, "bits per character", "Per character (every model)"
+        ),
     ),
     key="ng_per_char",
 )

@@ -163,9 +163,9 @@ class CorpusIndex:
     def occurs(self, pattern) -> bool:
         return self.find(pattern).size > 0
 
-    def follower_positions(self, context, split: str = "train") -> np.ndarray:
+    def follower_positions(self, context, split: str = "train", sort: bool = True) -> np.ndarray:
         """Positions of the token that followed each occurrence of `context` in one split
-        ("train", "val" or "all"), sorted; never across the seam between the splits."""
+        ("train", "val" or "all"), sorted unless sort=False; never across the seam."""
         m = len(context)
         starts = self.find(context).astype(np.int64)
         nxt = starts + m
@@ -175,7 +175,7 @@ class CorpusIndex:
             keep &= starts < self.n_train
         elif split == "val":
             keep &= starts >= self.n_train
-        return np.sort(nxt[keep])
+        return np.sort(nxt[keep]) if sort else nxt[keep]
 
     def followers(self, context, vocab_size: int | None = None, split: str = "train") -> np.ndarray:
         """(V,) counts of each token right after `context` in the split (all zero when unseen)."""
@@ -188,16 +188,14 @@ class CorpusIndex:
         take the token after it. Backs off to a shorter context (dropping its first token) when
         the context never occurs; returns (token, the context length used)."""
         context = list(context)
-        while True:
-            nxt = self.follower_positions(context) if context else self._train_positions()
+        while context:
+            nxt = self.follower_positions(context, sort=False)
             if nxt.size:
                 return int(self.tokens[nxt[rng.integers(nxt.size)]]), len(context)
-            if not context:
-                raise ValueError("the training split is empty")
             context = context[1:]
-
-    def _train_positions(self) -> np.ndarray:
-        return np.arange(self.n_train, dtype=np.int64)
+        if not self.n_train:
+            raise ValueError("the training split is empty")
+        return int(self.tokens[rng.integers(self.n_train)]), 0  # any token, by its frequency
 
     def match_lengths(self, query, cap: int = 512) -> np.ndarray:
         """L[i]: the length of the longest stretch query[i : i + L] that occurs in the stream
