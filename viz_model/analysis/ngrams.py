@@ -302,7 +302,6 @@ def gpt_sample(model, tokenizer: Tokenizer, start: list[int], n_tokens: int, see
     return tokenizer.decode(generate(model, start, n_tokens, seed=seed))
 
 
-
 def text_log_probs(model, seq: list[int], start: int) -> np.ndarray:
     """(len(seq) - start,) ln p(seq[t] | the n_ctx tokens before it) for t = start.., temperature
     1: what the model thought of each token when it was generated. Positions within the first
@@ -315,7 +314,9 @@ def text_log_probs(model, seq: list[int], start: int) -> np.ndarray:
     with torch.no_grad():
         head = seq[:n_ctx]
         if start < len(head):
-            z = torch.log_softmax(model(torch.tensor(head, device=device)).double().cpu(), -1)  # (T, V)
+            z = torch.log_softmax(
+                model(torch.tensor(head, device=device)).double().cpu(), -1
+            )  # (T, V)
             out += [float(z[t - 1, seq[t]]) for t in range(start, len(head))]
         later = range(max(start, n_ctx), len(seq))
         if len(later):
