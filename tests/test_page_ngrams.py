@@ -141,3 +141,16 @@ def test_generation_checks_probability_and_memorisation(data_models):
     spans = next(d.value for d in at.dataframe if "found in" in d.value.columns)
     assert (spans["length"] >= 2).all() and len(spans) > 0  # two letters always occur somewhere
     assert at.query_params["mem_min"] in ("2", ["2"])
+
+
+def test_markup_in_the_prompt_stays_text_in_the_training_text_section(data_models):
+    prompt = "<script>alert(1)</script><b> my lord"
+    at = app_test(data_models, "pages/7_Next_token.py", prompt=prompt)
+    assert not at.exception
+    bodies = [h.proto.body for h in at.get("html")]
+    assert any("border-left" in b for b in bodies)  # the snippets are drawn
+    assert not any("<script" in b.lower() or "<b>" in b for b in bodies)
+    estimate = next(
+        f for f in plotly_figures(at) if "training text" in f["layout"]["title"]["text"]
+    )
+    assert not any("<b>" in y for t in estimate["data"] for y in t["y"])
