@@ -8,7 +8,7 @@ import numpy as np
 import streamlit as st
 
 import ui
-from ui import cache, controls, state
+from ui import cache, controls, state, training_text
 from viz_model.analysis import next_token as nt
 from viz_model.analysis.tokens import token_text
 from viz_model.charts import next_token as charts
@@ -135,6 +135,10 @@ else:
         )
         + "Hover a token to see its numbers."
     )
+
+# ---- the training text behind it (ui/training_text.py) --------------------------------------------
+training_text.prompt_probability(ctx, surprisal)
+training_text.in_training_text(ctx, last_logits)
 
 # ---- the numbers behind it ----------------------------------------------------------------------
 with st.expander("The numbers behind it"):

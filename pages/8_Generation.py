@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import ui
-from ui import cache, controls, state
+from ui import cache, controls, state, training_text
 from viz_model.analysis import generation as gen
 from viz_model.analysis import next_token as nt
 from viz_model.analysis.tokens import token_text
@@ -367,6 +367,7 @@ def stepper_section() -> None:
     draw_step(steps, seq, dist, proposal)
     draw_attention(seq)
     draw_kv_comparison(seq, stepper)
+    training_text.generation_checks(ctx, seq, len(ctx.ids))  # probability, memorisation
     draw_numbers(steps, seq, dist)
 
 

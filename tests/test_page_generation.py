@@ -33,7 +33,12 @@ def test_next_step_appends_the_proposed_token_and_draws_it(models_dir):
     steps = _steps(at)
     assert len(steps) == 1 and steps[0].token == proposal and not steps[0].forced
     assert _history_html(at).count('class="chip"') == len(PROMPT) + 1
-    assert len(at.get("plotly_chart")) == 2  # the step's bars and the newest token's attention
+    # the step's bars, the newest token's attention, the generated text's probability
+    assert [c.key for c in at.get("plotly_chart")] == [
+        "step_bars",
+        "newest_attention",
+        "tt_running_probability",
+    ]
 
 
 def test_a_forced_token_appears_in_the_history_and_undo_removes_it(models_dir):

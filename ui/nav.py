@@ -96,6 +96,14 @@ SECTIONS: dict[str, list[Page]] = {
             "Train a model on this server and watch it learn; see how any model trained.",
         ),
     ],
+    "Before transformers": [
+        Page(
+            "pages/10_N-grams.py",
+            "N-grams (Shannon)",
+            ":material/format_quote:",
+            "Language models made by counting: Shannon's approximations, sparsity, perplexity.",
+        ),
+    ],
 }
 
 

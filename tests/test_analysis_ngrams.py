@@ -1,0 +1,156 @@
+"""The N-grams page's numbers on tiny texts: count ratios (and the undefined 0/0), Shannon's
+samples, memorisation spans on a crafted text, bits per character, and the model's own
+probability of a generated text."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from tests.conftest import tiny_model
+from viz_model.analysis import next_token as nt
+from viz_model.analysis import ngrams as ng
+from viz_model.corpus_index import CorpusIndex
+from viz_model.tokenization import Tokenizer
+
+TEXT = (
+    "to be or not to be, that is the question.\n"
+    "whether tis nobler in the mind to suffer\n"
+    "the slings and arrows of outrageous fortune,\n"
+) * 30
+
+
+@pytest.fixture(scope="module")
+def char_models():
+    tok = Tokenizer.train(TEXT + "QXZ", "char")
+    return tok, ng.token_models(TEXT, tok, val_fraction=0.1)
+
+
+def test_count_table_is_the_count_ratio(char_models):
+    tok, models = char_models
+    context = tok.encode("to b")
+    table = ng.count_table(models, context)
+    train = tok.decode(models.index.tokens[: models.index.n_train].tolist())
+    after = [train[i + 4] for i in range(len(train) - 4) if train[i : i + 4] == "to b"]
+    assert table.total == len(after) > 0
+    e = tok.encode("e")[0]
+    assert table.probs()[e] == pytest.approx(after.count("e") / len(after))
+    assert table.probs().sum() == pytest.approx(1.0)
+    assert tok.decode(table.top(1).tolist()) == max(set(after), key=after.count)
+
+
+def test_an_unseen_context_has_no_count_ratio(char_models):
+    tok, models = char_models
+    table = ng.count_table(models, tok.encode("QXZ"))  # in the vocabulary, never in the text
+    assert table.total == 0 and not table.defined
+    assert np.isnan(table.probs()).all()  # 0/0, not a distribution
+    assert table.top(5).size == 0
+    smoothed = models.kn_distribution(tok.encode("QXZ"), 4)
+    assert smoothed.sum() == pytest.approx(1.0)  # Kneser-Ney backs off to shorter contexts
+
+
+def test_token_models_count_the_validation_text(char_models):
+    tok, models = char_models
+    assert models.val_tokens == len(models.index.tokens) - models.index.n_train
+    assert models.val_chars == models.val_tokens  # a char model: one character per token
+    assert models.chars_per_token == 1.0
+    kn = models.scores.kneser_ney
+    assert kn[2] < kn[0]  # three characters of context beat none on a repetitive text
+    assert len(models.unseen) == 8
+
+
+def test_bits_per_char_converts_units():
+    assert ng.bits_per_char(math.log(2) * 3.8, 1.9) == pytest.approx(2.0)
+
+
+def test_words_split_and_join_back():
+    text = "Ay, my lord.\nI'll go (now)!"
+    words = ng.split_words(text)
+    assert words == ["Ay", ",", "my", "lord", ".", "\n", "I'll", "go", "(", "now", ")", "!"]
+    assert ng.join_words(words) == text
+
+
+@pytest.mark.parametrize("unit, order", [("letters", 2), ("letters", 3), ("words", 2)])
+def test_shannon_samples_only_use_what_the_text_holds(unit, order):
+    source = ng.symbol_index(TEXT, unit)
+    pieces = list(TEXT) if unit == "letters" else ng.split_words(TEXT)
+    seen = {tuple(pieces[i : i + order]) for i in range(len(pieces) - order + 1)}
+    out = ng.shannon_text(source, order, 200, seed=3)
+    sample = list(out) if unit == "letters" else ng.split_words(out)
+    grams = [tuple(sample[i : i + order]) for i in range(len(sample) - order + 1)]
+    assert grams and all(g in seen for g in grams)  # every n-gram of the sample is in the text
+    assert ng.shannon_text(source, order, 200, seed=3) == out  # same seed, same text
+    assert ng.shannon_text(source, order, 200, seed=4) != out
+
+
+def test_order_zero_draws_every_letter_equally():
+    source = ng.symbol_index(TEXT, "letters")
+    sample = ng.shannon_text(source, 0, 20_000, seed=0)
+    counts = np.array([sample.count(s) for s in source.symbols])
+    assert set(sample) == set(TEXT)
+    assert counts.min() > 0.7 * counts.mean()  # uniform, unlike "e" against "q" in the text
+
+
+# ---- memorisation on a crafted text --------------------------------------------------------------
+
+
+def _crafted():
+    """Training "abcdefghij" + filler, validation "qrstuvwxyz": ids of letters."""
+    train = list("abcdefghij") + list("klmnop") * 2
+    val = list("qrstuvwxyz")
+    stream = [ord(c) - 97 for c in train + val]
+    return CorpusIndex.build(stream, n_train=len(train)), [ord(c) - 97 for c in "abcdefghij"]
+
+
+def test_memorised_spans_find_copies_and_their_split():
+    index, _ = _crafted()
+    seq = [ord(c) - 97 for c in "zz" + "bcdefgh" + "z" + "rstuvw"]  # prompt "zz", then generated
+    spans = ng.memorised_spans(index, seq, min_len=5, first=2)
+    assert [(s.start, s.end, s.source) for s in spans] == [
+        (2, 9, "training"),  # "bcdefgh": 7 letters from the training split
+        (10, 16, "validation only"),  # "rstuvw": only in the validation split
+    ]
+    assert (spans[0].in_train, spans[0].in_val) == (1, 0)
+    assert ng.covered(spans, len(seq)).tolist() == [
+        i in range(2, 9) or 10 <= i < 16 for i in range(len(seq))
+    ]
+
+
+def test_short_copies_and_the_prompt_alone_are_not_reported():
+    index, abc = _crafted()
+    seq = [*abc[:8], 25, *abc[3:7]]  # a prompt copied from training, then a 4-letter copy
+    assert ng.memorised_spans(index, seq, min_len=5, first=8) == []
+    spans = ng.memorised_spans(
+        index, seq, min_len=5, first=6
+    )  # the copy reaches the generated part
+    assert [(s.start, s.end) for s in spans] == [(0, 8)]
+
+
+def test_spans_do_not_cross_the_seam():
+    index, _ = _crafted()
+    seq = [ord(c) - 97 for c in "nopqrs"]  # "nop" ends training, "qrs" starts validation
+    assert ng.memorised_spans(index, seq, min_len=4) == []
+    assert index.match_lengths(seq).tolist() == [3, 2, 1, 3, 2, 1]
+
+
+# ---- the model's own probability of a generated text ---------------------------------------------
+
+
+def test_text_log_probs_equal_one_pass_within_the_context():
+    model = tiny_model()
+    seq = [3, 7, 1, 3, 7, 1, 9, 4, 3, 7]
+    direct = -nt.surprisal(nt.prompt_logits(model, seq), seq)
+    assert np.allclose(ng.text_log_probs(model, seq, 4), direct[4:])
+
+
+def test_text_log_probs_past_the_context_use_each_tokens_window():
+    model = tiny_model()  # n_ctx 16
+    seq = [int(x) for x in torch.randint(0, 23, (40,), generator=torch.Generator().manual_seed(0))]
+    got = ng.text_log_probs(model, seq, 10)
+    for t in (10, 15, 16, 30, 39):
+        logits = nt.prompt_logits(model, seq[max(0, t - 16) : t])[-1]  # the 16 before t
+        expected = torch.log_softmax(torch.tensor(logits, dtype=torch.float64), -1)[seq[t]]
+        assert got[t - 10] == pytest.approx(float(expected), abs=1e-5)

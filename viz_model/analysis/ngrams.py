@@ -1,0 +1,326 @@
+"""The N-grams page's numbers, and the "in the training text" views of Next token and Generation.
+
+- `token_models(text, tokenizer)`: the corpus in the model's own tokens, split as for training,
+  with its index, the add-k and Kneser-Ney scores of every order, and how sparse contexts get.
+- `symbol_index(text, "letters" | "words")` and `shannon_text`: Shannon's approximations of
+  English (1948), sampled from the corpus the way he did from a book.
+- `count_table`: the count-ratio estimate after a context (undefined when it never occurred).
+- `in_training_text`: where a prompt's last tokens occur, what followed, and snippets.
+- `memorised_spans`: stretches of a text found verbatim in the corpus, and in which split.
+- `bits_per_char`: a loss in nats per token as bits per character, to compare tokenizers.
+
+Not here: the index and the smoothing (corpus_index.py, ngram.py), figures (charts/ngrams.py).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from viz_model import ngram
+from viz_model.corpus_index import DEPTH, CorpusIndex, ranks
+from viz_model.data import VAL_FRACTION, TokenData
+from viz_model.tokenization import Tokenizer
+
+LN2 = math.log(2.0)
+WORD_RE = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)*|\d+|\n|[^\w\s]")
+NO_SPACE_BEFORE = set(".,;:!?')]}\n")
+N_SNIPPETS = 4
+SNIPPET_TOKENS = 12  # tokens shown on each side of an occurrence (char models: doubled)
+
+
+@dataclass
+class TokenModels:
+    """The corpus in the model's tokens (training split, then validation split) and what counting
+    makes of it."""
+
+    index: CorpusIndex
+    scores: ngram.OrderScores
+    unseen: tuple[float, ...]  # share of validation contexts of n = 1..8 tokens never in training
+    unigram_cont: np.ndarray  # (V,) Kneser-Ney's unigram continuation counts
+    vocab: int
+    val_chars: int  # characters of the validation split's text
+    val_tokens: int
+    seconds: dict  # "encode", "count": the time each part of the build took
+
+    @property
+    def chars_per_token(self) -> float:
+        return self.val_chars / max(self.val_tokens, 1)
+
+    @property
+    def nbytes(self) -> int:
+        return self.index.nbytes + self.unigram_cont.nbytes
+
+    def kn_distribution(self, context, order: int) -> np.ndarray:
+        """(V,) the Kneser-Ney distribution of order `order` after `context` (token ids)."""
+        return ngram.kn_distribution(
+            self.index, context, order, self.scores.discounts, self.vocab, self.unigram_cont
+        )
+
+
+def token_models(text: str, tokenizer: Tokenizer, val_fraction: float = VAL_FRACTION):
+    """Encode `text` as training did (TokenData), count it, and index it. ValueError when the
+    text is too short to score."""
+    t0 = time.perf_counter()
+    data = TokenData.from_text(text, tokenizer, val_fraction)
+    train, val = data.train.numpy(), data.val.numpy()
+    t1 = time.perf_counter()
+    tokens = np.concatenate([train, val]).astype(np.int32)
+    rank = ranks(tokens, train.size, [DEPTH, ngram.MAX_CONTEXT])
+    index = CorpusIndex.build(tokens, train.size, DEPTH, rank)
+    vocab = tokenizer.vocab_size
+    scores = ngram.order_scores(rank, train.size, vocab)
+    unseen = ngram.unseen_contexts(rank, train.size)
+    cont = ngram.continuation_counts(index, [], vocab)
+    val_chars = len(tokenizer.decode(val.tolist()))
+    seconds = {"encode": t1 - t0, "count": time.perf_counter() - t1}
+    return TokenModels(index, scores, unseen, cont, vocab, val_chars, int(val.size), seconds)
+
+
+def bits_per_char(nats_per_token: float, chars_per_token: float) -> float:
+    """A loss in nats per token as bits per character: / ln 2, / characters per token.
+
+    >>> round(bits_per_char(2 * LN2, 2.0), 6)
+    1.0
+    """
+    return nats_per_token / LN2 / chars_per_token
+
+
+# ---- Shannon's approximations: letters and words ----------------------------------------------
+
+
+@dataclass
+class SymbolIndex:
+    """The corpus as letters (every character) or words, indexed for sampling."""
+
+    index: CorpusIndex
+    symbols: list[str]  # id -> text
+    unit: str  # "letters" or "words"
+
+    def join(self, ids) -> str:
+        parts = [self.symbols[i] for i in ids]
+        return "".join(parts) if self.unit == "letters" else join_words(parts)
+
+
+def split_words(text: str) -> list[str]:
+    """Words, numbers, single punctuation marks and newlines, in order.
+
+    >>> split_words("Ay, my lord.\\nI'll go")
+    ['Ay', ',', 'my', 'lord', '.', '\\n', "I'll", 'go']
+    """
+    return WORD_RE.findall(text)
+
+
+def join_words(words: list[str]) -> str:
+    """Words back into text: a space between words, none before punctuation or after a newline.
+
+    >>> join_words(['Ay', ',', 'my', 'lord', '.', '\\n', "I'll", 'go'])
+    "Ay, my lord.\\nI'll go"
+    """
+    out, prev = [], None
+    for w in words:
+        glue = "" if prev is None or w in NO_SPACE_BEFORE or prev in ("\n", "(", "[") else " "
+        out.append(glue + w)
+        prev = w
+    return "".join(out)
+
+
+def symbol_index(text: str, unit: str) -> SymbolIndex:
+    """The whole text as letters or words, indexed (no validation split: Shannon's book)."""
+    if unit not in ("letters", "words"):
+        raise ValueError(f"unit must be 'letters' or 'words'; got {unit!r}")
+    pieces = list(text) if unit == "letters" else split_words(text)
+    symbols, ids = np.unique(np.array(pieces, dtype=object), return_inverse=True)
+    tokens = np.asarray(ids, dtype=np.int32).reshape(-1)
+    return SymbolIndex(CorpusIndex.build(tokens, tokens.size, depth=4), list(symbols), unit)
+
+
+def shannon_text(source: SymbolIndex, order: int, length: int, seed: int) -> str:
+    """`length` symbols from Shannon's approximation of order `order`: 0 draws every symbol
+    equally often, 1 with its frequency, n with the frequency it has after the n - 1 before it
+    (a random occurrence of them in the text, and what came next)."""
+    rng = np.random.default_rng(seed)
+    if order == 0:
+        return source.join(rng.integers(len(source.symbols), size=length).tolist())
+    out: list[int] = []
+    for _ in range(length):
+        context = out[len(out) - (order - 1) :] if order > 1 else []
+        out.append(source.index.sample_next(context, rng)[0])
+    return source.join(out)
+
+
+# ---- the count-ratio estimate -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CountTable:
+    """What followed a context in the training split: P(w | context) = count(context w) / total."""
+
+    context: list[int]
+    counts: np.ndarray  # (V,)
+
+    @property
+    def total(self) -> int:
+        return int(self.counts.sum())
+
+    @property
+    def defined(self) -> bool:
+        return self.total > 0
+
+    def probs(self) -> np.ndarray:
+        """(V,) count ratios; NaN everywhere when the context never occurred (0 / 0)."""
+        if not self.defined:
+            return np.full(self.counts.shape, np.nan)
+        return self.counts / self.total
+
+    def top(self, k: int) -> np.ndarray:
+        """The ids of the k most frequent followers (count > 0), most frequent first."""
+        order = np.lexsort((np.arange(self.counts.size), -self.counts))[:k]
+        return order[self.counts[order] > 0]
+
+
+def count_table(models: TokenModels, context) -> CountTable:
+    context = [int(t) for t in context]
+    return CountTable(context, models.index.followers(context, models.vocab))
+
+
+# ---- the prompt in the training text ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Snippet:
+    """One occurrence of a context in the corpus: the text before, the context, what followed."""
+
+    before: str
+    match: str
+    after: str  # the token that followed
+    rest: str  # the text after that
+    position: int  # token position in the stream
+    split: str  # "training" or "validation"
+
+
+def snippets(
+    models: TokenModels, tokenizer: Tokenizer, context, n: int = N_SNIPPETS, width: int = 0
+) -> list[Snippet]:
+    """Up to n occurrences of `context` in the training split, evenly spread through it."""
+    index, m = models.index, len(context)
+    width = width or (2 * SNIPPET_TOKENS if tokenizer.kind == "char" else SNIPPET_TOKENS)
+    starts = index.follower_positions(context) - m  # occurrences with a follower, in order
+    if starts.size > n:
+        starts = starts[(np.arange(n) * 2 + 1) * starts.size // (2 * n)]
+    return [_snippet(index, tokenizer, s, m, width) for s in starts.tolist()]
+
+
+def _snippet(index: CorpusIndex, tokenizer: Tokenizer, s: int, m: int, width: int) -> Snippet:
+    lo = 0 if s < index.n_train else index.n_train
+    hi = index.segment_end(s)
+
+    def text(a: int, b: int) -> str:
+        return tokenizer.decode(index.tokens[max(a, lo) : min(b, hi)].tolist())
+
+    split = "training" if s < index.n_train else "validation"
+    after = s + m + 1
+    return Snippet(
+        text(s - width, s), text(s, s + m), text(s + m, after), text(after, after + width), s, split
+    )
+
+
+# ---- memorisation -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Span:
+    """Tokens [start, end) of a text that occur verbatim in the corpus."""
+
+    start: int
+    end: int
+    in_train: int  # occurrences in the training split
+    in_val: int  # occurrences in the validation split
+
+    @property
+    def length(self) -> int:
+        return self.end - self.start
+
+    @property
+    def source(self) -> str:
+        return "training" if self.in_train else "validation only"
+
+
+def memorised_spans(index: CorpusIndex, seq, min_len: int, first: int = 0) -> list[Span]:
+    """Stretches of `seq` of at least min_len tokens found verbatim in the corpus that reach
+    past position `first` (the generated part), each with its occurrences per split. Read left
+    to right: a stretch is the longest match starting at its first token, and the next one starts
+    where it ends (or later), so stretches never overlap."""
+    seq = [int(t) for t in seq]
+    lengths = index.match_lengths(seq)
+    spans, reach = [], 0
+    for i, m in enumerate(lengths.tolist()):
+        if m < min_len or i < reach or i + m <= first:
+            continue
+        reach = i + m
+        found = index.find(seq[i : i + m])
+        n_train = int((found < index.n_train).sum())
+        spans.append(Span(i, i + m, n_train, int(found.size) - n_train))
+    return spans
+
+
+def covered(spans: list[Span], n: int) -> np.ndarray:
+    """(n,) bool: the positions inside some span."""
+    out = np.zeros(n, dtype=bool)
+    for s in spans:
+        out[s.start : s.end] = True
+    return out
+
+
+# ---- the GPT beside the counts ------------------------------------------------------------------
+
+
+def softmax(logits: np.ndarray) -> np.ndarray:
+    """Probabilities from one position's logits (V,), in float64."""
+    z = np.asarray(logits, dtype=np.float64)
+    e = np.exp(z - z.max())
+    return e / e.sum()
+
+
+def start_ids(tokenizer: Tokenizer, index: CorpusIndex) -> list[int]:
+    """Where a GPT sample starts when it is set beside Shannon's (which start from nothing): a
+    newline when the model knows it as one token, else the corpus's first token."""
+    newline = tokenizer.encode("\n")
+    if len(newline) == 1 and newline[0] not in tokenizer.special_ids:
+        return newline
+    return [int(index.tokens[0])] if index.tokens.size else [0]
+
+
+def gpt_sample(model, tokenizer: Tokenizer, start: list[int], n_tokens: int, seed: int) -> str:
+    """n_tokens sampled at temperature 1 after `start` (not included), as text."""
+    from viz_model.sampling import generate
+
+    return tokenizer.decode(generate(model, start, n_tokens, seed=seed))
+
+
+def text_log_probs(model, seq: list[int], start: int) -> np.ndarray:
+    """(len(seq) - start,) ln p(seq[t] | the n_ctx tokens before it) for t = start.., temperature
+    1: what the model thought of each token when it was generated. Positions within the first
+    window share one pass; each later one has its own window (batched)."""
+    import torch
+
+    n_ctx, device = model.cfg.n_ctx, model.embed.weight.device
+    start = max(start, 1)
+    out = []
+    with torch.no_grad():
+        head = seq[:n_ctx]
+        if start < len(head):
+            z = torch.log_softmax(
+                model(torch.tensor(head, device=device)).double().cpu(), -1
+            )  # (T, V)
+            out += [float(z[t - 1, seq[t]]) for t in range(start, len(head))]
+        later = range(max(start, n_ctx), len(seq))
+        if len(later):
+            windows = torch.tensor([seq[t - n_ctx : t] for t in later], device=device)  # (B, n_ctx)
+            z = torch.log_softmax(model(windows)[:, -1].double().cpu(), -1)  # (B, V)
+            out += z[torch.arange(len(later)), torch.tensor([seq[t] for t in later])].tolist()
+    return np.array(out, dtype=np.float64)
