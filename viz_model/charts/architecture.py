@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 import plotly.graph_objects as go
 
 from viz_model.charts.common import base_layout
-from viz_model.config import GPTConfig
+from viz_model.config import ACT_LABELS, GPTConfig
 
 MAX_DRAWN_BLOCKS = 4  # deeper models: blocks 0, 1, ⋯, last
 COLOURS = {
@@ -184,8 +184,8 @@ def _block(cfg: GPTConfig, layer: int) -> Part:
     )
     mlp = (
         "mlp",
-        f"MLP<br>d_mlp {cfg.d_mlp}<br>{cfg.act.upper()}",
-        f"MLP: widen to d_mlp = {cfg.d_mlp} neurons, apply {cfg.act.upper()}, project back to {d}",
+        f"MLP<br>d_mlp {cfg.d_mlp}<br>{ACT_LABELS[cfg.act]}",
+        f"MLP: widen to d_mlp = {cfg.d_mlp} neurons, apply {ACT_LABELS[cfg.act]}, project back to {d}",
     )
     sublayers = [(attn, "LN1")] + ([] if cfg.attn_only else [(mlp, "LN2")])
     w = max(fit(box[1], BOX_W) for box, _ in sublayers)
