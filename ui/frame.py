@@ -281,6 +281,8 @@ def model_card(bundle: Bundle, step: int | None = None) -> list[tuple[str, str]]
         ("context", f"{cfg.n_ctx} tokens"),
         ("tokenizer", f"{tok.kind}, {tok.vocab_size:,} tokens"),
     ]
+    if isinstance(source := bundle.meta.get("source"), str):  # e.g. a Hugging Face folder
+        rows.append(("from", source[:80]))
     if step is not None:
         return rows + _step_rows(bundle, step)
     return rows + _loss_rows(bundle)

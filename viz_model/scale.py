@@ -7,6 +7,7 @@ its activations on 1024 tokens is about 2.6 GB, and 144 small attention maps are
 - the pages read the first `view_tokens(cfg)` tokens of a prompt: as many as keep one full
   cache of every activation under CACHE_BUDGET (never fewer than MIN_VIEW_TOKENS, never more
   than n_ctx); the bundled models keep their whole context, GPT-2 small gets 128;
+- the embedding scatter draws the first MAX_SCATTER_TOKENS ids (a BPE's commonest tokens);
 - a page that draws every head draws `grid_layers(cfg)` layers at a time (at most MAX_PANELS
   small maps), and asks the student which layers.
 
@@ -20,6 +21,7 @@ from viz_model.config import GPTConfig
 CACHE_BUDGET = 192 * 2**20  # bytes of one full cache (float32) of the prompt
 MIN_VIEW_TOKENS = 64
 MAX_PANELS = 48  # small attention maps in one figure: 4 layers of GPT-2's 12 heads
+MAX_SCATTER_TOKENS = 10_000  # points of the embedding scatter (GPT-2 has 50,257 tokens)
 
 
 def cache_bytes(cfg: GPTConfig, T: int) -> int:
