@@ -68,7 +68,7 @@ def main() -> None:
 
     secs = alternate({"forward": plain, "cache": lambda: model.run_with_cache(ids)}, 3, 2)
     _, cache = model.run_with_cache(ids)
-    cache_bytes = sum(cache[n].numel() * cache[n].element_size() for n in cache.keys())
+    cache_bytes = sum(cache[n].numel() * cache[n].element_size() for n in cache)
     emit(
         "hf_folder",
         {

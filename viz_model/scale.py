@@ -27,22 +27,23 @@ MAX_SCATTER_TOKENS = 10_000  # points of the embedding scatter (GPT-2 has 50,257
 def cache_bytes(cfg: GPTConfig, T: int) -> int:
     """Bytes of a float32 cache of every activation on T tokens (ActivationCache, no batch).
 
-    Per layer and token: the residual stream (pre, mid, post), the two sublayer outputs and the
-    two LayerNorms' normalized vectors (7 D), q, k, v, z (4 D), each head's result (H D), the MLP's
-    pre and post (2 M); per layer, the scores and pattern (2 H T per token); then the embeddings
-    (2 D), the final LayerNorm (D) and the logits (V).
+    Per layer and token: the residual stream before and after, attn_out and ln1's normalized
+    vector (4 D), q, k, v, z (4 D), each head's result (H D), the scores and pattern (2 H T);
+    with an MLP also resid_mid, mlp_out, ln2 (3 D) and the neurons before and after (2 M). Then
+    the embeddings (2 D), the final LayerNorm (D) and the logits (V).
 
     >>> round(cache_bytes(GPTConfig(vocab_size=50257, n_ctx=1024, d_model=768, n_layer=12,
     ...     n_head=12), 128) / 2**20)
     183
     """
     D, H, M = cfg.d_model, cfg.n_head, cfg.d_mlp
-    per_layer = 11 * D + H * D + (0 if cfg.attn_only else 2 * M) + 2 * H * T
+    mlp = 0 if cfg.attn_only else 3 * D + 2 * M  # resid_mid, mlp_out, ln2; pre and post
+    per_layer = 8 * D + H * D + mlp + 2 * H * T
     per_token = cfg.n_layer * per_layer + 3 * D + cfg.vocab_size
     return 4 * T * per_token
 
 
-def view_tokens(cfg: GPTConfig, budget: int = CACHE_BUDGET) -> int:
+def view_tokens(cfg: GPTConfig, budget: int | None = None) -> int:
     """How many tokens of a prompt the pages read: the most whose full cache fits `budget`,
     at least MIN_VIEW_TOKENS, at most n_ctx.
 
@@ -51,6 +52,7 @@ def view_tokens(cfg: GPTConfig, budget: int = CACHE_BUDGET) -> int:
     >>> view_tokens(GPTConfig(vocab_size=65, n_ctx=256, d_model=256, n_layer=6, n_head=8))
     256
     """
+    budget = CACHE_BUDGET if budget is None else budget
     lo, hi = min(MIN_VIEW_TOKENS, cfg.n_ctx), cfg.n_ctx
     if cache_bytes(cfg, hi) <= budget:
         return hi
