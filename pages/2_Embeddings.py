@@ -127,7 +127,7 @@ def swap_figures(bundle_id: str, ids: tuple[int, ...], i: int, j: int) -> list[g
 st.markdown(
     "The model's first step turns each token id into a vector: row *id* of the **embedding "
     f"matrix** W_E, a table with one row of d_model = {cfg.d_model} learned numbers per token of "
-    f"the vocabulary ({cfg.vocab_size} rows here). Tokens used in similar ways end up with similar "
+    f"the vocabulary ({cfg.vocab_size:,} rows here). Tokens used in similar ways end up with similar "
     "vectors. Attention by itself does not know where a token stands in the text, so a second "
     "vector that depends only on the **position** *t* is added to it. That sum is what the first "
     "layer reads (the start of the **residual stream**)."
