@@ -86,3 +86,16 @@ def test_a_big_models_prompt_is_cut_to_view_tokens_with_the_reason(hf_dir, monke
     ctx = _context("id", bundle, "to be or not to be, " * 20)
     assert len(ctx.ids) == 20 and ctx.n_cut > 0
     assert any("at most 20 at a time" in m and "reads up to 64" in m for m in ctx.messages)
+
+
+def test_a_pickled_only_folder_is_refused_and_the_app_stays_on_a_good_model(hf_dir):
+    bad = hf_dir / "zz-pickled"  # sorts after tiny-gpt2, which other tests open by default
+    bad.mkdir(exist_ok=True)
+    (bad / "config.json").write_text((hf_dir / NAME / "config.json").read_text())
+    (bad / "pytorch_model.bin").write_bytes(b"not read")
+    at = app_test(hf_dir, query={"model": "zz-pickled"})
+    assert not at.exception
+    message = at.error[0].value
+    assert "“zz-pickled” has its weights only as a pickled pytorch_model.bin" in message
+    assert "safe_serialization=True" in message and "Still showing" in message
+    assert at.session_state["model"] != "zz-pickled"
