@@ -333,7 +333,10 @@ def architecture_figure(cfg: GPTConfig, title: str = "") -> go.Figure:
         marker=dict(size=28, opacity=0), hovertext=[b.hover for b in boxes], hoverinfo="text",
         showlegend=False,
     )  # fmt: skip
-    right = max(b.x + b.w / 2 for b in boxes) + 0.2
+    # The stream and the block frames can reach past the last box (a row ending in a wide block,
+    # e.g. GPT-2's 12 layers with a GELU (tanh) MLP): the range covers all of them.
+    ends = [b.x + b.w / 2 for b in boxes] + [x for x, _ in marks["stream"]]
+    right = max(ends + [f[1] for f in marks["frames"]]) + 0.2
     bottom = marks["rows"][-1] + BOTTOM
     fig = go.Figure(
         [plus, hover],
