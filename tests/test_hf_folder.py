@@ -188,3 +188,21 @@ def test_missing_tokenizer_and_sharded_weights_are_named(folder):
 def test_our_bundles_are_not_taken_for_hf_folders(folder, models_dir):
     assert is_hf_folder(folder)
     assert not any(is_hf_folder(p) for p in Path(models_dir).iterdir())
+
+
+def test_the_hubs_older_layout_loads_too(folder):
+    """gpt2's own file on the Hub names its tensors without "transformer." and stores each
+    layer's causal mask as h.{l}.attn.bias: the same model."""
+    from safetensors.torch import load_file, save_file
+
+    before = load_bundle(folder)
+    tensors = {
+        k.removeprefix("transformer."): v
+        for k, v in load_file(folder / "model.safetensors").items()
+    }
+    for layer in range(before.config.n_layer):
+        tensors[f"h.{layer}.attn.bias"] = torch.ones(1, 1, 64, 64).tril()
+    save_file(tensors, folder / "model.safetensors")
+    after = load_bundle(folder)
+    ids = torch.tensor(before.tokenizer.encode(TEXT))
+    assert torch.equal(after.model(ids), before.model(ids))
