@@ -21,6 +21,7 @@ from viz_model.charts.embeddings import (
 )
 from viz_model.charts.tokens import token_chips_html
 from viz_model.model import sinusoidal_positions
+from viz_model.scale import MAX_SCATTER_TOKENS
 
 N_NEIGHBOURS = 10
 
@@ -80,7 +81,12 @@ def token_figure(bundle_id: str, token: int) -> go.Figure:
     result = token_pca(bundle_id)
     near = neighbours(bundle_id, token)
     return pca_scatter(
-        result.projected, vocab_labels(bundle_id), result.explained, token, list(near.ids)
+        result.projected,
+        vocab_labels(bundle_id),
+        result.explained,
+        token,
+        list(near.ids),
+        max_points=MAX_SCATTER_TOKENS,
     )
 
 
@@ -121,7 +127,7 @@ def swap_figures(bundle_id: str, ids: tuple[int, ...], i: int, j: int) -> list[g
 st.markdown(
     "The model's first step turns each token id into a vector: row *id* of the **embedding "
     f"matrix** W_E, a table with one row of d_model = {cfg.d_model} learned numbers per token of "
-    f"the vocabulary ({cfg.vocab_size} rows here). Tokens used in similar ways end up with similar "
+    f"the vocabulary ({cfg.vocab_size:,} rows here). Tokens used in similar ways end up with similar "
     "vectors. Attention by itself does not know where a token stands in the text, so a second "
     "vector that depends only on the **position** *t* is added to it. That sum is what the first "
     "layer reads (the start of the **residual stream**)."
@@ -177,6 +183,12 @@ with right:
 st.caption(
     f"The two directions explain {result.explained[0]:.0%} and {result.explained[1]:.0%} of the "
     "spread of the token vectors; the rest is in directions the picture cannot show."
+    + (
+        f" Grey dots: the first {MAX_SCATTER_TOKENS:,} of the {cfg.vocab_size:,} tokens (a BPE "
+        "numbers its commonest tokens first); the neighbours search all of them."
+        if cfg.vocab_size > MAX_SCATTER_TOKENS
+        else ""
+    )
 )
 
 # ---- positions ----------------------------------------------------------------------------------

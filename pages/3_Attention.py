@@ -37,6 +37,7 @@ from viz_model.charts.attention import (
     query_weights,
 )
 from viz_model.charts.common import plotly_text, token_labels
+from viz_model.scale import grid_layers, view_tokens
 
 RANDOM_SEED = 0
 ARITHMETIC_KEY = "attn_arithmetic"  # session-state key of the hand-arithmetic expander
@@ -91,15 +92,19 @@ def query_bars(
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
-def all_heads(bundle_id: str, ids: tuple[int, ...], labels: tuple[str, ...]) -> go.Figure:
-    return pattern_grid(run_attention(bundle_id, ids).pattern, list(labels))
+def all_heads(
+    bundle_id: str, ids: tuple[int, ...], labels: tuple[str, ...], first: int, count: int
+) -> go.Figure:
+    """Layers first .. first + count - 1 of the grid (all of them for a small model)."""
+    patterns = run_attention(bundle_id, ids).pattern[first : first + count]
+    return pattern_grid(patterns, list(labels), first_layer=first)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def induction_input(bundle_id: str) -> InductionTest:
     """Which tokens the repeated random test draws from, and its copy lengths, for one bundle."""
     b = cache.bundle(bundle_id)
-    return induction_test(b.tokenizer, b.meta, b.config.n_ctx)
+    return induction_test(b.tokenizer, b.meta, view_tokens(b.config))
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -310,13 +315,30 @@ with arithmetic:
 # ---- every head at once -------------------------------------------------------------------------
 
 st.subheader("All heads at once")
+per_view = grid_layers(cfg)
+first = 0
+if per_view < cfg.n_layer:  # e.g. GPT-2's 144 heads: a few layers at a time stay readable
+    starts = list(range(0, cfg.n_layer, per_view))
+    first = state.selectbox(
+        "Layers in the grid",
+        "grid_layers",
+        starts,
+        default=layer - layer % per_view,
+        container=st.columns(3)[0],
+        format_func=lambda s: f"layers {s}–{min(s + per_view, cfg.n_layer) - 1}",
+        help=f"This model has {cfg.n_layer * cfg.n_head} heads; {per_view} layers "
+        f"({per_view * cfg.n_head} maps) at a time stay readable.",
+    )
+shown_layers = range(first, min(first + per_view, cfg.n_layer))
 st.caption(
-    "Every head's pattern on this prompt: rows are layers, columns are heads, each small map "
+    ("Every head's" if per_view >= cfg.n_layer else f"Layers {first}–{shown_layers[-1]}'s")
+    + " patterns on this prompt: rows are layers, columns are heads, each small map "
     "drawn like the big one above (queries down, keys across, grey = masked). The chosen head is "
     "titled in red. Hover to read a cell."
 )
 st.plotly_chart(
-    highlight_head(all_heads(ctx.bundle_id, ids, label_key), layer, head), key="attn_grid"
+    highlight_head(all_heads(ctx.bundle_id, ids, label_key, first, len(shown_layers)), layer, head),
+    key="attn_grid",
 )
 
 # ---- what each head does ------------------------------------------------------------------------
@@ -384,6 +406,9 @@ elif scores.n_induction_queries == 0:
 
 # The role's score is its own column (or k back's), so the table has no "role score" column.
 roles = pd.DataFrame(head_roles(scores)).set_index("head")
+if len(shown_layers) < cfg.n_layer:  # the grid's layers, so the table stays a screen or two
+    roles = roles[roles["layer"].isin(shown_layers)]
+    st.caption(f"Layers {first}–{shown_layers[-1]}, as in the grid above: choose others there.")
 shown_roles = roles[["role"]].copy()
 for column in [*ROLES, "entropy (nats)"]:  # numbers as text: "not measured" reads "–"
     shown_roles[column.removesuffix(" (nats)")] = [

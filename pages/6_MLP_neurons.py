@@ -10,6 +10,7 @@ from viz_model.analysis import neurons as nx
 from viz_model.analysis.tokens import token_text
 from viz_model.charts import neurons as charts
 from viz_model.charts.common import show_whitespace
+from viz_model.config import ACT_LABELS
 from viz_model.data import load_corpus
 
 CORPUS = "shakespeare"
@@ -26,7 +27,7 @@ st.markdown(
     "on its own, widens the vector from $d_\\text{model}$ to $d_\\text{mlp}$ numbers, applies a "
     "nonlinearity, and narrows it back. Each of the $d_\\text{mlp}$ middle numbers is a "
     "**neuron**; its **activation** says how strongly it fires on this token. The nonlinearity "
-    f"here is {cfg.act.upper()}, which lets positive values through and (nearly) zeroes negative "
+    f"here is {ACT_LABELS[cfg.act]}, which lets positive values through and (nearly) zeroes negative "
     "ones, so a neuron is either on or off."
 )
 st.latex(

@@ -68,7 +68,7 @@ st.plotly_chart(
         top.probs,
         top.kept,
         log_y=log_y,
-        title=f"What comes after “{plotly_text(last)}”? The {len(top.ids)} most likely of {V} tokens",
+        title=f"What comes after “{plotly_text(last)}”? The {len(top.ids)} most likely of {V:,} tokens",
     ),
 )
 n_kept = int(dist.kept.sum())
@@ -76,7 +76,7 @@ st.caption(
     f"Light blue bars: probabilities after the temperature; grey bars: tokens top-k/top-p cut "
     f"(they can no longer be picked); dark blue: the renormalised probabilities the sampler "
     f"draws from; red ticks: the model's own probabilities (T = 1, nothing cut). "
-    f"{n_kept} of {V} tokens can still be picked."
+    f"{n_kept:,} of {V:,} tokens can still be picked."
 )
 
 if settings.temperature > 0 and settings.top_k > 0 and settings.top_p < 1:
@@ -95,13 +95,14 @@ m1.metric("Entropy (nats)", f"{h_nats:.3f}")
 m2.metric("Entropy (bits)", f"{nt.entropy_bits(h_nats):.3f}")
 m3.metric(  # a short label (a third of a 1024 px column); the meaning in help=
     "Fair pick among",
-    f"{math.exp(h_nats):.1f} tokens",
+    # Past 1,000 the unit is dropped: with GPT-2's 50,257 tokens "43032.3 tokens" was cut short
+    f"{fair:,.0f}" if (fair := math.exp(h_nats)) >= 1000 else f"{fair:.1f} tokens",
     help="exp(entropy): the distribution is as uncertain as a fair pick among this many tokens.",
 )
 st.markdown(
     r"**Entropy** $H = -\sum_i p_i \log p_i$ measures how spread out the distribution the sampler "
     f"uses is: 0 means the next token is certain; {math.log(V):.2f} nats "
-    f"({math.log2(V):.2f} bits) would mean all {V} tokens are equally likely. "
+    f"({math.log2(V):.2f} bits) would mean all {V:,} tokens are equally likely. "
     "In bits, it is the number of yes/no questions needed, on average, to learn which token comes."
 )
 

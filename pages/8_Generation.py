@@ -14,6 +14,7 @@ from viz_model.analysis.tokens import token_text
 from viz_model.charts import next_token as charts
 from viz_model.charts.common import show_whitespace
 from viz_model.sampling import SamplingSettings
+from viz_model.scale import grid_layers
 
 ctx = ui.frame("Generation", ":material/edit_note:")
 cfg, tok = ctx.config, ctx.tokenizer
@@ -106,10 +107,13 @@ def bars_figure(
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
-def attention_figure(bundle_id: str, seq: tuple[int, ...], per_head: bool) -> go.Figure:
-    """The newest token's attention over the window, per layer (mean of heads) or per head."""
+def attention_figure(
+    bundle_id: str, seq: tuple[int, ...], per_head: bool, layers: range
+) -> go.Figure:
+    """The newest token's attention over the window, per layer (mean of heads) or per head
+    (of `layers`)."""
     _, attention, n_cropped = step_view(bundle_id, seq)
-    rows, row_labels = gen.attention_rows(attention, per_head)
+    rows, row_labels = gen.attention_rows(attention, per_head, layers)
     pieces = [token_text(cache.bundle(bundle_id).tokenizer, t) for t in seq[n_cropped:]]
     col_labels = [f"{n_cropped + i}:{show_whitespace(p)}" for i, p in enumerate(pieces)]
     return charts.layer_attention_heatmap(
@@ -271,8 +275,23 @@ def draw_attention(seq: list[int]) -> None:
         "the tokens before it (and itself) in one layer: averaged over the heads, or one row per "
         "head."
     )
-    per_head = state.toggle("One row per head", "per_head", False)
-    st.plotly_chart(attention_figure(ctx.bundle_id, tuple(seq), per_head), key="newest_attention")
+    c1, c2 = st.columns(2, vertical_alignment="bottom")
+    per_head = state.toggle("One row per head", "per_head", False, container=c1)
+    layers, per_view = range(cfg.n_layer), grid_layers(cfg)
+    if per_head and per_view < cfg.n_layer:  # GPT-2: 144 rows; a few layers' heads at a time
+        first = state.selectbox(
+            "Layers",
+            "gen_layers",
+            list(range(0, cfg.n_layer, per_view)),
+            default=0,
+            container=c2,
+            format_func=lambda s: f"layers {s}–{min(s + per_view, cfg.n_layer) - 1}",
+            help=f"{cfg.n_layer * cfg.n_head} heads in all; {per_view} layers' heads at a time.",
+        )
+        layers = range(first, min(first + per_view, cfg.n_layer))
+    st.plotly_chart(
+        attention_figure(ctx.bundle_id, tuple(seq), per_head, layers), key="newest_attention"
+    )
 
 
 # ---- with and without the KV cache ------------------------------------------------------------
@@ -291,7 +310,7 @@ def draw_kv_comparison(seq: list[int], stepper: dict) -> None:
         + (f"{room} more fit. " if room > 0 else "it is full. ")
         + "Past the context the cache cannot be reused: when the oldest token drops out every "
         "position shifts by one, so both ways re-run the whole window and take about the same "
-        "time. On a model this small much of each step is Python overhead, so the saving is "
+        "time. On a small model much of each step is Python overhead, so the saving is "
         "modest; it grows with the context and the model."
     )
     k1, k2 = st.columns([1, 3], vertical_alignment="bottom")

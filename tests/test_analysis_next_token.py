@@ -173,6 +173,9 @@ def test_newest_token_view_gives_the_step_logits_and_head_rows(model):
     rows, labels = attention_rows(att, per_head=True)
     assert rows.shape == (8, 16) and labels[5] == "layer 1 head 1"
     np.testing.assert_allclose(rows[5], att[1, 1])
+    rows, labels = attention_rows(att, per_head=True, layers=range(1, 2))  # one layer's heads
+    assert rows.shape == (4, 16) and labels[1] == "layer 1 head 1"
+    np.testing.assert_allclose(rows[1], att[1, 1])
 
 
 def test_cut_counts_apply_top_k_before_top_p():

@@ -105,6 +105,19 @@ def test_figure_shows_every_box_inside_its_range():
     assert f"residual stream (d_model = {cfg.d_model})" in texts
 
 
+def test_a_gpt2_sized_model_keeps_its_stream_and_frames_inside_the_range():
+    """GPT-2's row of block 1, ..., block 11 ends in a wide block: the stream turning down after
+    it and the block's frame were drawn past the x range (cut off at the right) before."""
+    cfg = GPTConfig(
+        vocab_size=50257, n_ctx=1024, d_model=768, n_layer=12, n_head=12, act="gelu_tanh"
+    )
+    fig = architecture_figure(cfg)
+    _, _, marks = layout_boxes(cfg)
+    _, hi = fig.layout.xaxis.range
+    assert max(x for x, _ in marks["stream"]) < hi
+    assert max(right for _, right, _, _ in marks["frames"]) < hi
+
+
 def test_shapes_in_the_text_come_from_the_config():
     cfg = tiny_config(d_model=64, n_head=8, d_mlp=100, act="relu")
     boxes, _, _ = layout_boxes(cfg)

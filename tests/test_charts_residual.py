@@ -71,6 +71,19 @@ def test_prediction_through_layers_has_both_lines():
     assert list(own.text) == ["q", "e", "␣"]
 
 
+def test_many_stations_alternate_short_labels_and_hover_the_whole_token():
+    """13 stations (GPT-2's embed + 12 blocks): whole labels above every point ran together."""
+    stations = ["embed"] + [f"after block {i}" for i in range(12)]
+    tokens = [f"token{i:02d}-long" for i in range(13)]
+    p = np.linspace(0, 1, 13)
+    own = prediction_through_layers(p, p, tokens, stations, "x").data[0]
+    assert all(len(t) <= 8 for t in own.text) and own.text[3] == "token03…"
+    assert list(own.textposition[:2]) == ["bottom center", "top center"]
+    assert list(own.customdata) == tokens and "%{customdata}" in own.hovertemplate
+    few = prediction_through_layers(p[:3], p[:3], tokens[:3], stations[:3], "x").data[0]
+    assert list(few.text) == tokens[:3] and few.textposition == "top center"
+
+
 def test_waterfall_ends_at_the_logit():
     values = np.array([1.0, -0.5, 2.0, -0.25])
     fig = attribution_waterfall(["embed", "pos", "attn 0", "mlp 0"], values, 0.75, 3.0)

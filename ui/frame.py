@@ -30,6 +30,7 @@ from viz_model.data import (
     task_loss_floor,
 )
 from viz_model.model import GPT
+from viz_model.scale import cache_bytes, view_tokens
 from viz_model.tokenization import Tokenizer
 
 APP_NAME = "Inside a GPT"
@@ -50,7 +51,7 @@ class PageContext:
     model: GPT
     tokenizer: Tokenizer
     prompt: str  # as typed
-    ids: list[int]  # encoded, the first n_ctx tokens
+    ids: list[int]  # encoded, the first n_ctx tokens (scale.view_tokens for a big model)
     pieces: list[str]  # each token's text
     labels: list[str]  # distinct axis labels, "3:the"
     n_cut: int = 0  # tokens cut off the end to fit the context
@@ -280,6 +281,8 @@ def model_card(bundle: Bundle, step: int | None = None) -> list[tuple[str, str]]
         ("context", f"{cfg.n_ctx} tokens"),
         ("tokenizer", f"{tok.kind}, {tok.vocab_size:,} tokens"),
     ]
+    if isinstance(source := bundle.meta.get("source"), str):  # e.g. a Hugging Face folder
+        rows.append(("from", source[:80]))
     if step is not None:
         return rows + _step_rows(bundle, step)
     return rows + _loss_rows(bundle)
@@ -379,14 +382,22 @@ def _unknown_message(bundle: Bundle, pieces: list, unknown: list[int]) -> str:
 
 def _context(bundle_id: str, bundle: Bundle, prompt: str) -> PageContext:
     tok, n_ctx = bundle.tokenizer, bundle.config.n_ctx
+    n_view = view_tokens(bundle.config)  # n_ctx, unless a model as big as GPT-2 needs less
     pieces = tok.pieces(prompt)
     messages = []
-    n_cut = max(0, len(pieces) - n_ctx)
+    n_cut = max(0, len(pieces) - n_view)
     if n_cut:
-        pieces = pieces[:n_ctx]
+        pieces = pieces[:n_view]
+        why = (
+            f"this model reads at most {n_ctx:,}"
+            if n_view == n_ctx
+            else f"the pages look inside a model this large on at most {n_view:,} at a time "
+            f"(it reads up to {n_ctx:,}; its activations on {n_view:,} tokens already take "
+            f"{cache_bytes(bundle.config, n_view) / 2**20:,.0f} MB)"
+        )
         messages.append(
-            f"The prompt is {n_ctx + n_cut:,} tokens long, but this model reads at most {n_ctx:,}: "
-            f"the first {n_ctx:,} are shown and the last {n_cut:,} were cut."
+            f"The prompt is {n_view + n_cut:,} tokens long, but {why}: "
+            f"the first {n_view:,} are shown and the last {n_cut:,} were cut."
         )
     ids = [p.id for p in pieces]
     unknown = [i for i, p in enumerate(pieces) if tok.unk_id is not None and p.id == tok.unk_id]

@@ -225,6 +225,12 @@ def _read_weights(file: Path, cfg: GPTConfig) -> GPT:
         tensors = load_file(file)
     except (SafetensorError, OSError, ValueError) as exc:
         raise CheckpointError(f"{file.name} is not a readable safetensors file ({exc})") from exc
+    return model_from_tensors(tensors, cfg, file)
+
+
+def model_from_tensors(tensors: dict[str, torch.Tensor], cfg: GPTConfig, file: Path) -> GPT:
+    """A GPT built from cfg with these weights (our names), checked name by name and shape by
+    shape; errors name `file`, where the weights came from (hf_folder.py renames GPT-2's first)."""
     model = GPT(cfg)
     expected = model.state_dict()
     missing = sorted(set(expected) - set(tensors))
@@ -251,6 +257,10 @@ def load_bundle(path: str | os.PathLike) -> Bundle:
     path = Path(path)
     if not path.is_dir():
         raise CheckpointError(f"no model bundle at {path}")
+    from viz_model import hf_folder  # imports this module: a GPT-2 folder from Hugging Face
+
+    if hf_folder.is_hf_folder(path):
+        return hf_folder.load_hf_folder(path)
     for name in REQUIRED:
         if not (path / name).is_file():
             raise CheckpointError(f"the bundle {path.name!r} has no {name}")

@@ -1,7 +1,8 @@
 """Model and training configuration: small frozen dataclasses, validated on creation.
 
 Each GPTConfig option is something the lectures contrast (pre- vs post-LN, learned vs sinusoidal vs
-no positions, tied vs separate unembedding, attention-only blocks, GELU vs ReLU); every page that shows
+no positions, tied vs separate unembedding, attention-only blocks, GELU vs ReLU; GELU's tanh
+approximation is there for GPT-2's own weights); every page that shows
 one lets the student compare. Not here: the tokenizer (tokenization.py) and the corpora (data.py).
 """
 
@@ -11,7 +12,10 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-ACTS = ("gelu", "relu")
+# "gelu_tanh" is GPT-2's GELU (Hugging Face's "gelu_new"): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))),
+# the approximation GPT-2 was trained with; "gelu" is the exact x Phi(x).
+ACTS = ("gelu", "relu", "gelu_tanh")
+ACT_LABELS = {"gelu": "GELU", "relu": "RELU", "gelu_tanh": "GELU (tanh)"}  # how pages name them
 POSITIONS = ("learned", "sinusoidal", "none")
 NORMS = ("pre", "post")
 

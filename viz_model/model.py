@@ -157,6 +157,14 @@ class Attention(nn.Module):
         return z.transpose(1, 2)
 
 
+# config.ACTS -> the function; GPT-2's weights were trained with the tanh approximation.
+ACTIVATIONS = {
+    "gelu": F.gelu,
+    "relu": F.relu,
+    "gelu_tanh": functools.partial(F.gelu, approximate="tanh"),
+}
+
+
 class MLP(nn.Module):
     """Two linear maps with a nonlinearity between: out = W_out act(W_in x + b_in) + b_out."""
 
@@ -166,7 +174,7 @@ class MLP(nn.Module):
         self.hook_pre = HookPoint()  # (B, T, M)
         self.hook_post = HookPoint()  # (B, T, M)
         self.fc_out = nn.Linear(cfg.d_mlp, cfg.d_model, bias=cfg.bias)
-        self.act = F.gelu if cfg.act == "gelu" else F.relu
+        self.act = ACTIVATIONS[cfg.act]
         self.drop = nn.Dropout(cfg.dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -156,12 +156,16 @@ def newest_token_view(model: GPT, seq: list[int]) -> tuple[np.ndarray, np.ndarra
     return logits[-1].float().cpu().numpy(), att, cut
 
 
-def attention_rows(att: np.ndarray, per_head: bool) -> tuple[np.ndarray, list[str]]:
-    """(n_layer, n_head, T) -> rows to draw: one per layer (mean over heads) or one per head."""
+def attention_rows(
+    att: np.ndarray, per_head: bool, layers: range | None = None
+) -> tuple[np.ndarray, list[str]]:
+    """(n_layer, n_head, T) -> rows to draw: one per layer (mean over heads) or one per head;
+    per head, only `layers` when given (GPT-2's 144 rows do not fit a screen)."""
     n_layer, n_head, T = att.shape
     if per_head:
-        labels = [f"layer {layer} head {h}" for layer in range(n_layer) for h in range(n_head)]
-        return att.reshape(n_layer * n_head, T), labels
+        layers = range(n_layer) if layers is None else layers
+        labels = [f"layer {layer} head {h}" for layer in layers for h in range(n_head)]
+        return att[layers.start : layers.stop].reshape(len(layers) * n_head, T), labels
     return att.mean(axis=1), [f"layer {layer}" for layer in range(n_layer)]
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 import plotly.graph_objects as go
 
 from viz_model.charts.common import base_layout
-from viz_model.config import GPTConfig
+from viz_model.config import ACT_LABELS, GPTConfig
 
 MAX_DRAWN_BLOCKS = 4  # deeper models: blocks 0, 1, ⋯, last
 COLOURS = {
@@ -184,8 +184,8 @@ def _block(cfg: GPTConfig, layer: int) -> Part:
     )
     mlp = (
         "mlp",
-        f"MLP<br>d_mlp {cfg.d_mlp}<br>{cfg.act.upper()}",
-        f"MLP: widen to d_mlp = {cfg.d_mlp} neurons, apply {cfg.act.upper()}, project back to {d}",
+        f"MLP<br>d_mlp {cfg.d_mlp}<br>{ACT_LABELS[cfg.act]}",
+        f"MLP: widen to d_mlp = {cfg.d_mlp} neurons, apply {ACT_LABELS[cfg.act]}, project back to {d}",
     )
     sublayers = [(attn, "LN1")] + ([] if cfg.attn_only else [(mlp, "LN2")])
     w = max(fit(box[1], BOX_W) for box, _ in sublayers)
@@ -333,7 +333,10 @@ def architecture_figure(cfg: GPTConfig, title: str = "") -> go.Figure:
         marker=dict(size=28, opacity=0), hovertext=[b.hover for b in boxes], hoverinfo="text",
         showlegend=False,
     )  # fmt: skip
-    right = max(b.x + b.w / 2 for b in boxes) + 0.2
+    # The stream and the block frames can reach past the last box (a row ending in a wide block,
+    # e.g. GPT-2's 12 layers with a GELU (tanh) MLP): the range covers all of them.
+    ends = [b.x + b.w / 2 for b in boxes] + [x for x, _ in marks["stream"]]
+    right = max(ends + [f[1] for f in marks["frames"]]) + 0.2
     bottom = marks["rows"][-1] + BOTTOM
     fig = go.Figure(
         [plus, hover],

@@ -169,7 +169,7 @@ def highlight_head(grid: go.Figure, layer: int, head: int) -> go.Figure:
 def _select_title(titles: list[dict], index: int) -> list[dict]:
     out = [dict(t) for t in titles]
     if 0 <= index < len(out):
-        out[index]["font"] = dict(color=ACCENT, size=14)
+        out[index]["font"] = dict(color=ACCENT, size=(out[index].get("font") or {}).get("size", 14))
         out[index]["text"] = f"<b>{out[index]['text']}</b>"
     return out
 
@@ -179,15 +179,18 @@ def pattern_grid(
     labels: list[str] | None = None,
     *,
     selected: tuple[int, int] | None = None,
+    first_layer: int = 0,
 ) -> go.Figure:
     """Every head's pattern at once: one figure of L x H small heatmaps titled "L0 H1".
 
     Masked cells are NaN over a grey plot background. `selected` = (layer, head) is titled in red.
+    `patterns` may be a window of a deeper model's layers, starting at `first_layer` (titles and
+    `selected` count from the model's layer 0).
     """
     patterns = np.asarray(patterns, dtype=float)
     L, H, T, _ = patterns.shape
     labels = plotly_labels(labels) if labels is not None else [str(i) for i in range(T)]
-    titles = [f"L{layer} H{head}" for layer in range(L) for head in range(H)]
+    titles = [f"L{first_layer + layer} H{head}" for layer in range(L) for head in range(H)]
     fig = make_subplots(
         rows=L,
         cols=H,
@@ -204,17 +207,21 @@ def pattern_grid(
                     x=labels,
                     y=labels,
                     coloraxis="coloraxis",
-                    name=f"L{layer} H{head}",
-                    hovertemplate=f"L{layer} H{head}<br>query %{{y}}<br>key %{{x}}<br>"
+                    name=titles[layer * H + head],
+                    hovertemplate=f"{titles[layer * H + head]}<br>query %{{y}}<br>key %{{x}}<br>"
                     "weight %{z:.3f}<extra></extra>",
                 ),
                 row=layer + 1,
                 col=head + 1,
             )
     fig.add_trace(_mask_legend_entry(), row=1, col=1)
-    if selected is not None:
-        index = selected[0] * H + selected[1]
-        fig.layout.annotations[index].font = dict(color=ACCENT, size=14)
+    # Past 6 heads a row, 14 px titles ("L10 H11") run into each other on a 1024 px projector.
+    title_size = 14 if H <= 6 else 11
+    for annotation in fig.layout.annotations:
+        annotation.font = dict(size=title_size)
+    if selected is not None and 0 <= selected[0] - first_layer < L:
+        index = (selected[0] - first_layer) * H + selected[1]
+        fig.layout.annotations[index].font = dict(color=ACCENT, size=title_size)
         fig.layout.annotations[index].text = f"<b>{titles[index]}</b>"
     cell = int(np.clip(1100 / H, 70, 170))
     base_layout(fig, "", height=L * (cell + 30) + 70)

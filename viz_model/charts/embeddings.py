@@ -55,23 +55,26 @@ def pca_scatter(
     chosen: int | None = None,
     neighbours: Sequence[int] = (),
     title: str = "Token embeddings, projected<br>onto their two main directions",
+    max_points: int | None = None,
 ) -> go.Figure:
     """Every token as a point (x, y) = its first two principal-component coordinates.
 
     The chosen token is red and labelled, its neighbours orange; a neighbour is labelled only
     where its label overlaps no label drawn before it (nearest first). Hover shows any token.
+    With `max_points`, only ids below it are drawn grey (a BPE's first merges are its commonest
+    tokens): GPT-2's 50,257 points are a blur and megabytes; the marked ones are always drawn.
     """
     labels = plotly_labels(labels)  # the student's tokens: never markup
     labels = [show_whitespace(s) for s in labels]
     xy = np.asarray(xy, dtype=float)
-    idx = np.arange(len(labels))
+    idx = np.arange(min(len(labels), max_points or len(labels)))
     fig = go.Figure(
         go.Scattergl(
-            x=xy[:, 0],
-            y=xy[:, 1],
+            x=xy[idx, 0],
+            y=xy[idx, 1],
             mode="markers",
             marker=dict(size=6, color=POINT_COLOUR, opacity=0.55),
-            text=labels,
+            text=labels[: len(idx)],
             customdata=idx,
             hovertemplate="%{text} (id %{customdata})<extra></extra>",
             name="tokens",

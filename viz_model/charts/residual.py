@@ -177,6 +177,9 @@ def _cell_text(text: str, bold: bool, colour: str) -> str:
     return f'<span style="color:{colour}">{f"<b>{text}</b>" if bold else text}</span>'
 
 
+CROWDED_STATIONS = 7  # more points than this and whole top-guess labels run into each other
+
+
 def prediction_through_layers(
     final_probs: np.ndarray,
     top_probs: np.ndarray,
@@ -187,16 +190,22 @@ def prediction_through_layers(
 ) -> go.Figure:
     """One position: p(the model's final prediction) at each station, and each station's own top guess."""
     fig = go.Figure()
+    full = plotly_labels(show_whitespace(t) for t in top_tokens)
+    text, where = full, "top center"
+    if len(stations) > CROWDED_STATIONS:  # e.g. GPT-2's 13: labels above and below, in turn, cut
+        text = [t if len(t) <= 8 else t[:7] + "…" for t in full]
+        where = ["top center" if i % 2 else "bottom center" for i in range(len(full))]
     fig.add_trace(
         go.Scatter(
             x=stations,
             y=np.asarray(top_probs, dtype=float),
             mode="lines+markers+text",
-            text=plotly_labels(show_whitespace(t) for t in top_tokens),
-            textposition="top center",
+            text=text,
+            textposition=where,
+            customdata=full,
             line=dict(color="#999", dash="dot"),
             name="this layer's own top guess",
-            hovertemplate="%{x}: top guess %{text}, p = %{y:.3f}<extra></extra>",
+            hovertemplate="%{x}: top guess %{customdata}, p = %{y:.3f}<extra></extra>",
         )
     )
     fig.add_trace(
@@ -209,7 +218,9 @@ def prediction_through_layers(
             hovertemplate="%{x}: p = %{y:.3f}<extra></extra>",
         )
     )
-    fig.update_yaxes(range=[0, 1.08], title="probability")
+    crowded = len(stations) > CROWDED_STATIONS  # room below 0 for the labels drawn under points
+    ticks = [0, 0.2, 0.4, 0.6, 0.8, 1]
+    fig.update_yaxes(range=[-0.15 if crowded else 0, 1.08], title="probability", tickvals=ticks)
     fig.update_layout(legend=dict(orientation="h", y=-0.25))
     return base_layout(fig, title, 340)
 
