@@ -9,6 +9,7 @@ import dataclasses
 import json
 import math
 import os
+import resource
 import signal
 import threading
 import time
@@ -135,6 +136,37 @@ def test_a_killed_job_reads_as_interrupted_and_resumes_from_its_last_save(root):
     assert steps == list(range(1, done.step + 1))  # continued at saved + 1, nothing twice
     assert done.history[: saved.meta["step"]] == saved.history
     assert load_bundle(root / "crash").meta["step"] == done.step
+
+
+def test_a_disk_that_fills_during_a_save_fails_the_run_keeps_its_last_save_and_resumes(root):
+    jobs.start("full", tiny(**LONG, eval_every=10))
+    running = wait_for("full", lambda v: (v.saved_step or 0) >= 10, "a first save")
+    weights = root / "full" / "model.safetensors"
+    # From now on the worker may write no file over half the weights' size: its next save fails
+    # (EFBIG, the way ENOSPC would; root ignores a read-only folder), while status.json and
+    # history.jsonl, far smaller, still write. The limit dies with the process.
+    limit = weights.stat().st_size // 2
+    resource.prlimit(running.pid, resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
+    failed = wait_for("full", lambda v: v.state == "failed", "the failed save")
+    assert "could not write" in failed.message and "File too large" in failed.message
+    assert f"resume continues from step {failed.saved_step}" in failed.message
+    saved = load_bundle(root / "full")  # the last save is whole, and nothing half-written is left
+    assert saved.meta["step"] == failed.saved_step >= 10
+    assert not [p.name for p in (root / "full").rglob("*.tmp")]
+
+    jobs.resume("full")  # once there is room again
+    wait_for("full", lambda v: v.state == "running" and v.step > saved.meta["step"] + 5, "more")
+    jobs.stop("full")
+    done = wait_for("full", lambda v: v.state == "stopped", "the stop")
+    assert [r["step"] for r in done.history] == list(range(1, done.step + 1))
+    assert load_bundle(root / "full").meta["step"] == done.step
+
+
+def test_a_run_that_failed_before_any_save_cannot_be_resumed(root):
+    path = finished_run(root, "nosave")
+    (path / "status.json").write_text(json.dumps({"state": "failed", "message": "bad text"}))
+    with pytest.raises(JobError, match="failed before its first save"):
+        jobs.resume("nosave")
 
 
 def test_a_job_killed_before_its_first_save_starts_again(root):

@@ -180,7 +180,7 @@ def _controls(view: jobs.RunView, password: str | None) -> None:
         "Stop", key="t_stop", disabled=locked, help="Stop after this step and save the model."
     ):
         _act(jobs.stop, name, password)
-    if view.state == "interrupted" and cols[0].button(
+    if _resumable(view) and cols[0].button(
         "Resume", key="t_relaunch", disabled=locked, help="Continue from the last save."
     ):
         _act(jobs.resume, name, password)
@@ -195,6 +195,13 @@ def _controls(view: jobs.RunView, password: str | None) -> None:
             st.markdown(f"Delete **{name}** and its saved model?")
             if st.button("Delete it", key="t_delete", type="primary"):
                 _act(jobs.delete, name, password)
+
+
+def _resumable(view: jobs.RunView) -> bool:
+    """Interrupted, or failed after a save (a full disk, say): Resume goes on from the save."""
+    return view.state == "interrupted" or (
+        view.state == "failed" and bool(view.saved_step) and view.has_bundle
+    )
 
 
 def _lr_control(view: jobs.RunView, password: str | None, locked: bool) -> None:
