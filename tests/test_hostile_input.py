@@ -151,7 +151,7 @@ ROWS = [
     Row("markup in an upload's name", TRAINING, UPLOAD, "2,580 characters", _upload(f"{MARKUP}.txt", TEXT.encode())),
     Row("binary upload", TRAINING, UPLOAD, "binary data", _upload("a.txt", bytes(range(256)) * 40), check=_start_disabled),
     Row("non-UTF-8 upload", TRAINING, UPLOAD, "not UTF-8", _upload("a.txt", ("Ça va très bien. " * 200).encode("latin-1")), check=_start_disabled),
-    Row("empty upload", TRAINING, UPLOAD, "Give at least 2,000 characters", _upload("a.txt", b""), check=_start_disabled),
+    Row("empty upload", TRAINING, UPLOAD, ("Give at least 2,000 characters", "A file may be at most 2 MB"), _upload("a.txt", b""), check=_start_disabled),
     Row("oversized upload", TRAINING, UPLOAD, "too large", _upload("a.txt", b"a " * (MAX_UPLOAD_BYTES // 2 + 1)), check=_start_disabled),
     Row("zero layers", TRAINING, {**CUSTOM, "t_n_layer": "0"}, check=_one_layer),
     Row("huge layers and width", TRAINING, {**CUSTOM, "t_n_layer": "100000", "t_d_model": "100000"}, "VIZ_MAX_PARAMS", check=_start_disabled),

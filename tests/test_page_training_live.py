@@ -139,3 +139,21 @@ def test_after_a_job_is_killed_mid_step_a_restarted_server_loads_every_bundle_an
     jobs.stop("killed")
     done = wait_for("killed", lambda v: v.state == "stopped", "the stop")
     assert [r["step"] for r in done.history] == list(range(1, done.step + 1))  # nothing twice
+
+
+def test_a_refusal_outlives_the_live_refresh_that_follows_it(models_dir, root, monkeypatch):  # noqa: F811
+    jobs.start("refused", tiny(**LONG))
+    wait_for("refused", lambda v: v.step >= 1, "a first step")
+    monkeypatch.setenv(jobs.PASSWORD_ENV, "sesame")
+    at = app_test(models_dir, PAGE, query={"t_run": "refused"})
+    at.text_input(key="t_password").set_value("guess").run()
+    at.button(key="t_pause").click().run()
+    refusal = "Refused: wrong teacher password."
+    assert refusal in [e.value for e in at.error]
+    at.run()  # the next refresh of the live run (about a second later in a browser)
+    assert refusal in [e.value for e in at.error]
+    assert jobs.read("refused").state == "running"
+    at.text_input(key="t_password").set_value("sesame").run()
+    at.button(key="t_stop").click().run()  # a control that works clears the old refusal
+    assert refusal not in [e.value for e in at.error]
+    wait_for("refused", lambda v: v.state == "stopped", "the stop")
