@@ -346,6 +346,31 @@ def test_two_starts_of_one_name_at_once_one_wins(root):
     assert done.pid == winner.pid and done.step == 5
 
 
+def test_two_sessions_pressing_train_more_at_once_start_one_worker(root):
+    jobs.start("twice", tiny(max_steps=12, eval_every=0))
+    wait_for("twice", lambda v: v.state == "finished", "the run")
+    barrier = threading.Barrier(2)
+    outcomes: list[object] = []
+
+    def more() -> None:
+        barrier.wait()
+        try:
+            outcomes.append(jobs.train_more("twice", steps=5))
+        except JobError as exc:
+            outcomes.append(exc)
+
+    threads = [threading.Thread(target=more) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    errors = [str(o) for o in outcomes if isinstance(o, JobError)]
+    assert len(errors) == 1 and "'twice' is running" in errors[0]
+    done = wait_for("twice", lambda v: v.state == "finished" and v.step > 12, "five more")
+    assert done.step == 17 == load_bundle(root / "twice").meta["step"]  # 5 more, not 10
+    assert [r["step"] for r in done.history] == list(range(1, 18))
+
+
 def test_text_runs_keep_their_own_checked_copy_and_bad_text_is_refused(root):
     settings = RunSettings(text_file="notes.txt", preset="tiny", train={"max_steps": 3})
     with pytest.raises(JobError, match="UTF-16"):
