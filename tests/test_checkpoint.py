@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from tests.conftest import tiny_model
@@ -193,3 +194,23 @@ def test_a_failed_write_raises_checkpoint_error_and_keeps_the_old_file(
     assert (bundle_dir / "model.safetensors").read_bytes() == before
     assert not [p for p in bundle_dir.rglob("*") if p.name.endswith(".tmp")]
     shutil.rmtree(bundle_dir)
+
+
+def test_a_disk_full_inside_safetensors_is_a_checkpoint_error_and_keeps_the_old_file(
+    bundle_dir, tokenizer, monkeypatch
+):
+    before = (bundle_dir / "model.safetensors").read_bytes()
+
+    def full_disk(*args, **kwargs):  # what safetensors raises when the write fails (not OSError)
+        raise SafetensorError(
+            "Error while serializing: I/O error: No space left on device (os error 28)"
+        )
+
+    monkeypatch.setattr("viz_model.checkpoint.save_file", full_disk)
+    with pytest.raises(
+        CheckpointError, match="could not write model.safetensors: I/O error: No space"
+    ):
+        save_bundle(bundle_dir, tiny_model(seed=5, vocab_size=tokenizer.vocab_size), tokenizer)
+    assert (bundle_dir / "model.safetensors").read_bytes() == before
+    assert load_bundle(bundle_dir).config.vocab_size == tokenizer.vocab_size
+    assert not [p for p in bundle_dir.rglob("*") if p.name.endswith(".tmp")]

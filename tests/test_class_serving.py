@@ -1,6 +1,7 @@
 """Two Streamlit processes behind HAProxy (serving/class_server.py), on 127.0.0.1: a page works
 through the proxy, new browsers take turns between the processes, a browser's websocket stays on
-the process its cookie names, a run started on disk is listed by both, and `stop` ends them all.
+the process its cookie names, a run started on disk is listed by both, a student whose process is
+killed mid-session reconnects to the other and runs a page there, and `stop` ends them all.
 
 Which process answered is HAProxy's own X-Backend header (serving/haproxy.cfg.template). Outside
 CI the module skips when haproxy is not installed; with CI=true it fails instead.
@@ -22,7 +23,7 @@ from pathlib import Path
 import pytest
 import websockets
 
-from benchmarks.class_arrival import open_page, stream_url
+from benchmarks.class_arrival import _read_until_finished, open_page, stream_url
 from serving import class_server
 from tests.test_browser import free_port
 from tests.test_jobs import tiny
@@ -129,13 +130,42 @@ def test_a_run_started_on_disk_is_listed_by_both_processes(served, monkeypatch):
         assert any("proxy-run · " in e for e in elements), f"{server} does not list the run"
 
 
-def test_a_killed_process_s_browsers_go_to_the_other_and_it_comes_back(served):
+async def _session_cut_by_a_kill(url: str, cookie: str, pid: int) -> tuple[str, bool]:
+    """(the process a student's open session ran Home on, whether the kill of `pid` closed it)."""
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+
+    async with websockets.connect(
+        stream_url(url), additional_headers={"Cookie": cookie}, max_size=None
+    ) as ws:
+        msg = BackMsg()
+        msg.rerun_script.page_name = ""
+        await ws.send(msg.SerializeToString())
+        exceptions: list[str] = []
+        ran = await _read_until_finished(ws, time.perf_counter() + 120, exceptions)
+        assert ran and not exceptions, exceptions
+        backend = ws.response.headers["X-Backend"]
+        os.kill(pid, signal.SIGKILL)
+        try:
+            while True:  # what the student's process still had to send, then the cut
+                await asyncio.wait_for(ws.recv(), 60)
+        except websockets.ConnectionClosed:
+            return backend, True
+        except TimeoutError:
+            return backend, False
+
+
+def test_a_killed_process_s_students_reconnect_to_the_other_and_it_comes_back(served):
     pids = json.loads((served["folder"] / "pids.json").read_text())["apps"]
     port, pid = min(pids.items())  # s1's
-    os.kill(pid, signal.SIGKILL)
-    # HAProxy retries s1, then redispatches to s2 (or meets s1's successor if it was quick)
-    view = asyncio.run(open_page(served["url"], "", "", 120, {"Cookie": "SERVERID=s1"}))
-    assert view["finished"] and not view["exceptions"] and view["backend"] in SERVERS
+    cookie = "SERVERID=s1"
+    backend, cut = asyncio.run(_session_cut_by_a_kill(served["url"], cookie, pid))
+    assert backend == "s1" and cut, "the open session was not on s1, or outlived its process"
+    # The browser reconnects at once with the same cookie: HAProxy retries s1 (its port refuses),
+    # then redispatches to s2, where the student's next page runs (s1's successor takes seconds
+    # to start and more to pass two health checks).
+    query = "prompt=ROMEO%3A%20But%20soft&layer=1"
+    view = asyncio.run(open_page(served["url"], "Attention", query, 120, {"Cookie": cookie}))
+    assert view["finished"] and not view["exceptions"] and view["backend"] == "s2"
     deadline = time.monotonic() + 120  # the launcher starts a new app on the same port
     while not class_server.healthy(f"http://127.0.0.1:{port}"):
         assert time.monotonic() < deadline, "the killed app process was not restarted"

@@ -9,6 +9,7 @@ import dataclasses
 import json
 import math
 import os
+import resource
 import signal
 import threading
 import time
@@ -135,6 +136,37 @@ def test_a_killed_job_reads_as_interrupted_and_resumes_from_its_last_save(root):
     assert steps == list(range(1, done.step + 1))  # continued at saved + 1, nothing twice
     assert done.history[: saved.meta["step"]] == saved.history
     assert load_bundle(root / "crash").meta["step"] == done.step
+
+
+def test_a_disk_that_fills_during_a_save_fails_the_run_keeps_its_last_save_and_resumes(root):
+    jobs.start("full", tiny(**LONG, eval_every=10))
+    running = wait_for("full", lambda v: (v.saved_step or 0) >= 10, "a first save")
+    weights = root / "full" / "model.safetensors"
+    # From now on the worker may write no file over half the weights' size: its next save fails
+    # (EFBIG, the way ENOSPC would; root ignores a read-only folder), while status.json and
+    # history.jsonl, far smaller, still write. The limit dies with the process.
+    limit = weights.stat().st_size // 2
+    resource.prlimit(running.pid, resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
+    failed = wait_for("full", lambda v: v.state == "failed", "the failed save")
+    assert "could not write" in failed.message and "File too large" in failed.message
+    assert f"resume continues from step {failed.saved_step}" in failed.message
+    saved = load_bundle(root / "full")  # the last save is whole, and nothing half-written is left
+    assert saved.meta["step"] == failed.saved_step >= 10
+    assert not [p.name for p in (root / "full").rglob("*.tmp")]
+
+    jobs.resume("full")  # once there is room again
+    wait_for("full", lambda v: v.state == "running" and v.step > saved.meta["step"] + 5, "more")
+    jobs.stop("full")
+    done = wait_for("full", lambda v: v.state == "stopped", "the stop")
+    assert [r["step"] for r in done.history] == list(range(1, done.step + 1))
+    assert load_bundle(root / "full").meta["step"] == done.step
+
+
+def test_a_run_that_failed_before_any_save_cannot_be_resumed(root):
+    path = finished_run(root, "nosave")
+    (path / "status.json").write_text(json.dumps({"state": "failed", "message": "bad text"}))
+    with pytest.raises(JobError, match="failed before its first save"):
+        jobs.resume("nosave")
 
 
 def test_a_job_killed_before_its_first_save_starts_again(root):
@@ -312,6 +344,31 @@ def test_two_starts_of_one_name_at_once_one_wins(root):
     winner = next(o for o in outcomes if isinstance(o, jobs.RunView))
     done = wait_for("race", lambda v: v.state == "finished", "the winner")
     assert done.pid == winner.pid and done.step == 5
+
+
+def test_two_sessions_pressing_train_more_at_once_start_one_worker(root):
+    jobs.start("twice", tiny(max_steps=12, eval_every=0))
+    wait_for("twice", lambda v: v.state == "finished", "the run")
+    barrier = threading.Barrier(2)
+    outcomes: list[object] = []
+
+    def more() -> None:
+        barrier.wait()
+        try:
+            outcomes.append(jobs.train_more("twice", steps=5))
+        except JobError as exc:
+            outcomes.append(exc)
+
+    threads = [threading.Thread(target=more) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    errors = [str(o) for o in outcomes if isinstance(o, JobError)]
+    assert len(errors) == 1 and "'twice' is running" in errors[0]
+    done = wait_for("twice", lambda v: v.state == "finished" and v.step > 12, "five more")
+    assert done.step == 17 == load_bundle(root / "twice").meta["step"]  # 5 more, not 10
+    assert [r["step"] for r in done.history] == list(range(1, 18))
 
 
 def test_text_runs_keep_their_own_checked_copy_and_bad_text_is_refused(root):

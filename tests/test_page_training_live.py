@@ -3,12 +3,18 @@ grows, paused, stepped, given a new learning rate, stopped, and then offered on 
 
 from __future__ import annotations
 
+import os
+import signal
+
 import pytest
+import streamlit as st
 
 from tests.apptest_util import app_test, plotly_array, plotly_figures
 from tests.test_jobs import LONG, root, tiny, wait_for  # noqa: F401 (root is a fixture)
+from ui import models
 from ui.state import widget_key
 from viz_model import jobs
+from viz_model.checkpoint import load_bundle
 
 PAGE = "pages/9_Training.py"
 
@@ -107,3 +113,47 @@ def test_a_password_in_streamlit_secrets_locks_the_runs_too(models_dir, root, mo
     assert jobs.password_required()
     with pytest.raises(jobs.JobError, match="wrong teacher password"):
         jobs.check_password("guess")
+
+
+def test_after_a_job_is_killed_mid_step_a_restarted_server_loads_every_bundle_and_resumes_it(
+    models_dir,
+    root,  # noqa: F811
+):
+    jobs.start("killed", tiny(**LONG, eval_every=10))
+    running = wait_for("killed", lambda v: (v.saved_step or 0) >= 20, "two saves")
+    os.kill(running.pid, signal.SIGKILL)  # mid-run, most likely mid-step
+    saved = wait_for("killed", lambda v: v.state == "interrupted", "the kill to be noticed")
+    # A restarted server: nothing in memory, only what is on disk.
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    at = app_test(models_dir, PAGE, query={"t_run": "killed"})
+    assert not at.exception
+    assert f"resume continues from step {saved.saved_step}" in _text(at)
+    names = at.selectbox(key=widget_key("model")).options
+    assert "killed" in names and {"shakespeare-char", "test-char"} <= set(names)
+    for name, path in models.discover().items():  # every bundle the picker offers loads
+        assert load_bundle(path).name == name
+    at.button(key="t_relaunch").click().run()
+    assert not at.exception
+    wait_for("killed", lambda v: v.state == "running" and v.step > saved.saved_step + 5, "more")
+    jobs.stop("killed")
+    done = wait_for("killed", lambda v: v.state == "stopped", "the stop")
+    assert [r["step"] for r in done.history] == list(range(1, done.step + 1))  # nothing twice
+
+
+def test_a_refusal_outlives_the_live_refresh_that_follows_it(models_dir, root, monkeypatch):  # noqa: F811
+    jobs.start("refused", tiny(**LONG))
+    wait_for("refused", lambda v: v.step >= 1, "a first step")
+    monkeypatch.setenv(jobs.PASSWORD_ENV, "sesame")
+    at = app_test(models_dir, PAGE, query={"t_run": "refused"})
+    at.text_input(key="t_password").set_value("guess").run()
+    at.button(key="t_pause").click().run()
+    refusal = "Refused: wrong teacher password."
+    assert refusal in [e.value for e in at.error]
+    at.run()  # the next refresh of the live run (about a second later in a browser)
+    assert refusal in [e.value for e in at.error]
+    assert jobs.read("refused").state == "running"
+    at.text_input(key="t_password").set_value("sesame").run()
+    at.button(key="t_stop").click().run()  # a control that works clears the old refusal
+    assert refusal not in [e.value for e in at.error]
+    wait_for("refused", lambda v: v.state == "stopped", "the stop")

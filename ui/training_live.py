@@ -10,6 +10,7 @@ distribution and one head's attention from the weights saved at its last evaluat
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import streamlit as st
@@ -31,6 +32,8 @@ NOTICE_S = 5.0  # how often a page not following a live run looks for one (a che
 PROBE_DEFAULT = "ROMEO:\nWhat"
 PROBE_BARS = 12
 _LIVE_SEEN = "_t_live_seen"  # run name -> was it live when last drawn
+_REFUSED = "_t_refused"  # (run name, message, time.monotonic()) of this session's last refusal
+REFUSAL_S = 10.0  # how long a refusal stays on screen through the live refreshes
 STATE_ICONS = {
     "running": ":material/play_circle:",
     "paused": ":material/pause_circle:",
@@ -150,15 +153,24 @@ def _status(view: jobs.RunView) -> None:
 # ---- controls -----------------------------------------------------------------------------------
 
 
-def _act(action, *args) -> None:
-    """Run a jobs control; show its refusal in plain words, else redraw the page (a whole rerun,
-    so the refresh timer starts or stops with the run's new state)."""
+def _act(action, name: str, *args) -> None:
+    """Run a jobs control on run `name`; keep its refusal to show (_refusal), else redraw the
+    page (a whole rerun, so the refresh timer starts or stops with the run's new state)."""
     try:
-        action(*args)
+        action(name, *args)
     except jobs.JobError as exc:
-        st.error(f"Refused: {exc}.")
+        st.session_state[_REFUSED] = (name, f"Refused: {exc}.", time.monotonic())
         return
+    st.session_state.pop(_REFUSED, None)
     st.rerun()
+
+
+def _refusal(name: str) -> None:
+    """This session's last refusal for the run, for REFUSAL_S seconds: a live run redraws every
+    second, which would otherwise wipe "wrong teacher password" before it is read."""
+    refused, message, when = st.session_state.get(_REFUSED) or ("", "", 0.0)
+    if refused == name and time.monotonic() - when < REFUSAL_S:
+        st.error(message)
 
 
 def _controls(view: jobs.RunView, password: str | None) -> None:
@@ -180,7 +192,7 @@ def _controls(view: jobs.RunView, password: str | None) -> None:
         "Stop", key="t_stop", disabled=locked, help="Stop after this step and save the model."
     ):
         _act(jobs.stop, name, password)
-    if view.state == "interrupted" and cols[0].button(
+    if _resumable(view) and cols[0].button(
         "Resume", key="t_relaunch", disabled=locked, help="Continue from the last save."
     ):
         _act(jobs.resume, name, password)
@@ -195,6 +207,14 @@ def _controls(view: jobs.RunView, password: str | None) -> None:
             st.markdown(f"Delete **{name}** and its saved model?")
             if st.button("Delete it", key="t_delete", type="primary"):
                 _act(jobs.delete, name, password)
+    _refusal(name)
+
+
+def _resumable(view: jobs.RunView) -> bool:
+    """Interrupted, or failed after a save (a full disk, say): Resume goes on from the save."""
+    return view.state == "interrupted" or (
+        view.state == "failed" and bool(view.saved_step) and view.has_bundle
+    )
 
 
 def _lr_control(view: jobs.RunView, password: str | None, locked: bool) -> None:

@@ -150,6 +150,10 @@ def _data() -> tuple[dict[str, Any], str | None, str | None]:
         raw, label = (upload.getvalue(), upload.name) if upload else (None, "")
     if not raw:
         need = f"Give at least {MIN_TRAIN_CHARS:,} characters of text to train on."
+        if how == "upload":  # the browser refuses a larger file with a red mark and a tooltip
+            need += (
+                f" A file may be at most {MAX_UPLOAD_BYTES / 1e6:g} MB; a larger one is not sent."
+            )
         st.info(need)
         return {"text_file": label or "text"}, None, need
     try:

@@ -94,6 +94,10 @@ def _atomic_write(path: Path, write) -> None:
     except OSError as exc:
         Path(tmp).unlink(missing_ok=True)
         raise CheckpointError(f"could not write {path.name}: {exc.strerror or exc}") from exc
+    except SafetensorError as exc:  # safetensors' own I/O errors (a full disk) are not OSErrors
+        Path(tmp).unlink(missing_ok=True)
+        reason = str(exc).removeprefix("Error while serializing: ")
+        raise CheckpointError(f"could not write {path.name}: {reason}") from exc
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

@@ -34,7 +34,8 @@ under VIZ_RUNS_DIR) is itself the model bundle (so the model picker finds it), p
 States: running, paused, finished, stopped (by Stop, the minutes cap, SIGTERM or SIGINT, or a
 NaN: the message says which), failed (the message says why), and interrupted: a status that says
 running or paused whose pid is gone, or is not this run's worker (after a reboot, say). Resume
-continues an interrupted run from its last save (the bundle is rewritten at every evaluation).
+continues an interrupted run from its last save (the bundle is rewritten at every evaluation),
+and a failed one that has a save (a full disk, say: a failed save leaves the last one whole).
 Jobs share the server's process group, so a Ctrl-C on `streamlit run` stops them with a save.
 
 Caps (VIZ_MAX_JOBS, VIZ_MAX_PARAMS, VIZ_MAX_MINUTES) are checked, and run folders created, under
@@ -281,6 +282,8 @@ def read(name: str, root: Path | None = None, history: bool = True) -> RunView:
             if view.saved_step
             else "the job ended before its first save; resume starts it again"
         )
+    elif view.state == "failed" and view.saved_step and view.has_bundle:  # a full disk, say
+        view.message += f"; resume continues from step {view.saved_step}, its last save"
     if history:
         view.history = read_history(path / HISTORY_FILE)
     return view
@@ -499,13 +502,17 @@ def set_lr(name: str, lr: float, password: str | None = None, root: Path | None 
 
 
 def resume(name: str, password: str | None = None, root: Path | None = None) -> None:
-    """Unpause a paused run, or start an interrupted run's worker again from its last save."""
+    """Unpause a paused run, or start the worker of an interrupted run, or of a run that failed
+    after a save (a disk that filled up, say), again from its last save."""
     check_password(password)
     root = root or runs_root()
-    if read(name, root, history=False).state == "paused":
+    view = read(name, root, history=False)
+    if view.state == "paused":
         _control(name, password, root, lambda c: c.update(paused=False), ("paused",))
+    elif view.state == "failed" and not (view.saved_step and view.has_bundle):
+        raise JobError(f"{name!r} failed before its first save; delete it and start it again")
     else:
-        _relaunch(name, root, {"mode": "resume"}, ("interrupted",))
+        _relaunch(name, root, {"mode": "resume"}, ("interrupted", "failed"))
 
 
 def train_more(
