@@ -201,3 +201,27 @@ def test_parse_heads_and_neurons():
     ab = iv.Ablation(heads=((0, 1),), neurons=tuple(found))
     assert ab.describe() == "head L0H1; neurons L0N2, L1N3"
     assert iv.Ablation().empty and iv.Ablation().describe() == "nothing"
+
+
+def test_the_suggested_corruption_moves_the_prediction_most(model, ids):
+    prompt = ids.tolist()
+    candidates = [0, 5, 11]
+    pos, token = iv.suggest_corruption(model, prompt, candidates)
+    assert token in candidates and token != prompt[pos]
+
+    def span(p: int, c: int) -> float:  # what patching scores against: LD clean - corrupted
+        result = iv.patching(model, prompt, iv.corrupt(prompt, p, c))
+        return result.ld_clean - result.ld_corrupt
+
+    earlier = [(p, c) for p in range(len(prompt) - 1) for c in candidates if c != prompt[p]]
+    best_earlier = max(span(p, c) for p, c in earlier)
+    if best_earlier >= iv.MIN_SPAN:
+        assert pos < len(prompt) - 1 and span(pos, token) == pytest.approx(best_earlier, abs=1e-4)
+    else:  # nothing before the last token moves it: the last token's best change, if better
+        assert span(pos, token) >= best_earlier - 1e-4
+
+
+def test_typed_text_reads_the_visible_whitespace_marks():
+    assert iv.typed_text("␣the↵") == " the\n" and iv.typed_text("ab") == "ab"
+    one_char = lambda t: [ord(t)] if len(t) == 1 else [1, 2]  # noqa: E731  " the" is two tokens
+    assert iv.candidate_tokens(one_char) == [ord(" "), ord("e"), ord("a"), ord("x")]

@@ -96,6 +96,14 @@ SECTIONS: dict[str, list[Page]] = {
             "Train a model on this server and watch it learn; see how any model trained.",
         ),
     ],
+    "Experiments": [
+        Page(
+            "pages/11_Interventions.py",
+            "Interventions",
+            ":material/content_cut:",
+            "Ablate heads, patch activations, steer generation, scramble positions: see what breaks.",
+        ),
+    ],
 }
 
 

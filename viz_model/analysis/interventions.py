@@ -126,6 +126,11 @@ def parse_heads(text: str, n_layer: int, n_head: int) -> list[tuple[int, int]]:
     return sorted(out)
 
 
+def parse_ints(text: str, n: int) -> list[int]:
+    """The ints 0..n-1 in a comma list ("0,2"), sorted, each once; others dropped."""
+    return sorted({int(s) for s in str(text).split(",") if s.strip().isdigit() and int(s) < n})
+
+
 def heads_to_url(heads: Iterable[tuple[int, int]]) -> str:
     return ",".join(f"{layer}.{head}" for layer, head in sorted(heads))
 
@@ -505,4 +510,98 @@ def damaged_copy(
             lin.weight.zero_()
             if lin.bias is not None:
                 lin.bias.copy_(means[mlp_out_name(layer)] if mean else torch.zeros_like(lin.bias))
+    return out
+
+
+# ---- texts the page starts from ---------------------------------------------------------------
+
+VAL_CHARS = 3000  # the end of the training text: held out from training (data.TokenData)
+REPLACEMENTS = (" ", "e", " the", "a", "x")  # candidate replacements for the corrupted token
+
+
+def validation_text(meta: dict) -> str | None:
+    """The last VAL_CHARS characters of the text a bundle was trained on (its meta["data"]):
+    the end of the last held-out stretch, never trained on. None when the bundle does not say."""
+    from viz_model.run_settings import load_text  # the data layer; only this helper needs it
+
+    source = meta.get("data")
+    if not source:
+        return None
+    try:
+        return load_text(source)[-VAL_CHARS:]
+    except (OSError, ValueError):
+        return None
+
+
+SUGGEST_POSITIONS = 32  # the suggestion tries the last this many positions before the last token
+_VISIBLE = {"␣": " ", "↵": "\n", "⇥": "\t"}
+
+
+def typed_text(text: str) -> str:
+    """What a student typed, with the visible whitespace marks the pages show (␣ ↵ ⇥) turned back
+    into the characters they stand for: "␣the" -> " the"."""
+    for mark, char in _VISIBLE.items():
+        text = text.replace(mark, char)
+    return text
+
+
+def candidate_tokens(encode) -> list[int]:
+    """The REPLACEMENTS that are one token for this tokenizer, as ids, each once."""
+    out = []
+    for text in REPLACEMENTS:
+        ids = encode(text)
+        if len(ids) == 1 and ids[0] not in out:
+            out.append(ids[0])
+    return out
+
+
+MIN_SPAN = 1.0  # nats: a change that moves LD less than this leaves the patching scores noisy
+
+
+@torch.no_grad()
+def _spans(model: GPT, ids: list[int], options: list[tuple[int, int]]) -> torch.Tensor:
+    """LD_clean - LD_corrupted of each one-token change (K,), with the answer and the wrong token
+    chosen as `patching` chooses them (pick_answers). The changes run as one batch (K, T)."""
+    clean = model(torch.tensor(ids))[-1]  # (V,)
+    last = model(torch.tensor([corrupt(ids, p, c) for p, c in options]))[:, -1]  # (K, V)
+    answer = int(clean.argmax())
+    wrong = last.argmax(-1)
+    wrong = torch.where(wrong == answer, clean.topk(2).indices[1], wrong)
+    return (clean[answer] - clean[wrong]) - (last[:, answer] - last.gather(1, wrong[:, None])[:, 0])
+
+
+def suggest_corruption(model: GPT, ids: list[int], candidates: list[int]) -> tuple[int, int]:
+    """(position, token): the one-token change to a candidate that moves the last prediction most
+    (the largest LD_clean - LD_corrupted), among the positions before the last token; the last
+    token itself only when no earlier change moves LD by MIN_SPAN (its map is then one column)."""
+    T = len(ids)
+    first = max(0, T - 1 - SUGGEST_POSITIONS)
+    earlier = [(p, c) for p in range(first, T - 1) for c in candidates if c != ids[p]]
+    last = [(T - 1, c) for c in candidates if c != ids[-1]]
+    best: tuple[float, tuple[int, int]] | None = None
+    for options in (earlier, last):
+        if options:
+            spans = _spans(model, ids, options)
+            k = int(spans.argmax())
+            if best is None or float(spans[k]) > best[0]:
+                best = (float(spans[k]), options[k])
+            if best[0] >= MIN_SPAN:
+                break
+    return best[1] if best else (T - 1, ids[-1])
+
+
+def speech_lines(text: str, speaker: str, n: int = 6) -> list[str]:
+    """The first line of each of the first n speeches of `speaker` in a play text whose speeches
+    start with a line "Speaker." (the bundled corpus's layout).
+
+    >>> speech_lines("Romeo.\\nO she doth teach\\nthe torches.\\n\\nJuliet.\\nAy me!\\n", "Romeo")
+    ['O she doth teach']
+    """
+    marker = f"\n{speaker}.\n"
+    out, start = [], 0
+    while len(out) < n and (i := text.find(marker, start)) >= 0:
+        line = text[i + len(marker) :].split("\n", 1)[0].strip()
+        if line:
+            out.append(line)
+        start = i + len(marker)
     return out

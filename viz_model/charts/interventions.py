@@ -16,7 +16,6 @@ from viz_model.charts.common import (
     ACCENT,
     DIVERGING,
     SMALL_HEIGHT,
-    colorbar_below,
     every_tick,
     house_layout,
     plotly_labels,
@@ -65,6 +64,12 @@ def before_after_bars(
     return go.Figure(bars, layout)
 
 
+def _cell(value: float, fmt: str) -> str:
+    """A cell's value as text, never "-0.000" (a tiny negative rounds to plain 0)."""
+    text = format(value, fmt)
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
+
+
 def _grid_height(n_rows: int) -> int:
     return max(SMALL_HEIGHT, 110 + 40 * n_rows)
 
@@ -94,10 +99,10 @@ def layer_head_grid(
         zmid=0,
         colorscale=DIVERGING,
         reversescale=True,
-        text=np.vectorize(lambda v: format(v, fmt))(values) if show_text else None,
+        text=[[_cell(v, fmt) for v in row] for row in values] if show_text else None,
         texttemplate="%{text}" if show_text else None,
         hovertemplate="%{y}, %{x}: %{z:" + fmt + "}<extra></extra>",
-        colorbar=colorbar_below(colorbar_title),
+        colorbar=dict(title=dict(text=colorbar_title, side="right"), thickness=12, outlinewidth=0),
         xgap=2,
         ygap=2,
     )
@@ -117,7 +122,6 @@ def layer_head_grid(
         _grid_height(L),
         shapes=shapes,
         yaxis=dict(autorange="reversed"),
-        xaxis=dict(side="top"),
     )
     return go.Figure([heat], layout)
 
@@ -139,7 +143,9 @@ def patching_map(
         colorscale=DIVERGING,
         reversescale=True,
         hovertemplate="%{y}, token %{x}: %{z:.3f}<extra></extra>",
-        colorbar=colorbar_below("share of the clean answer restored"),
+        colorbar=dict(
+            title=dict(text="share restored", side="right"), thickness=12, outlinewidth=0
+        ),
         xgap=1,
         ygap=1,
     )
