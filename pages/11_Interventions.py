@@ -372,7 +372,7 @@ def steering_section() -> None:
     st.latex(
         r"v = \overline{x_\ell}(A) - \overline{x_\ell}(B), \qquad x_\ell \leftarrow x_\ell + \alpha\, v"
     )
-    da, db = ux.steering_defaults(ctx.bundle_id)
+    da, db = ux.steering_defaults(ctx.bundle_id, shown)
     c1, c2 = st.columns(2)
     a_text = state.bind(
         c1.text_area,

@@ -141,17 +141,19 @@ def direction_logits(bundle_id: str, vector: tuple[float, ...]) -> np.ndarray:
 
 
 @st.cache_data(show_spinner=False)
-def steering_defaults(bundle_id: str) -> tuple[str, str]:
+def steering_defaults(bundle_id: str, prompt: str) -> tuple[str, str]:
     """Lines of Romeo against lines of Juliet for a model of the plays; else the model's own
-    example prompts split in two."""
+    example prompts split in two; else the prompt in capitals against it in small letters."""
     meta = cache.bundle(bundle_id).meta
     if (meta.get("data") or {}).get("corpus") == "shakespeare":
         corpus = load_corpus("shakespeare")
         a, b = (iv.speech_lines(corpus, who) for who in ("Romeo", "Juliet"))
         return "\n\n".join(f"Romeo.\n{s}" for s in a), "\n\n".join(f"Juliet.\n{s}" for s in b)
     examples = list(meta.get("example_prompts") or [])
-    half = max(1, len(examples) // 2)
-    return "\n\n".join(examples[:half]), "\n\n".join(examples[half:])
+    if len(examples) >= 2:
+        half = len(examples) // 2
+        return "\n\n".join(examples[:half]), "\n\n".join(examples[half:])
+    return prompt.upper(), prompt.lower()
 
 
 # ---- a grid of pills bound to one URL key ------------------------------------------------------
