@@ -225,3 +225,15 @@ def test_typed_text_reads_the_visible_whitespace_marks():
     assert iv.typed_text("␣the↵") == " the\n" and iv.typed_text("ab") == "ab"
     one_char = lambda t: [ord(t)] if len(t) == 1 else [1, 2]  # noqa: E731  " the" is two tokens
     assert iv.candidate_tokens(one_char) == [ord(" "), ord("e"), ord("a"), ord("x")]
+
+
+def test_running_from_any_block_gives_the_models_logits(variant_model, ids):
+    model = variant_model
+    L = model.cfg.n_layer
+    names = [f"blocks.{i}.hook_resid_pre" for i in range(L)] + [f"blocks.{L - 1}.hook_resid_post"]
+    logits, cache = model.run_with_cache(ids[None], names=names)
+    for layer, name in enumerate(names):
+        out = iv.run_from(model, layer, cache[name][None])
+        torch.testing.assert_close(out[0], logits[0], rtol=0, atol=1e-5)
+        last = iv.run_from(model, layer, cache[name][None], last_only=True)
+        torch.testing.assert_close(last[0, 0], logits[0, -1], rtol=0, atol=1e-5)

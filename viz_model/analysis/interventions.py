@@ -255,6 +255,44 @@ def effect(
     )
 
 
+def run_from(model: GPT, layer: int, resid: torch.Tensor, last_only: bool = False) -> torch.Tensor:
+    """The rest of the forward pass from the residual stream entering block `layer` (B, T, D):
+    blocks layer.. L-1, the final norm, the unembedding -> logits (B, T, V), or (B, 1, V) for the
+    last position only. Hooks of the active context still apply. `layer` = L runs no block.
+
+    What the sweep and the patching share: copies that differ only from block `layer` on need
+    not recompute the blocks before it."""
+    x = resid
+    for block in model.blocks[layer:]:
+        x = block(x)
+    if last_only:
+        x = x[:, -1:]
+    return model.unembed(model.final_norm(x))
+
+
+def _resid_names(model: GPT) -> list[str]:
+    """The residual stream entering each block, then leaving the last: L + 1 names."""
+    L = model.cfg.n_layer
+    return [resid_pre_name(layer) for layer in range(L)] + [f"blocks.{L - 1}.hook_resid_post"]
+
+
+def _head_fn(how: str, H: int, N: int, mean: torch.Tensor | None) -> HookFn:
+    """hook_z for H copies of a batch of N: copy h has head h ablated. z: (H * N, T, H, E)."""
+
+    def fn(z: torch.Tensor, _name: str) -> torch.Tensor:
+        z = z.clone().view(H, N, *z.shape[1:])
+        for h in range(H):
+            if how == "zero":
+                z[h, :, :, h] = 0.0
+            elif mean is not None:
+                z[h, :, :, h] = mean[h].to(z)
+            else:  # each window's own mean over its tokens
+                z[h, :, :, h] = z[h, :, :, h].mean(dim=1, keepdim=True)
+        return z.flatten(0, 1)
+
+    return fn
+
+
 @torch.no_grad()
 def head_sweep(
     model: GPT,
@@ -264,30 +302,21 @@ def head_sweep(
 ) -> np.ndarray:
     """The validation loss increase when each head alone is ablated: (L, H).
 
-    One forward per layer: the windows repeated H times as one batch (H * N, T), copy h with
-    head h of that layer ablated, so the whole sweep costs L forward passes.
+    One clean run records the residual stream entering each block; then, per layer, H copies of
+    it (a batch of H * N windows, copy h with head h ablated) run from that block on. The sweep
+    costs about (L + 1) / 2 forward passes of H * N windows instead of L.
     """
     L, H = model.cfg.n_layer, model.cfg.n_head
     x, y = windows[:, :-1], windows[:, 1:]
     N = x.shape[0]
-    base = loss(model, windows)
+    logits, cache = model.run_with_cache(x, names=_resid_names(model)[:L])
+    base = float(F.cross_entropy(logits.flatten(0, 1), y.flatten()))
+    resid = {name: cache[name].view(N, *x.shape[1:], -1) for name in cache}  # (N, T, D) each
     out = np.zeros((L, H))
     for layer in range(L):
         mean = None if how == "zero" else (means or {}).get(z_name(layer))
-
-        def fn(z: torch.Tensor, _name: str, mean=mean) -> torch.Tensor:  # z: (H * N, T, H, E)
-            z = z.clone().view(H, N, *z.shape[1:])
-            for h in range(H):
-                if how == "zero":
-                    z[h, :, :, h] = 0.0
-                elif mean is not None:
-                    z[h, :, :, h] = mean[h].to(z)
-                else:  # each window's own mean over its tokens
-                    z[h, :, :, h] = z[h, :, :, h].mean(dim=1, keepdim=True)
-            return z.flatten(0, 1)
-
-        with model.intervene(custom(z_name(layer), fn)):
-            logits = model(x.repeat(H, 1))  # (H * N, T, V)
+        with model.intervene(custom(z_name(layer), _head_fn(how, H, N, mean))):
+            logits = run_from(model, layer, resid[resid_pre_name(layer)].repeat(H, 1, 1))
         ce = F.cross_entropy(logits.flatten(0, 1), y.repeat(H, 1).flatten(), reduction="none")
         out[layer] = ce.view(H, -1).mean(1).numpy() - base
     return out
@@ -336,22 +365,6 @@ def pick_answers(clean_logits: torch.Tensor, corrupt_logits: torch.Tensor) -> tu
     return answer, wrong
 
 
-def _scatter_patch(name: str, clean: torch.Tensor, cells: list[tuple[int, ...]], axis_head: bool):
-    """A hook for a batch with one copy per cell: copy i gets the clean value at cells[i]
-    (a position t, or a head h at every position)."""
-
-    def fn(x: torch.Tensor, _name: str) -> torch.Tensor:
-        out = x.clone()
-        for i, cell in enumerate(cells):
-            if axis_head:
-                out[i, :, cell[0]] = clean[:, cell[0]]  # z: (B, T, H, E)
-            else:
-                out[i, cell[0]] = clean[cell[0]]  # resid: (B, T, D)
-        return out
-
-    return custom(name, fn)
-
-
 @torch.no_grad()
 def patching(
     model: GPT,
@@ -361,17 +374,15 @@ def patching(
     wrong: int | None = None,
 ) -> Patching:
     """Patch clean activations into the corrupted run, one cell at a time: the residual stream
-    at each (layer, position) (one batch of T copies per layer) and each head's z at every
-    position (one batch of H copies per layer)."""
+    at each (layer, position) (T copies of the corrupted stream entering that layer, copy t with
+    position t clean, run from that layer on) and each head's z at every position (H copies)."""
     if len(clean_ids) != len(corrupt_ids):
         raise ValueError("the clean and the corrupted prompt must have the same number of tokens")
     L, H, T = model.cfg.n_layer, model.cfg.n_head, len(clean_ids)
-    rows = [resid_pre_name(layer) for layer in range(L)] + [f"blocks.{L - 1}.hook_resid_post"]
-    clean_logits, cache = model.run_with_cache(
-        torch.tensor(clean_ids), names=rows + [z_name(layer) for layer in range(L)]
-    )
-    corrupt_t = torch.tensor(corrupt_ids)
-    corrupt_logits = model(corrupt_t)
+    rows = _resid_names(model)
+    names = rows + [z_name(layer) for layer in range(L)]
+    clean_logits, clean = model.run_with_cache(torch.tensor(clean_ids), names=names)
+    corrupt_logits, bad = model.run_with_cache(torch.tensor(corrupt_ids), names=rows)
     if answer is None or wrong is None:
         answer, wrong = pick_answers(clean_logits, corrupt_logits)
     ld_clean = float(logit_diff(clean_logits, answer, wrong))
@@ -379,13 +390,28 @@ def patching(
     span = ld_clean - ld_corrupt
     scale = 1.0 / span if abs(span) > 1e-6 else float("nan")
 
-    def scores(name: str, cells: list[tuple[int, ...]], by_head: bool) -> np.ndarray:
-        with model.intervene(_scatter_patch(name, cache[name], cells, by_head)):
-            logits = model(corrupt_t.expand(len(cells), T))
+    def restored(logits: torch.Tensor) -> np.ndarray:  # logits (K, 1, V) -> (K,)
         return ((logit_diff(logits, answer, wrong) - ld_corrupt) * scale).numpy()
 
-    resid = np.stack([scores(r, [(t,) for t in range(T)], False) for r in rows])
-    heads = np.stack([scores(z_name(layer), [(h,) for h in range(H)], True) for layer in range(L)])
+    resid = np.zeros((L + 1, T))
+    for layer, name in enumerate(rows):
+        x = bad[name].expand(T, T, -1).clone()  # (T copies, T, D)
+        idx = torch.arange(T)
+        x[idx, idx] = clean[name]  # copy t: position t from the clean run
+        resid[layer] = restored(run_from(model, layer, x, last_only=True))
+    heads = np.zeros((L, H))
+    for layer in range(L):
+        clean_z = clean[z_name(layer)]  # (T, H, E)
+
+        def fn(z: torch.Tensor, _name: str, clean_z=clean_z) -> torch.Tensor:  # (H, T, H, E)
+            z = z.clone()
+            for h in range(H):
+                z[h, :, h] = clean_z[:, h]
+            return z
+
+        x = bad[rows[layer]].expand(H, T, -1)
+        with model.intervene(custom(z_name(layer), fn)):
+            heads[layer] = restored(run_from(model, layer, x, last_only=True))
     return Patching(answer, wrong, ld_clean, ld_corrupt, rows, resid, heads)
 
 
