@@ -208,7 +208,9 @@ def retrain_section(chosen: iv.Ablation, ref: str) -> None:
         st.info(problem)
         return
     c1, c2, c3 = st.columns([2, 1, 1], vertical_alignment="bottom")
-    name = c1.text_input("Run name", f"{ctx.name}-damaged", key="iv_run_name", max_chars=64)
+    name = c1.text_input(
+        "Run name", ux.free_run_name(f"{ctx.name}-damaged"), key="iv_run_name", max_chars=64
+    )
     steps = c2.number_input("More steps", 10, retrain.MAX_STEPS, 300, step=50, key="iv_steps")
     password = None
     if jobs.password_required():
@@ -366,7 +368,7 @@ def steering_section() -> None:
         "**Steering** pushes the model along a direction while it writes. Give two sets of "
         "prompts, A and B; the direction $v$ is the difference of their mean residual streams "
         "entering a block. Adding $\\alpha v$ to the residual stream at that point, at every "
-        "position, nudges the text towards A (or, with $\\alpha < 0$, towards B). Both texts "
+        "position, nudges the text towards A (or, with a negative $\\alpha$, towards B). Both texts "
         "below use the same random seed, so any difference is the push."
     )
     st.latex(

@@ -14,6 +14,7 @@ import streamlit as st
 import torch
 
 from ui import cache, state
+from viz_model import jobs
 from viz_model.analysis import interventions as iv
 from viz_model.data import load_corpus
 from viz_model.sampling import SamplingSettings
@@ -154,6 +155,18 @@ def steering_defaults(bundle_id: str, prompt: str) -> tuple[str, str]:
         half = len(examples) // 2
         return "\n\n".join(examples[:half]), "\n\n".join(examples[half:])
     return prompt.upper(), prompt.lower()
+
+
+def free_run_name(base: str) -> str:
+    """base, or base-2, base-3, ...: the first name no run has yet (a name too long or unsafe
+    for a run comes back as it is: the start then says what is wrong with it)."""
+    for name in (base, *(f"{base}-{i}" for i in range(2, 100))):
+        try:
+            if not jobs.run_dir(name).exists():
+                return name
+        except jobs.JobError:
+            return base
+    return base
 
 
 # ---- a grid of pills bound to one URL key ------------------------------------------------------
