@@ -28,14 +28,18 @@ def bench_model(name: str) -> dict:
     windows = iv.validation_windows(bundle.tokenizer.encode(text), model.cfg.n_ctx, VAL_TOKENS)
     ids = bundle.tokenizer.encode(PROMPT if name != "induction-2l" else text[:40])
     ids = ids[: model.cfg.n_ctx]
-    pos, token = iv.suggest_corruption(model, ids, iv.candidate_tokens(bundle.tokenizer.encode))
+    pos, token = iv.suggest_corruption(
+        model, ids, iv.candidate_tokens(bundle.tokenizer.encode, bundle.tokenizer.decode, ids)
+    )
     corrupted = iv.corrupt(ids, pos, token)
     secs = alternate(
         {
             "head_sweep_zero": lambda: iv.head_sweep(model, windows, "zero"),
             "patching": lambda: iv.patching(model, ids, corrupted),
             "suggest_corruption": lambda: iv.suggest_corruption(
-                model, ids, iv.candidate_tokens(bundle.tokenizer.encode)
+                model,
+                ids,
+                iv.candidate_tokens(bundle.tokenizer.encode, bundle.tokenizer.decode, ids),
             ),
         },
         rounds=3,

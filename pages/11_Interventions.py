@@ -195,7 +195,8 @@ def retrain_section(chosen: iv.Ablation, ref: str) -> None:
         "Bake the ablation above into a copy of the weights (a head's columns of $W_O$ set to 0, "
         "an MLP's output weights, a neuron's output column) and train the copy on the model's "
         "own data. Watch the loss jump, then recover, on the Training page: other parts learn to "
-        "do the missing part's job, or it grows back."
+        "do the missing part's job, or it grows back. The learning rate carries on where the "
+        "model's schedule ended (the Training page can raise it while the run trains)."
     )
     problem = None
     if chosen.empty:

@@ -224,7 +224,9 @@ def test_the_suggested_corruption_moves_the_prediction_most(model, ids):
 def test_typed_text_reads_the_visible_whitespace_marks():
     assert iv.typed_text("␣the↵") == " the\n" and iv.typed_text("ab") == "ab"
     one_char = lambda t: [ord(t)] if len(t) == 1 else [1, 2]  # noqa: E731  " the" is two tokens
-    assert iv.candidate_tokens(one_char) == [ord(" "), ord("e"), ord("a"), ord("x")]
+    back = lambda ids: "<unk>" if ids == [ord("x")] else "".join(map(chr, ids))  # noqa: E731
+    assert iv.candidate_tokens(one_char, back) == [ord(" "), ord("e"), ord("a")]  # x is <unk>
+    assert iv.candidate_tokens(one_char, back, [7, 101, 7, 8], 1) == [32, 101, 97, 7]
 
 
 def test_running_from_any_block_gives_the_models_logits(variant_model, ids):

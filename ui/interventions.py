@@ -80,7 +80,7 @@ def head_sweep(bundle_id: str, ids: tuple[int, ...], how: str, ref: str) -> np.n
 def suggested_corruption(bundle_id: str, ids: tuple[int, ...]) -> tuple[int, int]:
     """The page's default corrupted prompt: the one-token change that moves the prediction most."""
     bundle = cache.bundle(bundle_id)
-    candidates = iv.candidate_tokens(bundle.tokenizer.encode)
+    candidates = iv.candidate_tokens(bundle.tokenizer.encode, bundle.tokenizer.decode, list(ids))
     return iv.suggest_corruption(bundle.model, list(ids), candidates)
 
 

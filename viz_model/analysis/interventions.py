@@ -195,7 +195,7 @@ def ablation_hooks(
 def validation_windows(ids: list[int], n_ctx: int, max_tokens: int = 512) -> torch.Tensor:
     """Cut a token list into whole windows of n_ctx + 1 tokens (inputs and their next tokens),
     at most max_tokens in all: (N, min(n_ctx, len - 1) + 1). One shorter window if it is short."""
-    width = min(n_ctx, len(ids) - 1) + 1
+    width = min(n_ctx, len(ids) - 1, max_tokens) + 1
     if width < 2:
         raise ValueError("the validation text needs at least two tokens")
     n = max(1, min(len(ids) // width, max(1, max_tokens // width)))
@@ -571,14 +571,17 @@ def typed_text(text: str) -> str:
     return text
 
 
-def candidate_tokens(encode) -> list[int]:
-    """The REPLACEMENTS that are one token for this tokenizer, as ids, each once."""
+def candidate_tokens(encode, decode, prompt: list[int] = (), n_prompt: int = 4) -> list[int]:
+    """The REPLACEMENTS that are one token for this tokenizer and read back as themselves (not
+    <unk>), then up to n_prompt distinct tokens of the prompt (always in the vocabulary): ids,
+    each once."""
     out = []
     for text in REPLACEMENTS:
         ids = encode(text)
-        if len(ids) == 1 and ids[0] not in out:
+        if len(ids) == 1 and ids[0] not in out and decode(ids) == text:
             out.append(ids[0])
-    return out
+    extra = [t for t in dict.fromkeys(prompt) if t not in out]
+    return out + extra[:n_prompt]
 
 
 MIN_SPAN = 1.0  # nats: a change that moves LD less than this leaves the patching scores noisy
