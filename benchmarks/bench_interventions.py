@@ -1,4 +1,4 @@
-"""Interventions: the per-head ablation sweep, activation patching and the suggested corruption on
+"""Interventions: the per-head ablation sweep, activation patching and the suggested patching experiment on
 the bundled models, as the Interventions page runs them (one torch thread, the page's validation
 windows: up to 512 tokens of the held-out end of the training text).
 
@@ -28,19 +28,15 @@ def bench_model(name: str) -> dict:
     windows = iv.validation_windows(bundle.tokenizer.encode(text), model.cfg.n_ctx, VAL_TOKENS)
     ids = bundle.tokenizer.encode(PROMPT if name != "induction-2l" else text[:40])
     ids = ids[: model.cfg.n_ctx]
-    pos, token = iv.suggest_corruption(
-        model, ids, iv.candidate_tokens(bundle.tokenizer.encode, bundle.tokenizer.decode, ids)
-    )
-    corrupted = iv.corrupt(ids, pos, token)
+    candidates = iv.candidate_tokens(bundle.tokenizer.encode, bundle.tokenizer.decode, ids)
+    end, pos, token = iv.suggest_experiment(model, ids, candidates)
+    clean = ids[: end + 1]
+    corrupted = iv.corrupt(clean, pos, token)
     secs = alternate(
         {
             "head_sweep_zero": lambda: iv.head_sweep(model, windows, "zero"),
-            "patching": lambda: iv.patching(model, ids, corrupted),
-            "suggest_corruption": lambda: iv.suggest_corruption(
-                model,
-                ids,
-                iv.candidate_tokens(bundle.tokenizer.encode, bundle.tokenizer.decode, ids),
-            ),
+            "patching": lambda: iv.patching(model, clean, corrupted),
+            "suggest_experiment": lambda: iv.suggest_experiment(model, ids, candidates),
         },
         rounds=3,
         repeats=3,
@@ -49,6 +45,7 @@ def bench_model(name: str) -> dict:
         "layers_x_heads": f"{model.cfg.n_layer}x{model.cfg.n_head}",
         "validation_tokens": int(windows[:, :-1].numel()),
         "prompt_tokens": len(ids),
+        "patched_tokens": len(clean),
         **{f"{k}_ms": round(v * 1000, 1) for k, v in secs.items()},
     }
 

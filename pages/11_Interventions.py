@@ -261,18 +261,21 @@ def patching_section() -> None:
     if T < 2:
         st.info("Type a prompt of at least two tokens in the sidebar.")
         return
+    s_end, s_pos, s_token = ux.suggested_experiment(ctx.bundle_id, ids)
     c0, c1, c2 = st.columns(3)
     end = state.selectbox(
         "Predict the token after",
         "patch_end",
         list(range(1, T)),
-        T - 1,
+        s_end,
         container=c0,
         format_func=lambda i: ctx.labels[i],
-        help="The clean prompt is the sidebar's, up to this token: its next token is the answer.",
+        help="The clean prompt is the sidebar's, up to this token: its next token is the answer. "
+        "The default is the latest token whose prediction a one-token change moves.",
     )
     clean = ids[: end + 1]
-    s_pos, s_token = ux.suggested_corruption(ctx.bundle_id, clean)
+    if end != s_end:
+        s_pos, s_token = ux.suggested_corruption(ctx.bundle_id, clean)
     pos = state.selectbox(
         "Token to change",
         "patch_pos",

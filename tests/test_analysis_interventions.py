@@ -221,6 +221,20 @@ def test_the_suggested_corruption_moves_the_prediction_most(model, ids):
         assert span(pos, token) >= best_earlier - 1e-4
 
 
+def test_the_suggested_experiment_cuts_the_prompt_where_a_change_matters(model, ids):
+    prompt = ids.tolist()
+    candidates = [0, 5, 11]
+    end, pos, token = iv.suggest_experiment(model, prompt, candidates, max_ends=4)
+    assert len(prompt) - 5 < end <= len(prompt) - 1 and pos <= end
+    cut = prompt[: end + 1]
+    if end < len(prompt) - 1:  # it moved off the last token: a change there matters
+        assert (pos, token) == iv.suggest_corruption(model, cut, candidates) and pos < end
+        result = iv.patching(model, cut, iv.corrupt(cut, pos, token))
+        assert result.ld_clean - result.ld_corrupt >= iv.MIN_SPAN
+    else:
+        assert (pos, token) == iv.suggest_corruption(model, prompt, candidates)
+
+
 def test_typed_text_reads_the_visible_whitespace_marks():
     assert iv.typed_text("␣the↵") == " the\n" and iv.typed_text("ab") == "ab"
     one_char = lambda t: [ord(t)] if len(t) == 1 else [1, 2]  # noqa: E731  " the" is two tokens

@@ -88,7 +88,8 @@ def test_patching_draws_both_maps_and_refuses_a_long_replacement(models_dir):
     assert not at.exception
     resid, heads = _heatmaps(at)
     z = plotly_array(resid["z"])
-    assert z.shape == (3, len(PROMPT))  # 2 layers + the last residual, one column a token
+    end = int(_url(at, "patch_end"))  # the default cut: where a one-token change matters
+    assert z.shape == (3, end + 1)  # 2 layers + the last residual, one column a token
     assert z[-1, -1] == pytest.approx(1, abs=1e-4) and np.abs(z[-1, :-1]).max() < 1e-4
     assert plotly_array(heads["z"]).shape == (2, 4)
     pos = int(_url(at, "patch_pos"))

@@ -77,10 +77,20 @@ def head_sweep(bundle_id: str, ids: tuple[int, ...], how: str, ref: str) -> np.n
 
 
 @st.cache_data(show_spinner=False, max_entries=128)
-def suggested_corruption(bundle_id: str, ids: tuple[int, ...]) -> tuple[int, int]:
-    """The page's default corrupted prompt: the one-token change that moves the prediction most."""
+def suggested_experiment(bundle_id: str, ids: tuple[int, ...]) -> tuple[int, int, int]:
+    """The page's default (end, position, token): where a one-token change moves the prediction."""
     bundle = cache.bundle(bundle_id)
-    candidates = iv.candidate_tokens(bundle.tokenizer.encode, bundle.tokenizer.decode, list(ids))
+    tok = bundle.tokenizer
+    candidates = iv.candidate_tokens(tok.encode, tok.decode, list(ids))
+    return iv.suggest_experiment(bundle.model, list(ids), candidates)
+
+
+@st.cache_data(show_spinner=False, max_entries=128)
+def suggested_corruption(bundle_id: str, ids: tuple[int, ...]) -> tuple[int, int]:
+    """The default change for a prompt cut where the student chose."""
+    bundle = cache.bundle(bundle_id)
+    tok = bundle.tokenizer
+    candidates = iv.candidate_tokens(tok.encode, tok.decode, list(ids))
     return iv.suggest_corruption(bundle.model, list(ids), candidates)
 
 

@@ -559,7 +559,7 @@ def validation_text(meta: dict) -> str | None:
         return None
 
 
-SUGGEST_POSITIONS = 32  # the suggestion tries the last this many positions before the last token
+SUGGEST_POSITIONS = 16  # the suggestion tries the last this many positions before the last token
 _VISIBLE = {"␣": " ", "↵": "\n", "⇥": "\t"}
 
 
@@ -599,24 +599,47 @@ def _spans(model: GPT, ids: list[int], options: list[tuple[int, int]]) -> torch.
     return (clean[answer] - clean[wrong]) - (last[:, answer] - last.gather(1, wrong[:, None])[:, 0])
 
 
+def _best_change(
+    model: GPT, ids: list[int], options: list[tuple[int, int]]
+) -> tuple[float, tuple[int, int]] | None:
+    if not options:
+        return None
+    spans = _spans(model, ids, options)
+    k = int(spans.argmax())
+    return float(spans[k]), options[k]
+
+
+def _earlier_options(ids: list[int], candidates: list[int]) -> list[tuple[int, int]]:
+    first = max(0, len(ids) - 1 - SUGGEST_POSITIONS)
+    return [(p, c) for p in range(first, len(ids) - 1) for c in candidates if c != ids[p]]
+
+
 def suggest_corruption(model: GPT, ids: list[int], candidates: list[int]) -> tuple[int, int]:
     """(position, token): the one-token change to a candidate that moves the last prediction most
     (the largest LD_clean - LD_corrupted), among the positions before the last token; the last
     token itself only when no earlier change moves LD by MIN_SPAN (its map is then one column)."""
     T = len(ids)
-    first = max(0, T - 1 - SUGGEST_POSITIONS)
-    earlier = [(p, c) for p in range(first, T - 1) for c in candidates if c != ids[p]]
-    last = [(T - 1, c) for c in candidates if c != ids[-1]]
-    best: tuple[float, tuple[int, int]] | None = None
-    for options in (earlier, last):
-        if options:
-            spans = _spans(model, ids, options)
-            k = int(spans.argmax())
-            if best is None or float(spans[k]) > best[0]:
-                best = (float(spans[k]), options[k])
-            if best[0] >= MIN_SPAN:
-                break
+    best = _best_change(model, ids, _earlier_options(ids, candidates))
+    if best is None or best[0] < MIN_SPAN:
+        last = _best_change(model, ids, [(T - 1, c) for c in candidates if c != ids[-1]])
+        if last is not None and (best is None or last[0] > best[0]):
+            best = last
     return best[1] if best else (T - 1, ids[-1])
+
+
+def suggest_experiment(
+    model: GPT, ids: list[int], candidates: list[int], max_ends: int = 4
+) -> tuple[int, int, int]:
+    """(end, position, token): a patching experiment worth drawing. The prompt is cut after token
+    `end`, the latest of the last max_ends tokens whose prediction some earlier one-token change
+    moves by MIN_SPAN (so the map shows information travelling); else the whole prompt."""
+    T = len(ids)
+    for end in range(T - 1, max(0, T - 1 - max_ends), -1):
+        cut = ids[: end + 1]
+        best = _best_change(model, cut, _earlier_options(cut, candidates))
+        if best is not None and best[0] >= MIN_SPAN:
+            return (end, *best[1])
+    return (T - 1, *suggest_corruption(model, ids, candidates))
 
 
 def speech_lines(text: str, speaker: str, n: int = 6) -> list[str]:
