@@ -192,3 +192,33 @@ def test_retrain_asks_for_the_teacher_password(retrain_env, monkeypatch):
     next(b for b in at.button if b.label == "Start retraining").click().run()
     assert any("password" in e.value for e in at.error)
     assert not (jobs.runs_root() / "locked").exists()
+
+
+def test_every_choice_lands_in_the_url_and_a_link_reopens_it(models_dir):
+    at = _open(models_dir, heads="0.1")
+    first = plotly_figures(at)[0]["data"][1]["y"]
+    at.radio(key=widget_key("how")).set_value("mean").run()
+    at.radio(key=widget_key("mean_ref")).set_value("prompt").run()
+    assert (_url(at, "how"), _url(at, "mean_ref")) == ("mean", "prompt")
+    assert plotly_figures(at)[0]["data"][1]["y"] != first  # mean ablation moves other tokens
+    at.radio(key=widget_key("exp")).set_value("Steering").run()
+    plain = at.code[0].value
+    at.slider(key=widget_key("steer_layer")).set_value(1).run()
+    at.number_input(key=widget_key("steer_seed")).set_value(3).run()
+    assert at.code[0].value != plain  # another seed writes another text
+    assert (_url(at, "steer_layer"), _url(at, "steer_seed")) == ("1", "3")
+    at.radio(key=widget_key("exp")).set_value("Positions").run()
+    at.radio(key=widget_key("pos_mode")).set_value("shuffle").run()
+    at.number_input(key=widget_key("pos_seed")).set_value(2).run()
+    at.radio(key=widget_key("exp")).set_value("Patching").run()
+    at.selectbox(key=widget_key("patch_end")).set_value(12).run()
+    assert not at.exception and plotly_array(_heatmaps(at)[0]["z"]).shape == (3, 13)
+    query = {k: _url(at, k) for k in at.query_params if k != "model"}
+    again = app_test(models_dir, PAGE, query=query)  # a shared link opens the same view
+    assert again.radio(key=widget_key("exp")).value == "Patching"
+    assert again.selectbox(key=widget_key("patch_end")).value == 12
+    again.radio(key=widget_key("exp")).set_value("Positions").run()
+    assert again.number_input(key=widget_key("pos_seed")).value == 2
+    again.radio(key=widget_key("exp")).set_value("Ablation").run()
+    assert again.radio(key=widget_key("how")).value == "mean"
+    assert again.button_group(key=widget_key("heads") + "_0").value == ["H1"]
