@@ -31,7 +31,8 @@ CELL_TEXT_MAX = 64  # write the value in each cell of a layer x head grid up to 
 def before_after_bars(
     labels: Sequence[str], before: np.ndarray, after: np.ndarray, title: str = ""
 ) -> go.Figure:
-    """Two bars per token, the probability before and after; the hover gives the change."""
+    """Two bars per token, the probability before and after; the change in percentage points is
+    written over the after bar (and in the hover)."""
     x = plotly_labels(distinct_labels(list(labels)))
     diff = np.asarray(after) - np.asarray(before)
     hover = "%{x}: %{y:.3f} (change %{customdata:+.3f})<extra>%{fullData.name}</extra>"
@@ -51,6 +52,11 @@ def before_after_bars(
             marker_color=AFTER_COLOUR,
             customdata=diff,
             hovertemplate=hover,
+            # the change written over each bar that moved by at least half a percentage point
+            text=[f"{d * 100:+.0f}" if abs(d) >= 0.005 else "" for d in diff],
+            textposition="outside",
+            textfont=dict(size=11),
+            cliponaxis=False,
         ),
     ]
     layout = house_layout(
@@ -60,6 +66,7 @@ def before_after_bars(
         legend=LEGEND_BELOW,
         yaxis=dict(title="probability", rangemode="tozero"),
         xaxis=dict(type="category", **every_tick(x, 40)),
+        uniformtext=dict(minsize=9, mode="show"),
     )
     return go.Figure(bars, layout)
 
