@@ -559,7 +559,7 @@ def validation_text(meta: dict) -> str | None:
         return None
 
 
-SUGGEST_POSITIONS = 16  # the suggestion tries the last this many positions before the last token
+SUGGEST_POSITIONS = 12  # the suggestion tries the last this many positions before the last token
 _VISIBLE = {"␣": " ", "↵": "\n", "⇥": "\t"}
 
 
@@ -571,7 +571,7 @@ def typed_text(text: str) -> str:
     return text
 
 
-def candidate_tokens(encode, decode, prompt: list[int] = (), n_prompt: int = 4) -> list[int]:
+def candidate_tokens(encode, decode, prompt: list[int] = (), n_prompt: int = 2) -> list[int]:
     """The REPLACEMENTS that are one token for this tokenizer and read back as themselves (not
     <unk>), then up to n_prompt distinct tokens of the prompt (always in the vocabulary): ids,
     each once."""
@@ -628,7 +628,7 @@ def suggest_corruption(model: GPT, ids: list[int], candidates: list[int]) -> tup
 
 
 def suggest_experiment(
-    model: GPT, ids: list[int], candidates: list[int], max_ends: int = 4
+    model: GPT, ids: list[int], candidates: list[int], max_ends: int = 3
 ) -> tuple[int, int, int]:
     """(end, position, token): a patching experiment worth drawing. The prompt is cut after token
     `end`, the latest of the last max_ends tokens whose prediction some earlier one-token change
