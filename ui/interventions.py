@@ -14,7 +14,7 @@ import streamlit as st
 import torch
 
 from ui import cache, state
-from viz_model import jobs
+from viz_model import jobs, retrain
 from viz_model.analysis import interventions as iv
 from viz_model.data import load_corpus
 from viz_model.sampling import SamplingSettings
@@ -177,6 +177,64 @@ def free_run_name(base: str) -> str:
         except jobs.JobError:
             return base
     return base
+
+
+# ---- damage, then retrain -------------------------------------------------------------------
+
+
+def retrain_form(ctx, chosen: iv.Ablation, ref: str) -> None:
+    """Damage, then retrain: the ablation baked into a copy of the weights, trained on as a job
+    (retrain.start_damaged: the teacher password and the server's caps apply), with a link to
+    watch it on the Training page."""
+    st.subheader("Damage, then retrain")
+    st.markdown(
+        "Bake the ablation above into a copy of the weights (a head's columns of $W_O$ set to 0, "
+        "an MLP's output weights, a neuron's output column) and train the copy on the model's "
+        "own data. Watch the loss jump, then recover, on the Training page: other parts learn to "
+        "do the missing part's job, or it grows back. The learning rate carries on where the "
+        "model's schedule ended (the Training page can raise it while the run trains)."
+    )
+    problem = None
+    if chosen.empty:
+        problem = "Choose what to ablate above first."
+    elif not retrain.can_retrain(ctx.bundle.meta):
+        problem = "This model does not say what it was trained on, so it cannot be retrained here."
+    elif chosen.how == "mean" and not ctx.config.bias:
+        problem = "Mean ablation needs biases to hold the mean; this model has none. Use zero."
+    if problem:
+        st.info(problem)
+        return
+    c1, c2, c3 = st.columns([2, 1, 1], vertical_alignment="bottom")
+    name = c1.text_input(
+        "Run name", free_run_name(f"{ctx.name}-damaged"), key="iv_run_name", max_chars=64
+    )
+    steps = c2.number_input("More steps", 10, retrain.MAX_STEPS, 300, step=50, key="iv_steps")
+    password = None
+    if jobs.password_required():
+        password = st.text_input("Teacher password", type="password", key="iv_password")
+    if c3.button("Start retraining", type="primary", key="iv_start", use_container_width=True):
+        ref_means = means(ctx.bundle_id, ref, tuple(ctx.ids)) if chosen.how == "mean" else None
+        damaged = iv.damaged_copy(ctx.model, chosen, ref_means)
+        try:
+            retrain.start_damaged(
+                name,
+                ctx.bundle.path,
+                damaged,
+                int(steps),
+                f"{chosen.describe()} {chosen.how}-ablated",
+                password,
+            )
+        except jobs.JobError as exc:
+            st.error(str(exc))
+            return
+        st.session_state["t_run"] = name  # the Training page opens on this run
+        st.success(f"Started “{name}”: {int(steps)} steps from the damaged copy.")
+        st.page_link(
+            "pages/9_Training.py",
+            label=f"Watch “{name}” recover on the Training page",
+            icon=":material/model_training:",
+            query_params={"t_run": name},
+        )
 
 
 # ---- a grid of pills bound to one URL key ------------------------------------------------------
