@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import streamlit as st
 
 import ui
@@ -170,11 +169,9 @@ def ablation_section() -> None:
                 marked=chosen.heads,
             )
         )
-        order = np.argsort(-sweep, axis=None)[:3]
-        worst = [(int(i) // H, int(i) % H) for i in order]
         st.caption(
             "Most important: "
-            + ", ".join(f"L{a}H{b} (+{sweep[a, b]:.3f})" for a, b in worst)
+            + ", ".join(f"L{a}H{b} ({sweep[a, b]:+.3f})" for a, b in iv.top_heads(sweep, 3))
             + ". Outlined: the heads ablated above; pick a head's pill above to see its effect."
         )
         with st.expander("The numbers behind it"):
@@ -353,23 +350,16 @@ def steering_section() -> None:
     left.code(shown + tok.decode(plain), language=None, wrap_lines=True)
     right.markdown(f"**With α = {strength:g} at layer {layer}**")
     right.code(shown + tok.decode(pushed), language=None, wrap_lines=True)
-    vector = ux.steering_vector(ctx.bundle_id, a, b, layer)
     with st.expander("The numbers behind it"):
-        logits = ux.direction_logits(ctx.bundle_id, tuple(vector.tolist()))
-        order = np.argsort(-logits)
+        report = ux.direction_report(ctx.bundle_id, a, b, layer)
         st.markdown(
-            f"$\\lVert v \\rVert$ = {np.linalg.norm(vector):.2f}. Read straight through "
-            "the unembedding, the direction raises and lowers these tokens most:"
+            f"$\\lVert v \\rVert$ = {report.norm:.2f}. Read straight through the unembedding, "
+            "the direction raises and lowers these tokens most:"
         )
         st.dataframe(
             [
-                {
-                    "raised": label(order[i]),
-                    "by": float(logits[order[i]]),
-                    "lowered": label(order[-1 - i]),
-                    "by ": float(logits[order[-1 - i]]),
-                }
-                for i in range(10)
+                {"raised": label(up), "by": dy, "lowered": label(down), "by ": dn}
+                for (up, dy), (down, dn) in zip(report.raised, report.lowered, strict=True)
             ],
             hide_index=True,
         )

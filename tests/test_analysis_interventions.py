@@ -159,6 +159,15 @@ def test_steering_vector_is_the_difference_of_means(model):
     assert torch.allclose(iv.steering_vector(model, a, a, 0), torch.zeros_like(v))
 
 
+def test_direction_report_reads_the_direction_through_the_unembedding(model):
+    v = torch.randn(32, generator=torch.Generator().manual_seed(4))
+    report = iv.direction_report(model, v, k=3)
+    logits = (v @ model.W_U).detach().numpy()
+    assert report.norm == pytest.approx(float(v.norm()))
+    assert [i for i, _ in report.raised] == np.argsort(-logits)[:3].tolist()
+    assert report.lowered[0] == (int(logits.argmin()), pytest.approx(float(logits.min())))
+
+
 def test_removing_positions_equals_a_model_without_them(ids):
     model = tiny_model()
     hooks = iv.position_hooks(model, "remove", len(ids))
@@ -191,6 +200,11 @@ def test_damaged_copy_carries_the_ablation_in_its_weights(model, ids, how):
         expected = model(ids)
     torch.testing.assert_close(damaged(ids), expected, rtol=0, atol=1e-5)
     assert not torch.allclose(model(ids), expected, atol=1e-3)  # the original is untouched
+
+
+def test_top_heads_ranks_the_grid():
+    grid = np.array([[0.1, 0.5, -0.2], [0.7, 0.0, 0.3]])
+    assert iv.top_heads(grid, 3) == [(1, 0), (0, 1), (1, 2)]
 
 
 def test_parse_heads_and_neurons():

@@ -146,9 +146,11 @@ def positions(bundle_id: str, ids: tuple[int, ...], mode: str, seed: int) -> dic
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def direction_logits(bundle_id: str, vector: tuple[float, ...]) -> np.ndarray:
-    model = cache.bundle(bundle_id).model
-    return iv.direction_logits(model, torch.tensor(vector, dtype=torch.float32))
+def direction_report(
+    bundle_id: str, a: tuple[tuple[int, ...], ...], b: tuple[tuple[int, ...], ...], layer: int
+) -> iv.DirectionReport:
+    vector = torch.from_numpy(steering_vector(bundle_id, a, b, layer))
+    return iv.direction_report(cache.bundle(bundle_id).model, vector)
 
 
 @st.cache_data(show_spinner=False)

@@ -322,6 +322,12 @@ def head_sweep(
     return out
 
 
+def top_heads(scores: np.ndarray, k: int) -> list[tuple[int, int]]:
+    """The (layer, head) of the k largest scores of an (L, H) grid, largest first."""
+    order = np.argsort(-scores, axis=None, kind="stable")[:k]
+    return [(int(i) // scores.shape[1], int(i) % scores.shape[1]) for i in order]
+
+
 # ---- activation patching ----------------------------------------------------------------------
 
 
@@ -465,6 +471,23 @@ def direction_logits(model: GPT, vector: torch.Tensor) -> np.ndarray:
     """What a direction says directly about the next token: vector @ W_U (V,), no LayerNorm."""
     with torch.no_grad():
         return (vector @ model.W_U).numpy()
+
+
+@dataclass(frozen=True)
+class DirectionReport:
+    """A steering direction in numbers: its length, and the tokens it raises and lowers most
+    when read straight through the unembedding (id, logit change), largest change first."""
+
+    norm: float
+    raised: list[tuple[int, float]]
+    lowered: list[tuple[int, float]]
+
+
+def direction_report(model: GPT, vector: torch.Tensor, k: int = 10) -> DirectionReport:
+    logits = direction_logits(model, vector)
+    order = np.argsort(-logits, kind="stable")
+    pairs = [(int(i), float(logits[i])) for i in order]
+    return DirectionReport(float(vector.norm()), pairs[:k], pairs[::-1][:k])
 
 
 # ---- positions --------------------------------------------------------------------------------
