@@ -104,6 +104,14 @@ SECTIONS: dict[str, list[Page]] = {
             "Language models made by counting: Shannon's approximations, sparsity, perplexity.",
         ),
     ],
+    "Experiments": [
+        Page(
+            "pages/11_Interventions.py",
+            "Interventions",
+            ":material/content_cut:",
+            "Ablate heads, patch activations, steer generation, scramble positions: see what breaks.",
+        ),
+    ],
 }
 
 

@@ -1,0 +1,425 @@
+"""Interventions: knock parts of the model out, patch activations from one prompt into another,
+steer generation with a direction, scramble the positions, and see what breaks."""
+
+from __future__ import annotations
+
+import math
+
+import streamlit as st
+
+import ui
+from ui import interventions as ux
+from ui import state
+from viz_model.analysis import interventions as iv
+from viz_model.analysis.tokens import token_text
+from viz_model.charts import interventions as charts
+from viz_model.charts.common import show_whitespace
+from viz_model.charts.tokens import token_chips_html
+
+ctx = ui.frame("Interventions", ":material/content_cut:")
+cfg, tok, ids = ctx.config, ctx.tokenizer, tuple(ctx.ids)
+L, H, T = cfg.n_layer, cfg.n_head, len(ids)
+shown = tok.decode(list(ids))  # the prompt as the model reads it (cut to its context)
+N_BARS = 12
+
+st.markdown(
+    "Every other page *watches* the model. Here we **change** one part of it while it runs and "
+    "measure what breaks: if the loss jumps when a head is removed, that head was doing work the "
+    "rest of the model relies on. Each change is made for this one run only (a hook replaces an "
+    "activation on its way through); the model itself is never edited."
+)
+EXPERIMENTS = ["Ablation", "Patching", "Steering", "Positions"]
+experiment = state.radio("Experiment", "exp", EXPERIMENTS, "Ablation", horizontal=True)
+windows = ux.windows(ctx.bundle_id, ids)
+_, found_val = ux.validation_ids(ctx.bundle_id)
+VAL_WORDS = (
+    f"{windows.numel() - windows.shape[0]} tokens of held-out text (the end of the model's "
+    "training text, which it never trained on)"
+    if found_val
+    else "the prompt (this model does not say what it was trained on)"
+)
+
+
+def label(i: int) -> str:
+    return token_text(tok, int(i))
+
+
+def effect_picture(eff: iv.Effect, title: str) -> None:
+    """Bars before/after, the losses and how much probability moved; the numbers on demand."""
+    top = eff.changed_tokens(N_BARS)
+    st.plotly_chart(
+        charts.before_after_bars(
+            [label(i) for i in top], eff.p_before[top], eff.p_after[top], title
+        )
+    )
+    m1, m2, m3 = st.columns(3)
+    m1.metric(
+        "Loss as trained", f"{eff.loss_before:.3f}", help=f"Mean nats per token on {VAL_WORDS}."
+    )
+    m2.metric(
+        "Loss after",
+        f"{eff.loss_after:.3f}",
+        f"{eff.loss_change:+.3f}",
+        delta_color="inverse",
+        help="Higher is worse: the model predicts the held-out text less well.",
+    )
+    m3.metric(
+        "Probability moved",
+        f"{eff.total_variation():.1%}",
+        help="Half the sum of |p_after - p_before| over the vocabulary: how much of the "
+        "next-token distribution changed hands.",
+    )
+    with st.expander("The numbers behind it"):
+        st.dataframe(
+            [
+                {
+                    "token": label(i),
+                    "p before": float(eff.p_before[i]),
+                    "p after": float(eff.p_after[i]),
+                    "change": float(eff.p_after[i] - eff.p_before[i]),
+                }
+                for i in top
+            ],
+            hide_index=True,
+        )
+
+
+# ---- ablation ---------------------------------------------------------------------------------
+
+
+def ablation_section() -> None:
+    st.markdown(
+        "**Ablation** knocks a part out. *Zero* ablation replaces its output with 0; *mean* "
+        "ablation replaces it with its average over a reference text, which removes what it says "
+        "about *this* input while keeping its usual, constant contribution. For a head $h$ of "
+        "layer $\\ell$ we replace its weighted sum of values $z_h$ (its result is "
+        "$z_h W_O^h$); for an MLP its whole output; for a neuron its activation. Then compare "
+        "the next token and the loss $\\mathcal{L}$ on held-out text."
+    )
+    st.latex(
+        r"z_h \leftarrow 0 \;\;\text{or}\;\; z_h \leftarrow \mathbb{E}_{\text{ref}}[z_h],"
+        r"\qquad \Delta\mathcal{L} = \mathcal{L}_{\text{ablated}} - \mathcal{L}"
+    )
+    c1, c2 = st.columns(2)
+    how = state.radio(
+        "Replace with",
+        "how",
+        list(iv.HOW),
+        "zero",
+        container=c1,
+        horizontal=True,
+        format_func=lambda h: {"zero": "zero", "mean": "the mean"}[h],
+    )
+    ref = "validation"
+    if how == "mean":
+        ref = state.radio(
+            "Mean over",
+            "mean_ref",
+            ["validation", "prompt"],
+            "validation",
+            container=c2,
+            horizontal=True,
+            format_func=lambda r: {"validation": "held-out text", "prompt": "the prompt"}[r],
+        )
+    st.markdown("**Heads to ablate** (one row per layer):")
+    heads = ux.pills_grid(
+        [f"Layer {i}" for i in range(L)],
+        [f"H{h}" for h in range(H)],
+        "heads",
+        st.columns([3, 2])[0],
+    )
+    mlps: list[int] = []
+    neurons: list[tuple[int, int]] = []
+    if not cfg.attn_only:
+        c3, c4 = st.columns(2)
+        mlps = [i for _, i in ux.pills_grid(["MLP"], [str(i) for i in range(L)], "mlps", c3)]
+        text = state.bind(
+            c4.text_input,
+            "neurons",
+            state.url_str("neurons", "", 300),
+            "Neurons",
+            placeholder="L1N37, L0N5",
+            help=f"Layer and neuron, e.g. L1N37 (layers 0-{L - 1}, neurons 0-{cfg.d_mlp - 1}); "
+            "the MLP neurons page shows what each one does.",
+        )
+        neurons, problems = iv.parse_neurons(text, L, cfg.d_mlp)
+        for problem in problems:
+            st.warning(problem)
+    chosen = ux.ablation(heads, mlps, neurons, how)
+    if chosen.empty:
+        st.info("Choose heads, an MLP layer or neurons above to ablate them.")
+    else:
+        eff = ux.ablation_effect(
+            ctx.bundle_id, ids, chosen.heads, chosen.mlps, chosen.neurons, how, ref
+        )
+        effect_picture(eff, f"Next token with {chosen.describe()} {how}-ablated")
+
+    st.subheader("Which heads matter?")
+    st.markdown(
+        f"Ablate each head alone ({how} ablation) and measure how much the loss on "
+        f"{VAL_WORDS} goes up: the heads the rest of the model relies on stand out in red."
+    )
+    if state.toggle("Ablate each head in turn", "sweep", False):
+        sweep = ux.head_sweep(ctx.bundle_id, ids, how, ref)
+        st.plotly_chart(
+            charts.layer_head_grid(
+                sweep,
+                f"Loss increase when one head is {how}-ablated",
+                "loss increase (nats)",
+                marked=chosen.heads,
+            )
+        )
+        st.caption(
+            "Most important: "
+            + ", ".join(f"L{a}H{b} ({sweep[a, b]:+.3f})" for a, b in iv.top_heads(sweep, 3))
+            + ". Outlined: the heads ablated above; pick a head's pill above to see its effect."
+        )
+        with st.expander("The numbers behind it"):
+            st.dataframe(
+                [
+                    {"layer": a, **{f"head {h}": float(sweep[a, h]) for h in range(H)}}
+                    for a in range(L)
+                ],
+                hide_index=True,
+            )
+    ux.retrain_form(ctx, chosen, ref)
+
+
+# ---- patching ---------------------------------------------------------------------------------
+
+
+def patching_section() -> None:
+    st.markdown(
+        "**Activation patching** finds *where* the model keeps a piece of information. Run a "
+        "**clean** prompt and a **corrupted** one that differs in one token, so the model "
+        "predicts differently. Then run the corrupted prompt again, but copy in one activation "
+        "from the clean run (the residual stream at one layer and position, or one head's "
+        "output). If that alone brings the clean answer back, the information travels there. "
+        "We measure the answer by the logit difference $LD$ between the clean run's favourite "
+        "next token and the corrupted run's, scaled so that 0 is the corrupted run and 1 the clean."
+    )
+    st.latex(
+        r"\text{restored} = \frac{LD_{\text{patched}} - LD_{\text{corrupted}}}"
+        r"{LD_{\text{clean}} - LD_{\text{corrupted}}}"
+    )
+    if T < 2:
+        st.info("Type a prompt of at least two tokens in the sidebar.")
+        return
+    s_end, s_pos, s_token = ux.suggested_experiment(ctx.bundle_id, ids)
+    c0, c1, c2 = st.columns(3)
+    end = state.selectbox(
+        "Predict the token after",
+        "patch_end",
+        list(range(1, T)),
+        s_end,
+        container=c0,
+        format_func=lambda i: ctx.labels[i],
+        help="The clean prompt is the sidebar's, up to this token: its next token is the answer. "
+        "The default is the latest token whose prediction a one-token change moves.",
+    )
+    clean = ids[: end + 1]
+    if end != s_end:
+        s_pos, s_token = ux.suggested_corruption(ctx.bundle_id, clean)
+    pos = state.selectbox(
+        "Token to change",
+        "patch_pos",
+        list(range(end + 1)),
+        s_pos,
+        container=c1,
+        format_func=lambda i: ctx.labels[i],
+        help="The default is the change (of a few common tokens) that moves the prediction most.",
+    )
+    typed = state.bind(
+        c2.text_input,
+        "patch_tok",
+        state.url_str("patch_tok", show_whitespace(label(s_token)), 40),
+        "Replace it with",
+        help="One token of this model's vocabulary; ␣ stands for a space, ↵ for a newline.",
+    )
+    new = tok.encode(iv.typed_text(typed))
+    if len(new) != 1:
+        st.error(f"“{typed}” is {len(new)} tokens for this model; type exactly one token.")
+        return
+    corrupted = tuple(iv.corrupt(list(clean), pos, new[0]))
+    if corrupted == clean:
+        st.info("That is the token already there: choose another to make a corrupted prompt.")
+        return
+    for name, seq in (("Clean", clean), ("Corrupted", corrupted)):
+        chips = token_chips_html([(i, label(i)) for i in seq], marked={pos})
+        st.html(f"<div><b>{name}</b></div>{chips}")
+    result = ux.patching(ctx.bundle_id, clean, corrupted)
+    a, w = label(result.answer), label(result.wrong)
+    m1, m2, m3 = st.columns(3)
+    m1.metric(
+        "Clean favourite", repr(a), help="The answer: the clean run's most likely next token."
+    )
+    m2.metric(
+        "Corrupted favourite",
+        repr(w),
+        help="The corrupted run's (or the clean run's second choice).",
+    )
+    m3.metric(
+        "LD clean → corrupted",
+        f"{result.ld_clean:.2f} → {result.ld_corrupt:.2f}",
+        help=f"logit[{a!r}] - logit[{w!r}] after the last token.",
+    )
+    if not math.isfinite(float(result.resid[-1, -1])):
+        st.warning(
+            "Both prompts give the same logit difference, so nothing can be restored: "
+            "change another token."
+        )
+        return
+    if result.ld_clean - result.ld_corrupt < iv.MIN_SPAN:
+        st.warning(
+            f"This change moves the logit difference by only "
+            f"{result.ld_clean - result.ld_corrupt:.2f}, so the shares below are mostly noise: "
+            "change another token, or predict after an earlier token."
+        )
+    rows = [f"into block {i}" for i in range(L)] + [f"after block {L - 1}"]
+    st.plotly_chart(
+        charts.patching_map(
+            result.resid,
+            rows,
+            ctx.labels[: end + 1],
+            "Patch the residual stream at one layer and position",
+        )
+    )
+    st.caption(
+        "Before the changed token nothing differs, so nothing is restored; the information "
+        "starts at the changed token and, layer by layer, moves to the last position, "
+        "where the prediction is made."
+    )
+    st.plotly_chart(
+        charts.layer_head_grid(
+            result.heads,
+            "Patch one head's output (every position)",
+            "share restored",
+            zrange=(-1, 1),
+            fmt=".2f",
+        )
+    )
+    with st.expander("The numbers behind it"):
+        st.dataframe(
+            [
+                {"patched": r, **{ctx.labels[t]: float(result.resid[i, t]) for t in range(end + 1)}}
+                for i, r in enumerate(rows)
+            ],
+            hide_index=True,
+        )
+
+
+# ---- steering ---------------------------------------------------------------------------------
+
+
+def steering_section() -> None:
+    st.markdown(
+        "**Steering** pushes the model along a direction while it writes. Give two sets of "
+        "prompts, A and B; the direction $v$ is the difference of their mean residual streams "
+        "entering a block. Adding $\\alpha v$ to the residual stream at that point, at every "
+        "position, nudges the text towards A (or, with a negative $\\alpha$, towards B). Both texts "
+        "below use the same random seed, so any difference is the push."
+    )
+    st.latex(
+        r"v = \overline{x_\ell}(A) - \overline{x_\ell}(B), \qquad x_\ell \leftarrow x_\ell + \alpha\, v"
+    )
+    da, db = ux.steering_defaults(ctx.bundle_id, shown)
+    c1, c2 = st.columns(2)
+    a_text = state.bind(
+        c1.text_area,
+        "steer_a",
+        state.url_str("steer_a", da, 2000),
+        "Prompts A (a blank line between two prompts)",
+        height=150,
+    )
+    b_text = state.bind(
+        c2.text_area, "steer_b", state.url_str("steer_b", db, 2000), "Prompts B", height=150
+    )
+    a = _prompts(a_text)
+    b = _prompts(b_text)
+    if not a or not b:
+        st.info("Give at least one prompt in each set.")
+        return
+    c3, c4, c5, c6 = st.columns(4)
+    layer = state.slider("Layer", "steer_layer", 0, L - 1, L // 2, container=c3)
+    strength = state.slider("Strength α", "strength", -10.0, 10.0, 4.0, step=0.5, container=c4)
+    n_tokens = state.slider("Tokens", "steer_len", 20, 200, 100, step=10, container=c5)
+    seed = state.number_input("Seed", "steer_seed", 0, 10_000, 0, container=c6)
+    plain, pushed = ux.steered(ctx.bundle_id, ids, a, b, layer, strength, n_tokens, seed)
+    left, right = st.columns(2)
+    left.markdown("**Without steering**")
+    left.code(shown + tok.decode(plain), language=None, wrap_lines=True)
+    right.markdown(f"**With α = {strength:g} at layer {layer}**")
+    right.code(shown + tok.decode(pushed), language=None, wrap_lines=True)
+    with st.expander("The numbers behind it"):
+        report = ux.direction_report(ctx.bundle_id, a, b, layer)
+        st.markdown(
+            f"$\\lVert v \\rVert$ = {report.norm:.2f}. Read straight through the unembedding, "
+            "the direction raises and lowers these tokens most:"
+        )
+        st.dataframe(
+            [
+                {"raised": label(up), "by": dy, "lowered": label(down), "by ": dn}
+                for (up, dy), (down, dn) in zip(report.raised, report.lowered, strict=True)
+            ],
+            hide_index=True,
+        )
+
+
+def _prompts(text: str) -> tuple[tuple[int, ...], ...]:
+    """Blocks separated by blank lines, each encoded and cut to the context; empty ones skipped."""
+    blocks = [b.strip("\n") for b in text.split("\n\n")]
+    encoded = [tok.encode(b)[-cfg.n_ctx :] for b in blocks if b.strip()]
+    return tuple(tuple(e) for e in encoded if e)
+
+
+# ---- positions --------------------------------------------------------------------------------
+
+
+def positions_section() -> None:
+    st.markdown(
+        "Attention on its own does not know the order of the tokens: the only place order enters "
+        "is the **position embedding** $p_t$ added to each token's vector at the start. Remove "
+        "it, or give the tokens each other's positions, and see how much worse the model "
+        "predicts."
+    )
+    st.latex(
+        r"x_t = e_{\text{token}_t} + p_t \;\longrightarrow\; e_{\text{token}_t} + 0"
+        r"\;\;\text{or}\;\; e_{\text{token}_t} + p_{\pi(t)}"
+    )
+    if cfg.pos == "none":
+        st.info("This model has no position embeddings to remove (it was trained with pos='none').")
+        return
+    c1, c2 = st.columns(2)
+    mode = state.radio(
+        "Positions",
+        "pos_mode",
+        list(iv.POSITION_MODES),
+        "remove",
+        container=c1,
+        horizontal=True,
+        format_func=lambda m: {"remove": "remove (set to 0)", "shuffle": "shuffle"}[m],
+    )
+    seed = 0
+    if mode == "shuffle":
+        seed = state.number_input("Shuffle seed", "pos_seed", 0, 10_000, 0, container=c2)
+    out = ux.positions(ctx.bundle_id, ids, mode, seed)
+    after = "positions removed" if mode == "remove" else "positions shuffled"
+    st.plotly_chart(
+        charts.surprisal_lines(
+            ctx.labels,
+            out["before"],
+            out["after"],
+            after,
+            "How surprised the model is by each prompt token",
+        )
+    )
+    effect_picture(out["effect"], f"Next token with the {after}")
+
+
+SECTIONS = {
+    "Ablation": ablation_section,
+    "Patching": patching_section,
+    "Steering": steering_section,
+    "Positions": positions_section,
+}
+SECTIONS[experiment]()

@@ -1,0 +1,43 @@
+"""Damage, then retrain: a damaged copy of a finished run trains on as a job of its own."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.test_jobs import root, tiny, wait_for  # noqa: F401  (root is a fixture)
+from viz_model import jobs, retrain
+from viz_model.analysis.interventions import Ablation, damaged_copy
+from viz_model.checkpoint import load_bundle
+
+
+def test_a_damaged_copy_retrains_from_where_its_source_stopped(root):  # noqa: F811
+    jobs.start("whole", tiny(max_steps=20, eval_every=10))
+    wait_for("whole", lambda v: v.state == "finished", "the source run")
+    source = load_bundle(root / "whole")
+    damaged = damaged_copy(source.model, Ablation(heads=((0, 1),)))
+    view = retrain.start_damaged("hurt", root / "whole", damaged, steps=10, note="L0H1 zeroed")
+    assert view.state == "running"
+    done = wait_for("hurt", lambda v: v.state == "finished", "the retrain")
+    assert done.step == 30 and [r["step"] for r in done.history][:20] == list(range(1, 21))
+    healed = load_bundle(root / "hurt")
+    assert healed.meta["damaged"] == {"source": "whole", "step": 20, "what": "L0H1 zeroed"}
+    E = damaged.cfg.d_head
+    cols = healed.model.blocks[0].attn.out.weight[:, E : 2 * E]  # head 1's columns of W_O
+    assert damaged.blocks[0].attn.out.weight[:, E : 2 * E].abs().max() == 0
+    assert cols.abs().max() > 0  # training wrote into the zeroed head again
+    assert jobs.read("hurt").path.joinpath("settings.json").is_file()  # listed as a run
+
+
+def test_retrain_is_refused_without_password_data_or_room(root, monkeypatch, tmp_path):  # noqa: F811
+    from tests.bundles import build_test_bundle
+
+    src = build_test_bundle(tmp_path / "src", steps=2)  # its meta does not name its data
+    model = load_bundle(src).model
+    with pytest.raises(jobs.JobError, match="does not say what it was trained on"):
+        retrain.start_damaged("x", src, model, steps=5)
+    with pytest.raises(jobs.JobError, match="steps"):
+        retrain.start_damaged("x", src, model, steps=0)
+    monkeypatch.setenv(jobs.PASSWORD_ENV, "secret")
+    with pytest.raises(jobs.JobError, match="password"):
+        retrain.start_damaged("x", src, model, steps=5)
+    assert not (root / "x").exists()
