@@ -106,3 +106,13 @@ def test_token_maps_read_the_circuits_through_the_vocabulary():
     assert [p[2] for p in pairs] == sorted((p[2] for p in pairs), reverse=True)
     top = blk.row_top(c.ov_tokens, [5], n=2)[5]
     assert top[0][0] == int(np.argmax(c.ov_tokens[5]))
+
+
+def test_recorded_differences_are_small_and_would_catch_a_wrong_step():
+    model = tiny_model()
+    walk = blk.block_walk(model, IDS, 0)
+    diffs = blk.recorded_differences(model, IDS, walk)
+    assert set(diffs) == {"x", "t2", "t3", "t5", "h"}
+    assert max(diffs.values()) < 1e-5
+    wrong = blk.block_walk(tiny_model(seed=1), IDS, 0)  # another model's numbers
+    assert blk.recorded_differences(model, IDS, wrong)["h"] > 1e-2

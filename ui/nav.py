@@ -96,6 +96,14 @@ SECTIONS: dict[str, list[Page]] = {
             "Train a model on this server and watch it learn; see how any model trained.",
         ),
     ],
+    "Labs": [
+        Page(
+            "pages/14_Inside_a_block.py",
+            "Inside a block",
+            ":material/biotech:",
+            "One token through one block step by step, attention as matrices, and circuits.",
+        ),
+    ],
 }
 
 

@@ -205,6 +205,20 @@ def block_walk(model: GPT, ids: list[int] | torch.Tensor, layer: int) -> BlockWa
     return BlockWalk(layer, cfg.norm, steps, **parts)
 
 
+def recorded_differences(
+    model: GPT, ids: list[int] | torch.Tensor, walk: BlockWalk
+) -> dict[str, float]:
+    """Largest |by hand - recorded| of each step that a hook records too, by symbol: the check a
+    student can read that the walk-through is the model's own computation."""
+    hooks = [s.hook for s in walk.steps if s.hook is not None]
+    _, cache = model.run_with_cache(torch.as_tensor(ids, dtype=torch.long), names=hooks)
+    return {
+        s.symbol: float(np.abs(s.vectors - cache[s.hook].double().cpu().numpy()).max())
+        for s in walk.steps
+        if s.hook is not None
+    }
+
+
 # ---- a head's two circuits ------------------------------------------------------------------
 
 

@@ -1,0 +1,280 @@
+"""Inside a block: one token's vector through a block step by step (the lecture's t1..t5 and h),
+attention as matrices for the whole prompt and each head's QK and OV circuits."""
+
+import numpy as np
+import streamlit as st
+
+import ui
+from ui import cache, state
+from viz_model.analysis import block as blk
+from viz_model.analysis.tokens import token_text
+from viz_model.charts import block as charts
+from viz_model.charts.common import show_whitespace
+
+ctx = ui.frame("Inside a block", ":material/biotech:")
+cfg, tok = ctx.config, ctx.tokenizer
+T = len(ctx.ids)
+KEY = (ctx.bundle_id, tuple(ctx.ids))
+
+PARTS = {
+    "walk": "One block, step by step",
+    "matrices": "Matrices and circuits",
+}
+st.markdown(
+    "Every block of the model does the same few things to each token's vector. Here they are "
+    "taken apart with this model's real numbers: first one token through one block, then the "
+    "same attention written as matrices for the whole prompt at once."
+)
+part = state.radio(
+    "Part", "part", list(PARTS), "walk", format_func=PARTS.get, horizontal=True,
+    label_visibility="collapsed",
+)  # fmt: skip
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def walk_of(bundle_id: str, ids: tuple[int, ...], layer: int) -> blk.BlockWalk:
+    return blk.block_walk(cache.bundle(bundle_id).model, list(ids), layer)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def checks_of(bundle_id: str, ids: tuple[int, ...], layer: int) -> dict[str, float]:
+    model = cache.bundle(bundle_id).model
+    return blk.recorded_differences(model, list(ids), walk_of(bundle_id, ids, layer))
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def circuits_of(bundle_id: str, layer: int, head: int) -> blk.Circuits:
+    return blk.circuits(cache.bundle(bundle_id).model, layer, head)
+
+
+def vocab_label(i: int) -> str:
+    return show_whitespace(token_text(tok, i))
+
+
+def block_choice(c1) -> int:
+    return state.slider(
+        "Block (layer)", "blk_layer", 0, cfg.n_layer - 1, 0, container=c1,
+        help="Which block to open: 0 is the first.",
+    )  # fmt: skip
+
+
+# ---- part 1: one block, step by step -------------------------------------------------------------
+def one_block() -> None:
+    pre, attn_only = cfg.norm == "pre", cfg.attn_only
+    if pre:
+        st.markdown(
+            "A **pre-LN block** (GPT-2 and this model) in the lecture's names. Each step works on "
+            "one token's vector $x$ of $D = " + str(cfg.d_model) + "$ numbers; only attention "
+            "looks at the other tokens."
+        )
+        lines = [
+            ("t_1 = \\mathrm{LayerNorm}(x)", "x on a standard scale"),
+            (
+                "t_2 = \\mathrm{MultiHeadAttention}(t_1)",
+                "what attention brings from earlier tokens",
+            ),
+            ("t_3 = x + t_2", "the residual stream half-way (`resid_mid`)"),
+        ]
+        if not attn_only:
+            lines += [
+                ("t_4 = \\mathrm{LayerNorm}(t_3)", "$t_3$ on a standard scale, for the MLP"),
+                ("t_5 = \\mathrm{MLP}(t_4)", "what the MLP adds"),
+                ("h = t_3 + t_5", "the block's output (`resid_post`)"),
+            ]
+        st.markdown("\n".join(f"- ${f}$: {words}" for f, words in lines))
+        if attn_only:
+            st.caption("This model is attention-only: no MLP, so its block ends at h = t3.")
+    else:
+        st.markdown(
+            "This model is **post-LN** (the 2017 original): the LayerNorm sits on the stream after "
+            "each add. The lecture's t1..t5 name a pre-LN block, so the steps here have their own "
+            "names: $a = \\mathrm{Attn}(x)$, $t_3 = \\mathrm{LN}(x + a)$, $m = \\mathrm{MLP}(t_3)$, "
+            "$h = \\mathrm{LN}(t_3 + m)$."
+        )
+    c1, c2 = st.columns(2)
+    layer = block_choice(c1)
+    position = state.slider(
+        "Token", "blk_pos", 0, T - 1, T - 1, container=c2,
+        help="Which token's vector to follow through the block.",
+    )  # fmt: skip
+    walk = walk_of(ctx.bundle_id, tuple(ctx.ids), layer)
+    symbols = [s.symbol for s in walk.steps]
+    vectors = np.stack([s.vectors[position] for s in walk.steps])  # (S, D)
+    st.subheader(f"Token {ctx.labels[position]} through block {layer}")
+    st.plotly_chart(
+        cache.figure(
+            ("block walk", *KEY, layer, position),
+            lambda: charts.walk_steps(symbols, [s.formula for s in walk.steps], vectors),
+        )
+    )
+    norms = np.linalg.norm(vectors, axis=-1)
+    x_norm, h_norm = float(norms[0]), float(norms[-1])
+    st.markdown(
+        f"The token enters with length **{x_norm:.2f}** and leaves with **{h_norm:.2f}**. "
+        + (
+            "A LayerNorm resets the length to about √D · |γ| whatever came in; attention and the "
+            "MLP each add a vector to the stream, which never replaces what was there."
+            if pre
+            else "Each LayerNorm resets the stream's length, so the output's is set by γ."
+        )
+    )
+    checks = checks_of(ctx.bundle_id, tuple(ctx.ids), layer)
+    rows = [
+        {
+            "step": s.symbol,
+            "what it is": s.words,
+            "length": round(float(norms[i]), 4),
+            "hook": s.hook.split(".")[-1] if s.hook else "",
+            "|by hand − hook|": f"{checks[s.symbol]:.1e}" if s.symbol in checks else "",
+        }
+        for i, s in enumerate(walk.steps)
+    ]
+    st.dataframe(rows, hide_index=True)
+    st.caption(
+        "Every step is recomputed here by hand from the block's weights (in 64-bit numbers); where "
+        "the model records the same vector at a hook (`blocks.L.` + the name shown), the last column is the largest difference."
+    )
+    with st.expander("The numbers behind it"):
+        st.dataframe(
+            {"dimension": np.arange(cfg.d_model)}
+            | {s: vectors[i].round(4) for i, s in enumerate(symbols)},
+            hide_index=True,
+        )
+
+
+# ---- part 2: matrices and circuits ---------------------------------------------------------------
+def matrices_and_circuits() -> None:
+    st.markdown(
+        "Attention for every token at once is three matrix products. Stack the prompt's $T$ "
+        "vectors $t_1$ as the rows of a matrix; each head $h$ projects them to $d_\\text{head}$ = "
+        f"{cfg.d_head} numbers per token:"
+    )
+    st.latex(r"Q = t_1 W_Q, \qquad K = t_1 W_K, \qquad V = t_1 W_V")
+    st.latex(
+        r"Z = \underbrace{\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_\text{head}}} + "
+        r"\text{mask}\right)}_{\text{pattern},\ T\times T} V"
+    )
+    c1, c2 = st.columns(2)
+    layer = block_choice(c1)
+    head = state.slider("Head", "blk_head", 0, cfg.n_head - 1, 0, container=c2)
+    walk = walk_of(ctx.bundle_id, tuple(ctx.ids), layer)
+    st.subheader(f"Block {layer}, head {head}: Q, K and V for the whole prompt")
+    st.plotly_chart(
+        cache.figure(
+            ("block qkv", *KEY, layer, head),
+            lambda: charts.matrices(
+                [
+                    (f"Q ({T} × {cfg.d_head})", walk.q[head], False, None),
+                    (f"K ({T} × {cfg.d_head})", walk.k[head], False, None),
+                    (f"V ({T} × {cfg.d_head})", walk.v[head], False, None),
+                ],
+                ctx.labels,
+            ),
+        )
+    )
+    st.markdown(
+        "One row per token. The Attention page takes one row of Q apart; here every row goes "
+        "through at once: the pattern is $T \\times T$ and multiplies $V$ to give $Z$, one row per "
+        "token, each a weighted average of the rows of V."
+    )
+    st.plotly_chart(
+        cache.figure(
+            ("block pattern v", *KEY, layer, head),
+            lambda: charts.matrices(
+                [
+                    (f"pattern ({T} × {T})", walk.pattern[head], True, ctx.labels),
+                    ("× V", walk.v[head], False, None),
+                    ("= Z", walk.z[head], False, None),
+                ],
+                ctx.labels,
+            ),
+        )
+    )
+    circuits_section(layer, head)
+
+
+def circuits_section(layer: int, head: int) -> None:
+    st.subheader(f"The two circuits of block {layer}, head {head}")
+    st.markdown(
+        "Put the head's weights together and it is two $D \\times D$ matrices. The **QK circuit** "
+        "$W_{QK} = W_Q W_K^\\top$ decides *where to read*: the score of a query vector $a$ for a "
+        "key vector $b$ is $a\\,W_{QK}\\,b^\\top / \\sqrt{d_\\text{head}}$. The **OV circuit** "
+        "$W_{OV} = W_V W_O$ decides *what to write*: a token read with weight 1 adds $b\\,W_{OV}$ "
+        f"to the stream. Both pass through the head's {cfg.d_head} dimensions, so their rank is at "
+        f"most {cfg.d_head}, out of D = {cfg.d_model}."
+    )
+    c = circuits_of(ctx.bundle_id, layer, head)
+    m1, m2, m3 = st.columns(3)
+    m1.metric("rank of W_QK", c.qk_rank, help="Non-zero singular values (numerically).")
+    m2.metric("rank of W_OV", c.ov_rank, help="Non-zero singular values (numerically).")
+    m3.metric("size D × D", f"{cfg.d_model} × {cfg.d_model}")
+    st.plotly_chart(
+        cache.figure(
+            ("block singular", ctx.bundle_id, layer, head),
+            lambda: charts.singular_values(
+                c.qk_singular, c.ov_singular, cfg.d_head, title="Singular values of the circuits"
+            ),
+        )
+    )
+    st.markdown(
+        "**Through the vocabulary.** Feed the head each token's own embedding (through the "
+        "block's LayerNorm, no position, no earlier layer: the *direct path*) and read the "
+        "circuits as token-to-token tables: QK, how much a query token prefers each key token; "
+        "OV times the unembedding $W_U$, which output tokens a token pushes up when the head "
+        "reads it. Below, the prompt's own tokens; each row's mean is taken away, since a softmax "
+        "ignores it."
+    )
+    distinct = list(dict.fromkeys(ctx.ids))[:40]
+    names = [vocab_label(i) for i in distinct]
+    sub = np.ix_(distinct, distinct)
+    left, right = st.columns(2)
+    left.plotly_chart(
+        cache.figure(
+            ("block qk map", *KEY, layer, head),
+            lambda: charts.token_map(
+                c.qk_tokens[sub],
+                names,
+                names,
+                row_name="query token",
+                col_name="key token",
+                title="QK: where a token looks",
+            ),  # fmt: skip
+        )
+    )
+    right.plotly_chart(
+        cache.figure(
+            ("block ov map", *KEY, layer, head),
+            lambda: charts.token_map(
+                c.ov_tokens[sub],
+                names,
+                names,
+                row_name="token read",
+                col_name="output pushed up",
+                title="OV: what a token read writes",
+            ),  # fmt: skip
+        )
+    )
+    qk_pairs, ov_pairs = blk.top_pairs(c.qk_tokens), blk.top_pairs(c.ov_tokens)
+    left.markdown("**Top pairs in the whole vocabulary, QK** (query → key it prefers)")
+    left.dataframe(
+        [{"query": vocab_label(a), "key": vocab_label(b), "score − row mean": round(v, 3)}
+         for a, b, v in qk_pairs],
+        hide_index=True,
+    )  # fmt: skip
+    right.markdown("**Top pairs, OV** (token read → output it pushes up)")
+    right.dataframe(
+        [{"read": vocab_label(a), "pushes up": vocab_label(b), "logit − row mean": round(v, 3)}
+         for a, b, v in ov_pairs],
+        hide_index=True,
+    )  # fmt: skip
+    st.caption(
+        "A copying head's OV table is bright on its diagonal (reading a token pushes up the same "
+        "token); an induction or previous-token head shows its rule in QK only together with the "
+        "positions, which the direct path leaves out."
+    )
+
+
+if part == "walk":
+    one_block()
+else:
+    matrices_and_circuits()

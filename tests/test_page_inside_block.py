@@ -1,0 +1,91 @@
+"""The Inside a block page in AppTest: the walk-through shows the model's own vectors and follows
+the token and block chosen; the matrix form shows the chosen head's Q, K, V and pattern; the URL
+carries every choice."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from tests.apptest_util import app_test, plotly_array, plotly_figures
+from ui.state import widget_key
+from viz_model import GPT
+from viz_model.checkpoint import load_bundle, save_bundle
+
+PAGE = "pages/14_Inside_a_block.py"
+PROMPT = "ROMEO: But soft"
+
+
+def _recorded(models_dir, names):
+    bundle = load_bundle(models_dir / "test-char")
+    ids = torch.tensor(bundle.tokenizer.encode(PROMPT))
+    _, cache = bundle.model.run_with_cache(ids, names=names)
+    return bundle, {n: cache[n].numpy() for n in names}
+
+
+def _walk_rows(at) -> np.ndarray:
+    """The walk chart's heatmap: one row per step, (S, D)."""
+    return plotly_array(plotly_figures(at)[0]["data"][0]["z"])
+
+
+def _url(at, key) -> str:
+    return str(at.query_params[key]).strip("[]'")
+
+
+def test_walk_ends_at_resid_post_and_follows_token_and_block(models_dir):
+    at = app_test(models_dir, PAGE, prompt=PROMPT)
+    assert not at.exception and not at.error
+    _, rec = _recorded(models_dir, ["blocks.0.hook_resid_post", "blocks.1.hook_resid_pre"])
+    table = at.dataframe[0].value
+    assert list(table["step"]) == ["x", "t1", "t2", "t3", "t4", "t5", "h"]
+    T = len(rec["blocks.0.hook_resid_post"])
+    np.testing.assert_allclose(
+        _walk_rows(at)[-1], rec["blocks.0.hook_resid_post"][T - 1], atol=1e-4
+    )
+    assert float(table["length"].iloc[-1]) == np.round(
+        np.linalg.norm(rec["blocks.0.hook_resid_post"][T - 1]), 4
+    )
+    at.slider(key=widget_key("blk_pos")).set_value(2).run()
+    np.testing.assert_allclose(_walk_rows(at)[-1], rec["blocks.0.hook_resid_post"][2], atol=1e-4)
+    at.slider(key=widget_key("blk_layer")).set_value(1).run()
+    assert not at.exception
+    np.testing.assert_allclose(_walk_rows(at)[0], rec["blocks.1.hook_resid_pre"][2], atol=1e-4)
+    assert "block 1" in at.subheader[0].value
+    assert _url(at, "blk_layer") == "1" and _url(at, "blk_pos") == "2"
+
+
+def test_matrices_show_the_chosen_heads_q_and_pattern(models_dir):
+    at = app_test(models_dir, PAGE, prompt=PROMPT, query={"part": "matrices", "blk_layer": "1"})
+    assert not at.exception and not at.error
+    _, rec = _recorded(models_dir, ["blocks.1.attn.hook_q", "blocks.1.attn.hook_pattern"])
+    figs = plotly_figures(at)
+    np.testing.assert_allclose(
+        plotly_array(figs[0]["data"][0]["z"]), rec["blocks.1.attn.hook_q"][:, 0], atol=1e-4
+    )
+    at.slider(key=widget_key("blk_head")).set_value(3).run()
+    figs = plotly_figures(at)
+    pattern = plotly_array(figs[1]["data"][0]["z"])
+    expected = rec["blocks.1.attn.hook_pattern"][3]
+    np.testing.assert_allclose(np.nan_to_num(pattern), expected, atol=1e-4)
+    assert _url(at, "blk_head") == "3" and _url(at, "part") == "matrices"
+    ranks = {m.label: m.value for m in at.metric}
+    assert ranks["rank of W_QK"] == "12" and ranks["rank of W_OV"] == "12"  # d_head = 48 / 4
+
+
+def test_post_ln_model_walks_its_own_steps(models_dir, tmp_path):
+    base = load_bundle(models_dir / "test-char")
+    model = GPT(base.config.__class__(**{**base.config.to_dict(), "norm": "post"})).eval()
+    save_bundle(tmp_path / "b-post", model, base.tokenizer)
+    at = app_test(tmp_path, PAGE, prompt=PROMPT)
+    assert not at.exception
+    steps = list(at.dataframe[0].value["step"])
+    assert steps == ["x", "a", "x + a", "t3", "m", "t3 + m", "h"]
+    assert any("post-LN" in m.value for m in at.markdown)
+
+
+def test_radio_switches_parts(models_dir):
+    at = app_test(models_dir, PAGE, prompt=PROMPT)
+    at.radio(key=widget_key("part")).set_value("matrices").run()
+    assert not at.exception
+    assert any("circuits" in h.value for h in at.subheader)
+    assert _url(at, "part") == "matrices"

@@ -1,0 +1,203 @@
+"""Inside one block: a token's vector at each step of the block, the attention matrices of a whole
+prompt side by side, a head's circuits (singular values, token maps).
+
+Arrays and labels in, plotly figures out. Signed values use the diverging scale centred on 0,
+attention weights the sequential one, as on the Attention page.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from viz_model.charts.common import (
+    ACCENT,
+    DIVERGING,
+    SEQUENTIAL,
+    SMALL_HEIGHT,
+    base_layout,
+    every_tick,
+    plotly_labels,
+)
+
+STEP_COLOUR = "#1f77b4"
+QK_COLOUR = "#1f77b4"
+OV_COLOUR = "#ff7f0e"
+
+
+def _bound(values: np.ndarray) -> float:
+    """A symmetric colour range that one outlier cannot wash out: the 99th percentile of |v|."""
+    finite = np.abs(values[np.isfinite(values)])
+    return float(np.percentile(finite, 99)) if finite.size and finite.max() > 0 else 1.0
+
+
+def walk_steps(
+    symbols: list[str], formulas: list[str], vectors: np.ndarray, title: str = ""
+) -> go.Figure:
+    """One token's vector (S steps, D numbers) as a heatmap, steps down, beside its norm as bars."""
+    S, D = vectors.shape
+    rows = [f"{s} = {f}" if s != f else s for s, f in zip(symbols, formulas, strict=True)]
+    norms = np.linalg.norm(vectors, axis=-1)
+    bound = _bound(vectors)
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        shared_yaxes=True,
+        column_widths=[0.72, 0.28],
+        horizontal_spacing=0.03,
+        subplot_titles=(f"the vector, its {D} numbers", "its length ‖·‖"),
+    )
+    fig.add_trace(
+        go.Heatmap(
+            z=vectors,
+            x=np.arange(D),
+            y=rows,
+            colorscale=DIVERGING,
+            reversescale=True,
+            zmid=0,
+            zmin=-bound,
+            zmax=bound,
+            showscale=False,
+            hovertemplate="%{y}<br>dimension %{x}: %{z:.3f}<extra></extra>",
+        ),
+        row=1,
+        col=1,
+    )
+    fig.add_trace(
+        go.Bar(
+            x=norms,
+            y=rows,
+            orientation="h",
+            marker_color=STEP_COLOUR,
+            text=[f"{n:.2f}" for n in norms],
+            textposition="outside",
+            cliponaxis=False,
+            hovertemplate="%{y}<br>length %{x:.3f}<extra></extra>",
+        ),
+        row=1,
+        col=2,
+    )
+    base_layout(fig, title, height=60 + 40 * S + 80)
+    fig.update_layout(showlegend=False, plot_bgcolor="white")
+    fig.update_yaxes(autorange="reversed", type="category", row=1, col=1)
+    fig.update_xaxes(title="dimension", row=1, col=1)
+    fig.update_xaxes(range=[0, 1.3 * float(norms.max() or 1.0)], row=1, col=2)
+    return fig
+
+
+def matrices(
+    panels: list[tuple[str, np.ndarray, bool, list[str] | None]],
+    row_labels: list[str],
+    title: str = "",
+) -> go.Figure:
+    """Matrices side by side, one row per token: (title, array (T, n), is_weights, column labels).
+
+    Weights (a pattern) use the sequential 0..1 scale with the masked cells left blank; other
+    matrices the diverging scale, each on its own range (hover for the numbers)."""
+    labels = plotly_labels(row_labels)
+    widths = [a.shape[1] for _, a, _, _ in panels]
+    fig = make_subplots(
+        rows=1,
+        cols=len(panels),
+        shared_yaxes=True,
+        column_widths=[w / sum(widths) for w in widths],
+        horizontal_spacing=0.02,
+        subplot_titles=[p[0] for p in panels],
+    )
+    for i, (_, values, weights, cols) in enumerate(panels, start=1):
+        values = np.asarray(values, dtype=float)
+        x = plotly_labels(cols) if cols is not None else np.arange(values.shape[1])
+        scale = (
+            dict(colorscale=SEQUENTIAL, zmin=0, zmax=1)
+            if weights
+            else dict(
+                colorscale=DIVERGING,
+                reversescale=True,
+                zmid=0,
+                zmin=-_bound(values),
+                zmax=_bound(values),
+            )
+        )
+        shown = np.where(np.isfinite(values), values, np.nan)
+        fig.add_trace(
+            go.Heatmap(
+                z=np.where(weights & (shown == 0), np.nan, shown) if weights else shown,
+                x=x,
+                y=labels,
+                showscale=False,
+                hovertemplate="token %{y}<br>column %{x}: %{z:.3f}<extra></extra>",
+                **scale,
+            ),
+            row=1,
+            col=i,
+        )
+        fig.update_xaxes(type="category", showticklabels=cols is not None, row=1, col=i)
+        if cols is not None:
+            fig.update_xaxes(tickangle=-90, **every_tick(x, max_t=40), row=1, col=i)
+    T = len(labels)
+    base_layout(fig, title, height=int(np.clip(10 * T + 180, 300, 760)))
+    fig.update_yaxes(autorange="reversed", type="category", **every_tick(labels, max_t=40))
+    fig.update_layout(plot_bgcolor="white")
+    return fig
+
+
+def singular_values(qk: np.ndarray, ov: np.ndarray, d_head: int, title: str = "") -> go.Figure:
+    """The singular values of W_QK and W_OV, largest first, with the head's width d_head marked:
+    past it they are zero (up to rounding), so the rank is at most d_head."""
+    n = np.arange(1, len(qk) + 1)
+    fig = go.Figure(
+        [
+            go.Bar(x=n, y=qk, name="W_QK = W_Q W_Kᵀ", marker_color=QK_COLOUR),
+            go.Bar(x=n, y=ov, name="W_OV = W_V W_O", marker_color=OV_COLOUR),
+        ]
+    )
+    fig.add_vline(
+        x=d_head + 0.5,
+        line=dict(color=ACCENT, dash="dash"),
+        annotation_text=f"d_head = {d_head}",
+        annotation_position="top right",
+    )
+    base_layout(fig, title, height=SMALL_HEIGHT + 40)
+    fig.update_layout(barmode="group", legend=dict(orientation="h", y=1.0, yanchor="bottom", x=0.3))
+    fig.update_xaxes(title="singular value number", range=[0.5, min(len(n), 2 * d_head) + 0.5])
+    fig.update_yaxes(title="size")
+    return fig
+
+
+def token_map(
+    table: np.ndarray,
+    row_labels: list[str],
+    col_labels: list[str],
+    *,
+    row_name: str,
+    col_name: str,
+    title: str = "",
+) -> go.Figure:
+    """A token-by-token map (rows x columns) on the diverging scale, each row's mean subtracted
+    (a softmax ignores it), so a cell says how much more than usual the row token favours it."""
+    values = np.asarray(table, dtype=float)
+    values = values - values.mean(1, keepdims=True)
+    rows, cols = plotly_labels(row_labels), plotly_labels(col_labels)
+    bound = _bound(values)
+    fig = go.Figure(
+        go.Heatmap(
+            z=values,
+            x=cols,
+            y=rows,
+            colorscale=DIVERGING,
+            reversescale=True,
+            zmid=0,
+            zmin=-bound,
+            zmax=bound,
+            colorbar=dict(thickness=12, len=0.8),
+            hovertemplate=f"{row_name} %{{y}}<br>{col_name} %{{x}}<br>%{{z:.3f}}<extra></extra>",
+            xgap=1,
+            ygap=1,
+        )
+    )
+    base_layout(fig, title, height=int(np.clip(16 * len(rows) + 200, 320, 900)))
+    fig.update_xaxes(title=col_name, type="category", tickangle=-90, **every_tick(cols))
+    fig.update_yaxes(title=row_name, type="category", autorange="reversed", **every_tick(rows))
+    fig.update_layout(plot_bgcolor="white")
+    return fig
