@@ -6,7 +6,9 @@ import streamlit as st
 
 import ui
 from ui import cache, state
+from ui.frame import _md_escape as md  # the frame's Markdown escaping, for tokens in prose
 from viz_model.analysis import block as blk
+from viz_model.analysis import gradient as gx
 from viz_model.analysis.tokens import token_text
 from viz_model.charts import block as charts
 from viz_model.charts.common import show_whitespace
@@ -19,7 +21,9 @@ KEY = (ctx.bundle_id, tuple(ctx.ids))
 PARTS = {
     "walk": "One block, step by step",
     "matrices": "Matrices and circuits",
+    "gradient": "One gradient step",
 }
+LEARNING_RATES = [0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0]
 st.markdown(
     "Every block of the model does the same few things to each token's vector. Here they are "
     "taken apart with this model's real numbers: first one token through one block, then the "
@@ -100,7 +104,7 @@ def one_block() -> None:
     walk = walk_of(ctx.bundle_id, tuple(ctx.ids), layer)
     symbols = [s.symbol for s in walk.steps]
     vectors = np.stack([s.vectors[position] for s in walk.steps])  # (S, D)
-    st.subheader(f"Token {ctx.labels[position]} through block {layer}")
+    st.subheader(f"Token {md(ctx.labels[position])} through block {layer}")
     st.plotly_chart(
         cache.figure(
             ("block walk", *KEY, layer, position),
@@ -274,7 +278,131 @@ def circuits_section(layer: int, head: int) -> None:
     )
 
 
+# ---- part 3: one gradient step -------------------------------------------------------------------
+@st.cache_data(show_spinner="Taking one gradient step on a copy of the model…", max_entries=32)
+def step_of(bundle_id: str, ids: tuple[int, ...], lr: float, position: int) -> gx.GradientStep:
+    return gx.gradient_step(cache.bundle(bundle_id).model, list(ids), lr, position)
+
+
+def one_gradient_step() -> None:
+    st.markdown(
+        "Training is this, repeated: measure how wrong the model is on some text (the **loss**), "
+        "find for every weight which way would make it less wrong (the **gradient**, by the chain "
+        "rule), and move every weight a little that way. Here: one step of plain gradient "
+        "descent on your prompt, on a private copy of the model (the model every student sees is "
+        "never changed)."
+    )
+    st.latex(
+        r"L = -\frac{1}{N}\sum_{t} \log p_t(y_t), \qquad w \leftarrow w - \eta\,"
+        r"\frac{\partial L}{\partial w}"
+    )
+    if T < 2:
+        st.info("A gradient step needs a prompt of at least two tokens: one to predict the next.")
+        return
+    c1, c2 = st.columns(2)
+    lr = state.select_slider(
+        "Learning rate η", "gd_lr", LEARNING_RATES, 0.1, container=c1,
+        help="How far to move each weight along its gradient. Large steps can overshoot.",
+    )  # fmt: skip
+    position = state.slider(
+        "Token for the chain rule", "gd_pos", 0, T - 2, T - 2, container=c2,
+        help="Whose next token the chain-rule example below follows.",
+    )  # fmt: skip
+    s = step_of(ctx.bundle_id, tuple(ctx.ids), lr, position)
+    m1, m2, m3 = st.columns(3)
+    m1.metric(
+        "loss before", f"{s.loss_before:.4f}", help="Mean −ln p of the N = T − 1 next tokens."
+    )
+    m2.metric("loss after one step", f"{s.loss_after:.4f}", f"{s.loss_after - s.loss_before:+.4f}",
+              delta_color="inverse")  # fmt: skip
+    m3.metric("next tokens made likelier", f"{int((s.p_after > s.p_before).sum())} of {T - 1}")
+    targets = ctx.labels[1:]
+    st.plotly_chart(
+        cache.figure(
+            ("gd probs", *KEY, lr),
+            lambda: charts.probability_change(
+                targets,
+                s.p_before,
+                s.p_after,
+                title="The probability of each actual next token, before and after the step",
+            ),  # fmt: skip
+        )
+    )
+    st.caption(
+        "Each column is a position's next token (the label is that token). The step is fitted to "
+        "this one prompt, so a modest η already raises most of them a lot (on other text it helps "
+        "far less). Try η = 3 or 10: the step overshoots and the loss grows."
+    )
+    st.plotly_chart(
+        cache.figure(
+            ("gd norms", *KEY),
+            lambda: charts.gradient_norms(s.groups, title="How large the gradient is, by part"),
+        )
+    )
+    chain_rule_section(s, position, lr)
+
+
+def chain_rule_section(s: gx.GradientStep, position: int, lr: float) -> None:
+    c = s.chain
+    N = T - 1
+    t_label, j_label = md(ctx.labels[position]), md(vocab_label(c.j))
+    st.subheader("The chain rule, for one weight")
+    st.markdown(
+        f"Take the unembedding weight $W_U[{c.d}, j]$ that links dimension {c.d} of the final "
+        f"vector $u_t$ to the logit of token $j$ = “{j_label}”, the token after {t_label} "
+        f"(of that column, the weight with the largest gradient). It reaches the loss through "
+        "the logit $z_t[j] = u_t \\cdot W_U[:, j]$ at every position $t$:"
+    )
+    st.latex(
+        r"\frac{\partial L}{\partial W_U[d,j]} = \sum_t"
+        r"\underbrace{\frac{\partial L}{\partial z_t[j]}}_{(p_t[j] - y_t[j])/N}"
+        r"\;\underbrace{\frac{\partial z_t[j]}{\partial W_U[d,j]}}_{u_t[d]}"
+    )
+    i = position
+    st.latex(
+        rf"\text{{at }} t = {position}:\quad \frac{{({c.p[i]:.4f} - {c.y[i]:.0f})}}{{{N}}}"
+        rf"\times ({c.u[i]:.4f}) = {c.terms[i]:.6f}"
+    )
+    st.latex(
+        rf"\text{{sum over all {N} positions}} = {c.by_hand:.6f}, \qquad"
+        rf"\text{{autograd}} = {c.autograd:.6f}"
+    )
+    new = c.weight - lr * c.autograd
+    st.latex(
+        rf"W_U[{c.d},j] \leftarrow {c.weight:.4f} - {lr:g} \times ({c.autograd:.6f}) = {new:.4f}"
+    )
+    if c.tied:
+        st.caption(
+            "This model ties its embeddings (W_U is W_E transposed), so the same weight also gets "
+            "a gradient through the input: autograd's number is the sum of both paths, the sum "
+            "above only the unembedding's."
+        )
+    with st.expander("The numbers behind it"):
+        st.dataframe(
+            {
+                "position t": ctx.labels[:-1],
+                "next token": targets_of(),
+                "u_t[d]": c.u.round(5),
+                "p_t[j]": c.p.round(5),
+                "y_t[j]": c.y.astype(int),
+                "(p − y) u / N": c.terms.round(7),
+            },
+            hide_index=True,
+        )
+        st.dataframe(
+            [{"part": g, "‖gradient‖": round(gn, 6), "‖weights‖": round(wn, 4), "parameters": n}
+             for g, gn, wn, n in s.groups],
+            hide_index=True,
+        )  # fmt: skip
+
+
+def targets_of() -> list[str]:
+    return [vocab_label(i) for i in ctx.ids[1:]]
+
+
 if part == "walk":
     one_block()
-else:
+elif part == "matrices":
     matrices_and_circuits()
+else:
+    one_gradient_step()

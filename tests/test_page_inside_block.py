@@ -89,3 +89,43 @@ def test_radio_switches_parts(models_dir):
     assert not at.exception
     assert any("circuits" in h.value for h in at.subheader)
     assert _url(at, "part") == "matrices"
+
+
+def test_gradient_step_follows_the_learning_rate_and_keeps_the_shared_model(models_dir):
+    at = app_test(models_dir, PAGE, prompt=PROMPT, query={"part": "gradient"})
+    assert not at.exception and not at.error
+    bundle, _ = _recorded(models_dir, [])
+    ids = torch.tensor(bundle.tokenizer.encode(PROMPT))
+    with torch.no_grad():
+        loss = torch.nn.functional.cross_entropy(bundle.model(ids[:-1]), ids[1:])
+    metrics = {m.label: m for m in at.metric}
+    assert metrics["loss before"].value == f"{float(loss):.4f}"
+    after = metrics["loss after one step"].value
+    at.select_slider(key=widget_key("gd_lr")).set_value(0.001).run()
+    assert not at.exception
+    small = {m.label: m for m in at.metric}
+    assert small["loss before"].value == f"{float(loss):.4f}"  # the served model did not move
+    assert small["loss after one step"].value != after
+    assert float(small["loss after one step"].value) < float(loss)
+    assert _url(at, "gd_lr") == "0.001"
+    # the chain rule's sum by hand equals autograd's number, both printed
+    text = " ".join(b.value for b in at.latex)
+    assert "autograd" in text
+    by_hand = text.split("positions} = ")[1].split(",")[0]
+    assert f"autograd}} = {by_hand}" in text
+
+
+def test_gradient_step_on_a_one_token_prompt_says_why_not(models_dir):
+    at = app_test(models_dir, PAGE, prompt="R", query={"part": "gradient"})
+    assert not at.exception
+    assert any("at least two tokens" in i.value for i in at.info)
+    for part in ("walk", "matrices"):  # the other parts draw a one-token prompt
+        at.radio(key=widget_key("part")).set_value(part).run()
+        assert not at.exception and len(plotly_figures(at)) >= 1
+
+
+def test_a_whole_number_learning_rate_in_the_url_opens_it(models_dir):
+    # the URL writes 3.0 as "3" (to_url); reading it back once fell to the default 0.1
+    at = app_test(models_dir, PAGE, prompt=PROMPT, query={"part": "gradient", "gd_lr": "3"})
+    assert at.select_slider(key=widget_key("gd_lr")).value == 3.0
+    assert any("3 \\times" in b.value for b in at.latex)

@@ -201,3 +201,68 @@ def token_map(
     fig.update_yaxes(title=row_name, type="category", autorange="reversed", **every_tick(rows))
     fig.update_layout(plot_bgcolor="white")
     return fig
+
+
+# ---- one gradient step ---------------------------------------------------------------------------
+
+UP_COLOUR = "#2ca02c"
+DOWN_COLOUR = "#d62728"
+BEFORE_COLOUR = "#7f7f7f"
+
+
+def gradient_norms(groups: list[tuple[str, float, float, int]], title: str = "") -> go.Figure:
+    """The gradient's length for each parameter group (bars), with the weights' length and the
+    parameter count in the hover; groups top to bottom in forward order."""
+    names = [g[0] for g in groups]
+    fig = go.Figure(
+        go.Bar(
+            x=[g[1] for g in groups],
+            y=names,
+            orientation="h",
+            marker_color=STEP_COLOUR,
+            customdata=[[g[2], g[3]] for g in groups],
+            text=[f"{g[1]:.3g}" for g in groups],
+            textposition="outside",
+            cliponaxis=False,
+            hovertemplate="%{y}<br>gradient length %{x:.4g}<br>weights' length "
+            "%{customdata[0]:.4g}<br>%{customdata[1]:,} parameters<extra></extra>",
+        )
+    )
+    base_layout(fig, title, height=80 + 26 * len(groups))
+    fig.update_yaxes(autorange="reversed", type="category")
+    fig.update_xaxes(title="‖∂L/∂w‖ over the group", range=[0, 1.25 * max(g[1] for g in groups)])
+    return fig
+
+
+def probability_change(
+    labels: list[str], before: np.ndarray, after: np.ndarray, title: str = ""
+) -> go.Figure:
+    """Each target token's probability before (grey dot) and after (green up, red down) the step,
+    joined by a line, one column per position."""
+    x = plotly_labels(labels)
+    up = after >= before
+    xs, ys = [], []
+    for i, label in enumerate(x):
+        xs += [label, label, None]
+        ys += [float(before[i]), float(after[i]), None]
+    fig = go.Figure(
+        [
+            go.Scatter(x=xs, y=ys, mode="lines", line=dict(color="#bbbbbb"), hoverinfo="skip",
+                       showlegend=False),
+            go.Scatter(x=x, y=before, mode="markers", name="before",
+                       marker=dict(color=BEFORE_COLOUR, size=7),
+                       hovertemplate="%{x}<br>before %{y:.4f}<extra></extra>"),
+            go.Scatter(x=x, y=after, mode="markers", name="after the step",
+                       marker=dict(color=np.where(up, UP_COLOUR, DOWN_COLOUR).tolist(), size=9,
+                                   symbol="diamond"),
+                       hovertemplate="%{x}<br>after %{y:.4f}<extra></extra>"),
+        ]
+    )  # fmt: skip
+    base_layout(fig, title, height=SMALL_HEIGHT + 100)
+    fig.update_layout(
+        legend=dict(orientation="h", y=1.0, yanchor="bottom", x=1, xanchor="right"),
+        margin=dict(l=10, r=10, t=70, b=10),
+    )
+    fig.update_xaxes(type="category", tickangle=-90, **every_tick(x))
+    fig.update_yaxes(title="p(next token)", range=[0, 1.04])
+    return fig
