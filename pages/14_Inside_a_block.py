@@ -9,6 +9,7 @@ from ui import cache, state
 from ui.frame import _md_escape as md  # the frame's Markdown escaping, for tokens in prose
 from viz_model.analysis import block as blk
 from viz_model.analysis import gradient as gx
+from viz_model.analysis import lookup as lk
 from viz_model.analysis.tokens import token_text
 from viz_model.charts import block as charts
 from viz_model.charts.common import show_whitespace
@@ -21,8 +22,10 @@ KEY = (ctx.bundle_id, tuple(ctx.ids))
 PARTS = {
     "walk": "One block, step by step",
     "matrices": "Matrices and circuits",
+    "lookup": "A soft look-up",
     "gradient": "One gradient step",
 }
+WIDTHS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
 LEARNING_RATES = [0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0]
 st.markdown(
     "Every block of the model does the same few things to each token's vector. Here they are "
@@ -400,9 +403,115 @@ def targets_of() -> list[str]:
     return [vocab_label(i) for i in ctx.ids[1:]]
 
 
+# ---- part 4: exact, nearest and soft look-up -----------------------------------------------------
+@st.cache_data(show_spinner=False, max_entries=1)
+def random_widths() -> tuple[np.ndarray, np.ndarray]:
+    return lk.random_spread(WIDTHS)
+
+
+def soft_lookup() -> None:
+    st.markdown(
+        "A Python dictionary answers `d[query]` only when the query *equals* one of its keys, and "
+        "then returns that key's value. Attention is a dictionary whose keys and queries are "
+        "vectors, which are never exactly equal, so it relaxes the look-up: first to the key that "
+        "matches *best* (largest $q \\cdot k$), then to a blend of every key's value, weighted "
+        "by how well it matches. Here is one query of one head answered all three ways."
+    )
+    c1, c2, c3 = st.columns(3)
+    layer = block_choice(c1)
+    head = state.slider("Head", "blk_head", 0, cfg.n_head - 1, 0, container=c2)
+    query = state.slider(
+        "Query token", "lk_query", 0, T - 1, lk.default_query(ctx.ids), container=c3,
+        help="The token doing the looking up; the keys are it and every token before it.",
+    )  # fmt: skip
+    walk = walk_of(ctx.bundle_id, tuple(ctx.ids), layer)
+    found = lk.lookup(walk.q[head], walk.k[head], walk.v[head], ctx.ids, query)
+    qtok = md(ctx.labels[query])
+    titles = {
+        "exact": "exact: the earlier positions holding the same token (a dict on tokens)",
+        "nearest": "nearest: only the key with the largest q · k (argmax)",
+        "soft": f"soft: softmax(q · k / √{cfg.d_head}), what the head does",
+        "soft, unscaled": "soft without the √d_head: softmax(q · k)",
+    }
+    st.plotly_chart(
+        cache.figure(
+            ("lookup", *KEY, layer, head, query),
+            lambda: charts.lookup_weights(found.weights, ctx.labels[: query + 1], titles),
+        )
+    )
+    best = int(np.argmax(found.weights["nearest"]))
+    soft = found.outputs["soft"]
+    gap = float(np.linalg.norm(soft - found.outputs["nearest"]))
+    if found.matches:
+        exact = (
+            "at " + ", ".join(md(ctx.labels[i]) for i in found.matches) + ": their values, averaged"
+        )
+    else:
+        exact = (
+            "nowhere: no earlier position holds this token, so a dictionary would raise `KeyError`"
+        )
+    st.markdown(
+        f"- **Exact**: token {qtok} is found {exact}. On vectors an exact match never happens.\n"
+        f"- **Nearest**: the best-matching key is {md(ctx.labels[best])} "
+        f"(q · k = {found.dots[best]:.2f}); the answer is its value vector alone.\n"
+        f"- **Soft**: every key gets a weight; the largest is "
+        f"{found.weights['soft'].max():.2f}. The blended answer is {gap:.2f} away from the nearest "
+        f"key's value (whose length is {np.linalg.norm(found.outputs['nearest']):.2f}): "
+        "a soft look-up is close to a hard one when one key wins clearly, and a mix when it does not."
+    )
+    st.caption(
+        "The soft weights are this head's attention row for this token, as on the Attention page; "
+        "their blend of the values is the head's z for the token."
+    )
+    why_sqrt_d(walk, head)
+
+
+def why_sqrt_d(walk: blk.BlockWalk, head: int) -> None:
+    st.subheader("Why divide by √d_head?")
+    st.markdown(
+        "A dot product adds up $d$ products. If the numbers in $q$ and $k$ are random with spread 1, "
+        "the sum has spread $\\sqrt{d}$: the wider the head, the larger the scores, and a softmax "
+        "of large scores puts almost all its weight on one key (the nearest look-up), with "
+        "gradients near zero for the rest. Dividing by $\\sqrt{d}$ brings the spread back to 1 "
+        "whatever the width."
+    )
+    if T < 2:
+        st.info("This needs a prompt of at least two tokens, so that a query has a choice of keys.")
+        return
+    sp = lk.spread(walk.scores[head], cfg.d_head)
+    m1, m2, m3, m4 = st.columns(4)
+    spread_help = "Standard deviation over every visible (query, key) pair of this head."
+    m1.metric("spread of q · k", f"{sp.std_raw:.2f}", help=spread_help)
+    m2.metric(f"… / √{cfg.d_head}", f"{sp.std_scaled:.2f}", help=spread_help)
+    weight_help = "The largest attention weight of each row, averaged: 1 means a hard choice."
+    m3.metric("largest weight", f"{sp.max_weight_scaled:.2f}", help=weight_help)
+    m4.metric("… unscaled", f"{sp.max_weight_raw:.2f}", help=weight_help)
+    raw, scaled = random_widths()
+    left, right = st.columns(2)
+    left.plotly_chart(
+        cache.figure(
+            ("lookup widths", cfg.d_head),
+            lambda: charts.spread_by_width(
+                WIDTHS, raw, scaled, cfg.d_head, title="Random vectors: spread of the score"
+            ),
+        )
+    )
+    layer = walk.layer
+    right.plotly_chart(
+        cache.figure(
+            ("lookup scores", *KEY, layer, head),
+            lambda: charts.score_histograms(
+                sp.raw, sp.scaled, title=f"This head's scores (block {layer}, head {head})"
+            ),
+        )
+    )
+
+
 if part == "walk":
     one_block()
 elif part == "matrices":
     matrices_and_circuits()
+elif part == "lookup":
+    soft_lookup()
 else:
     one_gradient_step()

@@ -49,3 +49,9 @@ def test_unscaled_softmax_is_sharper_and_spread_grows_with_sqrt_d():
     raw, scaled = lk.random_spread([4, 64, 1024], n=3000)
     np.testing.assert_allclose(raw, np.sqrt([4, 64, 1024]), rtol=0.1)
     np.testing.assert_allclose(scaled, 1.0, rtol=0.1)
+
+
+def test_default_query_is_the_last_token_seen_before():
+    assert lk.default_query([3, 7, 1, 3, 9]) == 3
+    assert lk.default_query([1, 2, 3]) == 2
+    assert lk.default_query([5]) == 0

@@ -5,6 +5,7 @@ carries every choice."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 
 from tests.apptest_util import app_test, plotly_array, plotly_figures
@@ -129,3 +130,31 @@ def test_a_whole_number_learning_rate_in_the_url_opens_it(models_dir):
     at = app_test(models_dir, PAGE, prompt=PROMPT, query={"part": "gradient", "gd_lr": "3"})
     assert at.select_slider(key=widget_key("gd_lr")).value == 3.0
     assert any("3 \\times" in b.value for b in at.latex)
+
+
+def _bars(at) -> dict[str, np.ndarray]:
+    """The look-up chart's bars by name: exact, nearest, soft, soft unscaled."""
+    return {t["name"]: plotly_array(t["y"]) for t in plotly_figures(at)[0]["data"]}
+
+
+def test_lookup_soft_row_is_the_heads_pattern_and_follows_the_query(models_dir):
+    query = {"part": "lookup", "blk_layer": "1", "blk_head": "2"}
+    at = app_test(models_dir, PAGE, prompt=PROMPT, query=query)
+    assert not at.exception and not at.error
+    _, rec = _recorded(models_dir, ["blocks.1.attn.hook_pattern"])
+    pattern = rec["blocks.1.attn.hook_pattern"][2]
+    # the default query is the last token that appeared earlier too, so "exact" finds it
+    t = at.slider(key=widget_key("lk_query")).value
+    ids = load_bundle(models_dir / "test-char").tokenizer.encode(PROMPT)
+    assert ids[t] in ids[:t] and all(ids[u] not in ids[:u] for u in range(t + 1, len(ids)))
+    bars = _bars(at)
+    np.testing.assert_allclose(bars["soft"], pattern[t, : t + 1], atol=1e-5)
+    assert bars["exact"].sum() == 1 and bars["nearest"].max() == 1
+    at.slider(key=widget_key("lk_query")).set_value(3).run()
+    bars = _bars(at)
+    np.testing.assert_allclose(bars["soft"], pattern[3, :4], atol=1e-5)
+    assert _url(at, "lk_query") == "3"
+    labels = [m.label for m in at.metric]
+    assert labels[:2] == ["spread of q · k", "… / √12"]
+    raw, scaled = (float(m.value) for m in at.metric[:2])
+    assert raw == pytest.approx(scaled * np.sqrt(12), abs=0.02)

@@ -67,6 +67,16 @@ def lookup(q: np.ndarray, k: np.ndarray, v: np.ndarray, ids, query: int) -> Look
     return Lookup(query, E, dots, weights, outputs)
 
 
+def default_query(ids) -> int:
+    """The last position whose token also appears earlier (so all three look-ups have an answer),
+    else the last position."""
+    ids = list(ids)
+    for t in range(len(ids) - 1, 0, -1):
+        if ids[t] in ids[:t]:
+            return t
+    return len(ids) - 1
+
+
 @dataclass(frozen=True)
 class Spread:
     """q . k over every visible (query, key) pair of a head, unscaled and divided by sqrt(E),
