@@ -8,8 +8,10 @@ import ui
 from ui import cache, state
 from ui.frame import _md_escape as md  # the frame's Markdown escaping, for tokens in prose
 from viz_model.analysis import block as blk
+from viz_model.analysis import contextual as cx
 from viz_model.analysis import gradient as gx
 from viz_model.analysis import lookup as lk
+from viz_model.analysis.residual import layer_labels
 from viz_model.analysis.tokens import token_text
 from viz_model.charts import block as charts
 from viz_model.charts.common import show_whitespace
@@ -23,6 +25,7 @@ PARTS = {
     "walk": "One block, step by step",
     "matrices": "Matrices and circuits",
     "lookup": "A soft look-up",
+    "context": "Contextual embeddings",
     "gradient": "One gradient step",
 }
 WIDTHS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
@@ -507,11 +510,101 @@ def why_sqrt_d(walk: blk.BlockWalk, head: int) -> None:
     )
 
 
+# ---- part 5: contextual embeddings ---------------------------------------------------------------
+@st.cache_resource(show_spinner="Reading corpus snippets through the model…", max_entries=2)
+def corpus_resid(bundle_id: str) -> tuple:
+    """(windows, residual stream at every station (S, N, W, D)): large, shared read-only."""
+    b = cache.bundle(bundle_id)
+    windows = cx.windows_for(b.model, b.tokenizer, cx.corpus_text(b.meta))
+    return windows, cx.resid_by_station(b.model, windows.ids)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def contexts_of(bundle_id: str, token: int) -> cx.Contexts:
+    windows, resid = corpus_resid(bundle_id)
+    return cx.token_contexts(resid, windows, token)
+
+
+def contextual_embeddings() -> None:
+    st.markdown(
+        "The embedding table gives a token one vector, whatever surrounds it: a **static** "
+        "embedding. Each block then adds what attention gathered from the tokens before, so "
+        "higher up the same token has a different vector in every context: a **contextual** "
+        "embedding. Here one token, wherever it occurs in snippets of the training text, followed "
+        "up the residual stream."
+    )
+    windows, _ = corpus_resid(ctx.bundle_id)
+    options = cx.frequent_tokens(windows)
+    token = state.selectbox(
+        "Token", "ctx_token", options, options[0], format_func=vocab_label,
+        help="The corpus's most frequent tokens.",
+    )  # fmt: skip
+    c = contexts_of(ctx.bundle_id, token)
+    n = c.vectors.shape[1]
+    if n < 3:
+        st.info(
+            f"“{md(vocab_label(token))}” occurs too rarely in the snippets; pick another token."
+        )
+        return
+    stations = layer_labels(cfg.n_layer)
+    profile = cx.context_profile(c.vectors)
+    points, shares = cx.layer_projections(c.vectors)
+    groups = [vocab_label(t) if t >= 0 else "other" for t in cx.previous_groups(c.previous)]
+    st.plotly_chart(
+        cache.figure(
+            ("ctx similarity", ctx.bundle_id, token),
+            lambda: charts.context_similarity(
+                stations,
+                profile.to_layer0,
+                profile.to_layer0_min,
+                profile.between,
+                title=f"“{vocab_label(token)}” in {n} contexts: how alike its vectors are, by layer",
+            ),  # fmt: skip
+        )
+    )
+    st.markdown(
+        f"At `embed` the {n} vectors differ only by their position, so they are alike "
+        f"(cosine {profile.between[0]:.2f} between two contexts). After the last block they are "
+        f"{profile.between[-1]:.2f} alike, and on average {profile.to_layer0[-1]:.2f} like their "
+        "own starting vector: the context has moved them."
+    )
+    st.plotly_chart(
+        cache.figure(
+            ("ctx pca", ctx.bundle_id, token),
+            lambda: charts.context_projections(
+                points,
+                shares,
+                stations,
+                groups,
+                c.snippets,
+                title="Each layer's vectors of the token in 2D (each panel its own PCA)",
+            ),  # fmt: skip
+        )
+    )
+    st.caption(
+        "Colour: the token just before. Hover a dot for its context. Each panel shows the two "
+        "directions along which that layer's vectors differ most; the percentage is the share of "
+        "their spread those two directions show."
+    )
+    with st.expander("The contexts"):
+        st.dataframe(
+            {
+                "context (ending at the token)": [s.replace("\n", "↵") for s in c.snippets],
+                "cosine to its layer-0 vector, last layer": cx.cosines_to_layer0(c.vectors)[
+                    -1
+                ].round(3),
+            },
+            hide_index=True,
+        )
+
+
 if part == "walk":
     one_block()
 elif part == "matrices":
     matrices_and_circuits()
 elif part == "lookup":
     soft_lookup()
+elif part == "context":
+    contextual_embeddings()
 else:
     one_gradient_step()

@@ -158,3 +158,19 @@ def test_lookup_soft_row_is_the_heads_pattern_and_follows_the_query(models_dir):
     assert labels[:2] == ["spread of q · k", "… / √12"]
     raw, scaled = (float(m.value) for m in at.metric[:2])
     assert raw == pytest.approx(scaled * np.sqrt(12), abs=0.02)
+
+
+def test_contextual_embeddings_follow_the_chosen_token(models_dir):
+    at = app_test(models_dir, PAGE, prompt=PROMPT, query={"part": "context"})
+    assert not at.exception and not at.error
+    box = at.selectbox(key=widget_key("ctx_token"))
+    first = box.value
+    similarity = plotly_figures(at)[0]
+    to0 = plotly_array(similarity["data"][0]["y"])
+    assert to0[0] == pytest.approx(1.0) and len(to0) == 3  # embed, after block 0, after block 1
+    assert (to0[1:] < 0.999).all()  # blocks move the token's vector away from where it started
+    box.select_index(3).run()
+    assert not at.exception
+    assert at.selectbox(key=widget_key("ctx_token")).value != first
+    assert _url(at, "ctx_token") == str(at.selectbox(key=widget_key("ctx_token")).value)
+    assert not np.allclose(plotly_array(plotly_figures(at)[0]["data"][0]["y"]), to0)

@@ -351,3 +351,73 @@ def score_histograms(raw: np.ndarray, scaled: np.ndarray, title: str = "") -> go
     fig.update_xaxes(title="score")
     fig.update_yaxes(title="pairs")
     return fig
+
+
+# ---- contextual embeddings -----------------------------------------------------------------------
+
+GROUP_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#bbbbbb"]
+
+
+def context_projections(
+    points: np.ndarray,
+    shares: np.ndarray,
+    stations: list[str],
+    groups: list[str],
+    snippets: list[str],
+    title: str = "",
+) -> go.Figure:
+    """Small multiples, one per station: the occurrences (S, n, 2) by that station's own PCA,
+    coloured by group (e.g. the token before), the context in the hover."""
+    S = len(stations)
+    cols = min(S, 3)
+    rows = -(-S // cols)
+    fig = make_subplots(
+        rows=rows, cols=cols, horizontal_spacing=0.04, vertical_spacing=0.12,
+        subplot_titles=[f"{s} · {shares[i].sum():.0%}" for i, s in enumerate(stations)],
+    )  # fmt: skip
+    names = list(dict.fromkeys(groups))
+    hover = plotly_labels([s.replace("\n", "↵") for s in snippets])
+    for i in range(S):
+        for g, name in enumerate(names):
+            mask = np.array([x == name for x in groups])
+            fig.add_trace(
+                go.Scatter(
+                    x=points[i, mask, 0], y=points[i, mask, 1], mode="markers", name=name,
+                    legendgroup=name, showlegend=i == 0,
+                    marker=dict(color=GROUP_COLOURS[g % len(GROUP_COLOURS)], size=7),
+                    text=[hover[j] for j in np.flatnonzero(mask)],
+                    hovertemplate="…%{text}<extra>" + plotly_labels([name])[0] + "</extra>",
+                ),
+                row=i // cols + 1, col=i % cols + 1,
+            )  # fmt: skip
+    base_layout(fig, title, height=60 + 250 * rows)
+    fig.update_annotations(font=dict(size=12))
+    fig.update_xaxes(showticklabels=False, zeroline=False)
+    fig.update_yaxes(showticklabels=False, zeroline=False)
+    fig.update_layout(legend=dict(orientation="h", y=-0.02, yanchor="top", x=0, title="before it:"))
+    return fig
+
+
+def context_similarity(
+    stations: list[str], to_layer0: np.ndarray, to_layer0_min: np.ndarray, between: np.ndarray,
+    title: str = "",
+) -> go.Figure:  # fmt: skip
+    """By station: the mean (and least) cosine of each occurrence to its own layer-0 vector, and
+    the mean cosine between two different occurrences."""
+    fig = go.Figure(
+        [
+            go.Scatter(x=stations, y=to_layer0, mode="lines+markers", name="to its own layer-0 vector",
+                       line=dict(color=STEP_COLOUR)),
+            go.Scatter(x=stations, y=to_layer0_min, mode="lines", name="… the least similar context",
+                       line=dict(color=STEP_COLOUR, dash="dot")),
+            go.Scatter(x=stations, y=between, mode="lines+markers", name="between two contexts",
+                       line=dict(color=OV_COLOUR)),
+        ]
+    )  # fmt: skip
+    base_layout(fig, title, height=SMALL_HEIGHT + 80)
+    fig.update_yaxes(
+        title="cosine similarity", range=[min(0, float(to_layer0_min.min())) - 0.02, 1.02]
+    )
+    fig.update_xaxes(type="category")
+    fig.update_layout(legend=dict(x=0.98, xanchor="right", y=0.98, bgcolor="rgba(255,255,255,0.7)"))
+    return fig
