@@ -421,3 +421,43 @@ def context_similarity(
     fig.update_xaxes(type="category")
     fig.update_layout(legend=dict(x=0.98, xanchor="right", y=0.98, bgcolor="rgba(255,255,255,0.7)"))
     return fig
+
+
+# ---- linear probes -------------------------------------------------------------------------------
+
+
+def probe_accuracy(
+    stations: list[str],
+    results: dict[str, tuple[np.ndarray, np.ndarray, float]],
+    title: str = "",
+) -> go.Figure:
+    """One panel per property: the probe's accuracy by station on held-out text (solid) and on
+    its training text (dotted), against the majority baseline (dashed)."""
+    names = list(results)
+    fig = make_subplots(
+        rows=1, cols=len(names), shared_yaxes=True, horizontal_spacing=0.04, subplot_titles=names
+    )
+    for i, name in enumerate(names, start=1):
+        test, train, baseline = results[name]
+        first = i == 1
+        fig.add_traces(
+            [
+                go.Scatter(x=stations, y=test, mode="lines+markers", name="held-out text",
+                           line=dict(color=STEP_COLOUR), legendgroup="test", showlegend=first,
+                           hovertemplate="%{x}: %{y:.1%}<extra>held-out</extra>"),
+                go.Scatter(x=stations, y=train, mode="lines", name="training text",
+                           line=dict(color=STEP_COLOUR, dash="dot"), legendgroup="train",
+                           showlegend=first, hovertemplate="%{x}: %{y:.1%}<extra>training</extra>"),
+                go.Scatter(x=[stations[0], stations[-1]], y=[baseline, baseline], mode="lines",
+                           name="majority baseline", line=dict(color=ACCENT, dash="dash"),
+                           legendgroup="base", showlegend=first,
+                           hovertemplate=f"always the commoner answer: {baseline:.1%}<extra></extra>"),
+            ],
+            rows=1, cols=i,
+        )  # fmt: skip
+    lows = [min(float(np.min(r[0])), float(np.min(r[1])), r[2]) for r in results.values()]
+    base_layout(fig, title, height=SMALL_HEIGHT + 120)
+    fig.update_yaxes(tickformat=".0%", range=[max(0.0, min(lows) - 0.03), 1.01])
+    fig.update_xaxes(type="category", tickangle=-45)
+    fig.update_layout(legend=dict(orientation="h", y=-0.35, yanchor="top", x=0))
+    return fig
