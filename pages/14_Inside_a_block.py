@@ -11,6 +11,7 @@ from viz_model.analysis import block as blk
 from viz_model.analysis import contextual as cx
 from viz_model.analysis import gradient as gx
 from viz_model.analysis import lookup as lk
+from viz_model.analysis import probes as pr
 from viz_model.analysis.residual import layer_labels
 from viz_model.analysis.tokens import token_text
 from viz_model.charts import block as charts
@@ -26,6 +27,7 @@ PARTS = {
     "matrices": "Matrices and circuits",
     "lookup": "A soft look-up",
     "context": "Contextual embeddings",
+    "probes": "Linear probes",
     "gradient": "One gradient step",
 }
 WIDTHS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
@@ -598,6 +600,63 @@ def contextual_embeddings() -> None:
         )
 
 
+# ---- part 6: linear probes -----------------------------------------------------------------------
+PROPERTY_WORDS = {
+    "vowel": "the token's first letter is a vowel: the token alone tells it",
+    "line start": "the token is the first of a line: it takes a look at the token before",
+    "speaker name": "the token is inside a speaker's name (“Ham.”, “LADY MACBETH.”): it takes context",
+    "second copy": "the token is in the copied half of its line: it takes counting or matching",
+    "deep bracket": "the token leaves two or more brackets open: it takes counting",
+}
+
+
+@st.cache_data(show_spinner="Training a probe at every layer…", max_entries=8)
+def probes_of(bundle_id: str) -> dict[str, pr.ProbeResult]:
+    windows, resid = corpus_resid(bundle_id)
+    data = cache.bundle(bundle_id).meta.get("data") or {}
+    labels = pr.properties(windows.texts, data.get("task") or "shakespeare")
+    return {name: pr.probe_by_station(resid, y) for name, y in labels.items()}
+
+
+def linear_probes() -> None:
+    st.markdown(
+        "Is a fact about the token *written in* its vector, where a straight line could read it? "
+        "A **linear probe** is a logistic regression trained to answer a yes/no question from the "
+        "residual vector alone, at one layer; if it answers text it never saw better than always "
+        "giving the commoner answer (the **majority baseline**), the layer holds that fact in a "
+        "readable form."
+    )
+    st.latex(r"p(\text{yes} \mid x) = \sigma(w \cdot x + b)")
+    results = probes_of(ctx.bundle_id)
+    windows, _ = corpus_resid(ctx.bundle_id)
+    stations = layer_labels(cfg.n_layer)
+    shown = {n: (r.test_accuracy, r.train_accuracy, r.baseline) for n, r in results.items()}
+    st.plotly_chart(
+        cache.figure(
+            ("probes", ctx.bundle_id),
+            lambda: charts.probe_accuracy(stations, shown, title="Probe accuracy by layer"),
+        )
+    )
+    some = next(iter(results.values()))
+    st.markdown(
+        "\n".join(f"- **{n}**: {PROPERTY_WORDS.get(n, '')}." for n in results)
+        + f"\n\nTrained on {some.n_train:,} tokens of {len(windows.ids)} snippets of the training "
+        f"text (two of every three), scored on the {some.n_test:,} tokens of the third. Each "
+        "panel has its own scale."
+    )
+    with st.expander("The numbers behind it"):
+        st.dataframe(
+            [
+                {"property": n, "station": s, "held-out accuracy": round(float(r.test_accuracy[i]), 4),
+                 "training accuracy": round(float(r.train_accuracy[i]), 4),
+                 "majority baseline": round(r.baseline, 4), "share of yes": round(r.share_yes, 4)}
+                for n, r in results.items()
+                for i, s in enumerate(stations)
+            ],
+            hide_index=True,
+        )  # fmt: skip
+
+
 if part == "walk":
     one_block()
 elif part == "matrices":
@@ -606,5 +665,7 @@ elif part == "lookup":
     soft_lookup()
 elif part == "context":
     contextual_embeddings()
+elif part == "probes":
+    linear_probes()
 else:
     one_gradient_step()

@@ -174,3 +174,19 @@ def test_contextual_embeddings_follow_the_chosen_token(models_dir):
     assert at.selectbox(key=widget_key("ctx_token")).value != first
     assert _url(at, "ctx_token") == str(at.selectbox(key=widget_key("ctx_token")).value)
     assert not np.allclose(plotly_array(plotly_figures(at)[0]["data"][0]["y"]), to0)
+
+
+def test_probes_show_held_out_accuracy_against_the_baseline(models_dir):
+    at = app_test(models_dir, PAGE, prompt=PROMPT, query={"part": "probes"})
+    assert not at.exception and not at.error
+    fig = plotly_figures(at)[0]
+    titles = [a["text"] for a in fig["layout"]["annotations"]]
+    assert titles == ["vowel", "line start", "speaker name"]
+    held_out = [t for t in fig["data"] if t["name"] == "held-out text"]
+    assert len(held_out) == 3 and all(len(plotly_array(t["y"])) == 3 for t in held_out)
+    vowel = plotly_array(held_out[0]["y"])
+    baseline = plotly_array(next(t for t in fig["data"] if t["name"] == "majority baseline")["y"])
+    assert vowel[0] > baseline[0] + 0.1  # the token alone tells a vowel: read at the embeddings
+    table = at.dataframe[0].value
+    assert set(table["property"]) == {"vowel", "line start", "speaker name"}
+    assert float(table["held-out accuracy"].iloc[0]) == round(float(vowel[0]), 4)

@@ -434,9 +434,7 @@ def probe_accuracy(
     """One panel per property: the probe's accuracy by station on held-out text (solid) and on
     its training text (dotted), against the majority baseline (dashed)."""
     names = list(results)
-    fig = make_subplots(
-        rows=1, cols=len(names), shared_yaxes=True, horizontal_spacing=0.04, subplot_titles=names
-    )
+    fig = make_subplots(rows=1, cols=len(names), horizontal_spacing=0.07, subplot_titles=names)
     for i, name in enumerate(names, start=1):
         test, train, baseline = results[name]
         first = i == 1
@@ -455,9 +453,11 @@ def probe_accuracy(
             ],
             rows=1, cols=i,
         )  # fmt: skip
-    lows = [min(float(np.min(r[0])), float(np.min(r[1])), r[2]) for r in results.values()]
-    base_layout(fig, title, height=SMALL_HEIGHT + 120)
-    fig.update_yaxes(tickformat=".0%", range=[max(0.0, min(lows) - 0.03), 1.01])
+    base_layout(fig, title, height=SMALL_HEIGHT + 140)
+    fig.update_layout(margin=dict(l=10, r=10, t=70, b=10))
+    for i, r in enumerate(results.values(), start=1):  # each panel its own range: gaps stay visible
+        low = min(float(np.min(r[0])), float(np.min(r[1])), r[2])
+        fig.update_yaxes(tickformat=".0%", range=[max(0.0, low - 0.02), 1.005], row=1, col=i)
     fig.update_xaxes(type="category", tickangle=-45)
     fig.update_layout(legend=dict(orientation="h", y=-0.35, yanchor="top", x=0))
     return fig
