@@ -37,3 +37,8 @@ def test_a_probe_reads_a_direction_where_it_is_and_not_where_it_is_not():
     held_out = labels[np.arange(N) % pr.TEST_EVERY == pr.TEST_EVERY - 1, pr.FIRST_POSITION :]
     assert result.n_test == held_out.size
     assert result.baseline == max(held_out.mean(), 1 - held_out.mean())
+
+
+def test_a_property_with_one_answer_only_is_left_out():
+    labels = pr.properties([list("12 13 14\n15 16"), list("7 8 9\n10 11 12")], "count")
+    assert "vowel" not in labels and "line start" in labels

@@ -84,9 +84,11 @@ def _window_labels(pieces: list[str], kind: str) -> dict[str, np.ndarray]:
 
 
 def properties(texts: list[list[str]], kind: str) -> dict[str, np.ndarray]:
-    """Property name -> labels (N, W) bool, for windows given as the text of each token."""
+    """Property name -> labels (N, W) bool, for windows given as the text of each token; a
+    property that is always yes or always no in these windows (vowels among digits) is left out."""
     rows = [_window_labels(pieces, kind) for pieces in texts]
-    return {name: np.stack([r[name] for r in rows]) for name in rows[0]}
+    stacked = {name: np.stack([r[name] for r in rows]) for name in rows[0]}
+    return {name: y for name, y in stacked.items() if 0 < y[:, FIRST_POSITION:].mean() < 1}
 
 
 @dataclass(frozen=True)
