@@ -1,5 +1,6 @@
 """Inside a block: one token's vector through a block step by step (the lecture's t1..t5 and h),
-attention as matrices for the whole prompt and each head's QK and OV circuits."""
+attention as matrices for the whole prompt and each head's QK and OV circuits, a soft look-up and
+why sqrt(d_head), contextual embeddings, linear probes by layer, and one gradient step."""
 
 import numpy as np
 import streamlit as st
@@ -34,8 +35,10 @@ WIDTHS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
 LEARNING_RATES = [0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0]
 st.markdown(
     "Every block of the model does the same few things to each token's vector. Here they are "
-    "taken apart with this model's real numbers: first one token through one block, then the "
-    "same attention written as matrices for the whole prompt at once."
+    "taken apart with this model's real numbers: one token through one block; attention as "
+    "matrices and circuits; attention as a soft dictionary look-up; how a token's vector becomes "
+    "contextual layer by layer; what a straight line can read from it (probes); and one step of "
+    "training by gradient descent."
 )
 part = state.radio(
     "Part", "part", list(PARTS), "walk", format_func=PARTS.get, horizontal=True,

@@ -101,7 +101,7 @@ SECTIONS: dict[str, list[Page]] = {
             "pages/14_Inside_a_block.py",
             "Inside a block",
             ":material/biotech:",
-            "One token through one block step by step, attention as matrices, and circuits.",
+            "One token through a block step by step; circuits, probes and one gradient step.",
         ),
     ],
 }
