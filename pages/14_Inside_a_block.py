@@ -58,8 +58,8 @@ def checks_of(bundle_id: str, ids: tuple[int, ...], layer: int) -> dict[str, flo
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def circuits_of(bundle_id: str, layer: int, head: int) -> blk.Circuits:
-    return blk.circuits(cache.bundle(bundle_id).model, layer, head)
+def circuits_of(bundle_id: str, layer: int, head: int, tokens: tuple[int, ...]) -> blk.Circuits:
+    return blk.circuits(cache.bundle(bundle_id).model, layer, head, list(tokens))
 
 
 def vocab_label(i: int) -> str:
@@ -218,7 +218,8 @@ def circuits_section(layer: int, head: int) -> None:
         f"to the stream. Both pass through the head's {cfg.d_head} dimensions, so their rank is at "
         f"most {cfg.d_head}, out of D = {cfg.d_model}."
     )
-    c = circuits_of(ctx.bundle_id, layer, head)
+    distinct = list(dict.fromkeys(ctx.ids))[:40]
+    c = circuits_of(ctx.bundle_id, layer, head, tuple(blk.map_tokens(cfg.vocab_size, distinct)))
     m1, m2, m3 = st.columns(3)
     m1.metric("rank of W_QK", c.qk_rank, help="Non-zero singular values (numerically).")
     m2.metric("rank of W_OV", c.ov_rank, help="Non-zero singular values (numerically).")
@@ -239,9 +240,9 @@ def circuits_section(layer: int, head: int) -> None:
         "reads it. Below, the prompt's own tokens; each row's mean is taken away, since a softmax "
         "ignores it."
     )
-    distinct = list(dict.fromkeys(ctx.ids))[:40]
     names = [vocab_label(i) for i in distinct]
-    sub = np.ix_(distinct, distinct)
+    row_of = {t: i for i, t in enumerate(c.token_ids)}
+    sub = np.ix_([row_of[t] for t in distinct], [row_of[t] for t in distinct])
     left, right = st.columns(2)
     left.plotly_chart(
         cache.figure(
@@ -272,16 +273,23 @@ def circuits_section(layer: int, head: int) -> None:
     qk_pairs, ov_pairs = blk.top_pairs(c.qk_tokens), blk.top_pairs(c.ov_tokens)
     left.markdown("**Top pairs in the whole vocabulary, QK** (query → key it prefers)")
     left.dataframe(
-        [{"query": vocab_label(a), "key": vocab_label(b), "score − row mean": round(v, 3)}
+        [{"query": vocab_label(c.token_ids[a]), "key": vocab_label(c.token_ids[b]),
+          "score − row mean": round(v, 3)}
          for a, b, v in qk_pairs],
         hide_index=True,
     )  # fmt: skip
     right.markdown("**Top pairs, OV** (token read → output it pushes up)")
     right.dataframe(
-        [{"read": vocab_label(a), "pushes up": vocab_label(b), "logit − row mean": round(v, 3)}
+        [{"read": vocab_label(c.token_ids[a]), "pushes up": vocab_label(c.token_ids[b]),
+          "logit − row mean": round(v, 3)}
          for a, b, v in ov_pairs],
         hide_index=True,
     )  # fmt: skip
+    if cfg.vocab_size > blk.MAX_VOCAB_MAP:
+        st.caption(
+            f"The vocabulary has {cfg.vocab_size:,} tokens; the top pairs are searched among the "
+            f"first {blk.MAX_VOCAB_MAP:,} and the prompt's own."
+        )
     st.caption(
         "A copying head's OV table is bright on its diagonal (reading a token pushes up the same "
         "token); an induction or previous-token head shows its rule in QK only together with the "
@@ -319,7 +327,11 @@ def one_gradient_step() -> None:
         "Token for the chain rule", "gd_pos", 0, T - 2, T - 2, container=c2,
         help="Whose next token the chain-rule example below follows.",
     )  # fmt: skip
-    s = step_of(ctx.bundle_id, tuple(ctx.ids), lr, position)
+    try:
+        s = step_of(ctx.bundle_id, tuple(ctx.ids), lr, position)
+    except ValueError as err:  # a model too large to copy for one student
+        st.info(f"No gradient step here: {err}.")
+        return
     m1, m2, m3 = st.columns(3)
     m1.metric(
         "loss before", f"{s.loss_before:.4f}", help="Mean −ln p of the N = T − 1 next tokens."

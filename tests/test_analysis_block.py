@@ -116,3 +116,16 @@ def test_recorded_differences_are_small_and_would_catch_a_wrong_step():
     assert max(diffs.values()) < 1e-5
     wrong = blk.block_walk(tiny_model(seed=1), IDS, 0)  # another model's numbers
     assert blk.recorded_differences(model, IDS, wrong)["h"] > 1e-2
+
+
+def test_a_large_vocabulary_is_mapped_on_a_subset_with_the_prompts_tokens(monkeypatch):
+    model = tiny_model()
+    full = blk.circuits(model, 0, 2)
+    assert full.token_ids == list(range(model.cfg.vocab_size))
+    monkeypatch.setattr(blk, "MAX_VOCAB_MAP", 8)
+    ids = blk.map_tokens(model.cfg.vocab_size, [20, 3])
+    assert ids == [0, 1, 2, 3, 4, 5, 6, 7, 20]
+    part = blk.circuits(model, 0, 2, ids)
+    assert part.ov_tokens.shape == part.qk_tokens.shape == (9, 9)
+    np.testing.assert_allclose(part.ov_tokens, full.ov_tokens[np.ix_(ids, ids)])
+    np.testing.assert_allclose(part.qk_tokens, full.qk_tokens[np.ix_(ids, ids)])

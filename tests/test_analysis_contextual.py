@@ -69,3 +69,16 @@ def test_a_token_that_never_occurs_has_no_contexts():
     resid = np.zeros((3, 6, 16, 4))
     c = cx.token_contexts(resid, windows, 99)
     assert c.vectors.shape == (3, 0, 4) and c.where == [] and c.snippets == []
+
+
+def test_fewer_windows_for_a_larger_model(monkeypatch):
+    from viz_model.tokenization import Tokenizer
+
+    text = cx.load_corpus("shakespeare")[:200_000]
+    tok = Tokenizer.train(text[:20_000], "char")
+    model = tiny_model(vocab_size=tok.vocab_size)
+    assert len(cx.windows_for(model, tok, text).ids) == cx.MAX_WINDOWS
+    per_window = 3 * 16 * 32  # stations x context x d_model
+    monkeypatch.setattr(cx, "RESID_BUDGET", 20 * per_window)
+    windows = cx.windows_for(model, tok, text)
+    assert windows.ids.shape == (20, 16)

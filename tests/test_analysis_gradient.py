@@ -68,3 +68,9 @@ def test_tied_model_the_unembedding_path_is_only_part_of_the_gradient():
 def test_one_token_prompt_is_refused_with_a_reason():
     with pytest.raises(ValueError, match="at least 2 tokens"):
         gx.gradient_step(tiny_model(), [3], lr=0.1, position=0)
+
+
+def test_a_model_too_large_to_copy_is_refused_with_its_size(monkeypatch):
+    monkeypatch.setattr(gx, "MAX_STEP_PARAMS", 1000)
+    with pytest.raises(ValueError, match="parameters; a step here copies the model"):
+        gx.gradient_step(tiny_model(), IDS, lr=0.1, position=0)

@@ -232,8 +232,9 @@ class Circuits:
     qk_singular, ov_singular: (D,) singular values; qk_rank, ov_rank: numerical ranks.
     tokens (V, D): the vocabulary as the head reads it on the direct path (the token's embedding
     through the block's first LayerNorm in a pre-LN model, no position, no earlier layer).
-    qk_tokens (V, V): tokens @ W_QK @ tokens^T / sqrt(E), query token down, key token across;
-    ov_tokens (V, V): tokens @ W_OV @ W_U, source token down, pushed-up output token across.
+    qk_tokens (n, n): tokens @ W_QK @ tokens^T / sqrt(E), query token down, key token across;
+    ov_tokens (n, n): tokens @ W_OV @ W_U, source token down, pushed-up output token across;
+    token_ids (n,): the vocabulary ids of those rows and columns (all of a small vocabulary).
     """
 
     W_QK: np.ndarray
@@ -244,6 +245,7 @@ class Circuits:
     ov_rank: int
     qk_tokens: np.ndarray
     ov_tokens: np.ndarray
+    token_ids: list[int]
 
 
 def direct_tokens(model: GPT, layer: int) -> np.ndarray:
@@ -253,13 +255,26 @@ def direct_tokens(model: GPT, layer: int) -> np.ndarray:
     return layer_norm(W_E, model.blocks[layer].ln1) if model.cfg.norm == "pre" else W_E
 
 
-def circuits(model: GPT, layer: int, head: int) -> Circuits:
-    """The QK and OV circuits of one head, their ranks, and both read through the vocabulary."""
+MAX_VOCAB_MAP = 1024  # V x V token maps past this grow too large (GPT-2: 50,257^2 numbers)
+
+
+def map_tokens(vocab_size: int, extra: list[int] = ()) -> list[int]:
+    """The token ids a V x V map covers: all of a small vocabulary; of a large one the first
+    MAX_VOCAB_MAP ids and `extra` (e.g. the prompt's tokens), sorted."""
+    if vocab_size <= MAX_VOCAB_MAP:
+        return list(range(vocab_size))
+    return sorted(set(range(MAX_VOCAB_MAP)) | {int(t) for t in extra})
+
+
+def circuits(model: GPT, layer: int, head: int, tokens: list[int] | None = None) -> Circuits:
+    """The QK and OV circuits of one head, their ranks, and both read through the vocabulary:
+    token maps over `tokens` (default: map_tokens of the vocabulary), rows and columns alike."""
     w = head_weights(model, layer)
     W_QK = w["W_Q"][head] @ w["W_K"][head].T  # (D, E) @ (E, D)
     W_OV = w["W_V"][head] @ w["W_O"][head]  # (D, E) @ (E, D)
     qk_s, ov_s = np.linalg.svd(W_QK, compute_uv=False), np.linalg.svd(W_OV, compute_uv=False)
-    X = direct_tokens(model, layer)
+    tokens = map_tokens(model.cfg.vocab_size) if tokens is None else list(tokens)
+    X = direct_tokens(model, layer)[tokens]
     E = w["W_Q"].shape[-1]
     return Circuits(
         W_QK=W_QK,
@@ -269,7 +284,8 @@ def circuits(model: GPT, layer: int, head: int) -> Circuits:
         qk_rank=int(np.linalg.matrix_rank(W_QK)),
         ov_rank=int(np.linalg.matrix_rank(W_OV)),
         qk_tokens=X @ W_QK @ X.T / math.sqrt(E),
-        ov_tokens=X @ W_OV @ _np(model.W_U, ()),
+        ov_tokens=X @ W_OV @ _np(model.W_U, ())[:, tokens],
+        token_ids=tokens,
     )
 
 

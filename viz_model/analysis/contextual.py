@@ -43,9 +43,18 @@ def corpus_text(meta: dict) -> str:
     return load_corpus("shakespeare")
 
 
-def windows_for(model: GPT, tokenizer: Tokenizer, text: str, n_windows: int = 120) -> Windows:
-    """Corpus windows as long as the model's context allows (at most 64 tokens)."""
-    return corpus_windows(text, tokenizer, n_windows, min(64, model.cfg.n_ctx))
+MAX_WINDOWS = 120
+RESID_BUDGET = 8_000_000  # numbers kept for every station of every window (32 MB of float32)
+
+
+def windows_for(model: GPT, tokenizer: Tokenizer, text: str) -> Windows:
+    """Corpus windows as long as the model's context allows (at most 64 tokens); fewer than
+    MAX_WINDOWS when keeping every station of every window would pass RESID_BUDGET numbers
+    (a 12-layer, 768-wide model keeps 12 windows), never fewer than 12."""
+    length = min(64, model.cfg.n_ctx)
+    per_window = (model.cfg.n_layer + 1) * length * model.cfg.d_model
+    n = int(min(MAX_WINDOWS, max(12, RESID_BUDGET // per_window)))
+    return corpus_windows(text, tokenizer, n, length)
 
 
 def stations(model: GPT) -> list[str]:

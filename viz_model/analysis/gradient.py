@@ -31,6 +31,8 @@ import torch.nn.functional as F
 
 from viz_model.model import GPT
 
+MAX_STEP_PARAMS = 20_000_000  # a step copies the model and its gradients: 3x its memory per student
+
 
 def prompt_loss(model: GPT, ids: torch.Tensor) -> torch.Tensor:
     """Mean cross-entropy of predicting ids[1:] from ids[:-1] on one prompt (needs 2+ tokens)."""
@@ -179,6 +181,11 @@ def gradient_step(
     ids = torch.as_tensor(ids, dtype=torch.long)
     if len(ids) < 2:
         raise ValueError("a gradient step needs a prompt of at least 2 tokens (one target)")
+    if model.n_params() > MAX_STEP_PARAMS:
+        raise ValueError(
+            f"this model has {model.n_params():,} parameters; a step here copies the model, so it "
+            f"is offered up to {MAX_STEP_PARAMS:,}"
+        )
     twin, loss_before = sgd_step(model, ids, lr)
     with torch.no_grad():
         loss_after = float(prompt_loss(twin, ids))
