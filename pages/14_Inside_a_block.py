@@ -88,7 +88,9 @@ def one_block() -> None:
                 "t_2 = \\mathrm{MultiHeadAttention}(t_1)",
                 "what attention brings from earlier tokens",
             ),
-            ("t_3 = x + t_2", "the residual stream half-way (`resid_mid`)"),
+            ("h = t_3 = x + t_2", "the block's output (`resid_post`): no MLP in this model")
+            if attn_only
+            else ("t_3 = x + t_2", "the residual stream half-way (`resid_mid`)"),
         ]
         if not attn_only:
             lines += [
@@ -97,8 +99,6 @@ def one_block() -> None:
                 ("h = t_3 + t_5", "the block's output (`resid_post`)"),
             ]
         st.markdown("\n".join(f"- ${f}$: {words}" for f, words in lines))
-        if attn_only:
-            st.caption("This model is attention-only: no MLP, so its block ends at h = t3.")
     else:
         st.markdown(
             "This model is **post-LN** (the 2017 original): the LayerNorm sits on the stream after "
@@ -127,8 +127,9 @@ def one_block() -> None:
     st.markdown(
         f"The token enters with length **{x_norm:.2f}** and leaves with **{h_norm:.2f}**. "
         + (
-            "A LayerNorm resets the length to about √D · |γ| whatever came in; attention and the "
-            "MLP each add a vector to the stream, which never replaces what was there."
+            "A LayerNorm resets the length to about √D · |γ| whatever came in; "
+            + ("attention adds" if cfg.attn_only else "attention and the MLP each add")
+            + " a vector to the stream, which never replaces what was there."
             if pre
             else "Each LayerNorm resets the stream's length, so the output's is set by γ."
         )

@@ -190,3 +190,15 @@ def test_probes_show_held_out_accuracy_against_the_baseline(models_dir):
     table = at.dataframe[0].value
     assert set(table["property"]) == {"vowel", "line start", "speaker name"}
     assert float(table["held-out accuracy"].iloc[0]) == round(float(vowel[0]), 4)
+
+
+def test_attention_only_model_ends_its_block_at_t3(models_dir, tmp_path):
+    base = load_bundle(models_dir / "test-char")
+    model = GPT(base.config.__class__(**{**base.config.to_dict(), "attn_only": True})).eval()
+    save_bundle(tmp_path / "c-attn", model, base.tokenizer)
+    at = app_test(tmp_path, PAGE, prompt=PROMPT)
+    assert not at.exception
+    assert list(at.dataframe[0].value["step"]) == ["x", "t1", "t2", "h"]
+    assert any("h = t_3 = x + t_2" in m.value for m in at.markdown)
+    at.radio(key=widget_key("part")).set_value("probes").run()
+    assert not at.exception and len(plotly_figures(at)) == 1
