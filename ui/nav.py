@@ -2,7 +2,7 @@
 
 Pages are served by Streamlit's own `pages/` routing (`pages/3_Attention.py` -> `/Attention`); this
 list only orders and describes them. Only entries whose file exists are shown: no placeholders.
-Add a page here when its file lands (later issues: "Training", "Labs").
+Add a page here when its file lands.
 """
 
 from __future__ import annotations
@@ -110,6 +110,12 @@ SECTIONS: dict[str, list[Page]] = {
             "Interventions",
             ":material/content_cut:",
             "Ablate heads, patch activations, steer generation, scramble positions: see what breaks.",
+        ),
+        Page(
+            "pages/14_Inside_a_block.py",
+            "Inside a block",
+            ":material/biotech:",
+            "One token through a block step by step; circuits, probes and one gradient step.",
         ),
     ],
 }

@@ -56,10 +56,11 @@ def parse_float(raw: Any, default: float, lo: float, hi: float) -> float:
 
 
 def parse_choice(raw: Any, default: T, options: Sequence[T]) -> T:
-    """The option whose text is `raw` (options may be ints); the default when none matches."""
+    """The option whose text is `raw` (options may be ints or floats, written as `to_url` writes
+    them: 3.0 -> "3"); the default when none matches."""
     if raw is not None:
         for option in options:
-            if option == raw or str(option) == str(raw):
+            if option == raw or str(option) == str(raw) or to_url(option) == str(raw):
                 return option
     return default if default in options or not options else options[0]
 

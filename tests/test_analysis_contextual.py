@@ -1,0 +1,84 @@
+"""Contextual embeddings: the occurrences' vectors are the model's residual stream at each station,
+and the similarity profile measures what it says."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from tests.conftest import tiny_model
+from viz_model.analysis import contextual as cx
+from viz_model.analysis.neurons import Windows
+
+
+def _windows() -> Windows:
+    rng = np.random.default_rng(0)
+    ids = rng.integers(0, 23, size=(6, 16))
+    ids[:, 10] = 5  # token 5 occurs at position 10 of every window (and maybe elsewhere)
+    return Windows(ids=ids, texts=[[f"<{t}>" for t in row] for row in ids])
+
+
+def test_occurrence_vectors_are_the_residual_stream_at_each_station():
+    model, windows = tiny_model(), _windows()
+    resid = cx.resid_by_station(model, windows.ids, batch_size=4)
+    assert resid.shape == (3, 6, 16, model.cfg.d_model)
+    c = cx.token_contexts(resid, windows, 5)
+    assert all(p >= cx.MIN_LEFT and windows.ids[w, p] == 5 for w, p in c.where)
+    assert sum(1 for w, p in c.where if w == 2) <= cx.PER_WINDOW
+    w, p = c.where[0]
+    _, cache = model.run_with_cache(torch.as_tensor(windows.ids[w]))
+    np.testing.assert_allclose(c.vectors[0, 0], cache["blocks.0.hook_resid_pre"][p], atol=1e-5)
+    np.testing.assert_allclose(c.vectors[2, 0], cache["blocks.1.hook_resid_post"][p], atol=1e-5)
+    assert c.snippets[0].endswith("<5>") and c.previous[0] == windows.ids[w, p - 1]
+
+
+def test_profile_by_hand():
+    # two occurrences, three stations: identical, orthogonal, opposite
+    v = np.array(
+        [
+            [[1.0, 0.0], [1.0, 0.0]],
+            [[1.0, 0.0], [0.0, 2.0]],
+            [[1.0, 0.0], [-3.0, 0.0]],
+        ]
+    )
+    p = cx.context_profile(v)
+    np.testing.assert_allclose(p.between, [1.0, 0.0, -1.0])
+    np.testing.assert_allclose(p.to_layer0, [1.0, 0.5, 0.0])
+    np.testing.assert_allclose(p.to_layer0_min, [1.0, 0.0, -1.0])
+
+
+def test_projections_and_groups():
+    rng = np.random.default_rng(1)
+    v = rng.standard_normal((3, 10, 8))
+    points, shares = cx.layer_projections(v)
+    assert points.shape == (3, 10, 2) and np.all(shares <= 1)
+    assert shares[0, 0] >= shares[0, 1]
+    groups = cx.previous_groups(np.array([1, 1, 2, 3, 3, 3, 4]), n=2)
+    assert groups == [1, 1, -1, 3, 3, 3, -1]
+
+
+def test_task_model_reads_its_task_text():
+    text = cx.corpus_text({"data": {"task": "repeat", "task_len": 16}})
+    line = text.splitlines()[0]
+    assert line.isalpha() and line[: len(line) // 2] == line[len(line) // 2 :]
+    assert cx.corpus_text({}).startswith(cx.load_corpus("shakespeare")[:50])
+
+
+def test_a_token_that_never_occurs_has_no_contexts():
+    windows = _windows()
+    resid = np.zeros((3, 6, 16, 4))
+    c = cx.token_contexts(resid, windows, 99)
+    assert c.vectors.shape == (3, 0, 4) and c.where == [] and c.snippets == []
+
+
+def test_fewer_windows_for_a_larger_model(monkeypatch):
+    from viz_model.tokenization import Tokenizer
+
+    text = cx.load_corpus("shakespeare")[:200_000]
+    tok = Tokenizer.train(text[:20_000], "char")
+    model = tiny_model(vocab_size=tok.vocab_size)
+    assert len(cx.windows_for(model, tok, text).ids) == cx.MAX_WINDOWS
+    per_window = 3 * 16 * 32  # stations x context x d_model
+    monkeypatch.setattr(cx, "RESID_BUDGET", 20 * per_window)
+    windows = cx.windows_for(model, tok, text)
+    assert windows.ids.shape == (20, 16)

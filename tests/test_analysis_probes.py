@@ -1,0 +1,44 @@
+"""Linear probes: labels computed from the text, and a probe that finds what is there (and only that)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from viz_model.analysis import probes as pr
+
+
+def test_shakespeare_labels_by_hand():
+    pieces = list("\nHam.\nTo be")  # one window, character tokens
+    labels = pr.properties([pieces], "shakespeare")
+    assert labels["vowel"][0].tolist() == [c in "aeiou" for c in "\nham.\nto be"]
+    starts = labels["line start"][0].tolist()
+    assert [i for i, s in enumerate(starts) if s] == [0, 1, 5, 6]  # "\n", "H", "\n", "T"
+    speaker = labels["speaker name"][0].tolist()
+    assert [i for i, s in enumerate(speaker) if s] == [1, 2, 3, 4]  # "Ham." after a blank line
+    assert "speaker name" not in pr.properties([list("Ham.\nx")], "shakespeare")  # no blank before
+
+
+def test_task_labels_by_hand():
+    second = pr.properties([list("abcabc\nxyxy")], "repeat")["second copy"][0].tolist()
+    assert second == [False] * 3 + [True] * 3 + [False] + [False] * 2 + [True] * 2
+    deep = pr.properties([list("([{}])\n(")], "brackets")["deep bracket"][0].tolist()
+    assert deep == [False, True, True, True, False, False, False, False]
+
+
+def test_a_probe_reads_a_direction_where_it_is_and_not_where_it_is_not():
+    rng = np.random.default_rng(0)
+    N, W, D = 60, 12, 8
+    labels = rng.random((N, W)) < 0.3
+    noise = rng.standard_normal((2, N, W, D))
+    noise[1, ..., 3] += np.where(labels, 2.5, -2.5)  # station 1 carries the label along dim 3
+    result = pr.probe_by_station(noise, labels)
+    assert result.test_accuracy[1] > 0.95
+    assert result.test_accuracy[0] < result.baseline + 0.05  # station 0: nothing to read
+    held_out = labels[np.arange(N) % pr.TEST_EVERY == pr.TEST_EVERY - 1, pr.FIRST_POSITION :]
+    assert result.n_test == held_out.size
+    assert result.baseline == max(held_out.mean(), 1 - held_out.mean())
+
+
+def test_a_property_with_one_answer_only_is_left_out():
+    labels = pr.properties([list("12 13 14\n15 16"), list("7 8 9\n10 11 12")], "count")
+    assert "vowel" not in labels and "line start" in labels

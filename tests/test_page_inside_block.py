@@ -1,0 +1,204 @@
+"""The Inside a block page in AppTest: the walk-through shows the model's own vectors and follows
+the token and block chosen; the matrix form shows the chosen head's Q, K, V and pattern; the URL
+carries every choice."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from tests.apptest_util import app_test, plotly_array, plotly_figures
+from ui.state import widget_key
+from viz_model import GPT
+from viz_model.checkpoint import load_bundle, save_bundle
+
+PAGE = "pages/14_Inside_a_block.py"
+PROMPT = "ROMEO: But soft"
+
+
+def _recorded(models_dir, names):
+    bundle = load_bundle(models_dir / "test-char")
+    ids = torch.tensor(bundle.tokenizer.encode(PROMPT))
+    _, cache = bundle.model.run_with_cache(ids, names=names)
+    return bundle, {n: cache[n].numpy() for n in names}
+
+
+def _walk_rows(at) -> np.ndarray:
+    """The walk chart's heatmap: one row per step, (S, D)."""
+    return plotly_array(plotly_figures(at)[0]["data"][0]["z"])
+
+
+def _url(at, key) -> str:
+    return str(at.query_params[key]).strip("[]'")
+
+
+def test_walk_ends_at_resid_post_and_follows_token_and_block(models_dir):
+    at = app_test(models_dir, PAGE, prompt=PROMPT)
+    assert not at.exception and not at.error
+    _, rec = _recorded(models_dir, ["blocks.0.hook_resid_post", "blocks.1.hook_resid_pre"])
+    table = at.dataframe[0].value
+    assert list(table["step"]) == ["x", "t1", "t2", "t3", "t4", "t5", "h"]
+    T = len(rec["blocks.0.hook_resid_post"])
+    np.testing.assert_allclose(
+        _walk_rows(at)[-1], rec["blocks.0.hook_resid_post"][T - 1], atol=1e-4
+    )
+    assert float(table["length"].iloc[-1]) == np.round(
+        np.linalg.norm(rec["blocks.0.hook_resid_post"][T - 1]), 4
+    )
+    at.slider(key=widget_key("blk_pos")).set_value(2).run()
+    np.testing.assert_allclose(_walk_rows(at)[-1], rec["blocks.0.hook_resid_post"][2], atol=1e-4)
+    at.slider(key=widget_key("blk_layer")).set_value(1).run()
+    assert not at.exception
+    np.testing.assert_allclose(_walk_rows(at)[0], rec["blocks.1.hook_resid_pre"][2], atol=1e-4)
+    assert "block 1" in at.subheader[0].value
+    assert _url(at, "blk_layer") == "1" and _url(at, "blk_pos") == "2"
+
+
+def test_matrices_show_the_chosen_heads_q_and_pattern(models_dir):
+    at = app_test(models_dir, PAGE, prompt=PROMPT, query={"part": "matrices", "blk_layer": "1"})
+    assert not at.exception and not at.error
+    _, rec = _recorded(models_dir, ["blocks.1.attn.hook_q", "blocks.1.attn.hook_pattern"])
+    figs = plotly_figures(at)
+    np.testing.assert_allclose(
+        plotly_array(figs[0]["data"][0]["z"]), rec["blocks.1.attn.hook_q"][:, 0], atol=1e-4
+    )
+    at.slider(key=widget_key("blk_head")).set_value(3).run()
+    figs = plotly_figures(at)
+    pattern = plotly_array(figs[1]["data"][0]["z"])
+    expected = rec["blocks.1.attn.hook_pattern"][3]
+    np.testing.assert_allclose(np.nan_to_num(pattern), expected, atol=1e-4)
+    assert _url(at, "blk_head") == "3" and _url(at, "part") == "matrices"
+    ranks = {m.label: m.value for m in at.metric}
+    assert ranks["rank of W_QK"] == "12" and ranks["rank of W_OV"] == "12"  # d_head = 48 / 4
+
+
+def test_post_ln_model_walks_its_own_steps(models_dir, tmp_path):
+    base = load_bundle(models_dir / "test-char")
+    model = GPT(base.config.__class__(**{**base.config.to_dict(), "norm": "post"})).eval()
+    save_bundle(tmp_path / "b-post", model, base.tokenizer)
+    at = app_test(tmp_path, PAGE, prompt=PROMPT)
+    assert not at.exception
+    steps = list(at.dataframe[0].value["step"])
+    assert steps == ["x", "a", "x + a", "t3", "m", "t3 + m", "h"]
+    assert any("post-LN" in m.value for m in at.markdown)
+
+
+def test_radio_switches_parts(models_dir):
+    at = app_test(models_dir, PAGE, prompt=PROMPT)
+    at.radio(key=widget_key("part")).set_value("matrices").run()
+    assert not at.exception
+    assert any("circuits" in h.value for h in at.subheader)
+    assert _url(at, "part") == "matrices"
+
+
+def test_gradient_step_follows_the_learning_rate_and_keeps_the_shared_model(models_dir):
+    at = app_test(models_dir, PAGE, prompt=PROMPT, query={"part": "gradient"})
+    assert not at.exception and not at.error
+    bundle, _ = _recorded(models_dir, [])
+    ids = torch.tensor(bundle.tokenizer.encode(PROMPT))
+    with torch.no_grad():
+        loss = torch.nn.functional.cross_entropy(bundle.model(ids[:-1]), ids[1:])
+    metrics = {m.label: m for m in at.metric}
+    assert metrics["loss before"].value == f"{float(loss):.4f}"
+    after = metrics["loss after one step"].value
+    at.select_slider(key=widget_key("gd_lr")).set_value(0.001).run()
+    assert not at.exception
+    small = {m.label: m for m in at.metric}
+    assert small["loss before"].value == f"{float(loss):.4f}"  # the served model did not move
+    assert small["loss after one step"].value != after
+    assert float(small["loss after one step"].value) < float(loss)
+    assert _url(at, "gd_lr") == "0.001"
+    # the chain rule's sum by hand equals autograd's number, both printed
+    text = " ".join(b.value for b in at.latex)
+    assert "autograd" in text
+    by_hand = text.split("positions} = ")[1].split(",")[0]
+    assert f"autograd}} = {by_hand}" in text
+
+
+def test_gradient_step_on_a_one_token_prompt_says_why_not(models_dir):
+    at = app_test(models_dir, PAGE, prompt="R", query={"part": "gradient"})
+    assert not at.exception
+    assert any("at least two tokens" in i.value for i in at.info)
+    for part in ("walk", "matrices"):  # the other parts draw a one-token prompt
+        at.radio(key=widget_key("part")).set_value(part).run()
+        assert not at.exception and len(plotly_figures(at)) >= 1
+
+
+def test_a_whole_number_learning_rate_in_the_url_opens_it(models_dir):
+    # the URL writes 3.0 as "3" (to_url); reading it back once fell to the default 0.1
+    at = app_test(models_dir, PAGE, prompt=PROMPT, query={"part": "gradient", "gd_lr": "3"})
+    assert at.select_slider(key=widget_key("gd_lr")).value == 3.0
+    assert any("3 \\times" in b.value for b in at.latex)
+
+
+def _bars(at) -> dict[str, np.ndarray]:
+    """The look-up chart's bars by name: exact, nearest, soft, soft unscaled."""
+    return {t["name"]: plotly_array(t["y"]) for t in plotly_figures(at)[0]["data"]}
+
+
+def test_lookup_soft_row_is_the_heads_pattern_and_follows_the_query(models_dir):
+    query = {"part": "lookup", "blk_layer": "1", "blk_head": "2"}
+    at = app_test(models_dir, PAGE, prompt=PROMPT, query=query)
+    assert not at.exception and not at.error
+    _, rec = _recorded(models_dir, ["blocks.1.attn.hook_pattern"])
+    pattern = rec["blocks.1.attn.hook_pattern"][2]
+    # the default query is the last token that appeared earlier too, so "exact" finds it
+    t = at.slider(key=widget_key("lk_query")).value
+    ids = load_bundle(models_dir / "test-char").tokenizer.encode(PROMPT)
+    assert ids[t] in ids[:t] and all(ids[u] not in ids[:u] for u in range(t + 1, len(ids)))
+    bars = _bars(at)
+    np.testing.assert_allclose(bars["soft"], pattern[t, : t + 1], atol=1e-5)
+    assert bars["exact"].sum() == 1 and bars["nearest"].max() == 1
+    at.slider(key=widget_key("lk_query")).set_value(3).run()
+    bars = _bars(at)
+    np.testing.assert_allclose(bars["soft"], pattern[3, :4], atol=1e-5)
+    assert _url(at, "lk_query") == "3"
+    labels = [m.label for m in at.metric]
+    assert labels[:2] == ["spread of q · k", "… / √12"]
+    raw, scaled = (float(m.value) for m in at.metric[:2])
+    assert raw == pytest.approx(scaled * np.sqrt(12), abs=0.02)
+
+
+def test_contextual_embeddings_follow_the_chosen_token(models_dir):
+    at = app_test(models_dir, PAGE, prompt=PROMPT, query={"part": "context"})
+    assert not at.exception and not at.error
+    box = at.selectbox(key=widget_key("ctx_token"))
+    first = box.value
+    similarity = plotly_figures(at)[0]
+    to0 = plotly_array(similarity["data"][0]["y"])
+    assert to0[0] == pytest.approx(1.0) and len(to0) == 3  # embed, after block 0, after block 1
+    assert (to0[1:] < 0.999).all()  # blocks move the token's vector away from where it started
+    box.select_index(3).run()
+    assert not at.exception
+    assert at.selectbox(key=widget_key("ctx_token")).value != first
+    assert _url(at, "ctx_token") == str(at.selectbox(key=widget_key("ctx_token")).value)
+    assert not np.allclose(plotly_array(plotly_figures(at)[0]["data"][0]["y"]), to0)
+
+
+def test_probes_show_held_out_accuracy_against_the_baseline(models_dir):
+    at = app_test(models_dir, PAGE, prompt=PROMPT, query={"part": "probes"})
+    assert not at.exception and not at.error
+    fig = plotly_figures(at)[0]
+    titles = [a["text"] for a in fig["layout"]["annotations"]]
+    assert titles == ["vowel", "line start", "speaker name"]
+    held_out = [t for t in fig["data"] if t["name"] == "held-out text"]
+    assert len(held_out) == 3 and all(len(plotly_array(t["y"])) == 3 for t in held_out)
+    vowel = plotly_array(held_out[0]["y"])
+    baseline = plotly_array(next(t for t in fig["data"] if t["name"] == "majority baseline")["y"])
+    assert vowel[0] > baseline[0] + 0.1  # the token alone tells a vowel: read at the embeddings
+    table = at.dataframe[0].value
+    assert set(table["property"]) == {"vowel", "line start", "speaker name"}
+    assert float(table["held-out accuracy"].iloc[0]) == round(float(vowel[0]), 4)
+
+
+def test_attention_only_model_ends_its_block_at_t3(models_dir, tmp_path):
+    base = load_bundle(models_dir / "test-char")
+    model = GPT(base.config.__class__(**{**base.config.to_dict(), "attn_only": True})).eval()
+    save_bundle(tmp_path / "c-attn", model, base.tokenizer)
+    at = app_test(tmp_path, PAGE, prompt=PROMPT)
+    assert not at.exception
+    assert list(at.dataframe[0].value["step"]) == ["x", "t1", "t2", "h"]
+    assert any("h = t_3 = x + t_2" in m.value for m in at.markdown)
+    at.radio(key=widget_key("part")).set_value("probes").run()
+    assert not at.exception and len(plotly_figures(at)) == 1

@@ -1,0 +1,159 @@
+"""Contextual embeddings: one token in many contexts of the corpus, its residual vector layer by layer.
+
+At the bottom (layer 0, the token embedding plus a position) every occurrence of a token has almost
+the same vector; each block then mixes in what came before, so higher up the same token has a
+different vector in each context. `token_contexts` finds the occurrences in corpus windows
+(analysis/neurons.py's `corpus_windows`) and keeps the residual stream at each station
+(embed = resid_pre of block 0, after each block); `context_profile` measures, per station, the
+cosine similarity of each occurrence to its own layer-0 vector, and the mean similarity between
+different occurrences (the "self-similarity" of Ethayarajh, 2019); `layer_projections` puts each
+station's vectors in 2D by its own PCA (analysis/embeddings.py's `pca`).
+
+`corpus_text(meta)` is the text a bundle's tokens are best looked at in: its synthetic task's text
+for a task model, else the bundled Shakespeare.
+
+Not here: charts (charts/block.py).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from viz_model.analysis.embeddings import pca
+from viz_model.analysis.neurons import Windows, corpus_windows
+from viz_model.data import load_corpus, task_text
+from viz_model.model import GPT
+from viz_model.tokenization import Tokenizer
+
+MIN_LEFT = 8  # an occurrence needs this many tokens before it: some context to be read
+PER_WINDOW = 2  # at most this many occurrences from one window, so contexts vary
+
+
+def corpus_text(meta: dict) -> str:
+    """The bundle's synthetic task as text when it was trained on one, else Shakespeare."""
+    data = (meta or {}).get("data") or {}
+    if data.get("task"):
+        return task_text(
+            data["task"], n_examples=400, seed=1, seq_len=int(data.get("task_len", 32))
+        )
+    return load_corpus("shakespeare")
+
+
+MAX_WINDOWS = 120
+RESID_BUDGET = 8_000_000  # numbers kept for every station of every window (32 MB of float32)
+
+
+def windows_for(model: GPT, tokenizer: Tokenizer, text: str) -> Windows:
+    """Corpus windows as long as the model's context allows (at most 64 tokens); fewer than
+    MAX_WINDOWS when keeping every station of every window would pass RESID_BUDGET numbers
+    (a 12-layer, 768-wide model keeps 12 windows), never fewer than 12."""
+    length = min(64, model.cfg.n_ctx)
+    per_window = (model.cfg.n_layer + 1) * length * model.cfg.d_model
+    n = int(min(MAX_WINDOWS, max(12, RESID_BUDGET // per_window)))
+    return corpus_windows(text, tokenizer, n, length)
+
+
+def stations(model: GPT) -> list[str]:
+    """The residual stream before block 0 (the embeddings) and after each block."""
+    n = model.cfg.n_layer
+    return ["blocks.0.hook_resid_pre"] + [f"blocks.{i}.hook_resid_post" for i in range(n)]
+
+
+def resid_by_station(model: GPT, ids: np.ndarray, batch_size: int = 32) -> np.ndarray:
+    """(S, N, W, D): the residual stream at every station for a batch of windows (N, W)."""
+    names = stations(model)
+    out = []
+    for i in range(0, len(ids), batch_size):
+        _, cache = model.run_with_cache(torch.as_tensor(ids[i : i + batch_size]), names=names)
+        batch = np.stack([cache[n].float().numpy() for n in names])
+        out.append(batch if batch.ndim == 4 else batch[:, None])  # one window drops its batch dim
+    return np.concatenate(out, axis=1)
+
+
+def frequent_tokens(windows: Windows, n: int = 30) -> list[int]:
+    """The n most frequent tokens at positions that have MIN_LEFT tokens before them."""
+    counts = Counter(windows.ids[:, MIN_LEFT:].ravel().tolist())
+    return [t for t, _ in counts.most_common(n)]
+
+
+@dataclass(frozen=True)
+class Contexts:
+    """One token's occurrences: vectors (S stations, n, D); where: (window, position) per
+    occurrence; snippets: the text before and including it; previous: the token before it."""
+
+    token: int
+    vectors: np.ndarray
+    where: list[tuple[int, int]]
+    snippets: list[str]
+    previous: np.ndarray
+
+
+def token_contexts(
+    resid: np.ndarray, windows: Windows, token: int, max_contexts: int = 80
+) -> Contexts:
+    """The residual vectors of `token` wherever it occurs (after MIN_LEFT tokens) in the windows;
+    resid from resid_by_station on windows.ids."""
+    where = []
+    for w, row in enumerate(windows.ids):
+        found = [p for p in np.flatnonzero(row == token) if p >= MIN_LEFT][:PER_WINDOW]
+        where += [(w, int(p)) for p in found]
+    where = where[:max_contexts]
+    vectors = (
+        np.stack([resid[:, w, p] for w, p in where], axis=1)
+        if where
+        else np.zeros((resid.shape[0], 0, resid.shape[-1]))
+    )
+    snippets = ["".join(windows.texts[w][max(0, p - 24) : p + 1]) for w, p in where]
+    previous = np.array([windows.ids[w, p - 1] for w, p in where], dtype=np.int64)
+    return Contexts(token, vectors, where, snippets, previous)
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Per station (S,): mean cosine of each occurrence to its own layer-0 vector (to_layer0),
+    its min over occurrences, and the mean cosine between two different occurrences (between)."""
+
+    to_layer0: np.ndarray
+    to_layer0_min: np.ndarray
+    between: np.ndarray
+
+
+def cosines_to_layer0(vectors: np.ndarray) -> np.ndarray:
+    """(S, n): the cosine of each occurrence's vector at each station to its own layer-0 vector."""
+    unit = _unit(vectors.astype(np.float64))
+    return (unit * unit[:1]).sum(-1)
+
+
+def context_profile(vectors: np.ndarray) -> Profile:
+    """Similarities by station for vectors (S, n, D), n >= 2."""
+    unit = _unit(vectors.astype(np.float64))
+    to0 = cosines_to_layer0(vectors)
+    n = unit.shape[1]
+    gram = unit @ unit.transpose(0, 2, 1)  # (S, n, n)
+    between = (gram.sum((1, 2)) - n) / (n * (n - 1))  # the mean off the diagonal
+    return Profile(to0.mean(1), to0.min(1), between)
+
+
+def layer_projections(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(S, n, 2) each station's vectors by that station's own PCA, and (S, 2) the variance
+    shares of its two directions."""
+    results = [pca(v, 2) for v in vectors]
+    points = np.stack(
+        [np.pad(r.projected, ((0, 0), (0, 2 - r.projected.shape[1]))) for r in results]
+    )
+    shares = np.stack([np.pad(r.explained, (0, 2 - len(r.explained))) for r in results])
+    return points, shares
+
+
+def previous_groups(previous: np.ndarray, n: int = 6) -> list[int]:
+    """Each occurrence's token before it when that is one of the n most common, else -1 ("other")."""
+    common = {t for t, _ in Counter(previous.tolist()).most_common(n)}
+    return [int(t) if t in common else -1 for t in previous]
