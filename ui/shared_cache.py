@@ -1,0 +1,213 @@
+"""One memory budget, in bytes, for what the pages compute per prompt, shared by every session.
+
+`st.cache_data` bounds each cache by its number of entries, which does not bound memory: one
+entry is tens of kB for a short prompt on a 4-layer model and hundreds of MB for 128 tokens through
+GPT-2 small; after 1,000 reruns with new prompts a server held 256 MB in its data caches and
+would have gone on growing to each cache's cap, and nothing was released when the class went home.
+Here every result decorated with `@shared` lives in one `cachetools.TTLCache` sized in bytes
+(VIZ_CACHE_MB, default 256 per server process): the least recently used results go first when a
+new one needs room, and a result unused for VIZ_CACHE_TTL_S (default an hour) is dropped by a
+sweep once a minute, so an idle server gives its memory back.
+
+Results are shared, not copied (st.cache_data unpickles a copy on every hit): numpy arrays are made
+read-only, so a page that tried to change one would fail loudly instead of changing it for
+everyone. Arguments whose names start with "_" are left out of the key, as with Streamlit's
+caches. When several sessions ask for the same missing result at once (a class arriving), one
+computes it and the others wait for it. The cache's size per function is reported in Streamlit's
+/_stcore/metrics (cache_type="viz_shared"), where the class benchmarks read it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import cachetools
+import numpy as np
+import torch
+
+F = TypeVar("F", bound=Callable[..., Any])
+BUDGET_ENV, TTL_ENV = "VIZ_CACHE_MB", "VIZ_CACHE_TTL_S"
+DEFAULT_MB, DEFAULT_TTL_S, SWEEP_S = 256, 3600.0, 60.0
+CATEGORY = "viz_shared"
+
+
+def nbytes(value: Any) -> int:
+    """About how many bytes `value` holds: arrays and tensors by their data, containers summed."""
+    if isinstance(value, np.ndarray):
+        return value.nbytes + 112
+    if isinstance(value, torch.Tensor):
+        return value.numel() * value.element_size() + 80
+    if isinstance(value, dict):
+        return sys.getsizeof(value) + sum(nbytes(k) + nbytes(v) for k, v in value.items())
+    if isinstance(value, list | tuple | set | frozenset):
+        return sys.getsizeof(value) + sum(nbytes(v) for v in value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return sys.getsizeof(value) + sum(
+            nbytes(getattr(value, f.name)) for f in dataclasses.fields(value)
+        )
+    if hasattr(value, "__dict__") and not isinstance(value, type):
+        return sys.getsizeof(value) + nbytes(vars(value))
+    return sys.getsizeof(value)
+
+
+def freeze(value: Any) -> Any:
+    """Make the numpy arrays inside `value` read-only (it is shared by every session)."""
+    if isinstance(value, np.ndarray):
+        value.flags.writeable = False
+    elif isinstance(value, dict):
+        for v in value.values():
+            freeze(v)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            freeze(v)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            freeze(getattr(value, f.name))
+    return value
+
+
+def _env_float(name: str, default: float) -> float:
+    try:
+        value = float(os.environ.get(name, default))
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+class SharedCache:
+    """A byte-bounded, time-limited LRU of (value, size) under one lock, with a lock per key being
+    computed so that a result is computed once however many sessions ask for it together."""
+
+    def __init__(
+        self, budget_bytes: int, ttl_s: float, timer: Callable[[], float] = time.monotonic
+    ):
+        self.entries = cachetools.TTLCache(
+            maxsize=budget_bytes, ttl=ttl_s, timer=timer, getsizeof=lambda entry: entry[1]
+        )
+        self.lock = threading.Lock()
+        self.computing: dict[tuple, threading.Lock] = {}
+        self.hits = self.misses = 0
+
+    def get_or_compute(self, key: tuple, compute: Callable[[], Any]) -> Any:
+        with self.lock:
+            if (entry := self.entries.get(key)) is not None:
+                self.hits += 1
+                return entry[0]
+            key_lock = self.computing.setdefault(key, threading.Lock())
+        with key_lock:  # a second asker waits here, then finds the first one's result
+            with self.lock:
+                if (entry := self.entries.get(key)) is not None:
+                    self.hits += 1
+                    return entry[0]
+                self.misses += 1
+            try:
+                value = freeze(compute())
+                self._store(key, value)
+            finally:
+                with self.lock:
+                    self.computing.pop(key, None)
+        return value
+
+    def _store(self, key: tuple, value: Any) -> None:
+        size = nbytes(value)
+        with self.lock:
+            if size <= self.entries.maxsize:  # a result bigger than the budget is not kept
+                self.entries[key] = (value, size)
+
+    def expire(self) -> None:
+        with self.lock:
+            self.entries.expire()
+
+    def clear(self) -> None:
+        with self.lock:
+            self.entries.clear()
+
+    def sizes(self) -> dict[str, int]:
+        """Bytes held per function name (the key's second item)."""
+        out: dict[str, int] = {}
+        with self.lock:
+            for key, (_, size) in self.entries.items():
+                out[key[1]] = out.get(key[1], 0) + size
+        return out
+
+    @property
+    def used(self) -> int:
+        return int(self.entries.currsize)
+
+
+CACHE = SharedCache(
+    int(_env_float(BUDGET_ENV, DEFAULT_MB) * 1e6), _env_float(TTL_ENV, DEFAULT_TTL_S)
+)
+
+
+def shared(fn: F) -> F:
+    """Cache `fn`'s results in CACHE, keyed by its file, name and arguments (those not named
+    with a leading "_"); the arguments must be hashable (tuples, not lists)."""
+    signature = inspect.signature(fn)
+    where = (fn.__code__.co_filename, fn.__qualname__)
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        key = (*where, *((k, v) for k, v in bound.arguments.items() if not k.startswith("_")))
+        _start_sweeper()
+        return CACHE.get_or_compute(key, lambda: fn(*args, **kwargs))
+
+    wrapper.clear = CACHE.clear  # type: ignore[attr-defined]
+    return wrapper  # type: ignore[return-value]
+
+
+_sweeper_started = threading.Event()
+
+
+def _start_sweeper() -> None:
+    """Once per process: a daemon thread that drops expired results every SWEEP_S seconds, and
+    the cache's sizes reported to Streamlit's /_stcore/metrics."""
+    if _sweeper_started.is_set():
+        return
+    _sweeper_started.set()
+    _register_metrics()
+
+    def sweep() -> None:
+        while True:
+            time.sleep(SWEEP_S)
+            CACHE.expire()
+
+    threading.Thread(target=sweep, name="shared-cache-sweeper", daemon=True).start()
+
+
+class _Metrics:
+    """A Streamlit stats provider: CACHE's bytes per function, as cache_memory_bytes."""
+
+    @property
+    def stats_families(self) -> list[str]:
+        from streamlit.runtime.stats import CACHE_MEMORY_FAMILY
+
+        return [CACHE_MEMORY_FAMILY]
+
+    def get_stats(self, _family_names=None) -> dict:
+        from streamlit.runtime.stats import CACHE_MEMORY_FAMILY, CacheStat
+
+        stats = [CacheStat(CATEGORY, name, size) for name, size in CACHE.sizes().items()]
+        return {CACHE_MEMORY_FAMILY: stats}
+
+
+def _register_metrics() -> None:
+    """Streamlit's stats manager is internal API: if it moves, the metrics are missing, nothing
+    else changes."""
+    try:
+        from streamlit.runtime import Runtime
+
+        if Runtime.exists():
+            Runtime.instance().stats_mgr.register_provider(_Metrics())
+    except Exception:  # noqa: BLE001 (metrics are a nicety; never break a page for them)
+        pass
