@@ -11,7 +11,9 @@ the model, lazily built objects: every page, Training included, before any is me
 class). Then `--views` rounds, each a new session (`?model=...&prompt=...`) doing three runs of
 the page: `new_session` (its first run; the URL's prompt already cached), `miss` (the student
 types a prompt no run had before: every cache misses) and `hit` (the same page again, as after
-a click: every cache hits). Bytes are the websocket messages the client received. CPU is the
+a click: every cache hits). Bytes are the websocket messages the client received; like a
+browser, the client tells the server which large elements it already holds (ForwardMsg hashes),
+so an element that did not change is sent as a reference. CPU is the
 mean over the rounds (the kernel counts in 10 ms ticks, so a mean over n resolves 10/n ms),
 bytes the median.
 
@@ -68,6 +70,7 @@ class Student:
     def __init__(self, port: int, pid: int) -> None:
         self.port, self.pid = port, pid
         self.prompt_id = ""  # the sidebar prompt widget's id, read from the first run
+        self.cached: set[str] = set()  # hashes of the large elements received, as a browser keeps
 
     async def __aenter__(self) -> Student:
         self.ws = await websockets.connect(stream_url(self.port), max_size=None)
@@ -84,6 +87,7 @@ class Student:
         msg = BackMsg()
         msg.rerun_script.query_string = query
         msg.rerun_script.page_name = page
+        msg.rerun_script.cached_message_hashes.extend(sorted(self.cached))
         if prompt is not None:
             widget = msg.rerun_script.widget_states.widgets.add()
             widget.id, widget.string_value = self.prompt_id, prompt
@@ -96,6 +100,8 @@ class Student:
             fwd = ForwardMsg()
             fwd.ParseFromString(raw)
             kind = fwd.WhichOneof("type")
+            if fwd.metadata.cacheable:
+                self.cached.add(fwd.hash)
             element = fwd.delta.new_element if kind == "delta" else None
             if element is not None and element.WhichOneof("type") == "exception":
                 errors += 1
@@ -144,9 +150,16 @@ def bench_server(port: int, paths: list[str], model: str, views: int) -> dict:
         for i, path in enumerate(paths):
             n0 = 1000 * (i + 1)
             out[path or "Home"] = asyncio.run(page_views(port, proc.pid, path, model, n0, views))
+        rss = int(Path(f"/proc/{proc.pid}/statm").read_text().split()[1]) * os.sysconf(
+            "SC_PAGESIZE"
+        )
     finally:
         stop_server(proc)
-    return {"server_idle_cpu_ms_per_s": round(idle * 1e3, 1), "server": out}
+    return {
+        "server_idle_cpu_ms_per_s": round(idle * 1e3, 1),
+        "server_rss_mb_at_end": round(rss / 2**20),
+        "server": out,
+    }
 
 
 def bench_breakdown(paths: list[str], model: str, views: int) -> dict:
