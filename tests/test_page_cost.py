@@ -14,3 +14,40 @@ def test_classroom_config_skips_the_full_gc_after_every_run():
     # page view once Training's imports are in memory. The generational collector still runs.
     config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
     assert config["runner"]["postScriptGC"] is False
+
+
+def test_a_frozen_figure_draws_the_same_json_and_keeps_its_dict():
+    import json
+
+    import numpy as np
+    import plotly.io as pio
+
+    from viz_model.charts.attention import pattern_heatmap
+    from viz_model.charts.common import FrozenFigure, frozen
+
+    fig = pattern_heatmap(np.tril(np.full((5, 5), 0.2)), [f"{i}:a" for i in range(5)])
+    ice = frozen(fig)
+    assert isinstance(ice, FrozenFigure) and frozen(ice) is ice
+    assert json.loads(pio.to_json(ice, validate=False)) == json.loads(pio.to_json(fig))
+    spec = ice.to_dict()
+    spec["data"][0]["name"], spec["layout"]["height"] = "changed", 1
+    assert ice.to_dict()["data"][0]["name"] == "masked" and ice.to_dict()["layout"]["height"] > 1
+    assert len(ice.data) == 3  # still a figure whose traces can be read
+
+
+def test_the_attention_grid_sends_float32_cells():
+    # 4 layers x 4 heads of a 57-token prompt (Shakespeare's default): 850 kB a view before, most
+    # of it this grid's float64 cells (base64, ~10.7 bytes a cell); float32 is ~5.3.
+    import json
+
+    import numpy as np
+    import plotly.io as pio
+
+    from viz_model.charts.attention import pattern_grid
+
+    L, H, T = 4, 4, 57
+    patterns = np.random.default_rng(0).dirichlet(np.ones(T), size=(L, H, T))
+    spec = json.loads(pio.to_json(pattern_grid(patterns, [f"{i}:x" for i in range(T)])))
+    heatmaps = [t for t in spec["data"] if t["type"] == "heatmap"]
+    assert len(heatmaps) == L * H and all(t["z"]["dtype"] == "f4" for t in heatmaps)
+    assert len(json.dumps(spec)) / (L * H * T * T) < 7

@@ -19,11 +19,15 @@ from viz_model.charts.common import (
     SMALL_HEIGHT,
     base_layout,
     every_tick,
+    frozen,
     plotly_labels,
 )
 
 MASK_NOTE = "masked: a token cannot look at later tokens"
 CELL_TEXT_MAX_T = 14  # write the numbers in the cells up to this many tokens
+# Cell values are sent as float32 (base64 typed arrays: 4 bytes a cell, half of float64): a hover
+# shows 3 decimals and a colour far fewer, so the browser never shows the difference.
+CELL_DTYPE = np.float32
 LINE_BINS = 8
 LINE_COLOUR = "#1f77b4"
 
@@ -79,7 +83,7 @@ def pattern_heatmap(
     fig = go.Figure()
     fig.add_trace(
         go.Heatmap(
-            z=np.where(masked, 1.0, np.nan),
+            z=np.where(masked, 1.0, np.nan).astype(CELL_DTYPE),
             x=labels,
             y=labels,
             colorscale=[[0, MASKED_COLOUR], [1, MASKED_COLOUR]],
@@ -90,7 +94,7 @@ def pattern_heatmap(
     )
     fig.add_trace(
         go.Heatmap(
-            z=shown,
+            z=shown.astype(CELL_DTYPE),
             x=labels,
             y=labels,
             colorbar=dict(title=bar_title, len=0.8, thickness=12),
@@ -141,14 +145,14 @@ def _row_outline(T: int, query: int) -> dict:
 
 
 def _unchecked_copy(fig: go.Figure, layout: dict) -> go.Figure:
-    """A copy of a built figure with some layout keys replaced, without re-validating its data.
+    """A frozen copy of a built figure with some layout keys replaced, its data not re-validated.
 
     Validation is what makes building a plotly figure slow (0.1-0.3 s for the grid); a figure
-    cached once per prompt can then follow the sliders for a few milliseconds.
+    cached once per prompt can then follow the sliders for a few milliseconds. From a frozen
+    figure (charts.common.frozen) the copy shares its data arrays and does not re-encode them.
     """
     spec = fig.to_dict()
-    spec["layout"].update(layout)
-    return go.Figure(spec, _validate=False)
+    return frozen({**spec, "layout": {**spec["layout"], **layout}})
 
 
 def outline_query(heatmap: go.Figure, query: int | None) -> go.Figure:
@@ -200,7 +204,7 @@ def pattern_grid(
         for head in range(H):
             fig.add_trace(
                 go.Heatmap(
-                    z=np.where(masked, np.nan, patterns[layer, head]),
+                    z=np.where(masked, np.nan, patterns[layer, head]).astype(CELL_DTYPE),
                     x=labels,
                     y=labels,
                     coloraxis="coloraxis",

@@ -102,6 +102,34 @@ def every_tick(labels: list[str], max_t: int = EVERY_TICK_MAX_T, size: int | Non
     return dict(tickmode="array", tickvals=list(labels), ticktext=list(labels), **font)
 
 
+class FrozenFigure(go.Figure):
+    """A finished figure drawn again and again: its plotly JSON dict is made once, here.
+
+    st.plotly_chart turns a figure into a dict on every script run (`to_dict`: a deep copy that
+    base64-encodes every numpy array again), then into JSON; for a figure a page caches, that
+    dict is the same each time (the attention grid: ~5 ms a view for nothing). This figure
+    keeps the dict it was made from and gives out a copy of its top levels, so the JSON is all
+    that is left per run. It is shared read-only by the caches: never change one in place
+    (derive another with `frozen(spec)`).
+    """
+
+    def __init__(self, spec: dict) -> None:
+        super().__init__(spec, _validate=False)  # the objects, for code that reads fig.data
+        self._spec = spec
+
+    def to_dict(self) -> dict:
+        # plotly.io.to_json pops each trace's "uid": the traces are copied, their arrays shared
+        spec = self._spec
+        return {**spec, "data": [dict(t) for t in spec["data"]], "layout": dict(spec["layout"])}
+
+
+def frozen(fig: go.Figure | dict) -> FrozenFigure:
+    """`fig` (a built figure, or the dict of one) as a FrozenFigure."""
+    if isinstance(fig, FrozenFigure):
+        return fig
+    return FrozenFigure(fig.to_dict() if isinstance(fig, go.Figure) else fig)
+
+
 def plotly_text(label: str) -> str:
     """Token text for plotly, whose labels, titles and hovers read a little HTML (<b>, <a href>):
     escape <, > and & only, so a student's "<b>" shows as typed and never as markup.
