@@ -51,3 +51,29 @@ def test_the_attention_grid_sends_float32_cells():
     heatmaps = [t for t in spec["data"] if t["type"] == "heatmap"]
     assert len(heatmaps) == L * H and all(t["z"]["dtype"] == "f4" for t in heatmaps)
     assert len(json.dumps(spec)) / (L * H * T * T) < 7
+
+
+def test_the_attention_grid_is_laid_out_as_make_subplots_would():
+    # pattern_grid builds its layout as plain dicts (57 -> 4 ms for 4 x 4 heads): same domains,
+    # anchors and title positions as plotly's own make_subplots, for several grid shapes.
+    import numpy as np
+    from plotly.subplots import make_subplots
+
+    from viz_model.charts.attention import pattern_grid
+
+    for L, H in [(1, 1), (2, 3), (4, 4), (6, 8)]:
+        grid = pattern_grid(np.full((L, H, 3, 3), 1 / 3)).to_dict()["layout"]
+        reference = make_subplots(
+            rows=L,
+            cols=H,
+            subplot_titles=[f"L{i} H{j}" for i in range(L) for j in range(H)],
+            horizontal_spacing=min(0.02, 0.5 / max(H - 1, 1)),
+            vertical_spacing=min(0.06, 0.5 / max(L - 1, 1)),
+        ).to_dict()["layout"]
+        for name, axis in reference.items():
+            if name.startswith(("xaxis", "yaxis")):
+                assert grid[name]["anchor"] == axis["anchor"]
+                np.testing.assert_allclose(grid[name]["domain"], axis["domain"], atol=1e-12)
+        for ours, theirs in zip(grid["annotations"], reference["annotations"], strict=True):
+            assert ours["text"] == theirs["text"]
+            np.testing.assert_allclose([ours["x"], ours["y"]], [theirs["x"], theirs["y"]])
