@@ -77,3 +77,26 @@ def test_the_attention_grid_is_laid_out_as_make_subplots_would():
         for ours, theirs in zip(grid["annotations"], reference["annotations"], strict=True):
             assert ours["text"] == theirs["text"]
             np.testing.assert_allclose([ours["x"], ours["y"]], [theirs["x"], theirs["y"]])
+
+
+def test_base_layout_assigns_what_update_layout_would_have_merged():
+    # base_layout assigns the properties a figure has not set (10x cheaper than update_layout)
+    # and merges the others: the result is the same figure either way.
+    import plotly.graph_objects as go
+
+    from viz_model.charts.common import base_layout, house_layout
+
+    def fresh() -> go.Figure:
+        return go.Figure(go.Bar(x=["a", "b"], y=[1, 2]))
+
+    def partly_set() -> go.Figure:
+        fig = fresh()
+        fig.layout.title.font.color = "red"  # kept by the merge
+        fig.layout.margin.pad = 3
+        return fig
+
+    for make in (fresh, partly_set):
+        expected = make().update_layout(**house_layout("A title", 321))
+        got = base_layout(make(), "A title", 321)
+        assert got.to_plotly_json() == expected.to_plotly_json()
+    assert base_layout(partly_set(), "t").layout.title.font.color == "red"
