@@ -75,15 +75,17 @@ def pattern_heatmap(
     if scores:
         finite = shown[~masked]
         bound = float(np.abs(finite).max()) if finite.size else 1.0
-        colours = dict(colorscale=DIVERGING, zmid=0, zmin=-bound, zmax=bound, reversescale=True)
+        colours = dict(
+            colorscale=get_colorscale(DIVERGING), zmid=0, zmin=-bound, zmax=bound, reversescale=True
+        )
         bar_title = "score"
     else:
-        colours = dict(colorscale=SEQUENTIAL, zmin=0, zmax=1)
+        colours = dict(colorscale=get_colorscale(SEQUENTIAL), zmin=0, zmax=1)
         bar_title = "weight"
     text = dict(texttemplate="%{z:.2f}", textfont=dict(size=10)) if T <= CELL_TEXT_MAX_T else {}
-    fig = go.Figure()
-    fig.add_trace(
-        go.Heatmap(
+    traces = [  # plain dicts, already as validation leaves them: 9 -> ~1 ms a head
+        dict(
+            type="heatmap",
             z=np.where(masked, 1.0, np.nan).astype(CELL_DTYPE),
             x=labels,
             y=labels,
@@ -91,41 +93,40 @@ def pattern_heatmap(
             showscale=False,
             hovertemplate="query %{y}<br>key %{x}<br>" + MASK_NOTE + "<extra></extra>",
             name="masked",
-        )
-    )
-    fig.add_trace(
-        go.Heatmap(
+        ),
+        dict(
+            type="heatmap",
             z=shown.astype(CELL_DTYPE),
             x=labels,
             y=labels,
-            colorbar=dict(title=bar_title, len=0.8, thickness=12),
+            colorbar=dict(title=dict(text=bar_title), len=0.8, thickness=12),
             hovertemplate=hover + "<extra></extra>",
             xgap=1,
             ygap=1,
             name="scores" if scores else "pattern",
             **colours,
             **text,
-        )
-    )
-    fig.add_trace(_mask_legend_entry())
-    if query is not None:
-        fig.add_shape(**_row_outline(T, query))
-    base_layout(fig, title, height=heatmap_height(T))
-    fig.update_layout(
+        ),
+        _mask_legend_entry().to_plotly_json(),
+    ]
+    ticks = every_tick(labels)
+    layout = house_layout(title, height=heatmap_height(T))
+    layout.update(
         legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom", bgcolor="rgba(0,0,0,0)"),
         margin=dict(l=10, r=10, t=80, b=10),
         plot_bgcolor="white",
-    )
-    ticks = every_tick(labels)
-    fig.update_xaxes(
-        title="key (the token looked at)", tickangle=-90 if T > 20 else -60, type="category",
-        showgrid=False, **ticks,
+        xaxis=dict(
+            title=dict(text="key (the token looked at)"), tickangle=-90 if T > 20 else -60,
+            type="category", showgrid=False, **ticks,
+        ),
+        yaxis=dict(
+            title=dict(text="query (the token looking)"), autorange="reversed",
+            type="category", showgrid=False, **ticks,
+        ),
     )  # fmt: skip
-    fig.update_yaxes(
-        title="query (the token looking)", autorange="reversed", type="category",
-        showgrid=False, **ticks,
-    )  # fmt: skip
-    return fig
+    if query is not None:
+        layout["shapes"] = [_row_outline(T, query)]
+    return go.Figure(dict(data=traces, layout=layout), _validate=False)
 
 
 def heatmap_height(T: int) -> int:
@@ -283,7 +284,7 @@ def attention_lines(
     drawn = weights >= min_weight
     bins = np.clip(np.searchsorted(edges, weights, side="right") - 1, 0, LINE_BINS - 1)
     chosen = rows == query
-    fig = go.Figure()
+    traces = []  # plain dicts, already as validation leaves them: 13 -> ~3 ms a head or query
     for highlight in (False, True):
         for b in range(LINE_BINS):
             pick = drawn & (bins == b) & (chosen == highlight)
@@ -294,8 +295,9 @@ def attention_lines(
             for t, s in zip(rows[pick].tolist(), cols[pick].tolist(), strict=True):
                 ys += [t, s, None]
             mid = (edges[b] + edges[b + 1]) / 2
-            fig.add_trace(
-                go.Scatter(
+            traces.append(
+                dict(
+                    type="scatter",
                     x=[0, 1, None] * n,
                     y=ys,
                     mode="lines",
@@ -309,8 +311,9 @@ def attention_lines(
             )
     for x, side in ((0, "middle left"), (1, "middle right")):
         colours = [ACCENT if (x == 0 and t == query) else "#222" for t in range(T)]
-        fig.add_trace(
-            go.Scatter(
+        traces.append(
+            dict(
+                type="scatter",
                 x=[x] * T,
                 y=list(range(T)),
                 mode="markers+text",
@@ -326,19 +329,21 @@ def attention_lines(
                 name="queries" if x == 0 else "keys",
             )
         )
-    base_layout(fig, title, height=max(SMALL_HEIGHT, 15 * T + 90))
-    fig.update_xaxes(
-        range=[-0.55, 1.55],
-        showticklabels=True,
-        tickvals=[0, 1],
-        ticktext=["query (looking)", "key (looked at)"],
-        side="top",
-        showgrid=False,
-        zeroline=False,
+    layout = house_layout(title, height=max(SMALL_HEIGHT, 15 * T + 90))
+    layout.update(
+        xaxis=dict(
+            range=[-0.55, 1.55],
+            showticklabels=True,
+            tickvals=[0, 1],
+            ticktext=["query (looking)", "key (looked at)"],
+            side="top",
+            showgrid=False,
+            zeroline=False,
+        ),
+        yaxis=dict(autorange="reversed", visible=False),
+        margin=dict(l=10, r=10, t=50, b=10),
     )
-    fig.update_yaxes(autorange="reversed", visible=False)
-    fig.update_layout(margin=dict(l=10, r=10, t=50, b=10))
-    return fig
+    return go.Figure(dict(data=traces, layout=layout), _validate=False)
 
 
 def _top_keys(pattern: np.ndarray, t: int, labels: list[str], n: int = 3) -> str:
