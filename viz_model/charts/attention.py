@@ -17,11 +17,13 @@ from viz_model.charts.common import (
     MASKED_COLOUR,
     SEQUENTIAL,
     SMALL_HEIGHT,
+    axis_suffix,
     base_layout,
     every_tick,
     frozen,
     house_layout,
     plotly_labels,
+    subplot_domains,
 )
 
 MASK_NOTE = "masked: a token cannot look at later tokens"
@@ -216,8 +218,8 @@ def pattern_grid(
     cell = int(np.clip(1100 / H, 70, 170))
     titles = [
         dict(text=f"L{layer} H{head}", font=dict(size=16), showarrow=False, xref="paper",
-             yref="paper", xanchor="center", yanchor="bottom", x=sum(axes[f"xaxis{_n(i)}"]["domain"]) / 2,
-             y=axes[f"yaxis{_n(i)}"]["domain"][1])
+             yref="paper", xanchor="center", yanchor="bottom", x=sum(axes[f"xaxis{axis_suffix(i)}"]["domain"]) / 2,
+             y=axes[f"yaxis{axis_suffix(i)}"]["domain"][1])
         for i, (layer, head) in enumerate(np.ndindex(L, H))
     ]  # fmt: skip
     index = -1 if selected is None else selected[0] * H + selected[1]
@@ -239,25 +241,16 @@ def pattern_grid(
                           layout=layout), _validate=False)  # fmt: skip
 
 
-def _n(i: int) -> str:
-    """Plotly's axis suffix of subplot i (0-based): "", "2", "3", ..."""
-    return str(i + 1) if i else ""
-
-
 def _grid_axes(L: int, H: int) -> dict:
     """xaxis/yaxis entries of an L x H grid of subplots: make_subplots' domains and spacing."""
     h_space = min(0.02, 0.5 / max(H - 1, 1))
     v_space = min(0.06, 0.5 / max(L - 1, 1))
-    width, height = (1 - h_space * (H - 1)) / H, (1 - v_space * (L - 1)) / L
     axes = {}
-    for i, (row, col) in enumerate(np.ndindex(L, H)):
-        x0, top = col * (width + h_space), 1 - row * (height + v_space)
-        n = _n(i)
+    for i, (x_domain, y_domain) in enumerate(subplot_domains(L, H, h_space, v_space)):
+        n = axis_suffix(i)
         style = dict(showticklabels=False, showgrid=False, type="category")
-        axes[f"xaxis{n}"] = dict(anchor=f"y{n}", domain=[x0, min(x0 + width, 1.0)], **style)
-        axes[f"yaxis{n}"] = dict(
-            anchor=f"x{n}", domain=[max(top - height, 0.0), top], autorange="reversed", **style
-        )
+        axes[f"xaxis{n}"] = dict(anchor=f"y{n}", domain=x_domain, **style)
+        axes[f"yaxis{n}"] = dict(anchor=f"x{n}", domain=y_domain, autorange="reversed", **style)
     return axes
 
 

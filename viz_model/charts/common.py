@@ -115,6 +115,26 @@ def every_tick(labels: list[str], max_t: int = EVERY_TICK_MAX_T, size: int | Non
     return dict(tickmode="array", tickvals=list(labels), ticktext=list(labels), **font)
 
 
+def axis_suffix(i: int) -> str:
+    """Plotly's axis suffix of subplot i (0-based, row by row): "", "2", "3", ..."""
+    return str(i + 1) if i else ""
+
+
+def subplot_domains(
+    rows: int, cols: int, h_space: float = 0.2, v_space: float = 0.3
+) -> list[tuple[list[float], list[float]]]:
+    """(x domain, y domain) of each cell of a rows x cols grid, row by row from the top: what
+    make_subplots gives, for figures built as plain dicts (its validating setters cost ~20 ms
+    for a 4 x 4 grid)."""
+    width, height = (1 - h_space * (cols - 1)) / cols, (1 - v_space * (rows - 1)) / rows
+    cells = []
+    for row in range(rows):
+        for col in range(cols):
+            x0, top = col * (width + h_space), 1 - row * (height + v_space)
+            cells.append(([x0, min(x0 + width, 1.0)], [max(top - height, 0.0), top]))
+    return cells
+
+
 class FrozenFigure(go.Figure):
     """A finished figure drawn again and again: its plotly JSON dict is made once, here.
 

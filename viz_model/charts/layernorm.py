@@ -10,7 +10,15 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from viz_model.charts.common import ACCENT, SMALL_HEIGHT, base_layout, plotly_labels
+from viz_model.charts.common import (
+    ACCENT,
+    SMALL_HEIGHT,
+    axis_suffix,
+    base_layout,
+    house_layout,
+    plotly_labels,
+    subplot_domains,
+)
 
 BEFORE_COLOUR = "#7f7f7f"
 NORMALIZED_COLOUR = "#1f77b4"
@@ -33,17 +41,11 @@ def ln_steps(
     (x - mu) / sigma, gamma and beta, and the output y."""
     D = len(x)
     dims = np.arange(D)
-    fig = make_subplots(
-        rows=4,
-        cols=1,
-        shared_xaxes=True,
-        vertical_spacing=0.07,
-        subplot_titles=(
-            "1. before: x, the residual entering the LayerNorm (red: μ, dashed: μ ± σ)",
-            "2. normalized: (x − μ) / σ, mean 0 and standard deviation 1",
-            "3. the learned scale γ (gamma, green) and shift β (beta, purple)",
-            "4. after: y = normalized · γ + β",
-        ),
+    titles = (
+        "1. before: x, the residual entering the LayerNorm (red: μ, dashed: μ ± σ)",
+        "2. normalized: (x − μ) / σ, mean 0 and standard deviation 1",
+        "3. the learned scale γ (gamma, green) and shift β (beta, purple)",
+        "4. after: y = normalized · γ + β",
     )
     hover = "dimension %{x}: %{y:.3f}<extra>%{fullData.name}</extra>"
     bars = [
@@ -53,17 +55,26 @@ def ln_steps(
         ("β", beta, BETA_COLOUR, 3),
         ("y", y, AFTER_COLOUR, 4),
     ]
-    # One add_traces and one list of shapes: plotly validates each call, so fewer calls draw faster.
-    fig.add_traces(
-        [
-            go.Bar(x=dims, y=v, name=name, marker_color=colour, hovertemplate=hover)
-            for name, v, colour, _ in bars
-        ],
-        rows=[row for *_, row in bars],
-        cols=[1] * len(bars),
-    )
+    # Plain dicts laid out as make_subplots(4, 1, shared_xaxes=True) would, already as plotly's
+    # validation leaves them (it cost ~20 ms, and a student moves the token and layer often).
+    traces = [
+        dict(type="bar", x=dims, y=np.asarray(v), name=name, marker=dict(color=colour),
+             hovertemplate=hover, xaxis=f"x{axis_suffix(row - 1)}", yaxis=f"y{axis_suffix(row - 1)}")
+        for name, v, colour, row in bars
+    ]  # fmt: skip
+    layout = house_layout(title, 680 if D <= 256 else 760)
+    for i, (x_domain, y_domain) in enumerate(subplot_domains(4, 1, v_space=0.07)):
+        n = axis_suffix(i)
+        shared = dict(matches="x4", showticklabels=False) if i < 3 else {}
+        layout[f"xaxis{n}"] = dict(anchor=f"y{n}", domain=x_domain, **shared)
+        layout[f"yaxis{n}"] = dict(anchor=f"x{n}", domain=y_domain)
+        layout.setdefault("annotations", []).append(
+            dict(text=titles[i], font=dict(size=13), showarrow=False, x=0, xanchor="left",
+                 xref="paper", y=y_domain[1], yanchor="bottom", yref="paper")
+        )  # fmt: skip
+    layout["xaxis4"]["title"] = dict(text="dimension of the vector")
     line = dict(type="line", xref="x domain", x0=0, x1=1, yref="y")
-    fig.update_layout(
+    layout.update(
         shapes=[
             {**line, "y0": mean, "y1": mean, "line": dict(color=ACCENT, width=2)},
             *(
@@ -75,14 +86,13 @@ def ln_steps(
                 }
                 for s in (-1, 1)
             ),
-        ]
+        ],
+        barmode="group",
+        bargap=0.15,
+        showlegend=False,
+        margin=dict(l=10, r=10, t=60 if title else 30, b=10),
     )
-    fig.update_layout(barmode="group", bargap=0.15, showlegend=False)
-    fig.update_xaxes(title="dimension of the vector", row=4, col=1)
-    fig.update_annotations(font=dict(size=13), x=0, xanchor="left")
-    base_layout(fig, title, 680 if D <= 256 else 760)
-    fig.update_layout(margin=dict(l=10, r=10, t=60 if title else 30, b=10))
-    return fig
+    return go.Figure(dict(data=traces, layout=layout), _validate=False)
 
 
 def ln_stats_per_token(
