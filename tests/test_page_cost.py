@@ -103,8 +103,8 @@ def test_base_layout_assigns_what_update_layout_would_have_merged():
 
 
 def test_figures_built_as_dicts_are_what_plotly_validation_makes_of_them():
-    # pattern_heatmap, attention_lines, pattern_grid, ln_steps skip plotly's validating setters (~10x
-    # cheaper); validating what they built must change nothing (a named colour scale, a title
+    # Attention's and LayerNorm's charts skip plotly's validating setters (~10x cheaper);
+    # validating what they built must change nothing (a named colour scale, a title
     # given as a string, would be expanded: plotly.js's own "Blues" is another scale).
     import json
 
@@ -113,7 +113,7 @@ def test_figures_built_as_dicts_are_what_plotly_validation_makes_of_them():
     import plotly.io as pio
 
     from viz_model.charts.attention import attention_lines, pattern_grid, pattern_heatmap
-    from viz_model.charts.layernorm import ln_steps
+    from viz_model.charts.layernorm import ln_histograms, ln_stats_per_token, ln_steps
 
     T = 7
     rng = np.random.default_rng(0)
@@ -125,6 +125,8 @@ def test_figures_built_as_dicts_are_what_plotly_validation_makes_of_them():
         attention_lines(pattern, labels, query=2),
         pattern_grid(np.stack([[pattern, pattern.T]] * 3), labels, selected=(1, 0)),
         ln_steps(pattern[3], 0.1, 0.2, pattern[4], pattern[5], pattern[6], pattern[2], "t"),
+        ln_stats_per_token(pattern[6], pattern[5], labels, chosen=2, title="t"),
+        ln_histograms(pattern, pattern * 2),
     ]
     for fig in figures:
         validated = go.Figure(fig.to_dict())  # through every validator
