@@ -103,7 +103,7 @@ def test_base_layout_assigns_what_update_layout_would_have_merged():
 
 
 def test_figures_built_as_dicts_are_what_plotly_validation_makes_of_them():
-    # Attention's and LayerNorm's charts skip plotly's validating setters (~10x cheaper);
+    # Attention's, LayerNorm's and Next token's charts skip plotly's validating setters (~10x cheaper);
     # validating what they built must change nothing (a named colour scale, a title
     # given as a string, would be expanded: plotly.js's own "Blues" is another scale).
     import json
@@ -114,6 +114,7 @@ def test_figures_built_as_dicts_are_what_plotly_validation_makes_of_them():
 
     from viz_model.charts.attention import attention_lines, pattern_grid, pattern_heatmap
     from viz_model.charts.layernorm import ln_histograms, ln_stats_per_token, ln_steps
+    from viz_model.charts.next_token import distribution_bars
 
     T = 7
     rng = np.random.default_rng(0)
@@ -127,6 +128,8 @@ def test_figures_built_as_dicts_are_what_plotly_validation_makes_of_them():
         ln_steps(pattern[3], 0.1, 0.2, pattern[4], pattern[5], pattern[6], pattern[2], "t"),
         ln_stats_per_token(pattern[6], pattern[5], labels, chosen=2, title="t"),
         ln_histograms(pattern, pattern * 2),
+        distribution_bars(labels, pattern[6], pattern[5], pattern[4], pattern[6] > 0.1, "t"),
+        distribution_bars(labels, pattern[6], pattern[6], pattern[6], pattern[6] > 0, log_y=True),
     ]
     for fig in figures:
         validated = go.Figure(fig.to_dict())  # through every validator
