@@ -4,7 +4,7 @@ start. Run with `streamlit run app.py`; every page lives in pages/ and starts wi
 import streamlit as st
 
 import ui
-from ui import nav
+from ui import cache, nav
 from ui.frame import page_link
 from viz_model.charts.architecture import architecture_figure, param_counts_figure, param_rows
 
@@ -35,7 +35,9 @@ st.markdown(
     "The **unembedding** turns the last vector into one score (logit) per token of the "
     "vocabulary. Hover over a box for its weights' shapes."
 )
-st.plotly_chart(architecture_figure(cfg), width="stretch", config={"displayModeBar": False})
+# Both figures depend on the model only: built once per model, not on every visit (15 ms a view).
+architecture = cache.figure(("home_architecture", ctx.bundle_id), lambda: architecture_figure(cfg))
+st.plotly_chart(architecture, width="stretch", config={"displayModeBar": False})
 
 left, right = st.columns([3, 2], gap="large")
 with left:
@@ -49,7 +51,8 @@ with left:
         f"sits in the {biggest[0]} weights. LayerNorm has only a scale and a shift per "
         "dimension, so it barely counts."
     )
-    st.plotly_chart(param_counts_figure(counts), width="stretch", config={"displayModeBar": False})
+    shares = cache.figure(("home_param_counts", ctx.bundle_id), lambda: param_counts_figure(counts))
+    st.plotly_chart(shares, width="stretch", config={"displayModeBar": False})
     with st.expander("The numbers behind it"):
         lines = [f"| {name} | {n:,} | {share:.1%} |" for name, n, share in rows]
         st.markdown(

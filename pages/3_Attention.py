@@ -36,7 +36,7 @@ from viz_model.charts.attention import (
     pattern_heatmap,
     query_weights,
 )
-from viz_model.charts.common import plotly_text, token_labels
+from viz_model.charts.common import frozen, plotly_text, token_labels
 from viz_model.scale import grid_layers, view_tokens
 
 RANDOM_SEED = 0
@@ -57,6 +57,7 @@ def run_attention(bundle_id: str, ids: tuple[int, ...]) -> AttentionRun:
 # Figures are cached as objects (st.cache_resource: never mutated, only drawn) because building a
 # plotly figure costs far more than drawing it; each is keyed by exactly what it shows, so moving
 # the query selector rebuilds nothing but the cheap outline, and a head change reuses the grid.
+# They are frozen (charts.common.frozen): drawing one does not re-encode its arrays every run.
 
 
 @st.cache_resource(show_spinner=False, max_entries=128)
@@ -70,7 +71,7 @@ def head_heatmap(
 ) -> go.Figure:
     run = run_attention(bundle_id, ids)
     values = run.scores[layer, head] if scores else run.pattern[layer, head]
-    return pattern_heatmap(values, list(labels), scores=scores)
+    return frozen(pattern_heatmap(values, list(labels), scores=scores))
 
 
 @st.cache_resource(show_spinner=False, max_entries=128)
@@ -78,7 +79,7 @@ def head_lines(
     bundle_id: str, ids: tuple[int, ...], labels: tuple[str, ...], layer: int, head: int, query: int
 ) -> go.Figure:
     pattern = run_attention(bundle_id, ids).pattern[layer, head]
-    return attention_lines(pattern, list(labels), query=query)
+    return frozen(attention_lines(pattern, list(labels), query=query))
 
 
 @st.cache_resource(show_spinner=False, max_entries=128)
@@ -86,9 +87,8 @@ def query_bars(
     bundle_id: str, ids: tuple[int, ...], labels: tuple[str, ...], layer: int, head: int, query: int
 ) -> go.Figure:
     weights = run_attention(bundle_id, ids).pattern[layer, head, query]
-    return query_weights(
-        weights, list(labels), query, title=f"Weights of query {plotly_text(labels[query])}"
-    )
+    title = f"Weights of query {plotly_text(labels[query])}"
+    return frozen(query_weights(weights, list(labels), query, title=title))
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
@@ -97,7 +97,20 @@ def all_heads(
 ) -> go.Figure:
     """Layers first .. first + count - 1 of the grid (all of them for a small model)."""
     patterns = run_attention(bundle_id, ids).pattern[first : first + count]
-    return pattern_grid(patterns, list(labels), first_layer=first)
+    return frozen(pattern_grid(patterns, list(labels), first_layer=first))
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def all_heads_chosen(
+    bundle_id: str,
+    ids: tuple[int, ...],
+    labels: tuple[str, ...],
+    window: tuple[int, int],
+    layer: int,
+    head: int,
+) -> go.Figure:
+    """The grid with one head titled in red: it shares the grid's arrays, so an entry is small."""
+    return highlight_head(all_heads(bundle_id, ids, labels, *window), layer, head)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -337,7 +350,7 @@ st.caption(
     "titled in red. Hover to read a cell."
 )
 st.plotly_chart(
-    highlight_head(all_heads(ctx.bundle_id, ids, label_key, first, len(shown_layers)), layer, head),
+    all_heads_chosen(ctx.bundle_id, ids, label_key, (first, len(shown_layers)), layer, head),
     key="attn_grid",
 )
 

@@ -103,3 +103,14 @@ def test_time_is_the_minutes_given_or_tokens_over_speed():
     assert seconds == pytest.approx(500 * 16 * 64 / 8000)
     assert train_seconds(500, 32, 64, 8000.0) == pytest.approx(2 * seconds)
     assert steps_in(seconds, 16, 64, 8000.0) == pytest.approx(500, abs=1)
+
+
+def test_n_params_builds_each_shape_once(monkeypatch):
+    # The Training page asks for the same shape's count three times a view; only the first builds.
+    from viz_model import estimate
+
+    cfg = GPTConfig(vocab_size=37, n_ctx=16, d_model=32, n_layer=1, n_head=2, d_mlp=64)
+    first = estimate.n_params(cfg)
+    monkeypatch.setattr(estimate, "GPT", None)  # a second build would fail
+    assert estimate.n_params(cfg) == first == GPT(cfg).n_params()
+    assert estimate.memory_parts(cfg, 2).state == 16 * first

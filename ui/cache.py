@@ -16,6 +16,7 @@ import streamlit as st
 import torch
 
 from ui.models import path_of, split_step
+from viz_model.charts.common import frozen
 from viz_model.checkpoint import Bundle, load_bundle
 
 
@@ -55,8 +56,10 @@ def logits(bundle_id: str, ids: tuple[int, ...]) -> np.ndarray:
 def figure(key: tuple, _build: Callable[[], go.Figure]) -> go.Figure:
     """A figure built once per key and shared read-only (st.plotly_chart only copies it).
 
-    Building a plotly figure costs tens of milliseconds, drawing a built one about one. The key must
-    name the figure and everything it depends on, e.g. ("lens", bundle_id, ids, first_position);
-    the cache is shared by every page, so start it with a name no other figure uses.
+    Building a plotly figure costs tens of milliseconds, drawing a built one about one; it is kept
+    frozen (charts.common.FrozenFigure), so drawing it does not re-encode its arrays either. The
+    key must name the figure and everything it depends on, e.g. ("lens", bundle_id, ids,
+    first_position); the cache is shared by every page, so start it with a name no other figure
+    uses.
     """
-    return _build()
+    return frozen(_build())

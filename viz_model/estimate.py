@@ -13,6 +13,7 @@ then scales with steps x batch x context. Not here: the caps (jobs.Limits), the 
 
 from __future__ import annotations
 
+import functools
 import statistics
 import threading
 import time
@@ -34,8 +35,13 @@ STATE_FLOATS_PER_PARAM = 4
 _THREADS_LOCK = threading.Lock()
 
 
+@functools.lru_cache(maxsize=256)
 def n_params(model_cfg: GPTConfig) -> int:
-    """Parameters of a GPT of this shape, built on the meta device (no memory, no time)."""
+    """Parameters of a GPT of this shape, built on the meta device (no memory), once per shape.
+
+    The config is frozen, so the count is remembered: building the model still takes ~5 ms of
+    Python, and the Training page asks three times per view (count, memory, the timing's memory).
+    """
     with torch.device("meta"):
         return GPT(model_cfg).n_params()
 
