@@ -8,6 +8,7 @@ import streamlit as st
 import ui
 from ui import cache, state
 from ui.frame import _md_escape as md  # the frame's Markdown escaping, for tokens in prose
+from ui.shared_cache import shared
 from viz_model.analysis import block as blk
 from viz_model.analysis import contextual as cx
 from viz_model.analysis import gradient as gx
@@ -46,12 +47,12 @@ part = state.radio(
 )  # fmt: skip
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@shared
 def walk_of(bundle_id: str, ids: tuple[int, ...], layer: int) -> blk.BlockWalk:
     return blk.block_walk(cache.bundle(bundle_id).model, list(ids), layer)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@shared
 def checks_of(bundle_id: str, ids: tuple[int, ...], layer: int) -> dict[str, float]:
     model = cache.bundle(bundle_id).model
     return blk.recorded_differences(model, list(ids), walk_of(bundle_id, ids, layer))
@@ -299,7 +300,7 @@ def circuits_section(layer: int, head: int) -> None:
 
 
 # ---- part 3: one gradient step -------------------------------------------------------------------
-@st.cache_data(show_spinner="Taking one gradient step on a copy of the model…", max_entries=32)
+@shared
 def step_of(bundle_id: str, ids: tuple[int, ...], lr: float, position: int) -> gx.GradientStep:
     return gx.gradient_step(cache.bundle(bundle_id).model, list(ids), lr, position)
 

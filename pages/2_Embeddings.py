@@ -10,6 +10,7 @@ import streamlit as st
 
 import ui
 from ui import cache, state
+from ui.shared_cache import shared
 from viz_model.analysis import embeddings as emb
 from viz_model.analysis.tokens import token_text
 from viz_model.charts.common import show_whitespace
@@ -59,7 +60,7 @@ def positions(bundle_id: str) -> tuple[np.ndarray | None, np.ndarray | None]:
     return table, None if table is None else emb.cosine_matrix(table)
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
+@shared
 def swap_runs(bundle_id: str, ids: tuple[int, ...], i: int, j: int) -> dict[str, emb.SwapResult]:
     model = cache.bundle(bundle_id).model
     layers = (0, 1) if model.cfg.n_layer > 1 else (0,)
@@ -111,7 +112,7 @@ def sinusoid_figures(n_ctx: int, d_model: int) -> tuple[go.Figure, go.Figure]:
     )
 
 
-@st.cache_resource(show_spinner=False, max_entries=256)
+@shared
 def swap_figures(bundle_id: str, ids: tuple[int, ...], i: int, j: int) -> list[go.Figure]:
     runs = swap_runs(bundle_id, ids, i, j)
     off, on = runs["off"], runs.get("on")

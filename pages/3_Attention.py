@@ -12,6 +12,7 @@ import streamlit as st
 
 import ui
 from ui import cache, state
+from ui.shared_cache import shared
 from viz_model.analysis.attention import (
     ROLE_EXPLANATIONS,
     ROLE_THRESHOLD,
@@ -48,7 +49,7 @@ cfg = ctx.config
 T = len(ctx.ids)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@shared
 def run_attention(bundle_id: str, ids: tuple[int, ...]) -> AttentionRun:
     """Every attention layer's pattern, scores, q, k, v, z and per-head result, as numpy."""
     return attention_run(cache.bundle(bundle_id).model, list(ids))
@@ -60,7 +61,7 @@ def run_attention(bundle_id: str, ids: tuple[int, ...]) -> AttentionRun:
 # They are frozen (charts.common.frozen): drawing one does not re-encode its arrays every run.
 
 
-@st.cache_resource(show_spinner=False, max_entries=128)
+@shared
 def head_heatmap(
     bundle_id: str,
     ids: tuple[int, ...],
@@ -74,7 +75,7 @@ def head_heatmap(
     return frozen(pattern_heatmap(values, list(labels), scores=scores))
 
 
-@st.cache_resource(show_spinner=False, max_entries=128)
+@shared
 def head_lines(
     bundle_id: str, ids: tuple[int, ...], labels: tuple[str, ...], layer: int, head: int, query: int
 ) -> go.Figure:
@@ -82,7 +83,7 @@ def head_lines(
     return frozen(attention_lines(pattern, list(labels), query=query))
 
 
-@st.cache_resource(show_spinner=False, max_entries=128)
+@shared
 def query_bars(
     bundle_id: str, ids: tuple[int, ...], labels: tuple[str, ...], layer: int, head: int, query: int
 ) -> go.Figure:
@@ -91,7 +92,7 @@ def query_bars(
     return frozen(query_weights(weights, list(labels), query, title=title))
 
 
-@st.cache_resource(show_spinner=False, max_entries=32)
+@shared
 def all_heads(
     bundle_id: str, ids: tuple[int, ...], labels: tuple[str, ...], first: int, count: int
 ) -> go.Figure:
@@ -100,7 +101,7 @@ def all_heads(
     return frozen(pattern_grid(patterns, list(labels), first_layer=first))
 
 
-@st.cache_resource(show_spinner=False, max_entries=64)
+@shared
 def all_heads_chosen(
     bundle_id: str,
     ids: tuple[int, ...],
@@ -120,7 +121,7 @@ def induction_input(bundle_id: str) -> InductionTest:
     return induction_test(b.tokenizer, b.meta, view_tokens(b.config))
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@shared
 def prompt_head_scores(bundle_id: str, ids: tuple[int, ...]) -> HeadScores:
     return head_scores(run_attention(bundle_id, ids).pattern, list(ids))
 

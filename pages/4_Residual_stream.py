@@ -7,6 +7,7 @@ import streamlit as st
 
 import ui
 from ui import cache, state
+from ui.shared_cache import shared
 from viz_model.analysis import residual as rs
 from viz_model.charts import residual as charts
 from viz_model.charts.common import plotly_text, show_whitespace
@@ -62,12 +63,12 @@ if cfg.norm == "post":
     )
 
 
-@st.cache_data(show_spinner=False, max_entries=128)
+@shared
 def lens_numbers(bundle_id: str, ids: tuple[int, ...]) -> rs.LensReport:
     return rs.lens_report(cache.bundle(bundle_id).model, list(ids))
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
+@shared
 def attribution(bundle_id: str, ids: tuple[int, ...], position: int, token: int) -> rs.Attribution:
     # One forward pass per prompt (cached by ui.cache.activations); each position/token is then
     # a few dot products.

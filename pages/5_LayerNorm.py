@@ -9,6 +9,7 @@ import streamlit as st
 
 import ui
 from ui import cache, models, state
+from ui.shared_cache import shared
 from viz_model.analysis import layernorm as lnx
 from viz_model.analysis.residual import layer_labels
 from viz_model.charts import layernorm as charts
@@ -34,13 +35,13 @@ st.latex(  # a second line: all three are wider than the column at 1024 px
 )
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@shared
 def ln_numbers(bundle_id: str, ids: tuple[int, ...]) -> dict[str, lnx.LNStats]:
     """Every LayerNorm of the model on the prompt, from one forward pass."""
     return lnx.all_stats(cache.bundle(bundle_id).model, list(ids))
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@shared
 def norm_profile(bundle_id: str, ids: tuple[int, ...]) -> np.ndarray:
     return lnx.resid_norm_profile(cache.bundle(bundle_id).model, list(ids))
 

@@ -6,6 +6,7 @@ import streamlit as st
 
 import ui
 from ui import cache, state
+from ui.shared_cache import shared
 from viz_model.analysis import neurons as nx
 from viz_model.analysis.tokens import token_text
 from viz_model.charts import neurons as charts
@@ -45,7 +46,7 @@ if not nx.has_mlp(ctx.model):
 M = cfg.d_mlp
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@shared
 def prompt_neurons(bundle_id: str, ids: tuple[int, ...], layer: int) -> np.ndarray:
     # Every layer's neurons come from one forward pass (cached), so changing the layer needs none.
     names = tuple(nx.post_name(i) for i in range(cache.bundle(bundle_id).config.n_layer))

@@ -9,6 +9,7 @@ import streamlit as st
 
 import ui
 from ui import cache, controls, state, training_text
+from ui.shared_cache import shared
 from viz_model.analysis import next_token as nt
 from viz_model.analysis.tokens import token_text
 from viz_model.charts import next_token as charts
@@ -31,7 +32,7 @@ st.markdown(
 st.latex(r"p_i = \frac{\exp(z_i / T)}{\sum_{j=1}^{V} \exp(z_j / T)}")
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
+@shared
 def prompt_numbers(bundle_id: str, ids: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
     """The logits after the last prompt token (V,) and each prompt token's surprisal (T,)."""
     logits = nt.prompt_logits(cache.bundle(bundle_id).model, list(ids))

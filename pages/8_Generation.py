@@ -8,6 +8,7 @@ import streamlit as st
 
 import ui
 from ui import cache, controls, state, training_text
+from ui.shared_cache import shared
 from viz_model.analysis import generation as gen
 from viz_model.analysis import next_token as nt
 from viz_model.analysis.tokens import token_text
@@ -76,7 +77,7 @@ if stepper["seed"] != seed:
     stepper["seed"] = seed
 
 
-@st.cache_data(show_spinner=False, max_entries=512)
+@shared
 def step_view(bundle_id: str, seq: tuple[int, ...]):
     """The logits after seq, the newest token's attention per layer, and how many were cropped:
     one forward pass per text, shared by the proposal, the step itself and the figures."""
@@ -86,7 +87,7 @@ def step_view(bundle_id: str, seq: tuple[int, ...]):
 # Figures are cached as objects (st.cache_resource: never mutated, only drawn), keyed by what they
 # show: building a plotly figure costs more than drawing it, and a rerun that does not take a step
 # (the per-head toggle, the KV comparison, a number input) should not rebuild them.
-@st.cache_resource(show_spinner=False, max_entries=64)
+@shared
 def bars_figure(
     bundle_id: str, seq: tuple[int, ...], n_step: int, temperature: float, top_k: int, top_p: float
 ) -> go.Figure:
@@ -106,7 +107,7 @@ def bars_figure(
     )
 
 
-@st.cache_resource(show_spinner=False, max_entries=64)
+@shared
 def attention_figure(
     bundle_id: str, seq: tuple[int, ...], per_head: bool, layers: range
 ) -> go.Figure:

@@ -11,7 +11,7 @@ import streamlit as st
 
 from tests.apptest_util import app_test, plotly_array, plotly_figures
 from tests.test_jobs import LONG, root, tiny, wait_for  # noqa: F401 (root is a fixture)
-from ui import models
+from ui import models, shared_cache
 from ui.state import widget_key
 from viz_model import jobs
 from viz_model.checkpoint import load_bundle
@@ -126,6 +126,7 @@ def test_after_a_job_is_killed_mid_step_a_restarted_server_loads_every_bundle_an
     # A restarted server: nothing in memory, only what is on disk.
     st.cache_resource.clear()
     st.cache_data.clear()
+    shared_cache.CACHE.clear()
     at = app_test(models_dir, PAGE, query={"t_run": "killed"})
     assert not at.exception
     assert f"resume continues from step {saved.saved_step}" in _text(at)

@@ -2,7 +2,8 @@
 
 Models are loaded once per bundle id (`st.cache_resource`) and never mutated once served: pages
 record activations per call (run_with_cache) and never register hooks on the shared model.
-Activations are cached by value (`st.cache_data`, numpy arrays, batch dim dropped).
+Activations, logits and figures, like every result a page computes per prompt, live in the
+server's one byte budget (ui/shared_cache.py: VIZ_CACHE_MB), shared read-only by every session.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import streamlit as st
 import torch
 
 from ui.models import path_of, split_step
+from ui.shared_cache import shared
 from viz_model.charts.common import frozen
 from viz_model.checkpoint import Bundle, load_bundle
 
@@ -34,7 +36,7 @@ def bundle(bundle_id: str) -> Bundle:
     return dataclasses.replace(final, model=final.load_snapshot(step))
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
+@shared
 def activations(
     bundle_id: str, ids: tuple[int, ...], names: tuple[str, ...]
 ) -> dict[str, np.ndarray]:
@@ -44,7 +46,7 @@ def activations(
     return {name: cache.numpy(name) for name in names}
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
+@shared
 def logits(bundle_id: str, ids: tuple[int, ...]) -> np.ndarray:
     """The model's logits (T, V) on `ids`."""
     model = bundle(bundle_id).model
@@ -52,7 +54,7 @@ def logits(bundle_id: str, ids: tuple[int, ...]) -> np.ndarray:
         return model(torch.tensor(list(ids), dtype=torch.long)).numpy()
 
 
-@st.cache_resource(show_spinner=False, max_entries=256)
+@shared
 def figure(key: tuple, _build: Callable[[], go.Figure]) -> go.Figure:
     """A figure built once per key and shared read-only (st.plotly_chart only copies it).
 

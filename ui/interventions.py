@@ -14,6 +14,7 @@ import streamlit as st
 import torch
 
 from ui import cache, state
+from ui.shared_cache import shared
 from viz_model import jobs, retrain
 from viz_model.analysis import interventions as iv
 from viz_model.data import load_corpus
@@ -40,7 +41,7 @@ def windows(bundle_id: str, prompt_ids: Sequence[int]) -> torch.Tensor:
     return iv.validation_windows(ids if found else list(prompt_ids), n_ctx, VAL_TOKENS)
 
 
-@st.cache_resource(show_spinner=False, max_entries=32)
+@shared
 def means(bundle_id: str, ref: str, prompt_ids: tuple[int, ...]) -> dict[str, torch.Tensor]:
     """Reference means (read-only, shared): over the validation text, or over the prompt."""
     model = cache.bundle(bundle_id).model
@@ -53,7 +54,7 @@ def ablation(heads, mlps, neurons, how) -> iv.Ablation:
     return iv.Ablation(tuple(heads), tuple(mlps), tuple(neurons), how)
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
+@shared
 def ablation_effect(
     bundle_id: str,
     ids: tuple[int, ...],
@@ -69,14 +70,14 @@ def ablation_effect(
     return iv.effect(model, list(ids), windows(bundle_id, ids), hooks)
 
 
-@st.cache_data(show_spinner="Ablating each head in turn…", max_entries=64)
+@shared
 def head_sweep(bundle_id: str, ids: tuple[int, ...], how: str, ref: str) -> np.ndarray:
     model = cache.bundle(bundle_id).model
     m = means(bundle_id, ref, ids) if how == "mean" else None
     return iv.head_sweep(model, windows(bundle_id, ids), how, m)
 
 
-@st.cache_data(show_spinner=False, max_entries=128)
+@shared
 def suggested_experiment(bundle_id: str, ids: tuple[int, ...]) -> tuple[int, int, int]:
     """The page's default (end, position, token): where a one-token change moves the prediction."""
     bundle = cache.bundle(bundle_id)
@@ -85,7 +86,7 @@ def suggested_experiment(bundle_id: str, ids: tuple[int, ...]) -> tuple[int, int
     return iv.suggest_experiment(bundle.model, list(ids), candidates)
 
 
-@st.cache_data(show_spinner=False, max_entries=128)
+@shared
 def suggested_corruption(bundle_id: str, ids: tuple[int, ...]) -> tuple[int, int]:
     """The default change for a prompt cut where the student chose."""
     bundle = cache.bundle(bundle_id)
@@ -94,7 +95,7 @@ def suggested_corruption(bundle_id: str, ids: tuple[int, ...]) -> tuple[int, int
     return iv.suggest_corruption(bundle.model, list(ids), candidates)
 
 
-@st.cache_data(show_spinner=False, max_entries=128)
+@shared
 def patching(bundle_id: str, clean: tuple[int, ...], corrupted: tuple[int, ...]) -> iv.Patching:
     return iv.patching(cache.bundle(bundle_id).model, list(clean), list(corrupted))
 
@@ -107,7 +108,7 @@ def steering_vector(
     return iv.steering_vector(model, [list(p) for p in a], [list(p) for p in b], layer).numpy()
 
 
-@st.cache_data(show_spinner="Generating with and without the push…", max_entries=128)
+@shared
 def steered(
     bundle_id: str,
     ids: tuple[int, ...],
@@ -125,7 +126,7 @@ def steered(
     )
 
 
-@st.cache_data(show_spinner=False, max_entries=128)
+@shared
 def positions(bundle_id: str, ids: tuple[int, ...], mode: str, seed: int) -> dict:
     """Surprisal of each prompt token, the next token, and the validation loss, with the
     position embeddings as trained and changed."""

@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 
 import cachetools
 import numpy as np
+import plotly.graph_objects as go
 import torch
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -49,13 +50,12 @@ def nbytes(value: Any) -> int:
         return sys.getsizeof(value) + sum(nbytes(k) + nbytes(v) for k, v in value.items())
     if isinstance(value, list | tuple | set | frozenset):
         return sys.getsizeof(value) + sum(nbytes(v) for v in value)
+    if isinstance(value, go.Figure):  # a FrozenFigure's dict shares its arrays: cheap to make
+        return nbytes(value.to_dict())
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return sys.getsizeof(value) + sum(
-            nbytes(getattr(value, f.name)) for f in dataclasses.fields(value)
-        )
-    if hasattr(value, "__dict__") and not isinstance(value, type):
-        return sys.getsizeof(value) + nbytes(vars(value))
-    return sys.getsizeof(value)
+        fields = dataclasses.fields(value)
+        return sys.getsizeof(value) + sum(nbytes(getattr(value, f.name)) for f in fields)
+    return sys.getsizeof(value)  # anything else: its own size only (no walk into object graphs)
 
 
 def freeze(value: Any) -> Any:

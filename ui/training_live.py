@@ -16,6 +16,7 @@ from pathlib import Path
 import streamlit as st
 
 from ui import cache, models, state, training_view
+from ui.shared_cache import shared
 from viz_model import jobs
 from viz_model.analysis import next_token as nt
 from viz_model.analysis.attention import attention_run
@@ -286,7 +287,7 @@ def _samples(view: jobs.RunView) -> None:
         st.code(sample["text"], language=None, wrap_lines=True)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@shared
 def _probe_numbers(bundle_id: str, ids: tuple[int, ...], layer: int, head: int):
     """(top tokens after the probe, one head's pattern) for the weights of one saved bundle."""
     bundle = cache.bundle(bundle_id)

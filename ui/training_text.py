@@ -13,6 +13,7 @@ import streamlit as st
 
 from ui import cache, corpus, state
 from ui.frame import PageContext
+from ui.shared_cache import shared
 from viz_model.analysis import ngrams as ng
 from viz_model.analysis.tokens import token_text
 from viz_model.charts import ngrams as charts
@@ -129,12 +130,12 @@ def in_training_text(ctx: PageContext, last_logits: np.ndarray) -> None:
 # ---- Generation: the running probability and memorisation -------------------------------------
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@shared
 def _log_probs(bundle_id: str, seq: tuple[int, ...], n_prompt: int) -> np.ndarray:
     return ng.text_log_probs(cache.bundle(bundle_id).model, list(seq), n_prompt)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@shared
 def _spans(bundle_id: str, seq: tuple[int, ...], min_len: int, n_prompt: int) -> list[ng.Span]:
     return ng.memorised_spans(corpus.token_models(bundle_id).index, seq, min_len, n_prompt)
 

@@ -66,7 +66,7 @@ def step_distribution(model: GPT, seq: list[int], settings: SamplingSettings) ->
     probabilities the student saw: the fused path can differ in the last bits and flip a near tie.
     """
     logits = newest_token_view(model, seq)[0]
-    return next_token_distribution(torch.from_numpy(logits), settings)
+    return next_token_distribution(torch.tensor(logits), settings)
 
 
 def choose(

@@ -65,7 +65,7 @@ def perplexity(surprisals: np.ndarray) -> float:
 
 def distribution(last_logits: np.ndarray, settings: SamplingSettings) -> Distribution:
     """The next-token distribution from one position's logits (V,), reshaped by the settings."""
-    return next_token_distribution(torch.as_tensor(np.asarray(last_logits)), settings)
+    return next_token_distribution(torch.tensor(np.asarray(last_logits)), settings)
 
 
 @dataclass(frozen=True)
