@@ -108,11 +108,13 @@ def rss_mb(pid: int) -> float | None:
 
 
 def cache_mb(port: int, top: int = 6) -> dict[str, float]:
-    """An app process's st.cache_data caches in MB, largest first (Streamlit's /_stcore/metrics)."""
+    """An app process's data caches in MB, largest first (Streamlit's /_stcore/metrics): its
+    st.cache_data caches and the shared byte budget's functions (ui/shared_cache.py)."""
     text = urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/metrics", timeout=30).read()
     sizes = {}
+    kinds = ('cache_type="st_cache_data"', 'cache_type="viz_shared"')
     for line in text.decode().splitlines():
-        if line.startswith("cache_memory_bytes{") and 'cache_type="st_cache_data"' in line:
+        if line.startswith("cache_memory_bytes{") and any(k in line for k in kinds):
             name = line.split('cache="')[1].split('"')[0].replace("__main__.", "")
             sizes[name] = round(float(line.rsplit(" ", 1)[1]) / 1e6, 1)
     ranked = sorted(sizes.items(), key=lambda kv: -kv[1])
