@@ -159,7 +159,7 @@ def ablation_section() -> None:
         f"Ablate each head alone ({how} ablation) and measure how much the loss on "
         f"{VAL_WORDS} goes up: the heads the rest of the model relies on stand out in red."
     )
-    if state.toggle("Ablate each head in turn", "sweep", False):
+    if state.toggle("Ablate each head in turn", "sweep", True):
         sweep = ux.head_sweep(ctx.bundle_id, ids, how, ref)
         st.plotly_chart(
             charts.layer_head_grid(

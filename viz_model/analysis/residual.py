@@ -207,7 +207,8 @@ def attribution_from_activations(
 ) -> Attribution:
     """`direct_logit_attribution` from activations recorded earlier (numpy, batch dim dropped, the
     names of `attribution_names`), so choosing another position or token needs no forward pass."""
-    store = {name: torch.from_numpy(np.asarray(a))[None] for name, a in activations.items()}
+    # torch.tensor copies: the arrays may be a cache's shared read-only ones (ui/shared_cache.py)
+    store = {name: torch.tensor(np.asarray(a))[None] for name, a in activations.items()}
     return direct_logit_attribution(
         model, ActivationCache(store, model.cfg.n_layer, model=model), position, token
     )
