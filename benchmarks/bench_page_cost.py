@@ -38,11 +38,10 @@ import time
 from pathlib import Path
 from urllib.parse import urlencode
 
-import websockets
-
-from benchmarks.class_arrival import page_paths, stream_url
+from benchmarks.class_arrival import page_paths
 from benchmarks.common import emit
 from benchmarks.page_cost_probe import Probe
+from benchmarks.student import Student
 from tests.test_browser import free_port, start_server, stop_server, wait_healthy
 from ui import nav
 from ui.frame import DEFAULT_PROMPT
@@ -64,65 +63,26 @@ def prompt_for(i: int) -> str:
     return f"{DEFAULT_PROMPT[:-6]}{i:05d}?"
 
 
-class Student:
-    """One browser session over the app's websocket: page runs, and typing a new prompt."""
-
-    def __init__(self, port: int, pid: int) -> None:
-        self.port, self.pid = port, pid
-        self.prompt_id = ""  # the sidebar prompt widget's id, read from the first run
-        self.cached: set[str] = set()  # hashes of the large elements received, as a browser keeps
-
-    async def __aenter__(self) -> Student:
-        self.ws = await websockets.connect(stream_url(self.port), max_size=None)
-        return self
-
-    async def __aexit__(self, *exc) -> None:
-        await self.ws.close()
-
-    async def run(self, page: str, query: str = "", prompt: str | None = None) -> dict:
-        """One page run (a new prompt typed when given): server CPU s, bytes, exceptions."""
-        from streamlit.proto.BackMsg_pb2 import BackMsg
-        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-
-        msg = BackMsg()
-        msg.rerun_script.query_string = query
-        msg.rerun_script.page_name = page
-        msg.rerun_script.cached_message_hashes.extend(sorted(self.cached))
-        if prompt is not None:
-            widget = msg.rerun_script.widget_states.widgets.add()
-            widget.id, widget.string_value = self.prompt_id, prompt
-        before = cpu_seconds(self.pid)
-        await self.ws.send(msg.SerializeToString())
-        size, errors, finished = 0, 0, False
-        while not finished:
-            raw = await asyncio.wait_for(self.ws.recv(), 120)
-            size += len(raw)
-            fwd = ForwardMsg()
-            fwd.ParseFromString(raw)
-            kind = fwd.WhichOneof("type")
-            if fwd.metadata.cacheable:
-                self.cached.add(fwd.hash)
-            element = fwd.delta.new_element if kind == "delta" else None
-            if element is not None and element.WhichOneof("type") == "exception":
-                errors += 1
-            if element is not None and element.text_area.id.endswith(PROMPT_WIDGET):
-                self.prompt_id = element.text_area.id
-            finished = kind == "script_finished"
-        await asyncio.sleep(SETTLE_S)
-        return {"cpu_s": cpu_seconds(self.pid) - before, "bytes": size, "errors": errors}
+async def run(student: Student, pid: int, page: str, query: str = "", prompt=None) -> dict:
+    """One page run (a new prompt typed when given): server CPU s, bytes, exceptions."""
+    before = cpu_seconds(pid)
+    seen = await student.view(page, query, widgets=None if prompt is None else {"Prompt": prompt})
+    await asyncio.sleep(SETTLE_S)
+    return {"cpu_s": cpu_seconds(pid) - before, "bytes": seen.kilobytes * 1e3,
+            "errors": len(seen.exceptions) + (not seen.finished)}  # fmt: skip
 
 
 async def page_views(port: int, pid: int, page: str, model: str, n0: int, views: int) -> dict:
     """`views` rounds on one page, each in a new session: its first run, a new prompt, a rerun."""
     rows: dict[str, list[dict]] = {"new_session": [], "miss": [], "hit": []}
     query = urlencode({"model": model, "prompt": prompt_for(n0)})
-    async with Student(port, pid) as student:  # the URL's prompt is cached from here on
-        await student.run(page, query)
+    async with Student(port) as student:  # the URL's prompt is cached from here on
+        await run(student, pid, page, query)
     for i in range(views):
-        async with Student(port, pid) as student:
-            rows["new_session"].append(await student.run(page, query))
-            rows["miss"].append(await student.run(page, query, prompt_for(n0 + 1 + i)))
-            rows["hit"].append(await student.run(page, query))
+        async with Student(port) as student:
+            rows["new_session"].append(await run(student, pid, page, query))
+            rows["miss"].append(await run(student, pid, page, query, prompt_for(n0 + 1 + i)))
+            rows["hit"].append(await run(student, pid, page, query))
     return {kind: summary(r) for kind, r in rows.items()}
 
 

@@ -4,10 +4,9 @@ A `Student` holds one websocket (one Streamlit session). `view` asks for a page 
 rerun_script with the page's URL name, its query string and any widget values) and reads
 ForwardMsgs until script_finished, noting what the browser would need: exceptions drawn, bytes
 received, widget ids by label (to change a widget later, as a click does) and the id of a fragment
-that asks to be rerun on a timer. No browser: the costs measured are the server's and the wire's.
-
-It does not send `cached_message_hashes` (the browser's list of messages it already holds), so the
-server sends every message in full: a little more than a browser receives on a repeat view.
+that asks to be rerun on a timer. Like the browser, it keeps the hashes of the large (cacheable)
+messages it received and sends them with each request, so the server sends a reference instead of
+an element the session already holds. No browser: the costs measured are the server's and the wire's.
 """
 
 from __future__ import annotations
@@ -54,6 +53,9 @@ class Student:
         self.widget_ids: dict[str, str] = {}  # label -> widget id, from the elements drawn
         self.fragment_id = ""  # of a fragment rerun on a timer (st.fragment(run_every=...))
         self.backend: str | None = None  # HAProxy's X-Backend header (serving/haproxy.cfg.template)
+        self.cached: set[str] = (
+            set()
+        )  # hashes of the cacheable messages received, as a browser keeps
         self.ws = None
 
     async def __aenter__(self) -> Student:
@@ -83,6 +85,7 @@ class Student:
         msg.rerun_script.query_string = query
         msg.rerun_script.page_name = page
         msg.rerun_script.fragment_id = fragment_id
+        msg.rerun_script.cached_message_hashes.extend(sorted(self.cached))
         for label, value in (widgets or {}).items():
             state = msg.rerun_script.widget_states.widgets.add()
             state.id, state.string_value = self.widget_ids[label], value
@@ -105,6 +108,8 @@ class Student:
             seen.kilobytes += len(raw) / 1000
             fwd = ForwardMsg()
             fwd.ParseFromString(raw)
+            if fwd.metadata.cacheable:
+                self.cached.add(fwd.hash)
             kind = fwd.WhichOneof("type")
             if kind == "auto_rerun":
                 self.fragment_id = fwd.auto_rerun.fragment_id
