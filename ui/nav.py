@@ -104,6 +104,14 @@ SECTIONS: dict[str, list[Page]] = {
             "Language models made by counting: Shannon's approximations, sparsity, perplexity.",
         ),
     ],
+    "Looking back": [
+        Page(
+            "pages/12_Training_dynamics.py",
+            "Training dynamics",
+            ":material/timeline:",
+            "Each head's role against training step: the moment an induction head forms.",
+        ),
+    ],
 }
 
 
