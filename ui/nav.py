@@ -111,6 +111,12 @@ SECTIONS: dict[str, list[Page]] = {
             ":material/timeline:",
             "Each head's role against training step: the moment an induction head forms.",
         ),
+        Page(
+            "pages/13_Compare_models.py",
+            "Compare models",
+            ":material/compare_arrows:",
+            "Two models on one prompt: tokens, bits per character, next token, attention, training.",
+        ),
     ],
 }
 
