@@ -10,6 +10,7 @@ from ui import cache, models, state
 from viz_model.analysis import dynamics as dyn
 from viz_model.analysis import training as tr
 from viz_model.charts import dynamics as charts
+from viz_model.checkpoint import CheckpointError
 
 ctx = ui.frame("Training dynamics", ":material/timeline:", needs_prompt=False)
 final_id, chosen_step = models.split_step(ctx.bundle_id)  # the sidebar's step, None = final
@@ -40,7 +41,11 @@ st.markdown(
 )
 st.latex(r"\text{copying gain} = L_\text{first copy} - L_\text{second copy}")
 
-d = measured(final_id)
+try:
+    d = measured(final_id)
+except CheckpointError as exc:  # a damaged snapshot file: say which, keep the app running
+    st.error(f"Could not read the saved steps of “{ctx.name}”: {exc}.")
+    st.stop()
 if d is None:
     st.info(
         f"“{ctx.name}” kept no snapshots of its weights before the final ones, so there is no "

@@ -94,3 +94,17 @@ def test_every_choice_is_in_the_url_and_changes_the_view(models_dir):
     assert "induction-2l" in _table(at)["prompt tokens"]
     # the layer chosen for the BPE model is out of range for a 2-layer model: clamped, no error
     assert plotly_figures(at)[3]["layout"]["title"]["text"].startswith("induction-2l: L1 H3")
+
+
+def test_a_broken_second_model_is_reported_and_the_first_stays(models_dir, tmp_path):
+    import shutil
+
+    folder = tmp_path / "more"
+    shutil.copytree(models_dir / "test-char", folder / "a-first")
+    shutil.copytree(models_dir / "test-char", folder / "broken")
+    (folder / "broken" / "model.safetensors").write_bytes(b"not weights")
+    at = app_test(folder, PAGE, prompt=PROMPT, query={"model": "a-first", "cmp_model": "broken"})
+    assert not at.exception
+    (error,) = [e.value for e in at.error]
+    assert "“broken”" in error and "model.safetensors" in error
+    assert at.session_state["model"] == "a-first"

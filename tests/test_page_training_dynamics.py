@@ -63,3 +63,14 @@ def test_a_model_without_snapshots_says_so(models_dir, tmp_path):
     assert not at.exception
     assert any("kept no snapshots" in i.value and "no-snapshots" in i.value for i in at.info)
     assert not plotly_figures(at)
+
+
+def test_a_damaged_snapshot_is_reported_and_the_app_keeps_running(models_dir, tmp_path):
+    damaged = tmp_path / "damaged" / "bad-snapshot"
+    shutil.copytree(models_dir / "test-char", damaged)
+    (damaged / "snapshots" / "step_000037.safetensors").write_bytes(b"not weights")
+    at = app_test(damaged.parent, PAGE)
+    assert not at.exception
+    (error,) = [e.value for e in at.error]
+    assert "bad-snapshot" in error and "step_000037.safetensors" in error
+    assert not plotly_figures(at)
