@@ -76,6 +76,14 @@ def test_every_choice_is_in_the_url_and_changes_the_view(models_dir):
     chars_per_token = nats[-1] / bpe_val[-1] / math.log(2)
     assert 1.5 < chars_per_token < 2.5  # a 512-token BPE holds about two characters a token
 
+    steps = plotly_array(plotly_figures(at)[4]["data"][0]["x"])
+    at.radio(key=widget_key("cmp_x")).set_value("tokens").run()
+    assert not at.exception and at.query_params["cmp_x"] in ("tokens", ["tokens"])
+    tokens = plotly_array(plotly_figures(at)[4]["data"][0]["x"])
+    np.testing.assert_allclose(tokens, steps * 64)  # test-char: context 64, batch unrecorded (1)
+
+    at.slider(key=widget_key("cmp_head_a")).set_value(1).run()
+    assert plotly_figures(at)[2]["layout"]["title"]["text"] == "test-char: L0 H1"
     at.slider(key=widget_key("cmp_layer_b")).set_value(2).run()
     at.slider(key=widget_key("cmp_head_b")).set_value(3).run()
     assert not at.exception and at.query_params["cmp_head_b"] in ("3", ["3"])
