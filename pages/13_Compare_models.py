@@ -2,6 +2,7 @@
 character, next-token distributions, one head's attention each, and their training curves."""
 
 import math
+from functools import partial
 
 import pandas as pd
 import streamlit as st
@@ -126,7 +127,12 @@ for i, (col, (name, bid, b), (tokens, _)) in enumerate(zip(columns, sides, read,
     head = state.slider("Head", f"cmp_head_{side}", 0, b.config.n_head - 1, 0, container=c2)
     hook = f"blocks.{layer}.attn.hook_pattern"
     pattern = cache.activations(bid, tuple(tokens.ids), (hook,))[hook][head]  # (T, T)
-    fig = pattern_heatmap(pattern, token_labels(tokens.texts), title=f"{name}: L{layer} H{head}")
+    fig = cache.figure(  # built once per model, prompt and head; drawing a built one is cheap
+        ("cmp_attn", bid, tuple(tokens.ids), name, layer, head),
+        partial(
+            pattern_heatmap, pattern, token_labels(tokens.texts), title=f"{name}: L{layer} H{head}"
+        ),
+    )
     col.plotly_chart(fig, key=f"cmp_attn_{i}")
 
 st.subheader("How they trained")
@@ -151,7 +157,10 @@ for name, bid, b in sides:
     )
     (named if curves is not None and curves.train_x.size else missing).append((name, curves))
 if named:
-    st.plotly_chart(charts.overlaid_curves(named, unit), key="cmp_curves")
+    key = ("cmp_curves", tuple(bid for _, bid, _ in sides), unit, x)
+    st.plotly_chart(
+        cache.figure(key, lambda: charts.overlaid_curves(named, unit)), key="cmp_curves"
+    )
 for name, _ in missing:
     st.info(
         f"“{name}” has no training curve in {unit} (no history, or its characters per token "
