@@ -12,7 +12,6 @@ from ui import cache, corpus, models, state
 from viz_model.analysis import compare as cmp
 from viz_model.analysis import training as tr
 from viz_model.charts import compare as charts
-from viz_model.charts.attention import pattern_heatmap
 from viz_model.charts.common import token_labels
 from viz_model.checkpoint import Bundle, CheckpointError
 
@@ -130,7 +129,10 @@ for i, (col, (name, bid, b), (tokens, _)) in enumerate(zip(columns, sides, read,
     fig = cache.figure(  # built once per model, prompt and head; drawing a built one is cheap
         ("cmp_attn", bid, tuple(tokens.ids), name, layer, head),
         partial(
-            pattern_heatmap, pattern, token_labels(tokens.texts), title=f"{name}: L{layer} H{head}"
+            charts.half_width_pattern,
+            pattern,
+            token_labels(tokens.texts),
+            title=f"{name}: L{layer} H{head}",
         ),
     )
     col.plotly_chart(fig, key=f"cmp_attn_{i}")

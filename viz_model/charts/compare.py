@@ -12,7 +12,14 @@ import numpy as np
 import plotly.graph_objects as go
 
 from viz_model.analysis.training import Curves
-from viz_model.charts.common import HEIGHT, house_layout, plotly_labels, show_whitespace
+from viz_model.charts.attention import pattern_heatmap
+from viz_model.charts.common import (
+    HEIGHT,
+    colorbar_below,
+    house_layout,
+    plotly_labels,
+    show_whitespace,
+)
 
 MODEL_COLOURS = ("#1f77b4", "#ff7f0e")  # model A, model B: the same in every chart of the page
 
@@ -42,6 +49,15 @@ def next_token_bars(
             showlegend=False,
         ),
     )
+
+
+def half_width_pattern(pattern: np.ndarray, labels: list[str], title: str = "") -> go.Figure:
+    """The Attention page's heatmap of one head (T, T) for half a page: its colour bar below the
+    plot, where beside it it took a third of the width."""
+    fig = pattern_heatmap(pattern, labels, title=title)
+    fig.update_traces(colorbar=colorbar_below("weight"), selector=dict(name="pattern"))
+    fig.update_layout(margin=dict(b=60))
+    return fig
 
 
 def overlaid_curves(named: Sequence[tuple[str, Curves]], unit: str, title: str = "") -> go.Figure:
