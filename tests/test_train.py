@@ -436,3 +436,19 @@ def test_a_peak_lowered_then_raised_again_gets_its_min_lr_back(corpus, tmp_path)
     # Raised again, the cosine runs from 4e-3 down to the run's own min_lr 1e-3, not to 5e-4.
     assert all(r.lr >= 1e-3 for r in records[3:])
     assert load_bundle(tmp_path).train_config["min_lr"] == 1e-3
+
+
+def test_snapshot_at_keeps_the_asked_steps_besides_the_log_spaced_ones(tmp_path):
+    text_file = tmp_path / "mine.txt"
+    text_file.write_text(load_corpus("shakespeare")[:5000], encoding="utf-8")
+    args = ["--text-file", str(text_file), "--preset", "tiny", "--n-ctx", "16", "--steps", "9"]
+    args += ["--snapshots", "1", "--snapshot-at", "4,6", "--eval-batches", "1"]
+    args += ["--sample-tokens", "0", "--quiet", "--out", str(tmp_path / "dense")]
+    assert main(args) == 0
+    bundle = load_bundle(tmp_path / "dense")
+    assert bundle.snapshot_steps() == [0, 4, 6, 9]  # snapshot_steps(9, 1) is [0, 9]
+    assert bundle.train_config["snapshot_at"] == [4, 6]
+    assert "--snapshot-at 4,6" in bundle.meta["command"]
+    assert TrainConfig.from_dict(bundle.train_config).snapshot_at == (4, 6)
+    with pytest.raises(ValueError, match="snapshot step must be between 0 and 9"):
+        TrainConfig(max_steps=9, snapshot_at=(4, 10))

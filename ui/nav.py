@@ -112,6 +112,18 @@ SECTIONS: dict[str, list[Page]] = {
             "Ablate heads, patch activations, steer generation, scramble positions: see what breaks.",
         ),
         Page(
+            "pages/12_Training_dynamics.py",
+            "Training dynamics",
+            ":material/timeline:",
+            "Each head's role against training step: the moment an induction head forms.",
+        ),
+        Page(
+            "pages/13_Compare_models.py",
+            "Compare models",
+            ":material/compare_arrows:",
+            "Two models on one prompt: tokens, bits per character, next token, attention, training.",
+        ),
+        Page(
             "pages/14_Inside_a_block.py",
             "Inside a block",
             ":material/biotech:",

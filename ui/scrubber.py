@@ -10,7 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from ui import cache, models, state
-from viz_model.analysis.training import final_step
+from viz_model.analysis.training import final_step, training_steps
 from viz_model.checkpoint import Bundle, CheckpointError
 
 KEY = "train_step"
@@ -21,11 +21,7 @@ def step_options(bundle: Bundle) -> tuple[list[int], int | None]:
     """(the steps a student can pick, in order, the last being the final model; the final step).
     No options when the bundle has no snapshots before its final step."""
     final = final_step(bundle.history, bundle.meta)
-    snapshots = bundle.snapshot_steps()
-    if final is None or not snapshots:
-        return [], final
-    earlier = [s for s in snapshots if s < final]
-    return ([*earlier, final] if earlier else []), final
+    return training_steps(bundle.snapshot_steps(), final), final
 
 
 def pick_training_step(name: str, bundle_id: str, bundle: Bundle) -> tuple[str, Bundle, int | None]:

@@ -115,6 +115,9 @@ class TrainConfig:
     sample_every: int = 250
     sample_tokens: int = 120
     n_snapshots: int = 12
+    # Extra steps to keep a snapshot at, beyond the log-spaced ones: dense around a phase change
+    # (induction-2l's induction head forms between steps ~1300 and ~1500).
+    snapshot_at: tuple[int, ...] = ()
     seed: int = 0
     threads: int = 0  # 0: leave torch's default
     time_limit: float = 0.0  # seconds of training in all (0: none); the cosine then runs on time
@@ -129,6 +132,10 @@ class TrainConfig:
                 raise ValueError(f"{name} must be a non-negative number, got {value!r}")
         if self.lr <= 0:
             raise ValueError(f"lr must be positive, got {self.lr}")
+        steps = tuple(self.snapshot_at)  # a list when read back from config.json
+        for step in steps:
+            _check_range("a snapshot step", step, 0, self.max_steps)
+        object.__setattr__(self, "snapshot_at", tuple(sorted(set(steps))))
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

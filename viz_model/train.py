@@ -188,7 +188,8 @@ def train(
     meta = dict(meta or {})
     prev_elapsed = float(history[-1]["elapsed"]) if history else 0.0
     prev_tokens = int(meta.get("tokens_seen", start_step * tokens_per_step))
-    snaps = set(snapshot_steps(cfg.max_steps, cfg.n_snapshots)) if out is not None else set()
+    snaps = set(snapshot_steps(cfg.max_steps, cfg.n_snapshots)) | set(cfg.snapshot_at)
+    snaps = snaps if out is not None else set()
     last_val: float | None = next(
         (r["val_loss"] for r in reversed(history) if r.get("val_loss") is not None), None
     )

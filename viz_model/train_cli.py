@@ -256,6 +256,13 @@ def build_parser() -> argparse.ArgumentParser:
         f"untrained model (default {defaults.n_snapshots})",
     )
     tr.add_argument(
+        "--snapshot-at",
+        type=_steps,
+        metavar="STEPS",
+        help="extra steps to keep the weights at, comma-separated (e.g. 1300,1400,1500): dense "
+        "snapshots where something forms, for the Training dynamics page",
+    )
+    tr.add_argument(
         "--minutes",
         type=float,
         help="stop after this many minutes of training in all (resumed runs count their earlier "
@@ -325,6 +332,7 @@ _TRAIN_FLAGS = {
     "sample_every": "sample_every",
     "sample_tokens": "sample_tokens",
     "snapshots": "n_snapshots",
+    "snapshot_at": "snapshot_at",
     "seed": "seed",
     "threads": "threads",
 }
@@ -395,10 +403,17 @@ def settings_to_argv(settings: RunSettings, out: Path | str) -> list[str]:
     return [*argv, "--out", str(out)]
 
 
+def _steps(text: str) -> tuple[int, ...]:
+    """ "1300,1400" -> (1300, 1400); argparse turns the ValueError into a plain message."""
+    return tuple(int(part) for part in text.split(",") if part.strip())
+
+
 def _flag(flag: str, value: Any) -> list[str]:
     name = f"--{flag.replace('_', '-')}"
-    if value is None or value is False:
+    if value is None or value is False or value == ():
         return []
+    if isinstance(value, tuple | list):
+        return [name, ",".join(str(v) for v in value)]
     return [name] if value is True else [name, str(value)]
 
 

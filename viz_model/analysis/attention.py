@@ -125,12 +125,9 @@ def induction_targets(ids: list[int] | np.ndarray) -> np.ndarray:
     the current token. Example: ids = [5, 6, 5] -> target[2, 1] (the 6 after the first 5).
     """
     ids = np.asarray(ids)
-    T = len(ids)
-    target = np.zeros((T, T), dtype=bool)
-    for t in range(T):
-        for s in range(t):
-            if ids[s] == ids[t]:
-                target[t, s + 1] = True
+    earlier_copy = np.tril(ids[:, None] == ids[None, :], k=-1)  # [t, s]: s < t, same token
+    target = np.zeros((len(ids), len(ids)), dtype=bool)
+    target[:, 1:] = earlier_copy[:, :-1]  # key s + 1 for each earlier copy s (s + 1 <= t)
     return target
 
 

@@ -126,6 +126,19 @@ def final_step(history: list[dict], meta: dict) -> int | None:
     return max(steps) if steps else None
 
 
+def training_steps(snapshots: list[int], final: int | None) -> list[int]:
+    """The steps a model can be looked at, in order: its snapshots before the final step, then
+    the final step; none when it kept no snapshot before its final weights.
+
+    >>> training_steps([0, 5, 40], 40), training_steps([40], 40), training_steps([0, 5], None)
+    ([0, 5, 40], [], [])
+    """
+    if final is None:
+        return []
+    earlier = [s for s in snapshots if s < final]
+    return [*earlier, final] if earlier else []
+
+
 def losses_at(history: list[dict], step: int) -> tuple[float | None, float | None]:
     """(train loss of the record at `step`, validation loss of the last evaluation at or before
     it); None where there is none (step 0 is before any training step).

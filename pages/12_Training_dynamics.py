@@ -1,0 +1,133 @@
+"""Training dynamics: each head's role against training step, read from the model's snapshots, with
+the loss on repeated text on the same axis (the moment an induction head forms), and copy
+accuracy against the loss ("emergence is a mirage of the metric")."""
+
+import pandas as pd
+import streamlit as st
+
+import ui
+from ui import cache, models, state
+from viz_model.analysis import dynamics as dyn
+from viz_model.analysis import training as tr
+from viz_model.charts import dynamics as charts
+from viz_model.checkpoint import CheckpointError
+
+ctx = ui.frame("Training dynamics", ":material/timeline:", needs_prompt=False)
+final_id, chosen_step = models.split_step(ctx.bundle_id)  # the sidebar's step, None = final
+
+
+@st.cache_data(show_spinner="Measuring every saved step of this model…", max_entries=16)
+def measured(final_id: str) -> dyn.Dynamics | None:
+    """Role scores and losses on the probe at every saved step, once per bundle (None: no
+    snapshots). Snapshots are read straight from disk so they do not crowd the model cache."""
+    b = cache.bundle(final_id)
+    final = tr.final_step(b.history, b.meta)
+    steps = tr.training_steps(b.snapshot_steps(), final)
+    if not steps:
+        return None
+    probe = dyn.probe(b.tokenizer, b.meta, b.config.n_ctx)
+    return dyn.dynamics(steps, lambda s: b.model if s == final else b.load_snapshot(s), probe)
+
+
+st.markdown(
+    "A model keeps copies of its weights from along its training (**snapshots**). Here every "
+    "snapshot reads the same text, **random tokens written twice**, and two things are measured "
+    "at each step: what each head does (its role scores, as on the Attention page) and how well "
+    "the model predicts the second copy, which it can only do by **copying** from the first. "
+    "An **induction head** does that copying: at token *A* it looks at whatever followed the "
+    "earlier *A*. It needs a **previous-token head** in an earlier layer, so watch for that one "
+    "first. When the induction head forms, the loss on the second copy drops within a few "
+    "hundred steps: a **phase change**."
+)
+st.latex(r"\text{copying gain} = L_\text{first copy} - L_\text{second copy}")
+
+try:
+    d = measured(final_id)
+except CheckpointError as exc:  # a damaged snapshot file: say which, keep the app running
+    st.error(f"Could not read the saved steps of “{ctx.name}”: {exc}.")
+    st.stop()
+if d is None:
+    st.info(
+        f"“{ctx.name}” kept no snapshots of its weights before the final ones, so there is no "
+        "training to look back on. Pick a model trained with snapshots (every bundled one is; "
+        "so is every run trained on the Training page).",
+        icon=":material/history:",
+    )
+    st.stop()
+
+heads = d.head_names()
+strongest = heads[int(d.scores["induction"][-1].argmax())]
+focus = state.selectbox(
+    "Head to follow",
+    "dyn_head",
+    heads,
+    strongest,
+    help="Drawn thick in every row; it opens on the head with the highest induction score at "
+    "the end of training. Click a head in the legend to hide it.",
+)
+formed = dyn.formation_step(d.steps, d.loss_first, d.loss_second)
+fig = cache.figure(
+    ("dyn_roles", final_id, focus, chosen_step),
+    lambda: charts.roles_over_training(d, focus, formed, chosen_step),
+)
+st.plotly_chart(fig, key="dyn_roles")
+k, n = d.copy_length, len(d.steps)
+st.caption(
+    f"Each snapshot ({n} saved steps) reads {dyn.N_PROBES} sequences of {k} random tokens written "
+    f"twice; scores are means over them. **looks k back**: the best fixed offset k ≥ 2 (hover for "
+    f"k); on this text an induction head also looks {k - 1} back. "
+    + (
+        f"Copying is half learned by step {formed:,} (dashed line)."
+        if formed is not None
+        else "This model never learned to copy (the two losses stay together)."
+    )
+    + (f" Dotted: the sidebar's step {chosen_step:,}." if chosen_step is not None else "")
+)
+
+with st.expander(f"The numbers: {focus} and the losses, step by step"):
+    layer, head = (int(part[1:]) for part in focus.split())
+    st.dataframe(
+        pd.DataFrame(
+            {
+                "step": d.steps,
+                **{role: d.scores[role][:, layer, head] for role in dyn.ROLES},
+                "k": d.offset_k[:, layer, head],
+                "loss, first copy": d.loss_first,
+                "loss, second copy": d.loss_second,
+            }
+        ).round(3),
+        hide_index=True,
+    )
+
+st.subheader("Loss against accuracy")
+st.markdown(
+    "The same snapshots, scored two ways on the second copy. The **loss** rewards every bit of "
+    "probability put on the right token; **accuracy** counts a token only when it is the top "
+    f"guess, and a **whole copy** only when all {k - 1} copyable tokens are. A per-token "
+    "probability *p* that rises smoothly makes the whole copy right with probability about "
+    f"*p*<sup>{k - 1}</sup>, which stays near zero and then shoots up: a jump in the metric, "
+    "not in the model. *Emergence can be a mirage of the metric.*",
+    unsafe_allow_html=True,
+)
+curves = tr.curves(ctx.bundle.history)
+fig = cache.figure(
+    ("dyn_accuracy", final_id, formed),
+    lambda: charts.loss_against_accuracy(d, curves, formed),
+)
+st.plotly_chart(fig, key="dyn_accuracy")
+st.caption(
+    "Left axis: losses (the training loss, grey, is on the model's own training text, every "
+    "token of it). Right axis: accuracy on the second copy's copyable tokens."
+)
+with st.expander("The numbers: accuracy and loss, step by step"):
+    st.dataframe(
+        pd.DataFrame(
+            {
+                "step": d.steps,
+                "loss, second copy": d.loss_second,
+                "copy accuracy": d.copy_accuracy,
+                "whole copy right": d.exact_copy,
+            }
+        ).round(3),
+        hide_index=True,
+    )

@@ -1,0 +1,170 @@
+"""Compare models: the sidebar's model and any other side by side on one prompt: tokens, bits per
+character, next-token distributions, one head's attention each, and their training curves."""
+
+import math
+from functools import partial
+
+import pandas as pd
+import streamlit as st
+
+import ui
+from ui import cache, corpus, models, state
+from viz_model.analysis import compare as cmp
+from viz_model.analysis import training as tr
+from viz_model.charts import compare as charts
+from viz_model.charts.common import token_labels
+from viz_model.checkpoint import Bundle, CheckpointError
+
+TOP_K = 8
+
+ctx = ui.frame("Compare models", ":material/compare_arrows:")
+found = models.discover()
+
+st.markdown(
+    "Two models, one prompt. Each reads the prompt with **its own tokenizer**, so their losses per "
+    "token measure different things: a BPE token holds about two characters, a character token "
+    "one. Dividing by the characters puts them on one scale, **bits per character**: how many "
+    "yes/no questions the model needs, on average, to pin down each next character."
+)
+# Two short lines, not one long one: the main column is ~560 px on a 1024 px projector.
+st.latex(
+    r"\begin{gathered}\text{bits per character} = "
+    r"\frac{\sum_t -\log_2 p(x_t \mid x_{<t})}{\text{characters}}\\"
+    r"= \frac{\text{loss in nats per token}}{\ln 2 \times \text{characters per token}}"
+    r"\end{gathered}"
+)
+
+names = list(found)
+others = [n for n in names if n != ctx.name] or names
+other = state.selectbox(
+    "Compare with",
+    "cmp_model",
+    names,
+    others[0],
+    help="Any bundled model or one trained on this server (in runs/). The sidebar chooses the "
+    "first model, and its training step.",
+)
+other_id = models.bundle_id(found[other])
+try:
+    other_bundle = cache.bundle(other_id)
+except CheckpointError as exc:
+    st.error(f"Could not open “{other}”: {exc}. Choose another model to compare with.")
+    st.stop()
+
+step = models.split_step(ctx.bundle_id)[1]
+sides: list[tuple[str, str, Bundle]] = [
+    (ctx.name + (f" (step {step:,})" if step is not None else ""), ctx.bundle_id, ctx.bundle),
+    (other, other_id, other_bundle),
+]
+
+
+def chars_per_token(bundle_id: str, bundle: Bundle) -> float | None:
+    """Characters per token on the model's validation text: 1 for characters, else counted."""
+    if bundle.tokenizer.kind == "char":
+        return 1.0
+    found_models = corpus.token_models(bundle_id)
+    return found_models.chars_per_token if found_models else None
+
+
+read = []  # (tokens, scores) per side
+for name, bid, b in sides:
+    tokens = cmp.read_prompt(b.tokenizer, b.config.n_ctx, ctx.prompt)
+    if not tokens.ids:
+        st.info(f"“{name}” makes no tokens of this prompt. Type another in the sidebar.")
+        st.stop()
+    logits = cache.logits(bid, tuple(tokens.ids))
+    read.append((tokens, cmp.prompt_scores(logits, tokens, TOP_K, b.tokenizer.id_to_token)))
+
+
+def fmt(x: float | None, spec: str = ".3f") -> str:
+    return "–" if x is None or not math.isfinite(x) else format(x, spec)
+
+
+st.subheader("The prompt, read by each")
+rows = []
+for (name, bid, b), (tokens, scores) in zip(sides, read, strict=True):
+    val_bpc = corpus.gpt_bits_per_char(models.split_step(bid)[0]) if b.meta.get("data") else None
+    rows.append(
+        {
+            "model": name,
+            "tokenizer": f"{b.tokenizer.kind} ({b.tokenizer.vocab_size:,})",
+            "parameters": f"{b.model.n_params():,}",
+            "prompt tokens": f"{len(tokens.ids)}"
+            + (f" (+{tokens.n_cut} cut)" if tokens.n_cut else ""),
+            "chars per token": fmt(tokens.n_chars / len(tokens.ids), ".2f"),
+            "bits/char, prompt": fmt(scores.bits_per_char),
+            "bits/char, validation": fmt(val_bpc),
+        }
+    )
+# one column per model: two columns fit a projector, seven did not
+st.dataframe(pd.DataFrame(rows).set_index("model").T, width="stretch")
+st.caption(
+    "bits/char: bits per character. Validation: the last validation loss recorded in training, "
+    "on each model's own held-out text "
+    "(two models trained on different texts are not scored on the same one; the prompt is the "
+    "same for both). “–”: not known (a model whose training text cannot be found)."
+)
+columns = st.columns(2)
+for col, (name, _, _), (tokens, _) in zip(columns, sides, read, strict=True):
+    col.markdown(f"**{name}**: {len(tokens.ids)} tokens")
+    col.code(" ".join(token_labels(tokens.texts)), language=None, wrap_lines=True)
+
+st.subheader("What each would write next")
+columns = st.columns(2)
+for i, (col, (name, _, _), (_, scores)) in enumerate(zip(columns, sides, read, strict=True)):
+    fig = charts.next_token_bars(
+        scores.top.labels, scores.top.base_probs, f"{name}: top {TOP_K}", charts.MODEL_COLOURS[i]
+    )
+    col.plotly_chart(fig, key=f"cmp_next_{i}")
+
+st.subheader("One head of each")
+columns = st.columns(2)
+for i, (col, (name, bid, b), (tokens, _)) in enumerate(zip(columns, sides, read, strict=True)):
+    side = "ab"[i]
+    c1, c2 = col.columns(2)
+    layer = state.slider("Layer", f"cmp_layer_{side}", 0, b.config.n_layer - 1, 0, container=c1)
+    head = state.slider("Head", f"cmp_head_{side}", 0, b.config.n_head - 1, 0, container=c2)
+    hook = f"blocks.{layer}.attn.hook_pattern"
+    pattern = cache.activations(bid, tuple(tokens.ids), (hook,))[hook][head]  # (T, T)
+    fig = cache.figure(  # built once per model, prompt and head; drawing a built one is cheap
+        ("cmp_attn", bid, tuple(tokens.ids), name, layer, head),
+        partial(
+            charts.half_width_pattern,
+            pattern,
+            token_labels(tokens.texts),
+            title=f"{name}: L{layer} H{head}",
+        ),
+    )
+    col.plotly_chart(fig, key=f"cmp_attn_{i}")
+
+st.subheader("How they trained")
+c1, c2 = st.columns(2)
+unit = state.radio(
+    "Loss in", "cmp_unit", list(cmp.UNITS), cmp.UNITS[0], horizontal=True, container=c1
+)
+x = state.radio(
+    "Against",
+    "cmp_x",
+    list(tr.X_AXES),
+    "step",
+    horizontal=True,
+    format_func=lambda v: tr.X_AXES[v],
+    container=c2,
+)
+named, missing = [], []
+for name, bid, b in sides:
+    per_step = int((b.train_config or {}).get("batch_size", 1)) * b.config.n_ctx
+    curves = cmp.curves_in(
+        tr.curves(b.history, x, per_step), chars_per_token(models.split_step(bid)[0], b), unit
+    )
+    (named if curves is not None and curves.train_x.size else missing).append((name, curves))
+if named:
+    key = ("cmp_curves", tuple(bid for _, bid, _ in sides), unit, x)
+    st.plotly_chart(
+        cache.figure(key, lambda: charts.overlaid_curves(named, unit)), key="cmp_curves"
+    )
+for name, _ in missing:
+    st.info(
+        f"“{name}” has no training curve in {unit} (no history, or its characters per token "
+        "are not known: its training text cannot be found)."
+    )

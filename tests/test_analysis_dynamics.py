@@ -1,0 +1,91 @@
+"""Training dynamics: the scores over snapshots are each snapshot's own scores, and on
+induction-2l the copying phase change falls between saved steps dense enough to see it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from viz_model.analysis.attention import attention_run, head_scores
+from viz_model.analysis.dynamics import ROLES, dynamics, formation_step, probe
+from viz_model.analysis.training import final_step, training_steps
+from viz_model.checkpoint import load_bundle
+
+INDUCTION_2L = Path(__file__).resolve().parent.parent / "assets" / "models" / "induction-2l"
+
+
+def _measured(path: Path):
+    b = load_bundle(path)
+    final = final_step(b.history, b.meta)
+    steps = training_steps(b.snapshot_steps(), final)
+    ids = probe(b.tokenizer, b.meta, b.config.n_ctx)
+    return b, ids, dynamics(steps, lambda s: b.model if s == final else b.load_snapshot(s), ids)
+
+
+def test_training_steps_are_the_earlier_snapshots_then_the_final_step():
+    assert training_steps([0, 5, 40], 40) == [0, 5, 40]
+    assert training_steps([0, 5, 40, 60], 40) == [0, 5, 40]  # a later file is not this model's
+    assert training_steps([40], 40) == [] and training_steps([0, 5], None) == []
+
+
+def test_scores_over_snapshots_equal_each_snapshot_loaded_alone(models_dir):
+    b, ids, d = _measured(models_dir / "test-char")
+    assert list(d.steps) == [0, 1, 37, 150] and d.copy_length == ids.shape[1] // 2
+    k = d.copy_length
+    for i, step in enumerate(d.steps):
+        alone = load_bundle(models_dir / "test-char")  # a fresh load, one sequence at a time
+        model = alone.model if step == 150 else alone.load_snapshot(int(step))
+        each = [head_scores(attention_run(model, row).pattern, row) for row in ids]
+        np.testing.assert_allclose(
+            d.scores["previous-token"][i], np.mean([s.previous_token for s in each], 0), atol=1e-5
+        )
+        np.testing.assert_allclose(
+            d.scores["induction"][i], np.mean([s.induction for s in each], 0), atol=1e-5
+        )
+        np.testing.assert_allclose(
+            d.scores["first-token sink"][i], np.mean([s.first_token for s in each], 0), atol=1e-5
+        )
+        back = np.mean([s.looks_back for s in each], 0)[..., 2:]  # (L, H, offsets from 2)
+        np.testing.assert_allclose(d.scores["looks k back"][i], np.nanmax(back, -1), atol=1e-5)
+        np.testing.assert_array_equal(d.offset_k[i], np.nanargmax(back, -1) + 2)
+        with torch.no_grad():
+            x = torch.as_tensor(ids)
+            losses = [
+                F.cross_entropy(model(row[None])[0, :-1], row[1:], reduction="none") for row in x
+            ]
+        second = torch.stack(losses)[:, k : 2 * k - 1]
+        assert d.loss_second[i] == pytest.approx(float(second.mean()), abs=1e-5)
+    assert not np.allclose(d.scores["previous-token"][0], d.scores["previous-token"][-1])
+
+
+def test_induction_2l_learns_to_copy_in_a_phase_change_the_snapshots_can_see():
+    b, ids, d = _measured(INDUCTION_2L)
+    assert d.copy_length == 16 and ids.shape == (32, 32)
+    # untrained: no copying (accuracy about 1/26); trained: the second copy is copied
+    assert d.copy_accuracy[0] < 0.15 and d.loss_second[0] > 3.0
+    assert d.copy_accuracy[-1] > 0.8 and d.loss_second[-1] < 0.6 < 3.0 < d.loss_first[-1]
+    assert 0 <= d.exact_copy[-1] <= d.copy_accuracy[-1]
+    # at least three saved steps inside the change: copying gain between 10% and 90% of its end
+    gain = d.loss_first - d.loss_second
+    inside = (gain > 0.1 * gain[-1]) & (gain < 0.9 * gain[-1])
+    assert inside.sum() >= 3, dict(zip(d.steps.tolist(), gain.round(2).tolist(), strict=True))
+    formed = formation_step(d.steps, d.loss_first, d.loss_second)
+    assert formed in d.steps[inside]
+    # the head with the final induction score rises with it, from nothing
+    layer, head = np.unravel_index(
+        d.scores["induction"][-1].argmax(), d.scores["induction"][-1].shape
+    )
+    induction = d.scores["induction"][:, layer, head]
+    assert layer == 1 and induction[-1] > 0.6 and induction[0] < 0.2
+    assert set(d.scores) == set(ROLES)
+
+
+def test_formation_step_is_the_first_step_at_half_the_largest_gain():
+    steps = np.array([0, 10, 20, 30])
+    assert formation_step(steps, np.full(4, 3.0), np.array([3.0, 2.9, 1.5, 1.0])) == 20
+    assert formation_step(steps, np.full(4, 3.0), np.array([3.0, 2.0, 2.9, 2.8])) == 10
+    assert formation_step(steps, np.full(4, 3.0), np.full(4, 2.95)) is None  # nothing copied
