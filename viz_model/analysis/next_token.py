@@ -47,7 +47,7 @@ def surprisal(logits: np.ndarray, ids: list[int]) -> np.ndarray:
 
     logits[t] predicts ids[t + 1], so surprisal[t + 1] = -log softmax(logits[t])[ids[t + 1]].
     """
-    logits = torch.as_tensor(np.asarray(logits), dtype=torch.float64)
+    logits = torch.tensor(np.asarray(logits), dtype=torch.float64)  # a copy: may be shared
     out = np.full(len(ids), np.nan)
     if len(ids) > 1:
         logp = torch.log_softmax(logits[:-1], dim=-1)  # (T-1, V)
