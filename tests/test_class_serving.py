@@ -23,7 +23,8 @@ from pathlib import Path
 import pytest
 import websockets
 
-from benchmarks.class_arrival import _read_until_finished, open_page, stream_url
+from benchmarks.class_arrival import open_page, stream_url
+from benchmarks.student import Student
 from serving import class_server
 from tests.test_browser import free_port
 from tests.test_jobs import tiny
@@ -132,26 +133,17 @@ def test_a_run_started_on_disk_is_listed_by_both_processes(served, monkeypatch):
 
 async def _session_cut_by_a_kill(url: str, cookie: str, pid: int) -> tuple[str, bool]:
     """(the process a student's open session ran Home on, whether the kill of `pid` closed it)."""
-    from streamlit.proto.BackMsg_pb2 import BackMsg
-
-    async with websockets.connect(
-        stream_url(url), additional_headers={"Cookie": cookie}, max_size=None
-    ) as ws:
-        msg = BackMsg()
-        msg.rerun_script.page_name = ""
-        await ws.send(msg.SerializeToString())
-        exceptions: list[str] = []
-        ran = await _read_until_finished(ws, time.perf_counter() + 120, exceptions)
-        assert ran and not exceptions, exceptions
-        backend = ws.response.headers["X-Backend"]
+    async with Student(url, {"Cookie": cookie}) as student:
+        seen = await student.view("")
+        assert seen.finished and not seen.exceptions, seen.exceptions
         os.kill(pid, signal.SIGKILL)
         try:
             while True:  # what the student's process still had to send, then the cut
-                await asyncio.wait_for(ws.recv(), 60)
+                await asyncio.wait_for(student.ws.recv(), 60)
         except websockets.ConnectionClosed:
-            return backend, True
+            return student.backend, True
         except TimeoutError:
-            return backend, False
+            return student.backend, False
 
 
 def test_a_killed_process_s_students_reconnect_to_the_other_and_it_comes_back(served):
@@ -161,11 +153,15 @@ def test_a_killed_process_s_students_reconnect_to_the_other_and_it_comes_back(se
     backend, cut = asyncio.run(_session_cut_by_a_kill(served["url"], cookie, pid))
     assert backend == "s1" and cut, "the open session was not on s1, or outlived its process"
     # The browser reconnects at once with the same cookie: HAProxy retries s1 (its port refuses),
-    # then redispatches to s2, where the student's next page runs (s1's successor takes seconds
-    # to start and more to pass two health checks).
+    # then redispatches to s2, where the student's next page runs. On a quiet machine s1's
+    # successor can be up within those retries (about 3 s), and then the page runs there: either
+    # way not on the killed process, and the student carries on.
     query = "prompt=ROMEO%3A%20But%20soft&layer=1"
     view = asyncio.run(open_page(served["url"], "Attention", query, 120, {"Cookie": cookie}))
-    assert view["finished"] and not view["exceptions"] and view["backend"] == "s2"
+    assert view["finished"] and not view["exceptions"]
+    if view["backend"] != "s2":
+        assert view["backend"] == "s1"
+        assert json.loads((served["folder"] / "pids.json").read_text())["apps"][port] != pid
     deadline = time.monotonic() + 120  # the launcher starts a new app on the same port
     while not class_server.healthy(f"http://127.0.0.1:{port}"):
         assert time.monotonic() < deadline, "the killed app process was not restarted"

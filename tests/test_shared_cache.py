@@ -46,11 +46,11 @@ def test_results_unused_for_the_ttl_are_dropped_by_the_sweep():
     now[0] = 5.0
     cache.get_or_compute(("f", "b"), lambda: array(1))
     now[0] = 12.0
-    cache.expire()
+    assert cache.expire() == nbytes(array(1))
     assert set(cache.entries) == {("f", "b")}
     now[0] = 16.0
     cache.expire()
-    assert cache.used == 0
+    assert cache.used == 0 and cache.expire() == 0
 
 
 def test_shared_results_are_read_only():
