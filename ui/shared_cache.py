@@ -126,10 +126,8 @@ class SharedCache:
 
     def expire(self) -> int:
         """Drop the results unused for the time limit; the bytes they held."""
-        with self.lock:
-            before = self.entries.currsize
-            self.entries.expire()
-            return int(before - self.entries.currsize)
+        with self.lock:  # expire() gives back the (key, (value, size)) pairs it dropped
+            return sum(size for _, (_, size) in self.entries.expire())
 
     def clear(self) -> None:
         with self.lock:
