@@ -9,9 +9,9 @@ process, so the proxy's cost is in every figure) with a fresh runs folder, optio
 training job in it (--job), and opens every page once on every process (models loaded; --cold
 skips this and the class arrives within one second of the server being ready). Then each student
 (benchmarks/student.py: one websocket, as a browser tab) opens the lesson at a random page with
-its own model and prompt (everyday lines, emoji, right-to-left and combining marks, markup, 2,000
-characters), and every `pace` seconds either goes on to the next page or types a new prompt (one
-time in four). Counted: views that drew an exception, runs not finished within 30 s, dropped
+its own model and a prompt from a pool (everyday lines, emoji, right-to-left and combining marks,
+markup, 2,000 characters), and every `pace` seconds either goes on to the next page or types a new
+prompt of its own, new to the server (one time in four). Counted: views that drew an exception, runs not finished within 30 s, dropped
 connections (the student reconnects and goes on). Reported: p50/p95 of each view's round trip,
 views per second, each app process's resident memory (sampled every 2 s) and its data caches
 (Streamlit's /_stcore/metrics) at the end.
@@ -56,6 +56,12 @@ PROMPTS = [
 ]
 
 
+def own_prompt(rng: random.Random, seed: int, clicks: int) -> str:
+    """A prompt the student types: a line of the pool with words of their own, new to the server
+    (every cache misses on it, the worst case); the first prompt of each comes from the pool."""
+    return f"{rng.choice(PROMPTS)} ({seed}.{clicks})"
+
+
 def student_plan(seed: int, models: list[str], lesson: list[str]) -> tuple[str, int, random.Random]:
     """A student's first query (model and prompt), first page index and own random stream."""
     rng = random.Random(seed)
@@ -78,7 +84,7 @@ async def student_lesson(
                     await asyncio.sleep(rng.uniform(*pace))
                     if rng.random() < NEW_PROMPT_SHARE and "Prompt" in student.widget_ids:
                         seen = await student.view(
-                            lesson[at], widgets={"Prompt": rng.choice(PROMPTS)}
+                            lesson[at], widgets={"Prompt": own_prompt(rng, seed, len(views))}
                         )
                     else:
                         at = (at + 1) % len(lesson)
