@@ -1,0 +1,50 @@
+"""Architecture contrasts: the loss read with the whole window against the loss as generated, and
+the per-position loss on repeated random sequences."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.conftest import VOCAB, tiny_model
+from viz_model.analysis import contrasts as ct
+from viz_model.analysis.dynamics import measure
+
+IDS = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8]
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_generated_loss_never_reads_the_future_and_seen_does_only_without_a_mask(causal):
+    model = tiny_model(causal=causal)
+    before = ct.look_ahead(model, IDS)
+    changed = ct.look_ahead(model, [*IDS[:-1], (IDS[-1] + 1) % VOCAB])  # only the last token
+    # position t predicts t+1: positions 0..T-3 never have the last token as their answer
+    np.testing.assert_allclose(changed.generated[:-1], before.generated[:-1], atol=1e-6)
+    moved = np.abs(changed.seen[:-1] - before.seen[:-1]).max()
+    assert (moved > 1e-6) == (not causal), moved
+
+
+def test_a_causal_model_loses_the_same_both_ways():
+    la = ct.look_ahead(tiny_model(), IDS)
+    assert la.seen.shape == la.generated.shape == (len(IDS) - 1,)
+    np.testing.assert_allclose(la.seen, la.generated, atol=1e-5)
+    assert la.mean_seen == pytest.approx(la.mean_generated, abs=1e-5)
+
+
+@pytest.mark.parametrize("n", [0, 1, 17])
+def test_look_ahead_refuses_sequences_it_cannot_score(n):
+    with pytest.raises(ValueError, match="look_ahead needs 2 to 16 tokens"):
+        ct.look_ahead(tiny_model(), list(range(n)))
+
+
+def test_copy_profile_agrees_with_the_training_dynamics_measures():
+    model = tiny_model(attn_only=True)
+    rng = np.random.default_rng(0)
+    half = rng.integers(1, VOCAB, size=(5, 6))
+    ids = np.concatenate([half, half], axis=1)  # (B, 2k), k = 6
+    profile = ct.copy_profile(model, ids)
+    assert profile.k == 6 and profile.loss.shape == (11,)
+    m = measure(model, ids)
+    assert profile.loss[6:11].mean() == pytest.approx(m.loss_second, rel=1e-5)
+    assert profile.loss[:5].mean() == pytest.approx(m.loss_first, rel=1e-5)
+    assert profile.measures.copy_accuracy == m.copy_accuracy

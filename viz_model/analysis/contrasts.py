@@ -1,0 +1,101 @@
+"""Architecture contrasts: pairs of small bundled models that differ in one design choice, and the
+numbers that show what the choice does.
+
+- `CONTRASTS`: each lesson's two bundles (the usual design first) and how to measure them.
+- `look_ahead(model, ids)`: the loss at each position two ways: reading the whole window at once,
+  as in training (a model without a causal mask sees the answer there), and as generated, from
+  the tokens so far only (the future is not there yet). For a causal model the two are equal.
+- `copy_profile(model, ids)`: the mean loss at each position of repeated random sequences (the
+  Training dynamics probe), with that page's summary numbers (`dynamics.measure`).
+
+Not here: charts (charts/contrasts.py), streamlit, caching, training (the bundles' commands).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from viz_model.analysis.dynamics import Measures, measure
+from viz_model.model import GPT
+
+
+@dataclass(frozen=True)
+class Contrast:
+    """One lesson: two bundles by name (the usual design first), what differs, how to measure."""
+
+    title: str
+    models: tuple[str, str]
+    differs: str  # the one config field that differs, e.g. "causal"
+    measure: str  # "look_ahead" or "copy"
+
+
+CONTRASTS: dict[str, Contrast] = {
+    "mask": Contrast(
+        "Looking ahead is cheating: no causal mask",
+        ("shakespeare-tiny", "shakespeare-nomask"),
+        "causal",
+        "look_ahead",
+    ),
+    "layers": Contrast(
+        "Induction needs two layers",
+        ("induction-2l", "induction-1l"),
+        "n_layer",
+        "copy",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class LookAhead:
+    """Loss in nats predicting token t+1 at each position t = 0..T-2 of one sequence."""
+
+    seen: np.ndarray  # (T-1,) from the whole window at once, as in training
+    generated: np.ndarray  # (T-1,) from tokens 0..t only, as when generating
+
+    @property
+    def mean_seen(self) -> float:
+        return float(self.seen.mean())
+
+    @property
+    def mean_generated(self) -> float:
+        return float(self.generated.mean())
+
+
+@torch.no_grad()
+def look_ahead(model: GPT, ids: Sequence[int]) -> LookAhead:
+    """Both losses on `ids` (at least 2 tokens, at most n_ctx): T-1 forward passes for the second,
+    one per prefix, since without a mask each prefix's last position reads differently."""
+    if not 2 <= len(ids) <= model.cfg.n_ctx:
+        raise ValueError(f"look_ahead needs 2 to {model.cfg.n_ctx} tokens, got {len(ids)}")
+    x = torch.as_tensor(list(ids), dtype=torch.long)  # (T,)
+    target = x[1:]  # (T-1,)
+    seen = F.cross_entropy(model(x)[:-1], target, reduction="none")
+    last = torch.stack([model(x[: t + 1])[-1] for t in range(len(x) - 1)])  # (T-1, V)
+    generated = F.cross_entropy(last, target, reduction="none")
+    return LookAhead(seen.numpy(), generated.numpy())
+
+
+@dataclass(frozen=True)
+class CopyProfile:
+    """A model on B random sequences of k tokens written twice."""
+
+    loss: np.ndarray  # (2k-1,) mean loss in nats predicting token i+1 at position i
+    measures: Measures  # the Training dynamics page's numbers (loss on each copy, accuracy)
+
+    @property
+    def k(self) -> int:
+        return (len(self.loss) + 1) // 2
+
+
+@torch.no_grad()
+def copy_profile(model: GPT, ids: np.ndarray) -> CopyProfile:
+    """Per-position loss on the probe ids (B, 2k), and dynamics.measure's summary of it."""
+    x = torch.as_tensor(ids, dtype=torch.long)
+    logits = model(x).reshape(*x.shape, -1)  # (B, 2k, V)
+    loss = F.cross_entropy(logits[:, :-1].transpose(1, 2), x[:, 1:], reduction="none")
+    return CopyProfile(loss.mean(0).numpy(), measure(model, ids))
