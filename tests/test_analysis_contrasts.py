@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 from tests.conftest import VOCAB, tiny_model
 from viz_model.analysis import contrasts as ct
@@ -48,3 +49,15 @@ def test_copy_profile_agrees_with_the_training_dynamics_measures():
     assert profile.loss[6:11].mean() == pytest.approx(m.loss_second, rel=1e-5)
     assert profile.loss[:5].mean() == pytest.approx(m.loss_first, rel=1e-5)
     assert profile.measures.copy_accuracy == m.copy_accuracy
+
+
+def test_next_token_weight_is_zero_under_the_mask_and_one_for_a_head_looking_ahead():
+    T = 5
+    ahead = np.eye(T, k=1)
+    ahead[-1, -1] = 1.0  # the last query has no next token: it looks at itself
+    causal = np.tril(np.ones((T, T))) / np.arange(1, T + 1)[:, None]
+    w = ct.next_token_weight(np.stack([np.stack([ahead, causal])]))  # (1, 2, T, T)
+    np.testing.assert_allclose(w, [[1.0, 0.0]])
+    _, cache = tiny_model(causal=False).run_with_cache(torch.tensor(IDS))
+    patterns = np.stack([cache.numpy(f"blocks.{i}.attn.hook_pattern") for i in range(2)])
+    assert (ct.next_token_weight(patterns) > 0.01).all()  # unmasked: every head sees ahead

@@ -124,6 +124,12 @@ SECTIONS: dict[str, list[Page]] = {
             "Two models on one prompt: tokens, bits per character, next token, attention, training.",
         ),
         Page(
+            "pages/15_Architecture_contrasts.py",
+            "Architecture contrasts",
+            ":material/difference:",
+            "Tiny models that differ in one choice: no causal mask; one attention layer or two.",
+        ),
+        Page(
             "pages/14_Inside_a_block.py",
             "Inside a block",
             ":material/biotech:",

@@ -5,6 +5,8 @@ numbers that show what the choice does.
 - `look_ahead(model, ids)`: the loss at each position two ways: reading the whole window at once,
   as in training (a model without a causal mask sees the answer there), and as generated, from
   the tokens so far only (the future is not there yet). For a causal model the two are equal.
+- `next_token_weight(patterns)`: how much of each head's attention goes to the very next token,
+  the one it is asked to predict (zero for any head under a causal mask).
 - `copy_profile(model, ids)`: the mean loss at each position of repeated random sequences (the
   Training dynamics probe), with that page's summary numbers (`dynamics.measure`).
 
@@ -78,6 +80,14 @@ def look_ahead(model: GPT, ids: Sequence[int]) -> LookAhead:
     last = torch.stack([model(x[: t + 1])[-1] for t in range(len(x) - 1)])  # (T-1, V)
     generated = F.cross_entropy(last, target, reduction="none")
     return LookAhead(seen.numpy(), generated.numpy())
+
+
+def next_token_weight(patterns: Sequence[np.ndarray]) -> np.ndarray:
+    """(L, H): each head's mean weight on key t+1 from query t, over t = 0..T-2, from each
+    layer's pattern (H, T, T). Example: a head that always looks one ahead scores 1."""
+    stacked = np.stack(list(patterns))  # (L, H, T, T)
+    ahead = np.diagonal(stacked, offset=1, axis1=-2, axis2=-1)  # (L, H, T-1)
+    return ahead.mean(-1) if ahead.shape[-1] else np.zeros(stacked.shape[:2])
 
 
 @dataclass(frozen=True)
