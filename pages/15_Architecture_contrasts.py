@@ -10,14 +10,35 @@ from ui.shared_cache import shared
 from viz_model.analysis import compare as cmp
 from viz_model.analysis import contrasts as ct
 from viz_model.analysis import dynamics as dyn
+from viz_model.analysis import layernorm as lnx
 from viz_model.analysis import training as tr
+from viz_model.analysis.residual import layer_labels
 from viz_model.charts import compare as cmp_charts
 from viz_model.charts import contrasts as charts
+from viz_model.charts import layernorm as ln_charts
 from viz_model.charts.common import token_labels
 from viz_model.checkpoint import Bundle, CheckpointError
 from viz_model.sampling import SamplingSettings, generate
 
 CONTINUATION = 120  # tokens each model writes after the prompt
+# What each same-shape contrast teaches (the "loss" contrasts of analysis/contrasts.py).
+LESSONS = {
+    "norm": "Where LayerNorm sits. **Pre-LN** (GPT-2) normalises what each sublayer reads and "
+    "lets the residual stream grow from the embedding; **post-LN** (the 2017 Transformer) "
+    "normalises the stream itself after every addition, so after each block its length is "
+    "whatever that LayerNorm's gain makes it (about |γ|), not the sum of what came before. At "
+    "two layers both train; deep post-LN models are the ones that need a warm-up. The "
+    "LayerNorm page now finds this post-LN model by itself.",
+    "sinusoidal": "Where position information comes from. **Learned** positions are a trained "
+    "vector per position; **sine waves** of fixed frequencies are computed, not trained "
+    r"(PE(p, 2i) = sin(p / 10000^(2i/d))), so they cost no parameters and cannot overfit.",
+    "nopos": "A model with **no position embedding** at all still has one clue to order: the "
+    "causal mask. Position t averages over t+1 tokens, so how spread its attention is tells it "
+    "roughly where it is. The loss says how much of word order that recovers.",
+    "tied": "**Tied embeddings** use one matrix twice: the token embedding W_E reads tokens in, "
+    "and its transpose writes the logits out (GPT-2 does this). It saves V x d parameters and "
+    "puts tokens that are used alike near each other on both ends.",
+}
 SAMPLING = SamplingSettings(temperature=0.8)
 
 ctx = ui.frame("Architecture contrasts", ":material/difference:")
@@ -61,6 +82,16 @@ def look_ahead(bundle_id: str, ids: tuple[int, ...]) -> ct.LookAhead:
 def continuation(bundle_id: str, ids: tuple[int, ...]) -> str:
     b = cache.bundle(bundle_id)
     return b.tokenizer.decode(generate(b.model, list(ids), CONTINUATION, SAMPLING, seed=0))
+
+
+@shared
+def prompt_losses(bundle_id: str, ids: tuple[int, ...]):
+    return ct.position_losses(cache.bundle(bundle_id).model, ids)
+
+
+@shared
+def stream_norms(bundle_id: str, ids: tuple[int, ...]):
+    return lnx.resid_norm_profile(cache.bundle(bundle_id).model, list(ids))
 
 
 @shared
@@ -184,11 +215,56 @@ def layers_contrast() -> None:
         st.dataframe(pd.DataFrame(table).round(3), hide_index=True)
 
 
+def loss_contrast() -> None:
+    st.markdown(LESSONS[key])
+    tokens = cmp.read_prompt(sides[0][2].tokenizer, sides[0][2].config.n_ctx, ctx.prompt)
+    if len(tokens.ids) < 2:
+        st.info("The prompt needs at least two characters. Type a longer one in the sidebar.")
+        return
+    ids = tuple(tokens.ids)  # the Shakespeare pairs share one tokenizer
+    losses = [prompt_losses(bid, ids) for _, bid, _ in sides]
+    rows = {}
+    for (name, _, b), loss in zip(sides, losses, strict=True):
+        train, val = last_losses(b)
+        rows[name] = {
+            contrast.differs: str(getattr(b.config, contrast.differs)),
+            "parameters": f"{b.model.n_params():,}",
+            "training loss (last step)": fmt(train),
+            "validation loss": fmt(val),
+            "loss on the prompt": fmt(float(loss.mean())),
+        }
+    st.dataframe(pd.DataFrame(rows), width="stretch")
+    st.caption("Losses in nats per character; the same command, data and seed for both.")
+    if contrast.differs == "norm":
+        profiles = {f"{n} ({b.config.norm}-LN)": stream_norms(bid, ids) for n, bid, b in sides}
+        labels = layer_labels(sides[0][2].config.n_layer)
+        fig = cache.figure(
+            ("ctr_norms", tuple(ids_by_name.values()), ids),
+            lambda: ln_charts.norm_profiles(
+                profiles,
+                dict.fromkeys(profiles, labels),
+                title="Mean length of the residual vector, layer by layer",
+            ),
+        )
+        st.plotly_chart(fig, key="ctr_norms")
+    fig = cache.figure(
+        ("ctr_prompt_loss", tuple(ids_by_name.values()), ids),
+        lambda: charts.loss_lines(
+            list(zip(contrast.models, losses, strict=True)),
+            "position t (predicting token t+1)",
+            "Loss at each position of the prompt",
+        ),
+    )
+    st.plotly_chart(fig, key="ctr_prompt_loss")
+
+
 st.subheader(contrast.title)
 if contrast.measure == "look_ahead":
     mask_contrast()
-else:
+elif contrast.measure == "copy":
     layers_contrast()
+else:
+    loss_contrast()
 
 st.subheader("How they trained")
 named = []

@@ -4,6 +4,7 @@ numbers recomputed here from the bundles, every choice in the URL, bad input kep
 from __future__ import annotations
 
 import pytest
+import torch
 
 from tests.apptest_util import ROOT, app_test, plotly_array, plotly_figures
 from ui.state import widget_key
@@ -83,3 +84,35 @@ def test_a_prompt_too_short_or_unknown_keeps_the_page_running(models_dir, prompt
         assert any("at least two characters" in i.value for i in at.info)
     else:
         assert at.dataframe  # unknown characters are read as the tokenizer's unknown token
+
+
+@pytest.mark.parametrize("key", ["norm", "sinusoidal", "nopos", "tied"])
+def test_same_shape_contrasts_show_the_setting_the_size_and_the_losses(models_dir, key):
+    at = app_test(models_dir, PAGE, prompt=PROMPT, query={"ctr": key})
+    assert not at.exception
+    contrast = ct.CONTRASTS[key]
+    table = _table(at)
+    figs = {f["layout"]["title"]["text"]: f for f in plotly_figures(at)}
+    lines = figs["Loss at each position of the prompt"]["data"]
+    for trace, name in zip(lines, contrast.models, strict=True):
+        b = load_bundle(MODELS / name)
+        losses = ct.position_losses(b.model, b.tokenizer.encode(PROMPT))
+        assert trace["name"] == name
+        assert plotly_array(trace["y"]) == pytest.approx(losses, abs=1e-5)
+        assert table[name]["loss on the prompt"] == f"{losses.mean():.3f}"
+        assert table[name]["parameters"] == f"{b.model.n_params():,}"
+        assert table[name][contrast.differs] == str(getattr(b.config, contrast.differs))
+        assert float(table[name]["validation loss"]) == pytest.approx(b.meta["val_loss"], abs=1e-3)
+    usual, other = contrast.models
+    if key == "tied":  # one V x d matrix fewer
+        b = load_bundle(MODELS / usual)
+        saved = b.config.vocab_size * b.config.d_model
+        params = [int(table[n]["parameters"].replace(",", "")) for n in (usual, other)]
+        assert params[0] - params[1] == saved
+    if key == "norm":  # post-LN: each block's stream is a LayerNorm's output, length ~ |(g, b)|
+        norms = figs["Mean length of the residual vector, layer by layer"]["data"]
+        pre, post = (plotly_array(t["y"]) for t in norms)
+        assert pre[-1] > 2 * pre[0]  # pre-LN: the stream grows from the embedding
+        for block, length in zip(load_bundle(MODELS / other).model.blocks, post[1:], strict=True):
+            gain = torch.cat([block.ln2.weight, block.ln2.bias]).norm().item()
+            assert length == pytest.approx(gain, rel=0.15)

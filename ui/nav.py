@@ -127,7 +127,7 @@ SECTIONS: dict[str, list[Page]] = {
             "pages/15_Architecture_contrasts.py",
             "Architecture contrasts",
             ":material/difference:",
-            "Tiny models that differ in one choice: no causal mask; one attention layer or two.",
+            "Tiny models that differ in one choice: causal mask, layers, LayerNorm, positions, tying.",
         ),
         Page(
             "pages/14_Inside_a_block.py",

@@ -1,10 +1,12 @@
 """Architecture contrasts: pairs of small bundled models that differ in one design choice, and the
 numbers that show what the choice does.
 
-- `CONTRASTS`: each lesson's two bundles (the usual design first) and how to measure them.
+- `CONTRASTS`: each lesson's two bundles (the usual design first) and how to measure them; every
+  Shakespeare pair has `shakespeare-tiny` (pre-LN, learned positions, untied, masked) as its first.
 - `look_ahead(model, ids)`: the loss at each position two ways: reading the whole window at once,
   as in training (a model without a causal mask sees the answer there), and as generated, from
   the tokens so far only (the future is not there yet). For a causal model the two are equal.
+- `position_losses(model, ids)`: the ordinary loss at each position (the whole window at once).
 - `next_token_weight(patterns)`: how much of each head's attention goes to the very next token,
   the one it is asked to predict (zero for any head under a causal mask).
 - `copy_profile(model, ids)`: the mean loss at each position of repeated random sequences (the
@@ -33,7 +35,7 @@ class Contrast:
     title: str
     models: tuple[str, str]
     differs: str  # the one config field that differs, e.g. "causal"
-    measure: str  # "look_ahead" or "copy"
+    measure: str  # "look_ahead", "copy" or "loss" (validation loss, parameters, curves)
 
 
 CONTRASTS: dict[str, Contrast] = {
@@ -48,6 +50,30 @@ CONTRASTS: dict[str, Contrast] = {
         ("induction-2l", "induction-1l"),
         "n_layer",
         "copy",
+    ),
+    "norm": Contrast(
+        "Post-LN beside pre-LN",
+        ("shakespeare-tiny", "shakespeare-postln"),
+        "norm",
+        "loss",
+    ),
+    "sinusoidal": Contrast(
+        "Sine-wave positions",
+        ("shakespeare-tiny", "shakespeare-sinusoidal"),
+        "pos",
+        "loss",
+    ),
+    "nopos": Contrast(
+        "No positions at all",
+        ("shakespeare-tiny", "shakespeare-nopos"),
+        "pos",
+        "loss",
+    ),
+    "tied": Contrast(
+        "Tied embeddings",
+        ("shakespeare-tiny", "shakespeare-tied"),
+        "tie_embeddings",
+        "loss",
     ),
 }
 
@@ -69,17 +95,22 @@ class LookAhead:
 
 
 @torch.no_grad()
+def position_losses(model: GPT, ids: Sequence[int]) -> np.ndarray:
+    """(T-1,) loss in nats predicting token t+1 at each position t, from one forward pass."""
+    x = torch.as_tensor(list(ids), dtype=torch.long)  # (T,)
+    return F.cross_entropy(model(x)[:-1], x[1:], reduction="none").numpy()
+
+
+@torch.no_grad()
 def look_ahead(model: GPT, ids: Sequence[int]) -> LookAhead:
     """Both losses on `ids` (at least 2 tokens, at most n_ctx): T-1 forward passes for the second,
     one per prefix, since without a mask each prefix's last position reads differently."""
     if not 2 <= len(ids) <= model.cfg.n_ctx:
         raise ValueError(f"look_ahead needs 2 to {model.cfg.n_ctx} tokens, got {len(ids)}")
     x = torch.as_tensor(list(ids), dtype=torch.long)  # (T,)
-    target = x[1:]  # (T-1,)
-    seen = F.cross_entropy(model(x)[:-1], target, reduction="none")
     last = torch.stack([model(x[: t + 1])[-1] for t in range(len(x) - 1)])  # (T-1, V)
-    generated = F.cross_entropy(last, target, reduction="none")
-    return LookAhead(seen.numpy(), generated.numpy())
+    generated = F.cross_entropy(last, x[1:], reduction="none")
+    return LookAhead(position_losses(model, ids), generated.numpy())
 
 
 def next_token_weight(patterns: Sequence[np.ndarray]) -> np.ndarray:

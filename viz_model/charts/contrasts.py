@@ -3,6 +3,7 @@ page's two colours (charts/compare.py), so model A and model B look the same on 
 
 - `look_ahead_lines`: per position, the loss reading the whole window (solid) and as generated
   (dashed), for each model; a model without a causal mask splits the two apart.
+- `loss_lines`: each model's loss at each position, one line each, with an optional mark.
 - `copy_lines`: per position of a random sequence written twice, each model's mean loss, with the
   point where the second copy starts (where copying becomes possible).
 
@@ -58,10 +59,14 @@ def look_ahead_lines(
     )
 
 
-def copy_lines(named: Sequence[tuple[str, np.ndarray]], k: int, title: str = "") -> go.Figure:
-    """Each model's mean loss (2k-1,) at position i predicting token i+1 of k random tokens
-    written twice; a line marks position k, the first whose answer an induction head can copy
-    (token k+1, the second of the second copy)."""
+def loss_lines(
+    named: Sequence[tuple[str, np.ndarray]],
+    x_title: str,
+    title: str = "",
+    mark: tuple[float, str] | None = None,
+) -> go.Figure:
+    """Each model's loss (one value per position) as a line in its colour; `mark` = (x, text)
+    draws a dotted vertical line there, labelled."""
     traces = [
         go.Scatter(
             x=list(range(len(loss))),
@@ -79,13 +84,23 @@ def copy_lines(named: Sequence[tuple[str, np.ndarray]], k: int, title: str = "")
         layout=house_layout(
             title,
             HEIGHT,
-            xaxis=dict(title="position i (predicting token i+1)"),
+            xaxis=dict(title=x_title),
             yaxis=dict(title="loss (nats)", rangemode="tozero"),
             legend=dict(orientation="h", y=-0.22),
         ),
     )
-    fig.add_vline(x=k - 0.5, line=dict(color="#444444", dash="dot", width=1))
-    fig.add_annotation(
-        x=k - 0.5, y=1, yref="paper", text="copying possible →", showarrow=False, xanchor="left"
-    )
+    if mark is not None:
+        fig.add_vline(x=mark[0], line=dict(color="#444444", dash="dot", width=1))
+        fig.add_annotation(
+            x=mark[0], y=1, yref="paper", text=mark[1], showarrow=False, xanchor="left"
+        )
     return fig
+
+
+def copy_lines(named: Sequence[tuple[str, np.ndarray]], k: int, title: str = "") -> go.Figure:
+    """Each model's mean loss (2k-1,) at position i predicting token i+1 of k random tokens
+    written twice; a line marks position k, the first whose answer an induction head can copy
+    (token k+1, the second of the second copy)."""
+    return loss_lines(
+        named, "position i (predicting token i+1)", title, (k - 0.5, "copying possible →")
+    )
