@@ -61,3 +61,15 @@ def test_next_token_weight_is_zero_under_the_mask_and_one_for_a_head_looking_ahe
     _, cache = tiny_model(causal=False).run_with_cache(torch.tensor(IDS))
     patterns = np.stack([cache.numpy(f"blocks.{i}.attn.hook_pattern") for i in range(2)])
     assert (ct.next_token_weight(patterns) > 0.01).all()  # unmasked: every head sees ahead
+
+
+def test_closest_twin_prefers_the_same_shape_and_needs_the_field_to_differ():
+    own = {"norm": "pre", "d_model": 64, "n_layer": 2}
+    others = {
+        "big-post": {"norm": "post", "d_model": 128, "n_layer": 4},
+        "twin-post": {"norm": "post", "d_model": 64, "n_layer": 2},
+        "same-pre": {"norm": "pre", "d_model": 64, "n_layer": 2},
+    }
+    assert ct.closest_twin(own, others, "norm") == "twin-post"
+    assert ct.closest_twin(own, {"big-post": others["big-post"]}, "norm") == "big-post"
+    assert ct.closest_twin(own, {"same-pre": others["same-pre"]}, "norm") is None

@@ -7,6 +7,7 @@ numbers that show what the choice does.
   as in training (a model without a causal mask sees the answer there), and as generated, from
   the tokens so far only (the future is not there yet). For a causal model the two are equal.
 - `position_losses(model, ids)`: the ordinary loss at each position (the whole window at once).
+- `closest_twin(own, others, field)`: the model to set beside one, for a page comparing `field`.
 - `next_token_weight(patterns)`: how much of each head's attention goes to the very next token,
   the one it is asked to predict (zero for any head under a causal mask).
 - `copy_profile(model, ids)`: the mean loss at each position of repeated random sequences (the
@@ -76,6 +77,18 @@ CONTRASTS: dict[str, Contrast] = {
         "loss",
     ),
 }
+
+
+def closest_twin(own: dict, others: dict[str, dict], field: str) -> str | None:
+    """The name of the model config (a GPTConfig dict) in `others` whose `field` differs from
+    `own`'s and that differs in the fewest other fields (the first such, in order; a field a
+    config lacks, from an older bundle, counts as the same); None if no config differs in
+    `field`. E.g. for a pre-LN model its post-LN twin of the same shape."""
+    differing = {n: c for n, c in others.items() if c.get(field) != own.get(field)}
+    if not differing:
+        return None
+    keys = set(own) - {field}
+    return min(differing, key=lambda n: sum(differing[n].get(k, own[k]) != own[k] for k in keys))
 
 
 @dataclass(frozen=True)
