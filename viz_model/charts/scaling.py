@@ -20,7 +20,7 @@ SOURCE_STYLE = {  # source -> (colour, marker symbol)
     "class run": ("#ff7f0e", "star"),
 }
 PUBLISHED_COLOUR = "#7f7f7f"
-LABELLED = ("GPT-2 117M", "GPT-2 1542M", "GPT-3 Small", "GPT-3 175B")
+LABELLED = ("GPT-2 117M", "GPT-2 1542M", "GPT-3 175B")  # GPT-3 Small sits on GPT-2 117M
 AXES = {"params": "non-embedding parameters N", "compute": "training compute C = 6 N D (FLOPs)"}
 
 
@@ -87,7 +87,7 @@ def scaling_figure(
                     name="GPT-2 / GPT-3 (size only)",
                     marker=dict(color=PUBLISHED_COLOUR, symbol="x", size=9),
                     text=[p.name if p.name in LABELLED else "" for p, _ in placed],
-                    textposition="top center",
+                    textposition="top left",
                     customdata=[p.name for p, _ in placed],
                     hovertemplate="%{customdata}<br>%{x:.3s}<br>the fit's guess %{y:.2f}"
                     "<extra></extra>",
@@ -99,7 +99,7 @@ def scaling_figure(
             title,
             HEIGHT + 40,
             xaxis=dict(title=AXES[axis], type="log", exponentformat="power"),
-            yaxis=dict(title="validation loss (nats per character)", type="log"),
+            yaxis=dict(title="validation loss (nats per character)", type="log", tickformat=".1f"),
             legend=dict(orientation="h", y=-0.25),
         ),
     )
