@@ -22,10 +22,31 @@ from viz_model.checkpoint import load_bundle  # noqa: E402
 OUT = ROOT / "assets" / "scaling" / "shakespeare-char.json"
 # (n_layer, d_model, n_head): from 10 k to 0.8 M parameters, every run the same steps and batch
 SHAPES = [(1, 32, 2), (2, 48, 4), (2, 64, 4), (3, 96, 4), (4, 128, 4)]
-COMMON = (
-    "--corpus shakespeare --tokenizer char --n-ctx 128 --steps 1500 --batch-size 16 --lr 3e-3 "
-    "--warmup 50 --eval-every 250 --sample-every 0 --snapshots 1 --threads 1 --quiet"
-).split()
+COMMON = [
+    "--corpus",
+    "shakespeare",
+    "--tokenizer",
+    "char",
+    "--n-ctx",
+    "128",
+    "--steps",
+    "1500",
+    "--batch-size",
+    "16",
+    "--lr",
+    "3e-3",
+    "--warmup",
+    "50",
+    "--eval-every",
+    "250",
+    "--sample-every",
+    "0",
+    "--snapshots",
+    "1",
+    "--threads",
+    "1",
+    "--quiet",
+]
 
 
 def main() -> int:
@@ -53,7 +74,9 @@ def main() -> int:
             }
         )
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps({"corpus": "shakespeare", "tokenizer": "char", "runs": runs}, indent=1))
+    OUT.write_text(
+        json.dumps({"corpus": "shakespeare", "tokenizer": "char", "runs": runs}, indent=1)
+    )
     print(f"wrote {OUT}")
     return 0
 
