@@ -11,6 +11,7 @@ import ui
 from ui import cache, models, state
 from ui.shared_cache import shared
 from viz_model.analysis import layernorm as lnx
+from viz_model.analysis.contrasts import closest_twin
 from viz_model.analysis.residual import layer_labels
 from viz_model.charts import layernorm as charts
 
@@ -191,22 +192,18 @@ st.markdown(
 )
 
 
-def config_norm(path) -> str | None:
+def config_model(path) -> dict | None:
     try:
-        return json.loads((path / "config.json").read_text(encoding="utf-8"))["model"]["norm"]
+        model = json.loads((path / "config.json").read_text(encoding="utf-8"))["model"]
     except (OSError, ValueError, KeyError, TypeError):
         return None
+    return model if isinstance(model, dict) else None
 
 
 found = models.discover()
-other = next(
-    (
-        name
-        for name, path in found.items()
-        if name != ctx.name and config_norm(path) not in (None, cfg.norm)
-    ),
-    None,
-)
+configs = {n: c for n, p in found.items() if n != ctx.name and (c := config_model(p)) is not None}
+# the other-norm model most like this one (a bundled twin of the same shape when there is one)
+other = closest_twin(cfg.to_dict(), configs, "norm")
 profiles = {f"{ctx.name} ({cfg.norm}-LN)": norm_profile(ctx.bundle_id, tuple(ctx.ids))}
 stations = {next(iter(profiles)): layer_labels(cfg.n_layer)}
 if other is not None:

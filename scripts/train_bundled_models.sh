@@ -40,6 +40,21 @@ if ((status != 0)); then
   exit "$status"
 fi
 
-# assets/ must stay under 25 MB: the BPE bundle keeps the snapshots of steps 0, 1170 and the last
+# The architecture contrasts (the Architecture contrasts page): tiny pairs that differ in one
+# setting, a few seconds to a minute each. induction-1l is induction-2l's recipe with one layer;
+# each shakespeare-* is shakespeare-tiny with one setting changed (same shape, data and seed).
+python -m viz_model.train --task repeat --preset attn-only-2l --n-layer 1 --steps 4000 \
+  --batch-size 32 --lr 3e-3 --min-lr 3e-4 --warmup 100 --eval-every 250 --sample-every 1000 \
+  --snapshots 3 --threads 1 --quiet --out assets/models/induction-1l
+# The Shakespeare ones are shakespeare-tiny's command with one flag added.
+for variant in "tiny" "nomask --no-causal-mask" "postln --norm post" "sinusoidal --pos sinusoidal" \
+  "nopos --pos none" "tied --tie-embeddings"; do
+  read -r name flag <<<"$variant"
+  python -m viz_model.train --corpus shakespeare --tokenizer char --preset tiny --n-ctx 128 \
+    ${flag:+$flag} --steps 1500 --batch-size 16 --lr 3e-3 --warmup 50 --eval-every 250 \
+    --sample-every 500 --snapshots 1 --threads 1 --quiet --out "assets/models/shakespeare-$name"
+done
+
+# assets/ must stay under 32 MiB (tests/test_bundled_models.py): the BPE bundle keeps the snapshots of steps 0, 1170 and the last
 # step, not the one of step 34.
 rm -f assets/models/shakespeare-bpe/snapshots/step_000034.safetensors

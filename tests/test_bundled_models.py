@@ -10,25 +10,42 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from viz_model.analysis import dynamics as dyn
+from viz_model.analysis.contrasts import CONTRASTS, copy_profile, look_ahead
 from viz_model.checkpoint import load_bundle
 from viz_model.data import TokenData, example_prompts, load_corpus
 from viz_model.run_settings import load_text
-from viz_model.sampling import SamplingSettings, generate
+from viz_model.sampling import SamplingSettings, generate, generate_steps
 from viz_model.train import evaluate
 
 MODELS = Path(__file__).resolve().parent.parent / "assets" / "models"
 ASSETS = MODELS.parent
-EXPECTED = ("induction-2l", "shakespeare-bpe", "shakespeare-char")
+EXPECTED = (
+    "induction-1l",
+    "induction-2l",
+    "shakespeare-bpe",
+    "shakespeare-char",
+    "shakespeare-nomask",
+    "shakespeare-nopos",
+    "shakespeare-postln",
+    "shakespeare-sinusoidal",
+    "shakespeare-tied",
+    "shakespeare-tiny",
+)
 BUNDLES = sorted(p.name for p in MODELS.iterdir() if p.is_dir()) if MODELS.is_dir() else []
 
 
-def test_the_three_bundles_are_there():
+def test_the_bundles_are_there():
     assert set(EXPECTED) <= set(BUNDLES)
 
 
 def test_assets_fit_the_size_budget():
     total = sum(f.stat().st_size for f in ASSETS.rglob("*") if f.is_file())
-    assert total < 25 * 2**20, f"assets/ holds {total / 2**20:.1f} MB"
+    # 25 MiB until the architecture contrasts (2026-11-22) added 7,373,800 bytes: induction-1l
+    # 760,276; shakespeare- nomask 1,131,079, tiny 1,131,058, postln 1,129,544, sinusoidal
+    # 1,065,244, nopos 1,065,242, tied 1,091,357; and the Scaling page's sweep results,
+    # assets/scaling/shakespeare-char.json, 4,834 (assets/ then 32,891,289 bytes, 31.4 MiB).
+    assert total < 32 * 2**20, f"assets/ holds {total / 2**20:.1f} MB"
 
 
 @pytest.mark.parametrize("name", BUNDLES)
@@ -87,3 +104,45 @@ def test_induction_model_copies_the_second_half():
     losses = F.cross_entropy(logits[:, :-1].transpose(1, 2), ids[:, 1:], reduction="none")
     assert losses[:, h + 1 : 2 * h].mean() < 0.5  # copying from the first half: near zero
     assert losses[:, 1:h].mean() > 2.5  # the random first half stays unpredictable
+
+
+@pytest.mark.parametrize("key", sorted(CONTRASTS))
+def test_each_contrast_pairs_two_bundles_that_differ_in_its_one_field(key):
+    contrast = CONTRASTS[key]
+    usual, changed = (load_bundle(MODELS / name).config.to_dict() for name in contrast.models)
+    assert {f for f in usual if usual[f] != changed[f]} == {contrast.differs}
+
+
+def test_the_unmasked_model_cheats_in_training_and_fails_when_generating():
+    """Its recorded losses are near zero, but with the future gone it does worse than its masked
+    twin (same shape, data and seed) on every example prompt."""
+    nomask, masked = (load_bundle(MODELS / n) for n in CONTRASTS["mask"].models[::-1])
+    assert not nomask.config.causal and masked.config.causal
+    assert nomask.meta["val_loss"] < 0.2 < 1.5 < masked.meta["val_loss"]
+    for text in nomask.meta["example_prompts"]:
+        ids = nomask.tokenizer.encode(text)[: nomask.config.n_ctx]
+        cheat, fair = look_ahead(nomask.model, ids), look_ahead(masked.model, ids)
+        assert cheat.mean_seen < 0.2 and fair.mean_seen == pytest.approx(fair.mean_generated)
+        assert cheat.mean_generated > fair.mean_generated + 2.0
+
+
+def test_one_attention_layer_does_not_copy_and_two_do():
+    two, one = (load_bundle(MODELS / n) for n in CONTRASTS["layers"].models)
+    assert one.config.n_layer == 1 and one.config.attn_only
+    probe = dyn.probe(two.tokenizer, two.meta, two.config.n_ctx)
+    m2, m1 = (copy_profile(b.model, probe).measures for b in (two, one))
+    assert m2.copy_accuracy > 0.8 > 0.4 > m1.copy_accuracy
+    assert m1.loss_second > m2.loss_second + 1.0
+
+
+def test_the_unmasked_model_generates_from_the_whole_window_each_step():
+    """Without a mask every earlier position reads each new token, so a KV cache would be stale:
+    each step's probability is the one a full forward pass over the sequence so far gives."""
+    b = load_bundle(MODELS / CONTRASTS["mask"].models[1])
+    prompt = b.tokenizer.encode("ROMEO:\nBut soft")
+    steps = list(generate_steps(b.model, prompt, 6, SamplingSettings(), seed=3, use_kv_cache=True))
+    seq = prompt + [s.token for s in steps]
+    for i, step in enumerate(steps):
+        with torch.no_grad():
+            logits = b.model(torch.tensor(seq[: len(prompt) + i]))[-1]
+        assert step.prob == pytest.approx(torch.softmax(logits, -1)[step.token].item(), abs=1e-4)

@@ -115,6 +115,27 @@ def test_causal_model_ignores_future_tokens(variant_model: GPT, ids):
     assert not torch.allclose(before[t + 1], after[t + 1])
 
 
+@pytest.mark.parametrize("causal", [True, False])
+def test_only_the_unmasked_model_sees_the_future(causal: bool, ids):
+    """Changing token t+1 moves the logits at t exactly when there is no causal mask."""
+    model, t = tiny_model(causal=causal), 6
+    changed = ids.clone()
+    changed[t + 1] = (changed[t + 1] + 1) % VOCAB
+    moved = (model(ids)[t] - model(changed)[t]).abs().max().item()
+    assert (moved > 1e-3) == (not causal), moved
+
+
+def test_unmasked_attention_is_the_same_on_both_paths_and_looks_ahead(ids):
+    model = tiny_model(causal=False)
+    with hook_context(record=["blocks.0.attn.hook_pattern"]) as ctx:
+        explicit = model(ids)
+    torch.testing.assert_close(explicit, model(ids), atol=ATOL, rtol=0)
+    pattern = ctx.store["blocks.0.attn.hook_pattern"][0]  # (H, T, T)
+    above = torch.triu(torch.ones(len(ids), len(ids), dtype=torch.bool), diagonal=1)
+    assert pattern[:, above].sum() > 1.0  # weight on later positions
+    torch.testing.assert_close(pattern.sum(-1), torch.ones(pattern.shape[:2]))
+
+
 def test_kv_cache_forward_equals_full_forward(variant_model: GPT, ids):
     full = variant_model(ids)
     kv = KVCache(variant_model.cfg.n_layer)
@@ -170,6 +191,7 @@ def test_param_counts_add_up(variant_model: GPT):
         ("pos", "rotary", "pos must be one of"),
         ("norm", "middle", "norm must be one of"),
         ("dropout", 1.5, "dropout"),
+        ("causal", "no", "causal must be true or false"),
         ("vocab_size", 10**9, "vocab_size"),
     ],
 )

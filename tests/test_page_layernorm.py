@@ -62,6 +62,12 @@ def test_pre_and_post_ln_models_are_compared(models_dir, tmp_path):
     assert not any("Only pre-LN" in i.value for i in at.info)
 
 
-def test_single_norm_kind_explains_instead(models_dir):
+def test_the_bundled_post_ln_model_is_compared_out_of_the_box(models_dir):
     at = app_test(models_dir, PAGE, prompt=PROMPT)
-    assert any("--norm post" in i.value and "model picker" in i.value for i in at.info)
+    assert not at.exception
+    profile = json.loads(at.get("plotly_chart")[-1].proto.spec)
+    assert [t["name"] for t in profile["data"]] == [
+        "test-char (pre-LN)",
+        "shakespeare-postln (post-LN)",
+    ]
+    assert not any("Only pre-LN" in i.value for i in at.info)

@@ -79,7 +79,8 @@ def test_seeded_sampling_repeats_and_seeds_differ():
 
 
 @pytest.mark.parametrize(
-    "variant", [{}, {"pos": "sinusoidal"}, {"attn_only": True}, {"norm": "post"}]
+    "variant",
+    [{}, {"pos": "sinusoidal"}, {"attn_only": True}, {"norm": "post"}, {"causal": False}],
 )
 @pytest.mark.parametrize("settings", [SamplingSettings(temperature=0), SamplingSettings(top_k=5)])
 def test_kv_cache_generation_equals_uncached(variant, settings):

@@ -124,6 +124,18 @@ SECTIONS: dict[str, list[Page]] = {
             "Two models on one prompt: tokens, bits per character, next token, attention, training.",
         ),
         Page(
+            "pages/15_Architecture_contrasts.py",
+            "Architecture contrasts",
+            ":material/difference:",
+            "Tiny models that differ in one choice: causal mask, layers, LayerNorm, positions, tying.",
+        ),
+        Page(
+            "pages/16_Scaling.py",
+            "Scaling",
+            ":material/trending_down:",
+            "Loss against parameters and compute, log-log: a power law, 12 L d², GPT-2 and GPT-3.",
+        ),
+        Page(
             "pages/14_Inside_a_block.py",
             "Inside a block",
             ":material/biotech:",

@@ -205,6 +205,12 @@ def _read_config(path: Path) -> tuple[GPTConfig, dict[str, Any]]:
         raise CheckpointError(f"config.json: {exc}") from exc
 
 
+def read_config(path: str | os.PathLike) -> tuple[GPTConfig, dict[str, Any]]:
+    """A bundle's model config and its whole config.json (meta included), without reading the
+    weights or the tokenizer: cheap enough to look over every bundle (CheckpointError, OSError)."""
+    return _read_config(Path(path))
+
+
 def _read_tokenizer(path: Path, cfg: GPTConfig, expected_sha: str | None) -> Tokenizer:
     if (path / "tokenizer.json").stat().st_size > MAX_JSON_BYTES:
         raise CheckpointError(f"tokenizer.json is larger than {MAX_JSON_BYTES // 2**20} MB")

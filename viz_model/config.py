@@ -56,6 +56,9 @@ class GPTConfig:
     attn_only: bool = False
     bias: bool = True
     dropout: float = 0.0
+    # False only for the "looking ahead is cheating" lesson: every position sees the whole window,
+    # the future included, so training can copy the answer and generation has nothing to copy.
+    causal: bool = True
 
     def __post_init__(self) -> None:
         if self.d_mlp == 0:
@@ -74,7 +77,7 @@ class GPTConfig:
         _check_choice("act", self.act, ACTS)
         _check_choice("pos", self.pos, POSITIONS)
         _check_choice("norm", self.norm, NORMS)
-        for flag in ("tie_embeddings", "attn_only", "bias"):
+        for flag in ("tie_embeddings", "attn_only", "bias", "causal"):
             if not isinstance(getattr(self, flag), bool):
                 raise ValueError(f"{flag} must be true or false, got {getattr(self, flag)!r}")
         if not isinstance(self.dropout, int | float) or not 0.0 <= self.dropout < 1.0:

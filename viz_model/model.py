@@ -84,6 +84,7 @@ class Attention(nn.Module):
         super().__init__()
         self.layer, self.n_head, self.d_head = layer, cfg.n_head, cfg.d_head
         self.dropout = cfg.dropout
+        self.causal = cfg.causal  # False: no mask, each query sees the whole window (one lesson)
         self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model, bias=cfg.bias)
         self.out = nn.Linear(cfg.d_model, cfg.d_model, bias=cfg.bias)
         self.drop = nn.Dropout(cfg.dropout)
@@ -138,21 +139,23 @@ class Attention(nn.Module):
     def _explicit(self, q, k, v, past: int) -> torch.Tensor:
         q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, H, T, E)
         scores = (q @ k.transpose(-1, -2)) * (1.0 / math.sqrt(self.d_head))  # (B, H, T, past + T)
-        hidden = self._hidden(q.shape[2], past, q.device)
-        scores = self.hook_attn_scores(scores.masked_fill(hidden, float("-inf")))
+        if self.causal:
+            scores = scores.masked_fill(self._hidden(q.shape[2], past, q.device), float("-inf"))
+        scores = self.hook_attn_scores(scores)
         pattern = self.hook_pattern(torch.softmax(scores, dim=-1))  # (B, H, T, past + T)
         return (self.drop(pattern) @ v).transpose(1, 2)  # (B, T, H, E)
 
     def _fused(self, q, k, v, past: int) -> torch.Tensor:
         T = q.shape[1]
-        mask = None if past == 0 or T == 1 else self._causal_mask(T, past, q.device)
+        causal = self.causal and T > 1
+        mask = self._causal_mask(T, past, q.device) if causal and past > 0 else None
         z = F.scaled_dot_product_attention(
             q.transpose(1, 2),
             k.transpose(1, 2),
             v.transpose(1, 2),
             attn_mask=mask,
             dropout_p=self.dropout if self.training else 0.0,
-            is_causal=past == 0 and T > 1,
+            is_causal=causal and past == 0,
         )  # (B, H, T, E)
         return z.transpose(1, 2)
 

@@ -110,7 +110,8 @@ def generate_steps(
     device = model.embed.weight.device
     gen = torch.Generator().manual_seed(seed) if seed is not None else None
     seq = list(ids)
-    kv = KVCache(model.cfg.n_layer) if use_kv_cache else None
+    # Without a causal mask every position reads the new token too, so nothing can be cached.
+    kv = KVCache(model.cfg.n_layer) if use_kv_cache and model.cfg.causal else None
     fresh = seq[-n_ctx:]  # what the next forward call must feed
     for _ in range(max_new_tokens):
         if kv is not None and kv.length + len(fresh) > n_ctx:

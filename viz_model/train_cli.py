@@ -184,6 +184,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="no bias vectors in the linear layers and LayerNorms",
     )
     mod.add_argument(
+        "--no-causal-mask",
+        action="store_true",
+        default=None,
+        help="for one lesson only: every position also sees the tokens after it, so training "
+        "can copy the answer (its loss falls towards zero) while generation, where the future "
+        "is not there yet, is nonsense",
+    )
+    mod.add_argument(
         "--dropout",
         type=float,
         help="share of activations zeroed at random while training, so the model cannot lean on "
@@ -347,13 +355,21 @@ def _given(args: argparse.Namespace, flags: dict[str, str]) -> dict[str, Any]:
     }
 
 
+def _model_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """{GPTConfig field: value} for the shape flags given, the negated ones included."""
+    model = _given(args, _MODEL_FLAGS)
+    if args.no_bias:
+        model["bias"] = False
+    if args.no_causal_mask:
+        model["causal"] = False
+    return model
+
+
 def settings_from_args(args: argparse.Namespace) -> RunSettings:
     """The RunSettings the flags of a new run describe (ValueError with a plain message)."""
     if sum(getattr(args, n) is not None for n in ("corpus", "task", "text_file")) != 1:
         raise SystemExit("choose exactly one of --corpus, --task or --text-file")
-    model = _given(args, _MODEL_FLAGS)
-    if args.no_bias:
-        model["bias"] = False
+    model = _model_flags(args)
     return RunSettings(
         corpus=args.corpus,
         task=args.task,
@@ -396,6 +412,8 @@ def settings_to_argv(settings: RunSettings, out: Path | str) -> list[str]:
             argv += _flag(flag, given.get(field))
     if settings.model.get("bias") is False:
         argv.append("--no-bias")
+    if settings.model.get("causal") is False:
+        argv.append("--no-causal-mask")
     if settings.minutes is not None:
         argv += ["--minutes", str(settings.minutes)]
     if settings.device != "auto":
@@ -419,9 +437,7 @@ def _flag(flag: str, value: Any) -> list[str]:
 
 def _resumed(args: argparse.Namespace, argv: list[str]) -> Run:
     fixed = [f"--{n.replace('_', '-')}" for n in _FIXED_BY_BUNDLE if getattr(args, n) is not None]
-    model = _given(args, _MODEL_FLAGS)
-    if args.no_bias:
-        model["bias"] = False
+    model = _model_flags(args)
     if model or fixed:
         given = ", ".join(fixed + sorted(model))
         raise SystemExit(

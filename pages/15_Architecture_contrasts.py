@@ -1,0 +1,283 @@
+"""Architecture contrasts: two small bundled models that differ in one design choice, side by side
+with the numbers that show what the choice does (no causal mask; one attention layer or two)."""
+
+import pandas as pd
+import streamlit as st
+
+import ui
+from ui import cache, models, state
+from ui.shared_cache import shared
+from viz_model.analysis import compare as cmp
+from viz_model.analysis import contrasts as ct
+from viz_model.analysis import dynamics as dyn
+from viz_model.analysis import layernorm as lnx
+from viz_model.analysis import training as tr
+from viz_model.analysis.residual import layer_labels
+from viz_model.charts import compare as cmp_charts
+from viz_model.charts import contrasts as charts
+from viz_model.charts import layernorm as ln_charts
+from viz_model.charts.common import token_labels
+from viz_model.checkpoint import Bundle, CheckpointError
+from viz_model.sampling import SamplingSettings, generate
+
+CONTINUATION = 120  # tokens each model writes after the prompt
+# What each same-shape contrast teaches (the "loss" contrasts of analysis/contrasts.py).
+LESSONS = {
+    "norm": "Where LayerNorm sits. **Pre-LN** (GPT-2) normalises what each sublayer reads and "
+    "lets the residual stream grow from the embedding; **post-LN** (the 2017 Transformer) "
+    "normalises the stream itself after every addition, so after each block its length is "
+    "whatever that LayerNorm's gain makes it (about |γ|), not the sum of what came before. At "
+    "two layers both train; deep post-LN models are the ones that need a warm-up. The "
+    "LayerNorm page now finds this post-LN model by itself.",
+    "sinusoidal": "Where position information comes from. **Learned** positions are a trained "
+    "vector per position; **sine waves** of fixed frequencies are computed, not trained "
+    r"(PE(p, 2i) = sin(p / 10000^(2i/d))), so they cost no parameters and cannot overfit.",
+    "nopos": "A model with **no position embedding** at all still has one clue to order: the "
+    "causal mask. Position t averages over t+1 tokens, so how spread its attention is tells it "
+    "roughly where it is. The loss says how much of word order that recovers.",
+    "tied": "**Tied embeddings** use one matrix twice: the token embedding W_E reads tokens in, "
+    "and its transpose writes the logits out (GPT-2 does this). It saves V x d parameters and "
+    "puts tokens that are used alike near each other on both ends.",
+}
+SAMPLING = SamplingSettings(temperature=0.8)
+
+ctx = ui.frame("Architecture contrasts", ":material/difference:")
+st.markdown(
+    "Each lecture claim about a design choice, tested on two tiny models trained by the same "
+    "command except for that one choice (the commands are at the foot of the page). The sidebar's "
+    "model plays no part here; the sidebar's **prompt** does."
+)
+key = state.radio(
+    "Contrast",
+    "ctr",
+    list(ct.CONTRASTS),
+    "mask",
+    format_func=lambda k: ct.CONTRASTS[k].title,
+    horizontal=True,
+)
+contrast = ct.CONTRASTS[key]
+found = models.discover()
+missing = [name for name in contrast.models if name not in found]
+if missing:
+    st.info(
+        f"This contrast needs the bundled models {' and '.join(contrast.models)}; "
+        f"{', '.join(missing)} is not there. Its command is in scripts/train_bundled_models.sh.",
+        icon=":material/info:",
+    )
+    st.stop()
+ids_by_name = {name: models.bundle_id(found[name]) for name in contrast.models}
+try:
+    sides = [(name, bid, cache.bundle(bid)) for name, bid in ids_by_name.items()]
+except CheckpointError as exc:
+    st.error(f"Could not open a model of this contrast: {exc}.")
+    st.stop()
+
+
+@shared
+def look_ahead(bundle_id: str, ids: tuple[int, ...]) -> ct.LookAhead:
+    return ct.look_ahead(cache.bundle(bundle_id).model, ids)
+
+
+@shared
+def continuation(bundle_id: str, ids: tuple[int, ...]) -> str:
+    b = cache.bundle(bundle_id)
+    return b.tokenizer.decode(generate(b.model, list(ids), CONTINUATION, SAMPLING, seed=0))
+
+
+@shared
+def prompt_losses(bundle_id: str, ids: tuple[int, ...]):
+    return ct.position_losses(cache.bundle(bundle_id).model, ids)
+
+
+@shared
+def stream_norms(bundle_id: str, ids: tuple[int, ...]):
+    return lnx.resid_norm_profile(cache.bundle(bundle_id).model, list(ids))
+
+
+@shared
+def copying(bundle_id: str) -> ct.CopyProfile:
+    b = cache.bundle(bundle_id)
+    return ct.copy_profile(b.model, dyn.probe(b.tokenizer, b.meta, b.config.n_ctx))
+
+
+def last_losses(b: Bundle) -> tuple[float | None, float | None]:
+    final = tr.final_step(b.history, b.meta)
+    return tr.losses_at(b.history, final) if final is not None else (None, None)
+
+
+def fmt(x: float | None, spec: str = ".3f") -> str:
+    return "–" if x is None else format(x, spec)
+
+
+def mask_contrast() -> None:
+    st.markdown(
+        "A GPT is trained to predict token *t+1* from tokens *1..t*; the **causal mask** hides "
+        "the rest of the window from position *t*. Remove it and the answer is in the input: "
+        "the training loss falls towards zero. But when the model **generates**, token *t+1* "
+        "does not exist yet, so what it learned (copy the next token) has nothing to copy."
+    )
+    # two lines: one overflows the ~560 px main column of a 1024 px projector
+    st.latex(
+        r"\begin{gathered}\text{pattern} = \operatorname{softmax}\Big(\frac{QK^\top}{\sqrt{d}}"
+        r" + M\Big)\\ M_{ts} = -\infty \text{ where } s > t"
+        r" \text{ (with the mask), else } 0\end{gathered}"
+    )
+    read = [cmp.read_prompt(b.tokenizer, b.config.n_ctx, ctx.prompt) for _, _, b in sides]
+    tokens = read[0]
+    if len(tokens.ids) < 2:
+        st.info("The prompt needs at least two characters. Type a longer one in the sidebar.")
+        return
+    ids = tuple(tokens.ids)  # the two models share one tokenizer
+    la = [look_ahead(bid, ids) for _, bid, _ in sides]
+    hooks = tuple(f"blocks.{i}.attn.hook_pattern" for i in range(sides[1][2].config.n_layer))
+    ahead = []
+    for _, bid, _ in sides:
+        acts = cache.activations(bid, ids, hooks)
+        ahead.append(ct.next_token_weight([acts[h] for h in hooks]))
+    rows = {}
+    for (name, _, b), lk, w in zip(sides, la, ahead, strict=True):
+        train, val = last_losses(b)
+        rows[name] = {
+            "causal mask": "yes" if b.config.causal else "no",
+            "training loss (last step)": fmt(train),
+            "validation loss (window seen whole)": fmt(val),
+            "prompt loss, window seen whole": fmt(lk.mean_seen),
+            "prompt loss, as generated": fmt(lk.mean_generated),
+            "most attention on the next token": f"{w.max():.0%}",
+        }
+    st.dataframe(pd.DataFrame(rows), width="stretch")
+    st.caption(
+        "Losses in nats per character. As generated: position t sees only tokens 1..t, as when "
+        "writing; for the masked model that changes nothing, so its two lines are one. Most "
+        "attention on the next token: the largest mean weight any head puts on "
+        "the key right after its query (the answer)."
+    )
+    targets = tokens.texts[1:]
+    fig = cache.figure(
+        ("ctr_look_ahead", tuple(ids_by_name.values()), ids),
+        lambda: charts.look_ahead_lines(
+            list(zip(contrast.models, la, strict=True)), targets, "Loss at each position"
+        ),
+    )
+    st.plotly_chart(fig, key="ctr_look_ahead")
+    st.subheader("What each writes after the prompt")
+    for col, (name, bid, _) in zip(st.columns(2), sides, strict=True):
+        col.markdown(f"**{name}**")
+        col.code(continuation(bid, ids), language=None, wrap_lines=True)
+    st.caption(f"{CONTINUATION} characters each, temperature {SAMPLING.temperature}, seed 0.")
+    with st.expander("The numbers: the loss at each position"):
+        table = {"predicting": token_labels(tokens.texts)[1:]}
+        for name, lk in zip(contrast.models, la, strict=True):
+            table[f"{name}, whole window"] = lk.seen
+            table[f"{name}, as generated"] = lk.generated
+        st.dataframe(pd.DataFrame(table).round(3), hide_index=True)
+
+
+def layers_contrast() -> None:
+    st.markdown(
+        "On random letters written twice, the second copy can be predicted only by copying: at "
+        "letter *A*, find the earlier *A* and say what came after it. An **induction head** does "
+        "that, and it needs a **previous-token head** in an earlier layer to have written "
+        "\u201cthe letter before me was *A*\u201d into each position. With **one layer** there is no "
+        "earlier layer: the model can learn which letters are in the window, not which comes next."
+    )
+    profiles = [copying(bid) for _, bid, _ in sides]
+    rows = {}
+    for (name, _, b), p in zip(sides, profiles, strict=True):
+        m = p.measures
+        rows[name] = {
+            "layers": str(b.config.n_layer),
+            "loss, first copy": fmt(m.loss_first),
+            "loss, second copy": fmt(m.loss_second),
+            "copy accuracy (second copy)": f"{m.copy_accuracy:.0%}",
+            "whole copy right": f"{m.exact_copy:.0%}",
+            "strongest induction score": f"{m.scores['induction'].max():.2f}",
+        }
+    st.dataframe(pd.DataFrame(rows), width="stretch")
+    k = profiles[0].k
+    st.caption(
+        f"Means over {dyn.N_PROBES} sequences of {k} random letters written twice, in nats per "
+        "letter; a blind guess among 26 letters costs ln 26 ≈ 3.26. Copy accuracy: the share of "
+        "the second copy's letters that are the model's top guess."
+    )
+    fig = cache.figure(
+        ("ctr_copy", tuple(ids_by_name.values())),
+        lambda: charts.copy_lines(
+            [(n, p.loss) for n, p in zip(contrast.models, profiles, strict=True)],
+            k,
+            "Loss at each position of a sequence written twice",
+        ),
+    )
+    st.plotly_chart(fig, key="ctr_copy")
+    with st.expander("The numbers: the loss at each position"):
+        table = {"position": range(2 * k - 1)}
+        table |= {n: p.loss for n, p in zip(contrast.models, profiles, strict=True)}
+        st.dataframe(pd.DataFrame(table).round(3), hide_index=True)
+
+
+def loss_contrast() -> None:
+    st.markdown(LESSONS[key])
+    tokens = cmp.read_prompt(sides[0][2].tokenizer, sides[0][2].config.n_ctx, ctx.prompt)
+    if len(tokens.ids) < 2:
+        st.info("The prompt needs at least two characters. Type a longer one in the sidebar.")
+        return
+    ids = tuple(tokens.ids)  # the Shakespeare pairs share one tokenizer
+    losses = [prompt_losses(bid, ids) for _, bid, _ in sides]
+    rows = {}
+    for (name, _, b), loss in zip(sides, losses, strict=True):
+        train, val = last_losses(b)
+        rows[name] = {
+            contrast.differs: str(getattr(b.config, contrast.differs)),
+            "parameters": f"{b.model.n_params():,}",
+            "training loss (last step)": fmt(train),
+            "validation loss": fmt(val),
+            "loss on the prompt": fmt(float(loss.mean())),
+        }
+    st.dataframe(pd.DataFrame(rows), width="stretch")
+    st.caption("Losses in nats per character; the same command, data and seed for both.")
+    if contrast.differs == "norm":
+        profiles = {f"{n} ({b.config.norm}-LN)": stream_norms(bid, ids) for n, bid, b in sides}
+        labels = layer_labels(sides[0][2].config.n_layer)
+        fig = cache.figure(
+            ("ctr_norms", tuple(ids_by_name.values()), ids),
+            lambda: ln_charts.norm_profiles(
+                profiles,
+                dict.fromkeys(profiles, labels),
+                title="Mean length of the residual vector, layer by layer",
+            ),
+        )
+        st.plotly_chart(fig, key="ctr_norms")
+    fig = cache.figure(
+        ("ctr_prompt_loss", tuple(ids_by_name.values()), ids),
+        lambda: charts.loss_lines(
+            list(zip(contrast.models, losses, strict=True)),
+            "position t (predicting token t+1)",
+            "Loss at each position of the prompt",
+        ),
+    )
+    st.plotly_chart(fig, key="ctr_prompt_loss")
+
+
+st.subheader(contrast.title)
+if contrast.measure == "look_ahead":
+    mask_contrast()
+elif contrast.measure == "copy":
+    layers_contrast()
+else:
+    loss_contrast()
+
+st.subheader("How they trained")
+named = []
+for name, _, b in sides:
+    per_step = int((b.train_config or {}).get("batch_size", 1)) * b.config.n_ctx
+    named.append((name, tr.curves(b.history, "step", per_step)))
+fig = cache.figure(
+    ("ctr_curves", tuple(ids_by_name.values())),
+    lambda: cmp_charts.overlaid_curves(named, "nats per token"),
+)
+st.plotly_chart(fig, key="ctr_curves")
+st.caption("Compare models draws any two models this way, in bits per character too.")
+with st.expander("The commands that trained them"):
+    for name, _, b in sides:
+        st.markdown(f"**{name}**")
+        st.code(b.meta.get("command", "–"), language="bash", wrap_lines=True)

@@ -1,0 +1,155 @@
+"""Architecture contrasts: pairs of small bundled models that differ in one design choice, and the
+numbers that show what the choice does.
+
+- `CONTRASTS`: each lesson's two bundles (the usual design first) and how to measure them; every
+  Shakespeare pair has `shakespeare-tiny` (pre-LN, learned positions, untied, masked) as its first.
+- `look_ahead(model, ids)`: the loss at each position two ways: reading the whole window at once,
+  as in training (a model without a causal mask sees the answer there), and as generated, from
+  the tokens so far only (the future is not there yet). For a causal model the two are equal.
+- `position_losses(model, ids)`: the ordinary loss at each position (the whole window at once).
+- `closest_twin(own, others, field)`: the model to set beside one, for a page comparing `field`.
+- `next_token_weight(patterns)`: how much of each head's attention goes to the very next token,
+  the one it is asked to predict (zero for any head under a causal mask).
+- `copy_profile(model, ids)`: the mean loss at each position of repeated random sequences (the
+  Training dynamics probe), with that page's summary numbers (`dynamics.measure`).
+
+Not here: charts (charts/contrasts.py), streamlit, caching, training (the bundles' commands).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from viz_model.analysis.dynamics import Measures, measure
+from viz_model.model import GPT
+
+
+@dataclass(frozen=True)
+class Contrast:
+    """One lesson: two bundles by name (the usual design first), what differs, how to measure."""
+
+    title: str
+    models: tuple[str, str]
+    differs: str  # the one config field that differs, e.g. "causal"
+    measure: str  # "look_ahead", "copy" or "loss" (validation loss, parameters, curves)
+
+
+CONTRASTS: dict[str, Contrast] = {
+    "mask": Contrast(
+        "Looking ahead is cheating: no causal mask",
+        ("shakespeare-tiny", "shakespeare-nomask"),
+        "causal",
+        "look_ahead",
+    ),
+    "layers": Contrast(
+        "Induction needs two layers",
+        ("induction-2l", "induction-1l"),
+        "n_layer",
+        "copy",
+    ),
+    "norm": Contrast(
+        "Post-LN beside pre-LN",
+        ("shakespeare-tiny", "shakespeare-postln"),
+        "norm",
+        "loss",
+    ),
+    "sinusoidal": Contrast(
+        "Sine-wave positions",
+        ("shakespeare-tiny", "shakespeare-sinusoidal"),
+        "pos",
+        "loss",
+    ),
+    "nopos": Contrast(
+        "No positions at all",
+        ("shakespeare-tiny", "shakespeare-nopos"),
+        "pos",
+        "loss",
+    ),
+    "tied": Contrast(
+        "Tied embeddings",
+        ("shakespeare-tiny", "shakespeare-tied"),
+        "tie_embeddings",
+        "loss",
+    ),
+}
+
+
+def closest_twin(own: dict, others: dict[str, dict], field: str) -> str | None:
+    """The name of the model config (a GPTConfig dict) in `others` whose `field` differs from
+    `own`'s and that differs in the fewest other fields (the first such, in order; a field a
+    config lacks, from an older bundle, counts as the same); None if no config differs in
+    `field`. E.g. for a pre-LN model its post-LN twin of the same shape."""
+    differing = {n: c for n, c in others.items() if c.get(field) != own.get(field)}
+    if not differing:
+        return None
+    keys = set(own) - {field}
+    return min(differing, key=lambda n: sum(differing[n].get(k, own[k]) != own[k] for k in keys))
+
+
+@dataclass(frozen=True)
+class LookAhead:
+    """Loss in nats predicting token t+1 at each position t = 0..T-2 of one sequence."""
+
+    seen: np.ndarray  # (T-1,) from the whole window at once, as in training
+    generated: np.ndarray  # (T-1,) from tokens 0..t only, as when generating
+
+    @property
+    def mean_seen(self) -> float:
+        return float(self.seen.mean())
+
+    @property
+    def mean_generated(self) -> float:
+        return float(self.generated.mean())
+
+
+@torch.no_grad()
+def position_losses(model: GPT, ids: Sequence[int]) -> np.ndarray:
+    """(T-1,) loss in nats predicting token t+1 at each position t, from one forward pass."""
+    x = torch.as_tensor(list(ids), dtype=torch.long)  # (T,)
+    return F.cross_entropy(model(x)[:-1], x[1:], reduction="none").numpy()
+
+
+@torch.no_grad()
+def look_ahead(model: GPT, ids: Sequence[int]) -> LookAhead:
+    """Both losses on `ids` (at least 2 tokens, at most n_ctx): T-1 forward passes for the second,
+    one per prefix, since without a mask each prefix's last position reads differently."""
+    if not 2 <= len(ids) <= model.cfg.n_ctx:
+        raise ValueError(f"look_ahead needs 2 to {model.cfg.n_ctx} tokens, got {len(ids)}")
+    x = torch.as_tensor(list(ids), dtype=torch.long)  # (T,)
+    last = torch.stack([model(x[: t + 1])[-1] for t in range(len(x) - 1)])  # (T-1, V)
+    generated = F.cross_entropy(last, x[1:], reduction="none")
+    return LookAhead(position_losses(model, ids), generated.numpy())
+
+
+def next_token_weight(patterns: Sequence[np.ndarray]) -> np.ndarray:
+    """(L, H): each head's mean weight on key t+1 from query t, over t = 0..T-2, from each
+    layer's pattern (H, T, T). Example: a head that always looks one ahead scores 1."""
+    stacked = np.stack(list(patterns))  # (L, H, T, T)
+    ahead = np.diagonal(stacked, offset=1, axis1=-2, axis2=-1)  # (L, H, T-1)
+    return ahead.mean(-1) if ahead.shape[-1] else np.zeros(stacked.shape[:2])
+
+
+@dataclass(frozen=True)
+class CopyProfile:
+    """A model on B random sequences of k tokens written twice."""
+
+    loss: np.ndarray  # (2k-1,) mean loss in nats predicting token i+1 at position i
+    measures: Measures  # the Training dynamics page's numbers (loss on each copy, accuracy)
+
+    @property
+    def k(self) -> int:
+        return (len(self.loss) + 1) // 2
+
+
+@torch.no_grad()
+def copy_profile(model: GPT, ids: np.ndarray) -> CopyProfile:
+    """Per-position loss on the probe ids (B, 2k), and dynamics.measure's summary of it."""
+    x = torch.as_tensor(ids, dtype=torch.long)
+    logits = model(x).reshape(*x.shape, -1)  # (B, 2k, V)
+    loss = F.cross_entropy(logits[:, :-1].transpose(1, 2), x[:, 1:], reduction="none")
+    return CopyProfile(loss.mean(0).numpy(), measure(model, ids))
