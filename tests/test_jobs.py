@@ -89,7 +89,10 @@ def test_a_job_runs_pauses_steps_changes_lr_resumes_stops_and_trains_more(root, 
 
     jobs.set_lr("life", 5e-4)
     jobs.step("life")
-    changed = wait_for("life", lambda v: len(v.history) == at + 3, "a step at the new rate")
+    # The history line is written before the status file (and its peak_lr): wait for both.
+    changed = wait_for(
+        "life", lambda v: len(v.history) == at + 3 and v.peak_lr == 5e-4, "a step at the new rate"
+    )
     assert [r["lr"] for r in changed.history] == [2e-3] * (at + 2) + [5e-4]
     assert changed.peak_lr == 5e-4
 
