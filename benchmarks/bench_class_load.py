@@ -7,8 +7,9 @@
 Each setting starts the class server (serving/class_server.py: HAProxy in front even of one
 process, so the proxy's cost is in every figure) with a fresh runs folder, optionally a `quick`
 training job in it (--job), and opens every page once on every process (models loaded; --cold
-skips this and the class arrives within one second of the server being ready). Then each student
-(benchmarks/student.py: one websocket, as a browser tab) opens the lesson at a random page with
+skips this and the class arrives within one second of the server giving its address, which
+it does after opening every page once on each process itself unless --no-warm). Then each student
+(serving/student.py: one websocket, as a browser tab) opens the lesson at a random page with
 its own model and a prompt from a pool (everyday lines, emoji, right-to-left and combining marks,
 markup, 2,000 characters), and every `pace` seconds either goes on to the next page or types a new
 prompt of its own, new to the server (one time in four). Counted: views that drew an exception, runs not finished within 30 s, dropped
@@ -38,7 +39,7 @@ import websockets
 
 from benchmarks.class_arrival import page_paths
 from benchmarks.common import emit
-from benchmarks.student import Student
+from serving.student import Student
 from tests.test_browser import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -128,13 +129,14 @@ def cache_mb(port: int, top: int = 6) -> dict[str, float]:
 
 
 @contextmanager
-def class_server(processes: int, env: dict[str, str]):
-    """Start serving.class_server with `processes` apps; yield (url, app pids, app ports)."""
+def class_server(processes: int, env: dict[str, str], warm_up: bool = True):
+    """Start serving.class_server with `processes` apps (warmed by it unless `warm_up` is
+    False); yield (url, app pids, app ports)."""
     port, backend, folder = free_port(), free_port(), Path(tempfile.mkdtemp(prefix="bench-class-"))
     cmd = [
         sys.executable, "-m", "serving.class_server", "start", "--processes", str(processes),
         "--port", str(port), "--backend-port", str(backend), "--address", "127.0.0.1",
-        "--state-dir", str(folder),
+        "--state-dir", str(folder), *([] if warm_up else ["--no-warm"]),
     ]  # fmt: skip
     launcher = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, text=True, env=env)
     try:
@@ -216,7 +218,7 @@ def measure(processes: int, args: argparse.Namespace, models: list[str]) -> dict
     env = {**os.environ, "VIZ_RUNS_DIR": tempfile.mkdtemp(prefix="bench-runs-")}
     job = start_job(env) if args.job else None
     try:
-        with class_server(processes, env) as (url, pids, ports):
+        with class_server(processes, env, not args.no_warm) as (url, pids, ports):
             if not args.cold:
                 asyncio.run(warm(url, processes, models))
             results, memory = asyncio.run(run_class(url, args, models, pids))
@@ -275,7 +277,13 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=90.0, help="of class, per setting")
     parser.add_argument("--processes", type=int, nargs="+", default=[1, os.cpu_count() or 1])
     parser.add_argument("--job", action="store_true", help="a training job runs meanwhile")
-    parser.add_argument("--cold", action="store_true", help="arrive within 1 s of a fresh server")
+    parser.add_argument("--cold", action="store_true", help="arrive within 1 s of the address")
+    parser.add_argument(
+        "--no-warm",
+        action="store_true",
+        help="the class server gives the address "
+        "before opening every page once (with --cold: the worst first minute)",
+    )
     parser.add_argument("--reruns", type=int, help="instead: memory after this many reruns")
     parser.add_argument("--idle", type=float, default=60.0, help="with --reruns: idle, then again")
     args = parser.parse_args()
@@ -286,7 +294,7 @@ def main() -> None:
         return
     runs = [measure(n, args, models) for n in args.processes]
     emit("class_load", {"students": args.students, "pace_s": args.pace, "seconds": args.seconds,
-                        "cold": args.cold, "models": models, "runs": runs})  # fmt: skip
+                        "cold": args.cold, "no_warm": args.no_warm, "models": models, "runs": runs})  # fmt: skip
 
 
 if __name__ == "__main__":

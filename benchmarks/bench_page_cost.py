@@ -41,7 +41,7 @@ from urllib.parse import urlencode
 from benchmarks.class_arrival import page_paths
 from benchmarks.common import emit
 from benchmarks.page_cost_probe import Probe
-from benchmarks.student import Student
+from serving.student import Student
 from tests.test_browser import free_port, start_server, stop_server, wait_healthy
 from ui import nav
 from ui.frame import DEFAULT_PROMPT

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from benchmarks.common import emit
-from benchmarks.student import Student
+from serving.student import Student
 from tests.test_browser import free_port, start_server, stop_server, wait_healthy
 
 RUN = "bench"

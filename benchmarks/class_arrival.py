@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from benchmarks.common import emit
-from benchmarks.student import Student, stream_url  # noqa: F401 (stream_url: re-exported)
+from serving.student import Student, stream_url  # noqa: F401 (stream_url: re-exported)
 from tests.test_browser import free_port, start_server, stop_server, wait_healthy
 from ui import nav
 

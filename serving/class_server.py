@@ -4,7 +4,8 @@
     python -m serving.class_server stop [--port 8501]
 
 `start` runs N `streamlit run app.py` on 127.0.0.1 (ports port+1 .. port+N; N defaults to the
-cores), waits until each answers /_stcore/health, then HAProxy (Debian's `haproxy`, run as this
+cores), waits until each answers /_stcore/health, opens every page once on each (serving/warm.py;
+--no-warm skips it), then HAProxy (Debian's `haproxy`, run as this
 user, no root) on address:port with the config filled in from serving/haproxy.cfg.template. It
 prints the address and stays in the foreground, restarting an app process that dies; Ctrl-C, or
 `stop` from another shell (through the pid file in the state folder), stops them all. Each app
@@ -184,6 +185,8 @@ def start(args: argparse.Namespace) -> None:
             flush=True,
         )
         wait_ready(apps, folder)
+        if not args.no_warm:
+            _warm(ports)
         with open(folder / "haproxy.log", "ab") as log:
             proxy = subprocess.Popen([haproxy, "-db", "-f", str(cfg)], stdin=subprocess.DEVNULL,
                                      stdout=log, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
@@ -199,6 +202,17 @@ def start(args: argparse.Namespace) -> None:
         for proc in [p for p in [proxy] if p] + list(apps.values()):
             interrupt(proc, signal.SIGTERM if proc is proxy else signal.SIGINT)
         (folder / "pids.json").unlink(missing_ok=True)
+
+
+def _warm(ports: list[int]) -> None:
+    """Every page once on every process before the address is given (serving/warm.py)."""
+    from serving.warm import page_names, warm
+
+    print(f"warming each process: {len(page_names())} pages once ...", flush=True)
+    failed = {port: pages for port, pages in warm(ports).items() if pages}
+    for port, pages in failed.items():  # the class can still come: say where to look
+        print(f"app on port {port}: {', '.join(pages)} failed on first view; see its log", flush=True)
+    print(f"warmed {len(ports)} processes ({len(failed)} with a failed page)", flush=True)
 
 
 def _interrupted(*_) -> None:
@@ -281,6 +295,10 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     sub.choices["start"].add_argument("--processes", type=int, default=os.cpu_count() or 1)
     sub.choices["start"].add_argument("--address", default="0.0.0.0", help="where students connect")
     sub.choices["start"].add_argument("--backend-port", type=int, help="first app port (port+1)")
+    sub.choices["start"].add_argument(
+        "--no-warm", action="store_true", help="give the address at once, without first opening "
+        "every page on every process (the first students then wait for the models to load)"
+    )  # fmt: skip
     args = parser.parse_args(argv)
     if args.command == "start" and args.backend_port is None:
         args.backend_port = args.port + 1

@@ -24,8 +24,8 @@ import pytest
 import websockets
 
 from benchmarks.class_arrival import open_page, stream_url
-from benchmarks.student import Student
 from serving import class_server
+from serving.student import Student
 from tests.test_browser import free_port
 from tests.test_jobs import tiny
 from viz_model import jobs
@@ -40,10 +40,10 @@ def _no_haproxy(reason: str):
     pytest.skip(reason)
 
 
-def _start(folder: Path, port: int, env: dict[str, str]) -> subprocess.Popen:
+def _start(folder: Path, port: int, backend: int, env: dict[str, str]) -> subprocess.Popen:
     cmd = [
         sys.executable, "-m", "serving.class_server", "start", "--processes", "2",
-        "--port", str(port), "--backend-port", str(free_port()), "--address", "127.0.0.1",
+        "--port", str(port), "--backend-port", str(backend), "--address", "127.0.0.1",
         "--state-dir", str(folder),
     ]  # fmt: skip
     return subprocess.Popen(
@@ -59,14 +59,16 @@ def served(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("class")
     runs, port = tmp / "runs", free_port()
     env = {**os.environ, jobs.RUNS_ENV: str(runs), "VIZ_JOB_THREADS": "1"}
-    launcher = _start(tmp / "state", port, env)
+    backend = free_port()
+    launcher = _start(tmp / "state", port, backend, env)
     url = f"http://127.0.0.1:{port}"
     try:
-        line = launcher.stdout.readline()  # "starting ..." then "serving the class at URL ..."
-        while line and "serving the class at" not in line:
-            line = launcher.stdout.readline()
-        assert url in line, f"the class server did not start: {line or launcher.stdout.read()}"
-        yield {"url": url, "folder": tmp / "state", "runs": runs, "launcher": launcher}
+        said = [launcher.stdout.readline()]  # "starting ...", "warm...", "serving the class at"
+        while said[-1] and "serving the class at" not in said[-1]:
+            said.append(launcher.stdout.readline())
+        assert url in said[-1], f"the class server did not start: {said} {launcher.stdout.read()}"
+        yield {"url": url, "folder": tmp / "state", "runs": runs, "launcher": launcher,
+               "said": said, "backends": [backend, backend + 1]}  # fmt: skip
     finally:
         if launcher.poll() is None:
             launcher.send_signal(signal.SIGTERM)  # what `stop` does
@@ -90,6 +92,23 @@ async def _backends(url: str, count: int, cookie: str | None = None) -> list[str
         async with websockets.connect(stream_url(url), additional_headers=headers) as ws:
             found.append(ws.response.headers["X-Backend"])
     return found
+
+
+def _cache_bytes(port: int, function: str) -> float:
+    """What one app process's shared cache holds for `function` (Streamlit's /_stcore/metrics)."""
+    text, _ = _get(f"http://127.0.0.1:{port}/_stcore/metrics")
+    for line in text.splitlines():
+        if line.startswith("cache_memory_bytes{") and f'cache="{function}"' in line:
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def test_every_process_is_warmed_before_the_address_is_given(served):
+    # First in the module: no other test has opened a page yet. Each process has run the
+    # Attention page (its attention run is cached) though no student has come.
+    assert any("warmed 2 processes (0 with a failed page)" in line for line in served["said"])
+    for port in served["backends"]:
+        assert _cache_bytes(port, "run_attention") > 0
 
 
 def test_a_page_and_the_health_check_work_through_the_proxy(served):
