@@ -222,11 +222,11 @@ with left:
             "except what causal attention implies (a token sees only the tokens before it)."
         )
     else:
-        for fig in learned_figs:
-            st.plotly_chart(fig, width="stretch")
+        for k, fig in enumerate(learned_figs):  # keyed: a sinusoidal model's equal the formula's
+            st.plotly_chart(fig, width="stretch", key=f"emb_model_pos_{k}")
 with right:
-    for fig in sinus_figs:
-        st.plotly_chart(fig, width="stretch")
+    for k, fig in enumerate(sinus_figs):
+        st.plotly_chart(fig, width="stretch", key=f"emb_formula_pos_{k}")
 st.caption(
     "Read a similarity matrix along its diagonal: 1 on it (every position equals itself), and a "
     "bright band beside it when nearby positions have similar vectors. Learned positions only "
@@ -322,8 +322,8 @@ st.markdown(
     "two tokens are swapped (swapped minus original), both charts on the same scale."
 )
 swap_figs = swap_figures(ctx.bundle_id, tuple(ctx.ids), i, j)
-for column, fig in zip(st.columns(2, gap="large"), swap_figs, strict=False):
-    column.plotly_chart(fig, width="stretch")
+for k, (column, fig) in enumerate(zip(st.columns(2, gap="large"), swap_figs, strict=False)):
+    column.plotly_chart(fig, width="stretch", key=f"emb_swap_{k}")
 
 # ---- the numbers --------------------------------------------------------------------------------
 

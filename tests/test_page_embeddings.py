@@ -50,3 +50,12 @@ def test_swapping_tokens_without_positions_leaves_the_last_output(at):
 
 def test_the_page_draws_its_charts(at):
     assert len(at.get("plotly_chart")) >= 6
+
+
+def test_a_sinusoidal_model_draws_its_positions_beside_the_formula(models_dir):
+    # Its position figures equal the formula's: unkeyed, the two identical charts collided
+    # (StreamlitDuplicateElementId) and the page broke on the bundled shakespeare-sinusoidal.
+    at = app_test(models_dir, PAGE, prompt=PROMPT, query={"model": "shakespeare-sinusoidal"})
+    assert not at.exception, [e.value for e in at.exception]
+    assert "sinusoidal (the formula)" in " ".join(c.value for c in at.caption)
+    assert len(at.get("plotly_chart")) >= 6

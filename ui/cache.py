@@ -22,7 +22,7 @@ from viz_model.charts.common import frozen
 from viz_model.checkpoint import Bundle, load_bundle
 
 
-@st.cache_resource(show_spinner="Loading the model…", max_entries=8)
+@st.cache_resource(show_spinner="Loading the model…", max_entries=16)  # 10 are bundled
 def bundle(bundle_id: str) -> Bundle:
     """The loaded bundle for an id from ui.models.bundle_id; raises CheckpointError (not cached).
 
