@@ -4,8 +4,8 @@
     python -m serving.class_server stop [--port 8501]
 
 `start` runs N `streamlit run app.py` on 127.0.0.1 (ports port+1 .. port+N; N defaults to the
-cores), waits until each answers /_stcore/health, opens every page once on each (serving/warm.py;
---no-warm skips it), then HAProxy (Debian's `haproxy`, run as this
+cores), waits until each answers /_stcore/health, opens every page once on each for every model
+but the runs trained here (serving/warm.py; --no-warm skips it), then HAProxy (Debian's `haproxy`, run as this
 user, no root) on address:port with the config filled in from serving/haproxy.cfg.template. It
 prints the address and stays in the foreground, restarting an app process that dies; Ctrl-C, or
 `stop` from another shell (through the pid file in the state folder), stops them all. Each app
@@ -205,13 +205,20 @@ def start(args: argparse.Namespace) -> None:
 
 
 def _warm(ports: list[int]) -> None:
-    """Every page once on every process before the address is given (serving/warm.py)."""
+    """Every page once on every process, for every model the picker offers except runs trained
+    here, before the address is given (serving/warm.py)."""
     from serving.warm import page_names, warm
+    from ui.models import discover
+    from viz_model.jobs import runs_root
 
-    print(f"warming each process: {len(page_names())} pages once ...", flush=True)
-    failed = {port: pages for port, pages in warm(ports).items() if pages}
+    runs = runs_root(REPO).resolve()
+    models = sorted(n for n, path in discover().items() if runs not in path.parents)
+    print(f"warming each process: {len(page_names())} pages x {len(models)} models ...", flush=True)
+    failed = {port: pages for port, pages in warm(ports, models).items() if pages}
     for port, pages in failed.items():  # the class can still come: say where to look
-        print(f"app on port {port}: {', '.join(pages)} failed on first view; see its log", flush=True)
+        print(
+            f"app on port {port}: {', '.join(pages)} failed on first view; see its log", flush=True
+        )
     print(f"warmed {len(ports)} processes ({len(failed)} with a failed page)", flush=True)
 
 

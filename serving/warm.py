@@ -24,25 +24,25 @@ def page_names() -> list[str]:
     return ["", *(p.url_path for pages in nav.available_sections().values() for p in pages)]
 
 
-async def warm_process(port: int, pages: list[str]) -> list[str]:
-    """Open `pages` once on the app at 127.0.0.1:port, with the default model and prompt; the
-    pages that drew an exception or did not finish (empty when all went well)."""
-    query = urllib.parse.urlencode({"model": DEFAULT_MODEL, "prompt": DEFAULT_PROMPT})
+async def warm_process(port: int, pages: list[str], models: list[str]) -> list[str]:
+    """Open `pages` once per model on the app at 127.0.0.1:port, with the default prompt; the
+    pages that drew an exception or did not finish, as "page (model)" (empty when all went well)."""
     failed = []
-    async with Student(port, timeout=TIMEOUT_S) as student:
-        for page in pages:
-            seen = await student.view(page, query)
-            if seen.failed:
-                failed.append(page or "Home")
+    for model in models:
+        query = urllib.parse.urlencode({"model": model, "prompt": DEFAULT_PROMPT})
+        async with Student(port, timeout=TIMEOUT_S) as student:
+            for page in pages:
+                if (await student.view(page, query)).failed:
+                    failed.append(f"{page or 'Home'} ({model})")
     return failed
 
 
-def warm(ports: list[int]) -> dict[int, list[str]]:
-    """Warm every process (in turn: on a 2-core machine they would only share the cores), and
-    return each one's failed pages."""
-    pages = page_names()
+def warm(ports: list[int], models: list[str] | None = None) -> dict[int, list[str]]:
+    """Warm every process on `models` (default: the default model), one process after another
+    (on a 2-core machine they would only share the cores); each one's failed pages."""
+    pages, models = page_names(), models or [DEFAULT_MODEL]
 
     async def each() -> dict[int, list[str]]:
-        return {port: await warm_process(port, pages) for port in ports}
+        return {port: await warm_process(port, pages, models) for port in ports}
 
     return asyncio.run(each())
