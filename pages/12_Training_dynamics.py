@@ -105,9 +105,8 @@ st.markdown(
     "probability put on the right token; **accuracy** counts a token only when it is the top "
     f"guess, and a **whole copy** only when all {k - 1} copyable tokens are. A per-token "
     "probability *p* that rises smoothly makes the whole copy right with probability about "
-    f"*p*<sup>{k - 1}</sup>, which stays near zero and then shoots up: a jump in the metric, "
-    "not in the model. *Emergence can be a mirage of the metric.*",
-    unsafe_allow_html=True,
+    f"$p^{{{k - 1}}}$, which stays near zero and then shoots up: a jump in the metric, "
+    "not in the model. *Emergence can be a mirage of the metric.*"
 )
 curves = tr.curves(ctx.bundle.history)
 fig = cache.figure(
