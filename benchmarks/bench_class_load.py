@@ -6,9 +6,9 @@
 
 Each setting starts the class server (serving/class_server.py: HAProxy in front even of one
 process, so the proxy's cost is in every figure) with a fresh runs folder, optionally a `quick`
-training job in it (--job), and opens every page once on every process (models loaded; --cold
-skips this and the class arrives within one second of the server giving its address, which
-it does after opening every page once on each process itself unless --no-warm). Then each student
+training job in it (--job). The class server opens every page once on each process, for every
+bundled model, before it gives its address (serving/warm.py; --no-warm skips that). The class
+then arrives spread over the first think time, or within one second with --cold. Then each student
 (serving/student.py: one websocket, as a browser tab) opens the lesson at a random page with
 its own model and a prompt from a pool (everyday lines, emoji, right-to-left and combining marks,
 markup, 2,000 characters), and every `pace` seconds either goes on to the next page or types a new
@@ -153,18 +153,6 @@ def class_server(processes: int, env: dict[str, str], warm_up: bool = True):
         launcher.wait(timeout=90)
 
 
-async def warm(url: str, processes: int, models: list[str]) -> None:
-    """Every page once on every process (pinned by its cookie), for every model."""
-
-    async def one(server: str) -> None:
-        for model in models:
-            async with Student(url, {"Cookie": f"SERVERID={server}"}) as student:
-                for page in page_paths():
-                    await student.view(page, urllib.parse.urlencode({"model": model}))
-
-    await asyncio.gather(*(one(f"s{i + 1}") for i in range(processes)))
-
-
 async def run_class(url: str, args: argparse.Namespace, models: list[str], pids: list[int]):
     memory: list[list[float | None]] = []
     sampler = asyncio.create_task(sample_memory(pids, 2.0, memory))
@@ -219,8 +207,6 @@ def measure(processes: int, args: argparse.Namespace, models: list[str]) -> dict
     job = start_job(env) if args.job else None
     try:
         with class_server(processes, env, not args.no_warm) as (url, pids, ports):
-            if not args.cold:
-                asyncio.run(warm(url, processes, models))
             results, memory = asyncio.run(run_class(url, args, models, pids))
             caches = [cache_mb(p) for p in ports]
     finally:
