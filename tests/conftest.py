@@ -63,3 +63,11 @@ def models_dir(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("models")
     build_test_bundle(root / "test-char")
     return root
+
+
+@pytest.fixture(scope="session")
+def claim_bundles(tmp_path_factory) -> dict[str, Path]:
+    """Every model a claim is tested on (tests/claims_models.py): name -> bundle folder."""
+    from tests.claims_models import build_claim_bundles
+
+    return build_claim_bundles(tmp_path_factory.mktemp("claim_models"))

@@ -1,0 +1,73 @@
+"""The models every claim is tested on (DESIGN.md section 9): each bundled model, a small GPT-2
+folder, and a model a class would train in a minute, made here by the Training job's own code.
+
+    from tests.claims_models import CLAIM_MODELS, claim_bundle
+    @pytest.mark.parametrize("name", CLAIM_MODELS)
+    def test_x(name, claim_bundles): bundle = claim_bundle(claim_bundles, name)
+
+`claim_bundles` (a session fixture in conftest.py) is a dict name -> bundle folder; the trained
+and GPT-2 folders are made once per session in a temporary folder.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+from viz_model.checkpoint import Bundle, load_bundle
+from viz_model.run_settings import RunSettings, new_run
+from viz_model.train import train
+
+ASSETS = Path(__file__).resolve().parents[1] / "assets" / "models"
+BUNDLED = sorted(p.name for p in ASSETS.iterdir() if (p / "config.json").is_file())
+CLASS_TRAINED = "class-tiny"  # the Training page's tiny preset on Shakespeare characters
+GPT2_FOLDER = "gpt2-folder"  # a random GPT-2 saved as Hugging Face's save_pretrained writes it
+CLAIM_MODELS = [*BUNDLED, GPT2_FOLDER, CLASS_TRAINED]
+
+# A class's short run: the tiny preset the Training page offers, the job's own new_run + train.
+CLASS_STEPS = 300
+
+
+def train_class_model(out: Path, steps: int = CLASS_STEPS, seed: int = 0) -> Path:
+    """What a class gets from the Training page in about a minute: the `tiny` preset on
+    Shakespeare characters, trained by the job's code (new_run, then train), with snapshots."""
+    settings = RunSettings(
+        corpus="shakespeare",
+        tokenizer="char",
+        preset="tiny",
+        train={
+            "max_steps": steps,
+            "seed": seed,
+            "threads": 1,
+            "eval_every": 50,
+            "eval_batches": 4,
+            "sample_every": 0,
+            "sample_tokens": 0,
+            "n_snapshots": 8,
+        },
+    )
+    run = new_run(settings, out, command="tests/claims_models.py train_class_model")
+    for _ in train(run.model, run.data, run.cfg, run.out, run.tokenizer, meta=run.meta):
+        pass
+    return out
+
+
+def build_claim_bundles(root: Path) -> dict[str, Path]:
+    """Every claim model's folder: the bundled ones where they are, the other two made in `root`."""
+    from tests.hf_gpt2 import save_gpt2_folder
+
+    folders = {name: ASSETS / name for name in BUNDLED}
+    folders[GPT2_FOLDER] = root / GPT2_FOLDER
+    save_gpt2_folder(folders[GPT2_FOLDER])
+    folders[CLASS_TRAINED] = train_class_model(root / CLASS_TRAINED)
+    return folders
+
+
+@cache
+def _load(path: Path) -> Bundle:
+    return load_bundle(path)
+
+
+def claim_bundle(folders: dict[str, Path], name: str) -> Bundle:
+    """The loaded bundle of one claim model (loaded once per session; do not change its weights)."""
+    return _load(folders[name])

@@ -1,0 +1,38 @@
+"""Claims: a sentence about the model on screen, computed from its numbers (DESIGN.md section 9).
+
+A page never writes a finding as fixed prose ("this head is an induction head", "copying is half
+learned by step N"): it calls a claim function, which measures, decides whether the finding may be
+said, and returns a `Claim` holding the sentence and the numbers it came from. When the condition
+does not hold the function still returns a Claim, with `made=False` and a neutral sentence that says
+what was measured instead ("this model never learned to copy: ...").
+
+    claim = copying_claim(curve)            # a function of measured numbers
+    st.markdown(claim.text)                 # the page prints it
+    assert claim.made == (claim.numbers["drop"] > claim.numbers["chance"])   # a test checks it
+
+Not here: the measurements themselves (each analysis module), the words of teaching prose that do
+not depend on the model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A sentence the app prints about the model on screen.
+
+    text: the sentence as printed (Markdown; user text in it already escaped).
+    made: True when the finding was stated; False when the neutral sentence was printed instead.
+    numbers: every number the sentence states or was decided on (thresholds and chance baselines
+        included), so a test can recompute the decision and compare the sentence with them.
+    """
+
+    text: str
+    made: bool
+    numbers: Mapping[str, float] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return self.text
