@@ -214,7 +214,7 @@ if other is not None:
         other_bundle = None
     if other_bundle is not None:
         oc = other_bundle.config
-        other_ids = other_bundle.tokenizer.encode(ctx.prompt)[: oc.n_ctx]
+        other_ids = other_bundle.tokenizer.encode(ctx.prompt)[-oc.n_ctx :]
         if other_ids:
             key = f"{other} ({oc.norm}-LN)"
             profiles[key] = norm_profile(other_id, tuple(other_ids))

@@ -25,10 +25,11 @@ def test_bits_per_character_counts_the_predicted_tokens_and_their_characters():
     assert math.isnan(one.bits_per_char)  # nothing predicted
 
 
-def test_read_prompt_keeps_the_first_n_ctx_tokens_as_the_frame_does():
+def test_read_prompt_keeps_the_last_n_ctx_tokens_as_the_frame_does():
     tok = Tokenizer.train("hello world", "char")
     tokens = read_prompt(tok, 4, "hello")
-    assert tokens.texts == ["h", "e", "l", "l"] and tokens.n_cut == 1 and tokens.n_chars == 4
+    assert tokens.texts == ["e", "l", "l", "o"] and tokens.n_cut == 1 and tokens.n_chars == 4
+    assert read_prompt(tok, 9, "hello").texts == list("hello")  # nothing cut when it fits
 
 
 def test_curves_in_bits_per_character_divide_by_ln2_and_characters_per_token():

@@ -13,6 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from ui import models, nav, state
 from ui.frame import _context, loss_note, model_card, val_loss
+from viz_model.analysis.next_token import crop_to_context
 from viz_model.checkpoint import load_bundle
 from viz_model.data import task_loss_floor
 
@@ -230,15 +231,17 @@ def test_a_task_model_card_says_what_loss_is_possible(bundle):
         bundle.meta.pop("val_loss"), bundle.meta.pop("data")
 
 
-def test_context_keeps_the_first_n_ctx_tokens(bundle):
+def test_context_keeps_the_last_n_ctx_tokens_as_a_gpt_reads_them(bundle):
     n_ctx = bundle.config.n_ctx
-    prompt = "abcdefghij" * 20
+    prompt = "abcdefghij" * 20 + "xyz"  # 203 characters: the cut falls mid-word
     ctx = _context("id", bundle, prompt)
-    assert ctx.ids == bundle.tokenizer.encode(prompt)[:n_ctx]
+    assert ctx.ids == bundle.tokenizer.encode(prompt)[-n_ctx:]
     assert ctx.n_cut == len(prompt) - n_ctx
-    assert "".join(ctx.pieces) == prompt[:n_ctx]
-    assert len(ctx.labels) == n_ctx and ctx.labels[0] == "0:a"
-    assert any(f"last {ctx.n_cut} were cut" in m for m in ctx.messages)
+    assert "".join(ctx.pieces) == prompt[-n_ctx:] and ctx.pieces[-1] == "z"
+    assert len(ctx.labels) == n_ctx and ctx.labels[0] == f"0:{prompt[-n_ctx]}"
+    assert any(f"the first {ctx.n_cut} were cut" in m for m in ctx.messages)
+    # the window is the one generation reads before its first step
+    assert ctx.ids == crop_to_context(bundle.tokenizer.encode(prompt), n_ctx)[0]
 
 
 def test_context_names_unknown_characters(bundle):

@@ -51,10 +51,10 @@ class PageContext:
     model: GPT
     tokenizer: Tokenizer
     prompt: str  # as typed
-    ids: list[int]  # encoded, the first n_ctx tokens (scale.view_tokens for a big model)
+    ids: list[int]  # encoded, the last n_ctx tokens (scale.view_tokens for a big model)
     pieces: list[str]  # each token's text
     labels: list[str]  # distinct axis labels, "3:the"
-    n_cut: int = 0  # tokens cut off the end to fit the context
+    n_cut: int = 0  # tokens cut off the start to fit the context (a GPT reads the last n_ctx)
     messages: list[str] = field(default_factory=list)
     unknown: list[int] = field(default_factory=list)  # positions the model reads as <unk>
 
@@ -387,7 +387,7 @@ def _context(bundle_id: str, bundle: Bundle, prompt: str) -> PageContext:
     messages = []
     n_cut = max(0, len(pieces) - n_view)
     if n_cut:
-        pieces = pieces[:n_view]
+        pieces = pieces[n_cut:]  # a GPT reads the last n_ctx tokens, as Generation does
         why = (
             f"this model reads at most {n_ctx:,}"
             if n_view == n_ctx
@@ -397,7 +397,8 @@ def _context(bundle_id: str, bundle: Bundle, prompt: str) -> PageContext:
         )
         messages.append(
             f"The prompt is {n_view + n_cut:,} tokens long, but {why}: "
-            f"the first {n_view:,} are shown and the last {n_cut:,} were cut."
+            f"like a GPT writing text, "
+            f"every page reads the last {n_view:,}; the first {n_cut:,} were cut."
         )
     ids = [p.id for p in pieces]
     unknown = [i for i, p in enumerate(pieces) if tok.unk_id is not None and p.id == tok.unk_id]

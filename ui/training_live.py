@@ -320,7 +320,7 @@ def _probe(view: jobs.RunView, bundle) -> None:
     )
     layer = state.number_input("Layer", "t_layer", 0, cfg.n_layer - 1, 0, container=c2)
     head = state.number_input("Head", "t_head", 0, cfg.n_head - 1, 0, container=c3)
-    ids = bundle.tokenizer.encode(probe or PROBE_DEFAULT)[: cfg.n_ctx] or [0]
+    ids = bundle.tokenizer.encode(probe or PROBE_DEFAULT)[-cfg.n_ctx :] or [0]
     bid, ids = bundle_id(view), tuple(ids)
     top, pattern = _probe_numbers(bid, ids, layer, head)
     next_tab, attention_tab = st.tabs(["What comes next", f"Layer {layer}, head {head}: attention"])

@@ -30,7 +30,7 @@ UNITS = ("bits per character", "nats per token")
 
 @dataclass(frozen=True)
 class PromptTokens:
-    """ids and texts (T,) of the prompt's first T <= n_ctx tokens; n_cut tokens did not fit."""
+    """ids and texts (T,) of the prompt's last T <= n_ctx tokens; the first n_cut did not fit."""
 
     ids: list[int]
     texts: list[str]
@@ -42,9 +42,9 @@ class PromptTokens:
 
 
 def read_prompt(tokenizer: Tokenizer, n_ctx: int, prompt: str) -> PromptTokens:
-    """The prompt as the model reads it: its tokens, the first n_ctx of them (as the frame cuts)."""
+    """The prompt as the model reads it: its tokens, the last n_ctx of them (as the frame cuts)."""
     pieces = tokenizer.pieces(prompt)
-    kept = pieces[:n_ctx]
+    kept = pieces[max(0, len(pieces) - n_ctx) :]
     return PromptTokens([p.id for p in kept], [p.text for p in kept], len(pieces) - len(kept))
 
 
