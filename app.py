@@ -27,10 +27,11 @@ norm = (
     else "**post-LN** (as in the original Transformer): LayerNorm is applied to the stream after "
     "each sum, and there is no final LN"
 )
-blocks = "attention only (no MLP)" if cfg.attn_only else "attention, then an MLP"
+blocks = "attention only (no MLP)" if cfg.attn_only else "attention followed by an MLP"
 st.markdown(
     f"Token ids are looked up in the **embedding** (a vector of d_model = {cfg.d_model} numbers "
-    f"per token), then pass through {cfg.n_layer} **blocks** of {blocks}. Each part reads the "
+    f"per token), then pass through {cfg.n_layer} **blocks**, each of them {blocks}. Each part "
+    "reads the "
     f"**residual stream** (the blue line) and adds its output back to it. This model is {norm}. "
     "The **unembedding** turns the last vector into one score (logit) per token of the "
     "vocabulary. Hover over a box for its weights' shapes."

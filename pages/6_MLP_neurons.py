@@ -28,8 +28,14 @@ st.markdown(
     "on its own, widens the vector from $d_\\text{model}$ to $d_\\text{mlp}$ numbers, applies a "
     "nonlinearity, and narrows it back. Each of the $d_\\text{mlp}$ middle numbers is a "
     "**neuron**; its **activation** says how strongly it fires on this token. The nonlinearity "
-    f"here is {ACT_LABELS[cfg.act]}, which lets positive values through and (nearly) zeroes negative "
-    "ones, so a neuron is either on or off."
+    f"here is {ACT_LABELS[cfg.act]}, which lets positive values through and "
+    + (
+        "sets negative ones to zero"
+        if cfg.act == "relu"
+        else "squashes negative ones to nearly zero (never below −0.17)"
+    )
+    + ". An activation is graded, not a switch: (nearly) zero when the neuron does not respond, "
+    "and the larger, the more strongly it does."
 )
 st.latex(
     r"\text{mlp}(x) = W_{\text{out}}\; "

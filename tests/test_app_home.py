@@ -161,3 +161,10 @@ def test_prompt_and_model_follow_the_student_to_a_page(home_models):
     assert at.sidebar.text_area(key=widget_key("prompt")).value == "ROMEO: hello"
     assert at.sidebar.selectbox(key=widget_key("model")).value == OTHER
     assert at.query_params["model"] == OTHER and at.query_params["prompt"] == "ROMEO: hello"
+
+
+def test_home_says_each_block_holds_attention_and_an_mlp(home_models):
+    at = app_test(home_models)
+    n_layer = load_bundle(home_models / GOOD).config.n_layer
+    (intro,) = [m.value for m in at.markdown if "**blocks**" in m.value]
+    assert f"{n_layer} **blocks**, each of them attention followed by an MLP" in intro

@@ -82,3 +82,10 @@ def test_dead_neurons_are_counted_and_a_dead_choice_is_flagged(models_dir, tmp_p
     assert any("Neuron 3 is dead" in w.value for w in at.warning)
     at.number_input(key=widget_key("neuron")).set_value(7).run()
     assert not any("is dead" in w.value for w in at.warning)
+
+
+def test_the_idea_says_activations_are_graded_not_on_or_off(models_dir):
+    at = app_test(models_dir, PAGE, prompt=PROMPT)
+    (idea,) = [m.value for m in at.markdown if "**neuron**" in m.value]
+    assert "on or off" not in idea and "graded" in idea
+    assert "never below −0.17" in idea  # test-char uses GELU, whose minimum is -0.17
