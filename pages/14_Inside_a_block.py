@@ -680,14 +680,17 @@ def linear_probes() -> None:
         "Is a fact about the token *written in* its vector, where a straight line could read it? "
         "A **linear probe** is a logistic regression trained to answer a yes/no question from the "
         "residual vector alone, at one layer; if it answers text it never saw better than always "
-        "giving the commoner answer (the **majority baseline**), the layer holds that fact in a "
-        "readable form."
+        "giving the commoner answer (the **majority baseline**), by more than chance could "
+        "explain, the layer holds that fact in a readable form."
     )
     st.latex(r"p(\text{yes} \mid x) = \sigma(w \cdot x + b)")
     results = probes_of(ctx.bundle_id)
     windows, _ = corpus_resid(ctx.bundle_id)
     stations = layer_labels(cfg.n_layer)
-    shown = {n: (r.test_accuracy, r.train_accuracy, r.baseline) for n, r in results.items()}
+    shown = {
+        n: (r.test_accuracy, r.train_accuracy, r.baseline, pr.noise_margin(r))
+        for n, r in results.items()
+    }
     st.plotly_chart(
         cache.figure(
             ("probes", ctx.bundle_id),
@@ -698,15 +701,21 @@ def linear_probes() -> None:
     st.markdown(
         "\n".join(f"- **{n}**: {PROPERTY_WORDS.get(n, '')}." for n in results)
         + f"\n\nTrained on {some.n_train:,} tokens of {len(windows.ids)} snippets of the training "
-        f"text (two of every three), scored on the {some.n_test:,} tokens of the third. Each "
-        "panel has its own scale."
+        f"text (two of every three), scored on the {some.n_test:,} tokens of the third. All "
+        "panels share one scale. A layer counts as holding a property only when its held-out "
+        "accuracy beats the majority baseline by more than the held-out noise (the shaded band: "
+        f"{pr.NOISE_SE} binomial standard errors; tokens of one snippet are related, so the "
+        "margin is wide)."
     )
+    st.markdown("\n".join(f"- {pr.probe_claim(n, stations, r).text}" for n, r in results.items()))
     with st.expander("The numbers behind it"):
         st.dataframe(
             [
                 {"property": n, "station": s, "held-out accuracy": round(float(r.test_accuracy[i]), 4),
                  "training accuracy": round(float(r.train_accuracy[i]), 4),
-                 "majority baseline": round(r.baseline, 4), "share of yes": round(r.share_yes, 4)}
+                 "majority baseline": round(r.baseline, 4),
+                 "noise margin": round(pr.noise_margin(r), 4),
+                 "share of yes": round(r.share_yes, 4)}
                 for n, r in results.items()
                 for i, s in enumerate(stations)
             ],

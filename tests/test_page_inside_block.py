@@ -224,14 +224,34 @@ def test_probes_show_held_out_accuracy_against_the_baseline(models_dir):
     fig = plotly_figures(at)[0]
     titles = [a["text"] for a in fig["layout"]["annotations"]]
     assert titles == ["vowel", "line start", "speaker name"]
-    held_out = [t for t in fig["data"] if t["name"] == "held-out text"]
+    held_out = [t for t in fig["data"] if t.get("name") == "held-out text"]
     assert len(held_out) == 3 and all(len(plotly_array(t["y"])) == 3 for t in held_out)
     vowel = plotly_array(held_out[0]["y"])
-    baseline = plotly_array(next(t for t in fig["data"] if t["name"] == "majority baseline")["y"])
+    baseline = plotly_array(
+        next(t for t in fig["data"] if t.get("name") == "majority baseline")["y"]
+    )
     assert vowel[0] > baseline[0] + 0.1  # the token alone tells a vowel: read at the embeddings
+    # one y-axis for every panel (a one-point gain is drawn as one point everywhere)
+    axes = [k for k in fig["layout"] if k.startswith("yaxis")]
+    assert len(axes) == 3
+    assert all(
+        list(fig["layout"][a]["range"]) == list(fig["layout"]["yaxis"]["range"]) for a in axes
+    )
+    assert fig["layout"]["yaxis"]["range"][0] <= 0.5
     table = at.dataframe[0].value
     assert set(table["property"]) == {"vowel", "line start", "speaker name"}
     assert float(table["held-out accuracy"].iloc[0]) == round(float(vowel[0]), 4)
+    # each property's sentence: a claim only beyond baseline + noise margin, as the table says
+    text = " ".join(m.value for m in at.markdown)
+    for name in ("vowel", "line start", "speaker name"):
+        rows = table[table["property"] == name]
+        gain = rows["held-out accuracy"] - rows["majority baseline"]
+        made = f"**{name}**: read beyond the majority baseline" in text
+        neutral = f"**{name}**: no station reads it beyond the majority baseline" in text
+        assert made != neutral
+        assert made == bool((gain > rows["noise margin"] + 1e-4).any()) or (
+            abs(gain - rows["noise margin"]).min() < 1e-4
+        )
 
 
 def test_attention_only_model_ends_its_block_at_t3(models_dir, tmp_path):
