@@ -370,9 +370,10 @@ def one_gradient_step() -> None:
     )  # fmt: skip
     st.caption(
         "Solid: the loss measured after one step of each η. Dashed: the first-order estimate "
-        "L − η‖g‖², a straight line in η (curved here only by the log axis). They agree while "
-        "the step is short; the loss curves up along the gradient, so longer steps fall short of "
-        f"the line and then overshoot. {gx.overshoot_claim(scan).text}"
+        "L − η‖g‖², a straight line in η (curved here only by the log axis). For a short enough "
+        "step the two agree; where they part, the loss is curving along the gradient: where it "
+        "curves up, a step falls short of the line, and a step past the lowest point raises the "
+        f"loss (it overshoots). {gx.overshoot_claim(scan).text}"
     )
     targets = ctx.labels[1:]
     st.plotly_chart(
@@ -427,8 +428,8 @@ def chain_rule_section(s: gx.GradientStep, position: int, lr: float) -> None:
         rf"\text{{autograd}} = {f.autograd:f}"
     )
     st.latex(
-        rf"W_U[{c.d},j] \leftarrow {f.weight:f} - {f.lr:f} \times ({f.autograd:f})"
-        rf" = {f.weight:f} - ({f.delta:f}) = {f.new:f}"
+        rf"\begin{{aligned}} W_U[{c.d},j] &\leftarrow {f.weight:f} - {f.lr:f} \times "
+        rf"({f.autograd:f}) \\ &= {f.weight:f} - ({f.delta:f}) = {f.new:f} \end{{aligned}}"
     )
     st.caption(
         f"Every number is rounded as shown ({gx.SIG} significant digits for u and p, "
@@ -660,7 +661,8 @@ def contextual_embeddings() -> None:
 # ---- part 6: linear probes -----------------------------------------------------------------------
 PROPERTY_WORDS = {
     "vowel": "the token's first letter is a vowel: the token alone tells it",
-    "line start": "the token is the first of a line: it takes a look at the token before",
+    "line start": "the token is a line break or the first of a line: the break alone tells its "
+    "part, the first token of a line needs a look at the token before",
     "speaker name": "the token is inside a speaker's name (“Ham.”, “LADY MACBETH.”): it takes context",
     "second copy": "the token is in the copied half of its line: it takes counting or matching",
     "deep bracket": "the token leaves two or more brackets open: it takes counting",

@@ -31,6 +31,7 @@ def test_probe_panels_share_one_scale_from_fifty_percent_with_a_noise_band():
         "speaker name": (np.array([0.96, 0.97]), np.array([0.97, 0.98]), 0.956, 0.012),
     }
     fig = charts.probe_accuracy(stations, results)
+    assert list(fig.layout.xaxis.categoryarray) == stations  # in the stream's order
     ranges = [fig.layout[k].range for k in fig.layout if k.startswith("yaxis")]
     assert len(ranges) == 2 and all(tuple(r) == tuple(ranges[0]) for r in ranges)
     assert ranges[0][0] == pytest.approx(0.5) and ranges[0][1] >= 1.0

@@ -12,7 +12,8 @@ gain of a point or two over a 95% baseline is within it.
 
 Properties (`properties(texts, kind)`), from the text each token shows:
   vowel          the token's first letter is a vowel (a e i o u): the token alone tells it
-  line start     the token is the first of a line: needs the token before it
+  line start     the token is a line break or the first of a line: the break alone tells its
+                 part, the first token of a line needs the token before it
   speaker name   the token is inside a speaker's name line ("Ham.", "LADY MACBETH."): needs context
   second copy    (repeat task) the token is in the copied half of its line
   deep bracket   (brackets task) the token leaves the bracket depth at 2 or more

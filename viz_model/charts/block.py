@@ -268,7 +268,10 @@ def loss_along_gradient(
         legend=dict(orientation="h", y=1.0, yanchor="bottom", x=1, xanchor="right"),
         margin=dict(l=10, r=10, t=70, b=10),
     )
-    fig.update_xaxes(type="log", title="learning rate η (log scale)")
+    fig.update_xaxes(
+        type="log", title="learning rate η (log scale)", tickvals=etas,
+        ticktext=[f"{e:g}" for e in etas], tickangle=-45,
+    )  # fmt: skip
     fig.update_yaxes(title="loss on the prompt (nats)", range=[max(0.0, low - pad), high + pad])
     return fig
 
@@ -509,6 +512,8 @@ def probe_accuracy(
     lowest = min(min(float(np.min(r[0])), float(np.min(r[1])), r[2]) for r in results.values())
     low = min(0.5, np.floor(lowest * 10) / 10)
     fig.update_yaxes(tickformat=".0%", range=[low, 1.005], matches="y")
-    fig.update_xaxes(type="category", tickangle=-45)
+    fig.update_xaxes(
+        type="category", tickangle=-45, categoryorder="array", categoryarray=stations
+    )  # the band is drawn first: without this its two ends would come first on the axis
     fig.update_layout(legend=dict(orientation="h", y=-0.35, yanchor="top", x=0))
     return fig
