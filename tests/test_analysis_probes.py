@@ -60,14 +60,16 @@ def test_a_point_or_two_over_a_95_percent_baseline_is_within_the_noise():
     claim = pr.probe_claim("speaker name", STATIONS, r)
     assert not claim.made
     assert claim.text.startswith("**speaker name**: no station reads it beyond")
-    assert "96.2% at after block 1" in claim.text and "(95.0%)" in claim.text
+    assert "96.2% after block 1" in claim.text and "(95.0%)" in claim.text
 
 
 def test_a_clear_gain_is_claimed_at_the_stations_that_have_it():
     r = _result([0.70, 0.80, 0.99], baseline=0.71, n_test=2520)
     claim = pr.probe_claim("vowel", STATIONS, r)
     assert claim.made and claim.numbers["stations_beyond"] == 2
-    assert "at after block 0 and after block 1; best 99.0% at after block 1" in claim.text
+    assert "(71.0%) after block 0 and after block 1; best 99.0% after block 1" in claim.text
+    embed = pr.probe_claim("vowel", STATIONS, _result([0.99, 0.70, 0.70], 0.71, 2520))
+    assert "(71.0%) at the embeddings; best 99.0% at the embeddings" in embed.text
     assert "(+28.0 points" in claim.text
 
 

@@ -117,8 +117,8 @@ def test_a_probe_claims_a_property_only_beyond_baseline_and_noise(name, probe_re
         assert claim.made == bool(beyond.any())
         assert f"({r.baseline:.1%})" in claim.text and f"{100 * margin:.1f} points" in claim.text
         best = int(np.argmax(r.test_accuracy))
-        assert f"{r.test_accuracy[best]:.1%} at {stations[best]}" in claim.text
+        assert f"{r.test_accuracy[best]:.1%} {pr.at(stations[best])}" in claim.text
         if claim.made:  # every station named is beyond the margin, every other is not
-            named = claim.text.split(" at ")[1].split("; best")[0]
+            named = claim.text.split(f"({r.baseline:.1%}) ")[1].split("; best")[0]
             for s, b in zip(stations, beyond, strict=True):
-                assert (s in named.replace(" and ", ", ").split(", ")) == bool(b)
+                assert (pr.at(s) in named.replace(" and ", ", ").split(", ")) == bool(b)

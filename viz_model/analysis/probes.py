@@ -165,12 +165,17 @@ def noise_margin(result: ProbeResult, n_se: float = NOISE_SE) -> float:
     return n_se * float(np.sqrt(b * (1 - b) / max(result.n_test, 1)))
 
 
+def at(station: str) -> str:
+    """A station in a sentence: 'embed' -> 'at the embeddings'; 'after block 2' stays."""
+    return "at the embeddings" if station == "embed" else station
+
+
 def probe_claim(name: str, stations: list[str], result: ProbeResult) -> Claim:
     """Which stations hold `name` in a linearly readable form: made when some station's held-out
     accuracy exceeds the majority baseline by more than noise_margin; the neutral sentence gives
     the best accuracy against the baseline and the margin."""
     acc, b, margin = result.test_accuracy, result.baseline, noise_margin(result)
-    beyond = [s for s, a in zip(stations, acc, strict=True) if a - b > margin]
+    beyond = [at(s) for s, a in zip(stations, acc, strict=True) if a - b > margin]
     best = int(np.argmax(acc))
     numbers = {
         "baseline": b,
@@ -188,13 +193,13 @@ def probe_claim(name: str, stations: list[str], result: ProbeResult) -> Claim:
     if beyond:
         where = beyond[0] if len(beyond) == 1 else ", ".join(beyond[:-1]) + " and " + beyond[-1]
         text = (
-            f"**{name}**: read beyond the majority baseline ({b:.1%}) at {where}; best "
-            f"{acc[best]:.1%} at {stations[best]} (+{100 * (acc[best] - b):.1f} points; {noise})."
+            f"**{name}**: read beyond the majority baseline ({b:.1%}) {where}; best "
+            f"{acc[best]:.1%} {at(stations[best])} (+{100 * (acc[best] - b):.1f} points; {noise})."
         )
         return Claim(text, True, numbers)
     text = (
         f"**{name}**: no station reads it beyond the majority baseline ({b:.1%}) by more than "
-        f"the noise; the best is {acc[best]:.1%} at {stations[best]} "
+        f"the noise; the best is {acc[best]:.1%} {at(stations[best])} "
         f"({100 * (acc[best] - b):+.1f} points; {noise})."
     )
     return Claim(text, False, numbers)
