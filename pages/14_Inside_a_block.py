@@ -372,8 +372,8 @@ def one_gradient_step() -> None:
         "Solid: the loss measured after one step of each η. Dashed: the first-order estimate "
         "L − η‖g‖², a straight line in η (curved here only by the log axis). For a short enough "
         "step the two agree; where they part, the loss is curving along the gradient: where it "
-        "curves up, a step falls short of the line, and a step past the lowest point raises the "
-        f"loss (it overshoots). {gx.overshoot_claim(scan).text}"
+        "curves up, a step falls short of the line, and a step far past the lowest point ends "
+        f"higher than it started (it overshoots). {gx.overshoot_claim(scan).text}"
     )
     targets = ctx.labels[1:]
     st.plotly_chart(
