@@ -332,13 +332,21 @@ def one_gradient_step() -> None:
         return
     c1, c2 = st.columns(2)
     offsets = list(range(-scan.default, len(scan.etas) - scan.default))
+    agrees = gx.first_order_agrees(
+        scan.losses[scan.default] - scan.loss, scan.predicted[scan.default]
+    )
+    opens = (
+        f"the largest round η whose first-order fall η‖g‖² is at most {gx.DEFAULT_SHARE:.0%} "
+        "of the loss and at which the loss really falls about that much"
+        if agrees
+        else "its smallest η: on none of them did the loss fall as first order predicts"
+    )
     offset = state.select_slider(
         "Learning rate η", "gd_eta", offsets, 0, container=c1,
         format_func=lambda k: f"{scan.etas[scan.default + k]:g}",
         help=f"How far to move each weight along its gradient. The slider's values are chosen "
-        f"from this model's gradient on this prompt (‖g‖² = {scan.grad_sq:.4g}): it opens on "
-        f"the largest round η whose first-order fall η‖g‖² is at most "
-        f"{gx.DEFAULT_SHARE:.0%} of the loss and at which the loss really falls that much.",
+        f"from this model's gradient on this prompt (‖g‖² = {scan.grad_sq:.4g}); it opens on "
+        f"{opens}.",
     )  # fmt: skip
     lr = float(scan.etas[scan.default + offset])
     position = state.slider(
