@@ -33,7 +33,6 @@ PARTS = {
     "gradient": "One gradient step",
 }
 WIDTHS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
-LEARNING_RATES = [0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0]
 st.markdown(
     "Every block of the model does the same few things to each token's vector. Here they are "
     "taken apart with this model's real numbers: one token through one block; attention as "
@@ -301,6 +300,11 @@ def circuits_section(layer: int, head: int) -> None:
 
 # ---- part 3: one gradient step -------------------------------------------------------------------
 @shared
+def scan_of(bundle_id: str, ids: tuple[int, ...]) -> gx.LossAlongGradient:
+    return gx.loss_along_gradient(cache.bundle(bundle_id).model, list(ids))
+
+
+@shared
 def step_of(bundle_id: str, ids: tuple[int, ...], lr: float, position: int) -> gx.GradientStep:
     return gx.gradient_step(cache.bundle(bundle_id).model, list(ids), lr, position)
 
@@ -308,39 +312,77 @@ def step_of(bundle_id: str, ids: tuple[int, ...], lr: float, position: int) -> g
 def one_gradient_step() -> None:
     st.markdown(
         "Training is this, repeated: measure how wrong the model is on some text (the **loss**), "
-        "find for every weight which way would make it less wrong (the **gradient**, by the chain "
-        "rule), and move every weight a little that way. Here: one step of plain gradient "
+        "find for every weight which way would make it less wrong (the **gradient** g, by the "
+        "chain rule), and move every weight a little that way. Here: one step of plain gradient "
         "descent on your prompt, on a private copy of the model (the model every student sees is "
-        "never changed)."
+        "never changed). For a small step the loss falls by about η‖g‖² (**first order**: the "
+        "slope times the distance); a longer step leaves the region where the slope holds."
     )
     st.latex(
         r"L = -\frac{1}{N}\sum_{t} \log p_t(y_t), \qquad w \leftarrow w - \eta\,"
-        r"\frac{\partial L}{\partial w}"
+        r"\frac{\partial L}{\partial w}, \qquad L(w - \eta g) \approx L(w) - \eta\,\lVert g\rVert^2"
     )
     if T < 2:
         st.info("A gradient step needs a prompt of at least two tokens: one to predict the next.")
         return
+    try:
+        scan = scan_of(ctx.bundle_id, tuple(ctx.ids))
+    except ValueError as err:  # a model too large to copy for one student
+        st.info(f"No gradient step here: {err}.")
+        return
     c1, c2 = st.columns(2)
-    lr = state.select_slider(
-        "Learning rate η", "gd_lr", LEARNING_RATES, 0.1, container=c1,
-        help="How far to move each weight along its gradient. Large steps can overshoot.",
+    offsets = list(range(-scan.default, len(scan.etas) - scan.default))
+    agrees = gx.first_order_agrees(
+        scan.losses[scan.default] - scan.loss, scan.predicted[scan.default]
+    )
+    opens = (
+        f"the largest round η whose first-order fall η‖g‖² is at most {gx.DEFAULT_SHARE:.0%} "
+        "of the loss and at which the loss really falls about that much"
+        if agrees
+        else "its smallest η: on none of them did the loss fall as first order predicts"
+    )
+    offset = state.select_slider(
+        "Learning rate η", "gd_eta", offsets, 0, container=c1,
+        format_func=lambda k: f"{scan.etas[scan.default + k]:g}",
+        help=f"How far to move each weight along its gradient. The slider's values are chosen "
+        f"from this model's gradient on this prompt (‖g‖² = {scan.grad_sq:.4g}); it opens on "
+        f"{opens}.",
     )  # fmt: skip
+    lr = float(scan.etas[scan.default + offset])
     position = state.slider(
         "Token for the chain rule", "gd_pos", 0, T - 2, T - 2, container=c2,
         help="Whose next token the chain-rule example below follows.",
     )  # fmt: skip
-    try:
-        s = step_of(ctx.bundle_id, tuple(ctx.ids), lr, position)
-    except ValueError as err:  # a model too large to copy for one student
-        st.info(f"No gradient step here: {err}.")
-        return
-    m1, m2, m3 = st.columns(3)
+    s = step_of(ctx.bundle_id, tuple(ctx.ids), lr, position)
+    m1, m2, m3, m4 = st.columns(4)
     m1.metric(
         "loss before", f"{s.loss_before:.4f}", help="Mean −ln p of the N = T − 1 next tokens."
     )
     m2.metric("loss after one step", f"{s.loss_after:.4f}", f"{s.loss_after - s.loss_before:+.4f}",
               delta_color="inverse")  # fmt: skip
-    m3.metric("next tokens made likelier", f"{int((s.p_after > s.p_before).sum())} of {T - 1}")
+    m3.metric(
+        "first-order estimate", f"{-lr * s.grad_sq:+.4f}",
+        help=f"−η‖g‖² = −{lr:g} × {s.grad_sq:.4g}: the change a straight line along the slope "
+        "predicts.",
+    )  # fmt: skip
+    m4.metric("next tokens made likelier", f"{int((s.p_after > s.p_before).sum())} of {T - 1}")
+    st.markdown(gx.step_claim(s.loss_before, s.loss_after, lr, s.grad_sq).text)
+    st.plotly_chart(
+        cache.figure(
+            ("gd scan", *KEY, lr),
+            lambda: charts.loss_along_gradient(
+                scan.etas, scan.losses, scan.loss, scan.grad_sq, lr,
+                title="The loss after one step, for each η on the slider",
+            ),
+        )
+    )  # fmt: skip
+    st.caption(
+        "Solid: the loss measured after one step of each η. Dashed: the first-order estimate "
+        "L − η‖g‖², a straight line in η (curved here only by the log axis). For a short enough "
+        "step the two agree; where they part, the loss is curving along the gradient: where it "
+        "curves up, a step falls short of the line, and a step far past the lowest point ends "
+        f"higher than it started (it overshoots). {gx.overshoot_claim(scan).text}"
+    )
     targets = ctx.labels[1:]
     st.plotly_chart(
         cache.figure(
@@ -355,8 +397,8 @@ def one_gradient_step() -> None:
     )
     st.caption(
         "Each column is a position's next token (the label is that token). The step is fitted to "
-        "this one prompt, so a modest η already raises most of them a lot (on other text it helps "
-        "far less). Try η = 3 or 10: the step overshoots and the loss grows."
+        "this one prompt: training takes such steps on batch after batch of text, and what helps "
+        "one prompt need not help another."
     )
     st.plotly_chart(
         cache.figure(
@@ -369,6 +411,7 @@ def one_gradient_step() -> None:
 
 def chain_rule_section(s: gx.GradientStep, position: int, lr: float) -> None:
     c = s.chain
+    f = gx.chain_figures(c, lr)
     N = T - 1
     t_label, j_label = md(ctx.labels[position]), md(vocab_label(c.j))
     st.subheader("The chain rule, for one weight")
@@ -385,16 +428,22 @@ def chain_rule_section(s: gx.GradientStep, position: int, lr: float) -> None:
     )
     i = position
     st.latex(
-        rf"\text{{at }} t = {position}:\quad \frac{{({c.p[i]:.4f} - {c.y[i]:.0f})}}{{{N}}}"
-        rf"\times ({c.u[i]:.4f}) = {c.terms[i]:.6f}"
+        rf"\text{{at }} t = {position}:\quad \frac{{({f.p[i]:f} - {f.y[i]})}}{{{N}}}"
+        rf"\times ({f.u[i]:f}) = {f.terms[i]:f}"
     )
     st.latex(
-        rf"\text{{sum over all {N} positions}} = {c.by_hand:.6f}, \qquad"
-        rf"\text{{autograd}} = {c.autograd:.6f}"
+        rf"\text{{sum of the {N} terms}} = {f.total:f}, \qquad"
+        rf"\text{{autograd}} = {f.autograd:f}"
     )
-    new = c.weight - lr * c.autograd
     st.latex(
-        rf"W_U[{c.d},j] \leftarrow {c.weight:.4f} - {lr:g} \times ({c.autograd:.6f}) = {new:.4f}"
+        rf"\begin{{aligned}} W_U[{c.d},j] &\leftarrow {f.weight:f} - {f.lr:f} \times "
+        rf"({f.autograd:f}) \\ &= {f.weight:f} - ({f.delta:f}) = {f.new:f} \end{{aligned}}"
+    )
+    st.caption(
+        f"Every number is rounded as shown ({gx.SIG} significant digits for u and p, "
+        f"{f.places} decimals for the terms), and each result is worked out from the rounded "
+        "numbers printed before it, so a calculator gives the same digits; the sum of the rounded "
+        "terms can differ from autograd's exact gradient in the last digit."
     )
     if c.tied:
         st.caption(
@@ -407,10 +456,10 @@ def chain_rule_section(s: gx.GradientStep, position: int, lr: float) -> None:
             {
                 "position t": ctx.labels[:-1],
                 "next token": targets_of(),
-                "u_t[d]": c.u.round(5),
-                "p_t[j]": c.p.round(5),
-                "y_t[j]": c.y.astype(int),
-                "(p − y) u / N": c.terms.round(7),
+                "u_t[d]": [f"{x:f}" for x in f.u],
+                "p_t[j]": [f"{x:f}" for x in f.p],
+                "y_t[j]": f.y,
+                "(p − y) u / N": [f"{x:f}" for x in f.terms],
             },
             hide_index=True,
         )
@@ -620,7 +669,8 @@ def contextual_embeddings() -> None:
 # ---- part 6: linear probes -----------------------------------------------------------------------
 PROPERTY_WORDS = {
     "vowel": "the token's first letter is a vowel: the token alone tells it",
-    "line start": "the token is the first of a line: it takes a look at the token before",
+    "line start": "the token is a line break or the first of a line: the break alone tells its "
+    "part, the first token of a line needs a look at the token before",
     "speaker name": "the token is inside a speaker's name (“Ham.”, “LADY MACBETH.”): it takes context",
     "second copy": "the token is in the copied half of its line: it takes counting or matching",
     "deep bracket": "the token leaves two or more brackets open: it takes counting",
@@ -640,14 +690,17 @@ def linear_probes() -> None:
         "Is a fact about the token *written in* its vector, where a straight line could read it? "
         "A **linear probe** is a logistic regression trained to answer a yes/no question from the "
         "residual vector alone, at one layer; if it answers text it never saw better than always "
-        "giving the commoner answer (the **majority baseline**), the layer holds that fact in a "
-        "readable form."
+        "giving the commoner answer (the **majority baseline**), by more than chance could "
+        "explain, the layer holds that fact in a readable form."
     )
     st.latex(r"p(\text{yes} \mid x) = \sigma(w \cdot x + b)")
     results = probes_of(ctx.bundle_id)
     windows, _ = corpus_resid(ctx.bundle_id)
     stations = layer_labels(cfg.n_layer)
-    shown = {n: (r.test_accuracy, r.train_accuracy, r.baseline) for n, r in results.items()}
+    shown = {
+        n: (r.test_accuracy, r.train_accuracy, r.baseline, pr.noise_margin(r))
+        for n, r in results.items()
+    }
     st.plotly_chart(
         cache.figure(
             ("probes", ctx.bundle_id),
@@ -658,15 +711,21 @@ def linear_probes() -> None:
     st.markdown(
         "\n".join(f"- **{n}**: {PROPERTY_WORDS.get(n, '')}." for n in results)
         + f"\n\nTrained on {some.n_train:,} tokens of {len(windows.ids)} snippets of the training "
-        f"text (two of every three), scored on the {some.n_test:,} tokens of the third. Each "
-        "panel has its own scale."
+        f"text (two of every three), scored on the {some.n_test:,} tokens of the third. All "
+        "panels share one scale. A layer counts as holding a property only when its held-out "
+        "accuracy beats the majority baseline by more than the held-out noise (the shaded band: "
+        f"{pr.NOISE_SE} binomial standard errors; tokens of one snippet are related, so the "
+        "margin is wide)."
     )
+    st.markdown("\n".join(f"- {pr.probe_claim(n, stations, r).text}" for n, r in results.items()))
     with st.expander("The numbers behind it"):
         st.dataframe(
             [
                 {"property": n, "station": s, "held-out accuracy": round(float(r.test_accuracy[i]), 4),
                  "training accuracy": round(float(r.train_accuracy[i]), 4),
-                 "majority baseline": round(r.baseline, 4), "share of yes": round(r.share_yes, 4)}
+                 "majority baseline": round(r.baseline, 4),
+                 "noise margin": round(pr.noise_margin(r), 4),
+                 "share of yes": round(r.share_yes, 4)}
                 for n, r in results.items()
                 for i, s in enumerate(stations)
             ],

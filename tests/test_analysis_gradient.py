@@ -3,6 +3,8 @@ equals autograd's gradient."""
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import numpy as np
 import pytest
 import torch
@@ -74,3 +76,79 @@ def test_a_model_too_large_to_copy_is_refused_with_its_size(monkeypatch):
     monkeypatch.setattr(gx, "MAX_STEP_PARAMS", 1000)
     with pytest.raises(ValueError, match="parameters; a step here copies the model"):
         gx.gradient_step(tiny_model(), IDS, lr=0.1, position=0)
+
+
+def test_the_ladder_of_learning_rates_is_1_2_5():
+    assert [gx.rung(i) for i in range(-3, 4)] == [0.1, 0.2, 0.5, 1, 2, 5, 10]
+    assert gx.rung(-12) == 0.0001
+    assert gx.rung(gx.rung_below(0.0042)) == 0.002
+    assert gx.rung(gx.rung_below(0.005)) == 0.005
+    assert gx.rung(gx.rung_below(7.0)) == 5
+    assert gx.rung(gx.rung_below(1e-7)) == 1e-7
+
+
+def test_a_tiny_step_changes_the_loss_by_the_first_order_estimate():
+    # theta - eta g on the same loss the gradient was taken of: for small eta the change is
+    # -eta |g|^2 (the wrong sign, a missing parameter or another loss would break this)
+    model = tiny_model()
+    for lr in (1e-4, 1e-3):
+        step = gx.gradient_step(model, IDS, lr=lr, position=3)
+        change = step.loss_after - step.loss_before
+        assert change == pytest.approx(-lr * step.grad_sq, rel=0.05)
+    assert step.grad_sq == pytest.approx(sum(g[1] ** 2 for g in step.groups))
+
+
+def test_the_default_learning_rate_lowers_the_loss_as_first_order_predicts():
+    model = tiny_model()
+    scan = gx.loss_along_gradient(model, IDS)
+    lr = scan.default_lr
+    assert lr * scan.grad_sq <= gx.DEFAULT_SHARE * scan.loss * (1 + 1e-9)
+    assert gx.first_order_agrees(scan.losses[scan.default] - scan.loss, -lr * scan.grad_sq)
+    step = gx.gradient_step(model, IDS, lr=lr, position=3)
+    assert step.loss_after == pytest.approx(scan.losses[scan.default], rel=1e-6)
+    assert scan.etas[scan.default - 1] == pytest.approx(gx.rung(gx.rung_below(lr) - 1))
+
+
+def test_a_sharp_loss_moves_the_default_down_to_where_the_step_still_falls(monkeypatch):
+    # with DEFAULT_SHARE far too large, the first-order choice overshoots; the default walks
+    # down the ladder to a rung where the measured fall agrees with first order
+    monkeypatch.setattr(gx, "DEFAULT_SHARE", 50.0)
+    scan = gx.loss_along_gradient(tiny_model(), IDS)
+    assert scan.default < scan.first_order
+    assert scan.losses[scan.default] < scan.loss
+    assert gx.first_order_agrees(
+        scan.losses[scan.default] - scan.loss, scan.predicted[scan.default]
+    )
+
+
+@pytest.mark.parametrize(
+    ("after", "made", "start"),
+    [
+        (1.9, True, "The loss fell from 2.0000 to 1.9000"),  # -0.1 against -0.1
+        (1.95, False, "The loss fell from 2.0000 to 1.9500 (−0.05 nats), less than"),
+        (1.8, False, "The loss fell from 2.0000 to 1.8000 (−0.2 nats), more than"),
+        (2.3, False, "At this η the step overshoots: the loss rose from 2.0000 to 2.3000"),
+    ],
+)
+def test_the_step_sentence_follows_the_measured_change(after, made, start):
+    claim = gx.step_claim(2.0, after, 0.001, 100.0)  # first order: -0.001 * 100 = -0.1
+    assert claim.made == made and claim.text.startswith(start)
+    assert "−0.001 × 100 = −0.1" in claim.text
+    assert claim.numbers["predicted"] == pytest.approx(-0.1)
+    assert not gx.step_claim(2.0, 2.0, 0.1, 0.0).made
+
+
+def test_chain_figures_reproduce_by_hand_from_the_printed_numbers():
+    model = tiny_model()
+    for lr in (1e-5, 0.05, 2.0):
+        step = gx.gradient_step(model, IDS, lr=lr, position=4)
+        f = gx.chain_figures(step.chain, lr)
+        q = Decimal(1).scaleb(-f.places)
+        for p, y, u, t in zip(f.p, f.y, f.u, f.terms, strict=True):
+            assert ((p - y) / f.n * u).quantize(q) == t
+            assert len(p.normalize().as_tuple().digits) <= gx.SIG
+        assert f.total == sum(f.terms)
+        assert abs(f.total - f.autograd) <= f.n * q
+        assert f.delta == f.lr * f.autograd and f.new == f.weight - f.delta
+        assert f.new != f.weight  # the printed update moves the printed weight
+        assert abs(float(f.weight) - step.chain.weight) <= 0.5 * 10.0**-4

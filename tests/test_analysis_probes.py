@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from viz_model.analysis import probes as pr
 
@@ -42,3 +43,37 @@ def test_a_probe_reads_a_direction_where_it_is_and_not_where_it_is_not():
 def test_a_property_with_one_answer_only_is_left_out():
     labels = pr.properties([list("12 13 14\n15 16"), list("7 8 9\n10 11 12")], "count")
     assert "vowel" not in labels and "line start" in labels
+
+
+def _result(acc, baseline, n_test):
+    acc = np.array(acc)
+    return pr.ProbeResult(acc, acc, baseline, 1 - baseline, 2 * n_test, n_test)
+
+
+STATIONS = ["embed", "after block 0", "after block 1"]
+
+
+def test_a_point_or_two_over_a_95_percent_baseline_is_within_the_noise():
+    r = _result([0.955, 0.958, 0.962], baseline=0.95, n_test=2520)  # +0.5 .. +1.2 points
+    margin = pr.noise_margin(r)
+    assert margin == pytest.approx(3 * np.sqrt(0.95 * 0.05 / 2520))  # 1.3 points
+    claim = pr.probe_claim("speaker name", STATIONS, r)
+    assert not claim.made
+    assert claim.text.startswith("**speaker name**: no station reads it beyond")
+    assert "96.2% after block 1" in claim.text and "(95.0%)" in claim.text
+
+
+def test_a_clear_gain_is_claimed_at_the_stations_that_have_it():
+    r = _result([0.70, 0.80, 0.99], baseline=0.71, n_test=2520)
+    claim = pr.probe_claim("vowel", STATIONS, r)
+    assert claim.made and claim.numbers["stations_beyond"] == 2
+    assert "(71.0%) after block 0 and after block 1; best 99.0% after block 1" in claim.text
+    embed = pr.probe_claim("vowel", STATIONS, _result([0.99, 0.70, 0.70], 0.71, 2520))
+    assert "(71.0%) at the embeddings; best 99.0% at the embeddings" in embed.text
+    assert "(+28.0 points" in claim.text
+
+
+def test_the_same_gain_on_few_tokens_is_noise():
+    big = pr.probe_claim("x", STATIONS, _result([0.5, 0.56, 0.5], 0.5, 5000))
+    small = pr.probe_claim("x", STATIONS, _result([0.5, 0.56, 0.5], 0.5, 100))
+    assert big.made and not small.made

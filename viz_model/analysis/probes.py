@@ -2,13 +2,18 @@
 
 For each station of the stream (the embeddings, then after each block) a logistic-regression probe
 is trained to tell a simple yes/no property of the current token from its residual vector, on
-two of every three corpus windows, and scored on the third (passages it never saw). Its accuracy is set against the majority baseline: always answering the more common label.
+two of every three corpus windows, and scored on the third (passages it never saw). Its accuracy is
+set against the majority baseline: always answering the more common label. A station "holds" a
+property only when the held-out accuracy beats that baseline by more than the held-out noise:
+NOISE_SE binomial standard errors sqrt(b (1 - b) / n) of n held-out tokens (`probe_claim`); a
+gain of a point or two over a 95% baseline is within it.
 
     p(yes | x) = sigmoid(w . (x - mean) / std + b),  trained by L-BFGS on the cross-entropy + L2
 
 Properties (`properties(texts, kind)`), from the text each token shows:
   vowel          the token's first letter is a vowel (a e i o u): the token alone tells it
-  line start     the token is the first of a line: needs the token before it
+  line start     the token is a line break or the first of a line: the break alone tells its
+                 part, the first token of a line needs the token before it
   speaker name   the token is inside a speaker's name line ("Ham.", "LADY MACBETH."): needs context
   second copy    (repeat task) the token is in the copied half of its line
   deep bracket   (brackets task) the token leaves the bracket depth at 2 or more
@@ -24,11 +29,14 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from viz_model.analysis.claims import Claim
+
 SPEAKER = re.compile(r"[A-Z][A-Za-z' ]{0,24}\.")  # a whole line: "Ham.", "LADY MACBETH."
 VOWELS = set("aeiou")
 TEST_EVERY = 3  # every third window (a passage the probe never trained on) is held out
 L2 = 1e-2
 FIRST_POSITION = 1  # position 0 has no context at all; leave it out
+NOISE_SE = 3  # standard errors a probe must beat the baseline by (tokens of a snippet are related)
 
 
 def _line_spans(text: str) -> list[tuple[int, int]]:
@@ -148,3 +156,50 @@ def probe_by_station(resid: np.ndarray, labels: np.ndarray) -> ProbeResult:
         len(y_train),
         len(y_test),
     )
+
+
+def noise_margin(result: ProbeResult, n_se: float = NOISE_SE) -> float:
+    """How far above the majority baseline a held-out accuracy must be to count: n_se binomial
+    standard errors of the baseline's accuracy on the n_test held-out tokens."""
+    b = result.baseline
+    return n_se * float(np.sqrt(b * (1 - b) / max(result.n_test, 1)))
+
+
+def at(station: str) -> str:
+    """A station in a sentence: 'embed' -> 'at the embeddings'; 'after block 2' stays."""
+    return "at the embeddings" if station == "embed" else station
+
+
+def probe_claim(name: str, stations: list[str], result: ProbeResult) -> Claim:
+    """Which stations hold `name` in a linearly readable form: made when some station's held-out
+    accuracy exceeds the majority baseline by more than noise_margin; the neutral sentence gives
+    the best accuracy against the baseline and the margin."""
+    acc, b, margin = result.test_accuracy, result.baseline, noise_margin(result)
+    beyond = [at(s) for s, a in zip(stations, acc, strict=True) if a - b > margin]
+    best = int(np.argmax(acc))
+    numbers = {
+        "baseline": b,
+        "margin": margin,
+        "n_se": NOISE_SE,
+        "n_test": result.n_test,
+        "best_accuracy": float(acc[best]),
+        "best_station": best,
+        "stations_beyond": len(beyond),
+    }
+    noise = (
+        f"noise margin {100 * margin:.1f} points: {NOISE_SE} standard errors on "
+        f"{result.n_test:,} held-out tokens"
+    )
+    if beyond:
+        where = beyond[0] if len(beyond) == 1 else ", ".join(beyond[:-1]) + " and " + beyond[-1]
+        text = (
+            f"**{name}**: read beyond the majority baseline ({b:.1%}) {where}; best "
+            f"{acc[best]:.1%} {at(stations[best])} (+{100 * (acc[best] - b):.1f} points; {noise})."
+        )
+        return Claim(text, True, numbers)
+    text = (
+        f"**{name}**: no station reads it beyond the majority baseline ({b:.1%}) by more than "
+        f"the noise; the best is {acc[best]:.1%} {at(stations[best])} "
+        f"({100 * (acc[best] - b):+.1f} points; {noise})."
+    )
+    return Claim(text, False, numbers)

@@ -234,6 +234,48 @@ def gradient_norms(groups: list[tuple[str, float, float, int]], title: str = "")
     return fig
 
 
+def loss_along_gradient(
+    etas: np.ndarray, losses: np.ndarray, loss: float, grad_sq: float, lr: float, title: str = ""
+) -> go.Figure:
+    """The loss after one step of each learning rate (solid, log axis) beside the first-order
+    estimate L - lr |g|^2 (dashed, drawn while it stays above 0) and the loss before (dotted);
+    the chosen lr is ringed."""
+    line = loss - etas * grad_sq
+    keep = line > 0
+    chosen = int(np.argmin(np.abs(np.log(etas / lr))))
+    fig = go.Figure(
+        [
+            go.Scatter(x=etas, y=losses, mode="lines+markers", name="loss after one step",
+                       line=dict(color=STEP_COLOUR),
+                       hovertemplate="η = %{x:g}<br>loss after %{y:.4f}<extra></extra>"),
+            go.Scatter(x=etas[keep], y=line[keep], mode="lines", name="first order: L − η‖g‖²",
+                       line=dict(color=ACCENT, dash="dash"),
+                       hovertemplate="η = %{x:g}<br>first order %{y:.4f}<extra></extra>"),
+            go.Scatter(x=[etas[0], etas[-1]], y=[loss, loss], mode="lines", name="loss before",
+                       line=dict(color=BEFORE_COLOUR, dash="dot"), hoverinfo="skip"),
+            go.Scatter(x=[etas[chosen]], y=[losses[chosen]], mode="markers", name="this η",
+                       marker=dict(size=16, color="rgba(0,0,0,0)",
+                                   line=dict(color="black", width=2)),
+                       hovertemplate="η = %{x:g}<br>loss after %{y:.4f}<extra>this η</extra>"),
+        ]
+    )  # fmt: skip
+    finite = losses[np.isfinite(losses)]
+    low = min(float(finite.min()) if finite.size else loss, loss)
+    high = max(float(finite.max()) if finite.size else loss, loss)
+    pad = 0.08 * (high - low) + 1e-3
+    base_layout(fig, title, height=SMALL_HEIGHT + 100)
+    fig.update_layout(
+        legend=dict(orientation="h", y=1.0, yanchor="bottom", x=1, xanchor="right"),
+        margin=dict(l=10, r=10, t=70, b=10),
+    )
+    fig.update_xaxes(
+        type="log", title="learning rate η (log scale)", tickvals=etas,
+        ticktext=[f"{e:g}" for e in etas], tickangle=-45,
+    )  # fmt: skip
+    fig.update_yaxes(title="loss on the prompt (nats)", range=[max(0.0, low - pad), high + pad])
+    return fig
+
+
 def probability_change(
     labels: list[str], before: np.ndarray, after: np.ndarray, title: str = ""
 ) -> go.Figure:
@@ -428,25 +470,37 @@ def context_similarity(
 
 def probe_accuracy(
     stations: list[str],
-    results: dict[str, tuple[np.ndarray, np.ndarray, float]],
+    results: dict[str, tuple[np.ndarray, np.ndarray, float, float]],
     title: str = "",
 ) -> go.Figure:
     """One panel per property: the probe's accuracy by station on held-out text (solid) and on
-    its training text (dotted), against the majority baseline (dashed)."""
+    its training text (dotted), against the majority baseline (dashed) and the band above it
+    that held-out noise could explain (baseline + margin, shaded). Every panel on one y-axis,
+    from 50% (or lower if some accuracy is) to 100%, so a one-point gain looks like one point."""
     names = list(results)
-    fig = make_subplots(rows=1, cols=len(names), horizontal_spacing=0.07, subplot_titles=names)
+    fig = make_subplots(
+        rows=1, cols=len(names), horizontal_spacing=0.04, subplot_titles=names, shared_yaxes=True
+    )
     for i, name in enumerate(names, start=1):
-        test, train, baseline = results[name]
+        test, train, baseline, margin = results[name]
         first = i == 1
+        ends = [stations[0], stations[-1]]
         fig.add_traces(
             [
+                go.Scatter(x=ends, y=[baseline, baseline], mode="lines", line=dict(width=0),
+                           showlegend=False, hoverinfo="skip", legendgroup="noise"),
+                go.Scatter(x=ends, y=[baseline + margin] * 2, mode="lines", line=dict(width=0),
+                           fill="tonexty", fillcolor="rgba(214,39,40,0.15)",
+                           name="within the noise of the baseline", legendgroup="noise",
+                           showlegend=first,
+                           hovertemplate=f"baseline + noise: {baseline + margin:.1%}<extra></extra>"),
                 go.Scatter(x=stations, y=test, mode="lines+markers", name="held-out text",
                            line=dict(color=STEP_COLOUR), legendgroup="test", showlegend=first,
                            hovertemplate="%{x}: %{y:.1%}<extra>held-out</extra>"),
                 go.Scatter(x=stations, y=train, mode="lines", name="training text",
                            line=dict(color=STEP_COLOUR, dash="dot"), legendgroup="train",
                            showlegend=first, hovertemplate="%{x}: %{y:.1%}<extra>training</extra>"),
-                go.Scatter(x=[stations[0], stations[-1]], y=[baseline, baseline], mode="lines",
+                go.Scatter(x=ends, y=[baseline, baseline], mode="lines",
                            name="majority baseline", line=dict(color=ACCENT, dash="dash"),
                            legendgroup="base", showlegend=first,
                            hovertemplate=f"always the commoner answer: {baseline:.1%}<extra></extra>"),
@@ -455,9 +509,11 @@ def probe_accuracy(
         )  # fmt: skip
     base_layout(fig, title, height=SMALL_HEIGHT + 140)
     fig.update_layout(margin=dict(l=10, r=10, t=70, b=10))
-    for i, r in enumerate(results.values(), start=1):  # each panel its own range: gaps stay visible
-        low = min(float(np.min(r[0])), float(np.min(r[1])), r[2])
-        fig.update_yaxes(tickformat=".0%", range=[max(0.0, low - 0.02), 1.005], row=1, col=i)
-    fig.update_xaxes(type="category", tickangle=-45)
+    lowest = min(min(float(np.min(r[0])), float(np.min(r[1])), r[2]) for r in results.values())
+    low = min(0.5, np.floor(lowest * 10) / 10)
+    fig.update_yaxes(tickformat=".0%", range=[low, 1.005], matches="y")
+    fig.update_xaxes(
+        type="category", tickangle=-45, categoryorder="array", categoryarray=stations
+    )  # the band is drawn first: without this its two ends would come first on the axis
     fig.update_layout(legend=dict(orientation="h", y=-0.35, yanchor="top", x=0))
     return fig
