@@ -8,6 +8,9 @@ numbers that show what the choice does.
   the tokens so far only (the future is not there yet). For a causal model the two are equal.
 - `position_losses(model, ids)`: the ordinary loss at each position (the whole window at once).
 - `closest_twin(own, others, field)`: the model to set beside one, for a page comparing `field`.
+- `like_pair(own_name, configs, field)`: two models that differ in `field` and in nothing else of
+  their shape, starting from one (its own twin, or failing that its twin's twin), with whatever
+  else differs between them said plainly (`differences`).
 - `next_token_weight(patterns)`: how much of each head's attention goes to the very next token,
   the one it is asked to predict (zero for any head under a causal mask).
 - `copy_profile(model, ids)`: the mean loss at each position of repeated random sequences (the
@@ -89,6 +92,42 @@ def closest_twin(own: dict, others: dict[str, dict], field: str) -> str | None:
         return None
     keys = set(own) - {field}
     return min(differing, key=lambda n: sum(differing[n].get(k, own[k]) != own[k] for k in keys))
+
+
+def differences(a: dict, b: dict, field: str) -> list[str]:
+    """The config fields (a GPTConfig dict) other than `field` in which a and b differ, as
+    'n_layer 4 against 2', in a's key order; a field one lacks counts as the same."""
+    return [f"{k} {a[k]} against {b[k]}" for k in a if k != field and k in b and a[k] != b[k]]
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Two models to compare in `field`: `first` is the model on screen when it has a twin."""
+
+    first: str
+    second: str
+    differs: list[str]  # every other config field that differs (empty: like with like)
+
+
+def like_pair(own_name: str, configs: dict[str, dict], field: str) -> Pair | None:
+    """A pair differing in `field`, like with like when the models allow it: the model on screen
+    and its closest twin when that twin differs in `field` alone; else that twin and its own
+    closest twin (e.g. shakespeare-char, 4 layers of 128, has no post-LN twin; the post-LN
+    shakespeare-postln has shakespeare-tiny); else the model on screen and its closest twin with
+    what else differs. None when no model differs in `field`. configs: name -> GPTConfig dict,
+    the model on screen included."""
+    own = configs[own_name]
+    others = {n: c for n, c in configs.items() if n != own_name}
+    twin = closest_twin(own, others, field)
+    if twin is None:
+        return None
+    if not differences(own, configs[twin], field):
+        return Pair(own_name, twin, [])
+    rest = {n: c for n, c in configs.items() if n != twin}
+    back = closest_twin(configs[twin], rest, field)
+    if back is not None and not differences(configs[back], configs[twin], field):
+        return Pair(back, twin, [])
+    return Pair(own_name, twin, differences(own, configs[twin], field))
 
 
 @dataclass(frozen=True)
