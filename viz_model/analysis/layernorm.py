@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from viz_model.analysis.claims import Claim
+from viz_model.analysis.residual import growth_claim  # noqa: F401  (re-exported for the pages)
 from viz_model.cache import ActivationCache
 from viz_model.model import GPT, LayerNorm
 
@@ -157,7 +158,6 @@ def stats_for(model: GPT, ids: list[int], ln: str) -> LNStats:
 
 # ---- claims about lengths -------------------------------------------------------------------------
 GAIN_TOLERANCE = 0.15  # |length / ||gamma|| - 1| within which "about ||gamma||" is said
-GROWTH_TOLERANCE = 0.05  # a block changing the mean length by less than this "leaves it about"
 LONGER_MARGIN = 0.10  # one stream is called longer than another beyond this relative margin
 
 
@@ -215,43 +215,6 @@ def stream_lengths(model: GPT, ids: list[int] | torch.Tensor) -> StreamLengths:
         cfg.norm,
         resid_norm_profile(model, ids),
         np.array(gains if cfg.norm == "post" else [], dtype=float),
-    )
-
-
-def _path(lengths: np.ndarray) -> str:
-    return " → ".join(f"{v:.2f}" for v in lengths)
-
-
-def _blocks(ix: list[int]) -> str:
-    words = [str(i) for i in ix]
-    return "block " + words[0] if len(words) == 1 else "blocks " + ", ".join(words)
-
-
-def growth_claim(lengths: np.ndarray, tol: float = GROWTH_TOLERANCE) -> Claim:
-    """What each block did to the stream's mean length (embed, after block 0, ...): "grows at every
-    block" only when every block lengthens it by more than `tol`; otherwise which blocks lengthen,
-    shorten or about keep it. A block adds a vector: that can shorten the stream as well as
-    lengthen it, when the addition points partly against it."""
-    lengths = np.asarray(lengths, dtype=float)
-    change = lengths[1:] / lengths[:-1] - 1
-    up = [i for i, c in enumerate(change) if c > tol]
-    down = [i for i, c in enumerate(change) if c < -tol]
-    flat = [i for i, c in enumerate(change) if abs(c) <= tol]
-    numbers = {f"length_{i}": float(v) for i, v in enumerate(lengths)} | {"tol": tol}
-    if len(up) == len(change):
-        return Claim(f"Here the mean length grows at every block: {_path(lengths)}.", True, numbers)
-    parts = []
-    if up:
-        parts.append(f"{_blocks(up)} lengthened it")
-    if down:
-        parts.append(f"{_blocks(down)} shortened it")
-    if flat:
-        parts.append(f"{_blocks(flat)} changed it by less than {tol:.0%}")
-    return Claim(
-        f"Here the mean length does not grow at every block: {_path(lengths)} "
-        f"({'; '.join(parts)}).",
-        False,
-        numbers,
     )
 
 
