@@ -241,9 +241,9 @@ if len(measured) == 2:
         )
     elif ctx.name not in (pair.first, pair.second):
         st.markdown(
-            f"**{ctx.name}** has no {'post' if cfg.norm == 'pre' else 'pre'}-LN twin of its "
-            f"shape, so the chart compares **{pair.first}** and **{pair.second}**, which differ "
-            "only in where LayerNorm sits (same layers, width, heads and vocabulary)."
+            f"No model here differs from **{ctx.name}** only in where LayerNorm sits, so the "
+            f"chart compares **{pair.first}** and **{pair.second}**, which differ in that alone "
+            "(the same layers, width, heads, vocabulary and every other setting of the model)."
         )
     profiles = {label: m.lengths for _, label, m, _ in measured}
     stations = {label: st_ for _, label, _, st_ in measured}

@@ -74,7 +74,7 @@ def test_a_model_without_a_twin_is_shown_a_pair_that_differs_only_in_the_norm(mo
         "shakespeare-postln (post-LN)",
     ]
     text = " ".join(m.value for m in at.markdown)
-    assert "**test-char** has no post-LN twin" in text
+    assert "differs from **test-char** only in where LayerNorm sits" in text
     assert not any("Only pre-LN" in i.value for i in at.info)
     # the sentences under the chart are the claims of the lengths drawn in it
     pre, post = (plotly_array(t["y"]).astype(float) for t in profile["data"])

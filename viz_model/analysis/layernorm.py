@@ -189,8 +189,8 @@ def output_length_claim(s: LNStats) -> Claim:
         )
     return Claim(
         f"{rule} Here the output's mean length over the prompt is {length:.2f}, {ratio:.2f} × ‖γ‖: "
-        f"not within {GAIN_TOLERANCE:.0%}, because β is large or the normalized vector's large "
-        "entries do not fall where γ is large.",
+        f"not within {GAIN_TOLERANCE:.0%}. The difference comes from β and from where the "
+        "normalized vector's large entries fall (on large or on small γᵢ).",
         False,
         numbers,
     )
