@@ -65,6 +65,7 @@ st.plotly_chart(fig, key="scaling")
 claim = sc.size_claim(by_size) if axis == "params" else sc.compute_claim(by_compute)
 st.markdown(claim.text)
 n_runs = len(sweep["runs"])
+steps = max(int(step) for run in sweep["runs"] for step, _ in run.get("curve", [[0, 0]]))
 st.caption(
     f"Sweep: {n_runs} shapes on Shakespeare (characters), each trained by the same command for "
     "the same steps, so every run saw the same tokens. The line is drawn only over the points it "
@@ -76,7 +77,7 @@ st.caption(
         else " Against compute the final points alone would give the same exponent as against "
         "size (C = 6 N D with one D for all), so compute gets its own fit: on the lowest loss "
         "any run had reached for each compute spent, read off every run's validation curve. "
-        "Those are points part-way through a learning-rate schedule planned for 1,500 steps, "
+        f"Those are points part-way through a learning-rate schedule planned for {steps:,} steps, "
         "not runs planned to stop there, and the points of one run are not independent: the "
         "range over leaving one run out is the honest measure of its uncertainty."
     )
@@ -120,20 +121,11 @@ st.markdown(
     "Not on the chart above: each was measured on other text, with another tokenizer, on models "
     "thousands to millions of times larger, so its losses and exponents are not on our axes."
 )
-st.dataframe(
-    pd.DataFrame(
-        [
-            {
-                "source": law.source,
-                "finding": law.finding,
-                "published numbers": law.numbers,
-                "measured on": law.measured_on,
-            }
-            for law in sc.PUBLISHED_LAWS
-        ]
-    ),
-    hide_index=True,
-    width="stretch",
+st.markdown(
+    "\n".join(
+        f"- **{law.source}**: {law.finding}. {law.numbers}. Measured on: {law.measured_on}."
+        for law in sc.PUBLISHED_LAWS
+    )
 )
 
 st.subheader("12 L d² against real counts")
