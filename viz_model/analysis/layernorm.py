@@ -176,9 +176,10 @@ def output_length_claim(s: LNStats) -> Claim:
     made = abs(ratio - 1) <= GAIN_TOLERANCE
     numbers = dict(length=length, gain=gain, rms_gamma=rms, D=d, ratio=ratio, tol=GAIN_TOLERANCE)
     rule = (
-        f"The normalized vector is √D = √{d} ≈ {np.sqrt(d):.2f} long (mean 0, variance 1 over "
-        f"{d} numbers); times γ it is about √D · rms(γ) = ‖γ‖ = {gain:.2f} long (exactly, if every "
-        "γᵢ were equal and β = 0)."
+        f"The normalized vector has mean 0 and variance 1 over its D = {d} numbers, so its "
+        f"length is √D ≈ {np.sqrt(d):.2f} (a hair less, for ε); times γ it is about "
+        f"√D · rms(γ) = ‖γ‖ = {gain:.2f} long (exactly so if every γᵢ were equal, β = 0 and "
+        "ε = 0)."
     )
     if made:
         return Claim(
