@@ -70,7 +70,7 @@ st.caption(
     f"Sweep: {n_runs} shapes on Shakespeare (characters), each trained by the same command for "
     "the same steps, so every run saw the same tokens. The line is drawn only over the points it "
     "was fitted on. Bundled models and runs trained here on the same text and tokenizer are "
-    "drawn too (not fitted; they saw other numbers of tokens)."
+    "drawn too (not fitted: each saw its own number of tokens)."
     + (
         ""
         if axis == "params"
