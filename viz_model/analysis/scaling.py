@@ -159,7 +159,7 @@ PUBLISHED_LAWS = (
     PublishedLaw(
         "Hoffmann et al. 2022 (Chinchilla)",
         "compute-optimal training: parameters and tokens grow in equal proportion",
-        "about 20 tokens per parameter (Chinchilla: 70 B parameters, 1.4 T tokens)",
+        "About 20 tokens per parameter (Chinchilla: 70 B parameters, 1.4 T tokens)",
         "over 400 models of 70 M to over 16 B parameters on 5 to 500 B tokens of MassiveText",
     ),
     PublishedLaw(
