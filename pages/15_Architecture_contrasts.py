@@ -156,6 +156,14 @@ def mask_contrast() -> None:
         "attention on the next token: the largest mean weight any head puts on "
         "the key right after its query (the answer)."
     )
+    by_mask = {
+        b.config.causal: (name, lk, w) for (name, _, b), lk, w in zip(sides, la, ahead, strict=True)
+    }
+    (m_name, m_la, _), (u_name, u_la, u_w) = by_mask[True], by_mask[False]
+    st.markdown(  # claims computed from the table's numbers, each against its baseline
+        f"- {ct.look_ahead_claim((m_name, m_la), (u_name, u_la)).text}\n"
+        f"- {ct.next_token_claim(u_name, u_w, len(ids)).text}"
+    )
     targets = tokens.texts[1:]
     fig = cache.figure(
         ("ctr_look_ahead", tuple(ids_by_name.values()), ids),

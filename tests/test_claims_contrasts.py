@@ -327,3 +327,41 @@ def test_the_contrast_page_prints_claims_that_agree_with_its_chart(models_dir):
     assert ("grows at every block" in text.split("**shakespeare-tiny (pre-LN)**")[1][:80]) == bool(
         np.all(pre[1:] / pre[:-1] - 1 > rs.GROWTH_TOLERANCE)
     )
+
+
+# ---- Architecture contrasts: looking ahead --------------------------------------------------------
+@pytest.mark.parametrize("prompt", [LECTURE_PROMPT, "To be, or not to be", "ab"])
+def test_the_mask_contrast_claims_match_the_losses_and_the_chance_baseline(prompt, claim_bundles):
+    masked, unmasked = ct.CONTRASTS["mask"].models
+    bm, bu = (claim_bundle(claim_bundles, n) for n in (masked, unmasked))
+    assert bm.config.causal and not bu.config.causal
+    ids = bm.tokenizer.encode(prompt)
+    lm, lu = ct.look_ahead(bm.model, ids), ct.look_ahead(bu.model, ids)
+    claim = ct.look_ahead_claim((masked, lm), (unmasked, lu))
+    # recomputed here: whole window in one pass, as generated one prefix at a time
+    x = torch.tensor(ids)
+    with torch.no_grad():
+        seen = torch.nn.functional.cross_entropy(bu.model(x)[:-1], x[1:]).item()
+        last = torch.stack([bu.model(x[: t + 1])[-1] for t in range(len(ids) - 1)])
+        generated = torch.nn.functional.cross_entropy(last, x[1:]).item()
+    assert claim.numbers["unmasked_seen"] == pytest.approx(seen, abs=1e-4)
+    assert claim.numbers["unmasked_generated"] == pytest.approx(generated, abs=1e-4)
+    m = ct.LOOK_AHEAD_MARGIN
+    assert claim.made == (seen < lm.mean_seen - m and generated > lm.mean_generated + m)
+    _, cache = bu.model.run_with_cache(x, names=["blocks.0.attn.hook_pattern"])
+    weights = ct.next_token_weight([cache.numpy("blocks.0.attn.hook_pattern")])
+    attn = ct.next_token_claim(unmasked, weights, len(ids))
+    assert attn.numbers["chance"] == pytest.approx(1 / len(ids))
+    assert attn.made == (weights.max() > 2 / len(ids))
+
+
+def test_the_mask_claims_on_constructed_numbers():
+    even = ct.LookAhead(np.full(4, 2.0), np.full(4, 2.0))
+    cheat = ct.LookAhead(np.full(4, 0.1), np.full(4, 8.0))
+    assert ct.look_ahead_claim(("m", even), ("u", cheat)).made
+    assert not ct.look_ahead_claim(("m", even), ("u", even)).made
+    honest = ct.LookAhead(np.full(4, 1.95), np.full(4, 2.05))  # within the margin
+    assert not ct.look_ahead_claim(("m", even), ("u", honest)).made
+    assert ct.next_token_claim("u", np.array([[0.9, 0.1]]), 10).made
+    spread = ct.next_token_claim("u", np.array([[0.15, 0.1]]), 10)  # 15% against 10%: not 2x
+    assert not spread.made and "No head" in spread.text

@@ -13,6 +13,8 @@ numbers that show what the choice does.
   else differs between them said plainly (`differences`).
 - `next_token_weight(patterns)`: how much of each head's attention goes to the very next token,
   the one it is asked to predict (zero for any head under a causal mask).
+- `look_ahead_claim(...)`, `next_token_claim(...)`: what the mask contrast may say about its
+  numbers (DESIGN.md section 9), each against its baseline: the masked twin, and even attention.
 - `copy_profile(model, ids)`: the mean loss at each position of repeated random sequences (the
   Training dynamics probe), with that page's summary numbers (`dynamics.measure`).
 
@@ -28,6 +30,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from viz_model.analysis.claims import Claim
 from viz_model.analysis.dynamics import Measures, measure
 from viz_model.model import GPT
 
@@ -192,3 +195,61 @@ def copy_profile(model: GPT, ids: np.ndarray) -> CopyProfile:
     logits = model(x).reshape(*x.shape, -1)  # (B, 2k, V)
     loss = F.cross_entropy(logits[:, :-1].transpose(1, 2), x[:, 1:], reduction="none")
     return CopyProfile(loss.mean(0).numpy(), measure(model, ids))
+
+
+LOOK_AHEAD_MARGIN = 0.1  # nats: a loss is "lower" or "higher" than the twin's beyond this
+
+
+def look_ahead_claim(masked: tuple[str, LookAhead], unmasked: tuple[str, LookAhead]) -> Claim:
+    """Does the model without a mask do better than its masked twin when it sees the whole window
+    (it can read the answer) and worse as generated (the answer is not there yet)?"""
+    (m, lm), (u, lu) = masked, unmasked
+    numbers = dict(
+        masked_seen=lm.mean_seen,
+        masked_generated=lm.mean_generated,
+        unmasked_seen=lu.mean_seen,
+        unmasked_generated=lu.mean_generated,
+        margin=LOOK_AHEAD_MARGIN,
+    )
+    cheats = lu.mean_seen < lm.mean_seen - LOOK_AHEAD_MARGIN
+    fails = lu.mean_generated > lm.mean_generated + LOOK_AHEAD_MARGIN
+    said = (
+        f"On your prompt {u} scores {lu.mean_seen:.2f} nats per token when it sees the whole "
+        f"window and {lu.mean_generated:.2f} as generated; {m} scores {lm.mean_seen:.2f} and "
+        f"{lm.mean_generated:.2f}."
+    )
+    if cheats and fails:
+        return Claim(
+            f"{said} Seeing the answer, {u} does better than its masked twin; writing, worse: "
+            "what it learned does not carry over to generation.",
+            True,
+            numbers,
+        )
+    return Claim(
+        f"{said} On this prompt the difference is not that clear-cut (a margin of "
+        f"{LOOK_AHEAD_MARGIN} nats either way).",
+        False,
+        numbers,
+    )
+
+
+def next_token_claim(name: str, weights: np.ndarray, n_keys: int) -> Claim:
+    """Does some head of a model without a mask look at the next token, the answer, more than
+    attention spread evenly over all `n_keys` keys would (1 / n_keys), by at least twice?"""
+    best = float(np.max(weights)) if np.size(weights) else 0.0
+    chance = 1.0 / max(n_keys, 1)
+    numbers = dict(best=best, chance=chance, factor=2.0)
+    if best > 2 * chance:
+        return Claim(
+            f"One head of {name} puts {best:.0%} of its attention on the token right after its "
+            f"query, the one it is asked to predict; attention spread evenly over the "
+            f"{n_keys} tokens would put {chance:.0%} there.",
+            True,
+            numbers,
+        )
+    return Claim(
+        f"No head of {name} looks at the next token much more than even attention would "
+        f"({best:.0%} at most, against {chance:.0%}).",
+        False,
+        numbers,
+    )
