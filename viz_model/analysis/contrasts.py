@@ -214,7 +214,7 @@ def look_ahead_claim(masked: tuple[str, LookAhead], unmasked: tuple[str, LookAhe
     cheats = lu.mean_seen < lm.mean_seen - LOOK_AHEAD_MARGIN
     fails = lu.mean_generated > lm.mean_generated + LOOK_AHEAD_MARGIN
     said = (
-        f"On your prompt {u} scores {lu.mean_seen:.2f} nats per token when it sees the whole "
+        f"On your prompt, {u} scores {lu.mean_seen:.2f} nats per token when it sees the whole "
         f"window and {lu.mean_generated:.2f} as generated; {m} scores {lm.mean_seen:.2f} and "
         f"{lm.mean_generated:.2f}."
     )
@@ -241,7 +241,7 @@ def next_token_claim(name: str, weights: np.ndarray, n_keys: int) -> Claim:
     numbers = dict(best=best, chance=chance, factor=2.0)
     if best > 2 * chance:
         return Claim(
-            f"One head of {name} puts {best:.0%} of its attention on the token right after its "
+            f"One head of {name} puts {best:.0%} of its attention, on average, on the token right after its "
             f"query, the one it is asked to predict; attention spread evenly over the "
             f"{n_keys} tokens would put {chance:.0%} there.",
             True,
