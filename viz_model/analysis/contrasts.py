@@ -241,9 +241,9 @@ def next_token_claim(name: str, weights: np.ndarray, n_keys: int) -> Claim:
     numbers = dict(best=best, chance=chance, factor=2.0)
     if best > 2 * chance:
         return Claim(
-            f"One head of {name} puts {best:.0%} of its attention, on average, on the token right after its "
-            f"query, the one it is asked to predict; attention spread evenly over the "
-            f"{n_keys} tokens would put {chance:.0%} there.",
+            f"One head of {name} puts {best:.0%} of its attention, on average, on the token "
+            "right after its query, the one it is asked to predict; attention spread evenly "
+            f"over the {n_keys} tokens would put {chance:.0%} there.",
             True,
             numbers,
         )
