@@ -216,21 +216,22 @@ pair = ct.like_pair(ctx.name, configs, "norm")
 measured: list[tuple[str, str, lnx.StreamLengths, list[str]]] = []  # name, label, lengths, stations
 for name in () if pair is None else (pair.first, pair.second):
     if name == ctx.name:
-        bid, b, prompt_ids = ctx.bundle_id, None, list(ctx.ids)
+        bid, other_ids = ctx.bundle_id, list(ctx.ids)
     else:
         bid = models.bundle_id(found[name])
         try:
-            b = cache.bundle(bid)
+            other_bundle = cache.bundle(bid)
         except Exception:  # a broken bundle: compare with nothing rather than fail the page
             measured = []
             break
-        prompt_ids = b.tokenizer.encode(ctx.prompt)[: b.config.n_ctx]
-    if not prompt_ids:
+        oc = other_bundle.config
+        other_ids = other_bundle.tokenizer.encode(ctx.prompt)[: oc.n_ctx]
+    if not other_ids:
         measured = []
         break
-    n_layer = configs[name]["n_layer"]
-    lengths = stream_lengths(bid, tuple(prompt_ids))
-    measured.append((name, f"{name} ({lengths.norm}-LN)", lengths, layer_labels(n_layer)))
+    lengths = stream_lengths(bid, tuple(other_ids))
+    label = f"{name} ({lengths.norm}-LN)"
+    measured.append((name, label, lengths, layer_labels(configs[name]["n_layer"])))
 
 if len(measured) == 2:
     if pair.differs:
