@@ -23,15 +23,19 @@ from viz_model.sampling import SamplingSettings, generate
 CONTINUATION = 120  # tokens each model writes after the prompt
 # What each same-shape contrast teaches (the "loss" contrasts of analysis/contrasts.py).
 LESSONS = {
-    "norm": "Where LayerNorm sits. **Pre-LN** (GPT-2) normalises what each sublayer reads and "
-    "lets the residual stream grow from the embedding; **post-LN** (the 2017 Transformer) "
-    "normalises the stream itself after every addition, so after each block its length is "
-    "whatever that LayerNorm's gain makes it (about |γ|), not the sum of what came before. At "
-    "two layers both train; deep post-LN models are the ones that need a warm-up. The "
-    "LayerNorm page now finds this post-LN model by itself.",
+    "norm": "Where LayerNorm sits. **Pre-LN** (GPT-2) normalises what each sublayer reads; the "
+    "residual stream itself is a running sum from the embedding on, as long as that sum happens "
+    "to be, and no LayerNorm bounds it until the final one. **Post-LN** (the 2017 Transformer) "
+    "normalises the stream itself after every addition, so after each block its length is set "
+    "by that LayerNorm's gain, about ‖γ‖ = √D · rms(γ) (the LayerNorm page shows why), not by "
+    "the sum of what came before. That does not make it short: a gain the model learned large "
+    "gives a long stream. At two layers both train; deep post-LN models are the ones that need "
+    "a learning-rate warm-up.",
     "sinusoidal": "Where position information comes from. **Learned** positions are a trained "
     "vector per position; **sine waves** of fixed frequencies are computed, not trained "
-    r"(PE(p, 2i) = sin(p / 10000^(2i/d))), so they cost no parameters and cannot overfit.",
+    r"(PE(p, 2i) = sin(p / 10000^(2i/d))), so they add no parameters: nothing in them is "
+    "fitted to the training text (the rest of the model can still overfit), and they give a "
+    "vector to any position, even one past the longest context seen in training.",
     "nopos": "A model with **no position embedding** at all still has one clue to order: the "
     "causal mask. Position t averages over t+1 tokens, so how spread its attention is tells it "
     "roughly where it is. The loss says how much of word order that recovers.",
@@ -90,8 +94,8 @@ def prompt_losses(bundle_id: str, ids: tuple[int, ...]):
 
 
 @shared
-def stream_norms(bundle_id: str, ids: tuple[int, ...]):
-    return lnx.resid_norm_profile(cache.bundle(bundle_id).model, list(ids))
+def stream_lengths(bundle_id: str, ids: tuple[int, ...]) -> lnx.StreamLengths:
+    return lnx.stream_lengths(cache.bundle(bundle_id).model, list(ids))
 
 
 @shared
@@ -151,6 +155,14 @@ def mask_contrast() -> None:
         "writing; for the masked model that changes nothing, so its two lines are one. Most "
         "attention on the next token: the largest mean weight any head puts on "
         "the key right after its query (the answer)."
+    )
+    by_mask = {
+        b.config.causal: (name, lk, w) for (name, _, b), lk, w in zip(sides, la, ahead, strict=True)
+    }
+    (m_name, m_la, _), (u_name, u_la, u_w) = by_mask[True], by_mask[False]
+    st.markdown(  # claims computed from the table's numbers, each against its baseline
+        f"- {ct.look_ahead_claim((m_name, m_la), (u_name, u_la)).text}\n"
+        f"- {ct.next_token_claim(u_name, u_w, len(ids)).text}"
     )
     targets = tokens.texts[1:]
     fig = cache.figure(
@@ -215,6 +227,28 @@ def layers_contrast() -> None:
         st.dataframe(pd.DataFrame(table).round(3), hide_index=True)
 
 
+def norm_lengths(ids: tuple[int, ...]) -> None:
+    """The two streams' lengths, layer by layer, and what the numbers say (claims, not prose)."""
+    measured = [(f"{n} ({b.config.norm}-LN)", stream_lengths(bid, ids)) for n, bid, b in sides]
+    labels = layer_labels(sides[0][2].config.n_layer)
+    fig = cache.figure(
+        ("ctr_norms", tuple(ids_by_name.values()), ids),
+        lambda: ln_charts.norm_profiles(
+            {n: m.lengths for n, m in measured},
+            {n: labels for n, _ in measured},
+            title="Mean length of the residual vector, layer by layer",
+        ),
+    )
+    st.plotly_chart(fig, key="ctr_norms")
+    pre = next((n, m) for n, m in measured if m.norm == "pre")
+    post = next((n, m) for n, m in measured if m.norm == "post")
+    st.markdown(  # each line a claim computed from the lengths in the chart
+        f"On your prompt:\n- {lnx.pre_post_claim(pre, post).text}\n"
+        f"- **{pre[0]}**: {lnx.growth_claim(pre[1].lengths).text}\n"
+        f"- **{post[0]}**: {lnx.post_ln_gain_claim(post[1]).text}"
+    )
+
+
 def loss_contrast() -> None:
     st.markdown(LESSONS[key])
     tokens = cmp.read_prompt(sides[0][2].tokenizer, sides[0][2].config.n_ctx, ctx.prompt)
@@ -236,17 +270,7 @@ def loss_contrast() -> None:
     st.dataframe(pd.DataFrame(rows), width="stretch")
     st.caption("Losses in nats per character; the same command, data and seed for both.")
     if contrast.differs == "norm":
-        profiles = {f"{n} ({b.config.norm}-LN)": stream_norms(bid, ids) for n, bid, b in sides}
-        labels = layer_labels(sides[0][2].config.n_layer)
-        fig = cache.figure(
-            ("ctr_norms", tuple(ids_by_name.values()), ids),
-            lambda: ln_charts.norm_profiles(
-                profiles,
-                dict.fromkeys(profiles, labels),
-                title="Mean length of the residual vector, layer by layer",
-            ),
-        )
-        st.plotly_chart(fig, key="ctr_norms")
+        norm_lengths(ids)
     fig = cache.figure(
         ("ctr_prompt_loss", tuple(ids_by_name.values()), ids),
         lambda: charts.loss_lines(

@@ -93,11 +93,15 @@ st.markdown(
     "Read each column downwards: the row *embed* is the stream before block 0, each later row "
     "the stream after one more block. "
     + (
-        "In a pre-LN model like this one the norm usually grows layer by layer, because every "
-        "block adds to the sum and nothing shrinks it."
+        "In a pre-LN model like this one each block adds a vector to the stream. One that points "
+        "the same way or sideways lengthens it; one that points partly against it can shorten "
+        "it. So the norm often grows from block to block, but need not. "
+        + rs.growth_claim(rs.mean_norms(report.norms)).text
         if cfg.norm == "pre"
-        else "In a post-LN model like this one every block ends in a LayerNorm, so after block 0 "
-        "all tokens have about the same norm."
+        else "In a post-LN model like this one every block ends in a LayerNorm, which rescales "
+        "each token to about the length of its gain ‖γ‖ (the LayerNorm page shows why); its "
+        "gains γ and biases β can still leave tokens of different lengths. "
+        + rs.spread_claim(report.norms).text
     )
 )
 st.plotly_chart(

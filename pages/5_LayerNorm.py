@@ -10,8 +10,8 @@ import streamlit as st
 import ui
 from ui import cache, models, state
 from ui.shared_cache import shared
+from viz_model.analysis import contrasts as ct
 from viz_model.analysis import layernorm as lnx
-from viz_model.analysis.contrasts import closest_twin
 from viz_model.analysis.residual import layer_labels
 from viz_model.charts import layernorm as charts
 
@@ -113,6 +113,7 @@ def one_layernorm() -> None:
         f"the mean after is mean(γ · normalized) + mean(β) = {float((s.gamma * n).mean()):.4f} + "
         f"{float(s.beta.mean()):.4f}. With γ = 1 and β = 0 it would stay 0 and 1."
     )
+    st.markdown(f"**How long is the output?** {lnx.output_length_claim(s).text}")
 
     # ---- across the prompt ----------------------------------------------------------------------
     st.subheader("Every token of the prompt")
@@ -183,57 +184,107 @@ right.markdown(
     "$\\text{logits} = x\\,W_U$"
 )
 st.markdown(
-    "What changes: in pre-LN the stream is a plain sum that can grow from layer to layer, and "
-    "a gradient has a clean path straight from the loss to the embeddings, which is why deep "
-    "pre-LN models train stably without a learning-rate warm-up. In post-LN the stream's size "
-    "is reset at every block, and every path from the loss goes through all LayerNorms, which "
-    "makes deep post-LN models harder to train. The chart below shows the first effect: the "
-    "average length of the residual vector at each point of the model, on your prompt."
+    "What changes: in pre-LN the stream is a plain sum, as long as that sum comes to; no "
+    "LayerNorm bounds it until the final one, and a gradient has a clean path straight from the "
+    "loss to the embeddings, which is why deep pre-LN models train stably without a learning-rate "
+    "warm-up. In post-LN the stream after each block is a LayerNorm's output, so its length is "
+    "set by that LayerNorm's gain (about ‖γ‖, as above), not by the sum of what came before; "
+    "and every path from the loss goes through all LayerNorms, which makes deep post-LN models "
+    "harder to train. The chart below shows the first effect: the average length of the "
+    "residual vector at each point of two models, on your prompt."
 )
 
 
-def config_model(path) -> dict | None:
+def config_file(path) -> dict | None:
     try:
-        model = json.loads((path / "config.json").read_text(encoding="utf-8"))["model"]
-    except (OSError, ValueError, KeyError, TypeError):
+        raw = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
         return None
-    return model if isinstance(model, dict) else None
+    return raw if isinstance(raw, dict) and isinstance(raw.get("model"), dict) else None
+
+
+@shared
+def stream_lengths(bundle_id: str, ids: tuple[int, ...]) -> lnx.StreamLengths:
+    return lnx.stream_lengths(cache.bundle(bundle_id).model, list(ids))
 
 
 found = models.discover()
-configs = {n: c for n, p in found.items() if n != ctx.name and (c := config_model(p)) is not None}
-# the other-norm model most like this one (a bundled twin of the same shape when there is one)
-other = closest_twin(cfg.to_dict(), configs, "norm")
-profiles = {f"{ctx.name} ({cfg.norm}-LN)": norm_profile(ctx.bundle_id, tuple(ctx.ids))}
-stations = {next(iter(profiles)): layer_labels(cfg.n_layer)}
-if other is not None:
-    other_id = models.bundle_id(found[other])
-    try:
-        other_bundle = cache.bundle(other_id)
-    except Exception:  # a broken bundle: compare with nothing rather than fail the page
-        other_bundle = None
-    if other_bundle is not None:
+raws = {n: r for n, p in found.items() if n != ctx.name and (r := config_file(p)) is not None}
+configs = {ctx.name: cfg.to_dict()} | {n: r["model"] for n, r in raws.items()}
+# two models that differ only in where LayerNorm sits (the one on screen when it has such a twin)
+pair = ct.like_pair(ctx.name, configs, "norm")
+measured: list[tuple[str, str, lnx.StreamLengths, list[str]]] = []  # name, label, lengths, stations
+for name in () if pair is None else (pair.first, pair.second):
+    if name == ctx.name:
+        bid, other_ids = ctx.bundle_id, list(ctx.ids)
+    else:
+        bid = models.bundle_id(found[name])
+        try:
+            other_bundle = cache.bundle(bid)
+        except Exception:  # a broken bundle: compare with nothing rather than fail the page
+            measured = []
+            break
         oc = other_bundle.config
         other_ids = other_bundle.tokenizer.encode(ctx.prompt)[-oc.n_ctx :]
-        if other_ids:
-            key = f"{other} ({oc.norm}-LN)"
-            profiles[key] = norm_profile(other_id, tuple(other_ids))
-            stations[key] = layer_labels(oc.n_layer)
-st.plotly_chart(
-    cache.figure(
-        ("profiles", *KEY, tuple((k, tuple(v.tolist())) for k, v in profiles.items())),
-        lambda: charts.norm_profiles(
-            profiles, stations, title="Mean length of the residual vector, layer by layer"
-        ),
+    if not other_ids:
+        measured = []
+        break
+    lengths = stream_lengths(bid, tuple(other_ids))
+    label = f"{name} ({lengths.norm}-LN)"
+    measured.append((name, label, lengths, layer_labels(configs[name]["n_layer"])))
+
+if len(measured) == 2:
+    if pair.differs:
+        st.markdown(
+            f"No model here differs from **{pair.first}** only in where LayerNorm sits, so the "
+            f"nearest one is set beside it; they also differ in {', '.join(pair.differs)}. Read "
+            "the difference between the lines with that in mind."
+        )
+    elif ctx.name not in (pair.first, pair.second):
+        st.markdown(
+            f"No model here differs from **{ctx.name}** only in where LayerNorm sits, so the "
+            f"chart compares **{pair.first}** and **{pair.second}**, which differ in that alone "
+            "(the same layers, width, heads, vocabulary and every other setting of the model)."
+        )
+    profiles = {label: m.lengths for _, label, m, _ in measured}
+    stations = {label: st_ for _, label, _, st_ in measured}
+    st.plotly_chart(
+        cache.figure(
+            ("profiles", *KEY, tuple((k, tuple(v.tolist())) for k, v in profiles.items())),
+            lambda: charts.norm_profiles(
+                profiles, stations, title="Mean length of the residual vector, layer by layer"
+            ),
+        )
     )
-)
-if len(profiles) > 1:
+    pre = next((label, m) for _, label, m, _ in measured if m.norm == "pre")
+    post = next((label, m) for _, label, m, _ in measured if m.norm == "post")
+    st.markdown(  # each line a claim computed from the lengths in the chart
+        f"On your prompt:\n- {lnx.pre_post_claim(pre, post).text}\n"
+        f"- **{pre[0]}**: {lnx.growth_claim(pre[1].lengths).text}\n"
+        f"- **{post[0]}**: {lnx.post_ln_gain_claim(post[1]).text}"
+    )
+    seen = []
+    for n in (pair.first, pair.second):
+        meta = ctx.bundle.meta if n == ctx.name else (raws[n].get("meta") or {})
+        t = meta.get("tokens_seen")
+        seen.append(f"{n} {t:,.0f}" if isinstance(t, int | float) else f"{n} not recorded")
     st.caption(
-        "Two models on the same prompt. The post-LN model's stream is reset to a fixed scale after "
-        "every block (about √D · |γ|); the pre-LN model's stream is free to grow."
+        "The same prompt, in each model's own tokens. Tokens seen in training: "
+        + "; ".join(seen)
+        + "."
     )
 else:
     other = "post" if cfg.norm == "pre" else "pre"
+    st.plotly_chart(
+        cache.figure(
+            ("profiles", *KEY),
+            lambda: charts.norm_profiles(
+                {f"{ctx.name} ({cfg.norm}-LN)": norm_profile(ctx.bundle_id, tuple(ctx.ids))},
+                {f"{ctx.name} ({cfg.norm}-LN)": layer_labels(cfg.n_layer)},
+                title="Mean length of the residual vector, layer by layer",
+            ),
+        )
+    )
     st.info(
         f"Only {cfg.norm}-LN models are available here, so there is just one line. A {other}-LN "
         "model can be trained from the command line, e.g. `python -m viz_model.train --corpus "

@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 import shutil
 
-from tests.apptest_util import app_test
+from tests.apptest_util import app_test, plotly_array
 from ui.state import widget_key
 from viz_model import GPT
+from viz_model.analysis import layernorm as lnx
 from viz_model.checkpoint import load_bundle, save_bundle
 
 PAGE = "pages/5_LayerNorm.py"
@@ -62,12 +63,21 @@ def test_pre_and_post_ln_models_are_compared(models_dir, tmp_path):
     assert not any("Only pre-LN" in i.value for i in at.info)
 
 
-def test_the_bundled_post_ln_model_is_compared_out_of_the_box(models_dir):
+def test_a_model_without_a_twin_is_shown_a_pair_that_differs_only_in_the_norm(models_dir):
+    # test-char (its own small shape) has no post-LN twin; the old page set it beside
+    # shakespeare-postln (another depth and width) as if only the norm differed
     at = app_test(models_dir, PAGE, prompt=PROMPT)
     assert not at.exception
     profile = json.loads(at.get("plotly_chart")[-1].proto.spec)
     assert [t["name"] for t in profile["data"]] == [
-        "test-char (pre-LN)",
+        "shakespeare-tiny (pre-LN)",
         "shakespeare-postln (post-LN)",
     ]
+    text = " ".join(m.value for m in at.markdown)
+    assert "differs from **test-char** only in where LayerNorm sits" in text
     assert not any("Only pre-LN" in i.value for i in at.info)
+    # the sentences under the chart are the claims of the lengths drawn in it
+    pre, post = (plotly_array(t["y"]).astype(float) for t in profile["data"])
+    assert lnx.growth_claim(pre).text in text
+    ratio = post[-1] / pre[-1]
+    assert ("stream of shakespeare-postln (post-LN) is longer" in text) == (ratio > 1.1)

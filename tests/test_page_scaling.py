@@ -1,14 +1,17 @@
-"""The Scaling page in AppTest: the sweep's points and fit, GPT-2/3 placed by size, the class's
-runs on the same axes, the axis in the URL, and the 12 L d^2 table."""
+"""The Scaling page in AppTest: the sweep's points and a fit drawn over their range only, compute's
+own fit on the frontier, no published model on our axes, the class's runs on the same axes, the
+axis in the URL, published and counted parameters in the 12 L d^2 table."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from tests.apptest_util import app_test, plotly_array, plotly_figures
 from tests.conftest import tiny_model
 from ui.state import widget_key
 from viz_model.analysis import scaling as sc
+from viz_model.charts import scaling as scharts
 from viz_model.checkpoint import save_bundle
 from viz_model.config import GPTConfig
 from viz_model.tokenization import Tokenizer
@@ -26,37 +29,71 @@ def _sweep():
     return results["runs"], n
 
 
-def test_sweep_points_fit_and_published_sizes(models_dir):
+SWEEP = "sweep (end of training)"
+
+
+def _xs(trace) -> np.ndarray:
+    return plotly_array(trace["x"]).astype(float)
+
+
+def test_the_fit_is_drawn_only_over_the_sweep_and_no_published_model_is_on_the_chart(models_dir):
     at = app_test(models_dir, PAGE)
     assert not at.exception
     traces = _traces(at)
     runs, n = _sweep()
-    assert plotly_array(traces["sweep"]["x"]).tolist() == n
-    assert plotly_array(traces["sweep"]["y"]).tolist() == [r["val_loss"] for r in runs]
-    law = sc.fit_power_law(n, [r["val_loss"] for r in runs])
-    assert f"fit: {law.a:.2f} x^-{law.b:.3f}" in traces
-    assert 0 < law.b < 1  # bigger is better here
-    gpt = traces["GPT-2 / GPT-3 (size only)"]
-    placed = dict(zip(gpt["customdata"], plotly_array(gpt["x"]), strict=True))
-    assert placed["GPT-3 175B"] == 12 * 96 * 12288**2
-    assert len(placed) == len(sc.PUBLISHED)
-    table = at.dataframe[0].value.set_index("model")
+    assert plotly_array(traces[SWEEP]["x"]).tolist() == n
+    assert plotly_array(traces[SWEEP]["y"]).tolist() == [r["val_loss"] for r in runs]
+    report = sc.fit_report(n, [r["val_loss"] for r in runs])
+    (line,) = [t for name, t in traces.items() if name.startswith("fit")]
+    assert line["name"] == scharts.fit_name(report)
+    # the old page drew the fit out to GPT-3's 1.7e11 parameters, with GPT-2 and GPT-3 on it
+    assert _xs(line).min() == pytest.approx(min(n)) and _xs(line).max() == pytest.approx(max(n))
+    assert not any("GPT" in name for name in traces)
+    everywhere = " ".join(
+        str(t.get("customdata", "")) + str(t.get("text", "")) for t in traces.values()
+    )
+    assert "GPT" not in everywhere
+    page = " ".join(m.value for m in at.markdown)
+    assert sc.size_claim(report).text in page
+
+
+def test_published_and_counted_parameters_are_both_shown(models_dir):
+    at = app_test(models_dir, PAGE)
+    table = next(
+        d.value for d in at.dataframe if "parameters (counted)" in d.value.columns
+    ).set_index("model")
+    # GPT-2 small: the paper says 117 M; its shape (tied embeddings) counts 124,439,808
+    assert table.loc["GPT-2 small", "parameters (published)"] == "117,000,000"
+    assert table.loc["GPT-2 small", "parameters (counted)"] == "124,439,808"
     assert table.loc["GPT-3 175B", "12 L d²"] == "173,946,175,488"
-    assert table.loc["GPT-3 175B", "rule / parameters"] == "0.99"
-    shakespeare_tiny = sc.count_params(GPTConfig.from_dict(runs[2]["model"]))[0]
-    assert table.loc[f"sweep {runs[2]['name']}", "parameters"] == f"{shakespeare_tiny:,}"
+    runs, _ = _sweep()
+    total = sc.count_params(GPTConfig.from_dict(runs[2]["model"]))[0]
+    assert table.loc[f"sweep {runs[2]['name']}", "parameters (counted)"] == f"{total:,}"
+    text = " ".join(m.value for m in at.markdown)
+    for law in sc.PUBLISHED_LAWS:  # beside the chart, in their own numbers and units
+        assert law.numbers in text and law.measured_on in text
 
 
-def test_against_compute_each_point_moves_to_six_n_d_and_goes_in_the_url(models_dir):
+def test_against_compute_the_fit_is_computes_own_on_the_frontier(models_dir):
     at = app_test(models_dir, PAGE)
     at.radio(key=widget_key("scl_x")).set_value("compute").run()
     assert not at.exception and at.query_params["scl_x"] in ("compute", ["compute"])
     traces = _traces(at)
     runs, n = _sweep()
     expected = [6 * ni * r["tokens_seen"] for ni, r in zip(n, runs, strict=True)]
-    assert plotly_array(traces["sweep"]["x"]) == pytest.approx(expected)
-    names = traces["GPT-2 / GPT-3 (size only)"]["customdata"]
-    assert names and all(name.startswith("GPT-3") for name in names)  # GPT-2's tokens: unknown
+    assert plotly_array(traces[SWEEP]["x"]) == pytest.approx(expected)
+    curve = sc.curve_points(sc.load_sweep())
+    frontier = sc.compute_frontier(curve)
+    report = sc.frontier_report(curve)
+    (line,) = [t for name, t in traces.items() if name.startswith("fit")]
+    assert line["name"] == scharts.fit_name(report)
+    assert _xs(line).min() == pytest.approx(frontier[0].compute)
+    assert _xs(line).max() == pytest.approx(frontier[-1].compute)
+    # its own exponent, not the one against N reused (the old page's compute view)
+    by_size = sc.fit_report(n, [r["val_loss"] for r in runs])
+    assert report.b != pytest.approx(by_size.b, abs=1e-6)
+    page = " ".join(m.value for m in at.markdown)
+    assert sc.compute_claim(report).text in page
 
 
 def test_a_run_trained_here_on_the_same_text_joins_the_plot(tmp_path):

@@ -8,8 +8,13 @@ numbers that show what the choice does.
   the tokens so far only (the future is not there yet). For a causal model the two are equal.
 - `position_losses(model, ids)`: the ordinary loss at each position (the whole window at once).
 - `closest_twin(own, others, field)`: the model to set beside one, for a page comparing `field`.
+- `like_pair(own_name, configs, field)`: two models that differ in `field` and in nothing else of
+  their shape, starting from one (its own twin, or failing that its twin's twin), with whatever
+  else differs between them said plainly (`differences`).
 - `next_token_weight(patterns)`: how much of each head's attention goes to the very next token,
   the one it is asked to predict (zero for any head under a causal mask).
+- `look_ahead_claim(...)`, `next_token_claim(...)`: what the mask contrast may say about its
+  numbers (DESIGN.md section 9), each against its baseline: the masked twin, and even attention.
 - `copy_profile(model, ids)`: the mean loss at each position of repeated random sequences (the
   Training dynamics probe), with that page's summary numbers (`dynamics.measure`).
 
@@ -25,6 +30,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from viz_model.analysis.claims import Claim
 from viz_model.analysis.dynamics import Measures, measure
 from viz_model.model import GPT
 
@@ -91,6 +97,42 @@ def closest_twin(own: dict, others: dict[str, dict], field: str) -> str | None:
     return min(differing, key=lambda n: sum(differing[n].get(k, own[k]) != own[k] for k in keys))
 
 
+def differences(a: dict, b: dict, field: str) -> list[str]:
+    """The config fields (a GPTConfig dict) other than `field` in which a and b differ, as
+    'n_layer 4 against 2', in a's key order; a field one lacks counts as the same."""
+    return [f"{k} {a[k]} against {b[k]}" for k in a if k != field and k in b and a[k] != b[k]]
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Two models to compare in `field`: `first` is the model on screen when it has a twin."""
+
+    first: str
+    second: str
+    differs: list[str]  # every other config field that differs (empty: like with like)
+
+
+def like_pair(own_name: str, configs: dict[str, dict], field: str) -> Pair | None:
+    """A pair differing in `field`, like with like when the models allow it: the model on screen
+    and its closest twin when that twin differs in `field` alone; else that twin and its own
+    closest twin (e.g. shakespeare-char, 4 layers of 128, has no post-LN twin; the post-LN
+    shakespeare-postln has shakespeare-tiny); else the model on screen and its closest twin with
+    what else differs. None when no model differs in `field`. configs: name -> GPTConfig dict,
+    the model on screen included."""
+    own = configs[own_name]
+    others = {n: c for n, c in configs.items() if n != own_name}
+    twin = closest_twin(own, others, field)
+    if twin is None:
+        return None
+    if not differences(own, configs[twin], field):
+        return Pair(own_name, twin, [])
+    rest = {n: c for n, c in configs.items() if n != twin}
+    back = closest_twin(configs[twin], rest, field)
+    if back is not None and not differences(configs[back], configs[twin], field):
+        return Pair(back, twin, [])
+    return Pair(own_name, twin, differences(own, configs[twin], field))
+
+
 @dataclass(frozen=True)
 class LookAhead:
     """Loss in nats predicting token t+1 at each position t = 0..T-2 of one sequence."""
@@ -153,3 +195,61 @@ def copy_profile(model: GPT, ids: np.ndarray) -> CopyProfile:
     logits = model(x).reshape(*x.shape, -1)  # (B, 2k, V)
     loss = F.cross_entropy(logits[:, :-1].transpose(1, 2), x[:, 1:], reduction="none")
     return CopyProfile(loss.mean(0).numpy(), measure(model, ids))
+
+
+LOOK_AHEAD_MARGIN = 0.1  # nats: a loss is "lower" or "higher" than the twin's beyond this
+
+
+def look_ahead_claim(masked: tuple[str, LookAhead], unmasked: tuple[str, LookAhead]) -> Claim:
+    """Does the model without a mask do better than its masked twin when it sees the whole window
+    (it can read the answer) and worse as generated (the answer is not there yet)?"""
+    (m, lm), (u, lu) = masked, unmasked
+    numbers = dict(
+        masked_seen=lm.mean_seen,
+        masked_generated=lm.mean_generated,
+        unmasked_seen=lu.mean_seen,
+        unmasked_generated=lu.mean_generated,
+        margin=LOOK_AHEAD_MARGIN,
+    )
+    cheats = lu.mean_seen < lm.mean_seen - LOOK_AHEAD_MARGIN
+    fails = lu.mean_generated > lm.mean_generated + LOOK_AHEAD_MARGIN
+    said = (
+        f"On your prompt, {u} scores {lu.mean_seen:.2f} nats per token when it sees the whole "
+        f"window and {lu.mean_generated:.2f} as generated; {m} scores {lm.mean_seen:.2f} and "
+        f"{lm.mean_generated:.2f}."
+    )
+    if cheats and fails:
+        return Claim(
+            f"{said} Seeing the answer, {u} does better than its masked twin; writing, worse: "
+            "what it learned does not carry over to generation.",
+            True,
+            numbers,
+        )
+    return Claim(
+        f"{said} On this prompt the difference is not that clear-cut (a margin of "
+        f"{LOOK_AHEAD_MARGIN} nats either way).",
+        False,
+        numbers,
+    )
+
+
+def next_token_claim(name: str, weights: np.ndarray, n_keys: int) -> Claim:
+    """Does some head of a model without a mask look at the next token, the answer, more than
+    attention spread evenly over all `n_keys` keys would (1 / n_keys), by at least twice?"""
+    best = float(np.max(weights)) if np.size(weights) else 0.0
+    chance = 1.0 / max(n_keys, 1)
+    numbers = dict(best=best, chance=chance, factor=2.0)
+    if best > 2 * chance:
+        return Claim(
+            f"One head of {name} puts {best:.0%} of its attention, on average, on the token "
+            "right after its query, the one it is asked to predict; attention spread evenly "
+            f"over the {n_keys} tokens would put {chance:.0%} there.",
+            True,
+            numbers,
+        )
+    return Claim(
+        f"No head of {name} looks at the next token much more than even attention would "
+        f"({best:.0%} at most, against {chance:.0%}).",
+        False,
+        numbers,
+    )

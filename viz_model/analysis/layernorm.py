@@ -6,6 +6,15 @@
 `input_name` says which residual enters each (it differs between pre-LN and post-LN blocks);
 `layernorm_stats` returns everything about one of them on one prompt, as numpy.
 
+The length of a LayerNorm's output, stated once here and used by every page: the normalized vector
+has mean 0 and variance 1 over its D numbers, so its length is sqrt(D); multiplied entry by entry
+by gamma it is about sqrt(D) * rms(gamma) = ||gamma|| (the length of the gain vector), exactly so
+when every gamma_i is equal and beta = 0. `output_length_claim` checks that on a real LayerNorm.
+
+`stream_lengths` measures the residual stream's mean length at each station, with each post-LN
+block's closing gain length; `growth_claim`, `post_ln_gain_claim` and `pre_post_claim` turn those
+numbers into the sentences the pages print (DESIGN.md section 9).
+
 Not here: charts (charts/layernorm.py); the residual stream across layers (analysis/residual.py).
 """
 
@@ -16,6 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from viz_model.analysis.claims import Claim
+from viz_model.analysis.residual import growth_claim  # noqa: F401  (re-exported for the pages)
 from viz_model.cache import ActivationCache
 from viz_model.model import GPT, LayerNorm
 
@@ -120,7 +131,8 @@ def layernorm_stats(model: GPT, cache: ActivationCache, ln: str) -> LNStats:
 def resid_norm_profile(model: GPT, ids: list[int] | torch.Tensor) -> np.ndarray:
     """Mean residual norm over the prompt's tokens at each station (embed, after block l): (L + 1,).
 
-    Pre-LN lets the residual stream grow from layer to layer; post-LN renormalises it every block.
+    Pre-LN: the stream is a running sum, whose length is whatever the sum comes to. Post-LN: after
+    each block the stream is a LayerNorm's output, whose length that LayerNorm's gain sets.
     """
     n = model.cfg.n_layer
     names = [f"blocks.{i}.hook_resid_pre" for i in range(n)] + [f"blocks.{n - 1}.hook_resid_post"]
@@ -142,3 +154,112 @@ def stats_for(model: GPT, ids: list[int], ln: str) -> LNStats:
         torch.tensor(ids, dtype=torch.long), names=stats_names(model, ln)
     )
     return layernorm_stats(model, cache, ln)
+
+
+# ---- claims about lengths -------------------------------------------------------------------------
+GAIN_TOLERANCE = 0.15  # |length / ||gamma|| - 1| within which "about ||gamma||" is said
+LONGER_MARGIN = 0.10  # one stream is called longer than another beyond this relative margin
+
+
+def gain_length(model: GPT, ln: str) -> float:
+    """||gamma|| of LayerNorm `ln`: sqrt(D) * rms(gamma), the length its output is about."""
+    return float(model.get_submodule(ln).weight.detach().float().norm())
+
+
+def output_length_claim(s: LNStats) -> Claim:
+    """Is this LayerNorm's output about ||gamma|| = sqrt(D) rms(gamma) long, on this prompt?"""
+    d = s.gamma.size
+    length = float(np.linalg.norm(s.y, axis=-1).mean())
+    gain = float(np.linalg.norm(s.gamma))
+    rms = gain / np.sqrt(d)
+    ratio = length / gain if gain > 0 else float("inf")
+    made = abs(ratio - 1) <= GAIN_TOLERANCE
+    numbers = dict(length=length, gain=gain, rms_gamma=rms, D=d, ratio=ratio, tol=GAIN_TOLERANCE)
+    rule = (
+        f"The normalized vector has mean 0 and variance 1 over its D = {d} numbers, so its "
+        f"length is √D ≈ {np.sqrt(d):.2f} (a hair less, for ε); times γ it is about "
+        f"√D · rms(γ) = ‖γ‖ = {gain:.2f} long (exactly so if every γᵢ were equal, β = 0 and "
+        "ε = 0)."
+    )
+    if made:
+        return Claim(
+            f"{rule} Here the output's mean length over the prompt is {length:.2f}, within "
+            f"{GAIN_TOLERANCE:.0%} of ‖γ‖.",
+            True,
+            numbers,
+        )
+    return Claim(
+        f"{rule} Here the output's mean length over the prompt is {length:.2f}, {ratio:.2f} × ‖γ‖: "
+        f"not within {GAIN_TOLERANCE:.0%}. The difference comes from β and from where the "
+        "normalized vector's large entries fall (on large or on small γᵢ).",
+        False,
+        numbers,
+    )
+
+
+@dataclass(frozen=True)
+class StreamLengths:
+    """A model's residual stream on one prompt: mean length at each station (embed, after each
+    block), and for post-LN the gain length ||gamma|| of the LayerNorm that closes each block."""
+
+    norm: str  # "pre" or "post"
+    lengths: np.ndarray  # (L + 1,)
+    gains: np.ndarray  # (L,) post-LN: ||gamma|| of each block's last LayerNorm; pre-LN: empty
+
+
+def stream_lengths(model: GPT, ids: list[int] | torch.Tensor) -> StreamLengths:
+    """`resid_norm_profile` and, for a post-LN model, each block's closing ||gamma||."""
+    cfg = model.cfg
+    last = "ln1" if cfg.attn_only else "ln2"
+    gains = [gain_length(model, f"blocks.{i}.{last}") for i in range(cfg.n_layer)]
+    return StreamLengths(
+        cfg.norm,
+        resid_norm_profile(model, ids),
+        np.array(gains if cfg.norm == "post" else [], dtype=float),
+    )
+
+
+def post_ln_gain_claim(s: StreamLengths, tol: float = GAIN_TOLERANCE) -> Claim:
+    """Post-LN: is the stream's length after each block about the closing LayerNorm's ||gamma||?"""
+    after = s.lengths[1:]
+    ratio = after / s.gains
+    made = bool(np.all(np.abs(ratio - 1) <= tol))
+    pairs = ", ".join(f"{a:.2f} against {g:.2f}" for a, g in zip(after, s.gains, strict=True))
+    numbers = {f"length_{i + 1}": float(a) for i, a in enumerate(after)}
+    numbers |= {f"gain_{i}": float(g) for i, g in enumerate(s.gains)} | {"tol": tol}
+    if made:
+        return Claim(
+            "After each block the post-LN stream is about as long as the gain ‖γ‖ of the "
+            f"LayerNorm that closes the block ({pairs}), whatever came before it.",
+            True,
+            numbers,
+        )
+    return Claim(
+        "After each block the post-LN stream's length and the closing LayerNorm's ‖γ‖ are "
+        f"{pairs}: not all within {tol:.0%} of each other.",
+        False,
+        numbers,
+    )
+
+
+def pre_post_claim(
+    pre: tuple[str, StreamLengths], post: tuple[str, StreamLengths], margin: float = LONGER_MARGIN
+) -> Claim:
+    """Which stream ends longer, after the last block (named models, on one prompt)."""
+    (a, pa), (b, pb) = pre, post
+    la, lb = float(pa.lengths[-1]), float(pb.lengths[-1])
+    numbers = dict(pre_final=la, post_final=lb, margin=margin)
+    if lb > la * (1 + margin) or la > lb * (1 + margin):
+        longer, shorter, big, small = (b, a, lb, la) if lb > la else (a, b, la, lb)
+        return Claim(
+            f"After the last block the stream of {longer} is longer than that of {shorter} "
+            f"({big:.2f} against {small:.2f}).",
+            True,
+            numbers,
+        )
+    return Claim(
+        f"After the last block the two streams are about as long ({a}: {la:.2f}, {b}: {lb:.2f}; "
+        f"within {margin:.0%}).",
+        False,
+        numbers,
+    )

@@ -1,6 +1,7 @@
 """The residual stream read layer by layer: its norm, the logit lens, and direct logit attribution.
 
 - `residual_norms`: how long the residual vector of each token is before each block and after the last.
+- `growth_claim(mean lengths)`, `spread_claim(norms)`: what the page may say about those lengths.
 - `logit_lens`: read the residual after each layer through the final LayerNorm and the unembedding,
   as if the model stopped there (nostalgebraist's "logit lens").
 - `direct_logit_attribution`: how much each component (embeddings, each attention layer and head,
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from viz_model.analysis.claims import Claim
 from viz_model.cache import ActivationCache
 from viz_model.model import GPT
 
@@ -211,4 +213,70 @@ def attribution_from_activations(
     store = {name: torch.tensor(np.asarray(a))[None] for name, a in activations.items()}
     return direct_logit_attribution(
         model, ActivationCache(store, model.cfg.n_layer, model=model), position, token
+    )
+
+
+# ---- claims about the norm (DESIGN.md section 9) -----------------------------------------------
+GROWTH_TOLERANCE = 0.05  # a block changing the mean length by less than this "about keeps it"
+SPREAD_TOLERANCE = 0.10  # post-LN: tokens "have about the same norm" when std/mean is below this
+
+
+def _path(lengths: np.ndarray) -> str:
+    return " → ".join(f"{v:.2f}" for v in lengths)
+
+
+def growth_claim(lengths: np.ndarray, tol: float = GROWTH_TOLERANCE) -> Claim:
+    """What each block did to the stream's mean length (embed, after block 0, ...): "grows at every
+    block" only when every block lengthens it by more than `tol` (a relative change); otherwise
+    each block's change, signed. A block adds a vector: that shortens the stream when the
+    addition points partly against it, as well as lengthening it otherwise. For a pre-LN model,
+    whose stream is that plain sum.
+
+    >>> growth_claim(np.array([1.0, 5.0, 4.9])).made  # 1.00 → 5.00 → 4.90: block 1 shortened it
+    False
+    """
+    lengths = np.asarray(lengths, dtype=float)
+    change = lengths[1:] / lengths[:-1] - 1
+    numbers = {f"length_{i}": float(v) for i, v in enumerate(lengths)} | {"tol": tol}
+    if change.size and bool(np.all(change > tol)):
+        return Claim(f"Here the mean length grows at every block: {_path(lengths)}.", True, numbers)
+    each = ", ".join(f"block {i}: {c:+.0%}" for i, c in enumerate(change))
+    shrank = [str(i) for i, c in enumerate(change) if c < 0]
+    return Claim(
+        f"Here the mean length does not grow at every block: {_path(lengths)} ({each})."
+        + (
+            f" {'Block' if len(shrank) == 1 else 'Blocks'} {' and '.join(shrank)} added, at "
+            "some tokens, a vector pointing partly against the stream, which shortened it."
+            if shrank
+            else ""
+        ),
+        False,
+        numbers,
+    )
+
+
+def mean_norms(norms: np.ndarray) -> np.ndarray:
+    """(L + 1,) the mean over the prompt's tokens of each station's norms (L + 1, T)."""
+    return np.asarray(norms, dtype=float).mean(axis=-1)
+
+
+def spread_claim(norms: np.ndarray, tol: float = SPREAD_TOLERANCE) -> Claim:
+    """After every block, do the prompt's tokens have about the same norm (std / mean below
+    `tol` at each station after the embedding)? What a post-LN model's LayerNorms would give."""
+    norms = np.asarray(norms, dtype=float)[1:]
+    spread = norms.std(axis=-1) / norms.mean(axis=-1)
+    worst = float(spread.max()) if spread.size else 0.0
+    numbers = {f"spread_{i}": float(v) for i, v in enumerate(spread)} | {"tol": tol}
+    if worst < tol:
+        return Claim(
+            "Here, after every block, the tokens' norms differ by less than "
+            f"{tol:.0%} of their mean (at most {worst:.1%}): about the same length.",
+            True,
+            numbers,
+        )
+    return Claim(
+        f"Here the tokens' norms after a block differ by up to {worst:.0%} of their mean "
+        "(standard deviation over mean): the gains γ and biases β leave them of different lengths.",
+        False,
+        numbers,
     )

@@ -1,5 +1,11 @@
 """Scaling figure: validation loss against non-embedding parameters or training compute, log-log,
-with the fitted power law and where GPT-2 and GPT-3 sit on the same axis.
+with the fitted power law drawn over the range of the points it was fitted on, and nowhere else.
+
+Against parameters: the sweep's final points, the fit over them, other models (not fitted).
+Against compute: every evaluation on every sweep run's curve (faint), the compute frontier, and the
+fit on that frontier (compute's own exponent), with the final points and other models.
+Published models are never drawn here: their losses are on other text and other tokens (the page
+lists them in a table with their own numbers).
 
 Points in (analysis/scaling.py), a plotly figure out.
 """
@@ -11,7 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from viz_model.analysis.scaling import PowerLaw, Published, ScalingPoint, rule_of_thumb
+from viz_model.analysis.scaling import CurvePoint, FitReport, ScalingPoint
 from viz_model.charts.common import ACCENT, HEIGHT, house_layout, plotly_labels
 
 SOURCE_STYLE = {  # source -> (colour, marker symbol)
@@ -19,8 +25,7 @@ SOURCE_STYLE = {  # source -> (colour, marker symbol)
     "bundled": ("#2ca02c", "diamond"),
     "class run": ("#ff7f0e", "star"),
 }
-PUBLISHED_COLOUR = "#7f7f7f"
-LABELLED = ("GPT-2 117M", "GPT-2 1542M", "GPT-3 175B")  # GPT-3 Small sits on GPT-2 117M
+CURVE_COLOUR = "#9ecae1"
 AXES = {"params": "non-embedding parameters N", "compute": "training compute C = 6 N D (FLOPs)"}
 
 
@@ -28,24 +33,46 @@ def _x(point: ScalingPoint, axis: str) -> float:
     return float(point.n_params if axis == "params" else point.compute)
 
 
-def published_x(p: Published, axis: str) -> float | None:
-    """A published model's place on the axis: N by 12 L d^2; C only when its tokens are known."""
-    n = rule_of_thumb(p.n_layer, p.d_model)
-    if axis == "params":
-        return float(n)
-    return 6.0 * n * p.tokens if p.tokens else None
+def fit_name(r: FitReport) -> str:
+    """The fit's legend entry: its exponent and the 95% interval."""
+    return f"fit: b = {r.b:.3f} (95%: {r.b_low:.3f} to {r.b_high:.3f})"
 
 
 def scaling_figure(
     points: Sequence[ScalingPoint],
-    fit: PowerLaw | None,
-    published: Sequence[Published],
+    fit: FitReport | None,
     axis: str = "params",
     title: str = "",
+    curve: Sequence[CurvePoint] = (),
+    frontier: Sequence[CurvePoint] = (),
 ) -> go.Figure:
-    """Each source's points; the fit (solid over the sweep, dashed beyond); published models
-    placed on the dashed line (the fit's guess, not their own losses: other text and tokens)."""
+    """Each source's points; on compute, the curves and their frontier; the fit as a solid line
+    from its smallest to its largest x (no extrapolation)."""
     traces = []
+    if axis == "compute" and curve:
+        traces.append(
+            go.Scatter(
+                x=[p.compute for p in curve],
+                y=[p.val_loss for p in curve],
+                mode="markers",
+                name="every evaluation of the sweep",
+                marker=dict(color=CURVE_COLOUR, size=6),
+                customdata=[f"{p.run}, step {p.step}" for p in curve],
+                hovertemplate="%{customdata}<br>%{x:.3s} FLOPs<br>loss %{y:.3f}<extra></extra>",
+            )
+        )
+    if axis == "compute" and frontier:
+        traces.append(
+            go.Scatter(
+                x=[p.compute for p in frontier],
+                y=[p.val_loss for p in frontier],
+                mode="lines+markers",
+                name="frontier: best loss for the compute",
+                line=dict(color="#08519c", width=1),
+                marker=dict(color="#08519c", size=5),
+                hoverinfo="skip",
+            )
+        )
     for source, (colour, symbol) in SOURCE_STYLE.items():
         mine = [p for p in points if p.source == source]
         if mine:
@@ -54,45 +81,24 @@ def scaling_figure(
                     x=[_x(p, axis) for p in mine],
                     y=[p.val_loss for p in mine],
                     mode="markers",
-                    name=source,
+                    name=source if source != "sweep" else "sweep (end of training)",
                     marker=dict(color=colour, symbol=symbol, size=11),
                     customdata=plotly_labels(p.name for p in mine),
                     hovertemplate="%{customdata}<br>%{x:.3s}<br>loss %{y:.3f}<extra></extra>",
                 )
             )
-    placed = [(p, x) for p in published if (x := published_x(p, axis)) is not None]
-    sweep = [_x(p, axis) for p in points if p.source == "sweep"]
-    if fit is not None and sweep:
-        lo, hi = min(sweep), max(sweep)
-        far = max([hi, *(x for _, x in placed)])
-        inside, beyond = np.geomspace(lo, hi, 20), np.geomspace(hi, far, 40)
-        for xs, dash, name in ((inside, "solid", "fit"), (beyond, "dash", "fit, extrapolated")):
-            traces.append(
-                go.Scatter(
-                    x=xs,
-                    y=fit(xs),
-                    mode="lines",
-                    name=f"{name}: {fit.a:.2f} x^-{fit.b:.3f}",
-                    line=dict(color=ACCENT, dash=dash, width=2),
-                    hoverinfo="skip",
-                )
+    if fit is not None:
+        xs = np.geomspace(fit.x_low, fit.x_high, 30)
+        traces.append(
+            go.Scatter(
+                x=xs,
+                y=fit.law(xs),
+                mode="lines",
+                name=fit_name(fit),
+                line=dict(color=ACCENT, width=2),
+                hoverinfo="skip",
             )
-        if placed:
-            xs = np.array([x for _, x in placed])
-            traces.append(
-                go.Scatter(
-                    x=xs,
-                    y=fit(xs),
-                    mode="markers+text",
-                    name="GPT-2 / GPT-3 (size only)",
-                    marker=dict(color=PUBLISHED_COLOUR, symbol="x", size=9),
-                    text=[p.name if p.name in LABELLED else "" for p, _ in placed],
-                    textposition="top left",
-                    customdata=[p.name for p, _ in placed],
-                    hovertemplate="%{customdata}<br>%{x:.3s}<br>the fit's guess %{y:.2f}"
-                    "<extra></extra>",
-                )
-            )
+        )
     return go.Figure(
         traces,
         layout=house_layout(
