@@ -510,7 +510,11 @@ if chosen is not None:
 even_what = (
     "1/(t+1) at position t" if cfg.causal else f"1/{T} everywhere, as this model has no mask"
 )
-explain = "\n".join(f"- **{role}**: {text}" for role, text in ROLE_EXPLANATIONS.items())
+explain = "\n".join(
+    f"- **{role}**: {text}"
+    for role, text in ROLE_EXPLANATIONS.items()
+    if not (cfg.causal and role == "looks k ahead")  # a causal model cannot look ahead
+)
 st.markdown(
     "Each cell is a score, the average attention over the tokens after the first to one kind "
     "of position, and in brackets what the **same head would score by chance**. "
