@@ -105,14 +105,14 @@ def induction_targets(
     ignore: tokens that stand for no text (<unk>, special tokens) are never queries.
     trivial=False drops the targets a simpler head hits anyway: t itself (a token repeated at
     once, "ll") and t-1 (a copy two back, "O.O"), which a self or previous-token head scores.
+    ids may be a batch (..., T); the result is then (..., T, T).
     """
     ids = np.asarray(ids)
-    T = len(ids)
-    earlier_copy = np.tril(ids[:, None] == ids[None, :], k=-1)  # [t, s]: s < t, same token
-    target = np.zeros((T, T), dtype=bool)
-    target[:, 1:] = earlier_copy[:, :-1]  # key s + 1 for each earlier copy s (s + 1 <= t)
-    skip = np.isin(ids, list(ignore))
-    target[skip] = False
+    T = ids.shape[-1]
+    earlier_copy = (ids[..., :, None] == ids[..., None, :]) & np.tri(T, T, -1, dtype=bool)
+    target = np.zeros(earlier_copy.shape, dtype=bool)  # [t, s]: s < t, same token
+    target[..., :, 1:] = earlier_copy[..., :, :-1]  # key s + 1 for each earlier copy s
+    target &= ~np.isin(ids, list(ignore))[..., :, None]
     if not trivial:
         target &= np.tri(T, T, -2, dtype=bool)  # keys s + 1 <= t - 2 only
     return target
@@ -262,12 +262,17 @@ def induction_chance(
         return np.full(patterns.shape[:2], np.nan)
     even = float((target.sum(-1) / visible.sum(-1))[rows].mean())
     rng = np.random.default_rng(seed)
-    controls = []
-    for _ in range(shuffles):
-        score, n = _on_targets(patterns, induction_targets(rng.permutation(ids), ignore, False))
-        if n:
-            controls.append(score)
-    shuffled = np.mean(controls, 0) if controls else np.zeros(patterns.shape[:2])
+    orders = np.stack([rng.permutation(ids) for _ in range(shuffles)]) if shuffles else None
+    shuffled = np.zeros(patterns.shape[:2])
+    if orders is not None:
+        targets = induction_targets(orders, ignore, trivial=False)  # (S, T, T)
+        rows = targets.any(-1)  # (S, T): the queries with a target in each shuffle
+        on = np.einsum("lhts,nts->nlht", patterns, targets.astype(patterns.dtype))
+        counts = rows.sum(-1)
+        scored = counts > 0
+        if scored.any():
+            mean = (on * rows[:, None, None, :]).sum(-1) / np.maximum(counts, 1)[:, None, None]
+            shuffled = mean[scored].mean(0)
     return np.maximum(shuffled, even)
 
 
