@@ -145,3 +145,10 @@ def test_the_claim_states_its_numbers_and_the_margin_rule():
     assert n["previous-token chance"] == pytest.approx(np.mean([1 / (t + 1) for t in range(1, T)]))
     assert n["threshold"] == ROLE_THRESHOLD and n["margin"] == CHANCE_MARGIN
     assert f"{n['previous-token chance']:.2f}" in claim.text and "1.00" in claim.text
+
+
+def test_a_one_token_prompt_names_no_role_and_says_nothing_was_measurable():
+    scores = head_scores(np.ones((2, 3, 1, 1)), [7])
+    claim = head_role_claim(scores, 1, 2)
+    assert not claim.made and "nothing measurable" in claim.text
+    assert [r["role"] for r in head_roles(scores)] == ["mixed"] * 6

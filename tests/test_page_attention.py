@@ -175,3 +175,9 @@ def test_induction_2l_layer_0_heads_are_not_induction_on_a_short_english_prompt(
         roles = _roles(at)
         assert not (roles.loc[[f"L0 H{h}" for h in range(4)], "role"] == "induction").any()
     assert roles.loc["L1 H2", "role"] == "induction"  # on the random sequence, its real one
+
+
+def test_a_one_token_prompt_names_no_role(models_dir):
+    at = app_test(models_dir, PAGE, prompt="a", query={"rrt": "0"})
+    assert not at.exception
+    assert set(_roles(at)["role"]) <= {"mixed", "sharp, other"}

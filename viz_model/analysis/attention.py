@@ -292,7 +292,20 @@ def head_scores(
     if T < 2:
         nan = np.full(patterns.shape[:2], np.nan)
         back = np.full((*nan.shape, T), np.nan)
-        return HeadScores(nan, nan, nan, nan, nan, 0, back, math.nan, causal=causal)
+        chance = {role: nan for role in ROLES}
+        return HeadScores(
+            nan,
+            nan,
+            nan,
+            nan,
+            nan,
+            0,
+            back,
+            math.nan,
+            chance,
+            dict.fromkeys(ROLES, 0),
+            causal=causal,
+        )
     visible = attention_mask(causal, T)
     per_row = 1.0 / visible.sum(-1)  # even attention's weight on any one visible key
     back = looks_back_scores(patterns)  # (L, H, T)
