@@ -197,7 +197,8 @@ def _chosen(tests: list[RoleTest]) -> RoleTest | None:
 
 
 def spread_label(entropy: float, even_entropy: float) -> str:
-    """ "mixed" when the entropy is at least SPREAD_FRACTION of even attention's, else "sharp"."""
+    """The label of a head with no role: mixed when its entropy is at least SPREAD_FRACTION of
+    even attention's, else sharp, other."""
     if not even_entropy > 0 or math.isnan(entropy):
         return "mixed"
     return "mixed" if entropy / even_entropy >= SPREAD_FRACTION else "sharp, other"
