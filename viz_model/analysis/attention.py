@@ -27,7 +27,7 @@ import torch
 
 from viz_model.config import GPTConfig
 from viz_model.data import repeat_copy_lengths
-from viz_model.mask import attention_mask
+from viz_model.mask import attention_mask, is_causal
 from viz_model.model import GPT
 from viz_model.tokenization import Tokenizer
 
@@ -279,16 +279,17 @@ def induction_chance(
 def head_scores(
     patterns: np.ndarray,
     ids: list[int] | np.ndarray,
-    causal: bool = True,
+    causal: GPTConfig | bool = True,
     ignore: Iterable[int] = (),
     shuffles: int = N_SHUFFLES,
 ) -> HeadScores:
     """Role scores for every head from a pattern stack (L, H, T, T) on the prompt ids (T,), and
-    what each would be by chance. causal: the model's mask (`cfg.causal`); ignore: tokens that
+    what each would be by chance. causal: the model's config (or its `causal` flag); ignore: tokens that
     stand for no text (<unk>, special tokens), never counted as induction queries."""
     patterns = np.asarray(patterns, dtype=np.float64)
     ids = np.asarray(ids)
     T = patterns.shape[-1]
+    causal = is_causal(causal)
     if T < 2:
         nan = np.full(patterns.shape[:2], np.nan)
         back = np.full((*nan.shape, T), np.nan)
