@@ -284,8 +284,8 @@ def head_scores(
     shuffles: int = N_SHUFFLES,
 ) -> HeadScores:
     """Role scores for every head from a pattern stack (L, H, T, T) on the prompt ids (T,), and
-    what each would be by chance. causal: the model's config (or its `causal` flag); ignore: tokens that
-    stand for no text (<unk>, special tokens), never counted as induction queries."""
+    what each would be by chance. causal: the model's config (or its `causal` flag); ignore:
+    tokens that stand for no text (<unk>, special tokens), never counted as induction queries."""
     patterns = np.asarray(patterns, dtype=np.float64)
     ids = np.asarray(ids)
     T = patterns.shape[-1]
