@@ -86,7 +86,8 @@ def one_block() -> None:
             ("t_1 = \\mathrm{LayerNorm}(x)", "x on a standard scale"),
             (
                 "t_2 = \\mathrm{MultiHeadAttention}(t_1)",
-                "what attention brings from earlier tokens",
+                "what attention brings from "
+                + ("earlier tokens" if cfg.causal else "the other tokens (no causal mask)"),
             ),
             ("h = t_3 = x + t_2", "the block's output (`resid_post`): no MLP in this model")
             if attn_only
@@ -167,9 +168,14 @@ def matrices_and_circuits() -> None:
     )
     st.latex(r"Q = t_1 W_Q, \qquad K = t_1 W_K, \qquad V = t_1 W_V")
     st.latex(
-        r"Z = \underbrace{\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_\text{head}}} + "
-        r"\text{mask}\right)}_{\text{pattern},\ T\times T} V"
+        r"Z = \underbrace{\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_\text{head}}}"
+        + (r" + \text{mask}" if cfg.causal else "")
+        + r"\right)}_{\text{pattern},\ T\times T} V"
     )
+    if not cfg.causal:
+        st.caption(
+            "This model has no causal mask: every token reads the whole prompt, later tokens too."
+        )
     c1, c2 = st.columns(2)
     layer = block_choice(c1)
     head = state.slider("Head", "blk_head", 0, cfg.n_head - 1, 0, container=c2)
@@ -493,13 +499,15 @@ def soft_lookup() -> None:
     head = state.slider("Head", "blk_head", 0, cfg.n_head - 1, 0, container=c2)
     query = state.slider(
         "Query token", "lk_query", 0, T - 1, lk.default_query(ctx.ids), container=c3,
-        help="The token doing the looking up; the keys are it and every token before it.",
+        help="The token doing the looking up; the keys are "
+        + ("it and every token before it." if cfg.causal else "every token (no causal mask)."),
     )  # fmt: skip
     walk = walk_of(ctx.bundle_id, tuple(ctx.ids), layer)
-    found = lk.lookup(walk.q[head], walk.k[head], walk.v[head], ctx.ids, query)
+    found = lk.lookup(walk.q[head], walk.k[head], walk.v[head], ctx.ids, query, cfg)
     qtok = md(ctx.labels[query])
     titles = {
-        "exact": "exact: the earlier positions holding the same token (a dict on tokens)",
+        "exact": f"exact: the {'earlier' if cfg.causal else 'other'} positions holding the same "
+        "token (a dict on tokens)",
         "nearest": "nearest: only the key with the largest q · k (argmax)",
         "soft": f"soft: softmax(q · k / √{cfg.d_head}), what the head does",
         "soft, unscaled": "soft without the √d_head: softmax(q · k)",
@@ -507,7 +515,9 @@ def soft_lookup() -> None:
     st.plotly_chart(
         cache.figure(
             ("lookup", *KEY, layer, head, query),
-            lambda: charts.lookup_weights(found.weights, ctx.labels[: query + 1], titles),
+            lambda: charts.lookup_weights(
+                found.weights, [ctx.labels[i] for i in found.keys], titles
+            ),
         )
     )
     best = int(np.argmax(found.weights["nearest"]))
@@ -519,7 +529,8 @@ def soft_lookup() -> None:
         )
     else:
         exact = (
-            "nowhere: no earlier position holds this token, so a dictionary would raise `KeyError`"
+            f"nowhere: no {'earlier' if cfg.causal else 'other'} position holds this token, so a "
+            "dictionary would raise `KeyError`"
         )
     st.markdown(
         f"- **Exact**: token {qtok} is found {exact}. On vectors an exact match never happens.\n"

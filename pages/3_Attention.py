@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import numpy as np
@@ -14,23 +13,27 @@ import ui
 from ui import cache, state
 from ui.shared_cache import shared
 from viz_model.analysis.attention import (
-    ROLE_EXPLANATIONS,
-    ROLE_THRESHOLD,
-    ROLES,
+    N_SHUFFLES,
     AttentionRun,
     HeadScores,
     InductionTest,
     attention_run,
-    head_roles,
     head_scores,
     induction_test,
     recorded_differences,
     repeated_random_tokens,
     run_query_arithmetic,
 )
+from viz_model.analysis.head_roles import (
+    CHANCE_MARGIN,
+    MIN_ELIGIBLE,
+    ROLE_EXPLANATIONS,
+    ROLE_THRESHOLD,
+    RoleTest,
+    head_roles,
+)
 from viz_model.charts.attention import (
     attention_lines,
-    causal_mask,
     highlight_head,
     outline_query,
     pattern_grid,
@@ -38,6 +41,7 @@ from viz_model.charts.attention import (
     query_weights,
 )
 from viz_model.charts.common import frozen, plotly_text, token_labels
+from viz_model.mask import attention_mask
 from viz_model.scale import grid_layers, view_tokens
 
 RANDOM_SEED = 0
@@ -72,24 +76,27 @@ def head_heatmap(
 ) -> go.Figure:
     run = run_attention(bundle_id, ids)
     values = run.scores[layer, head] if scores else run.pattern[layer, head]
-    return frozen(pattern_heatmap(values, list(labels), scores=scores))
+    return frozen(pattern_heatmap(values, list(labels), scores=scores, causal=run.causal))
 
 
 @shared
 def head_lines(
     bundle_id: str, ids: tuple[int, ...], labels: tuple[str, ...], layer: int, head: int, query: int
 ) -> go.Figure:
-    pattern = run_attention(bundle_id, ids).pattern[layer, head]
-    return frozen(attention_lines(pattern, list(labels), query=query))
+    run = run_attention(bundle_id, ids)
+    return frozen(
+        attention_lines(run.pattern[layer, head], list(labels), query=query, causal=run.causal)
+    )
 
 
 @shared
 def query_bars(
     bundle_id: str, ids: tuple[int, ...], labels: tuple[str, ...], layer: int, head: int, query: int
 ) -> go.Figure:
-    weights = run_attention(bundle_id, ids).pattern[layer, head, query]
+    run = run_attention(bundle_id, ids)
     title = f"Weights of query {plotly_text(labels[query])}"
-    return frozen(query_weights(weights, list(labels), query, title=title))
+    weights = run.pattern[layer, head, query]
+    return frozen(query_weights(weights, list(labels), query, title=title, causal=run.causal))
 
 
 @shared
@@ -97,8 +104,9 @@ def all_heads(
     bundle_id: str, ids: tuple[int, ...], labels: tuple[str, ...], first: int, count: int
 ) -> go.Figure:
     """Layers first .. first + count - 1 of the grid (all of them for a small model)."""
-    patterns = run_attention(bundle_id, ids).pattern[first : first + count]
-    return frozen(pattern_grid(patterns, list(labels), first_layer=first))
+    run = run_attention(bundle_id, ids)
+    patterns = run.pattern[first : first + count]
+    return frozen(pattern_grid(patterns, list(labels), first_layer=first, causal=run.causal))
 
 
 @shared
@@ -123,7 +131,10 @@ def induction_input(bundle_id: str) -> InductionTest:
 
 @shared
 def prompt_head_scores(bundle_id: str, ids: tuple[int, ...]) -> HeadScores:
-    return head_scores(run_attention(bundle_id, ids).pattern, list(ids))
+    """Every head's role scores on these ids, with what each would be by chance."""
+    b = cache.bundle(bundle_id)
+    pattern = run_attention(bundle_id, ids).pattern
+    return head_scores(pattern, list(ids), b.config.causal, b.tokenizer.special_ids)
 
 
 st.markdown(
@@ -136,10 +147,19 @@ st.markdown(
     "**attention pattern**. The head then outputs the weighted sum of the values, *z*, and "
     "writes *z W_O* into the residual stream, the running sum every layer reads and adds to."
 )
+if not cfg.causal:
+    st.warning(
+        "**This model has no causal mask** (`causal = False`): every token's query is compared "
+        "with every key, later tokens included, and nothing is set to −∞. It was trained that "
+        "way to show why GPTs mask: a token that can read the next token can copy the answer "
+        "instead of predicting it. Below, no cell is grey: weight on a later token is real."
+    )
 # Two short lines, not one long one: the main column is ~700 px on a 1024 px projector.
 st.latex(
     r"\begin{gathered}\text{pattern} = \operatorname{softmax}\!\left("
-    r"\frac{q\,k^\top}{\sqrt{d_\text{head}}} + \text{mask}\right)\\"
+    r"\frac{q\,k^\top}{\sqrt{d_\text{head}}}"
+    + (r" + \text{mask}" if cfg.causal else "")
+    + r"\right)\\"
     r"z = \text{pattern}\; v,\qquad \text{result} = z\,W_O\end{gathered}"
 )
 st.caption(
@@ -193,16 +213,26 @@ with left:
         fig = head_heatmap(ctx.bundle_id, ids, label_key, layer, head, True)
         st.caption(
             "Each cell is q·k/√d_head. Red is a high score (the query matches that key), blue a "
-            "low one. Grey cells are masked: "
-            "their score becomes −∞, so after softmax they get weight exactly 0."
+            "low one. "
+            + (
+                "Grey cells are masked: their score becomes −∞, so after softmax they get weight "
+                "exactly 0."
+                if cfg.causal
+                else "No cell is masked: this model has no causal mask."
+            )
         )
     else:
         st.subheader(f"{name}: attention pattern")
         fig = head_heatmap(ctx.bundle_id, ids, label_key, layer, head, False)
         st.caption(
             "Row = the token doing the looking (query), column = the token looked at (key). "
-            "Each row sums to 1. Grey cells are masked (later tokens), not zero attention. "
-            "The red outline is the query token chosen above."
+            "Each row sums to 1. "
+            + (
+                "Grey cells are masked (later tokens), not zero attention. "
+                if cfg.causal
+                else "No cell is masked: cells right of the diagonal are weight on later tokens. "
+            )
+            + "The red outline is the query token chosen above."
         )
     st.plotly_chart(outline_query(fig, query), key="attn_heatmap")
 with right:
@@ -246,28 +276,41 @@ arithmetic = st.expander(
 )
 with arithmetic:
     if arithmetic.open:  # computed only while open (on_change="rerun")
+        hidden_from = (
+            f"Keys after position {query} are hidden from this query by the mask."
+            if cfg.causal
+            else "This model has no mask: the query reads every key, later ones too."
+        )
         st.markdown(
-            f"The real numbers of this model. Keys after position {query} are hidden from this query "
-            "by the mask. Everything below is recomputed from q, k and v with plain arithmetic, then "
-            "compared with what the model recorded while it ran."
+            f"The real numbers of this model. {hidden_from} Everything below is recomputed from q, "
+            "k and v with plain arithmetic, then compared with what the model recorded while it ran."
         )
 
         st.markdown(f"**1. The query vector q** of {qlabel} ({E} numbers, d_head = {E})")
         _table(_vector_table(arith.q, [qlabel], "q"))
 
         seen = arith.visible
-        key_labels = labels[: query + 1]
+        key_labels = [lab for lab, k in zip(labels, seen, strict=True) if k]
         st.markdown(
-            f"**2. Each key k, and its dot product with q**: q·k = Σᵢ q[i]·k[i], "
-            f"for the {query + 1} tokens up to the query."
+            "**2. Each key k, and its dot product with q**: q·k = Σᵢ q[i]·k[i], "
+            + (
+                f"for the {len(key_labels)} tokens up to the query."
+                if cfg.causal
+                else f"for all {len(key_labels)} tokens (no mask)."
+            )
         )
         keys = _vector_table(arith.k[seen], key_labels, "k")
         keys.insert(0, "q·k", arith.dots[seen])
         _table(keys)
 
+        mask_step = (
+            "add the mask (0 for a visible key, −∞ for a later one); "
+            if cfg.causal
+            else "this model adds no mask (0 for every key); "
+        )
         st.markdown(
             f"**3. Scale, mask, softmax.** Divide by √d_head = √{E} = {math.sqrt(E):.4f} so scores do "
-            "not grow with the vector length; add the mask (0 for a visible key, −∞ for a later one); "
+            f"not grow with the vector length; {mask_step}"
             "softmax: weight = exp(score) / Σ exp(score) over the row."
         )
         steps = pd.DataFrame(
@@ -347,7 +390,7 @@ shown_layers = range(first, min(first + per_view, cfg.n_layer))
 st.caption(
     ("Every head's" if per_view >= cfg.n_layer else f"Layers {first}–{shown_layers[-1]}'s")
     + " patterns on this prompt: rows are layers, columns are heads, each small map "
-    "drawn like the big one above (queries down, keys across, grey = masked). The chosen head is "
+    f"drawn like the big one above (queries down, keys across{', grey = masked' if cfg.causal else ''}). The chosen head is "
     "titled in red. Hover to read a cell."
 )
 st.plotly_chart(
@@ -362,9 +405,10 @@ scores = prompt_head_scores(ctx.bundle_id, ids)
 use_random = state.toggle(
     "Measure induction on a repeated random sequence",
     "rrt",
-    default=False,
+    default=True,
     help="Random ordinary tokens, then the same tokens again: the standard test for induction "
-    "heads, because the second copy can only be predicted by copying the first.",
+    "heads, because the second copy can only be predicted by copying the first. Off: induction "
+    "is measured on your prompt instead, where few tokens repeat in a way that tests copying.",
 )
 
 
@@ -373,7 +417,8 @@ def _induction_caption(test: InductionTest, length: int) -> str:
     text = (
         f"Induction measured on {length} random tokens (seed {RANDOM_SEED}) repeated twice, drawn "
         f"from the {test.drawn_from}; never <unk>, a special token or a line break. The other "
-        "scores are on your prompt."
+        "roles are measured on your prompt; so is the column *induction on your prompt*, "
+        "shown for comparison (it does not name the role)."
     )
     if test.trained_copy is None:
         return text + (
@@ -389,6 +434,7 @@ def _induction_caption(test: InductionTest, length: int) -> str:
 
 
 random_ids: np.ndarray | None = None
+random_scores: HeadScores | None = None
 if use_random:
     test = induction_input(ctx.bundle_id)
     length = state.number_input(
@@ -403,51 +449,89 @@ if use_random:
     )
     random_ids = repeated_random_tokens(test.token_ids, length, seed=RANDOM_SEED)
     random_scores = prompt_head_scores(ctx.bundle_id, tuple(int(i) for i in random_ids))
-    scores = dataclasses.replace(
-        scores,
-        induction=random_scores.induction,
-        n_induction_queries=random_scores.n_induction_queries,
-    )
     st.caption(_induction_caption(test, length))
-elif scores.n_induction_queries == 0:
+elif scores.eligible["induction"] < MIN_ELIGIBLE:
     st.info(
-        "No token in this prompt repeats, so induction (looking at what followed an earlier copy "
-        "of the current token) cannot be measured on it."
+        f"Only {scores.eligible['induction']} tokens of this prompt repeat an earlier token "
+        "(not counting a token repeated at once or two back, <unk> or special tokens), so "
+        "induction (looking at what followed an earlier copy of the current token) cannot be "
+        f"told from chance on it: at least {MIN_ELIGIBLE} are needed."
     )
     if st.button("Score induction on a repeated random sequence"):
         state.set_value("rrt", True)
         st.rerun()
 
-# The role's score is its own column (or k back's), so the table has no "role score" column.
-roles = pd.DataFrame(head_roles(scores)).set_index("head")
+rows = head_roles(scores, random_scores)
 if len(shown_layers) < cfg.n_layer:  # the grid's layers, so the table stays a screen or two
-    roles = roles[roles["layer"].isin(shown_layers)]
+    rows = [r for r in rows if r["layer"] in shown_layers]
     st.caption(f"Layers {first}–{shown_layers[-1]}, as in the grid above: choose others there.")
-shown_roles = roles[["role"]].copy()
-for column in [*ROLES, "entropy (nats)"]:  # numbers as text: "not measured" reads "–"
-    shown_roles[column.removesuffix(" (nats)")] = [
-        "–" if math.isnan(x) else f"{x:.2f}" for x in roles[column]
-    ]
-shown_roles.insert(
-    len(ROLES) + 1,
-    "k back",
-    [
-        "–" if math.isnan(x) else f"{k}: {x:.2f}"
-        for k, x in zip(roles["k back"], roles["k-back score"], strict=True)
-    ],
-)
+
+
+def _cell(t: RoleTest | None) -> str:
+    """A score and, in brackets, its chance; '–' when not measured; the count when too few."""
+    if t is None or not t.measured:
+        return "–"
+    few = f", {t.eligible} pos." if t.eligible < MIN_ELIGIBLE else ""
+    return f"{t.score:.2f} ({t.chance:.2f}{few})"
+
+
+def _table_row(row: dict) -> dict[str, str]:
+    tests = row["tests"]  # named roles, offsets, then the prompt's induction (see role_tests)
+    by_role = {t.role: t for t in tests}
+    induction = [t for t in tests if t.role == "induction"]
+    back = next((t for t in tests if t.role.endswith("back")), None)
+    ahead = next((t for t in tests if t.role.endswith("ahead")), None)
+    out = {"role": row["role"]}
+    for role in ("previous-token", "first-token sink", "self"):
+        out[role] = _cell(by_role.get(role))
+    out[induction_column] = _cell(induction[0])
+    if random_scores is not None:
+        out["induction on your prompt"] = _cell(induction[-1])
+    out["k back"] = f"{back.role.split()[1]}: {_cell(back)}" if back else "–"
+    if not cfg.causal:
+        out["k ahead"] = f"{ahead.role.split()[1]}: {_cell(ahead)}" if ahead else "–"
+    out["entropy"] = f"{row['entropy (nats)']:.2f}"
+    return out
+
+
+induction_column = "induction (random)" if random_scores is not None else "induction"
+shown_roles = pd.DataFrame([_table_row(r) for r in rows], index=[r["head"] for r in rows])
 # A static table wraps its column headers, so every column fits on a projector. Its cells wrap
 # too, so names are kept whole with a no-break space and hyphen ("L0 H0", "previous-token").
 unbroken = {ord(" "): "\u00a0", ord("-"): "\u2011"}
 shown_roles.index = pd.Index([h.translate(unbroken) for h in shown_roles.index], name="head")
 shown_roles["role"] = [r.translate(unbroken) for r in shown_roles["role"]]
 st.table(shown_roles)
-explain = "\n".join(f"- **{role}**: {text}" for role, text in ROLE_EXPLANATIONS.items())
+
+chosen = next((r for r in head_roles(scores, random_scores) if r["head"] == name), None)
+if chosen is not None:
+    st.markdown(chosen["claim"].text)
+
+even_what = (
+    "1/(t+1) at position t" if cfg.causal else f"1/{T} everywhere, as this model has no mask"
+)
+explain = "\n".join(
+    f"- **{role}**: {text}"
+    for role, text in ROLE_EXPLANATIONS.items()
+    if not (cfg.causal and role == "looks k ahead")  # a causal model cannot look ahead
+)
 st.markdown(
-    f"Each score is the average attention, over the tokens after the first, to one kind of "
-    f"position; **k back** is the offset k ≥ 2 a head looks at most, and its score. A head's "
-    f"role is its highest named score above {ROLE_THRESHOLD}, else its k back above "
-    f"{ROLE_THRESHOLD}, else sharp or mixed by its entropy.\n{explain}\n"
+    "Each cell is a score, the average attention over the tokens after the first to one kind "
+    "of position, and in brackets what the **same head would score by chance**. "
+    f"A role is named only when its score is at least {ROLE_THRESHOLD}, at least "
+    f"{CHANCE_MARGIN} above chance, and measured on at least {MIN_ELIGIBLE} query positions "
+    '(fewer are shown as "pos."); else the head is *sharp, other* or *mixed* by its entropy. '
+    "**Chance** for previous-token, first-token sink, self and k back is **even attention**: "
+    f"every token spreading its weight equally over the tokens it may read ({even_what}). "
+    "For induction it is the higher of even attention and a **shuffled-token control**: the "
+    "same head's attention scored against the induction targets of the same tokens in "
+    f"{N_SHUFFLES} shuffled orders, so a head that looks by position, or at a frequent token, "
+    "scores as much there. A token repeated at once or two back is not counted for induction "
+    "(its target is the token itself or the one before: a self or previous-token head hits it "
+    "anyway), nor are <unk> and special tokens. **k back** is the offset k ≥ 2 a head looks "
+    "at most"
+    + ("" if cfg.causal else "; **k ahead** the offset k ≥ 1 after the token")
+    + f".\n{explain}\n"
     "- **entropy** (in nats): how spread out a row is. 0 means all attention on one token; "
     "a row spread evenly over n tokens has entropy ln n."
     + (
@@ -456,13 +540,16 @@ st.markdown(
         else ""
     )
 )
+with st.expander("Every head in words"):
+    st.markdown("\n".join(f"- {r['claim'].text}" for r in rows))
 
 with st.expander("The numbers behind it"):
     which = "scores" if view == "scores" else "pattern"
     values = run.scores[layer, head] if view == "scores" else run.pattern[layer, head]
     sign = "−∞" if view == "scores" else "–"
-    st.markdown(f"{name}'s {which} (rows = queries, columns = keys; {sign} = masked):")
-    text = np.array(_with_minus_infinity(values, ~causal_mask(T), sign)).reshape(T, T)
+    hidden = f"; {sign} = masked" if cfg.causal else ""
+    st.markdown(f"{name}'s {which} (rows = queries, columns = keys{hidden}):")
+    text = np.array(_with_minus_infinity(values, attention_mask(cfg, T), sign)).reshape(T, T)
     st.dataframe(pd.DataFrame(text, index=labels, columns=labels))
     if random_ids is not None:
         st.markdown("The repeated random sequence used for induction:")

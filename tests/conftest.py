@@ -20,6 +20,7 @@ VARIANTS = {
     "tied": {"tie_embeddings": True},
     "attn_only": {"attn_only": True},
     "relu_nobias": {"act": "relu", "bias": False},
+    "no_mask": {"causal": False},
 }
 
 

@@ -9,12 +9,13 @@ from viz_model.charts.attention import (
     LINE_BINS,
     MASK_NOTE,
     attention_lines,
-    causal_mask,
+    masked_cells,
     pattern_grid,
     pattern_heatmap,
     query_weights,
 )
 from viz_model.charts.common import ACCENT, MASKED_COLOUR, token_labels
+from viz_model.mask import hidden_keys
 
 PIECES = ["the", " cat", " sat", " on", "the", " mat"]  # "the" repeats
 T = len(PIECES)
@@ -22,13 +23,13 @@ T = len(PIECES)
 
 def _pattern(T: int, seed: int = 0) -> np.ndarray:
     rng = np.random.default_rng(seed)
-    p = np.where(causal_mask(T), 0.0, rng.random((T, T)))
+    p = np.where(hidden_keys(True, T), 0.0, rng.random((T, T)))
     return p / p.sum(-1, keepdims=True)
 
 
 def _scores(T: int) -> np.ndarray:
     s = np.random.default_rng(1).normal(size=(T, T)) * 3
-    return np.where(causal_mask(T), -np.inf, s)
+    return np.where(hidden_keys(True, T), -np.inf, s)
 
 
 def _heatmaps(fig: go.Figure) -> list[go.Heatmap]:
@@ -43,7 +44,7 @@ def test_pattern_heatmap_has_values_and_a_visible_mask_layer():
     assert len(set(values.x)) == T  # the repeated "the" stays two distinct columns
     z = np.array(values.z, dtype=float)
     m = np.array(mask.z, dtype=float)
-    upper = causal_mask(T)
+    upper = hidden_keys(True, T)
     assert np.isnan(z[upper]).all() and np.isfinite(z[~upper]).all()
     assert (m[upper] == 1).all() and np.isnan(m[~upper]).all()
     assert mask.colorscale[0][1] == MASKED_COLOUR and not mask.showscale
@@ -58,8 +59,8 @@ def test_scores_heatmap_keeps_minus_infinity_out_of_the_colour_scale():
     fig = pattern_heatmap(s, token_labels(PIECES), scores=True)
     _, values = _heatmaps(fig)
     z = np.array(values.z, dtype=float)
-    assert not np.isinf(z).any() and np.isnan(z[causal_mask(T)]).all()
-    bound = np.abs(s[~causal_mask(T)]).max()
+    assert not np.isinf(z).any() and np.isnan(z[hidden_keys(True, T)]).all()
+    bound = np.abs(s[~hidden_keys(True, T)]).max()
     assert values.zmin == -bound and values.zmax == bound and values.zmid == 0
     fig.to_json()  # serialisable: no -inf left anywhere
 
@@ -98,7 +99,7 @@ def test_pattern_grid_is_one_figure_with_layers_times_heads_subplots():
     axes = {(h.xaxis, h.yaxis) for h in heatmaps}
     assert len(axes) == L * H  # each head on its own axes
     np.testing.assert_allclose(
-        np.array(heatmaps[5].z, dtype=float), np.where(causal_mask(T), np.nan, patterns[1, 1])
+        np.array(heatmaps[5].z, dtype=float), np.where(hidden_keys(True, T), np.nan, patterns[1, 1])
     )
     assert fig.layout.plot_bgcolor == MASKED_COLOUR  # NaN cells show the mask colour
     assert all(h.coloraxis == "coloraxis" for h in heatmaps)
@@ -109,7 +110,7 @@ def test_attention_lines_draw_one_segment_per_weight_above_the_cut():
     fig = attention_lines(p, token_labels(PIECES), query=3, min_weight=0.05)
     lines = [t for t in fig.data if t.mode == "lines"]
     n_segments = sum(list(t.x).count(None) for t in lines)
-    assert n_segments == int(((p >= 0.05) & ~causal_mask(T)).sum())
+    assert n_segments == int(((p >= 0.05) & ~hidden_keys(True, T)).sum())
     # each segment runs from a query on the left (x=0) to a key on the right no later than it
     for t in lines:
         xs, ys = list(t.x), list(t.y)
@@ -160,3 +161,36 @@ def test_highlight_and_outline_copies_equal_a_fresh_build():
     heatmap = pattern_heatmap(patterns[0, 1], labels)
     assert spec(outline_query(heatmap, 4)) == spec(pattern_heatmap(patterns[0, 1], labels, query=4))
     assert not heatmap.layout.shapes
+
+
+def _unmasked_pattern(T: int, seed: int = 0) -> np.ndarray:
+    p = np.random.default_rng(seed).random((T, T))
+    return p / p.sum(-1, keepdims=True)
+
+
+def test_without_the_causal_mask_no_cell_is_grey_and_the_future_is_drawn():
+    """shakespeare-nomask puts most of its weight on later tokens: those are real weights."""
+    p, labels = _unmasked_pattern(T), token_labels(PIECES)
+    for causal in (False, None):  # said, or read from the values (nothing is 0 above)
+        fig = pattern_heatmap(p, labels, causal=causal)
+        mask, values = _heatmaps(fig)
+        np.testing.assert_allclose(np.array(values.z, dtype=float), p, rtol=1e-6)
+        assert np.isnan(np.array(mask.z, dtype=float)).all()
+        assert not any(t.name == MASK_NOTE for t in fig.data)
+    grid = pattern_grid(np.stack([[p, p]]), labels, causal=False)
+    assert not np.isnan(np.array(_heatmaps(grid)[1].z, dtype=float)).any()
+    assert not any(t.name == MASK_NOTE for t in grid.data)
+    lines = attention_lines(p, labels, min_weight=0.0, causal=False)
+    segments = [t for t in lines.data if t.mode == "lines"]
+    assert sum(list(t.x).count(None) for t in segments) == T * T  # later keys too
+    bars = query_weights(p[2], labels, query=2, causal=False).data[0]
+    assert MASKED_COLOUR not in list(bars.marker.color) and "masked" not in list(bars.text)
+    np.testing.assert_allclose(np.array(bars.y), p[2])
+
+
+def test_a_causal_pattern_is_read_as_masked_and_said_causal_wins():
+    p = _pattern(T)
+    assert (masked_cells(p) == hidden_keys(True, T)).all()
+    assert (masked_cells(_scores(T)) == hidden_keys(True, T)).all()
+    assert not masked_cells(_unmasked_pattern(T)).any()
+    assert not masked_cells(p, causal=False).any()  # what the config says decides

@@ -26,6 +26,7 @@ from torch import nn
 from viz_model.cache import ActivationCache
 from viz_model.config import GPTConfig
 from viz_model.hooks import HookFn, HookPoint, active_context, group, hook_context
+from viz_model.mask import attention_mask
 
 
 class KVCache:
@@ -126,8 +127,7 @@ class Attention(nn.Module):
 
         Cached per shape: it is built once, never written to, and saves ops on every call."""
         with torch.inference_mode(False):  # a normal tensor, usable later by autograd too
-            q_pos = torch.arange(past, past + T, device=device)[:, None]
-            return torch.arange(past + T, device=device)[None, :] <= q_pos
+            return torch.from_numpy(attention_mask(True, T, past)).to(device)
 
     @staticmethod
     @functools.lru_cache(maxsize=64)

@@ -2,11 +2,13 @@
 
 - `attention_run(model, ids)` runs the model once and keeps, as numpy, what the attention page
   draws: patterns, scores, per-head q/k/v/z and each head's write into the residual.
-- `head_scores(patterns, ids)` measures every head's role on that prompt: previous-token,
-  first-token sink, self, induction, "looks k back" (any fixed offset), and the pattern's entropy;
-  `head_roles` names each head, and calls a head with no role "mixed" only when it is spread.
-- `query_arithmetic(q, k, v, W_O, query)` redoes one query row by hand, step by step:
-  pattern = softmax(q k^T / sqrt(d_head) + mask), z = pattern @ v, result = z @ W_O.
+- `head_scores(patterns, ids, causal)` measures every head's role on that prompt: previous-token,
+  first-token sink, self, induction, "looks k back" (any fixed offset; "k ahead" too without a
+  causal mask), the pattern's entropy, and what each score would be by chance (even attention;
+  for induction also a shuffled-token control). analysis/head_roles.py turns them into claims.
+- `query_arithmetic(q, k, v, W_O, query, causal)` redoes one query row by hand, step by step:
+  pattern = softmax(q k^T / sqrt(d_head) + mask), z = pattern @ v, result = z @ W_O, with the
+  model's mask (viz_model/mask.py).
 - `induction_test(tokenizer, meta, n_ctx)` says which tokens the standard induction test draws
   from (ordinary text, never <unk>, line breaks or special tokens) and how long a copy the model
   was trained on; `repeated_random_tokens(token_ids, length, seed)` draws that input.
@@ -17,47 +19,20 @@ Not here: charts (charts/attention.py) and anything streamlit.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
+from viz_model.config import GPTConfig
 from viz_model.data import repeat_copy_lengths
+from viz_model.mask import attention_mask, is_causal
 from viz_model.model import GPT
 from viz_model.tokenization import Tokenizer
 
 ROLES = ("previous-token", "induction", "first-token sink", "self")
-ROLE_THRESHOLD = 0.4
-# A head with no role is "mixed" when its entropy is over this share of even attention's (the
-# entropy of attending equally to every visible token), else "sharp, other".
-SPREAD_FRACTION = 0.5
 DEFAULT_COPY_LENGTH = 40  # tokens per copy in the induction test when training says nothing
-
-# One sentence per role, for the page's table.
-ROLE_EXPLANATIONS = {
-    "previous-token": "Each token looks mostly at the token just before it (position t-1).",
-    "induction": (
-        "A token looks at whatever followed an earlier copy of itself, so the model can continue a "
-        "pattern it has seen before ('A B ... A' -> look at B)."
-    ),
-    "first-token sink": (
-        "Attention piles up on position 0, a resting place when the head has nothing useful to do."
-    ),
-    "self": "Each token looks mostly at itself.",
-    "looks k back": (
-        "Each token looks mostly at the token k positions before it (k = 2 or more): a fixed "
-        "offset, whatever the tokens are. (k = 1 is previous-token, k = 0 is self.)"
-    ),
-    "sharp, other": (
-        f"No role or offset scores above {ROLE_THRESHOLD}, yet the attention is sharp (entropy "
-        f"under {SPREAD_FRACTION:.0%} of even attention's): the head picks a few tokens by some "
-        "rule not named here. Look at its pattern."
-    ),
-    "mixed": (
-        f"No role or offset scores above {ROLE_THRESHOLD} and the attention is spread (entropy at "
-        f"least {SPREAD_FRACTION:.0%} of even attention's): the head blends many tokens."
-    ),
-}
 
 
 # ---- one forward pass, kept as numpy --------------------------------------------------------
@@ -69,7 +44,7 @@ class AttentionRun:
 
     pattern, scores: (L, H, T, T), queries down and keys across; masked scores are -inf.
     q, k, v, z: (L, T, H, E); result: (L, T, H, D), each head's write into the residual;
-    W_O: (L, H, E, D), each head's slice of the output matrix.
+    W_O: (L, H, E, D), each head's slice of the output matrix; causal: the model's mask.
     """
 
     pattern: np.ndarray
@@ -80,6 +55,7 @@ class AttentionRun:
     z: np.ndarray
     result: np.ndarray
     W_O: np.ndarray
+    causal: bool = True
 
 
 def head_W_O(model: GPT, layer: int) -> torch.Tensor:
@@ -112,22 +88,33 @@ def attention_run(model: GPT, ids: list[int] | torch.Tensor) -> AttentionRun:
         z=stack("hook_z"),
         result=stack("hook_result"),
         W_O=W_O,
+        causal=model.cfg.causal,
     )
 
 
-# ---- head roles ---------------------------------------------------------------------------
+# ---- head roles: scores and what each would be by chance ---------------------------------------
 
 
-def induction_targets(ids: list[int] | np.ndarray) -> np.ndarray:
+def induction_targets(
+    ids: list[int] | np.ndarray, ignore: Iterable[int] = (), trivial: bool = True
+) -> np.ndarray:
     """(T, T) bool: target[t, s + 1] is True when token s (s < t) is an earlier copy of token t.
 
     An induction head at query t attends to the token that followed an earlier occurrence of
     the current token. Example: ids = [5, 6, 5] -> target[2, 1] (the 6 after the first 5).
+    ignore: tokens that stand for no text (<unk>, special tokens) are never queries.
+    trivial=False drops the targets a simpler head hits anyway: t itself (a token repeated at
+    once, "ll") and t-1 (a copy two back, "O.O"), which a self or previous-token head scores.
+    ids may be a batch (..., T); the result is then (..., T, T).
     """
     ids = np.asarray(ids)
-    earlier_copy = np.tril(ids[:, None] == ids[None, :], k=-1)  # [t, s]: s < t, same token
-    target = np.zeros((len(ids), len(ids)), dtype=bool)
-    target[:, 1:] = earlier_copy[:, :-1]  # key s + 1 for each earlier copy s (s + 1 <= t)
+    T = ids.shape[-1]
+    earlier_copy = (ids[..., :, None] == ids[..., None, :]) & np.tri(T, T, -1, dtype=bool)
+    target = np.zeros(earlier_copy.shape, dtype=bool)  # [t, s]: s < t, same token
+    target[..., :, 1:] = earlier_copy[..., :, :-1]  # key s + 1 for each earlier copy s
+    target &= ~np.isin(ids, list(ignore))[..., :, None]
+    if not trivial:
+        target &= np.tri(T, T, -2, dtype=bool)  # keys s + 1 <= t - 2 only
     return target
 
 
@@ -136,10 +123,22 @@ class HeadScores:
     """Each score is (L, H). Scores are means over query rows 1..T-1 (row 0 can only see itself).
 
     previous_token: attention to position t-1; first_token: attention to position 0;
-    self_: attention to the diagonal; induction: attention to induction targets, averaged over
-    the queries that have an earlier copy (NaN when no token repeats); entropy: nats per row;
-    looks_back: (L, H, T), looks_back[..., k] is the attention to position t-k (see
-    `looks_back_scores`); even_entropy: the entropy of attending equally to every visible key.
+    self_: attention to the diagonal; induction: attention to induction targets (see
+    `induction_targets`, trivial ones dropped), averaged over the queries that have one (NaN when
+    none); entropy: nats per row; looks_back: (L, H, T), looks_back[..., k] is the attention to
+    position t-k (see `looks_back_scores`); even_entropy: the entropy of attending equally to
+    every visible key.
+
+    What each score would be by chance, for the claims (analysis/head_roles.py):
+    chance: role -> (L, H). For previous-token, first-token sink and self, even attention: each
+    query spreads its weight equally over the keys it may read. For induction, the higher of
+    even attention and the shuffled-token control: the same head's attention scored against
+    the targets of the prompt's tokens in a shuffled order (mean of N_SHUFFLES), so a head that
+    attends by position, or to frequent tokens, gets the same score there.
+    eligible: role -> how many query positions the score averages over.
+    looks_back_chance, looks_back_eligible (T,): the same for each offset k back;
+    looks_ahead, looks_ahead_chance, looks_ahead_eligible: k after (k >= 1), only for a model
+    without a causal mask (None otherwise). causal: the model's mask.
     """
 
     previous_token: np.ndarray
@@ -150,6 +149,14 @@ class HeadScores:
     n_induction_queries: int
     looks_back: np.ndarray
     even_entropy: float
+    chance: dict[str, np.ndarray] = field(default_factory=dict)
+    eligible: dict[str, int] = field(default_factory=dict)
+    looks_back_chance: np.ndarray | None = None
+    looks_back_eligible: np.ndarray | None = None
+    looks_ahead: np.ndarray | None = None
+    looks_ahead_chance: np.ndarray | None = None
+    looks_ahead_eligible: np.ndarray | None = None
+    causal: bool = True
 
     def by_role(self) -> dict[str, np.ndarray]:
         return {
@@ -164,12 +171,24 @@ class HeadScores:
 
         k is 0 and the score NaN where the prompt is too short to look 2 back.
         """
-        far = self.looks_back[..., 2:]  # (L, H, T-2)
-        if far.shape[-1] == 0 or np.isnan(far).all():
-            return np.zeros(far.shape[:2], dtype=int), np.full(far.shape[:2], np.nan)
-        filled = np.where(np.isnan(far), -np.inf, far)
-        k = filled.argmax(-1)
-        return k + 2, np.take_along_axis(far, k[..., None], -1)[..., 0]
+        return _best_offset(self.looks_back, first=2)
+
+    def fixed_offset_ahead(self) -> tuple[np.ndarray, np.ndarray]:
+        """(k, score), each (L, H): the offset k >= 1 each head looks ahead most (no causal mask
+        only: k is 0 and the score NaN for a causal model, which cannot look ahead)."""
+        if self.looks_ahead is None:
+            nan = np.full(self.previous_token.shape, np.nan)
+            return np.zeros(nan.shape, dtype=int), nan
+        return _best_offset(self.looks_ahead, first=1)
+
+
+def _best_offset(by_offset: np.ndarray, first: int) -> tuple[np.ndarray, np.ndarray]:
+    far = by_offset[..., first:]  # (L, H, T - first)
+    if far.shape[-1] == 0 or np.isnan(far).all():
+        return np.zeros(far.shape[:2], dtype=int), np.full(far.shape[:2], np.nan)
+    filled = np.where(np.isnan(far), -np.inf, far)
+    k = filled.argmax(-1)
+    return k + first, np.take_along_axis(far, k[..., None], -1)[..., 0]
 
 
 def pattern_entropy(pattern: np.ndarray) -> np.ndarray:
@@ -179,93 +198,155 @@ def pattern_entropy(pattern: np.ndarray) -> np.ndarray:
     return -(p * logp).sum(-1)
 
 
-def looks_back_scores(patterns: np.ndarray) -> np.ndarray:
+def _offset_rows(T: int, k: int) -> np.ndarray:
+    """Query rows t >= 1 that have a key k back (k < 0: -k ahead), as indices."""
+    t = np.arange(1, T)
+    return t[(t - k >= 0) & (t - k < T)]
+
+
+def looks_back_scores(patterns: np.ndarray, ahead: bool = False) -> np.ndarray:
     """(..., T): score[..., k] = mean attention from query t to key t-k, over queries t >= max(k, 1).
 
     k = 0 is "self" and k = 1 "previous-token". Offsets that fewer than half of the queries
     1..T-1 can reach are NaN (k > (T+1)//2): one lucky row would otherwise score 1.
-    Example: a head that always looks 2 back scores 1 at k = 2 and 0 elsewhere.
+    ahead=True measures key t+k instead (k >= 1; a model without a causal mask), over the
+    queries 1..T-1-k. Example: a head that always looks 2 back scores 1 at k = 2, 0 elsewhere.
     """
     T = patterns.shape[-1]
     out = np.full(patterns.shape[:-1], np.nan)
-    for k in range(min(T, (T + 1) // 2 + 1)):
-        diagonal = np.diagonal(patterns, offset=-k, axis1=-2, axis2=-1)  # (..., T-k), t = k..T-1
-        out[..., k] = diagonal[..., 1:].mean(-1) if k == 0 else diagonal.mean(-1)
+    for k in range(1 if ahead else 0, min(T, (T + 1) // 2 + 1)):
+        rows = _offset_rows(T, -k if ahead else k)
+        if len(rows):
+            out[..., k] = patterns[..., rows, rows + (k if ahead else -k)].mean(-1)
     return out
 
 
-def head_scores(patterns: np.ndarray, ids: list[int] | np.ndarray) -> HeadScores:
-    """Role scores for every head from a pattern stack (L, H, T, T) on the prompt ids (T,)."""
+def _offset_chance(visible: np.ndarray, ahead: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(chance, eligible), each (T,): even attention's score at each offset, and its rows."""
+    T = len(visible)
+    per_row = 1.0 / visible.sum(-1)
+    chance, eligible = np.full(T, np.nan), np.zeros(T, dtype=int)
+    for k in range(1 if ahead else 0, T):
+        rows = _offset_rows(T, -k if ahead else k)
+        if len(rows):
+            chance[k], eligible[k] = per_row[rows].mean(), len(rows)
+    return chance, eligible
+
+
+def _on_targets(patterns: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, int]:
+    """Mean attention on target keys over the queries that have one, and how many do."""
+    rows = target.any(-1)
+    if not rows.any():
+        return np.full(patterns.shape[:2], np.nan), 0
+    on = np.einsum("lhts,ts->lht", patterns[..., rows, :], target[rows].astype(patterns.dtype))
+    return on.mean(-1), int(rows.sum())
+
+
+N_SHUFFLES = 20  # shuffled-token controls for the induction score's chance
+
+
+def induction_chance(
+    patterns: np.ndarray,
+    ids: np.ndarray,
+    visible: np.ndarray,
+    ignore: Iterable[int] = (),
+    shuffles: int = N_SHUFFLES,
+    seed: int = 0,
+) -> np.ndarray:
+    """(L, H): what each head's induction score would be by chance: the higher of even attention
+    on the same targets and the shuffled-token control (the same attention scored against the
+    targets of the same tokens in a shuffled order, mean over `shuffles` seeded shuffles)."""
+    target = induction_targets(ids, ignore, trivial=False)
+    rows = target.any(-1)
+    if not rows.any():
+        return np.full(patterns.shape[:2], np.nan)
+    even = float((target.sum(-1) / visible.sum(-1))[rows].mean())
+    rng = np.random.default_rng(seed)
+    orders = np.stack([rng.permutation(ids) for _ in range(shuffles)]) if shuffles else None
+    shuffled = np.zeros(patterns.shape[:2])
+    if orders is not None:
+        targets = induction_targets(orders, ignore, trivial=False)  # (S, T, T)
+        rows = targets.any(-1)  # (S, T): the queries with a target in each shuffle
+        on = np.einsum("lhts,nts->nlht", patterns, targets.astype(patterns.dtype))
+        counts = rows.sum(-1)
+        scored = counts > 0
+        if scored.any():
+            mean = (on * rows[:, None, None, :]).sum(-1) / np.maximum(counts, 1)[:, None, None]
+            shuffled = mean[scored].mean(0)
+    return np.maximum(shuffled, even)
+
+
+def head_scores(
+    patterns: np.ndarray,
+    ids: list[int] | np.ndarray,
+    causal: GPTConfig | bool = True,
+    ignore: Iterable[int] = (),
+    shuffles: int = N_SHUFFLES,
+) -> HeadScores:
+    """Role scores for every head from a pattern stack (L, H, T, T) on the prompt ids (T,), and
+    what each would be by chance. causal: the model's config (or its `causal` flag); ignore:
+    tokens that stand for no text (<unk>, special tokens), never counted as induction queries."""
     patterns = np.asarray(patterns, dtype=np.float64)
+    ids = np.asarray(ids)
     T = patterns.shape[-1]
+    causal = is_causal(causal)
     if T < 2:
         nan = np.full(patterns.shape[:2], np.nan)
-        return HeadScores(nan, nan, nan, nan, nan, 0, np.full((*nan.shape, T), np.nan), math.nan)
+        back = np.full((*nan.shape, T), np.nan)
+        chance = {role: nan for role in ROLES}
+        return HeadScores(
+            nan,
+            nan,
+            nan,
+            nan,
+            nan,
+            0,
+            back,
+            math.nan,
+            chance,
+            dict.fromkeys(ROLES, 0),
+            causal=causal,
+        )
+    visible = attention_mask(causal, T)
+    per_row = 1.0 / visible.sum(-1)  # even attention's weight on any one visible key
     back = looks_back_scores(patterns)  # (L, H, T)
     first = patterns[..., 1:, 0].mean(-1)
     entropy = pattern_entropy(patterns)[..., 1:].mean(-1)
-    even = float(np.log(np.arange(2, T + 1)).mean())  # row t spread over t+1 keys: ln(t+1)
-    target = induction_targets(ids)
-    has_copy = target.any(-1)
-    if has_copy.any():
-        on_target = (patterns * target).sum(-1)  # (L, H, T)
-        induction = on_target[..., has_copy].mean(-1)
-    else:
-        induction = np.full(patterns.shape[:2], np.nan)
-    n_copies = int(has_copy.sum())
-    return HeadScores(back[..., 1], first, back[..., 0], induction, entropy, n_copies, back, even)
-
-
-def head_role(
-    named: dict[str, float], offset: tuple[int, float], spread: float, threshold: float
-) -> tuple[str, float]:
-    """(role, its score) for one head: a named role, else a fixed offset, else sharp or mixed.
-
-    Named roles come first: on a repeated prompt an induction head also looks a fixed distance
-    back (to the copy), and "induction" is the better explanation. The price: the first k rows
-    of a looks-k-back head must rest somewhere, often on position 0, so on a prompt not much
-    longer than 2k it can score as a first-token sink. spread is entropy / even attention's
-    entropy; "sharp, other" and "mixed" have no score (NaN).
-    """
-    finite = {r: s for r, s in named.items() if not math.isnan(s)}
-    best = max(finite, key=finite.get) if finite else None
-    if best is not None and finite[best] > threshold:
-        return best, finite[best]
-    k, score = offset
-    if not math.isnan(score) and score > threshold:
-        return f"looks {k} back", score
-    if spread < SPREAD_FRACTION:
-        return "sharp, other", math.nan
-    return "mixed", math.nan
-
-
-def head_roles(scores: HeadScores, threshold: float = ROLE_THRESHOLD) -> list[dict]:
-    """One row per head: its role (see `head_role`), every role score and the best offset k >= 2."""
-    by_role = scores.by_role()
-    offset_k, offset = scores.fixed_offset()
-    L, H = scores.previous_token.shape
-    rows = []
-    for layer in range(L):
-        for head in range(H):
-            values = {role: float(by_role[role][layer, head]) for role in ROLES}
-            far = (int(offset_k[layer, head]), float(offset[layer, head]))
-            entropy = float(scores.entropy[layer, head])
-            spread = entropy / scores.even_entropy if scores.even_entropy > 0 else math.nan
-            role, score = head_role(values, far, spread, threshold)
-            rows.append(
-                {
-                    "head": f"L{layer} H{head}",
-                    "layer": layer,
-                    "index": head,
-                    "role": role,
-                    "role score": score,
-                    **values,
-                    "k back": far[0],
-                    "k-back score": far[1],
-                    "entropy (nats)": entropy,
-                }
-            )
-    return rows
+    even = float(np.log(visible.sum(-1)[1:]).mean())  # row t spread over its n keys: ln n
+    induction, n_copies = _on_targets(patterns, induction_targets(ids, ignore, trivial=False))
+    back_chance, back_eligible = _offset_chance(visible, ahead=False)
+    row_chance = float(per_row[1:].mean())
+    shape = patterns.shape[:2]
+    chance = {
+        "previous-token": np.full(shape, back_chance[1]),
+        "first-token sink": np.full(shape, row_chance),
+        "self": np.full(shape, back_chance[0]),
+        "induction": induction_chance(patterns, ids, visible, ignore, shuffles),
+    }
+    eligible = {"previous-token": T - 1, "first-token sink": T - 1, "self": T - 1}
+    eligible["induction"] = n_copies
+    ahead = ahead_chance = ahead_eligible = None
+    if not causal:
+        ahead = looks_back_scores(patterns, ahead=True)
+        ahead_chance, ahead_eligible = _offset_chance(visible, ahead=True)
+    return HeadScores(
+        previous_token=back[..., 1],
+        first_token=first,
+        self_=back[..., 0],
+        induction=induction,
+        entropy=entropy,
+        n_induction_queries=n_copies,
+        looks_back=back,
+        even_entropy=even,
+        chance=chance,
+        eligible=eligible,
+        looks_back_chance=back_chance,
+        looks_back_eligible=back_eligible,
+        looks_ahead=ahead,
+        looks_ahead_chance=ahead_chance,
+        looks_ahead_eligible=ahead_eligible,
+        causal=causal,
+    )
 
 
 # ---- the induction test: repeated random tokens ----------------------------------------------
@@ -375,7 +456,8 @@ class QueryArithmetic:
     """Every step of one head's attention for one query token, as arrays (T keys, E = d_head).
 
     q (E,), k (T, E), v (T, E); dots = k @ q (T,); scaled = dots / sqrt(E); visible (T,) bool,
-    True for keys at or before the query; masked = scaled with -inf where hidden;
+    True for the keys the query may read (at or before it in a causal model, all without the
+    mask); masked = scaled with -inf where hidden;
     pattern = softmax(masked) (T,); weighted_v = pattern[:, None] * v (T, E);
     z = weighted_v.sum(0) (E,); W_O (E, D); result = z @ W_O (D,).
     """
@@ -400,9 +482,15 @@ class QueryArithmetic:
 
 
 def query_arithmetic(
-    q: np.ndarray, k: np.ndarray, v: np.ndarray, W_O: np.ndarray, query: int
+    q: np.ndarray,
+    k: np.ndarray,
+    v: np.ndarray,
+    W_O: np.ndarray,
+    query: int,
+    causal: GPTConfig | bool,
 ) -> QueryArithmetic:
-    """Recompute one head's attention for one query from its q, k, v (T, E each) and W_O (E, D).
+    """Recompute one head's attention for one query from its q, k, v (T, E each) and W_O (E, D),
+    under the model's mask (`causal`: its config or its flag; without a mask every key counts).
 
     Done in float64 with plain numpy, so a student can compare it with what the model recorded.
     """
@@ -413,7 +501,7 @@ def query_arithmetic(
     q_row = q64[query]
     dots = k64 @ q_row
     scaled = dots / math.sqrt(E)
-    visible = np.arange(T) <= query
+    visible = attention_mask(causal, T)[query]
     masked = np.where(visible, scaled, -np.inf)
     shifted = np.exp(masked - masked[visible].max())
     pattern = shifted / shifted.sum()
@@ -444,6 +532,7 @@ def run_query_arithmetic(run: AttentionRun, layer: int, head: int, query: int) -
         run.v[layer, :, head],
         run.W_O[layer, head],
         query,
+        run.causal,
     )
 
 

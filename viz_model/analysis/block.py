@@ -11,8 +11,10 @@ A pre-LN block (Jurafsky & Martin's "Transformers" chapter names each step t1..t
 
 `block_walk(model, ids, layer)` recomputes every step from the block's weights in float64 numpy,
 for the whole prompt at once: the matrix form Q = t1 W_Q, K, V, the pattern
-softmax(Q K^T / sqrt(d_head) + mask) and Z = pattern V per head. Post-LN blocks and attention-only
-blocks are walked too, with their own steps (the lecture's names describe the pre-LN block).
+softmax(Q K^T / sqrt(d_head) + mask) and Z = pattern V per head, with the model's own mask
+(viz_model/mask.py: causal, or none for a model trained without one). Post-LN blocks and
+attention-only blocks are walked too, with their own steps (the lecture's names describe the
+pre-LN block).
 
 `circuits(model, layer, head)` gives the head's two D x D matrices, W_QK = W_Q W_K^T (which tokens
 it reads from) and W_OV = W_V W_O (what it writes), their singular values and rank, and both maps
@@ -31,6 +33,8 @@ import numpy as np
 import torch
 
 from viz_model.analysis.attention import head_W_O
+from viz_model.config import GPTConfig
+from viz_model.mask import hidden_keys
 from viz_model.model import GPT, LayerNorm
 
 
@@ -54,7 +58,8 @@ class BlockWalk:
     """The walk of block `layer` over a prompt of T tokens (H heads, E = d_head).
 
     steps: in forward order, the first is x (resid_pre), the last the block's output.
-    q, k, v, z: (H, T, E); scores: (H, T, T) q.k / sqrt(E) with -inf above the diagonal;
+    q, k, v, z: (H, T, E); scores: (H, T, T) q.k / sqrt(E), -inf where the mask hides a key
+    (above the diagonal in a causal model, nowhere without the mask);
     pattern: (H, T, T); head_out: (H, T, D), each head's write z_h W_O[h].
     """
 
@@ -103,16 +108,19 @@ def head_weights(model: GPT, layer: int) -> dict[str, np.ndarray]:
     return out
 
 
-def attention_matrices(t1: np.ndarray, w: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Multi-head attention on a whole prompt at once, as matrices.
+def attention_matrices(
+    t1: np.ndarray, w: dict[str, np.ndarray], causal: GPTConfig | bool
+) -> dict[str, np.ndarray]:
+    """Multi-head attention on a whole prompt at once, as matrices, under the model's mask.
 
     t1 (T, D) -> q, k, v, z (H, T, E); scores, pattern (H, T, T); head_out (H, T, D); out (T, D).
+    causal: the model's config (or its `causal` flag); without a causal mask nothing is hidden.
     """
     q = np.einsum("td,hde->hte", t1, w["W_Q"]) + w["b_Q"][:, None]
     k = np.einsum("td,hde->hte", t1, w["W_K"]) + w["b_K"][:, None]
     v = np.einsum("td,hde->hte", t1, w["W_V"]) + w["b_V"][:, None]
     T, E = t1.shape[0], q.shape[-1]
-    hidden = np.triu(np.ones((T, T), dtype=bool), 1)  # key after query: masked
+    hidden = hidden_keys(causal, T)  # a causal model hides each key after its query
     scores = np.where(hidden, -np.inf, q @ k.transpose(0, 2, 1) / math.sqrt(E))
     shifted = np.exp(scores - scores.max(-1, keepdims=True))
     pattern = shifted / shifted.sum(-1, keepdims=True)
@@ -150,7 +158,7 @@ def block_walk(model: GPT, ids: list[int] | torch.Tensor, layer: int) -> BlockWa
     steps = [Step("x", "the token's vector entering the block", "x", x, f"{b}.hook_resid_pre")]
     if cfg.norm == "pre":
         t1 = layer_norm(x, block.ln1)
-        a = attention_matrices(t1, w)
+        a = attention_matrices(t1, w, cfg)
         t3 = x + a["out"]
         steps += [
             Step("t1", "x on a standard scale", "LayerNorm(x)", t1, None),
@@ -172,7 +180,7 @@ def block_walk(model: GPT, ids: list[int] | torch.Tensor, layer: int) -> BlockWa
                 Step("h", "the block's output", "t3 + t5", t3 + t5, f"{b}.hook_resid_post"),
             ]
     else:  # post-LN: the LayerNorm sits on the stream, after each add
-        a = attention_matrices(x, w)
+        a = attention_matrices(x, w, cfg)
         t3 = layer_norm(x + a["out"], block.ln1)
         steps += [
             Step(

@@ -1,8 +1,11 @@
 """Attention figures: one head's pattern (or scores), every head as small multiples, lines from
 each token to what it attends to, and one query's weights as bars.
 
-Arrays and labels in, plotly figures out. Queries run down, keys across; the causal mask (keys
-after the query) is drawn in MASKED_COLOUR with a legend entry, never as a zero or a -inf.
+Arrays and labels in, plotly figures out. Queries run down, keys across; cells the model's mask
+hides (keys after the query, in a causal model) are drawn in MASKED_COLOUR with a legend entry,
+never as a zero or a -inf. Every figure takes `causal` (the model's `cfg.causal`; viz_model/mask.py
+says which cells that hides); left as None it is read from the values: a causal pattern is
+exactly 0 above the diagonal and its scores -inf, which no unmasked softmax gives.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from viz_model.charts.common import (
     plotly_labels,
     subplot_domains,
 )
+from viz_model.mask import attention_mask, hidden_keys
 
 MASK_NOTE = "masked: a token cannot look at later tokens"
 CELL_TEXT_MAX_T = 14  # write the numbers in the cells up to this many tokens
@@ -35,9 +39,18 @@ LINE_BINS = 8
 LINE_COLOUR = "#1f77b4"
 
 
-def causal_mask(T: int) -> np.ndarray:
-    """(T, T) bool, True where the key comes after the query (hidden from it)."""
-    return np.triu(np.ones((T, T), dtype=bool), k=1)
+def masked_cells(values: np.ndarray, causal: bool | None = None) -> np.ndarray:
+    """(T, T) bool, True where the model's mask hid the key from the query.
+
+    values (..., T, T): patterns or scores; causal: the model's `cfg.causal`, or None to read it
+    from the values (every cell above the diagonal exactly 0, or -inf: the mask was on).
+    """
+    values = np.asarray(values)
+    T = values.shape[-1]
+    if causal is None:
+        above = values[..., hidden_keys(True, T)]
+        causal = bool(np.all(above == 0) or np.all(np.isneginf(above)))
+    return hidden_keys(causal, T)
 
 
 def _mask_legend_entry() -> go.Scatter:
@@ -62,16 +75,18 @@ def pattern_heatmap(
     scores: bool = False,
     title: str = "",
     query: int | None = None,
+    causal: bool | None = None,
 ) -> go.Figure:
     """One head's (T, T) pattern (weights 0..1) or, with scores=True, its scores before softmax.
 
-    Masked cells (after the query, or not finite) become a grey layer under a NaN in the values,
-    so -inf never reaches the colour scale. `query` outlines that row.
+    Masked cells (hidden by the model's mask, see `masked_cells`, or not finite) become a grey
+    layer under a NaN in the values, so -inf never reaches the colour scale; without a causal
+    mask there are none, and no legend entry. `query` outlines that row.
     """
     labels = plotly_labels(labels)  # the student's tokens: never markup
     values = np.asarray(values, dtype=float)
     T = values.shape[0]
-    masked = causal_mask(T) | ~np.isfinite(values)
+    masked = masked_cells(values, causal) | ~np.isfinite(values)
     shown = np.where(masked, np.nan, values)
     hover = "query %{y}<br>key %{x}<br>" + ("score %{z:.3f}" if scores else "weight %{z:.3f}")
     if scores:
@@ -109,8 +124,9 @@ def pattern_heatmap(
             **colours,
             **text,
         ),
-        _mask_legend_entry().to_plotly_json(),
     ]
+    if masked.any():
+        traces.append(_mask_legend_entry().to_plotly_json())
     ticks = every_tick(labels)
     layout = house_layout(title, height=heatmap_height(T))
     layout.update(
@@ -188,10 +204,12 @@ def pattern_grid(
     *,
     selected: tuple[int, int] | None = None,
     first_layer: int = 0,
+    causal: bool | None = None,
 ) -> go.Figure:
     """Every head's pattern at once: one figure of L x H small heatmaps titled "L0 H1".
 
-    Masked cells are NaN over a grey plot background. `selected` = (layer, head) is titled in red.
+    Masked cells (see `masked_cells`) are NaN over a grey plot background. `selected` =
+    (layer, head) is titled in red.
     `patterns` may be a window of a deeper model's layers, starting at `first_layer` (titles and
     `selected` count from the model's layer 0).
     Built as plain dicts, laid out as make_subplots would (row 1 at the top): through plotly's
@@ -200,7 +218,7 @@ def pattern_grid(
     patterns = np.asarray(patterns, dtype=float)
     L, H, T, _ = patterns.shape
     labels = plotly_labels(labels) if labels is not None else [str(i) for i in range(T)]
-    masked = causal_mask(T)
+    masked = masked_cells(patterns, causal)
     axes = _grid_axes(L, H)
     names = [f"L{first_layer + layer} H{head}" for layer, head in np.ndindex(L, H)]
     traces = [
@@ -244,8 +262,8 @@ def pattern_grid(
         margin=dict(l=10, r=10, t=30, b=40),
         **axes,
     )
-    return go.Figure(dict(data=[*traces, {**legend_entry, "xaxis": "x", "yaxis": "y"}],
-                          layout=layout), _validate=False)  # fmt: skip
+    legend = [{**legend_entry, "xaxis": "x", "yaxis": "y"}] if masked.any() else []
+    return go.Figure(dict(data=[*traces, *legend], layout=layout), _validate=False)
 
 
 def _grid_axes(L: int, H: int) -> dict:
@@ -268,6 +286,7 @@ def attention_lines(
     query: int | None = None,
     min_weight: float = 0.02,
     title: str = "",
+    causal: bool | None = None,
 ) -> go.Figure:
     """Tokens in two columns, a line from each query (left) to each key it attends to (right).
 
@@ -279,7 +298,8 @@ def attention_lines(
     pattern = np.asarray(pattern, dtype=float)
     T = pattern.shape[0]
     edges = np.linspace(min_weight, 1.0, LINE_BINS + 1)
-    rows, cols = np.tril_indices(T)  # every (query t, key s <= t), row by row
+    visible = ~masked_cells(pattern, causal)
+    rows, cols = np.nonzero(visible)  # every (query t, key s) the query may read, row by row
     weights = pattern[rows, cols]
     drawn = weights >= min_weight
     bins = np.clip(np.searchsorted(edges, weights, side="right") - 1, 0, LINE_BINS - 1)
@@ -322,7 +342,8 @@ def attention_lines(
                 textfont=dict(color=colours, size=12),
                 marker=dict(size=6, color=colours),
                 hovertext=[
-                    _top_keys(pattern, t, labels) if x == 0 else labels[t] for t in range(T)
+                    _top_keys(pattern, t, labels, visible[t]) if x == 0 else labels[t]
+                    for t in range(T)
                 ],
                 hoverinfo="text",
                 showlegend=False,
@@ -346,19 +367,22 @@ def attention_lines(
     return go.Figure(dict(data=traces, layout=layout), _validate=False)
 
 
-def _top_keys(pattern: np.ndarray, t: int, labels: list[str], n: int = 3) -> str:
-    row = pattern[t, : t + 1]
-    top = np.argsort(row)[::-1][:n]
-    parts = [f"{labels[s]} {row[s]:.2f}" for s in top]
+def _top_keys(pattern: np.ndarray, t: int, labels: list[str], visible: np.ndarray, n=3) -> str:
+    keys = np.flatnonzero(visible)
+    top = keys[np.argsort(pattern[t, keys])[::-1][:n]]
+    parts = [f"{labels[s]} {pattern[t, s]:.2f}" for s in top]
     return f"{labels[t]} looks at: " + ", ".join(parts)
 
 
-def query_weights(weights: np.ndarray, labels: list[str], query: int, title: str = "") -> go.Figure:
-    """One query's attention weights over the keys as bars; keys after the query are greyed."""
+def query_weights(
+    weights: np.ndarray, labels: list[str], query: int, title: str = "", causal: bool = True
+) -> go.Figure:
+    """One query's attention weights over the keys as bars; keys the mask hides (after the
+    query, in a causal model) are greyed and say "masked"."""
     labels = plotly_labels(labels)  # the student's tokens: never markup
     weights = np.asarray(weights, dtype=float)
     T = len(weights)
-    visible = np.arange(T) <= query
+    visible = attention_mask(causal, T)[query]
     fig = go.Figure(
         go.Bar(
             x=labels,
