@@ -126,17 +126,8 @@ if math.isnan(ppl):
 else:
     p1, p2 = st.columns([1, 3])
     p1.metric("Perplexity", f"{ppl:.2f}")
-    p2.markdown(
-        f"On average the model was as unsure as if it had to pick fairly among **{ppl:.1f}** "
-        f"tokens at each step. A model that knew nothing would score {V} (its whole "
-        "vocabulary); a model that predicted the text perfectly would score 1. "
-        + (
-            "Here it scores worse than a blind guess: it was confidently wrong about some tokens. "
-            if ppl > V
-            else ""
-        )
-        + "Hover a token to see its numbers."
-    )
+    claim = nt.perplexity_claim(ppl, V, ctx.config.causal)
+    p2.markdown(claim.text + " Hover a token to see its numbers.")
 
 # ---- the training text behind it (ui/training_text.py) --------------------------------------------
 training_text.prompt_probability(ctx, surprisal)

@@ -12,7 +12,8 @@ token's layer-0 attention output is a function of its own vector and of the *set
 ~1e-7) by any shuffle of the earlier tokens; so are its layer-0 MLP output and residual stream, all
 computed per position. From layer 1 on it changes in general: the tokens between the two swapped
 ones saw a different prefix in layer 0, so the last token attends to different vectors in layer 1.
-(With bidirectional attention every layer's output at the last token would be invariant.)
+With bidirectional attention (a model without the causal mask) every token sees the same set at
+every layer, so every layer's output at the last token is invariant: `swap_claim` says which holds.
 Not here: drawing (charts/embeddings.py).
 """
 
@@ -24,6 +25,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from viz_model.analysis.claims import Claim
 from viz_model.hooks import patch
 from viz_model.model import GPT
 
@@ -144,3 +146,100 @@ def swap_experiment(
 ) -> SwapResult:
     """swap_experiments for one layer: the last token's attention output, original and swapped."""
     return swap_experiments(model, ids, i, j, positions, (layer,))[layer]
+
+
+# ---- claims (DESIGN.md section 9) ------------------------------------------------------------------
+
+ROUNDING = 1e-4  # float32 sums in another order differ by ~1e-7 of their size; 1e-4 is far above
+
+
+def rounding_limit(result: SwapResult) -> float:
+    """The largest difference float rounding explains: ROUNDING x the output's size (at least 1)."""
+    return ROUNDING * max(1.0, float(np.abs(result.original).max()))
+
+
+def swap_claim(
+    off: SwapResult,
+    on: SwapResult | None,
+    off_layer1: SwapResult | None,
+    causal: bool,
+    same_token: bool,
+) -> Claim:
+    """What swapping two earlier tokens did to the last token's attention output, in words:
+    positions zeroed (layer 0, and layer 1 when the model has one), positions on. Each change is
+    called a change only past float rounding (`rounding_limit`); the layer-1 sentence depends on
+    the causal mask (with it, the tokens between the swapped ones saw another prefix; without it,
+    every token sees the same set and nothing changes)."""
+    limit = rounding_limit(off)
+    numbers = {"off": off.max_diff, "limit": limit, "causal": float(causal)}
+    numbers |= {"same_token": float(same_token)}
+    if on is not None:
+        numbers["on"] = on.max_diff
+    if off_layer1 is not None:
+        numbers["off_layer1"] = off_layer1.max_diff
+    if same_token:
+        text = (
+            "The two tokens picked are the same token, so swapping them leaves the prompt as it "
+            "was: nothing can change. Pick two different tokens."
+        )
+        return Claim(text, False, numbers)
+    parts, made = [], True
+    if off.max_diff <= limit:
+        parts.append(
+            f"With positions zeroed the two outputs agree to about {off.max_diff:.0e}: float "
+            "rounding, since the computer adds the same numbers in a different order."
+        )
+    else:
+        made = False
+        parts.append(
+            f"With positions zeroed the two outputs differ by {off.max_diff:.2g}, more than float "
+            f"rounding ({limit:.0e}) explains."
+        )
+    if on is None:
+        parts.append("This model has no positions at all, so word order never reaches layer 0.")
+    elif on.max_diff > limit:
+        parts.append(f"With positions on they differ by up to {on.max_diff:.2g}.")
+    else:
+        made = False
+        parts.append(
+            f"With positions on they differ by only {on.max_diff:.0e}, no more than rounding: "
+            "this swap does not show the positions at work."
+        )
+    if off_layer1 is not None:
+        d1 = off_layer1.max_diff
+        if causal and d1 > limit:
+            parts.append(
+                f"From layer 1 on the invariance stops even without positions (a difference of "
+                f"{d1:.2g} there): the swapped tokens and the ones between them saw a different "
+                "set of earlier tokens in layer 0, and the last token reads their outputs in "
+                "layer 1. Causal attention is itself a weak source of order."
+            )
+        elif not causal and d1 <= limit:
+            parts.append(
+                f"This model has no causal mask: every token sees the whole prompt, so in layer "
+                f"1 too the output is unchanged ({d1:.0e}). Without positions it could not tell "
+                "word order at all."
+            )
+        else:
+            made = False
+            parts.append(
+                f"In layer 1, with positions zeroed, the outputs differ by {d1:.2g} "
+                f"(float rounding explains up to {limit:.0e})."
+            )
+    return Claim(" ".join(parts), made, numbers)
+
+
+def no_positions_note(causal: bool) -> Claim:
+    """What tells a model without position vectors where a token stands (its config decides)."""
+    if causal:
+        text = (
+            "This model adds no position vectors, so nothing tells it directly where a token "
+            "stands. Only the causal mask carries order: a token sees only the tokens before "
+            "it, so later layers can infer, for instance, how many came before."
+        )
+    else:
+        text = (
+            "This model adds no position vectors and has no causal mask: every token sees the "
+            "whole prompt the same way, so to it the prompt is a bag of tokens with no order."
+        )
+    return Claim(text, True, {"causal": float(causal)})
