@@ -154,8 +154,9 @@ ROUNDING = 1e-4  # float32 sums in another order differ by ~1e-7 of their size; 
 
 
 def rounding_limit(result: SwapResult) -> float:
-    """The largest difference float rounding explains: ROUNDING x the output's size (at least 1)."""
-    return ROUNDING * max(1.0, float(np.abs(result.original).max()))
+    """The largest difference float rounding explains: ROUNDING x the size of the output (its
+    largest number; a random model's outputs are ~1e-3, a trained one's ~1)."""
+    return ROUNDING * max(float(np.abs(result.original).max()), 1e-30)
 
 
 def swap_claim(
@@ -174,9 +175,9 @@ def swap_claim(
     numbers = {"off": off.max_diff, "limit": limit, "causal": float(causal)}
     numbers |= {"same_token": float(same_token)}
     if on is not None:
-        numbers["on"] = on.max_diff
+        numbers |= {"on": on.max_diff, "limit_on": rounding_limit(on)}
     if off_layer1 is not None:
-        numbers["off_layer1"] = off_layer1.max_diff
+        numbers |= {"off_layer1": off_layer1.max_diff, "limit_layer1": rounding_limit(off_layer1)}
     if same_token:
         text = (
             "The two tokens picked are the same token, so swapping them leaves the prompt as it "
@@ -197,7 +198,7 @@ def swap_claim(
         )
     if on is None:
         parts.append("This model has no positions at all, so word order never reaches layer 0.")
-    elif on.max_diff > limit:
+    elif on.max_diff > numbers["limit_on"]:
         parts.append(f"With positions on they differ by up to {on.max_diff:.2g}.")
     else:
         made = False
@@ -206,15 +207,15 @@ def swap_claim(
             "this swap does not show the positions at work."
         )
     if off_layer1 is not None:
-        d1 = off_layer1.max_diff
-        if causal and d1 > limit:
+        d1, limit1 = off_layer1.max_diff, numbers["limit_layer1"]
+        if causal and d1 > limit1:
             parts.append(
                 f"From layer 1 on the invariance stops even without positions (a difference of "
                 f"{d1:.2g} there): the swapped tokens and the ones between them saw a different "
                 "set of earlier tokens in layer 0, and the last token reads their outputs in "
                 "layer 1. Causal attention is itself a weak source of order."
             )
-        elif not causal and d1 <= limit:
+        elif not causal and d1 <= limit1:
             parts.append(
                 f"This model has no causal mask: every token sees the whole prompt, so in layer "
                 f"1 too the output is unchanged ({d1:.0e}). Without positions it could not tell "
@@ -224,7 +225,7 @@ def swap_claim(
             made = False
             parts.append(
                 f"In layer 1, with positions zeroed, the outputs differ by {d1:.2g} "
-                f"(float rounding explains up to {limit:.0e})."
+                f"(float rounding explains up to {limit1:.0e})."
             )
     return Claim(" ".join(parts), made, numbers)
 

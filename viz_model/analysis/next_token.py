@@ -149,6 +149,9 @@ def top_tokens(dist: Distribution, k: int, id_to_token) -> TopTokens:
 # ---- claims (DESIGN.md section 9) ------------------------------------------------------------------
 
 
+BLIND_MARGIN = 0.1  # within 10% of the vocabulary size, a perplexity is a blind guess's
+
+
 def perplexity_claim(ppl: float, vocab: int, causal: bool) -> Claim:
     """What the prompt's perplexity says about the model. A model without the causal mask also
     sees the token it is scored on, so its perplexity measures copying, not prediction; above the
@@ -168,10 +171,17 @@ def perplexity_claim(ppl: float, vocab: int, causal: bool) -> Claim:
         f"tokens at each step. A blind guess (every token equally likely) would score {vocab}; "
         "a model that predicted the text perfectly would score 1."
     )
-    if ppl > vocab:
+    low, high = (1 - BLIND_MARGIN) * vocab, (1 + BLIND_MARGIN) * vocab
+    numbers |= {"low": low, "high": high}
+    if ppl > high:
         text += (
-            " Here it scores worse than a blind guess: it gave some of these tokens far less "
-            "probability than 1/V, confidently expecting something else."
+            " Here it scores worse than a blind guess: it gave some of these tokens much less "
+            "probability than a blind guess would (1/V), expecting something else."
+        )
+    elif ppl >= low:
+        text += (
+            " Here it scores about what a blind guess scores: on this text it does no better "
+            "than giving every token the same chance."
         )
     return Claim(text, True, numbers)
 

@@ -368,18 +368,34 @@ def _has_unk(tokenizer: Tokenizer, text: str) -> bool:
     return tokenizer.unk_id is not None and tokenizer.unk_id in tokenizer.encode(text)
 
 
+def _unknown_chars(tokenizer: Tokenizer, texts: list[str]) -> list[str]:
+    """The distinct characters of `texts` this tokenizer reads as <unk>, in order."""
+    chars = dict.fromkeys(c for text in texts for c in text)
+    return [c for c in chars if _has_unk(tokenizer, c)]
+
+
+def _shown(chars: list[str]) -> str:
+    return ", ".join(f"`{c}`" if c.strip() else "the space" for c in chars)
+
+
 def letters_claim(named: list[tuple[str, Tokenizer]], texts: list[str]) -> Claim:
     """Does each tokenizer hide the letters of these words inside multi-letter tokens?"""
     parts, hidden = [], 0
     for name, tok in named:
-        pieces = [t for text in texts for _, t in display_tokens(tok, text)]
-        if any(_has_unk(tok, text) for text in texts):
+        unknown = _unknown_chars(tok, texts)
+        pieces = [t for text in texts for i, t in display_tokens(tok, text) if i != tok.unk_id]
+        letters_lost = [c for c in unknown if c.isalpha()]
+        unk_note = f" ({_shown(unknown)} it reads as `<unk>`)" if unknown else ""
+        if letters_lost:
             hidden += 1
-            parts.append(f"{name} reads it as the unknown token `<unk>`: its letters are lost.")
+            parts.append(
+                f"{name} has no token for {_shown(letters_lost)}: it reads them as the unknown "
+                "token `<unk>`, so those letters are lost."
+            )
         elif all(len(t.strip()) <= 1 for t in pieces):
             parts.append(
-                f"{name} gives every letter its own token, so it does see the letters: counting "
-                "the r's is a matter of attending to them."
+                f"{name} gives every letter its own token{unk_note}, so it does see the letters: "
+                "counting the r's is a matter of attending to them."
             )
         else:
             hidden += 1
@@ -439,13 +455,13 @@ def scripts_claim(named: list[tuple[str, Tokenizer]], texts: list[str]) -> Claim
     """Do rare characters fall apart into byte tokens or become unknown?"""
     parts, costly = [], 0
     for name, tok in named:
-        unknown = [t for t in texts if _has_unk(tok, t)]
+        unknown = _unknown_chars(tok, texts)
         split = [(t, len(tok.encode(t))) for t in texts if len(tok.encode(t)) > len(t)]
         said = []
         if unknown:
             said.append(
-                f"has no token for {', '.join(unknown)}: they become `<unk>`, one token the model "
-                "cannot tell apart"
+                f"has no token for {_shown(unknown)}: each becomes `<unk>`, one token for every "
+                "unknown character, so the model cannot tell them apart"
             )
         if split:
             said.append(
