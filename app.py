@@ -33,8 +33,15 @@ st.markdown(
     f"per token), then pass through {cfg.n_layer} **blocks**, each of them {blocks}. Each part "
     "reads the "
     f"**residual stream** (the blue line) and adds its output back to it. This model is {norm}. "
-    "The **unembedding** turns the last vector into one score (logit) per token of the "
-    "vocabulary. Hover over a box for its weights' shapes."
+    + (
+        ""
+        if cfg.causal
+        else "Its attention has **no causal mask**: every token also sees the tokens after it, "
+        "so it can copy the token it is asked to predict (a contrast model, not a predictor). "
+    )
+    + "The **unembedding** turns each position's final vector into one score (logit) per token "
+    "of the vocabulary; the last position's scores are the guess for the next token. Hover over "
+    "a box for its weights' shapes."
 )
 # Both figures depend on the model only: built once per model, not on every visit (15 ms a view).
 architecture = cache.figure(("home_architecture", ctx.bundle_id), lambda: architecture_figure(cfg))
