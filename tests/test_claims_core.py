@@ -359,12 +359,13 @@ def test_the_memorisation_sentence_compares_with_held_out_overlap(name, claim_bu
     min_len = 12 if bundle.tokenizer.kind == "char" else 5
     spans = ng.memorised_spans(models.index, seq, min_len, len(prompt))
     chance = ng.chance_match_length(models.index)
-    claim = ng.memorisation_claim(spans, min_len, chance)
-    longest = max((s.length for s in spans if s.in_train), default=0)
+    claim = ng.memorisation_claim(spans, min_len, chance, len(prompt))
+    generated = [s.end - max(s.start, len(prompt)) for s in spans if s.in_train]
+    longest = max(generated, default=0)
     assert claim.numbers["longest"] == longest and claim.numbers["chance"] == chance
     assert claim.made == (longest > chance)
     if claim.made:
-        assert f"**{longest} tokens**" in claim.text and f"up to {chance})" in claim.text
+        assert f"**{longest} generated tokens**" in claim.text and f"(up to {chance})" in claim.text
 
 
 def _index(train: list[int], val: list[int]):
@@ -384,7 +385,15 @@ def test_a_stretch_no_longer_than_chance_overlap_is_not_called_copied():
     spans = [ng.Span(10, 22, 3, 0)]
     assert not ng.memorisation_claim(spans, 12, chance=21).made
     copied = ng.memorisation_claim([ng.Span(10, 40, 1, 0)], 12, chance=21)
-    assert copied.made and "**30 tokens**" in copied.text
+    assert copied.made and "**30 generated tokens**" in copied.text
+
+
+def test_a_quoted_prompt_is_not_the_models_copying():
+    """Seen in Chromium: the prompt 'But soft, what light...' is Shakespeare; a 42-token stretch
+    of which 1 token was generated was called copied."""
+    quoted = ng.memorisation_claim([ng.Span(16, 58, 1, 0)], 12, chance=21, first=57)
+    assert not quoted.made and "holds 1 generated token;" in quoted.text
+    assert "42 with the prompt" in quoted.text
     only_val = ng.memorisation_claim([ng.Span(10, 40, 0, 2)], 12, chance=21)
     assert not only_val.made and "No stretch" in only_val.text
 

@@ -201,7 +201,7 @@ def memorisation(ctx: PageContext, seq: list[int], n_prompt: int) -> None:
     tok = ctx.tokenizer
     pieces = [token_text(tok, t) for t in seq]
     st.html(charts.span_chips(pieces, ng.covered(spans, len(seq)), n_prompt))
-    st.markdown(ng.memorisation_claim(spans, int(min_len), _chance(ctx.bundle_id)).text)
+    st.markdown(ng.memorisation_claim(spans, int(min_len), _chance(ctx.bundle_id), n_prompt).text)
     if not spans:
         return
     st.dataframe(

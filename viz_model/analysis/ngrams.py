@@ -369,28 +369,41 @@ def chance_match_length(
     return best
 
 
-def memorisation_claim(spans: list[Span], min_len: int, chance: int) -> Claim:
-    """Is part of a generated text copied from the training text? Claimed for a stretch found in
-    the training split that is longer than any stretch held-out text shares with it by chance
-    (`chance_match_length`); otherwise the neutral sentence says what was found."""
+def memorisation_claim(spans: list[Span], min_len: int, chance: int, first: int = 0) -> Claim:
+    """Is part of a generated text copied from the training text? Only the generated part of a
+    stretch counts (tokens from `first` on: a prompt quoting the corpus is the user's doing).
+    Claimed when a stretch found in the training split holds more generated tokens than the
+    longest stretch held-out text shares with it by chance (`chance_match_length`); otherwise
+    the neutral sentence says what was found."""
+
+    def generated(s: Span) -> int:
+        return s.end - max(s.start, first)
+
     trained = [s for s in spans if s.in_train]
-    longest = max(trained, key=lambda s: s.length, default=None)
-    numbers = {"chance": chance, "min_len": min_len, "longest": longest.length if longest else 0}
+    longest = max(trained, key=generated, default=None)
+    n = generated(longest) if longest else 0
+    numbers = {"chance": chance, "min_len": min_len, "longest": n, "first": first}
     if longest is None:
-        text = f"No stretch of {min_len} tokens or more reaching into the generated text is in the training split."
+        text = (
+            f"No stretch of {min_len} tokens or more reaching into the generated text is in the "
+            "training split."
+        )
         return Claim(text, False, numbers)
     where = f"tokens {longest.start}–{longest.end - 1}"
-    if longest.length > chance:
+    if longest.start < first:
+        where += f", {longest.length} with the prompt"
+    if n > chance:
         text = (
-            f"The longest stretch found in the training split ({where}) is **{longest.length} "
-            f"tokens** long, longer than any stretch held-out text shares with it by chance (up "
-            f"to {chance}): the model copied it from its training text."
+            f"A stretch found in the training split ({where}) holds **{n} generated tokens**, "
+            f"more than any stretch held-out text shares with it by chance (up to {chance}): the "
+            "model copied it from its training text."
         )
         return Claim(text, True, numbers)
     text = (
-        f"The longest stretch found in the training split ({where}) is {longest.length} tokens "
-        f"long; held-out text, never trained on, shares stretches of up to {chance} tokens with "
-        "it too (common words and phrases), so this is no evidence of copying."
+        f"The longest stretch found in the training split ({where}) holds {n} generated "
+        f"token{'s' * (n != 1)}; held-out text, never trained on, shares stretches of up to "
+        f"{chance} tokens with it too (common words and phrases), so this is no evidence of "
+        "copying."
     )
     return Claim(text, False, numbers)
 
