@@ -105,7 +105,8 @@ st.markdown(
     "no estimate at all: $0/0$. The GPT's distribution is defined for every context, because "
     "similar contexts get similar vectors and so share what was learned about each other "
     "(Bengio et al., 2003, the argument for embeddings). **Kneser-Ney** smoothing is counting's "
-    "answer: when a context is rare or unseen it falls back on a shorter one."
+    "answer: it always mixes in the estimate of a shorter context, and falls back on it when the "
+    "context is rare or unseen."
 )
 c1, c2 = st.columns([3, 2], gap="large")
 typed = state.bind(

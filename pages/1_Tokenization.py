@@ -75,7 +75,7 @@ def counts_line(tokenizer: Tokenizer, text: str) -> str:
 # ---- the idea -----------------------------------------------------------------------------------
 
 st.markdown(
-    "A language model never sees letters. Before anything else, the text is cut into **tokens** "
+    "A language model never sees text as you do. Before anything else, it is cut into **tokens** "
     "(pieces from a fixed list, the **vocabulary**) and each token is replaced by its number in "
     "that list, its **id**. A **character-level** tokenizer uses one token per letter: a tiny "
     "vocabulary, but long sequences. A **word-level** tokenizer uses one token per word: short "

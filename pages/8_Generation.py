@@ -31,8 +31,8 @@ st.markdown(
     "step at a time. The **sampler** draws the next token at random from the distribution "
     "(reshaped by temperature, top-k and top-p, as on the *Next token* page); at temperature 0 it is "
     "**greedy** and always takes the most likely token. You may overrule it and **force** any other "
-    "token. The **seed** fixes the random draws: the same seed and the same choices give the same "
-    "text on every computer, so a class can follow along."
+    "token. The **seed** fixes the random draws: the same model, seed and choices give the same "
+    "text again, so a class can follow along."
 )
 st.latex(
     r"x_{t+1} \sim p(\,\cdot \mid x_1, \dots, x_t) \qquad "
