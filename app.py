@@ -55,7 +55,8 @@ with left:
     rows = param_rows(counts)
     biggest = max(rows, key=lambda r: r[1])
     st.markdown(
-        f"**{total:,}** numbers were learned in training; the largest share, {biggest[2]:.0%}, "
+        f"The model has **{total:,}** parameters, the numbers training adjusts; the largest "
+        f"share, {biggest[2]:.0%}, "
         f"sits in the {biggest[0]} weights. LayerNorm has only a scale and a shift per "
         "dimension, so it barely counts."
     )

@@ -54,6 +54,12 @@ def neighbours(bundle_id: str, token: int) -> emb.Neighbours:
     return emb.nearest_neighbours(cache.bundle(bundle_id).model.W_E.detach(), token, N_NEIGHBOURS)
 
 
+@st.cache_data(show_spinner=False, max_entries=256)
+def neighbours_note(bundle_id: str, token: int, label: str) -> str:
+    weights = cache.bundle(bundle_id).model.W_E.detach()
+    return emb.neighbours_claim(weights, token, label, N_NEIGHBOURS).text
+
+
 @st.cache_data(show_spinner=False, max_entries=32)
 def positions(bundle_id: str) -> tuple[np.ndarray | None, np.ndarray | None]:
     table = emb.position_table(cache.bundle(bundle_id).model)
@@ -181,6 +187,7 @@ with right:
             ),
         },
     )
+st.markdown(neighbours_note(ctx.bundle_id, token, show_whitespace(labels[token]).replace("`", "ˋ")))
 st.caption(
     f"The two directions explain {result.explained[0]:.0%} and {result.explained[1]:.0%} of the "
     "spread of the token vectors; the rest is in directions the picture cannot show."

@@ -235,7 +235,7 @@ def about_ranking(layer: int, neuron: int) -> None:
         f"The page opens on layer {layer}'s clearest neuron, **{ranking.best(layer)}**: the one "
         f"whose {N_EXAMPLES} best snippets peak highest, discounted when those peaks sit at the "
         "same position of their snippets (a neuron that fires on the first token of every "
-        "snippet reacts to the position, not the text). " + dead.text
+        "snippet, whatever that token is, reacts to the position, not the text). " + dead.text
     )
     peak = float(ranking.peak[layer, neuron])
     if ranking.dead[layer, neuron]:

@@ -64,6 +64,33 @@ def test_the_swap_sentence_matches_its_differences_and_the_models_mask(name, cla
             assert d1 <= limit1 and "no causal mask" in text and "Causal attention" not in text
 
 
+@pytest.mark.parametrize("name", CLAIM_MODELS)
+def test_the_neighbours_sentence_compares_with_a_shuffled_table(name, claim_bundles):
+    bundle = claim_bundle(claim_bundles, name)
+    weights = bundle.model.W_E.detach()
+    token = prompt_ids(bundle)[-1]
+    claim = emb.neighbours_claim(weights, token, "x", k=10)
+    near = emb.nearest_neighbours(weights, token, 10)
+    assert claim.numbers["mean"] == pytest.approx(float(near.similarity.mean()))
+    assert claim.numbers["chance"] == pytest.approx(emb.chance_similarity(weights.numpy(), token))
+    assert claim.made == (claim.numbers["mean"] > claim.numbers["chance"])
+    assert (
+        f"{claim.numbers['mean']:.2f}" in claim.text
+        and f"{claim.numbers['chance']:.2f}" in claim.text
+    )
+    assert ("no learned grouping)" in claim.text) == claim.made
+
+
+def test_neighbours_beyond_chance_need_a_learned_cluster():
+    rng = np.random.default_rng(0)
+    table = rng.normal(size=(200, 16)).astype(np.float32)  # no structure: no claim
+    assert not emb.neighbours_claim(table, 0, "a").made
+    clustered = table.copy()
+    clustered[:11] = table[0] + 0.1 * rng.normal(size=(11, 16))  # token 0 and 10 close ones
+    claim = emb.neighbours_claim(clustered, 0, "a")
+    assert claim.made and claim.numbers["mean"] > 0.9
+
+
 def test_the_swap_of_a_token_with_itself_claims_nothing():
     a = emb.SwapResult(np.ones(4), np.ones(4), False)
     claim = emb.swap_claim(a, a, a, True, same_token=True)

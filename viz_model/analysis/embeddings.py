@@ -244,3 +244,51 @@ def no_positions_note(causal: bool) -> Claim:
             "whole prompt the same way, so to it the prompt is a bag of tokens with no order."
         )
     return Claim(text, True, {"causal": float(causal)})
+
+
+def shuffled_table(embeddings: torch.Tensor | np.ndarray, seed: int = 0) -> np.ndarray:
+    """The same numbers with each dimension shuffled between tokens on its own: every column keeps
+    its values (its mean and spread), but which token has which is random. What the neighbours of
+    a table without learned structure look like: the chance baseline of `neighbours_claim`."""
+    x = np.asarray(embeddings, dtype=np.float32)
+    rng = np.random.default_rng(seed)
+    return np.stack([rng.permutation(x[:, d]) for d in range(x.shape[1])], axis=1)
+
+
+def chance_similarity(x: np.ndarray, token: int, shuffles: int = 4) -> float:
+    """The best cosine similarity row `token` finds among the other rows of `shuffled_table(x)`,
+    averaged over `shuffles` seeded shuffles."""
+    query = F.normalize(torch.as_tensor(x[token]), dim=0)
+    best = []
+    for seed in range(shuffles):
+        others = np.delete(shuffled_table(x, seed), token, axis=0)
+        best.append(float((F.normalize(torch.as_tensor(others), dim=-1) @ query).max()))
+    return float(np.mean(best))
+
+
+def neighbours_claim(
+    embeddings: torch.Tensor | np.ndarray, token: int, label: str, k: int = 10
+) -> Claim:
+    """Are a token's nearest neighbours closer than chance? Compares the mean cosine similarity
+    of its k nearest tokens with the best similarity the same vector finds in a table with the
+    same numbers shuffled between tokens (`chance_similarity`). Claimed when the mean of the k
+    best beats the chance table's single best."""
+    x = np.asarray(embeddings, dtype=np.float32)
+    near = nearest_neighbours(x, token, k)
+    mean = float(np.mean(near.similarity))
+    chance = chance_similarity(x, token)
+    numbers = {"mean": mean, "chance": chance, "k": k}
+    if mean > chance:
+        text = (
+            f"The {k} nearest tokens to `{label}` have a cosine similarity of {mean:.2f} on "
+            f"average; in the same table with its numbers shuffled between tokens (no learned "
+            f"grouping) the nearest reaches only {chance:.2f}: this model has placed `{label}` "
+            "near these tokens."
+        )
+        return Claim(text, True, numbers)
+    text = (
+        f"The {k} nearest tokens to `{label}` (cosine similarity {mean:.2f} on average) are no "
+        f"closer than the nearest in the same table with its numbers shuffled between tokens "
+        f"({chance:.2f}): these neighbours show no learned grouping."
+    )
+    return Claim(text, False, numbers)
