@@ -135,9 +135,16 @@ st.markdown(
     "The model's first step turns each token id into a vector: row *id* of the **embedding "
     f"matrix** W_E, a table with one row of d_model = {cfg.d_model} learned numbers per token of "
     f"the vocabulary ({cfg.vocab_size:,} rows here). Training tends to give tokens used in similar "
-    "ways similar vectors (the neighbours below show how far this model got). Attention by itself does not know where a token stands in the text, so a second "
-    "vector that depends only on the **position** *t* is added to it. That sum is what the first "
-    "layer reads (the start of the **residual stream**)."
+    "ways similar vectors (the neighbours below show how far this model got). Attention by "
+    "itself does not know where a token stands in the text, so a second vector that depends "
+    "only on the **position** *t* is added to it. That sum is what the first layer reads (the "
+    "start of the **residual stream**)."
+    + (
+        " This model **ties** its unembedding to this matrix (W_U = W_Eᵀ): the same vectors "
+        "also score every token as the next one."
+        if cfg.tie_embeddings
+        else ""
+    )
 )
 st.latex(r"x_t = W_E[\,\text{id}_t\,] + P[\,t\,]")
 
@@ -187,7 +194,8 @@ with right:
             ),
         },
     )
-st.markdown(neighbours_note(ctx.bundle_id, token, show_whitespace(labels[token]).replace("`", "ˋ")))
+shown_token = show_whitespace(labels[token]).replace("`", "ˋ")
+st.markdown(neighbours_note(ctx.bundle_id, token, shown_token))
 st.caption(
     f"The two directions explain {result.explained[0]:.0%} and {result.explained[1]:.0%} of the "
     "spread of the token vectors; the rest is in directions the picture cannot show."
@@ -243,7 +251,7 @@ st.subheader("Why positions are needed: swap two tokens")
 st.markdown(
     "Attention adds up the values of the tokens a token can see, weighted by softmax scores, and "
     "a sum does not depend on the order of its terms. So **without position vectors**, swapping two earlier tokens "
-    "cannot change what the last token's first attention layer outputs: the model could not tell "
+    "cannot change what the last token's first attention layer outputs: that layer could not tell "
     '"dog bites man" from "man bites dog". With positions added, the vectors themselves differ, '
     "so the output changes."
 )
