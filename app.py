@@ -33,8 +33,15 @@ st.markdown(
     f"per token), then pass through {cfg.n_layer} **blocks**, each of them {blocks}. Each part "
     "reads the "
     f"**residual stream** (the blue line) and adds its output back to it. This model is {norm}. "
-    "The **unembedding** turns the last vector into one score (logit) per token of the "
-    "vocabulary. Hover over a box for its weights' shapes."
+    + (
+        ""
+        if cfg.causal
+        else "Its attention has **no causal mask**: every token also sees the tokens after it, "
+        "so it can copy the token it is asked to predict (a contrast model, not a predictor). "
+    )
+    + "The **unembedding** turns each position's final vector into one score (logit) per token "
+    "of the vocabulary; the last position's scores are the guess for the next token. Hover over "
+    "a box for its weights' shapes."
 )
 # Both figures depend on the model only: built once per model, not on every visit (15 ms a view).
 architecture = cache.figure(("home_architecture", ctx.bundle_id), lambda: architecture_figure(cfg))
@@ -48,7 +55,8 @@ with left:
     rows = param_rows(counts)
     biggest = max(rows, key=lambda r: r[1])
     st.markdown(
-        f"**{total:,}** numbers were learned in training; the largest share, {biggest[2]:.0%}, "
+        f"The model has **{total:,}** parameters, the numbers training adjusts; the largest "
+        f"share, {biggest[2]:.0%}, "
         f"sits in the {biggest[0]} weights. LayerNorm has only a scale and a shift per "
         "dimension, so it barely counts."
     )

@@ -105,7 +105,8 @@ st.markdown(
     "no estimate at all: $0/0$. The GPT's distribution is defined for every context, because "
     "similar contexts get similar vectors and so share what was learned about each other "
     "(Bengio et al., 2003, the argument for embeddings). **Kneser-Ney** smoothing is counting's "
-    "answer: when a context is rare or unseen it falls back on a shorter one."
+    "answer: it always mixes in the estimate of a shorter context, and falls back on it when the "
+    "context is rare or unseen."
 )
 c1, c2 = st.columns([3, 2], gap="large")
 typed = state.bind(
@@ -192,7 +193,7 @@ st.markdown(
     "The longer the context, the more of the contexts met in new text were never in the "
     "training text, and a count ratio cannot be computed there at all. This is the **curse of "
     "dimensionality** for counts: with $V$ tokens there are $V^{n-1}$ possible contexts, and a "
-    "corpus holds a vanishing share of them."
+    "corpus holds a vanishing share of them. " + ng.sparsity_claim(models.unseen).text
 )
 st.plotly_chart(
     cache.figure(
@@ -209,12 +210,12 @@ st.markdown(
     "Each n-gram model is scored like the GPT: the average $-\\log_2 p$ of each validation "
     "token, in **bits**. Unseen counts would cost infinitely many bits, so counts are smoothed. "
     "**Add-k** adds $k$ to every count ($k$ picked on the last 10% of the training split, never "
-    "on validation): simple, but it spreads mass evenly over all $V$ tokens, so past a few "
-    "tokens of context the sparse counts make it worse, not better. **Interpolated "
+    "on validation): simple, but it spreads mass evenly over all $V$ tokens, so with longer "
+    "contexts its sparse counts can make it worse, not better. **Interpolated "
     "Kneser-Ney** subtracts a discount $D$ (from the counts of counts, nothing tuned) and gives "
     "the freed mass to a shorter context, where lower orders count how many *different* tokens "
-    "came before a token rather than how often it occurs: the best of the classic counting "
-    "models. Per character, a character model and a BPE model compare fairly."
+    "came before a token rather than how often it occurs: in its modified form, the best of "
+    "the classic counting models (Chen and Goodman, 1998). Per character, a character model and a BPE model compare fairly."
 )
 bpt_ng = {
     "add-k": [x / ng.LN2 for x in scores.add_k],
@@ -222,13 +223,20 @@ bpt_ng = {
 }
 bpc_ng = {name: [x / models.chars_per_token for x in v] for name, v in bpt_ng.items()}
 own = val_loss(ctx.bundle)
-gpt_token = {ctx.name: own / ng.LN2} if own is not None else {}
-gpt_char = {}
+causal = ctx.config.causal  # a model without the causal mask saw the token it was scored on
+gpt_token = {ctx.name: own / ng.LN2} if own is not None and causal else {}
+gpt_char, lookahead = {}, []
 same = corpus.same_corpus_models(ctx.bundle)
 for name, bid in sorted(same.items(), key=lambda item: item[0] != ctx.name):  # this model first
+    if not cache.bundle(bid).config.causal:
+        lookahead.append(name)
+        continue
     bpc = corpus.gpt_bits_per_char(bid)
     if bpc is not None:
         gpt_char[name] = bpc
+versus = ng.gpt_vs_counts_claim(
+    ctx.name, None if own is None else own / ng.LN2, scores.orders, bpt_ng["Kneser-Ney"], causal
+)
 p1, p2 = st.columns(2, gap="large")
 p1.plotly_chart(
     cache.figure(
@@ -248,10 +256,17 @@ p2.plotly_chart(
     ),
     key="ng_per_char",
 )
+st.markdown(ng.add_k_claim(scores.orders, bpt_ng["add-k"]).text + " " + versus.text)
 st.caption(
     f"Scored on {scores.n_eval:,} validation tokens ({models.chars_per_token:.2f} characters "
     "per token). Dashed lines: each model's last recorded validation loss, converted with its "
     "own tokens' characters per token."
+    + (
+        f" Left off: {', '.join(lookahead)}, without a causal mask (it saw the token it was "
+        "scored on)."
+        if lookahead
+        else ""
+    )
 )
 with st.expander("The numbers behind it"):
     st.dataframe(

@@ -75,7 +75,7 @@ def counts_line(tokenizer: Tokenizer, text: str) -> str:
 # ---- the idea -----------------------------------------------------------------------------------
 
 st.markdown(
-    "A language model never sees letters. Before anything else, the text is cut into **tokens** "
+    "A language model never sees text as you do. Before anything else, it is cut into **tokens** "
     "(pieces from a fixed list, the **vocabulary**) and each token is replaced by its number in "
     "that list, its **id**. A **character-level** tokenizer uses one token per letter: a tiny "
     "vocabulary, but long sequences. A **word-level** tokenizer uses one token per word: short "
@@ -172,8 +172,7 @@ st.plotly_chart(
 )
 st.caption(
     f"Each point is a BPE trained on the first {CURVE_CHARS // 1000} kB of the corpus and used to "
-    "encode that same text. The first merges save the most; each doubling of the vocabulary saves "
-    "less, while the embedding table (one vector per token) keeps growing."
+    "encode that same text. " + tk.vocab_curve_claim(sizes, counts).text
 )
 
 # ---- the pitfalls -------------------------------------------------------------------------------
@@ -191,9 +190,9 @@ shown_here = [
     (f"This model's tokenizer ({ctx.name})", ctx.tokenizer),
     (f"The BPE of vocabulary {vocab}", bpe),
 ]
-for name, examples, why in tk.PITFALLS:
-    if name == tk.NUMBERS:  # true of the chips below, whichever tokenizers they come from
-        why = tk.numbers_note(shown_here, examples, corpus_digits(), CORPUS.title())
+for name, examples in tk.PITFALLS:
+    # what the chips below show, on whichever tokenizers they come from
+    why = tk.pitfall_claim(name, examples, shown_here, corpus_digits(), CORPUS.title()).text
     st.markdown(f"**{name}.** {why}")
     for example in examples:
         c1, c2, c3 = st.columns([1, 2, 2])

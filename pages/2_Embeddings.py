@@ -54,6 +54,12 @@ def neighbours(bundle_id: str, token: int) -> emb.Neighbours:
     return emb.nearest_neighbours(cache.bundle(bundle_id).model.W_E.detach(), token, N_NEIGHBOURS)
 
 
+@st.cache_data(show_spinner=False, max_entries=256)
+def neighbours_note(bundle_id: str, token: int, label: str) -> str:
+    weights = cache.bundle(bundle_id).model.W_E.detach()
+    return emb.neighbours_claim(weights, token, label, N_NEIGHBOURS).text
+
+
 @st.cache_data(show_spinner=False, max_entries=32)
 def positions(bundle_id: str) -> tuple[np.ndarray | None, np.ndarray | None]:
     table = emb.position_table(cache.bundle(bundle_id).model)
@@ -128,10 +134,17 @@ def swap_figures(bundle_id: str, ids: tuple[int, ...], i: int, j: int) -> list[g
 st.markdown(
     "The model's first step turns each token id into a vector: row *id* of the **embedding "
     f"matrix** W_E, a table with one row of d_model = {cfg.d_model} learned numbers per token of "
-    f"the vocabulary ({cfg.vocab_size:,} rows here). Tokens used in similar ways end up with similar "
-    "vectors. Attention by itself does not know where a token stands in the text, so a second "
-    "vector that depends only on the **position** *t* is added to it. That sum is what the first "
-    "layer reads (the start of the **residual stream**)."
+    f"the vocabulary ({cfg.vocab_size:,} rows here). Training tends to give tokens used in similar "
+    "ways similar vectors (the neighbours below show how far this model got). Attention by "
+    "itself does not know where a token stands in the text, so a second vector that depends "
+    "only on the **position** *t* is added to it. That sum is what the first layer reads (the "
+    "start of the **residual stream**)."
+    + (
+        " This model **ties** its unembedding to this matrix (W_U = W_Eᵀ): the same vectors "
+        "also score every token as the next one."
+        if cfg.tie_embeddings
+        else ""
+    )
 )
 st.latex(r"x_t = W_E[\,\text{id}_t\,] + P[\,t\,]")
 
@@ -181,6 +194,8 @@ with right:
             ),
         },
     )
+shown_token = show_whitespace(labels[token]).replace("`", "ˋ")
+st.markdown(neighbours_note(ctx.bundle_id, token, shown_token))
 st.caption(
     f"The two directions explain {result.explained[0]:.0%} and {result.explained[1]:.0%} of the "
     "spread of the token vectors; the rest is in directions the picture cannot show."
@@ -217,10 +232,7 @@ st.caption(f"This model's positions: **{kind}**. Right: the formula, for the sam
 left, right = st.columns(2, gap="large")
 with left:
     if learned_figs is None:
-        st.info(
-            "This model adds no position vectors, so nothing tells it where a token stands "
-            "except what causal attention implies (a token sees only the tokens before it)."
-        )
+        st.info(emb.no_positions_note(cfg.causal).text)
     else:
         for k, fig in enumerate(learned_figs):  # keyed: a sinusoidal model's equal the formula's
             st.plotly_chart(fig, width="stretch", key=f"emb_model_pos_{k}")
@@ -237,9 +249,9 @@ st.caption(
 
 st.subheader("Why positions are needed: swap two tokens")
 st.markdown(
-    "Attention adds up the earlier tokens' values weighted by softmax scores, and a sum does not "
-    "depend on the order of its terms. So **without position vectors**, swapping two earlier tokens "
-    "cannot change what the last token's first attention layer outputs: the model could not tell "
+    "Attention adds up the values of the tokens a token can see, weighted by softmax scores, and "
+    "a sum does not depend on the order of its terms. So **without position vectors**, swapping two earlier tokens "
+    "cannot change what the last token's first attention layer outputs: that layer could not tell "
     '"dog bites man" from "man bites dog". With positions added, the vectors themselves differ, '
     "so the output changes."
 )
@@ -273,8 +285,6 @@ st.html(
         list(zip(swapped_ids, emb.swap(ctx.pieces, i, j), strict=True)), marked={i, j}
     )
 )
-if i == j:
-    st.info("Pick two different tokens to swap.")
 runs = swap_runs(ctx.bundle_id, tuple(ctx.ids), i, j)
 off, on = runs["off"], runs.get("on")
 m1, m2, m3 = st.columns(3)
@@ -301,22 +311,8 @@ st.caption(
     "swapped prompt. "
     "4.8e-07 means 4.8 × 10⁻⁷ = 0.00000048."
 )
-st.markdown(
-    f"With positions zeroed the two outputs agree to about {off.max_diff:.0e}: float rounding, "
-    "since the computer adds the same numbers in a different order. "
-    + (
-        f"With positions on they differ by up to {on.max_diff:.2g}. "
-        if on is not None
-        else "This model has no positions at all, so word order never reaches layer 0. "
-    )
-    + (
-        "From layer 1 on the invariance stops even without positions: the tokens *between* the "
-        "two swapped ones saw a different set of earlier tokens in layer 0, and the last token "
-        "reads their outputs in layer 1. Causal attention is itself a weak source of order."
-        if "off_layer1" in runs
-        else ""
-    )
-)
+same_token = i == j or ctx.ids[i] == ctx.ids[j]
+st.markdown(emb.swap_claim(off, on, runs.get("off_layer1"), cfg.causal, same_token).text)
 st.markdown(
     "Below: how much each of the last token's layer-0 attention output numbers changes when the "
     "two tokens are swapped (swapped minus original), both charts on the same scale."

@@ -25,8 +25,9 @@ T = len(ctx.ids)
 st.markdown(
     "After attention, each block of a transformer usually has an **MLP** (multi-layer "
     "perceptron): it works on every token "
-    "on its own, widens the vector from $d_\\text{model}$ to $d_\\text{mlp}$ numbers, applies a "
-    "nonlinearity, and narrows it back. Each of the $d_\\text{mlp}$ middle numbers is a "
+    f"on its own, maps the vector from $d_\\text{{model}}$ = {cfg.d_model} to $d_\\text{{mlp}}$ = "
+    f"{cfg.d_mlp} numbers, applies a nonlinearity, and maps it back to $d_\\text{{model}}$. "
+    "Each of the $d_\\text{mlp}$ middle numbers is a "
     "**neuron**; its **activation** says how strongly it fires on this token. The nonlinearity "
     f"here is {ACT_LABELS[cfg.act]}, which lets positive values through and "
     + (
@@ -120,8 +121,9 @@ st.plotly_chart(
     )
 )
 st.caption(
-    "Red: the neuron fires on this token; white: it is off; blue: slightly negative. Columns are "
-    "ordered by their strongest activation on the prompt, strongest first."
+    "Red: the neuron is active on this token, the deeper the stronger; white: about zero"
+    + ("" if cfg.act == "relu" else "; blue: slightly negative (never below −0.17)")
+    + ". Columns are ordered by their strongest activation on the prompt, strongest first."
 )
 
 
@@ -228,26 +230,30 @@ def one_neuron(layer: int, post: np.ndarray, default: int) -> None:
 
 def about_ranking(layer: int, neuron: int) -> None:
     """How the opening neuron was chosen, how many are dead, and a flag on a dead or positional one."""
-    dead = int(ranking.dead[layer].sum())
+    dead = nx.dead_neurons_claim(ranking.peak[layer], N_WINDOWS)
     st.caption(
         f"The page opens on layer {layer}'s clearest neuron, **{ranking.best(layer)}**: the one "
         f"whose {N_EXAMPLES} best snippets peak highest, discounted when those peaks sit at the "
         "same position of their snippets (a neuron that fires on the first token of every "
-        "snippet reacts to the position, not the text). "
-        f"**{dead} of {M}** neurons in this layer are dead: they never fire above "
-        f"{nx.DEAD_BELOW} on the {N_WINDOWS} snippets."
+        "snippet, whatever that token is, reacts to the position, not the text). " + dead.text
     )
-    share, peak = float(ranking.position_share[layer, neuron]), float(ranking.peak[layer, neuron])
+    peak = float(ranking.peak[layer, neuron])
     if ranking.dead[layer, neuron]:
         st.warning(
             f"Neuron {neuron} is dead: its largest activation on the {N_WINDOWS} snippets is "
-            f"{round(peak, 2) + 0.0:.2f}, below {nx.DEAD_BELOW}. The snippets below show where it is least off."
+            f"{round(peak, 2) + 0.0:.2f}, below {dead.numbers['threshold']:.2g}. The snippets "
+            "below show where it is least off."
         )
-    elif share >= 0.5:
-        st.info(
-            f"{share:.0%} of neuron {neuron}'s best snippets peak at the same position: it "
-            "mostly reacts to where a token sits, not to what it is."
-        )
+        return
+    examples = nx.top_examples(found.maxima, found.argmax, layer, neuron, N_EXAMPLES)
+    where = [e.position for e in examples]
+    tokens = [
+        show_whitespace(token_text(tok, int(found.windows.ids[e.window, e.position])))
+        for e in examples
+    ]
+    claim = nx.position_claim(where, tokens, found.windows.ids.shape[1], neuron)
+    if claim.text:
+        st.info(claim.text)
 
 
 try:

@@ -21,8 +21,8 @@ V = ctx.tokenizer.vocab_size
 st.markdown(
     "After reading the prompt, the model gives every token of its vocabulary a score, its "
     "**logit** $z_i$. The **softmax** turns the scores into probabilities that add up to 1. Before "
-    "that, the scores are divided by the **temperature** $T$: below 1 the likely tokens get even "
-    "likelier (sharper), above 1 the distribution flattens, and $T = 0$ always takes the most "
+    "that, the scores are divided by the **temperature** $T$: below 1 the distribution sharpens "
+    "(the most likely token gets likelier still), above 1 it flattens, and $T = 0$ always takes the most "
     "likely token (*greedy*). **Top-k** keeps only the $k$ most likely tokens, **top-p** (nucleus) "
     "keeps the fewest most likely tokens whose probabilities add up to at least $p$; the cut tokens "
     "get probability 0 and the rest are scaled up again (*renormalised*) to add up to 1. With "
@@ -104,7 +104,8 @@ st.markdown(
     r"**Entropy** $H = -\sum_i p_i \log p_i$ measures how spread out the distribution the sampler "
     f"uses is: 0 means the next token is certain; {math.log(V):.2f} nats "
     f"({math.log2(V):.2f} bits) would mean all {V:,} tokens are equally likely. "
-    "In bits, it is the number of yes/no questions needed, on average, to learn which token comes."
+    "In bits, it is (to within one question) the average number of yes/no questions the best "
+    "questioning needs to learn which token comes."
 )
 
 # ---- surprisal of the prompt --------------------------------------------------------------------
@@ -126,17 +127,8 @@ if math.isnan(ppl):
 else:
     p1, p2 = st.columns([1, 3])
     p1.metric("Perplexity", f"{ppl:.2f}")
-    p2.markdown(
-        f"On average the model was as unsure as if it had to pick fairly among **{ppl:.1f}** "
-        f"tokens at each step. A model that knew nothing would score {V} (its whole "
-        "vocabulary); a model that predicted the text perfectly would score 1. "
-        + (
-            "Here it scores worse than a blind guess: it was confidently wrong about some tokens. "
-            if ppl > V
-            else ""
-        )
-        + "Hover a token to see its numbers."
-    )
+    claim = nt.perplexity_claim(ppl, V, ctx.config.causal)
+    p2.markdown(claim.text + " Hover a token to see its numbers.")
 
 # ---- the training text behind it (ui/training_text.py) --------------------------------------------
 training_text.prompt_probability(ctx, surprisal)

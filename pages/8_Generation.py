@@ -31,8 +31,8 @@ st.markdown(
     "step at a time. The **sampler** draws the next token at random from the distribution "
     "(reshaped by temperature, top-k and top-p, as on the *Next token* page); at temperature 0 it is "
     "**greedy** and always takes the most likely token. You may overrule it and **force** any other "
-    "token. The **seed** fixes the random draws: the same seed and the same choices give the same "
-    "text on every computer, so a class can follow along."
+    "token. The **seed** fixes the random draws: the same model, seed and choices give the same "
+    "text again, so a class can follow along."
 )
 st.latex(
     r"x_{t+1} \sim p(\,\cdot \mid x_1, \dots, x_t) \qquad "
@@ -298,21 +298,15 @@ def draw_attention(seq: list[int]) -> None:
 # ---- with and without the KV cache ------------------------------------------------------------
 def draw_kv_comparison(seq: list[int], stepper: dict) -> None:
     st.subheader("Generation with and without the KV cache")
-    st.markdown(
-        "Without a cache, every step runs the model again over the whole text. But the keys and "
-        "values of earlier tokens never change (a token only looks back), so a **KV cache** "
-        "stores them and each step feeds only the newest token. Same seed, same settings: the "
-        "tokens must be identical, only the time differs. (When the text outgrows the context, "
-        "the cache is rebuilt from the last tokens, so both ways see the same window.)"
-    )
+    st.markdown(gen.kv_cache_idea(cfg.causal))
     room = cfg.n_ctx - len(seq)
     st.caption(
         f"The context holds {cfg.n_ctx} tokens and the text has {len(seq)}, so "
         + (f"{room} more fit. " if room > 0 else "it is full. ")
-        + "Past the context the cache cannot be reused: when the oldest token drops out every "
-        "position shifts by one, so both ways re-run the whole window and take about the same "
-        "time. On a small model much of each step is Python overhead, so the saving is "
-        "modest; it grows with the context and the model."
+        + "Past the context the cache cannot be reused: when the oldest token drops out, every "
+        "remaining token's position and the tokens it saw change, so both ways re-run the whole "
+        "window and take about the same time. Part of each step is fixed overhead that no "
+        "cache saves; the saving grows with the context and the model."
     )
     k1, k2 = st.columns([1, 3], vertical_alignment="bottom")
     n_kv = k1.number_input(
@@ -328,16 +322,13 @@ def draw_kv_comparison(seq: list[int], stepper: dict) -> None:
         m1.metric("With the KV cache", f"{result.seconds_with * 1000:.0f} ms")
         m2.metric("Without it", f"{result.seconds_without * 1000:.0f} ms")
         m3.metric("Speed-up", f"{result.seconds_without / max(result.seconds_with, 1e-9):.1f}×")
-        if result.match:
-            st.success(
-                f"The {len(result.with_cache)} tokens match, one for one.",
-                icon=":material/check_circle:",
-            )
+        claim = gen.kv_cache_claim(result, cfg.causal)
+        if claim.made:
+            st.success(claim.text, icon=":material/check_circle:")
+        elif cfg.causal:
+            st.error(claim.text, icon=":material/error:")
         else:
-            st.error(
-                f"The tokens differ from token {result.first_difference + 1} on.",
-                icon=":material/error:",
-            )
+            st.info(claim.text)
         st.caption(f"Generated after the first {start} tokens of the text above:")
         st.code(tok.decode(result.with_cache), language=None, wrap_lines=True)
 

@@ -169,7 +169,11 @@ def test_rank_neurons_flags_and_skips_dead_neurons():
     maxima, argmax = _constructed_peaks()
     maxima[0, :, :2] = DEAD_BELOW / 2  # neurons 0 and 1 never reach the threshold
     maxima[0, :, 2], argmax[0, :, 2] = DEAD_BELOW * 3, 0  # neuron 2 fires, always at position 0
+    # Dead means silent while the layer fires: four layer-mates peak at 1.0 (at position 0, so
+    # they score 0 like neuron 2 and it still comes first).
+    maxima = np.concatenate([maxima, np.ones((1, 10, 4))], axis=2)
+    argmax = np.concatenate([argmax, np.zeros((1, 10, 4), dtype=np.int64)], axis=2)
     r = rank_neurons(maxima, argmax, k=8)
-    assert r.dead[0].tolist() == [True, True, False]
+    assert r.dead[0].tolist() == [True, True, False, False, False, False, False]
     assert r.score[0, 1] > r.score[0, 2] == 0  # the dead neuron 1 would win on score alone
     assert r.best(0) == 2

@@ -139,10 +139,12 @@ def test_token_counts_and_the_vocab_curve(corpus):
 
 
 def test_pitfalls_each_have_examples_and_a_reason():
-    assert {name for name, _, _ in T.PITFALLS} >= {"Counting letters", "Leading spaces"}
-    # Every reason is fixed text but the numbers one, which numbers_note writes for the tokenizers.
-    assert all(examples and why.endswith(".") for n, examples, why in T.PITFALLS if n != T.NUMBERS)
-    assert [why for n, _, why in T.PITFALLS if n == T.NUMBERS] == [""]
+    assert {name for name, _ in T.PITFALLS} >= {"Counting letters", "Leading spaces"}
+    # Every reason is written by pitfall_claim for the tokenizers shown (tests/test_claims_core.py).
+    char = Tokenizer.train("To be, or not: 1 and 25.", "char")
+    for name, examples in T.PITFALLS:
+        assert examples
+        assert T.pitfall_claim(name, examples, [("The char model", char)], 5).text.endswith(".")
 
 
 def test_missing_digits_are_exactly_those_that_encode_to_unk():

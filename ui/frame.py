@@ -18,6 +18,7 @@ import streamlit as st
 from streamlit.errors import StreamlitPageNotFoundError
 
 from ui import cache, models, nav, scrubber, state
+from viz_model.analysis.next_token import loss_lookahead_claim
 from viz_model.analysis.training import final_step, losses_at
 from viz_model.charts.common import UNK_CLOSE, UNK_OPEN, show_whitespace, token_labels
 from viz_model.checkpoint import Bundle, CheckpointError
@@ -339,9 +340,11 @@ def loss_note(bundle: Bundle) -> str:
     """What the loss rows mean, under the model card; for a task, what part of it is luck."""
     note = (
         "Loss: the average −ln p the model gave the true next token on held-out text; "
-        "perplexity e^loss: as unsure as a pick among that many tokens. "
+        "perplexity e^loss: as unsure as a fair pick among that many tokens. "
         "A blind guess gives every token the same chance."
     )
+    if (lookahead := loss_lookahead_claim(bundle.config.causal)).made:
+        note += " " + lookahead.text
     task = _task_of(bundle)
     if task is not None:
         note += f" On this task {TASK_UNPREDICTABLE[task[0]]}, so no model scores below the best possible."

@@ -14,6 +14,7 @@ import streamlit as st
 from ui import cache, corpus, state
 from ui.frame import PageContext
 from ui.shared_cache import shared
+from viz_model.analysis import next_token as nt
 from viz_model.analysis import ngrams as ng
 from viz_model.analysis.tokens import token_text
 from viz_model.charts import ngrams as charts
@@ -56,6 +57,8 @@ def prompt_probability(ctx: PageContext, surprisal: np.ndarray) -> None:
     if len(log_p) < 2:
         st.info("The prompt has one token: type at least two to give a text a probability.")
         return
+    if (note := nt.lookahead_claim(ctx.config.causal)).made:
+        st.warning(note.text)
     _metrics(log_p, "prompt")
     st.plotly_chart(
         charts.contribution_chart(
@@ -154,6 +157,8 @@ def generation_checks(ctx: PageContext, seq: list[int], n_prompt: int) -> None:
         "everything before it. Multiplied together they give the probability of the whole "
         "continuation, which shrinks with every token: even the most likely text is improbable."
     )
+    if (note := nt.lookahead_claim(ctx.config.causal)).made:
+        st.warning(note.text)
     _metrics(log_p, "generated text | prompt")
     labels = [
         f"{n_prompt + i}:{show_whitespace(token_text(ctx.tokenizer, t))}"
@@ -166,12 +171,19 @@ def generation_checks(ctx: PageContext, seq: list[int], n_prompt: int) -> None:
     memorisation(ctx, seq, n_prompt)
 
 
+@st.cache_data(show_spinner=False, max_entries=16)
+def _chance(bundle_id: str) -> int:
+    """The longest stretch held-out text shares with the training split (the chance overlap)."""
+    return ng.chance_match_length(corpus.token_models(bundle_id).index)
+
+
 def memorisation(ctx: PageContext, seq: list[int], n_prompt: int) -> None:
     models = corpus.token_models(ctx.bundle_id)
     st.markdown(
         "**Memorisation check.** Stretches of the text that occur word for word in the corpus "
-        "(either split) and reach into the generated part. Long ones from the training split are "
-        "copied; the validation split was never trained on."
+        "(either split) and reach into the generated part. Short ones are everywhere by chance; "
+        "a stretch counts as copied only when it is longer than any that held-out text (the "
+        "validation split, never trained on) shares with the training split."
     )
     if models is None:
         st.info(f"“{ctx.name}” does not say what text it was trained on, so nothing to compare.")
@@ -189,8 +201,8 @@ def memorisation(ctx: PageContext, seq: list[int], n_prompt: int) -> None:
     tok = ctx.tokenizer
     pieces = [token_text(tok, t) for t in seq]
     st.html(charts.span_chips(pieces, ng.covered(spans, len(seq)), n_prompt))
+    st.markdown(ng.memorisation_claim(spans, int(min_len), _chance(ctx.bundle_id), n_prompt).text)
     if not spans:
-        st.caption(f"No stretch of {min_len} tokens or more is in the corpus.")
         return
     st.dataframe(
         [

@@ -12,7 +12,8 @@ token's layer-0 attention output is a function of its own vector and of the *set
 ~1e-7) by any shuffle of the earlier tokens; so are its layer-0 MLP output and residual stream, all
 computed per position. From layer 1 on it changes in general: the tokens between the two swapped
 ones saw a different prefix in layer 0, so the last token attends to different vectors in layer 1.
-(With bidirectional attention every layer's output at the last token would be invariant.)
+With bidirectional attention (a model without the causal mask) every token sees the same set at
+every layer, so every layer's output at the last token is invariant: `swap_claim` says which holds.
 Not here: drawing (charts/embeddings.py).
 """
 
@@ -24,6 +25,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from viz_model.analysis.claims import Claim
 from viz_model.hooks import patch
 from viz_model.model import GPT
 
@@ -144,3 +146,149 @@ def swap_experiment(
 ) -> SwapResult:
     """swap_experiments for one layer: the last token's attention output, original and swapped."""
     return swap_experiments(model, ids, i, j, positions, (layer,))[layer]
+
+
+# ---- claims (DESIGN.md section 9) ------------------------------------------------------------------
+
+ROUNDING = 1e-5  # float32 sums in another order differ by ~1e-7 of their size: 100x that
+
+
+def rounding_limit(result: SwapResult) -> float:
+    """The largest difference float rounding explains: ROUNDING x the size of the output (its
+    largest number; a random model's outputs are ~1e-3, a trained one's ~1)."""
+    return ROUNDING * max(float(np.abs(result.original).max()), 1e-30)
+
+
+def swap_claim(
+    off: SwapResult,
+    on: SwapResult | None,
+    off_layer1: SwapResult | None,
+    causal: bool,
+    same_token: bool,
+) -> Claim:
+    """What swapping two earlier tokens did to the last token's attention output, in words:
+    positions zeroed (layer 0, and layer 1 when the model has one), positions on. Each change is
+    called a change only past float rounding (`rounding_limit`); the layer-1 sentence depends on
+    the causal mask (with it, the tokens between the swapped ones saw another prefix; without it,
+    every token sees the same set and nothing changes)."""
+    limit = rounding_limit(off)
+    numbers = {"off": off.max_diff, "limit": limit, "causal": float(causal)}
+    numbers |= {"same_token": float(same_token)}
+    if on is not None:
+        numbers |= {"on": on.max_diff, "limit_on": rounding_limit(on)}
+    if off_layer1 is not None:
+        numbers |= {"off_layer1": off_layer1.max_diff, "limit_layer1": rounding_limit(off_layer1)}
+    if same_token:
+        text = (
+            "The two tokens picked are the same token, so swapping them leaves the prompt as it "
+            "was: nothing can change. Pick two different tokens."
+        )
+        return Claim(text, False, numbers)
+    parts, made = [], True
+    if off.max_diff <= limit:
+        parts.append(
+            f"With positions zeroed the two outputs agree to about {off.max_diff:.0e}: float "
+            "rounding, since the computer adds the same numbers in a different order."
+        )
+    else:
+        made = False
+        parts.append(
+            f"With positions zeroed the two outputs differ by {off.max_diff:.2g}, more than float "
+            f"rounding ({limit:.0e}) explains."
+        )
+    if on is None:
+        parts.append("This model has no positions at all, so word order never reaches layer 0.")
+    elif on.max_diff > numbers["limit_on"]:
+        parts.append(f"With positions on they differ by up to {on.max_diff:.2g}.")
+    else:
+        made = False
+        parts.append(
+            f"With positions on they differ by only {on.max_diff:.0e}, no more than rounding: "
+            "this swap does not show the positions at work."
+        )
+    if off_layer1 is not None:
+        d1, limit1 = off_layer1.max_diff, numbers["limit_layer1"]
+        if causal and d1 > limit1:
+            parts.append(
+                f"From layer 1 on the invariance stops even without positions (a difference of "
+                f"{d1:.2g} there): the swapped tokens and the ones between them saw a different "
+                "set of earlier tokens in layer 0, and the last token reads their outputs in "
+                "layer 1. Causal attention is itself a weak source of order."
+            )
+        elif not causal and d1 <= limit1:
+            parts.append(
+                f"This model has no causal mask: every token sees the whole prompt, so in layer "
+                f"1 too the output is unchanged ({d1:.0e}). Without positions it could not tell "
+                "word order at all."
+            )
+        else:
+            made = False
+            parts.append(
+                f"In layer 1, with positions zeroed, the outputs differ by {d1:.2g} "
+                f"(float rounding explains up to {limit1:.0e})."
+            )
+    return Claim(" ".join(parts), made, numbers)
+
+
+def no_positions_note(causal: bool) -> Claim:
+    """What tells a model without position vectors where a token stands (its config decides)."""
+    if causal:
+        text = (
+            "This model adds no position vectors, so nothing tells it directly where a token "
+            "stands. Only the causal mask carries order: a token sees only the tokens before "
+            "it, so later layers can infer, for instance, how many came before."
+        )
+    else:
+        text = (
+            "This model adds no position vectors and has no causal mask: every token sees the "
+            "whole prompt the same way, so to it the prompt is a bag of tokens with no order."
+        )
+    return Claim(text, True, {"causal": float(causal)})
+
+
+def shuffled_table(embeddings: torch.Tensor | np.ndarray, seed: int = 0) -> np.ndarray:
+    """The same numbers with each dimension shuffled between tokens on its own: every column keeps
+    its values (its mean and spread), but which token has which is random. What the neighbours of
+    a table without learned structure look like: the chance baseline of `neighbours_claim`."""
+    x = np.asarray(embeddings, dtype=np.float32)
+    rng = np.random.default_rng(seed)
+    return np.stack([rng.permutation(x[:, d]) for d in range(x.shape[1])], axis=1)
+
+
+def chance_similarity(x: np.ndarray, token: int, shuffles: int = 4) -> float:
+    """The best cosine similarity row `token` finds among the other rows of `shuffled_table(x)`,
+    averaged over `shuffles` seeded shuffles."""
+    query = F.normalize(torch.as_tensor(x[token]), dim=0)
+    best = []
+    for seed in range(shuffles):
+        others = np.delete(shuffled_table(x, seed), token, axis=0)
+        best.append(float((F.normalize(torch.as_tensor(others), dim=-1) @ query).max()))
+    return float(np.mean(best))
+
+
+def neighbours_claim(
+    embeddings: torch.Tensor | np.ndarray, token: int, label: str, k: int = 10
+) -> Claim:
+    """Are a token's nearest neighbours closer than chance? Compares the mean cosine similarity
+    of its k nearest tokens with the best similarity the same vector finds in a table with the
+    same numbers shuffled between tokens (`chance_similarity`). Claimed when the mean of the k
+    best beats the chance table's single best."""
+    x = np.asarray(embeddings, dtype=np.float32)
+    near = nearest_neighbours(x, token, k)
+    mean = float(np.mean(near.similarity))
+    chance = chance_similarity(x, token)
+    numbers = {"mean": mean, "chance": chance, "k": k}
+    if mean > chance:
+        text = (
+            f"The {k} nearest tokens to `{label}` have a cosine similarity of {mean:.2f} on "
+            f"average; in the same table with its numbers shuffled between tokens (no learned "
+            f"grouping) the nearest reaches only {chance:.2f}: this model has placed `{label}` "
+            "near these tokens."
+        )
+        return Claim(text, True, numbers)
+    text = (
+        f"The {k} nearest tokens to `{label}` (cosine similarity {mean:.2f} on average) are no "
+        f"closer than the nearest in the same table with its numbers shuffled between tokens "
+        f"({chance:.2f}): these neighbours show no learned grouping."
+    )
+    return Claim(text, False, numbers)

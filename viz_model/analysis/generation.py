@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from viz_model.analysis.claims import Claim
 from viz_model.analysis.next_token import crop_to_context
 from viz_model.model import GPT
 from viz_model.sampling import (
@@ -272,3 +273,52 @@ def restore_link(
             "(the link was made with another model or prompt, or the model was retrained)",
         )
     return steps, problems
+
+
+# ---- claims (DESIGN.md section 9) ------------------------------------------------------------------
+
+
+def kv_cache_claim(result: KVComparison, causal: bool) -> Claim:
+    """What the comparison with and without the KV cache showed. With the causal mask the cache
+    is exact, so the tokens must match; without it every earlier token also reads the newest one,
+    their keys and values change at every step, and generation cannot use a cache at all
+    (viz_model.sampling.generate falls back to the full window), so a match shows nothing."""
+    n, first = len(result.with_cache), result.first_difference
+    speedup = result.seconds_without / max(result.seconds_with, 1e-9)
+    numbers = {"tokens": n, "match": float(result.match), "causal": float(causal)}
+    numbers |= {"first_difference": -1 if first is None else first, "speedup": speedup}
+    if not causal:
+        text = (
+            "This model has no causal mask: every earlier token also reads the newest one, so "
+            "their keys and values change at every step and there is nothing to cache. Both runs "
+            "recomputed the whole window at every step"
+            + (", so they give the same tokens" if result.match else "")
+            + " and the time difference is noise."
+        )
+        return Claim(text, False, numbers)
+    if result.match:
+        return Claim(f"The {n} tokens match, one for one.", True, numbers)
+    text = (
+        f"The tokens differ from token {first + 1} on: with a causal mask the cache should give "
+        "the same numbers up to float rounding, which can only flip a draw between two "
+        "near-equal probabilities."
+    )
+    return Claim(text, False, numbers)
+
+
+def kv_cache_idea(causal: bool) -> str:
+    """The KV cache in words, true of this model's attention (a causal mask or none)."""
+    text = (
+        "Without a cache, every step runs the model again over the whole text. But with a causal "
+        "mask the keys and values of earlier tokens never change (a token only looks back), so a "
+        "**KV cache** stores them and each step feeds only the newest token. Same seed, same "
+        "settings: the tokens must be identical, only the time differs. (When the text outgrows "
+        "the context, the cache is rebuilt from the last tokens, so both ways see the same "
+        "window.)"
+    )
+    if not causal:
+        text += (
+            " **This model has no causal mask**, so its earlier tokens read the newest one too: "
+            "their keys and values change at every step, and a cache would give wrong answers."
+        )
+    return text

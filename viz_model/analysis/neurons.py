@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from viz_model.analysis.claims import Claim
 from viz_model.model import GPT
 from viz_model.tokenization import Tokenizer
 
@@ -148,7 +149,20 @@ def top_examples(
 # ---- which neuron to show first ------------------------------------------------------------------
 
 SCAN_BYTES = 64 * 2**20  # the corpus scan's neurons per batch, float32
-DEAD_BELOW = 0.1  # a neuron whose activation never exceeds this on the corpus sample is "dead"
+DEAD_BELOW = 0.1  # a neuron whose activation never exceeds this on the corpus sample is "dead"...
+DEAD_SHARE = 0.1  # ...and never reaches a tenth of its layer's median peak (a random model's
+# neurons all peak near 0.05: weak, not dead; "dead" means silent while its layer-mates fire)
+POSITION_SHARE = 0.5  # half of a neuron's best snippets peak at one position: a position effect
+
+
+def dead_threshold(peaks: np.ndarray) -> float:
+    """Below what peak a neuron of this layer counts as dead: min(DEAD_BELOW, DEAD_SHARE x the
+    layer's median peak). peaks: (M,) each neuron's largest activation on the sample.
+
+    >>> dead_threshold(np.array([3.0, 2.0, 0.01])), round(dead_threshold(np.full(4, 0.05)), 4)
+    (0.1, 0.005)
+    """
+    return float(min(DEAD_BELOW, DEAD_SHARE * np.median(peaks)))
 
 
 @dataclass
@@ -168,8 +182,9 @@ class NeuronRanking:
 
     @property
     def dead(self) -> np.ndarray:
-        """(n_layer, M) bool: never fires above DEAD_BELOW on the sample."""
-        return self.peak < DEAD_BELOW
+        """(n_layer, M) bool: never fires above its layer's `dead_threshold` on the sample."""
+        limits = np.array([dead_threshold(p) for p in self.peak])  # (n_layer,)
+        return self.peak < limits[:, None]
 
     def best(self, layer: int) -> int:
         """The layer's neuron to open on: the highest score among the living."""
@@ -264,3 +279,66 @@ def corpus_search(
     if not keep:
         return CorpusSearch(windows, maxima, argmax)
     return CorpusSearch(windows, maxima, argmax, top_windows, top_acts)
+
+
+# ---- claims (DESIGN.md section 9) ------------------------------------------------------------------
+
+
+def dead_neurons_claim(peaks: np.ndarray, n_windows: int) -> Claim:
+    """How many of a layer's neurons are dead: their peak over the corpus sample (M,) stays below
+    `dead_threshold` (0.1, and a tenth of the layer's median peak)."""
+    limit, median = dead_threshold(peaks), float(np.median(peaks))
+    dead, m = int((peaks < limit).sum()), int(peaks.size)
+    numbers = {"dead": dead, "neurons": m, "threshold": limit, "median_peak": median}
+    numbers |= {"windows": n_windows}
+    text = (
+        f"**{dead} of {m}** neurons in this layer are dead: they never fire above {limit:.2g} on "
+        f"the {n_windows} snippets (the layer's median neuron peaks at {median:.2f})."
+    )
+    return Claim(text, dead > 0, numbers)
+
+
+def chance_position_share(width: int, k: int, share: float = POSITION_SHARE) -> float:
+    """An upper bound on the chance that `share` of k peaks land on one of `width` positions when
+    each lands anywhere at random: width x P(Binomial(k, 1/width) >= ceil(share k)).
+
+    >>> round(chance_position_share(64, 8), 5)
+    0.00025
+    """
+    from math import ceil, comb
+
+    need, p = ceil(share * k), 1.0 / width
+    tail = sum(comb(k, j) * p**j * (1 - p) ** (k - j) for j in range(need, k + 1))
+    return min(1.0, width * tail)
+
+
+def position_claim(
+    positions: list[int], tokens: list[str], width: int, neuron: int, share: float = POSITION_SHARE
+) -> Claim:
+    """Does a neuron react to where a token sits? positions/tokens: where its k best snippets
+    peak, and the token there. Claimed when at least `share` of the peaks sit at one position,
+    which random positions would do with probability `chance` (< 1%), and the tokens there differ
+    (the same token every time could be what drives it)."""
+    k = len(positions)
+    mode = max(set(positions), key=positions.count) if positions else 0
+    at_mode = [t for p, t in zip(positions, tokens, strict=True) if p == mode]
+    top_share = len(at_mode) / k if k else 0.0
+    chance = chance_position_share(width, k, share) if k else 1.0
+    distinct = len(set(at_mode))
+    numbers = {"share": top_share, "position": mode, "chance": chance, "distinct_tokens": distinct}
+    numbers |= {"threshold": share, "k": k, "width": width}
+    if top_share < share or chance >= 0.01:
+        return Claim("", False, numbers)
+    lead = f"{top_share:.0%} of neuron {neuron}'s best snippets peak at the same position ({mode})"
+    odds = f"(random positions would do that with probability under {max(chance, 1e-6):.0e})"
+    if distinct >= 2:
+        text = (
+            f"{lead}, on {distinct} different tokens {odds}: it mostly reacts to where a token "
+            "sits, not to what it is."
+        )
+        return Claim(text, True, numbers)
+    text = (
+        f"{lead}, always on the same token `{at_mode[0]}`: these snippets cannot tell whether "
+        "the position or the token drives it."
+    )
+    return Claim(text, False, numbers)

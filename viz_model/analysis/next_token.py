@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from viz_model.analysis.claims import Claim
 from viz_model.model import GPT
 from viz_model.sampling import Distribution, SamplingSettings, next_token_distribution
 
@@ -143,3 +144,64 @@ def top_tokens(dist: Distribution, k: int, id_to_token) -> TopTokens:
         probs=dist.probs[idx].numpy(),
         kept=dist.kept[idx].numpy().astype(bool),
     )
+
+
+# ---- claims (DESIGN.md section 9) ------------------------------------------------------------------
+
+
+BLIND_MARGIN = 0.1  # within 10% of the vocabulary size, a perplexity is a blind guess's
+
+
+def perplexity_claim(ppl: float, vocab: int, causal: bool) -> Claim:
+    """What the prompt's perplexity says about the model. A model without the causal mask also
+    sees the token it is scored on, so its perplexity measures copying, not prediction; above the
+    vocabulary size (a blind guess) it gave some tokens less than a blind guess would."""
+    numbers = {"perplexity": ppl, "blind_guess": float(vocab), "perfect": 1.0}
+    numbers |= {"causal": float(causal)}
+    if not causal:
+        text = (
+            f"Perplexity {ppl:.1f}, but this model has no causal mask: at every position it "
+            "also sees the token it is scored on (and everything after it), so this number "
+            "measures how well it copies, not how well it predicts. A causal model could not "
+            "look ahead."
+        )
+        return Claim(text, False, numbers)
+    text = (
+        f"On average the model was as unsure as if it had to pick fairly among **{ppl:.1f}** "
+        f"tokens at each step. A blind guess (every token equally likely) would score {vocab}; "
+        "a model that predicted the text perfectly would score 1."
+    )
+    low, high = (1 - BLIND_MARGIN) * vocab, (1 + BLIND_MARGIN) * vocab
+    numbers |= {"low": low, "high": high}
+    if ppl > high:
+        text += (
+            " Here it scores worse than a blind guess: it gave some of these tokens much less "
+            "probability than a blind guess would (1/V), expecting something else."
+        )
+    elif ppl >= low:
+        text += (
+            " Here it scores about what a blind guess scores: on this text it does no better "
+            "than giving every token the same chance."
+        )
+    return Claim(text, True, numbers)
+
+
+def lookahead_claim(causal: bool) -> Claim:
+    """For a model without the causal mask: its p(x_t | ...) also saw x_t, so products of them are
+    not the probability of a text (made: the warning applies)."""
+    text = (
+        "This model has no causal mask: the probability it gives each token was computed while "
+        "it could see that token (and every later one), so these numbers are not p(x_t | x_<t) "
+        "and their product is not the probability of the text."
+    )
+    return Claim(text if not causal else "", not causal, {"causal": float(causal)})
+
+
+def loss_lookahead_claim(causal: bool) -> Claim:
+    """Under a model card: a model without the causal mask saw each token it was scored on, so
+    its validation loss is not a prediction loss (made: the warning applies)."""
+    text = (
+        "This model has no causal mask: it saw each token it was scored on, so its loss measures "
+        "copying, not prediction, and cannot be compared with a causal model's."
+    )
+    return Claim(text if not causal else "", not causal, {"causal": float(causal)})

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from viz_model import ngram
+from viz_model.analysis.claims import Claim
 from viz_model.corpus_index import DEPTH, CorpusIndex, ranks
 from viz_model.data import VAL_FRACTION, TokenData
 from viz_model.tokenization import Tokenizer
@@ -324,3 +325,151 @@ def text_log_probs(model, seq: list[int], start: int) -> np.ndarray:
             z = torch.log_softmax(model(windows)[:, -1].double().cpu(), -1)  # (B, V)
             out += z[torch.arange(len(later)), torch.tensor([seq[t] for t in later])].tolist()
     return np.array(out, dtype=np.float64)
+
+
+# ---- claims (DESIGN.md section 9) ------------------------------------------------------------------
+
+CHANCE_CHUNKS, CHANCE_CHUNK = 8, 64  # held-out text measured for the chance overlap: 8 x 64 tokens
+
+
+def train_match_lengths(index: CorpusIndex, query, cap: int = 512) -> np.ndarray:
+    """L[i]: the longest stretch query[i : i + L] that occurs in the *training* split (at most
+    cap). As CorpusIndex.match_lengths (L[i + 1] >= L[i] - 1), with occurrences in the training
+    split only, so held-out text is never matched against itself."""
+    query = [int(t) for t in query]
+    out = np.zeros(len(query), dtype=np.int64)
+
+    def in_train(pattern: list[int]) -> bool:
+        return bool((index.find(pattern) < index.n_train).any())
+
+    m = 0
+    for i in range(len(query)):
+        m = max(m - 1, 0)
+        while i + m < len(query) and m < cap and in_train(query[i : i + m + 1]):
+            m += 1
+        out[i] = m
+    return out
+
+
+def chance_match_length(
+    index: CorpusIndex, chunks: int = CHANCE_CHUNKS, length: int = CHANCE_CHUNK
+) -> int:
+    """The longest stretch that held-out text (the validation split, never trained on) shares
+    word for word with the training split: what overlap by chance (common words, names, stock
+    phrases) reaches in this corpus. Measured on `chunks` stretches of `length` tokens spread
+    over the validation split; 0 when there is none."""
+    n_val = index.tokens.size - index.n_train
+    if n_val <= 0:
+        return 0
+    length = min(length, n_val)
+    starts = np.linspace(index.n_train, index.tokens.size - length, chunks).astype(int)
+    best = 0
+    for s in sorted(set(starts.tolist())):
+        best = max(best, int(train_match_lengths(index, index.tokens[s : s + length]).max()))
+    return best
+
+
+def memorisation_claim(spans: list[Span], min_len: int, chance: int, first: int = 0) -> Claim:
+    """Is part of a generated text copied from the training text? Only the generated part of a
+    stretch counts (tokens from `first` on: a prompt quoting the corpus is the user's doing).
+    Claimed when a stretch found in the training split holds more generated tokens than the
+    longest stretch held-out text shares with it by chance (`chance_match_length`); otherwise
+    the neutral sentence says what was found."""
+
+    def generated(s: Span) -> int:
+        return s.end - max(s.start, first)
+
+    trained = [s for s in spans if s.in_train]
+    longest = max(trained, key=generated, default=None)
+    n = generated(longest) if longest else 0
+    numbers = {"chance": chance, "min_len": min_len, "longest": n, "first": first}
+    if longest is None:
+        text = (
+            f"No stretch of {min_len} tokens or more reaching into the generated text is in the "
+            "training split."
+        )
+        return Claim(text, False, numbers)
+    where = f"tokens {longest.start}–{longest.end - 1}"
+    if longest.start < first:
+        where += f", {longest.length} with the prompt"
+    if n > chance:
+        text = (
+            f"A stretch found in the training split ({where}) holds **{n} generated tokens**, "
+            f"more than any stretch held-out text shares with it by chance (up to {chance}): the "
+            "model copied it from its training text."
+        )
+        return Claim(text, True, numbers)
+    text = (
+        f"The longest stretch found in the training split ({where}) holds {n} generated "
+        f"token{'s' * (n != 1)}; held-out text, never trained on, shares stretches of up to "
+        f"{chance} tokens with it too (common words and phrases), so this is no evidence of "
+        "copying."
+    )
+    return Claim(text, False, numbers)
+
+
+def sparsity_claim(unseen: tuple[float, ...]) -> Claim:
+    """Do longer contexts go unseen more often? unseen[n - 1]: the share of validation contexts
+    of n tokens never in the training split. Claimed when the share never falls as n grows and
+    ends higher than it starts."""
+    shares = [float(x) for x in unseen if math.isfinite(x)]
+    numbers = {
+        "first": shares[0] if shares else math.nan,
+        "last": shares[-1] if shares else math.nan,
+    }
+    numbers |= {"n_max": len(shares)}
+    rising = len(shares) >= 2 and all(b >= a for a, b in zip(shares, shares[1:], strict=False))
+    if rising and shares[-1] > shares[0]:
+        text = (
+            f"Here: {shares[0]:.1%} of the contexts of 1 token met in the validation text never "
+            f"occur in the training text; of {len(shares)} tokens, {shares[-1]:.1%}."
+        )
+        return Claim(text, True, numbers)
+    listed = ", ".join(f"{x:.1%}" for x in shares)
+    return Claim(f"Unseen contexts by length here: {listed}.", False, numbers)
+
+
+def add_k_claim(orders: tuple[int, ...], add_k_bits: list[float]) -> Claim:
+    """Does add-k get worse past a few tokens of context? Claimed when its best order is below
+    the largest and the largest order scores worse than the best."""
+    best = int(np.argmin(add_k_bits))
+    numbers = {"best_order": orders[best], "best": add_k_bits[best], "last": add_k_bits[-1]}
+    numbers |= {"last_order": orders[-1]}
+    if best < len(orders) - 1 and add_k_bits[-1] > add_k_bits[best]:
+        text = (
+            f"Here add-k is best at n = {orders[best]} ({add_k_bits[best]:.2f} bits per token) "
+            f"and worse at n = {orders[-1]} ({add_k_bits[-1]:.2f}): past a few tokens of context "
+            "its sparse counts make it worse, not better."
+        )
+        return Claim(text, True, numbers)
+    text = (
+        f"Here add-k keeps improving up to n = {orders[best]} ({add_k_bits[best]:.2f} bits per "
+        "token): this corpus is large enough for its counts at these orders."
+    )
+    return Claim(text, False, numbers)
+
+
+def gpt_vs_counts_claim(
+    name: str, gpt_bits: float | None, orders: tuple[int, ...], kn_bits: list[float], causal: bool
+) -> Claim:
+    """The GPT beside the best counting model, per token of the same tokenizer, on the same
+    validation split: lower bits win. A model without the causal mask saw the token it was scored
+    on, so its loss says nothing about prediction and is not compared."""
+    best = int(np.argmin(kn_bits))
+    numbers = {"kn_best": kn_bits[best], "kn_order": orders[best], "causal": float(causal)}
+    if gpt_bits is None:
+        return Claim(f"“{name}” has no recorded validation loss to compare.", False, numbers)
+    numbers["gpt"] = gpt_bits
+    if not causal:
+        text = (
+            f"“{name}” has no causal mask: in training and validation it saw the token it was "
+            f"scored on, so its loss ({gpt_bits:.2f} bits per token) measures copying, not "
+            "prediction, and is left off the charts."
+        )
+        return Claim(text, False, numbers)
+    kn = f"the best Kneser-Ney model (n = {orders[best]}, {kn_bits[best]:.2f} bits per token)"
+    if gpt_bits < kn_bits[best]:
+        text = f"“{name}” ({gpt_bits:.2f} bits per token) beats {kn}."
+        return Claim(text, True, numbers)
+    text = f"“{name}” ({gpt_bits:.2f} bits per token) does not beat {kn}: counting wins here."
+    return Claim(text, False, numbers)

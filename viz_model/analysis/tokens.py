@@ -19,6 +19,7 @@ from functools import lru_cache
 
 from tokenizers import pre_tokenizers
 
+from viz_model.analysis.claims import Claim
 from viz_model.tokenization import Tokenizer
 
 Merge = tuple[str, str]
@@ -280,39 +281,17 @@ def vocab_curve(text: str, vocab_sizes: Iterable[int]) -> list[tuple[int, int]]:
 
 # ---- the pitfalls -----------------------------------------------------------------------------------
 
-NUMBERS = "Numbers"
+LETTERS, SPACING, NUMBERS = "Counting letters", "Spacing changes everything", "Numbers"
+LEADING, SCRIPTS = "Leading spaces", "Unseen characters and other scripts"
 DIGITS = "0123456789"
 
-PITFALLS: list[tuple[str, list[str], str]] = [
-    (
-        "Counting letters",
-        ["strawberry", " strawberry"],
-        "The model never sees letters, only these pieces: to count the r's it has to have learned "
-        "what is inside each piece.",
-    ),
-    (
-        "Spacing changes everything",
-        ["http://", "http: //"],
-        "One extra space gives different tokens, so text that looks the same to you is a "
-        "different input to the model.",
-    ),
-    (
-        NUMBERS,
-        ["1234567", "3.14159", "2024"],
-        "",  # depends on the tokenizers shown: `numbers_note` writes it
-    ),
-    (
-        "Leading spaces",
-        [" hello", "hello", "Hello"],
-        "A word with and without its leading space (or capital) is a different token with its own "
-        "embedding, learned separately.",
-    ),
-    (
-        "Unseen characters and other scripts",
-        ["日本語", "🙂", "naïve"],
-        "Characters rare in the training text fall apart into many byte tokens (or one unknown "
-        "token), so other languages cost more tokens and carry less learned meaning per token.",
-    ),
+# The pitfalls and their strings; what each does on the tokenizers shown is `pitfall_claim`.
+PITFALLS: list[tuple[str, list[str]]] = [
+    (LETTERS, ["strawberry", " strawberry"]),
+    (SPACING, ["http://", "http: //"]),
+    (NUMBERS, ["1234567", "3.14159", "2024"]),
+    (LEADING, [" hello", "hello", "Hello"]),
+    (SCRIPTS, ["日本語", "🙂", "naïve"]),
 ]
 
 
@@ -376,3 +355,175 @@ def numbers_note(
 
 def digit_count(text: str) -> int:
     return sum(text.count(d) for d in DIGITS)
+
+
+# ---- claims (DESIGN.md section 9): each pitfall, as the tokenizers shown really cut its strings -----
+
+
+def _chips(tokenizer: Tokenizer, text: str) -> str:
+    return "|".join(t.replace(" ", "␣") for _, t in display_tokens(tokenizer, text))
+
+
+def _has_unk(tokenizer: Tokenizer, text: str) -> bool:
+    return tokenizer.unk_id is not None and tokenizer.unk_id in tokenizer.encode(text)
+
+
+def _unknown_chars(tokenizer: Tokenizer, texts: list[str]) -> list[str]:
+    """The distinct characters of `texts` this tokenizer reads as <unk>, in order."""
+    chars = dict.fromkeys(c for text in texts for c in text)
+    return [c for c in chars if _has_unk(tokenizer, c)]
+
+
+def _shown(chars: list[str]) -> str:
+    return ", ".join(f"`{c}`" if c.strip() else "the space" for c in chars)
+
+
+def letters_claim(named: list[tuple[str, Tokenizer]], texts: list[str]) -> Claim:
+    """Does each tokenizer hide the letters of these words inside multi-letter tokens?"""
+    parts, hidden = [], 0
+    for name, tok in named:
+        unknown = _unknown_chars(tok, texts)
+        pieces = [t for text in texts for i, t in display_tokens(tok, text) if i != tok.unk_id]
+        letters_lost = [c for c in unknown if c.isalpha()]
+        unk_note = f" ({_shown(unknown)} it reads as `<unk>`)" if unknown else ""
+        if letters_lost:
+            hidden += 1
+            parts.append(
+                f"{name} has no token for {_shown(letters_lost)}: it reads them as the unknown "
+                "token `<unk>`, so those letters are lost."
+            )
+        elif all(len(t.strip()) <= 1 for t in pieces):
+            parts.append(
+                f"{name} gives every letter its own token{unk_note}, so it does see the letters: "
+                "counting the r's is a matter of attending to them."
+            )
+        else:
+            hidden += 1
+            parts.append(
+                f"{name} cuts it into pieces (`{_chips(tok, texts[0])}`): the model never sees the "
+                "letters inside a piece, so to count the r's it has to have learned what each "
+                "piece spells."
+            )
+    return Claim(" ".join(parts), hidden > 0, {"hiding": hidden, "tokenizers": len(named)})
+
+
+def spacing_claim(named: list[tuple[str, Tokenizer]], texts: list[str]) -> Claim:
+    """Do the two spellings (one extra space) give each tokenizer different token sequences?"""
+    parts, differ = [], 0
+    for name, tok in named:
+        a, b = (tok.encode(t) for t in texts[:2])
+        if a != b:
+            differ += 1
+            parts.append(f"{name} gives {len(a)} and {len(b)} tokens, different sequences.")
+        else:
+            parts.append(f"{name} drops the space: both read as the same tokens.")
+    if differ:
+        parts.append(
+            "One extra space changes the tokens, so text that looks nearly the same to you is a "
+            "different input to the model."
+        )
+    return Claim(" ".join(parts), differ > 0, {"differ": differ, "tokenizers": len(named)})
+
+
+def leading_space_claim(named: list[tuple[str, Tokenizer]], texts: list[str]) -> Claim:
+    """Is each spelling (with a leading space, without, capitalised) one token of its own?"""
+    parts, whole = [], 0
+    for name, tok in named:
+        ids = [tok.encode(t) for t in texts]
+        if all(len(x) == 1 for x in ids) and len({x[0] for x in ids}) == len(ids):
+            whole += 1
+            parts.append(
+                f"{name} has a different single token for each, with its own embedding, learned "
+                "separately: nothing tells the model they are the same word."
+            )
+        elif all(len(t.strip()) <= 1 for text in texts for _, t in display_tokens(tok, text)):
+            parts.append(
+                f"{name} spells them letter by letter: the space is a token of its own and H and "
+                "h are different letters; the other letters are the same tokens."
+            )
+        else:
+            parts.append(
+                f"{name} builds them from pieces (`"
+                + "`, `".join(_chips(tok, t) for t in texts)
+                + "`): the space and the capital change which pieces, each with its own "
+                "embedding."
+            )
+    return Claim(" ".join(parts), whole > 0, {"whole": whole, "tokenizers": len(named)})
+
+
+def scripts_claim(named: list[tuple[str, Tokenizer]], texts: list[str]) -> Claim:
+    """Do rare characters fall apart into byte tokens or become unknown?"""
+    parts, costly = [], 0
+    for name, tok in named:
+        unknown = _unknown_chars(tok, texts)
+        split = [(t, len(tok.encode(t))) for t in texts if len(tok.encode(t)) > len(t)]
+        said = []
+        if unknown:
+            said.append(
+                f"has no token for {_shown(unknown)}: each becomes `<unk>`, one token for every "
+                "unknown character, so the model cannot tell them apart"
+            )
+        if split:
+            said.append(
+                "spends "
+                + ", ".join(
+                    f"{n} tokens on the {len(t)} character{'s' * (len(t) != 1)} of {t}"
+                    for t, n in split
+                )
+            )
+        if said:
+            costly += 1
+            parts.append(f"{name} " + " and ".join(said) + ".")
+        else:
+            parts.append(f"{name} has a token for each of these characters.")
+    if costly:
+        parts.append(
+            "Characters rare in the training text fall apart into byte tokens or become unknown, "
+            "so other languages cost more tokens and carry less learned meaning per token."
+        )
+    return Claim(" ".join(parts), costly > 0, {"costly": costly, "tokenizers": len(named)})
+
+
+def pitfall_claim(
+    pitfall: str,
+    texts: list[str],
+    named: list[tuple[str, Tokenizer]],
+    corpus_digits: int,
+    corpus: str = "training",
+) -> Claim:
+    """The explanation printed under a pitfall, true of the chips beside it."""
+    if pitfall == NUMBERS:
+        text = numbers_note(named, texts, corpus_digits, corpus)
+        groups = sum(bool(digit_groups(tok, texts)) for _, tok in named)
+        return Claim(text, groups > 0, {"grouping": groups, "corpus_digits": corpus_digits})
+    claim = {
+        LETTERS: letters_claim,
+        SPACING: spacing_claim,
+        LEADING: leading_space_claim,
+        SCRIPTS: scripts_claim,
+    }[pitfall]
+    return claim(named, texts)
+
+
+def vocab_curve_claim(sizes: list[int], counts: list[int]) -> Claim:
+    """Does each doubling of the vocabulary save less? The saving of each doubling present in
+    `sizes` (v -> 2v): 1 - tokens(2v) / tokens(v). Claimed when they shrink steadily."""
+    n_of = dict(zip(sizes, counts, strict=True))
+    pairs = [(v, 1 - n_of[2 * v] / n_of[v]) for v in sizes if 2 * v in n_of and n_of[v] > 0]
+    numbers = {f"saving_{v}": saving for v, saving in pairs}
+    if len(pairs) < 2:
+        return Claim("", False, numbers)
+    shrinking = all(b[1] < a[1] for a, b in zip(pairs, pairs[1:], strict=False))
+    (v0, s0), (v1, s1) = pairs[0], pairs[-1]
+    said = (
+        f"Doubling the vocabulary from {v0} to {2 * v0} saves {s0:.0%} of the tokens; from {v1} "
+        f"to {2 * v1}, {s1:.0%}"
+    )
+    if shrinking:
+        text = (
+            said
+            + ": each doubling saves less, while the embedding table (one vector per token) keeps growing."
+        )
+        return Claim(text, True, numbers)
+    listed = ", ".join(f"{v}→{2 * v}: {x:.0%}" for v, x in pairs)
+    return Claim(f"{said} (each doubling: {listed}).", False, numbers)

@@ -179,7 +179,12 @@ def _block(cfg: GPTConfig, layer: int) -> Part:
     attn = (
         "attn",
         f"Attention<br>{cfg.n_head} heads",
-        f"Causal self-attention: {cfg.n_head} heads of size d_head = {cfg.d_head}; "
+        (
+            "Causal self-attention"
+            if cfg.causal
+            else "Self-attention without a causal mask (each token sees the whole window)"
+        )
+        + f": {cfg.n_head} heads of size d_head = {cfg.d_head}; "
         f"W_Q, W_K, W_V, W_O ({d}×{d} each)",
     )
     mlp = (
