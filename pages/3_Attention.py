@@ -138,7 +138,8 @@ def prompt_head_scores(bundle_id: str, ids: tuple[int, ...]) -> HeadScores:
 
 
 st.markdown(
-    "Attention is how a token gathers information from the tokens before it. Each **head** "
+    "In a GPT, attention is how a token gathers information from the tokens before it. Each "
+    "**head** "
     "turns every token into three vectors: a **query** *q* (what am I looking for?), a **key** "
     "*k* (what do I contain?) and a **value** *v* (what do I pass on if I am looked at). A "
     "token's query is compared with every earlier token's key by a dot product; the results are "
