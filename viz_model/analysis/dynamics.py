@@ -210,11 +210,15 @@ class Dynamics:
 
 
 def dynamics(
-    steps: Sequence[int], load: Callable[[int], GPT], ids: np.ndarray, chance: float
+    steps: Sequence[int],
+    load: Callable[[int], GPT],
+    ids: np.ndarray,
+    chance: float,
+    n_roles: int = N_PROBES,
 ) -> Dynamics:
     """`measure` the model of every step (load(step) gives it) on the same probe ids (B, 2k);
-    chance: `chance_accuracy` of the probe's tokens."""
-    found = [measure(load(step), ids) for step in steps]
+    chance: `chance_accuracy` of the probe's tokens; n_roles: sequences the role scores use."""
+    found = [measure(load(step), ids, n_roles) for step in steps]
 
     def stacked(name: str) -> np.ndarray:
         return np.array([getattr(m, name) for m in found])
@@ -282,10 +286,12 @@ def copying_claim(d: Dynamics) -> Claim:
     }
     both = f"{d.loss_second[-1]:.2f} vs {d.loss_first[-1]:.2f} nats per token at step {final:,}"
     if not learned[-1]:
-        if gap[-1] - gap[0] <= numbers["gap_noise"]:
+        if gap[-1] - gap[0] < -numbers["gap_noise"]:
+            why = f"the second copy is no easier than the first, it is harder ({both})"
+        elif gap[-1] - gap[0] <= numbers["gap_noise"]:
             why = (
-                f"the second copy is no easier than the first ({both}; a difference under "
-                f"{numbers['gap_noise']:.2f} nats is within the noise of {d.n_sequences} sequences)"
+                f"the second copy is no easier than the first ({both}; the difference is within "
+                f"the noise of {d.n_sequences} sequences, ±{numbers['gap_noise']:.2f} nats)"
             )
         else:
             why = (
