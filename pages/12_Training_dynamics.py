@@ -9,6 +9,7 @@ import ui
 from ui import cache, models, state
 from viz_model.analysis import dynamics as dyn
 from viz_model.analysis import training as tr
+from viz_model.analysis.attention import trained_copy_lengths
 from viz_model.charts import dynamics as charts
 from viz_model.charts.common import show_whitespace
 from viz_model.checkpoint import CheckpointError
@@ -150,6 +151,13 @@ for claim in (
 ):
     if claim.text:
         st.markdown(claim.text)
+trained = trained_copy_lengths(ctx.bundle.meta)
+if miss == "\n" and trained and d.exact_copy[-1] < d.exact_copy.max():
+    st.caption(
+        f"This model's training lines were a block of {trained[0]} to {trained[1]} random "
+        f"tokens written twice, each line then ending with a line break; the probe's copies are "
+        f"{k} tokens long."
+    )
 with st.expander("The numbers: accuracy and loss, step by step"):
     st.dataframe(
         pd.DataFrame(

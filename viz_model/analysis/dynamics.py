@@ -391,8 +391,7 @@ def phase_change_claim(d: Dynamics, copying: Claim) -> Claim:
     }
     if not copying.made:
         return Claim(
-            "No phase change to see: the loss on the second copy never falls below the first "
-            "copy's beyond the noise.",
+            "No phase change to see: this model did not learn to copy (above).",
             False,
             numbers,
         )
@@ -453,10 +452,10 @@ def sharper_metric_claim(d: Dynamics) -> Claim:
         "threshold": SHARPER,
     }
     if peak - whole.start <= noise:
+        most = round(max(peak, whole.start) * d.n_sequences)
         text = (
-            f"The whole copy is right in at most {max(peak, whole.start):.0%} of the "
-            f"{d.n_sequences} sequences at any saved step: there is no rise in that metric to "
-            "compare with the loss."
+            f"The whole copy is right in at most {most} of the {d.n_sequences} sequences at any "
+            "saved step: there is no rise in that metric to compare with the loss."
         )
         return Claim(text, False, numbers)
     windows = (
