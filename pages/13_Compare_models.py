@@ -1,7 +1,6 @@
 """Compare models: the sidebar's model and any other side by side on one prompt: tokens, bits per
 character, next-token distributions, one head's attention each, and their training curves."""
 
-import json
 import math
 from functools import partial
 from pathlib import Path
@@ -41,14 +40,7 @@ st.latex(
 @st.cache_data(max_entries=64)
 def model_info(folder: str, mtime: float) -> cmp.ModelInfo:
     """What a bundle's config.json says about its text, tokenizer and shape (cached per file)."""
-    try:
-        config = json.loads((Path(folder) / "config.json").read_text())
-        meta, shape = config.get("meta") or {}, config.get("model") or {}
-        return cmp.ModelInfo(
-            meta.get("corpus"), meta.get("tokenizer"), (shape.get("n_layer"), shape.get("d_model"))
-        )
-    except (OSError, ValueError, AttributeError):
-        return cmp.ModelInfo(None, None, None)
+    return cmp.model_info(Path(folder))
 
 
 def mtime(folder: Path) -> float:
@@ -163,12 +155,12 @@ if cut is None:
 else:
     boundary = []
     for name, bid, b in sides:
-        tokens = cmp.read_prompt(b.tokenizer, b.config.n_ctx, cut.text)
         train = None
         if b.tokenizer.kind != "char" and (tm := corpus.token_models(bid)) is not None:
             train = tm.index.tokens[: tm.index.n_train]
-        logits = cache.logits(bid, tuple(tokens.ids))
-        boundary.append(cmp.boundary_side(name, b.tokenizer, cut, logits, tokens, train))
+        run = partial(lambda bid, ids: cache.logits(bid, tuple(ids)), bid)
+        side = cmp.boundary_side(name, b.tokenizer, b.config.n_ctx, cut, run, train)
+        boundary.append(side)
     st.markdown(f"The prompt, cut: “…{cmp.shown(cut.text[-40:])}”")
     st.markdown(cmp.boundary_claim(cut, boundary).text)
 

@@ -93,6 +93,11 @@ def test_the_cut_falls_inside_a_token_the_tokenizer_keeps_whole():
     whole = [p.text for p in tok.pieces(prompt)]
     # the cut is inside a token of the whole prompt: its last token is not one of them
     assert [p.text for p in tok.pieces(cut.text)][-1] not in whole[-3:]
+    # the control: cut one letter earlier, at the start of that token (a split the tokenizer makes)
+    assert cut.control_text == cut.text[:-1] and cut.control_rest == cut.text[-1] + cut.rest
+    assert [p.text for p in tok.pieces(cut.control_text)] == whole[
+        : len(tok.pieces(cut.control_text))
+    ]
     assert cut_inside_token("a b c", tok) is None  # no token of two letters inside a word
 
 
@@ -105,25 +110,31 @@ def test_continuations_and_training_counts():
     assert seen_in_training(tokens, [], right) == (0, 0)
 
 
-def _side(kind, p, cut_pieces=("␣b", "r"), whole=("␣b", "re", "a", "k", "s")):
-    return BoundarySide(kind, kind, p, list(cut_pieces), list(whole), 227, 0)
+def _side(kind, p, cut_pieces=(" b", "r"), whole=(" b", "re", "a", "k", "s"), control=None):
+    return BoundarySide(kind, kind, p, list(cut_pieces), list(whole), 227, 0, control)
 
 
 def test_the_boundary_effect_is_claimed_only_when_the_split_model_gives_half_or_less():
-    cut = WordCut("what light br", "eaks", "breaks", [" b", "re", "a", "k", "s"], [" b", "r"])
+    whole = [" b", "re", "a", "k", "s"]
+    cut = WordCut("what light br", "eaks", "breaks", whole, "what light b", "reaks")
     made = boundary_claim(cut, [_side("char", 0.3), _side("bpe", 0.01)])
     assert made.made and "the token-boundary effect" in made.text and "0 times in 227" in made.text
     not_half = boundary_claim(cut, [_side("char", 0.3), _side("bpe", 0.2)])
     assert not not_half.made and "no clear token-boundary effect" in not_half.text
     unpredictable = boundary_claim(cut, [_side("char", 0.05), _side("bpe", 0.0)])
     assert not unpredictable.made  # the character model cannot tell either
-    same_split = _side("bpe", 0.0, cut_pieces=("␣b", "re"))
+    same_split = _side("bpe", 0.0, cut_pieces=(" b", "re"))
     assert not boundary_claim(cut, [_side("char", 0.9), same_split]).made
-    assert not boundary_claim(cut, [_side("bpe", 0.9), _side("bpe", 0.0)]).made  # no char side
+    # no character model: the same model cut at the token's start is the reference
+    other = _side("bpe", 0.9, cut_pieces=(" b", "re"))  # a tokenizer this cut does not split
+    assert not boundary_claim(cut, [other, _side("bpe", 0.0)]).made
+    own = boundary_claim(cut, [other, _side("bpe", 0.0, control=0.4)])
+    assert own.made and "Cut one letter earlier instead" in own.text and "40%" in own.text
+    assert not boundary_claim(cut, [other, _side("bpe", 0.3, control=0.4)]).made
 
 
 def test_user_text_in_a_claim_is_shown_and_escaped():
     assert shown("a *b*\n_c_") == "a␣\\*b\\*↵\\_c\\_"
-    cut = WordCut("x **bo", "ld", "bold", ["**", "bo", "ld"], ["**", "bo"])
+    cut = WordCut("x **bo", "ld", "bold", ["**", "bo", "ld"])
     text = boundary_claim(cut, [_side("char", 0.9), _side("bpe", 0.0)]).text
     assert "x␣\\*\\*bo" in text and re.search(r"(?<!\\)\*\*bo", text) is None

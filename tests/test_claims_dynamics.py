@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 from tests.claims_models import CLAIM_MODELS, CLASS_TRAINED, claim_bundle
 from viz_model.analysis import dynamics as dyn
@@ -273,3 +274,63 @@ def test_a_whole_copy_drop_is_explained_only_beyond_the_noise():
     assert not claim.made and "within the noise" in claim.text
     none = _curves([3.3, 0.3, 0.3], acc, exact=[0.0, 0.3, 0.3])
     assert dyn.whole_copy_drop_claim(none, "x").text == ""
+
+
+# ---- Compare models: the partner it opens on, and the token-boundary claim -----------------
+
+
+@pytest.mark.parametrize("name", CLAIM_MODELS)
+def test_compare_opens_beside_a_partner_and_its_boundary_claim_matches_the_numbers(
+    claim_bundles, name
+):
+    """Every claim model as the sidebar's: the partner shares its text when one does, and the
+    sentence about the cut word states each model's measured probability, claiming the effect
+    only under its condition."""
+    from ui.frame import DEFAULT_PROMPT
+    from viz_model.analysis import compare as cmp
+
+    infos = {n: cmp.model_info(folder) for n, folder in claim_bundles.items()}
+    other = cmp.partner(name, infos)
+    assert other != name
+    same_text = [n for n in infos if n != name and infos[n].corpus == infos[name].corpus]
+    if infos[name].corpus is not None and same_text:
+        assert infos[other].corpus == infos[name].corpus
+    pair = [(n, claim_bundle(claim_bundles, n)) for n in (name, other)]
+    split_by = next((b.tokenizer for _, b in pair if b.tokenizer.kind != "char"), None)
+    cut = cmp.cut_inside_token(DEFAULT_PROMPT, split_by) if split_by is not None else None
+    if cut is None:
+        return  # the page says there is nothing to cut
+    sides = []
+    for n, b in pair:
+
+        def run(ids, model=b.model):
+            with torch.no_grad():
+                return model(torch.tensor(ids)).numpy()
+
+        sides.append(cmp.boundary_side(n, b.tokenizer, b.config.n_ctx, cut, run))
+        tokens = cmp.read_prompt(b.tokenizer, b.config.n_ctx, cut.text)
+        probs = torch.softmax(torch.tensor(run(tokens.ids)[-1]), -1).numpy()
+        texts = [b.tokenizer.id_to_token(i) for i in range(b.tokenizer.vocab_size)]
+        right = [i for i, t in enumerate(texts) if t and cut.rest.startswith(t)]
+        assert sides[-1].p_right >= probs[right].sum() - 1e-6  # at least the word's own starts
+    claim = cmp.boundary_claim(cut, sides)
+    for s in sides:
+        assert cmp.percent(s.p_right) in claim.text
+    char = next((s for s in sides if s.kind == "char"), None)
+    split = next(
+        (
+            s
+            for s in sides
+            if s.kind != "char" and s.cut_pieces != s.whole_pieces[: len(s.cut_pieces)]
+        ),
+        None,
+    )
+    references = [char.p_right] if char is not None else []
+    if split is not None and split.p_control is not None:
+        references.append(split.p_control)
+        assert cmp.percent(split.p_control) in claim.text
+    effect = split is not None and any(
+        split.p_right <= 0.5 * p and p >= cmp.CHAR_FLOOR for p in references
+    )
+    assert claim.made == effect
+    assert ("**the token-boundary effect**" in claim.text) == effect

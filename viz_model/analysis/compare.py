@@ -19,9 +19,11 @@ Not here: charts (charts/compare.py), loading models, streamlit.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -104,6 +106,18 @@ class ModelInfo:
     shape: tuple[int, int] | None
 
 
+def model_info(folder: Path) -> ModelInfo:
+    """Read a bundle's config.json for `partner` (nothing known when it cannot be read)."""
+    try:
+        config = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
+        meta, shape = config.get("meta") or {}, config.get("model") or {}
+        return ModelInfo(
+            meta.get("corpus"), meta.get("tokenizer"), (shape.get("n_layer"), shape.get("d_model"))
+        )
+    except (OSError, ValueError, AttributeError):
+        return ModelInfo(None, None, None)
+
+
 def partner(name: str, infos: Mapping[str, ModelInfo]) -> str:
     """The model to open beside `name`: the one contrast that teaches most, in this order:
     same training text and shape, another tokenizer (shakespeare-char beside shakespeare-bpe);
@@ -138,34 +152,38 @@ def partner(name: str, infos: Mapping[str, ModelInfo]) -> str:
 @dataclass(frozen=True)
 class WordCut:
     """The prompt cut inside a token the tokenizer would keep whole: text (the prompt up to the
-    cut), rest (the letters of the word that were cut off), word (the whole word), and the
-    tokenizer's pieces of the word's end in the whole prompt and in the cut one."""
+    cut), rest (the letters of the word that were cut off), word (the whole word), the
+    tokenizer's pieces of the word in the whole prompt; and the control: the prompt cut at the
+    start of that token instead, where the tokenizer splits the word too (control_text,
+    control_rest), or None when the token starts the word."""
 
     text: str
     rest: str
     word: str
     whole_pieces: list[str]
-    cut_pieces: list[str]
+    control_text: str | None = None
+    control_rest: str | None = None
 
 
 def cut_inside_token(prompt: str, tokenizer: Tokenizer) -> WordCut | None:
     """Cut the prompt after the first letter of the last token of two or more letters that lies
     inside a word and has letters after it ("window breaks?" with pieces ' b' 're' 'a' 'k' 's'
-    -> "window br", rest "eaks"). None when no token qualifies (a character tokenizer)."""
+    -> "window br", rest "eaks"; control "window b", rest "reaks"). None when no token
+    qualifies (a character tokenizer)."""
     pieces = tokenizer.pieces(prompt)
     for p in reversed(pieces):
         core = p.text.lstrip(" ")
-        cut = p.end - len(core) + 1  # just after the token's first letter
-        if len(core) >= 2 and core.isalpha() and cut < len(prompt):
-            start, end = cut, cut
+        first = p.end - len(core)  # where the token's letters start
+        if len(core) >= 2 and core.isalpha() and first + 1 < len(prompt):
+            cut = first + 1
+            start, end = first, cut
             while start > 0 and prompt[start - 1].isalpha():
                 start -= 1
             while end < len(prompt) and prompt[end].isalpha():
                 end += 1
-            text = prompt[:cut]
-            cut_pieces = [q.text for q in tokenizer.pieces(text) if q.end > start]
             whole = [q.text for q in pieces if q.end > start and q.start < end]
-            return WordCut(text, prompt[cut:end], prompt[start:end], whole, cut_pieces)
+            control = (prompt[:first], prompt[first:end]) if first > start else (None, None)
+            return WordCut(prompt[:cut], prompt[cut:end], prompt[start:end], whole, *control)
     return None
 
 
@@ -206,8 +224,10 @@ def seen_in_training(
 @dataclass(frozen=True)
 class BoundarySide:
     """One model on the cut prompt: its name and tokenizer kind, the probability it gives the
-    word's real continuation next (p_right), and, when its training text is known, how often
-    the tokens the cut prompt ends with were followed by that continuation in training."""
+    word's real continuation next (p_right), the same on the control cut (p_control, None
+    without one), the pieces the cut prompt ends with and those of the whole word, and, when
+    its training text is known, how often the tokens the cut prompt ends with were followed by
+    the real continuation in training (seen_right of seen)."""
 
     name: str
     kind: str
@@ -216,6 +236,7 @@ class BoundarySide:
     whole_pieces: list[str]
     seen: int | None = None
     seen_right: int | None = None
+    p_control: float | None = None
 
 
 CHAR_FLOOR = 0.1  # below this the character model itself cannot tell how the word goes on
@@ -232,36 +253,52 @@ def shown(text: str) -> str:
 def boundary_side(
     name: str,
     tokenizer: Tokenizer,
+    n_ctx: int,
     cut: WordCut,
-    logits: np.ndarray,
-    tokens: PromptTokens,
+    run: Callable[[list[int]], np.ndarray],
     train_tokens: np.ndarray | None = None,
 ) -> BoundarySide:
-    """One model on the cut prompt (its tokens, the logits (T, V) it gave them): the probability
-    of the word's real continuation next, the pieces of the word's end, and, with its training
-    tokens, how often the tokens the cut ends with were followed by that continuation there."""
+    """One model on the cut prompt (run(ids) gives its logits (T, V)): the probability of the
+    word's real continuation next, on the cut and on the control; the pieces of the word's end;
+    with its training tokens, how often the tokens the cut ends with were followed by the real
+    continuation there."""
     texts = [tokenizer.id_to_token(i) for i in range(tokenizer.vocab_size)]
-    right = continues_rightly(texts, cut.rest)
-    probs = distribution(logits[-1], SamplingSettings()).base_probs.numpy()
-    whole = [q.text for q in tokenizer.pieces(cut.word)] if tokenizer.kind == "char" else None
-    start = len(cut.text) - (len(cut.word) - len(cut.rest))  # where the cut word starts
+
+    def p_next(text: str, rest: str) -> tuple[PromptTokens, float, np.ndarray]:
+        tokens = read_prompt(tokenizer, n_ctx, text)
+        right = continues_rightly(texts, rest)
+        probs = distribution(run(tokens.ids)[-1], SamplingSettings()).base_probs.numpy()
+        return tokens, float(probs[right].sum()), right
+
+    tokens, p_right, right = p_next(cut.text, cut.rest)
+    p_control = None
+    if cut.control_text is not None and tokenizer.kind != "char":
+        p_control = p_next(cut.control_text, cut.control_rest)[1]
+    kept = len(cut.word) - len(cut.rest)  # the word's letters before the cut
     n_end, chars = 0, 0
-    for t in reversed(tokens.texts):  # the tokens that hold the word's kept letters
-        if chars >= len(cut.text) - start:
+    for t in reversed(tokens.texts):  # the tokens that hold them
+        if chars >= kept:
             break
         n_end, chars = n_end + 1, chars + len(t)
     seen = seen_right = None
     if train_tokens is not None and n_end:
         seen, seen_right = seen_in_training(train_tokens, tokens.ids[-n_end:], right)
+    whole = [q.text for q in tokenizer.pieces(cut.word)] if tokenizer.kind == "char" else None
     return BoundarySide(
         name=name,
         kind=tokenizer.kind,
-        p_right=float(probs[right].sum()),
+        p_right=p_right,
         cut_pieces=tokens.texts[-n_end:] if n_end else [],
         whole_pieces=whole if whole is not None else cut.whole_pieces,
         seen=seen,
         seen_right=seen_right,
+        p_control=p_control,
     )
+
+
+def percent(p: float) -> str:
+    """A probability as the claims print it: whole percents, one decimal under 1%."""
+    return f"{p:.0%}" if p >= 0.01 else f"{p:.1%}"
 
 
 def _pieces(pieces: Sequence[str]) -> str:
@@ -269,9 +306,10 @@ def _pieces(pieces: Sequence[str]) -> str:
 
 
 def boundary_claim(cut: WordCut, sides: Sequence[BoundarySide]) -> Claim:
-    """Does the model whose tokenizer the cut splits anew give the word's real continuation
-    clearly less probability (at most half) than a character model? That is the token-boundary
-    effect: the model only ever read the tokenizer's own splits."""
+    """Is the token-boundary effect on screen? The model whose tokenizer the cut splits anew
+    gives the word's real continuation at most half of what a reference gives, where the
+    reference finds the word predictable (at least CHAR_FLOOR): a character model on the same
+    cut, or the same model on the control cut (the start of the token, one letter less known)."""
     char = next((s for s in sides if s.kind == "char"), None)
     split = next(
         (
@@ -281,27 +319,45 @@ def boundary_claim(cut: WordCut, sides: Sequence[BoundarySide]) -> Claim:
         ),
         None,
     )
-    numbers = {s.kind + "_p_right": s.p_right for s in sides} | {"threshold": 0.5}
-    start = f"Cut inside “{shown(cut.word)}” (the prompt now ends “…{shown(cut.text[-12:])}”), "
-    if char is None or split is None:
-        each = "; ".join(f"{s.name} gives its real continuation {s.p_right:.0%}" for s in sides)
-        why = (
-            "one model must read characters and the other tokens that this cut splits anew"
-            if char is None or not any(s.kind != "char" for s in sides)
-            else "the cut leaves the tokenizer's split of the word as it was"
+    numbers = {f"{s.name}: p_right": s.p_right for s in sides} | {
+        "half": 0.5,
+        "floor": CHAR_FLOOR,
+    }
+    start = f"Cut inside “{shown(cut.word)}” (the prompt now ends “…{shown(cut.text[-12:])}”): "
+    if split is None:
+        each = "; ".join(
+            f"{s.name} gives its real continuation {percent(s.p_right)}" for s in sides
         )
         return Claim(
-            f"{start}{each}. No token-boundary effect to compare here: {why}.", False, numbers
+            f"{start}{each}. No token-boundary effect to look for here: neither model's "
+            "tokenizer writes this word differently when it is cut.",
+            False,
+            numbers,
         )
-    # the effect: the new split gives the real continuation at most half what a character model
-    # gives, and the character model finds the word predictable (at least CHAR_FLOOR)
-    made = split.p_right <= 0.5 * char.p_right and char.p_right >= CHAR_FLOOR
-    numbers["char_floor"] = CHAR_FLOOR
-    text = (
-        f"{start}{char.name} gives the right next letter, “{shown(cut.rest[0])}”, "
-        f"{char.p_right:.0%}; {split.name} gives a token that continues “{shown(cut.word)}” rightly "
-        f"{split.p_right:.0%}. Its tokenizer writes the word as {_pieces(split.whole_pieces)}; "
-        f"the cut prompt ends {_pieces(split.cut_pieces)}"
+    references = [(char.p_right, f"{char.name} on the same cut")] if char else []
+    if split.p_control is not None:
+        references.append((split.p_control, f"{split.name} at the start of the token"))
+    numbers |= {f"{split.name}: p_control": split.p_control or 0.0}
+    made = any(split.p_right <= 0.5 * p and p >= CHAR_FLOOR for p, _ in references)
+    text = start
+    if char is not None:
+        text += (
+            f"{char.name} gives the right next letter, “{shown(cut.rest[0])}”, "
+            f"{percent(char.p_right)}; "
+        )
+    text += (
+        f"{split.name} gives a token that continues “{shown(cut.word)}” rightly "
+        f"{percent(split.p_right)}."
+    )
+    if split.p_control is not None and cut.control_text is not None:
+        text += (
+            f" Cut one letter earlier instead (“…{shown(cut.control_text[-12:])}”), where its "
+            f"tokenizer splits the word too, it gives the real continuation "
+            f"{percent(split.p_control)}."
+        )
+    text += (
+        f" Its tokenizer writes the word as {_pieces(split.whole_pieces)}; the cut prompt ends "
+        f"{_pieces(split.cut_pieces)}"
     )
     if split.seen is not None:
         numbers |= {"seen": float(split.seen), "seen_right": float(split.seen_right or 0)}
@@ -316,8 +372,8 @@ def boundary_claim(cut: WordCut, sides: Sequence[BoundarySide]) -> Claim:
         )
     else:
         text += (
-            ": no clear token-boundary effect here (it is claimed when the character model gives "
-            f"the real next letter at least {CHAR_FLOOR:.0%} and the other model gives the "
-            "real continuation at most half of what the character model gives)."
+            ": no clear token-boundary effect here (it is claimed when the model gives the real "
+            "continuation at most half of what a character model, or the same model cut at the "
+            f"token's start, gives, and that is at least {CHAR_FLOOR:.0%})."
         )
     return Claim(text, made, numbers)
