@@ -76,6 +76,11 @@ def test_the_copying_claim_holds_on_every_model_with_snapshots(measured, name):
         assert "no easier" in claim.text if not beyond_noise else "not beyond chance" in claim.text
         if n["gap_end"] - n["gap_start"] < -n["gap_noise"]:
             assert "it is harder" in claim.text
+        # random tokens cannot be predicted better than a uniform guess by reading only what
+        # came before: when the first copy is, the sentence says the model sees ahead
+        sees_ahead = n["loss_first"] < n["guess_loss"] - dyn.SEES_AHEAD
+        assert ("this one sees the tokens it predicts" in claim.text) == sees_ahead
+        assert sees_ahead == (not b.config.causal)  # shakespeare-nomask, and only it
 
 
 def test_the_class_trained_model_never_learned_to_copy(measured):
@@ -140,6 +145,9 @@ def test_the_sharper_metric_claim_holds_on_every_model_with_snapshots(measured, 
         assert f"({n['loss_width']:,.0f} steps)" in claim.text
     else:
         assert "no rise in that metric" in claim.text
+        assert ("at most 0 " not in claim.text) and ("none of the" in claim.text) == (
+            round(max(n["whole_peak"], n["whole_start"]) * d.n_sequences) == 0
+        )
 
 
 def _check_window(steps: np.ndarray, y: np.ndarray, t10: float, t90: float) -> None:

@@ -248,6 +248,7 @@ NOISE_Z = 3.0  # a difference is "beyond the noise" when it exceeds 3 standard e
 ABRUPT_WINDOW = 0.1  # a phase change: half or more of the loss's fall within 10% of training...
 ABRUPT_SHARE = 0.5  # ...between two saved steps at most that far apart
 SHARPER = 0.5  # the metric is "sharper" when it rises over at most half the loss's window
+SEES_AHEAD = 0.5  # nats below a uniform guess on random tokens: only a model that sees ahead
 
 
 def _nats(x: float) -> str:
@@ -299,6 +300,15 @@ def copying_claim(d: Dynamics) -> Claim:
                 f"there is right {d.copy_accuracy[-1]:.1%} of the time, not beyond chance "
                 f"({d.chance:.1%}, one token in {round(1 / d.chance)}, give or take "
                 f"{numbers['accuracy_noise']:.1%} of noise)"
+            )
+        guess = float(np.log(1 / d.chance))  # the loss of a uniform guess among the tokens
+        numbers |= {"guess_loss": guess, "sees_ahead_margin": SEES_AHEAD}
+        if d.loss_first[-1] < guess - SEES_AHEAD:
+            why += (
+                f". Yet it predicts even the first copy, random tokens, far better than a guess "
+                f"among {round(1 / d.chance)} ({d.loss_first[-1]:.2f} against ln "
+                f"{round(1 / d.chance)} = {guess:.2f} nats), which no model reading only earlier "
+                "tokens can do: this one sees the tokens it predicts"
             )
         if learned.any():
             earlier = int(d.steps[np.argmax(learned)])
@@ -453,9 +463,10 @@ def sharper_metric_claim(d: Dynamics) -> Claim:
     }
     if peak - whole.start <= noise:
         most = round(max(peak, whole.start) * d.n_sequences)
+        where = f"at most {most} of the" if most else "none of the"
         text = (
-            f"The whole copy is right in at most {most} of the {d.n_sequences} sequences at any "
-            "saved step: there is no rise in that metric to compare with the loss."
+            f"The whole copy is right in {where} {d.n_sequences} sequences at any saved step: "
+            "there is no rise in that metric to compare with the loss."
         )
         return Claim(text, False, numbers)
     windows = (
