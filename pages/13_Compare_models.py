@@ -141,7 +141,7 @@ st.markdown(
     "together. Cut a prompt **inside such a token** and the model reads a split its tokenizer "
     "makes only where the text goes on differently: it can give the word's real ending "
     "little probability, where a character model, which saw the text cut after every "
-    "character, has no such blind spot. This is the **token-boundary** problem; systems that "
+    "character, has no such blind spot. This is the **token-boundary** problem; some systems that "
     "complete a user's half-typed word back up one token and let the model write it whole "
     "(“token healing”)."
 )
