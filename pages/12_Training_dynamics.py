@@ -9,7 +9,9 @@ import ui
 from ui import cache, models, state
 from viz_model.analysis import dynamics as dyn
 from viz_model.analysis import training as tr
+from viz_model.analysis.attention import trained_copy_lengths
 from viz_model.charts import dynamics as charts
+from viz_model.charts.common import show_whitespace
 from viz_model.checkpoint import CheckpointError
 
 ctx = ui.frame("Training dynamics", ":material/timeline:", needs_prompt=False)
@@ -25,8 +27,19 @@ def measured(final_id: str) -> dyn.Dynamics | None:
     steps = tr.training_steps(b.snapshot_steps(), final)
     if not steps:
         return None
-    probe = dyn.probe(b.tokenizer, b.meta, b.config.n_ctx)
-    return dyn.dynamics(steps, lambda s: b.model if s == final else b.load_snapshot(s), probe)
+    k = dyn.probe(b.tokenizer, b.meta, b.config.n_ctx, n=1).shape[1] // 2
+    probe = dyn.probe(b.tokenizer, b.meta, b.config.n_ctx, n=dyn.copy_probes(k))
+    return dyn.dynamics(
+        steps,
+        lambda s: b.model if s == final else b.load_snapshot(s),
+        probe,
+        dyn.chance_accuracy(b.tokenizer),
+    )
+
+
+def markdown_text(text: str) -> str:
+    """A token shown in Markdown as itself: every Markdown character escaped."""
+    return "".join("\\" + c if c in "\\`*_{}[]()#+-.!|<>~$" else c for c in text)
 
 
 st.markdown(
@@ -36,8 +49,9 @@ st.markdown(
     "the model predicts the second copy, which it can only do by **copying** from the first. "
     "An **induction head** does that copying: at token *A* it looks at whatever followed the "
     "earlier *A*. It needs a **previous-token head** in an earlier layer, so watch for that one "
-    "first. When the induction head forms, the loss on the second copy drops within a few "
-    "hundred steps: a **phase change**."
+    "first. In models that learn it, the induction head often forms within a few hundred "
+    "steps and the loss on the second copy drops with it: a **phase change** (Olsson et al., "
+    "2022). Whether this model learned to copy, and how suddenly, is measured below."
 )
 st.latex(r"\text{copying gain} = L_\text{first copy} - L_\text{second copy}")
 
@@ -65,7 +79,8 @@ focus = state.selectbox(
     help="Drawn thick in every row; it opens on the head with the highest induction score at "
     "the end of training. Click a head in the legend to hide it.",
 )
-formed = dyn.formation_step(d.steps, d.loss_first, d.loss_second)
+copying = dyn.copying_claim(d)
+formed = int(copying.numbers["half_step"]) if copying.made else None  # dashed only when claimed
 fig = cache.figure(
     ("dyn_roles", final_id, focus, chosen_step),
     lambda: charts.roles_over_training(d, focus, formed, chosen_step),
@@ -73,15 +88,18 @@ fig = cache.figure(
 st.plotly_chart(fig, key="dyn_roles")
 k, n = d.copy_length, len(d.steps)
 st.caption(
-    f"Each snapshot ({n} saved steps) reads {dyn.N_PROBES} sequences of {k} random tokens written "
-    f"twice; scores are means over them. **looks k back**: the best fixed offset k ≥ 2 (hover for "
-    f"k); on this text an induction head also looks {k - 1} back. "
-    + (
-        f"Copying is half learned by step {formed:,} (dashed line)."
-        if formed is not None
-        else "This model never learned to copy (the two losses stay together)."
-    )
+    f"Each snapshot ({n} saved steps) reads {d.n_sequences} sequences of {k} random tokens "
+    f"written twice; role scores are means over the first {min(dyn.N_PROBES, d.n_sequences)}, "
+    f"losses over all. **looks k back**: the best fixed offset k ≥ 2 (hover for k); on this text "
+    f"an induction head also looks {k - 1} back."
     + (f" Dotted: the sidebar's step {chosen_step:,}." if chosen_step is not None else "")
+)
+st.markdown(copying.text)
+st.caption(
+    f"Copying is claimed learned when, at the last saved step, the gain has grown past the first "
+    f"saved step's by more than {dyn.NOISE_Z:.0f} standard errors over the {d.n_sequences} "
+    f"sequences, and the top guess on the second copy is right more often than chance (a model "
+    f"that cannot copy names a random token 1 time in {round(1 / d.chance)}) by as much."
 )
 
 with st.expander(f"The numbers: {focus} and the losses, step by step"):
@@ -103,12 +121,19 @@ st.subheader("Loss against accuracy")
 st.markdown(
     "The same snapshots, scored two ways on the second copy. The **loss** rewards every bit of "
     "probability put on the right token; **accuracy** counts a token only when it is the top "
-    f"guess, and a **whole copy** only when all {k - 1} copyable tokens are. A per-token "
-    "probability *p* that rises smoothly makes the whole copy right with probability about "
-    f"$p^{{{k - 1}}}$, which stays near zero and then shoots up: a jump in the metric, "
-    "not in the model. *Emergence can be a mirage of the metric.*"
+    f"guess, and a **whole copy** only when all {k - 1} copyable tokens are. If each token is "
+    "the top guess with probability *p*, independently, the whole copy is right with "
+    f"probability $p^{{{k - 1}}}$, which stays near zero until *p* is close to 1 and then shoots "
+    "up, however smoothly *p* rose. So a sharp metric can make smooth progress look sudden: "
+    "*emergence can be a mirage of the metric* (Schaeffer et al., 2023). Whether that is what "
+    "happens here is a measurement: how many steps each curve takes to make 10% to 90% of "
+    "its change."
 )
 curves = tr.curves(ctx.bundle.history)
+miss = ctx.bundle.tokenizer.id_to_token(int(d.miss_token[-1])) if d.miss_token[-1] >= 0 else ""
+miss_label = f"“{markdown_text(show_whitespace(miss))}”" + (
+    " (a line break)" if miss == "\n" else ""
+)
 fig = cache.figure(
     ("dyn_accuracy", final_id, formed),
     lambda: charts.loss_against_accuracy(d, curves, formed),
@@ -116,8 +141,23 @@ fig = cache.figure(
 st.plotly_chart(fig, key="dyn_accuracy")
 st.caption(
     "Left axis: losses (the training loss, grey, is on the model's own training text, every "
-    "token of it). Right axis: accuracy on the second copy's copyable tokens."
+    "token of it). Right axis: accuracy on the second copy's copyable tokens; dotted, what "
+    f"per-token accuracy predicts for the whole copy, (per-token accuracy)^{k - 1}."
 )
+for claim in (
+    dyn.phase_change_claim(d, copying),
+    dyn.sharper_metric_claim(d),
+    dyn.whole_copy_drop_claim(d, miss_label),
+):
+    if claim.text:
+        st.markdown(claim.text)
+trained = trained_copy_lengths(ctx.bundle.meta)
+if miss == "\n" and trained and d.exact_copy[-1] < d.exact_copy.max():
+    st.caption(
+        f"This model's training lines were a block of {trained[0]} to {trained[1]} random "
+        f"tokens written twice, each line then ending with a line break; the probe's copies are "
+        f"{k} tokens long."
+    )
 with st.expander("The numbers: accuracy and loss, step by step"):
     st.dataframe(
         pd.DataFrame(
@@ -126,6 +166,7 @@ with st.expander("The numbers: accuracy and loss, step by step"):
                 "loss, second copy": d.loss_second,
                 "copy accuracy": d.copy_accuracy,
                 "whole copy right": d.exact_copy,
+                f"per-token accuracy^{k - 1}": d.copy_accuracy ** (k - 1),
             }
         ).round(3),
         hide_index=True,

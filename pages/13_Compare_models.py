@@ -3,6 +3,7 @@ character, next-token distributions, one head's attention each, and their traini
 
 import math
 from functools import partial
+from pathlib import Path
 
 import pandas as pd
 import streamlit as st
@@ -22,9 +23,10 @@ found = models.discover()
 
 st.markdown(
     "Two models, one prompt. Each reads the prompt with **its own tokenizer**, so their losses per "
-    "token measure different things: a BPE token holds about two characters, a character token "
-    "one. Dividing by the characters puts them on one scale, **bits per character**: how many "
-    "yes/no questions the model needs, on average, to pin down each next character."
+    "token measure different things: a BPE token often holds several characters (the table "
+    "counts them), a character token one. Dividing by the characters puts them on one scale, "
+    "**bits per character**: how many yes/no questions the model needs, on average, to pin "
+    "down each next character."
 )
 # Two short lines, not one long one: the main column is ~560 px on a 1024 px projector.
 st.latex(
@@ -34,15 +36,30 @@ st.latex(
     r"\end{gathered}"
 )
 
+
+@st.cache_data(max_entries=64)
+def model_info(folder: str, mtime: float) -> cmp.ModelInfo:
+    """What a bundle's config.json says about its text, tokenizer and shape (cached per file)."""
+    return cmp.model_info(Path(folder))
+
+
+def mtime(folder: Path) -> float:
+    try:
+        return (folder / "config.json").stat().st_mtime
+    except OSError:
+        return 0.0
+
+
 names = list(found)
-others = [n for n in names if n != ctx.name] or names
+infos = {n: model_info(str(path), mtime(path)) for n, path in found.items()}
 other = state.selectbox(
     "Compare with",
     "cmp_model",
     names,
-    others[0],
-    help="Any bundled model or one trained on this server (in runs/). The sidebar chooses the "
-    "first model, and its training step.",
+    cmp.partner(ctx.name, infos),
+    help="Any bundled model or one trained on this server (in runs/). It opens on the same text "
+    "read by another tokenizer when there is one. The sidebar chooses the first model, and its "
+    "training step.",
 )
 other_id = models.bundle_id(found[other])
 try:
@@ -116,6 +133,36 @@ for i, (col, (name, _, _), (_, scores)) in enumerate(zip(columns, sides, read, s
         scores.top.labels, scores.top.base_probs, f"{name}: top {TOP_K}", charts.MODEL_COLOURS[i]
     )
     col.plotly_chart(fig, key=f"cmp_next_{i}")
+
+st.subheader("Where a word is cut")
+st.markdown(
+    "A BPE model only ever read text the way its tokenizer splits it. A common piece of a word "
+    "is one token (“ion” in “question”), so in training the model saw the letters of that piece "
+    "together. Cut a prompt **inside such a token** and the model reads a split its tokenizer "
+    "makes only where the text goes on differently: it can give the word's real ending "
+    "little probability, where a character model, which saw the text cut after every "
+    "character, has no such blind spot. This is the **token-boundary** problem; some systems that "
+    "complete a user's half-typed word back up one token and let the model write it whole "
+    "(“token healing”)."
+)
+split_by = next((b.tokenizer for _, _, b in sides if b.tokenizer.kind != "char"), None)
+cut = cmp.cut_inside_token(ctx.prompt, split_by) if split_by is not None else None
+if cut is None:
+    st.caption(
+        "Nothing to cut here: that needs a model whose tokens hold several letters, and a "
+        "prompt with such a token inside a word."
+    )
+else:
+    boundary = []
+    for name, bid, b in sides:
+        train = None
+        if b.tokenizer.kind != "char" and (tm := corpus.token_models(bid)) is not None:
+            train = tm.index.tokens[: tm.index.n_train]
+        run = partial(lambda bid, ids: cache.logits(bid, tuple(ids)), bid)
+        side = cmp.boundary_side(name, b.tokenizer, b.config.n_ctx, cut, run, train)
+        boundary.append(side)
+    st.markdown(f"The prompt, cut: “…{cmp.shown(cut.text[-40:])}”")
+    st.markdown(cmp.boundary_claim(cut, boundary).text)
 
 st.subheader("One head of each")
 columns = st.columns(2)

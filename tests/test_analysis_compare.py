@@ -4,11 +4,26 @@ moved to bits per character so two tokenizers share one axis."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
 
-from viz_model.analysis.compare import PromptTokens, curves_in, prompt_scores, read_prompt
+from viz_model.analysis.compare import (
+    BoundarySide,
+    ModelInfo,
+    PromptTokens,
+    WordCut,
+    boundary_claim,
+    continues_rightly,
+    curves_in,
+    cut_inside_token,
+    partner,
+    prompt_scores,
+    read_prompt,
+    seen_in_training,
+    shown,
+)
 from viz_model.analysis.training import curves
 from viz_model.tokenization import Tokenizer
 
@@ -42,3 +57,85 @@ def test_curves_in_bits_per_character_divide_by_ln2_and_characters_per_token():
     assert curves_in(nats, None, "bits per character") is None
     with pytest.raises(ValueError, match="unit must be"):
         curves_in(nats, 2.0, "bytes")
+
+
+# ---- the partner a model opens beside, and the token-boundary effect -------------------------
+
+
+def test_a_model_opens_beside_the_same_text_read_by_another_tokenizer():
+    infos = {
+        "induction-1l": ModelInfo("repeat", "char", (1, 64)),
+        "induction-2l": ModelInfo("repeat", "char", (2, 64)),
+        "shakespeare-bpe": ModelInfo("shakespeare", "bpe", (4, 128)),
+        "shakespeare-char": ModelInfo("shakespeare", "char", (4, 128)),
+        "shakespeare-tiny": ModelInfo("shakespeare", "char", (2, 64)),
+        "class-tiny": ModelInfo("shakespeare", "char", (2, 64)),
+    }
+    assert partner("shakespeare-char", infos) == "shakespeare-bpe"
+    assert partner("shakespeare-bpe", infos) == "shakespeare-char"  # same shape first
+    assert partner("class-tiny", infos) == "shakespeare-bpe"
+    assert partner("induction-2l", infos) == "induction-1l"  # same text, one layer fewer
+    assert partner("alone", {"alone": ModelInfo(None, None, None)}) == "alone"
+
+
+def _bpe() -> Tokenizer:
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "assets" / "models" / "shakespeare-bpe"
+    return Tokenizer.load(root / "tokenizer.json")
+
+
+def test_the_cut_falls_inside_a_token_the_tokenizer_keeps_whole():
+    tok = _bpe()
+    prompt = "To be, or not to be, that is the question"
+    cut = cut_inside_token(prompt, tok)
+    assert cut is not None and cut.word == "question"
+    assert prompt.startswith(cut.text) and cut.text + cut.rest == prompt
+    whole = [p.text for p in tok.pieces(prompt)]
+    # the cut is inside a token of the whole prompt: its last token is not one of them
+    assert [p.text for p in tok.pieces(cut.text)][-1] not in whole[-3:]
+    # the control: cut one letter earlier, at the start of that token (a split the tokenizer makes)
+    assert cut.control_text == cut.text[:-1] and cut.control_rest == cut.text[-1] + cut.rest
+    assert [p.text for p in tok.pieces(cut.control_text)] == whole[
+        : len(tok.pieces(cut.control_text))
+    ]
+    assert cut_inside_token("a b c", tok) is None  # no token of two letters inside a word
+
+
+def test_continuations_and_training_counts():
+    texts = ["e", "ea", "eaks", "eaks,", "o", "", " e", "eaksy"]
+    assert continues_rightly(texts, "eaks").tolist() == [1, 1, 1, 1, 0, 0, 0, 0]
+    right = np.array([False, True, False])
+    tokens = np.array([0, 2, 1, 0, 2, 2, 0, 2, 1])  # (0, 2) occurs 3 times, then 1, 2, 1
+    assert seen_in_training(tokens, [0, 2], right) == (3, 2)
+    assert seen_in_training(tokens, [], right) == (0, 0)
+
+
+def _side(kind, p, cut_pieces=(" b", "r"), whole=(" b", "re", "a", "k", "s"), control=None):
+    return BoundarySide(kind, kind, p, list(cut_pieces), list(whole), 227, 0, control)
+
+
+def test_the_boundary_effect_is_claimed_only_when_the_split_model_gives_half_or_less():
+    whole = [" b", "re", "a", "k", "s"]
+    cut = WordCut("what light br", "eaks", "breaks", whole, "what light b", "reaks")
+    made = boundary_claim(cut, [_side("char", 0.3), _side("bpe", 0.01)])
+    assert made.made and "the token-boundary effect" in made.text and "0 times in 227" in made.text
+    not_half = boundary_claim(cut, [_side("char", 0.3), _side("bpe", 0.2)])
+    assert not not_half.made and "no clear token-boundary effect" in not_half.text
+    unpredictable = boundary_claim(cut, [_side("char", 0.05), _side("bpe", 0.0)])
+    assert not unpredictable.made  # the character model cannot tell either
+    same_split = _side("bpe", 0.0, cut_pieces=(" b", "re"))
+    assert not boundary_claim(cut, [_side("char", 0.9), same_split]).made
+    # no character model: the same model cut at the token's start is the reference
+    other = _side("bpe", 0.9, cut_pieces=(" b", "re"))  # a tokenizer this cut does not split
+    assert not boundary_claim(cut, [other, _side("bpe", 0.0)]).made
+    own = boundary_claim(cut, [other, _side("bpe", 0.0, control=0.4)])
+    assert own.made and "Cut one letter earlier instead" in own.text and "40%" in own.text
+    assert not boundary_claim(cut, [other, _side("bpe", 0.3, control=0.4)]).made
+
+
+def test_user_text_in_a_claim_is_shown_and_escaped():
+    assert shown("a *b*\n_c_") == "a␣\\*b\\*↵\\_c\\_"
+    cut = WordCut("x **bo", "ld", "bold", ["**", "bo", "ld"])
+    text = boundary_claim(cut, [_side("char", 0.9), _side("bpe", 0.0)]).text
+    assert "x␣\\*\\*bo" in text and re.search(r"(?<!\\)\*\*bo", text) is None

@@ -11,7 +11,15 @@ import torch
 import torch.nn.functional as F
 
 from viz_model.analysis.attention import attention_run, head_scores
-from viz_model.analysis.dynamics import ROLES, dynamics, formation_step, probe
+from viz_model.analysis.dynamics import (
+    N_PROBES,
+    ROLES,
+    chance_accuracy,
+    copy_probes,
+    copying_claim,
+    dynamics,
+    probe,
+)
 from viz_model.analysis.training import final_step, training_steps
 from viz_model.checkpoint import load_bundle
 
@@ -22,8 +30,10 @@ def _measured(path: Path):
     b = load_bundle(path)
     final = final_step(b.history, b.meta)
     steps = training_steps(b.snapshot_steps(), final)
-    ids = probe(b.tokenizer, b.meta, b.config.n_ctx)
-    return b, ids, dynamics(steps, lambda s: b.model if s == final else b.load_snapshot(s), ids)
+    k = probe(b.tokenizer, b.meta, b.config.n_ctx, n=1).shape[1] // 2
+    ids = probe(b.tokenizer, b.meta, b.config.n_ctx, n=copy_probes(k))
+    load = lambda s: b.model if s == final else b.load_snapshot(s)  # noqa: E731
+    return b, ids, dynamics(steps, load, ids, chance_accuracy(b.tokenizer))
 
 
 def test_training_steps_are_the_earlier_snapshots_then_the_final_step():
@@ -39,7 +49,7 @@ def test_scores_over_snapshots_equal_each_snapshot_loaded_alone(models_dir):
     for i, step in enumerate(d.steps):
         alone = load_bundle(models_dir / "test-char")  # a fresh load, one sequence at a time
         model = alone.model if step == 150 else alone.load_snapshot(int(step))
-        each = [head_scores(attention_run(model, row).pattern, row) for row in ids]
+        each = [head_scores(attention_run(model, row).pattern, row) for row in ids[:N_PROBES]]
         np.testing.assert_allclose(
             d.scores["previous-token"][i], np.mean([s.previous_token for s in each], 0), atol=1e-5
         )
@@ -64,7 +74,7 @@ def test_scores_over_snapshots_equal_each_snapshot_loaded_alone(models_dir):
 
 def test_induction_2l_learns_to_copy_in_a_phase_change_the_snapshots_can_see():
     b, ids, d = _measured(INDUCTION_2L)
-    assert d.copy_length == 16 and ids.shape == (32, 32)
+    assert d.copy_length == 16 and ids.shape == (256, 32) and d.n_sequences == 256
     # untrained: no copying (accuracy about 1/26); trained: the second copy is copied
     assert d.copy_accuracy[0] < 0.15 and d.loss_second[0] > 3.0
     assert d.copy_accuracy[-1] > 0.8 and d.loss_second[-1] < 0.6 < 3.0 < d.loss_first[-1]
@@ -73,8 +83,8 @@ def test_induction_2l_learns_to_copy_in_a_phase_change_the_snapshots_can_see():
     gain = d.loss_first - d.loss_second
     inside = (gain > 0.1 * gain[-1]) & (gain < 0.9 * gain[-1])
     assert inside.sum() >= 3, dict(zip(d.steps.tolist(), gain.round(2).tolist(), strict=True))
-    formed = formation_step(d.steps, d.loss_first, d.loss_second)
-    assert formed in d.steps[inside]
+    claim = copying_claim(d)
+    assert claim.made and claim.numbers["half_step"] in d.steps[inside]
     # the head with the final induction score rises with it, from nothing
     layer, head = np.unravel_index(
         d.scores["induction"][-1].argmax(), d.scores["induction"][-1].shape
@@ -82,10 +92,3 @@ def test_induction_2l_learns_to_copy_in_a_phase_change_the_snapshots_can_see():
     induction = d.scores["induction"][:, layer, head]
     assert layer == 1 and induction[-1] > 0.6 and induction[0] < 0.2
     assert set(d.scores) == set(ROLES)
-
-
-def test_formation_step_is_the_first_step_at_half_the_largest_gain():
-    steps = np.array([0, 10, 20, 30])
-    assert formation_step(steps, np.full(4, 3.0), np.array([3.0, 2.9, 1.5, 1.0])) == 20
-    assert formation_step(steps, np.full(4, 3.0), np.array([3.0, 2.0, 2.9, 2.8])) == 10
-    assert formation_step(steps, np.full(4, 3.0), np.full(4, 2.95)) is None  # nothing copied

@@ -23,6 +23,13 @@ def _dynamics() -> Dynamics:
         copy_accuracy=np.array([0.04, 0.2, 0.7, 0.9]),
         exact_copy=np.array([0.0, 0.0, 0.2, 0.5]),
         copy_length=8,
+        gap_se=np.full(S, 0.01),
+        accuracy_se=np.full(S, 0.01),
+        position_accuracy=np.full((S, 7), 0.5),
+        miss_token=np.zeros(S, dtype=np.int64),
+        miss_share=np.full(S, 0.5),
+        n_sequences=64,
+        chance=1 / 26,
     )
 
 
@@ -66,6 +73,9 @@ def test_accuracy_chart_puts_accuracy_on_the_right_axis_and_the_loss_on_the_left
     )
     assert by_name["training loss (all tokens)"].yaxis == "y"
     np.testing.assert_allclose(by_name["whole copy right"].y, d.exact_copy)
+    predicted = by_name["(per-token accuracy)^7"]  # the whole copy, if tokens were independent
+    assert predicted.yaxis == "y2" and predicted.line.dash == "dot"
+    np.testing.assert_allclose(predicted.y, d.copy_accuracy**7)
     assert tuple(fig.layout.yaxis2.range) == (0, 1.02)
     assert fig.layout.yaxis.range[1] >= 3.45  # the highest loss drawn fits
     assert "copying half learned: step 20" in by_name

@@ -10,6 +10,7 @@ import torch
 
 from tests.apptest_util import ROOT, app_test, plotly_array, plotly_figures
 from ui.state import widget_key
+from viz_model.analysis.compare import cut_inside_token, percent, shown
 from viz_model.checkpoint import load_bundle
 
 PAGE = "pages/13_Compare_models.py"
@@ -116,3 +117,47 @@ def test_a_broken_second_model_is_reported_and_the_first_stays(models_dir, tmp_p
     (error,) = [e.value for e in at.error]
     assert "“broken”" in error and "model.safetensors" in error
     assert at.session_state["model"] == "a-first"
+
+
+def test_it_opens_on_the_same_text_read_by_another_tokenizer(models_dir):
+    """The bug: it opened shakespeare-char beside induction-1l (random letters), which teaches
+    nothing about comparing; the lesson is one text read by two tokenizers."""
+    for first, second in (
+        ("shakespeare-char", "shakespeare-bpe"),
+        ("shakespeare-bpe", "shakespeare-char"),
+    ):
+        at = app_test(models_dir, PAGE, query={"model": first})
+        assert not at.exception
+        assert at.selectbox(key=widget_key("cmp_model")).value == second
+
+
+def test_the_cut_word_shows_the_token_boundary_effect_with_its_numbers(models_dir):
+    at = app_test(models_dir, PAGE, query={"model": "shakespeare-char"})  # the default prompt
+    assert not at.exception
+    said = next(m.value for m in at.markdown if m.value.startswith("Cut inside “"))
+    cut_line = next(m.value for m in at.markdown if m.value.startswith("The prompt, cut: "))
+    char = load_bundle(ROOT / "assets" / "models" / "shakespeare-char")
+    prompt = at.session_state["prompt"]
+    bpe = load_bundle(ROOT / "assets" / "models" / "shakespeare-bpe")
+    cut = cut_inside_token(prompt, bpe.tokenizer)
+    assert cut is not None and shown(cut.text[-12:]) in cut_line
+    ids = char.tokenizer.encode(cut.text)[-char.config.n_ctx :]
+    with torch.no_grad():
+        p = torch.softmax(char.model(torch.tensor(ids))[-1], -1)
+    p_letter = float(p[char.tokenizer.encode(cut.rest[0])[0]])
+    assert f"gives the right next letter, “{shown(cut.rest[0])}”, {percent(p_letter)}" in said
+    # the BPE model's probability of a token that continues the word as it really goes on
+    ids = bpe.tokenizer.encode(cut.text)[-bpe.config.n_ctx :]
+    with torch.no_grad():
+        q = torch.softmax(bpe.model(torch.tensor(ids))[-1], -1)
+    texts = [bpe.tokenizer.id_to_token(i) for i in range(bpe.tokenizer.vocab_size)]
+    right = [i for i, t in enumerate(texts) if t and cut.rest.startswith(t)]
+    right += [
+        i
+        for i, t in enumerate(texts)
+        if t.startswith(cut.rest) and not t[len(cut.rest) :][:1].isalpha()
+    ]
+    p_bpe = float(q[sorted(set(right))].sum())
+    assert f"continues “{shown(cut.word)}” rightly {percent(p_bpe)}" in said
+    if p_bpe <= 0.5 * p_letter and p_letter >= 0.1:  # beside the character model: the effect
+        assert "**the token-boundary effect**" in said

@@ -25,11 +25,16 @@ def test_induction_2l_opens_on_its_induction_head_and_follows_another(models_dir
     assert box.value == "L1 H2"  # the strongest induction head at the end
     roles, accuracy = plotly_figures(at)
     assert _thick(roles) == {"L1 H2"}
-    caption = next(c.value for c in at.caption if "half learned by step" in c.value)
-    formed = int(caption.split("half learned by step ")[1].split(" ")[0].replace(",", ""))
+    said = next(m.value for m in at.markdown if "half learned by step" in m.value)
+    formed = int(said.split("half learned by step ")[1].split(" ")[0].replace(",", ""))
     assert 900 <= formed <= 1500  # inside the dense snapshots around the phase change
+    assert f"copying half learned: step {formed:,}" in [t.get("name") for t in roles["data"]]
     names = [t["name"] for t in accuracy["data"]]
     assert "copy accuracy (per token)" in names and "whole copy right" in names
+    # a real phase change: the page says so, and does not call it only the metric's jump
+    text = " ".join(m.value for m in at.markdown)
+    assert "The loss itself changes phase" in text
+    assert "magnifies a small slip" in text  # the whole-copy drop after its peak, explained
 
     box.set_value("L0 H3").run()
     assert not at.exception
@@ -74,3 +79,24 @@ def test_a_damaged_snapshot_is_reported_and_the_app_keeps_running(models_dir, tm
     (error,) = [e.value for e in at.error]
     assert "bad-snapshot" in error and "step_000037.safetensors" in error
     assert not plotly_figures(at)
+
+
+def test_a_class_trained_model_that_never_copies_says_so_and_draws_no_dashed_line(
+    claim_bundles, tmp_path
+):
+    """The bug: the tiny preset after 300 steps on Shakespeare, second-copy loss tracking the
+    first copy's, and the page said "Copying is half learned by step 147 (dashed line)"."""
+    from tests.claims_models import CLASS_TRAINED
+
+    folder = tmp_path / "class" / CLASS_TRAINED
+    shutil.copytree(claim_bundles[CLASS_TRAINED], folder)
+    at = app_test(folder.parent, PAGE)
+    assert not at.exception
+    text = " ".join(m.value for m in at.markdown)
+    assert "This model never learned to copy" in text
+    assert "half learned" not in text + " ".join(c.value for c in at.caption)
+    roles, accuracy = plotly_figures(at)
+    for fig in (roles, accuracy):
+        names = [t.get("name") or "" for t in fig["data"]]
+        assert not any(name.startswith("copying half learned") for name in names)
+        assert not fig["layout"].get("shapes")

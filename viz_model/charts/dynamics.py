@@ -121,8 +121,9 @@ def loss_against_accuracy(
     d: Dynamics, train: Curves | None = None, formed: int | None = None
 ) -> go.Figure:
     """The loss on the second copy (and the training loss, when given) on the left axis, copy
-    accuracy per token and for the whole copy on the right one (0..1), against training step:
-    the accuracy of a whole copy jumps where the per-token loss only slopes."""
+    accuracy per token and for the whole copy on the right one (0..1), with what per-token
+    accuracy predicts for the whole copy (its (k-1)th power, dotted), against training step.
+    `formed`: the step copying is half learned, drawn only when the page claims it."""
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     if train is not None and train.train_x.size:
         fig.add_trace(
@@ -136,10 +137,12 @@ def loss_against_accuracy(
             ),
             secondary_y=False,
         )
+    power = d.copy_length - 1
     series = (
         ("loss on the second copy", d.loss_second, SECOND_COLOUR, False, "solid"),
         ("copy accuracy (per token)", d.copy_accuracy, ACCURACY_COLOUR, True, "solid"),
         ("whole copy right", d.exact_copy, EXACT_COLOUR, True, "dash"),
+        (f"(per-token accuracy)^{power}", d.copy_accuracy**power, EXACT_COLOUR, True, "dot"),
     )
     for name, y, colour, right, dash in series:
         fmt = "%{y:.0%}" if right else "%{y:.3f} nats"
@@ -147,7 +150,7 @@ def loss_against_accuracy(
             go.Scatter(
                 x=d.steps,
                 y=y,
-                mode="lines+markers",
+                mode="lines" if dash == "dot" else "lines+markers",
                 name=name,
                 line=dict(color=colour, width=2.5, dash=dash),
                 marker=dict(size=6),
