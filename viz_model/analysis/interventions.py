@@ -630,10 +630,15 @@ class SteeringPush:
     random: np.ndarray  # (K, S)
     score_plain: float  # the score without steering
 
+    @property
+    def chance(self) -> np.ndarray:
+        """(S,) the largest |push| of a random direction at each alpha."""
+        return np.abs(self.random).max(0, initial=0.0)
+
     def at(self, alpha: float) -> tuple[float, float]:
         """(push, chance) at `alpha`: chance = the largest |push| of a random direction."""
         i = int(np.argmin(np.abs(self.alphas - alpha)))
-        return float(self.push[i]), float(np.abs(self.random[:, i]).max(initial=0.0))
+        return float(self.push[i]), float(self.chance[i])
 
 
 def random_directions(vector: torch.Tensor, k: int, seed: int = 0) -> torch.Tensor:
@@ -976,7 +981,7 @@ def suggest_experiment(
     return (T - 1, *suggest_corruption(model, ids, candidates))
 
 
-def _md(text: str) -> str:
+def md_escape(text: str) -> str:
     """Token text made safe inside Markdown: every character Markdown could read as syntax is
     backslash-escaped (a token "*" or "_" prints as itself)."""
     return "".join("\\" + c if c in "\\`*_{}[]()#+-.!|<>~$" else c for c in text)
@@ -998,7 +1003,7 @@ def patching_claim(result: Patching, label) -> Claim:
         "span": result.ld_clean - result.ld_corrupt,
         "min_span": MIN_SPAN,
     }
-    qa, qw, qt = (f"“{_md(label(i))}”" for i in (a, w, top))
+    qa, qw, qt = (f"“{md_escape(label(i))}”" for i in (a, w, top))
     if top != a:
         said = (
             f"The change flips the prediction: the clean run's favourite is {qa} "
