@@ -21,9 +21,6 @@ cfg, tok, ids = ctx.config, ctx.tokenizer, tuple(ctx.ids)
 L, H, T = cfg.n_layer, cfg.n_head, len(ids)
 shown = tok.decode(list(ids))  # the prompt as the model reads it (cut to its context)
 N_BARS = 12
-DEFAULT_ALPHA = (
-    1.5  # with the default sets (capitals vs as written) the push is clear and the text still reads
-)
 
 st.markdown(
     "Every other page *watches* the model. Here we **change** one part of it while it runs and "
@@ -362,7 +359,7 @@ def steering_section() -> None:
     c3, c4, c5, c6 = st.columns(4)
     layer = state.slider("Layer", "steer_layer", 0, L - 1, L // 2, container=c3)
     strength = state.slider(
-        "Strength α", "strength", -10.0, 10.0, DEFAULT_ALPHA, step=0.5, container=c4
+        "Strength α", "strength", -10.0, 10.0, iv.STEER_DEFAULT_ALPHA, step=0.5, container=c4
     )
     n_tokens = state.slider("Tokens", "steer_len", 20, 200, 100, step=10, container=c5)
     seed = state.number_input("Seed", "steer_seed", 0, 10_000, 0, container=c6)

@@ -168,17 +168,8 @@ def direction_report(
 
 @st.cache_data(show_spinner=False)
 def steering_defaults(bundle_id: str, prompt: str) -> tuple[str, str]:
-    """Lines of the plays in capitals against the same lines as written for a model of the
-    plays (iv.steering_texts); else the model's own example prompts split in two; else the
-    prompt in capitals against it in small letters."""
-    meta = cache.bundle(bundle_id).meta
-    if (meta.get("data") or {}).get("corpus") == "shakespeare":
-        return iv.steering_texts(load_corpus("shakespeare"))
-    examples = list(meta.get("example_prompts") or [])
-    if len(examples) >= 2:
-        half = len(examples) // 2
-        return "\n\n".join(examples[:half]), "\n\n".join(examples[half:])
-    return prompt.upper(), prompt.lower()
+    """The default prompt sets A and B (iv.steering_defaults)."""
+    return iv.steering_defaults(cache.bundle(bundle_id).meta, prompt, load_corpus)
 
 
 def free_run_name(base: str) -> str:

@@ -1086,6 +1086,25 @@ def row_name(row: int, n_layer: int) -> str:
     return f"into block {row}" if row < n_layer else f"after block {n_layer - 1}"
 
 
+STEER_DEFAULT_ALPHA = (
+    1.5  # the page opens here: with the default sets the push is clear, the text reads
+)
+
+
+def steering_defaults(meta: dict, prompt: str, load_corpus) -> tuple[str, str]:
+    """The page's default sets A and B (blocks separated by blank lines): for a model of the
+    plays, lines in capitals against the same lines as written (steering_texts); else the
+    model's own example prompts split in two; else the prompt in capitals against it in small
+    letters. `load_corpus(name)` reads a bundled corpus."""
+    if (meta.get("data") or {}).get("corpus") == "shakespeare":
+        return steering_texts(load_corpus("shakespeare"))
+    examples = list(meta.get("example_prompts") or [])
+    if len(examples) >= 2:
+        half = len(examples) // 2
+        return "\n\n".join(examples[:half]), "\n\n".join(examples[half:])
+    return prompt.upper(), prompt.lower()
+
+
 def steering_texts(corpus: str, n: int = 6) -> tuple[str, str]:
     """The default steering sets for a model of the plays: (A, B) = n of Romeo's lines in
     capitals, and the same lines as written, each set one prompt per blank-line block.
