@@ -841,7 +841,7 @@ def validation_text(meta: dict) -> str | None:
         return None
 
 
-SUGGEST_POSITIONS = 12  # the suggestion tries the last this many positions before the last token
+SUGGEST_POSITIONS = 16  # the suggestion tries this many positions before the token it cuts at
 _VISIBLE = {"␣": " ", "↵": "\n", "⇥": "\t"}
 
 
@@ -898,10 +898,17 @@ def _earlier_options(ids: list[int], candidates: list[int]) -> list[tuple[int, i
 
 
 def suggest_corruption(model: GPT, ids: list[int], candidates: list[int]) -> tuple[int, int]:
-    """(position, token): the one-token change to a candidate that moves the last prediction most
-    (the largest LD_clean - LD_corrupted), among the positions before the last token; the last
-    token itself only when no earlier change moves LD by MIN_SPAN (its map is then one column)."""
+    """(position, token): among the changes before the last token that flip the last prediction
+    (moving LD by MIN_SPAN), the one that moves LD most. When none flips, the change that moves
+    LD most, before the last token; the last token itself only when no earlier change moves LD
+    by MIN_SPAN (its map is then one column)."""
     T = len(ids)
+    flips = [
+        s for s in _suggestions(model, ids, candidates, [T - 1]) if s.flips and s.span >= MIN_SPAN
+    ]
+    if flips:
+        best = max(flips, key=lambda s: s.span)
+        return best.position, best.token
     best = _best_change(model, ids, _earlier_options(ids, candidates))
     if best is None or best[0] < MIN_SPAN:
         last = _best_change(model, ids, [(T - 1, c) for c in candidates if c != ids[-1]])
@@ -954,7 +961,7 @@ def _suggestions(model: GPT, ids: list[int], candidates: list[int], ends: list[i
         )
         correct = e + 1 < T and ids[e + 1] == answer
         for k, (p, c) in enumerate(options):
-            if p < e:
+            if e - SUGGEST_POSITIONS <= p < e:
                 out.append(Suggestion(e, p, c, int(top[k]) != answer, float(span[k]), correct))
     return out
 
