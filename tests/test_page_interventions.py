@@ -260,7 +260,7 @@ def test_steering_draws_the_push_against_alpha_and_claims_it_only_beyond_chance(
     assert not at.exception
     fig = plotly_figures(at)[0]
     assert [t["name"] for t in fig["data"]][1] == "the steering direction"
-    claim = next(m.value for m in at.markdown if "moves by at most" in m.value)
+    claim = next(m.value for m in at.markdown if "moves it by at most" in m.value)
     assert ("beyond chance" in claim) != ("shows no push" in claim)
 
 

@@ -205,6 +205,7 @@ def steering_push(
     band = go.Scatter(
         x=np.concatenate([alphas, alphas[::-1]]),
         y=np.concatenate([np.asarray(chance), -np.asarray(chance)[::-1]]),
+        mode="lines",
         fill="toself",
         fillcolor=CHANCE_COLOUR,
         line=dict(width=0),
