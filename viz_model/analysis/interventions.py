@@ -439,8 +439,8 @@ def head_sweep_claim(sweep: HeadSweep, k: int = 3) -> Claim:
             numbers,
         )
     noise = (
-        f"beyond noise: more than {NOISE_SE:g} standard errors of its increase over "
-        f"{sweep.n_chunks} stretches of the text"
+        f"beyond noise (more than {NOISE_SE:g} standard errors of its increase over "
+        f"{sweep.n_chunks} stretches of the text)"
     )
     if not named:
         return Claim(
@@ -448,7 +448,7 @@ def head_sweep_claim(sweep: HeadSweep, k: int = 3) -> Claim:
         )
     listed = ", ".join(f"L{a}H{b} ({inc[a, b]:+.3f} ± {NOISE_SE * se[a, b]:.3f})" for a, b in named)
     return Claim(
-        f"Ablating these heads raises the loss most, {noise}: {listed}. "
+        f"Ablating these heads raises the loss most, each {noise}: {listed}. "
         f"{numbers['n_beyond']} of {inc.size} heads raise it beyond noise.",
         True,
         numbers,
