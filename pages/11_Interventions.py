@@ -44,8 +44,14 @@ def label(i: int) -> str:
     return token_text(tok, int(i))
 
 
-def effect_picture(eff: iv.Effect, title: str) -> None:
-    """Bars before/after, the losses and how much probability moved; the numbers on demand."""
+def shown_label(i: int) -> str:
+    """A token as sentences show it: whitespace visible (␣ ↵)."""
+    return show_whitespace(label(i))
+
+
+def effect_picture(eff: iv.Effect, title: str, what: str) -> None:
+    """Bars before/after, the losses and how much probability moved, the claim about the loss
+    (beyond noise or not); the numbers on demand."""
     top = eff.changed_tokens(N_BARS)
     st.plotly_chart(
         charts.before_after_bars(
@@ -69,6 +75,7 @@ def effect_picture(eff: iv.Effect, title: str) -> None:
         help="Half the sum of |p_after - p_before| over the vocabulary: how much of the "
         "next-token distribution changed hands.",
     )
+    st.markdown(iv.loss_change_claim(eff, what).text)
     with st.expander("The numbers behind it"):
         st.dataframe(
             [
@@ -152,7 +159,11 @@ def ablation_section() -> None:
         eff = ux.ablation_effect(
             ctx.bundle_id, ids, chosen.heads, chosen.mlps, chosen.neurons, how, ref
         )
-        effect_picture(eff, f"Next token with {chosen.describe()} {how}-ablated")
+        effect_picture(
+            eff,
+            f"Next token with {chosen.describe()} {how}-ablated",
+            f"Ablating {chosen.describe()}",
+        )
 
     st.subheader("Which heads matter?")
     st.markdown(
@@ -160,7 +171,8 @@ def ablation_section() -> None:
         f"{VAL_WORDS} goes up: the heads the rest of the model relies on stand out in red."
     )
     if state.toggle("Ablate each head in turn", "sweep", True):
-        sweep = ux.head_sweep(ctx.bundle_id, ids, how, ref)
+        stats = ux.head_sweep(ctx.bundle_id, ids, how, ref)
+        sweep = stats.increase
         st.plotly_chart(
             charts.layer_head_grid(
                 sweep,
@@ -169,15 +181,16 @@ def ablation_section() -> None:
                 marked=chosen.heads,
             )
         )
-        st.caption(
-            "Most important: "
-            + ", ".join(f"L{a}H{b} ({sweep[a, b]:+.3f})" for a, b in iv.top_heads(sweep, 3))
-            + ". Outlined: the heads ablated above; pick a head's pill above to see its effect."
-        )
+        st.markdown(iv.head_sweep_claim(stats).text)
+        st.caption("Outlined: the heads ablated above; pick a head's pill above to see its effect.")
         with st.expander("The numbers behind it"):
             st.dataframe(
                 [
-                    {"layer": a, **{f"head {h}": float(sweep[a, h]) for h in range(H)}}
+                    {
+                        "layer": a,
+                        **{f"head {h}": float(sweep[a, h]) for h in range(H)},
+                        **{f"± 2 SE, head {h}": 2 * float(stats.se[a, h]) for h in range(H)},
+                    }
                     for a in range(L)
                 ],
                 hide_index=True,
@@ -196,7 +209,8 @@ def patching_section() -> None:
         "from the clean run (the residual stream at one layer and position, or one head's "
         "output). If that alone brings the clean answer back, the information travels there. "
         "We measure the answer by the logit difference $LD$ between the clean run's favourite "
-        "next token and the corrupted run's, scaled so that 0 is the corrupted run and 1 the clean."
+        "next token and the corrupted run's (the clean run's second choice when both runs prefer "
+        "the same token), scaled so that 0 is the corrupted run and 1 the clean."
     )
     st.latex(
         r"\text{restored} = \frac{LD_{\text{patched}} - LD_{\text{corrupted}}}"
@@ -215,7 +229,8 @@ def patching_section() -> None:
         container=c0,
         format_func=lambda i: ctx.labels[i],
         help="The clean prompt is the sidebar's, up to this token: its next token is the answer. "
-        "The default is the latest token whose prediction a one-token change moves.",
+        "The default is the latest token whose next token the model predicts right and a "
+        "one-token change flips.",
     )
     clean = ids[: end + 1]
     if end != s_end:
@@ -238,7 +253,7 @@ def patching_section() -> None:
     )
     new = tok.encode(iv.typed_text(typed))
     if len(new) != 1:
-        st.error(f"“{typed}” is {len(new)} tokens for this model; type exactly one token.")
+        st.error(f"“{iv.md_escape(typed)}” is {len(new)} tokens for this model; type one token.")
         return
     corrupted = tuple(iv.corrupt(list(clean), pos, new[0]))
     if corrupted == clean:
@@ -248,20 +263,22 @@ def patching_section() -> None:
         chips = token_chips_html([(i, label(i)) for i in seq], marked={pos})
         st.html(f"<div><b>{name}</b></div>{chips}")
     result = ux.patching(ctx.bundle_id, clean, corrupted)
-    a, w = label(result.answer), label(result.wrong)
+    a, w, top = (shown_label(i) for i in (result.answer, result.wrong, result.corrupt_top))
     m1, m2, m3 = st.columns(3)
     m1.metric(
-        "Clean favourite", repr(a), help="The answer: the clean run's most likely next token."
+        "Clean favourite",
+        f"{a} ({result.p_clean[result.answer]:.2f})",
+        help="The answer: the clean run's most likely next token, and its probability.",
     )
     m2.metric(
         "Corrupted favourite",
-        repr(w),
-        help="The corrupted run's (or the clean run's second choice).",
+        f"{top} ({result.p_corrupt[result.corrupt_top]:.2f})",
+        help="The corrupted run's own most likely next token, and its probability.",
     )
     m3.metric(
         "LD clean → corrupted",
         f"{result.ld_clean:.2f} → {result.ld_corrupt:.2f}",
-        help=f"logit[{a!r}] - logit[{w!r}] after the last token.",
+        help=f"logit[{a}] - logit[{w}] after the last token.",
     )
     if not math.isfinite(float(result.resid[-1, -1])):
         st.warning(
@@ -269,12 +286,7 @@ def patching_section() -> None:
             "change another token."
         )
         return
-    if result.ld_clean - result.ld_corrupt < iv.MIN_SPAN:
-        st.warning(
-            f"This change moves the logit difference by only "
-            f"{result.ld_clean - result.ld_corrupt:.2f}, so the shares below are mostly noise: "
-            "change another token, or predict after an earlier token."
-        )
+    st.markdown(iv.patching_claim(result, shown_label).text)
     rows = [f"into block {i}" for i in range(L)] + [f"after block {L - 1}"]
     st.plotly_chart(
         charts.patching_map(
@@ -284,11 +296,13 @@ def patching_section() -> None:
             "Patch the residual stream at one layer and position",
         )
     )
-    st.caption(
-        "Before the changed token nothing differs, so nothing is restored; the information "
-        "starts at the changed token and, layer by layer, moves to the last position, "
-        "where the prediction is made."
+    before = (
+        "In a causal model the positions before the changed token are the same in both runs, "
+        "so patching them restores nothing. "
+        if cfg.causal
+        else ""
     )
+    st.markdown(before + iv.route_claim(result, pos).text)
     st.plotly_chart(
         charts.layer_head_grid(
             result.heads,
@@ -316,8 +330,11 @@ def steering_section() -> None:
         "**Steering** pushes the model along a direction while it writes. Give two sets of "
         "prompts, A and B; the direction $v$ is the difference of their mean residual streams "
         "entering a block. Adding $\\alpha v$ to the residual stream at that point, at every "
-        "position, nudges the text towards A (or, with a negative $\\alpha$, towards B). Both texts "
-        "below use the same random seed, so any difference is the push."
+        "position, nudges the model towards A (or, with a negative $\\alpha$, towards B). Any "
+        "vector added to the stream also just damages the text, so we measure the push: how "
+        "much likelier the model finds the A texts than the B texts (mean log-probability per "
+        "token), with steering minus without, against what a random direction of the same "
+        "length does. Both generated texts below use the same random seed."
     )
     st.latex(
         r"v = \overline{x_\ell}(A) - \overline{x_\ell}(B), \qquad x_\ell \leftarrow x_\ell + \alpha\, v"
@@ -341,9 +358,22 @@ def steering_section() -> None:
         return
     c3, c4, c5, c6 = st.columns(4)
     layer = state.slider("Layer", "steer_layer", 0, L - 1, L // 2, container=c3)
-    strength = state.slider("Strength α", "strength", -10.0, 10.0, 4.0, step=0.5, container=c4)
+    strength = state.slider(
+        "Strength α", "strength", -10.0, 10.0, iv.STEER_DEFAULT_ALPHA, step=0.5, container=c4
+    )
     n_tokens = state.slider("Tokens", "steer_len", 20, 200, 100, step=10, container=c5)
     seed = state.number_input("Seed", "steer_seed", 0, 10_000, 0, container=c6)
+    push = ux.steering_push(ctx.bundle_id, a, b, layer, float(strength))
+    st.plotly_chart(
+        charts.steering_push(
+            push.alphas,
+            push.push,
+            push.chance,
+            float(strength),
+            f"Push towards A with the direction added entering block {layer}",
+        )
+    )
+    st.markdown(iv.steering_claim(push, float(strength)).text)
     plain, pushed = ux.steered(ctx.bundle_id, ids, a, b, layer, strength, n_tokens, seed)
     left, right = st.columns(2)
     left.markdown("**Without steering**")
@@ -376,11 +406,22 @@ def _prompts(text: str) -> tuple[tuple[int, ...], ...]:
 
 
 def positions_section() -> None:
+    order = (
+        "A causal model also gets order from its mask: token $t$ sees only the $t$ tokens up to "
+        "it, so, for example, how much a head's attention is spread tells it roughly where it "
+        "is; that is why a model trained with no position embedding at all (the "
+        "Embeddings page's no-position contrast) still learns to write. "
+        if cfg.causal
+        else "This model has no causal mask, so every token sees the whole window as a set: "
+        "here the position embedding is the only place order enters. "
+    )
     st.markdown(
-        "Attention on its own does not know the order of the tokens: the only place order enters "
-        "is the **position embedding** $p_t$ added to each token's vector at the start. Remove "
-        "it, or give the tokens each other's positions, and see how much worse the model "
-        "predicts."
+        "Attention weighs the tokens it sees by their content, not by where they stand: on its "
+        "own it treats them as a set. The **position embedding** $p_t$ added to each token's "
+        "vector at the start says where each one is. "
+        + order
+        + "Remove the position embedding, or give the tokens each other's positions, and see how "
+        "much worse this model predicts."
     )
     st.latex(
         r"x_t = e_{\text{token}_t} + p_t \;\longrightarrow\; e_{\text{token}_t} + 0"
@@ -413,7 +454,8 @@ def positions_section() -> None:
             "How surprised the model is by each prompt token",
         )
     )
-    effect_picture(out["effect"], f"Next token with the {after}")
+    what = "Removing the position embeddings" if mode == "remove" else "Shuffling the positions"
+    effect_picture(out["effect"], f"Next token with the {after}", what)
 
 
 SECTIONS = {

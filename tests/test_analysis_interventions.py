@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
 
 from tests.conftest import tiny_model
 from viz_model.analysis import interventions as iv
+from viz_model.checkpoint import load_bundle
 from viz_model.hooks import ablate_heads, custom
 
 
@@ -224,9 +227,14 @@ def test_the_suggested_corruption_moves_the_prediction_most(model, ids):
     pos, token = iv.suggest_corruption(model, prompt, candidates)
     assert token in candidates and token != prompt[pos]
 
+    @torch.no_grad()
     def span(p: int, c: int) -> float:  # what patching scores against: LD clean - corrupted
-        result = iv.patching(model, prompt, iv.corrupt(prompt, p, c))
-        return result.ld_clean - result.ld_corrupt
+        clean_logits, bad_logits = (
+            model(torch.tensor(prompt)),
+            model(torch.tensor(iv.corrupt(prompt, p, c))),
+        )
+        a, w = iv.pick_answers(clean_logits, bad_logits)
+        return float(iv.logit_diff(clean_logits, a, w) - iv.logit_diff(bad_logits, a, w))
 
     earlier = [(p, c) for p in range(len(prompt) - 1) for c in candidates if c != prompt[p]]
     best_earlier = max(span(p, c) for p, c in earlier)
@@ -236,18 +244,48 @@ def test_the_suggested_corruption_moves_the_prediction_most(model, ids):
         assert span(pos, token) >= best_earlier - 1e-4
 
 
-def test_the_suggested_experiment_cuts_the_prompt_where_a_change_matters(model, ids):
-    prompt = ids.tolist()
-    candidates = [0, 5, 11]
-    end, pos, token = iv.suggest_experiment(model, prompt, candidates, max_ends=4)
-    assert len(prompt) - 5 < end <= len(prompt) - 1 and pos <= end
-    cut = prompt[: end + 1]
-    if end < len(prompt) - 1:  # it moved off the last token: a change there matters
-        assert (pos, token) == iv.suggest_corruption(model, cut, candidates) and pos < end
-        result = iv.patching(model, cut, iv.corrupt(cut, pos, token))
-        assert result.ld_clean - result.ld_corrupt >= iv.MIN_SPAN
-    else:
-        assert (pos, token) == iv.suggest_corruption(model, prompt, candidates)
+@torch.no_grad()
+def _flips(model, prompt, candidates, max_ends):
+    """Brute force, each cut alone: every (end, position, token, span, correct) whose change
+    flips the prediction after `end` and moves LD (against the corrupted favourite) by MIN_SPAN."""
+    out = []
+    for end in range(max(1, len(prompt) - max_ends), len(prompt)):
+        cut = prompt[: end + 1]
+        first = max(0, end - iv.SUGGEST_POSITIONS)  # as the engine tries them
+        options = [(p, c) for p in range(first, end) for c in candidates if c != cut[p]]
+        clean = model(torch.tensor(cut))[-1]
+        bad = model(torch.tensor([iv.corrupt(cut, p, c) for p, c in options]))[:, -1]
+        a = int(clean.argmax())
+        correct = end + 1 < len(prompt) and prompt[end + 1] == a
+        for (p, c), row in zip(options, bad, strict=True):
+            w = int(row.argmax())
+            span = float((clean[a] - clean[w]) - (row[a] - row[w]))
+            if w != a and span >= iv.MIN_SPAN:
+                out.append((end, p, c, span, correct))
+    return out
+
+
+@pytest.mark.parametrize(
+    "name, prompt",
+    [
+        ("induction-2l", "ipeedzkoqunhksodipeedzkoqunhksod"),  # causal: one batch for all ends
+        ("shakespeare-nomask", "ROMEO:\nBut soft, what light through yonder"),  # each cut alone
+    ],
+)
+def test_the_suggested_experiment_opens_where_a_change_flips_the_prediction(name, prompt):
+    bundle = load_bundle(Path(__file__).resolve().parents[1] / "assets" / "models" / name)
+    model, tok = bundle.model, bundle.tokenizer
+    prompt = tok.encode(prompt)
+    candidates = iv.candidate_tokens(tok.encode, tok.decode, prompt)
+    end, pos, token = iv.suggest_experiment(model, prompt, candidates, max_ends=6)
+    found = _flips(model, prompt, candidates, 6)
+    assert found  # these models do flip: the test checks the choice, not the fallback
+    pool = [f for f in found if f[4]] or found  # right predictions first
+    latest = max(f[0] for f in pool)
+    best = max((f for f in pool if f[0] == latest), key=lambda f: f[3])
+    assert (end, pos, token) == best[:3]
+    # cutting there by hand, the suggested change is the same (what the page offers then)
+    assert iv.suggest_corruption(model, prompt[: end + 1], candidates) == (pos, token)
 
 
 def test_typed_text_reads_the_visible_whitespace_marks():

@@ -15,6 +15,8 @@ from tests.test_jobs import wait_for
 from ui.state import widget_key
 from viz_model import jobs
 from viz_model.analysis import interventions as iv
+from viz_model.analysis.tokens import token_text
+from viz_model.charts.common import show_whitespace
 from viz_model.checkpoint import load_bundle
 
 PAGE = "pages/11_Interventions.py"
@@ -222,3 +224,48 @@ def test_every_choice_lands_in_the_url_and_a_link_reopens_it(models_dir):
     again.radio(key=widget_key("exp")).set_value("Ablation").run()
     assert again.radio(key=widget_key("how")).value == "mean"
     assert again.button_group(key=widget_key("heads") + "_0").value == ["H1"]
+
+
+def test_a_typed_replacement_reaches_the_error_escaped(models_dir):
+    at = _open(models_dir, exp="Patching", patch_tok="**[x](y)**")
+    (error,) = at.error
+    assert "\\*\\*\\[x\\]\\(y\\)\\*\\*" in error.value and "**[x]" not in error.value
+
+
+def test_patching_prints_both_runs_own_favourites_and_the_claim(models_dir):
+    at = _open(models_dir, exp="Patching")
+    bundle, ids = _model(models_dir)
+    end, pos = int(_url(at, "patch_end")), int(_url(at, "patch_pos"))
+    clean = ids[: end + 1]
+    token = bundle.tokenizer.encode(iv.typed_text(at.text_input(key=widget_key("patch_tok")).value))
+    bad = iv.corrupt(clean, pos, token[0])
+    result = iv.patching(bundle.model, clean, bad)
+    label = lambda i: show_whitespace(token_text(bundle.tokenizer, int(i)))  # noqa: E731
+    corrupted = next(m for m in at.metric if m.label == "Corrupted favourite")
+    assert corrupted.value.startswith(label(result.corrupt_top) + " (")
+    claim = iv.patching_claim(result, label)
+    assert any(claim.text == m.value for m in at.markdown)
+
+
+def test_positions_prose_does_not_say_the_embedding_is_the_only_order(models_dir):
+    at = _open(models_dir, exp="Positions")
+    text = " ".join(m.value for m in at.markdown)
+    assert "only place order enters" not in text  # false for a causal model
+    assert "gets order from its mask" in text
+    assert "Removing the position embeddings" in text and "noise" in text
+
+
+def test_steering_draws_the_push_against_alpha_and_claims_it_only_beyond_chance(models_dir):
+    at = _open(models_dir, exp="Steering")
+    assert not at.exception
+    fig = plotly_figures(at)[0]
+    assert [t["name"] for t in fig["data"]][1] == "the steering direction"
+    claim = next(m.value for m in at.markdown if "moves it by at most" in m.value)
+    assert ("beyond chance" in claim) != ("shows no push" in claim)
+
+
+def test_the_sweep_names_heads_only_beyond_noise(models_dir):
+    at = _open(models_dir, sweep="1")
+    bundle, ids = _model(models_dir)
+    stats = iv.head_sweep_stats(bundle.model, iv.validation_windows(ids, 64))
+    assert any(iv.head_sweep_claim(stats).text == m.value for m in at.markdown)

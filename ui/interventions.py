@@ -71,10 +71,10 @@ def ablation_effect(
 
 
 @shared
-def head_sweep(bundle_id: str, ids: tuple[int, ...], how: str, ref: str) -> np.ndarray:
+def head_sweep(bundle_id: str, ids: tuple[int, ...], how: str, ref: str) -> iv.HeadSweep:
     model = cache.bundle(bundle_id).model
     m = means(bundle_id, ref, ids) if how == "mean" else None
-    return iv.head_sweep(model, windows(bundle_id, ids), how, m)
+    return iv.head_sweep_stats(model, windows(bundle_id, ids), how, m)
 
 
 @shared
@@ -137,13 +137,25 @@ def positions(bundle_id: str, ids: tuple[int, ...], mode: str, seed: int) -> dic
     return {
         "before": iv.surprisals(model, list(ids)),
         "after": iv.surprisals(model, list(ids), hooks),
-        "effect": iv.Effect(
-            iv.last_probs(model, list(ids)),
-            iv.last_probs(model, list(ids), hooks),
-            iv.loss(model, val),
-            iv.loss(model, val, val_hooks),
-        ),
+        "effect": iv.effect_from(model, list(ids), val, hooks, val_hooks),
     }
+
+
+@shared
+def steering_push(
+    bundle_id: str,
+    a: tuple[tuple[int, ...], ...],
+    b: tuple[tuple[int, ...], ...],
+    layer: int,
+    strength: float,
+) -> iv.SteeringPush:
+    """The push towards A against alpha (the page's alpha included), and the random baseline."""
+    model = cache.bundle(bundle_id).model
+    vector = torch.from_numpy(steering_vector(bundle_id, a, b, layer))
+    alphas = (*iv.STEER_ALPHAS, strength)
+    return iv.steering_push(
+        model, [list(p) for p in a], [list(p) for p in b], layer, vector, alphas
+    )
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -156,18 +168,8 @@ def direction_report(
 
 @st.cache_data(show_spinner=False)
 def steering_defaults(bundle_id: str, prompt: str) -> tuple[str, str]:
-    """Lines of Romeo against lines of Juliet for a model of the plays; else the model's own
-    example prompts split in two; else the prompt in capitals against it in small letters."""
-    meta = cache.bundle(bundle_id).meta
-    if (meta.get("data") or {}).get("corpus") == "shakespeare":
-        corpus = load_corpus("shakespeare")
-        a, b = (iv.speech_lines(corpus, who) for who in ("Romeo", "Juliet"))
-        return "\n\n".join(f"Romeo.\n{s}" for s in a), "\n\n".join(f"Juliet.\n{s}" for s in b)
-    examples = list(meta.get("example_prompts") or [])
-    if len(examples) >= 2:
-        half = len(examples) // 2
-        return "\n\n".join(examples[:half]), "\n\n".join(examples[half:])
-    return prompt.upper(), prompt.lower()
+    """The default prompt sets A and B (iv.steering_defaults)."""
+    return iv.steering_defaults(cache.bundle(bundle_id).meta, prompt, load_corpus)
 
 
 def free_run_name(base: str) -> str:

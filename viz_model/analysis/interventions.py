@@ -25,6 +25,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from viz_model.analysis.claims import Claim
 from viz_model.hooks import HookFn, ablate_heads, custom
 from viz_model.model import GPT
 from viz_model.sampling import SamplingSettings, generate
@@ -211,6 +212,37 @@ def loss(model: GPT, windows: torch.Tensor, hooks: list[tuple[str, HookFn]] = ()
 
 
 @torch.no_grad()
+def token_losses(
+    model: GPT, windows: torch.Tensor, hooks: list[tuple[str, HookFn]] = ()
+) -> np.ndarray:
+    """Cross-entropy of each next token in windows (N, T + 1): (N, T) nats."""
+    with model.intervene(hooks):
+        logits = model(windows[:, :-1])  # (N, T, V)
+    ce = F.cross_entropy(logits.flatten(0, 1).float(), windows[:, 1:].flatten(), reduction="none")
+    return ce.view(windows.shape[0], -1).numpy()
+
+
+N_CHUNKS = 16  # the held-out text is cut into this many stretches to measure the noise
+MIN_CHUNK = 8  # tokens: stretches are never shorter (so a short text gives fewer)
+NOISE_SE = 2.0  # a change is beyond noise when it is larger than this many standard errors
+
+
+def chunk_se(diff: np.ndarray) -> tuple[float, int]:
+    """(standard error, number of stretches) of the mean of a per-token change (..., n): the
+    tokens in order are cut into up to N_CHUNKS stretches of at least MIN_CHUNK tokens, and the
+    error is the spread of the stretches' means over sqrt(their number): how much the change
+    would differ on another stretch of text. NaN below two stretches. Leading axes are kept."""
+    diff = np.asarray(diff, dtype=float)
+    n = diff.shape[-1]
+    k = min(N_CHUNKS, n // MIN_CHUNK)
+    if k < 2:
+        return np.full(diff.shape[:-1], np.nan) if diff.ndim > 1 else float("nan"), k
+    means = np.stack([c.mean(-1) for c in np.array_split(diff, k, axis=-1)], -1)
+    se = means.std(-1, ddof=1) / np.sqrt(k)
+    return (se if diff.ndim > 1 else float(se)), k
+
+
+@torch.no_grad()
 def last_probs(model: GPT, ids: list[int], hooks: list[tuple[str, HookFn]] = ()) -> np.ndarray:
     """The next-token probabilities after the prompt (V,)."""
     with model.intervene(hooks):
@@ -227,6 +259,8 @@ class Effect:
     p_after: np.ndarray  # (V,)
     loss_before: float
     loss_after: float
+    change_se: float = float("nan")  # standard error of loss_change across stretches of text
+    n_chunks: int = 0  # how many stretches it was measured on
 
     @property
     def loss_change(self) -> float:
@@ -246,12 +280,54 @@ class Effect:
 def effect(
     model: GPT, ids: list[int], windows: torch.Tensor, hooks: list[tuple[str, HookFn]]
 ) -> Effect:
-    """The next token after `ids` and the loss on `windows`, without and with `hooks`."""
+    """The next token after `ids` and the loss on `windows`, without and with `hooks` (and the
+    noise of the loss change across stretches of the windows)."""
+    return effect_from(model, ids, windows, hooks, hooks)
+
+
+def effect_from(
+    model: GPT,
+    ids: list[int],
+    windows: torch.Tensor,
+    hooks: list[tuple[str, HookFn]],
+    window_hooks: list[tuple[str, HookFn]],
+) -> Effect:
+    """`effect`, with separate hooks for the prompt and the windows (positions depend on length)."""
+    before, after = token_losses(model, windows), token_losses(model, windows, window_hooks)
+    se, k = chunk_se((after - before).ravel())
     return Effect(
         last_probs(model, ids),
         last_probs(model, ids, hooks),
-        loss(model, windows),
-        loss(model, windows, hooks),
+        float(before.mean()),
+        float(after.mean()),
+        se,
+        k,
+    )
+
+
+def loss_change_claim(eff: Effect, what: str) -> Claim:
+    """ "<what> raises the held-out loss by d nats", only when d is beyond NOISE_SE standard
+    errors across stretches of the text; a neutral sentence otherwise."""
+    d, se = eff.loss_change, eff.change_se
+    numbers = {"change": d, "se": se, "n_chunks": eff.n_chunks, "noise_se": NOISE_SE}
+    fig = f"from {eff.loss_before:.3f} to {eff.loss_after:.3f} nats per token ({d:+.3f})"
+    if not np.isfinite(se):
+        return Claim(
+            f"{what} changes the loss {fig}; the text is too short to tell that from noise.",
+            False,
+            numbers,
+        )
+    noise = (
+        f"noise: {NOISE_SE:g} standard errors = {NOISE_SE * se:.3f}, from how the change varies "
+        f"over {eff.n_chunks} stretches of the text"
+    )
+    if abs(d) > NOISE_SE * se:
+        verb = "raises" if d > 0 else "lowers"
+        return Claim(f"{what} {verb} the loss {fig}, beyond noise ({noise}).", True, numbers)
+    return Claim(
+        f"{what} changes the loss {fig}, within noise ({noise}): no effect can be claimed.",
+        False,
+        numbers,
     )
 
 
@@ -293,14 +369,34 @@ def _head_fn(how: str, H: int, N: int, mean: torch.Tensor | None) -> HookFn:
     return fn
 
 
-@torch.no_grad()
+@dataclass(frozen=True)
+class HeadSweep:
+    """Each head's ablation's loss increase (L, H), its standard error across stretches of the
+    text (L, H; NaN when the text is too short) and the number of stretches."""
+
+    increase: np.ndarray
+    se: np.ndarray
+    n_chunks: int
+
+
 def head_sweep(
     model: GPT,
     windows: torch.Tensor,
     how: str = "zero",
     means: dict[str, torch.Tensor] | None = None,
 ) -> np.ndarray:
-    """The validation loss increase when each head alone is ablated: (L, H).
+    """The validation loss increase when each head alone is ablated: (L, H)."""
+    return head_sweep_stats(model, windows, how, means).increase
+
+
+@torch.no_grad()
+def head_sweep_stats(
+    model: GPT,
+    windows: torch.Tensor,
+    how: str = "zero",
+    means: dict[str, torch.Tensor] | None = None,
+) -> HeadSweep:
+    """The validation loss increase when each head alone is ablated, with its noise.
 
     One clean run records the residual stream entering each block; then, per layer, H copies of
     it (a batch of H * N windows, copy h with head h ablated) run from that block on. The sweep
@@ -310,16 +406,53 @@ def head_sweep(
     x, y = windows[:, :-1], windows[:, 1:]
     N = x.shape[0]
     logits, cache = model.run_with_cache(x, names=_resid_names(model)[:L])
-    base = float(F.cross_entropy(logits.flatten(0, 1), y.flatten()))
+    base = F.cross_entropy(logits.flatten(0, 1), y.flatten(), reduction="none").numpy()  # (N*T,)
     resid = {name: cache[name].view(N, *x.shape[1:], -1) for name in cache}  # (N, T, D) each
-    out = np.zeros((L, H))
+    diff = np.zeros((L, H, base.size))
     for layer in range(L):
         mean = None if how == "zero" else (means or {}).get(z_name(layer))
         with model.intervene(custom(z_name(layer), _head_fn(how, H, N, mean))):
             logits = run_from(model, layer, resid[resid_pre_name(layer)].repeat(H, 1, 1))
         ce = F.cross_entropy(logits.flatten(0, 1), y.repeat(H, 1).flatten(), reduction="none")
-        out[layer] = ce.view(H, -1).mean(1).numpy() - base
-    return out
+        diff[layer] = ce.view(H, -1).numpy() - base
+    se, k = chunk_se(diff)
+    return HeadSweep(diff.mean(-1), se, k)
+
+
+def head_sweep_claim(sweep: HeadSweep, k: int = 3) -> Claim:
+    """The (up to k) heads whose ablation raises the loss most, named only when the increase
+    is beyond NOISE_SE standard errors across stretches of the text."""
+    inc, se = sweep.increase, sweep.se
+    beyond = np.isfinite(se) & (inc > NOISE_SE * np.nan_to_num(se, nan=np.inf))
+    named = [h for h in top_heads(np.where(beyond, inc, -np.inf), k) if beyond[h]]
+    numbers = {
+        "n_beyond": int(beyond.sum()),
+        "n_chunks": sweep.n_chunks,
+        "noise_se": NOISE_SE,
+        "max_noise": float(np.nanmax(NOISE_SE * se)) if np.isfinite(se).any() else float("nan"),
+        **{f"L{a}H{b}": float(inc[a, b]) for a, b in named},
+    }
+    if not np.isfinite(se).any():
+        return Claim(
+            "The text is too short to tell a head's effect from noise, so no head is named.",
+            False,
+            numbers,
+        )
+    noise = (
+        f"beyond noise (more than {NOISE_SE:g} standard errors of its increase over "
+        f"{sweep.n_chunks} stretches of the text)"
+    )
+    if not named:
+        return Claim(
+            f"No head's ablation raises the loss {noise}; none stands out here.", False, numbers
+        )
+    listed = ", ".join(f"L{a}H{b} ({inc[a, b]:+.3f} ± {NOISE_SE * se[a, b]:.3f})" for a, b in named)
+    return Claim(
+        f"Ablating these heads raises the loss most, each {noise}: {listed}. "
+        f"{numbers['n_beyond']} of {inc.size} heads raise it beyond noise.",
+        True,
+        numbers,
+    )
 
 
 def top_heads(scores: np.ndarray, k: int) -> list[tuple[int, int]]:
@@ -354,6 +487,13 @@ class Patching:
     ]  # the patched hook of each row: resid_pre of each layer, then the last resid_post
     resid: np.ndarray  # (L + 1, T)
     heads: np.ndarray  # (L, H): each head's z patched at every position
+    p_clean: np.ndarray  # (V,) the clean run's next-token probabilities
+    p_corrupt: np.ndarray  # (V,) the corrupted run's
+
+    @property
+    def corrupt_top(self) -> int:
+        """The corrupted run's own favourite (not necessarily `wrong`)."""
+        return int(np.argmax(self.p_corrupt))
 
 
 def logit_diff(logits: torch.Tensor, answer: int, wrong: int) -> torch.Tensor:
@@ -418,7 +558,10 @@ def patching(
         x = bad[rows[layer]].expand(H, T, -1)
         with model.intervene(custom(z_name(layer), fn)):
             heads[layer] = restored(run_from(model, layer, x, last_only=True))
-    return Patching(answer, wrong, ld_clean, ld_corrupt, rows, resid, heads)
+    p_clean, p_corrupt = (
+        torch.softmax(x[-1].float(), -1).numpy() for x in (clean_logits, corrupt_logits)
+    )
+    return Patching(answer, wrong, ld_clean, ld_corrupt, rows, resid, heads, p_clean, p_corrupt)
 
 
 # ---- steering ---------------------------------------------------------------------------------
@@ -465,6 +608,122 @@ def steered_generation(
     with model.intervene(steering_hooks(layer, vector, strength)):
         steered = generate(model, ids, n_tokens, settings, seed)
     return plain, steered
+
+
+STEER_ALPHAS = (-10.0, -5.0, 0.0, 5.0, 10.0)  # the push is measured across these
+N_RANDOM = 8  # random directions of the same length: what steering by chance does
+
+
+@dataclass(frozen=True)
+class SteeringPush:
+    """How far steering pushes the model towards the A texts rather than the B texts.
+
+    score = mean log p(A text) - mean log p(B text), each text's log p its mean per token (each
+    token given those before it): positive = the model finds A likelier.
+    push[i] = score with alphas[i] * v added minus score without steering (nats per token).
+    random[k, i]: the same push when the direction is the k-th random vector of v's length, the
+    chance baseline: any vector added to the stream moves the score a little.
+    """
+
+    alphas: np.ndarray  # (S,)
+    push: np.ndarray  # (S,)
+    random: np.ndarray  # (K, S)
+    score_plain: float  # the score without steering
+
+    @property
+    def chance(self) -> np.ndarray:
+        """(S,) the largest |push| of a random direction at each alpha."""
+        return np.abs(self.random).max(0, initial=0.0)
+
+    def at(self, alpha: float) -> tuple[float, float]:
+        """(push, chance) at `alpha`: chance = the largest |push| of a random direction."""
+        i = int(np.argmin(np.abs(self.alphas - alpha)))
+        return float(self.push[i]), float(self.chance[i])
+
+
+def random_directions(vector: torch.Tensor, k: int, seed: int = 0) -> torch.Tensor:
+    """k seeded random directions with the length of `vector`: (k, D)."""
+    gen = torch.Generator().manual_seed(seed)
+    r = torch.randn(k, vector.shape[-1], generator=gen)
+    return r / r.norm(dim=-1, keepdim=True) * vector.norm()
+
+
+@torch.no_grad()
+def steering_push(
+    model: GPT,
+    texts_a: list[list[int]],
+    texts_b: list[list[int]],
+    layer: int,
+    vector: torch.Tensor,
+    alphas: Iterable[float] = STEER_ALPHAS,
+    n_random: int = N_RANDOM,
+    seed: int = 0,
+    context: list[int] = (),
+) -> SteeringPush:
+    """Measure the push of `vector` (and of n_random random vectors of its length) at each alpha
+    (and 0): every text of A and B scored (after `context`, if given), with alpha * direction added entering block
+    `layer`. One forward per text, all directions and alphas as one batch."""
+    if not texts_a or not texts_b:
+        raise ValueError("each set needs at least one text")
+    alphas = np.array(sorted({0.0, *(float(a) for a in alphas)}))
+    dirs = torch.cat([vector[None].float(), random_directions(vector.float(), n_random, seed)])
+    K, S = dirs.shape[0], len(alphas)
+    add = (torch.tensor(alphas, dtype=torch.float32)[None, :, None] * dirs[:, None]).flatten(0, 1)
+
+    def mean_logp(texts: list[list[int]]) -> torch.Tensor:  # -> (K * S,)
+        out = []
+        for text in texts:
+            seq = (list(context) + list(text))[-model.cfg.n_ctx :]
+            n = min(len(text), len(seq) - 1)
+            if n < 1:
+                continue
+            ids = torch.tensor(seq).expand(K * S, -1)
+            hook = custom(resid_pre_name(layer), lambda x, _n: x + add[:, None].to(x))
+            with model.intervene(hook):
+                logits = model(ids)[:, -n - 1 : -1]  # (K * S, n, V)
+            logp = torch.log_softmax(logits.float(), -1)
+            target = torch.tensor(seq[-n:]).expand(K * S, -1)
+            out.append(logp.gather(-1, target[..., None])[..., 0].mean(-1))
+        if not out:
+            raise ValueError("no text has a token to score")
+        return torch.stack(out).mean(0)
+
+    score = (mean_logp(texts_a) - mean_logp(texts_b)).view(K, S).numpy()
+    zero = int(np.argmin(np.abs(alphas)))
+    push = score - score[:, zero : zero + 1]
+    return SteeringPush(alphas, push[0], push[1:], float(score[0, zero]))
+
+
+def steering_claim(result: SteeringPush, alpha: float) -> Claim:
+    """Claim a push towards A (alpha > 0) or B (alpha < 0) only when the measured push has the
+    sign of alpha and is larger than every random direction of the same length moves it."""
+    push, chance = result.at(alpha)
+    numbers = {"alpha": alpha, "push": push, "chance": chance, "n_random": len(result.random)}
+    if alpha == 0:
+        return Claim("With α = 0 nothing is added: the two texts are the same.", False, numbers)
+    towards, away = ("A", "B") if alpha > 0 else ("B", "A")
+    measured = (
+        f"At α = {alpha:g} the A texts' log-probability per token, minus the B texts', moves by "
+        f"{push:+.3f} nats (a random direction of the same length moves it by at most "
+        f"{chance:.3f}, over {len(result.random)} tries)"
+    )
+    if np.sign(push) == np.sign(alpha) and abs(push) > chance:
+        return Claim(
+            f"{measured}: steering pushes the model towards the {towards} texts, beyond chance.",
+            True,
+            numbers,
+        )
+    why = (
+        f"it moves towards {away}, the wrong way"
+        if np.sign(push) == -np.sign(alpha) and abs(push) > chance
+        else "no more than chance"
+    )
+    return Claim(
+        f"{measured}: {why}, so this setting shows no push towards {towards}; any change in "
+        "the text is the damage of adding a vector, not the direction.",
+        False,
+        numbers,
+    )
 
 
 def direction_logits(model: GPT, vector: torch.Tensor) -> np.ndarray:
@@ -582,7 +841,7 @@ def validation_text(meta: dict) -> str | None:
         return None
 
 
-SUGGEST_POSITIONS = 12  # the suggestion tries the last this many positions before the last token
+SUGGEST_POSITIONS = 16  # the suggestion tries this many positions before the token it cuts at
 _VISIBLE = {"␣": " ", "↵": "\n", "⇥": "\t"}
 
 
@@ -608,6 +867,7 @@ def candidate_tokens(encode, decode, prompt: list[int] = (), n_prompt: int = 2) 
 
 
 MIN_SPAN = 1.0  # nats: a change that moves LD less than this leaves the patching scores noisy
+SUGGEST_ENDS = 8  # the suggestion tries cutting the prompt after each of its last this many tokens
 
 
 @torch.no_grad()
@@ -638,10 +898,17 @@ def _earlier_options(ids: list[int], candidates: list[int]) -> list[tuple[int, i
 
 
 def suggest_corruption(model: GPT, ids: list[int], candidates: list[int]) -> tuple[int, int]:
-    """(position, token): the one-token change to a candidate that moves the last prediction most
-    (the largest LD_clean - LD_corrupted), among the positions before the last token; the last
-    token itself only when no earlier change moves LD by MIN_SPAN (its map is then one column)."""
+    """(position, token): among the changes before the last token that flip the last prediction
+    (moving LD by MIN_SPAN), the one that moves LD most. When none flips, the change that moves
+    LD most, before the last token; the last token itself only when no earlier change moves LD
+    by MIN_SPAN (its map is then one column)."""
     T = len(ids)
+    flips = [
+        s for s in _suggestions(model, ids, candidates, [T - 1]) if s.flips and s.span >= MIN_SPAN
+    ]
+    if flips:
+        best = max(flips, key=lambda s: s.span)
+        return best.position, best.token
     best = _best_change(model, ids, _earlier_options(ids, candidates))
     if best is None or best[0] < MIN_SPAN:
         last = _best_change(model, ids, [(T - 1, c) for c in candidates if c != ids[-1]])
@@ -650,19 +917,211 @@ def suggest_corruption(model: GPT, ids: list[int], candidates: list[int]) -> tup
     return best[1] if best else (T - 1, ids[-1])
 
 
-def suggest_experiment(
-    model: GPT, ids: list[int], candidates: list[int], max_ends: int = 3
-) -> tuple[int, int, int]:
-    """(end, position, token): a patching experiment worth drawing. The prompt is cut after token
-    `end`, the latest of the last max_ends tokens whose prediction some earlier one-token change
-    moves by MIN_SPAN (so the map shows information travelling); else the whole prompt."""
+@dataclass(frozen=True)
+class Suggestion:
+    """One candidate patching experiment: cut after `end`, change `position` to `token`."""
+
+    end: int
+    position: int
+    token: int
+    flips: bool  # the corrupted run's favourite differs from the clean run's
+    span: float  # LD_clean - LD_corrupted, as patching scores it
+    correct: bool  # the clean run's favourite is the prompt's own next token
+
+
+@torch.no_grad()
+def _suggestions(model: GPT, ids: list[int], candidates: list[int], ends: list[int]):
+    """Every one-token change (SUGGEST_POSITIONS before each end) scored at each end.
+
+    A causal model's prediction after token e reads only tokens 0..e, so one batch of whole
+    corrupted prompts gives every end at once; a model without the mask runs each cut alone."""
     T = len(ids)
-    for end in range(T - 1, max(0, T - 1 - max_ends), -1):
-        cut = ids[: end + 1]
-        best = _best_change(model, cut, _earlier_options(cut, candidates))
-        if best is not None and best[0] >= MIN_SPAN:
-            return (end, *best[1])
+    first = max(0, min(ends) - SUGGEST_POSITIONS)
+    options = [(p, c) for p in range(first, max(ends)) for c in candidates if c != ids[p]]
+    if not options:
+        return []
+    if model.cfg.causal:
+        clean_all = model(torch.tensor(ids))  # (T, V)
+        bad_all = model(torch.tensor([corrupt(ids, p, c) for p, c in options]))  # (K, T, V)
+        at = {e: (clean_all[e], bad_all[:, e]) for e in ends}
+    else:
+        at = {}
+        for e in ends:
+            cut = ids[: e + 1]
+            bad = model(torch.tensor([corrupt(cut, p, c) if p <= e else cut for p, c in options]))
+            at[e] = (model(torch.tensor(cut))[-1], bad[:, -1])
+    out = []
+    for e in ends:
+        clean, bad = at[e]
+        answer = int(clean.argmax())
+        top = bad.argmax(-1)
+        wrong = torch.where(top == answer, clean.topk(2).indices[1], top)
+        span = (clean[answer] - clean[wrong]) - (
+            bad[:, answer] - bad.gather(1, wrong[:, None])[:, 0]
+        )
+        correct = e + 1 < T and ids[e + 1] == answer
+        for k, (p, c) in enumerate(options):
+            if e - SUGGEST_POSITIONS <= p < e:
+                out.append(Suggestion(e, p, c, int(top[k]) != answer, float(span[k]), correct))
+    return out
+
+
+def suggest_experiment(
+    model: GPT, ids: list[int], candidates: list[int], max_ends: int = SUGGEST_ENDS
+) -> tuple[int, int, int]:
+    """(end, position, token): a patching experiment that shows something. Among the last
+    max_ends tokens, the prompt is cut after the latest token whose prediction the model gets
+    right (the prompt's own next token) and some earlier one-token change flips (the corrupted
+    run's favourite differs, LD moving by MIN_SPAN at least); the change is the one that moves
+    LD most there. Failing that, the latest end where a change flips the prediction; failing
+    that, the whole prompt and its largest change (the page then says nothing flipped)."""
+    T = len(ids)
+    ends = list(range(max(1, T - max_ends), T))
+    found = [
+        s for s in _suggestions(model, ids, candidates, ends) if s.flips and s.span >= MIN_SPAN
+    ]
+    for pick in ([s for s in found if s.correct], found):
+        if pick:
+            last = max(s.end for s in pick)
+            best = max((s for s in pick if s.end == last), key=lambda s: s.span)
+            return best.end, best.position, best.token
     return (T - 1, *suggest_corruption(model, ids, candidates))
+
+
+def md_escape(text: str) -> str:
+    """Token text made safe inside Markdown: every character Markdown could read as syntax is
+    backslash-escaped (a token "*" or "_" prints as itself)."""
+    return "".join("\\" + c if c in "\\`*_{}[]()#+-.!|<>~$" else c for c in text)
+
+
+def patching_claim(result: Patching, label) -> Claim:
+    """What the change did to the prediction, from both runs' own distributions: a flip is
+    claimed only when the corrupted run's favourite differs from the clean run's and LD moves
+    by MIN_SPAN at least. `label(id)` gives a token's text as the page shows it."""
+    a, w, top = result.answer, result.wrong, result.corrupt_top
+    pa, pc = result.p_clean, result.p_corrupt
+    numbers = {
+        "answer": a,
+        "wrong": w,
+        "corrupt_top": top,
+        "p_clean_answer": float(pa[a]),
+        "p_corrupt_answer": float(pc[a]),
+        "p_corrupt_top": float(pc[top]),
+        "span": result.ld_clean - result.ld_corrupt,
+        "min_span": MIN_SPAN,
+    }
+    qa, qw, qt = (f"“{md_escape(label(i))}”" for i in (a, w, top))
+    if top != a:
+        said = (
+            f"The change flips the prediction: the clean run's favourite is {qa} "
+            f"(p = {pa[a]:.2f}); the corrupted run's is {qt} (p = {pc[top]:.2f}), and {qa} "
+            f"falls to {pc[a]:.2f}. The maps score each patch by the logit difference "
+            f"logit({qa}) − logit({qw})."
+        )
+        if numbers["span"] >= MIN_SPAN:
+            return Claim(said, True, numbers)
+        return Claim(
+            f"{said} But it moves that difference by only {numbers['span']:.2f} (less than "
+            f"{MIN_SPAN:g}), so the shares below are mostly noise.",
+            False,
+            numbers,
+        )
+    return Claim(
+        f"The change does not flip the prediction: both runs prefer {qa} (p = {pa[a]:.2f} clean, "
+        f"{pc[a]:.2f} corrupted). The maps compare it with the clean run's second choice {qw}, "
+        "so they show what makes the model more or less sure, not what it predicts: change "
+        "another token, or predict after another one.",
+        False,
+        numbers,
+    )
+
+
+HALF = 0.5  # a patch "restores the answer" when it brings back at least half of LD
+
+
+def route_claim(result: Patching, position: int) -> Claim:
+    """Where the information travels, read off the residual map: the rows (entering block l)
+    where patching the changed token alone restores at least HALF of the answer, and those
+    where the last position alone does. Claimed when both happen and the hand-over is inside
+    the model (the changed token is not the last one)."""
+    R, T = result.resid, result.resid.shape[1]
+    at_changed = [int(i) for i in np.flatnonzero(R[:, position] >= HALF)]
+    at_last = [int(i) for i in np.flatnonzero(R[:, T - 1] >= HALF)]
+    numbers = {
+        "position": position,
+        "half": HALF,
+        "last_row_at_changed": max(at_changed) if at_changed else -1,
+        "first_row_at_last": min(at_last) if at_last else -1,
+        "max_restored": float(np.nanmax(R)) if np.isfinite(R).any() else float("nan"),
+    }
+    if position == T - 1:
+        return Claim(
+            "The changed token is the last one, so there is nowhere for the information to "
+            "travel: only the last column can restore anything.",
+            False,
+            numbers,
+        )
+    if not at_changed or not at_last:
+        return Claim(
+            f"No single position restores half of the answer in every layer here: the "
+            f"information is spread over several positions or heads (the largest share one "
+            f"patch restores is {numbers['max_restored']:.2f}).",
+            False,
+            numbers,
+        )
+    k, m = numbers["last_row_at_changed"], numbers["first_row_at_last"]
+    if m <= k:
+        return Claim(
+            f"At “{row_name(m, R.shape[0] - 1)}” the changed token and the last position each "
+            "restore half of the answer alone: the information is in both places at once.",
+            False,
+            numbers,
+        )
+    blocks = f"block {k}" if m == k + 1 else f"blocks {k}–{m - 1}"
+    return Claim(
+        f"Patching the changed token alone restores at least half of the answer up to "
+        f"“{row_name(k, R.shape[0] - 1)}”; patching the last position alone does from "
+        f"“{row_name(m, R.shape[0] - 1)}” on: the information moves from the changed token to "
+        f"the last position in {blocks}, through attention.",
+        True,
+        numbers,
+    )
+
+
+def row_name(row: int, n_layer: int) -> str:
+    """The residual map's row names: "into block l" for l < L, then "after block L-1"."""
+    return f"into block {row}" if row < n_layer else f"after block {n_layer - 1}"
+
+
+STEER_DEFAULT_ALPHA = (
+    1.5  # the page opens here: with the default sets the push is clear, the text reads
+)
+
+
+def steering_defaults(meta: dict, prompt: str, load_corpus) -> tuple[str, str]:
+    """The page's default sets A and B (blocks separated by blank lines): for a model of the
+    plays, lines in capitals against the same lines as written (steering_texts); else the
+    model's own example prompts split in two; else the prompt in capitals against it in small
+    letters. `load_corpus(name)` reads a bundled corpus."""
+    if (meta.get("data") or {}).get("corpus") == "shakespeare":
+        return steering_texts(load_corpus("shakespeare"))
+    examples = list(meta.get("example_prompts") or [])
+    if len(examples) >= 2:
+        half = len(examples) // 2
+        return "\n\n".join(examples[:half]), "\n\n".join(examples[half:])
+    return prompt.upper(), prompt.lower()
+
+
+def steering_texts(corpus: str, n: int = 6) -> tuple[str, str]:
+    """The default steering sets for a model of the plays: (A, B) = n of Romeo's lines in
+    capitals, and the same lines as written, each set one prompt per blank-line block.
+
+    Why capitals: the plays' speaker names and headings are in capitals, so a model of them
+    has a direction for "capitals here" that a small push moves visibly. Romeo's lines against
+    Juliet's were tried first; on the bundled models that push was no larger than a random
+    direction's (the claims test measures it on every model)."""
+    lines = speech_lines(corpus, "Romeo", n)
+    return "\n\n".join(s.upper() for s in lines), "\n\n".join(lines)
 
 
 def speech_lines(text: str, speaker: str, n: int = 6) -> list[str]:

@@ -1,6 +1,7 @@
 """Intervention figures: next-token probabilities before and after, a layer x head grid (the loss
 each head's ablation costs, or how much of the answer patching it restores), the layers x positions
-patching map, and each prompt token's surprisal with and without position embeddings.
+patching map, each prompt token's surprisal with and without position embeddings, and the
+steering push against its strength beside what a random direction does.
 
 Arrays and labels in, plotly figures out; token labels go through plotly_labels.
 """
@@ -190,3 +191,51 @@ def surprisal_lines(
         xaxis=dict(type="category", tickangle=-60, **every_tick(x, 48)),
     )
     return go.Figure(lines, layout)
+
+
+CHANCE_COLOUR = "rgba(120, 120, 120, 0.25)"  # the band a random direction moves the score within
+
+
+def steering_push(
+    alphas: np.ndarray, push: np.ndarray, chance: np.ndarray, chosen: float, title: str
+) -> go.Figure:
+    """The push towards A (nats per token) against the strength alpha, the grey band of what a
+    random direction of the same length does (+-chance), and the chosen alpha marked."""
+    alphas = np.asarray(alphas, dtype=float)
+    band = go.Scatter(
+        x=np.concatenate([alphas, alphas[::-1]]),
+        y=np.concatenate([np.asarray(chance), -np.asarray(chance)[::-1]]),
+        mode="lines",
+        fill="toself",
+        fillcolor=CHANCE_COLOUR,
+        line=dict(width=0),
+        name="a random direction (largest |push| of 8)",
+        hoverinfo="skip",
+    )
+    line = go.Scatter(
+        x=alphas,
+        y=push,
+        mode="lines+markers",
+        name="the steering direction",
+        line=dict(color=AFTER_COLOUR, width=3),
+        hovertemplate="α = %{x:g}: %{y:+.3f} nats<extra></extra>",
+    )
+    layout = house_layout(
+        title,
+        SMALL_HEIGHT + 80,
+        legend=LEGEND_BELOW,
+        xaxis=dict(title="strength α", zeroline=True),
+        yaxis=dict(title="push towards A (nats/token)", zeroline=True),
+        shapes=[
+            dict(
+                type="line",
+                x0=chosen,
+                x1=chosen,
+                yref="paper",
+                y0=0,
+                y1=1,
+                line=dict(color=MARK_COLOUR, width=1, dash="dot"),
+            )
+        ],
+    )
+    return go.Figure([band, line], layout)
