@@ -5,13 +5,11 @@ only reads files. The chosen model's own training follows: its loss against the 
 baselines, its learning-rate schedule and the samples it wrote (bundled models included)."""
 
 import math
-import os
 
 import streamlit as st
-from streamlit.errors import StreamlitSecretNotFoundError
 
 import ui
-from ui import models, state, training_live, training_view
+from ui import models, state, teacher, training_live, training_view
 from ui.frame import val_loss
 from ui.training_setup import draw_setup
 from viz_model import jobs
@@ -32,38 +30,14 @@ st.latex(
 )
 
 
-def password_from_secrets() -> None:
-    """`teacher_password = "..."` in .streamlit/secrets.toml works as VIZ_TEACHER_PASSWORD does
-    (the variable wins when both are set); the jobs read it from this process's environment."""
-    try:
-        secret = st.secrets.get("teacher_password")
-    except StreamlitSecretNotFoundError:  # no secrets file: nothing to read
-        return
-    if secret and not os.environ.get(jobs.PASSWORD_ENV):
-        os.environ[jobs.PASSWORD_ENV] = str(secret)
-
-
-def teacher_password() -> str | None:
-    """The password field, only when the server has one (VIZ_TEACHER_PASSWORD); never in the URL."""
-    password_from_secrets()
-    if not jobs.password_required():
-        return None
-    return st.text_input(
-        "Teacher password",
-        type="password",
-        key="t_password",
-        help="This server asks for it to start, stop, change or delete runs; watching is free.",
-    )
-
-
 st.subheader("Train a model on this server")
-password = teacher_password()
+auth = teacher.password_field("t_password")
 with st.expander("Set up a new run", expanded=not jobs.list_runs()):
-    started = draw_setup(password)
+    started = draw_setup(auth)
 if started:  # show the new run below, refreshing while it trains
     state.set_value(training_live.RUN_KEY, started)
 st.subheader("Runs on this server")
-training_live.draw_runs(password)
+training_live.draw_runs(auth)
 st.divider()
 
 

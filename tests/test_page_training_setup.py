@@ -18,9 +18,10 @@ from viz_model.run_settings import RunSettings, estimate_params, load_text
 def _setup_page(password: str | None = None) -> None:
     import streamlit as st
 
+    from ui import teacher
     from ui.training_setup import draw_setup
 
-    started = draw_setup(st.session_state.get("_test_password"))
+    started = draw_setup(teacher.auth(st.session_state.get("_test_password")))
     st.text(f"started: {started}")
 
 
@@ -246,7 +247,7 @@ def test_start_starts_a_real_job_in_the_runs_folder(runs):
         assert view.settings["task"] == "repeat" and view.settings["train"]["max_steps"] == 20
     finally:
         if jobs.read("class-run", history=False).live:
-            jobs.stop("class-run")
+            jobs.stop("class-run", auth=jobs.Auth())
         final = _wait_until_done("class-run")
     assert final.state in ("finished", "stopped")
     at.run()  # the form offers a free name for the next run
@@ -267,7 +268,7 @@ def test_a_double_click_on_start_starts_one_run_not_two(runs):
     finally:
         for view in jobs.list_runs():
             if view.live:
-                jobs.stop(view.name)
+                jobs.stop(view.name, auth=jobs.Auth())
             _wait_until_done(view.name)
 
 

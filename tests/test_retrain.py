@@ -11,11 +11,13 @@ from viz_model.checkpoint import load_bundle
 
 
 def test_a_damaged_copy_retrains_from_where_its_source_stopped(root):  # noqa: F811
-    jobs.start("whole", tiny(max_steps=20, eval_every=10))
+    jobs.start("whole", tiny(max_steps=20, eval_every=10), auth=jobs.Auth())
     wait_for("whole", lambda v: v.state == "finished", "the source run")
     source = load_bundle(root / "whole")
     damaged = damaged_copy(source.model, Ablation(heads=((0, 1),)))
-    view = retrain.start_damaged("hurt", root / "whole", damaged, steps=10, note="L0H1 zeroed")
+    view = retrain.start_damaged(
+        "hurt", root / "whole", damaged, steps=10, note="L0H1 zeroed", auth=jobs.Auth()
+    )
     assert view.state == "running"
     done = wait_for("hurt", lambda v: v.state == "finished", "the retrain")
     assert done.step == 30 and [r["step"] for r in done.history][:20] == list(range(1, 21))
@@ -34,10 +36,16 @@ def test_retrain_is_refused_without_password_data_or_room(root, monkeypatch, tmp
     src = build_test_bundle(tmp_path / "src", steps=2)  # its meta does not name its data
     model = load_bundle(src).model
     with pytest.raises(jobs.JobError, match="does not say what it was trained on"):
-        retrain.start_damaged("x", src, model, steps=5)
+        retrain.start_damaged("x", src, model, steps=5, auth=jobs.Auth())
     with pytest.raises(jobs.JobError, match="steps"):
-        retrain.start_damaged("x", src, model, steps=0)
+        retrain.start_damaged("x", src, model, steps=0, auth=jobs.Auth())
     monkeypatch.setenv(jobs.PASSWORD_ENV, "secret")
     with pytest.raises(jobs.JobError, match="password"):
-        retrain.start_damaged("x", src, model, steps=5)
+        retrain.start_damaged("x", src, model, steps=5, auth=jobs.Auth.resolve(None))
+    monkeypatch.setenv(jobs.PASSWORD_ENV, "")  # a password only in Streamlit's secrets
+    for given in (None, "guess"):
+        with pytest.raises(jobs.JobError, match="password"):
+            retrain.start_damaged("x", src, model, 5, auth=jobs.Auth.resolve(given, "secret"))
+    with pytest.raises(TypeError):
+        retrain.start_damaged("x", src, model, 5)  # no auth: no start
     assert not (root / "x").exists()

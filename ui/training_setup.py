@@ -1,7 +1,7 @@
 """The Training page's "Set up a new run": data, tokenizer, model, training, what the run will cost
 (measured on this machine), a name, and Start.
 
-    started = training_setup.draw_setup(password)   # the run's name on the rerun that started it
+    started = training_setup.draw_setup(auth)   # the run started on this rerun; auth: ui.teacher
 
 Every choice is carried in the URL under a "t_" key, so a teacher shares one link and every
 laptop sets up the same run; pasted and uploaded text are not (a link cannot carry a file).
@@ -74,7 +74,7 @@ CUSTOM_KEYS = (*SHAPE_KEYS, "tie_embeddings", "dropout")
 PRESET_DEPENDENT = (*(f"t_{k}" for k in CUSTOM_KEYS), "t_batch", "t_lr")
 
 
-def draw_setup(password: str | None) -> str | None:
+def draw_setup(auth: jobs.Auth) -> str | None:
     """Draw the set-up form; return the name of the run it started on this rerun, else None."""
     left, right = st.columns(2)
     with left:
@@ -114,7 +114,7 @@ def draw_setup(password: str | None) -> str | None:
         st.info("Fix what is marked above to see what this run will cost.")
     else:
         problems += _costs(settings, text)
-    return _name_and_start(settings, text, password, problems)
+    return _name_and_start(settings, text, auth, problems)
 
 
 # ---- the four choices ---------------------------------------------------------------------------
@@ -415,7 +415,7 @@ def _free_name(base: str = DEFAULT_NAME) -> str:
     return next((n for n in names if _name_problem(n) is None), base)
 
 
-def _name_and_start(settings, text, password, problems: list[str]) -> str | None:
+def _name_and_start(settings, text, auth: jobs.Auth, problems: list[str]) -> str | None:
     left, right = st.columns([2, 1], vertical_alignment="bottom")
     first_draw = "t_name" not in st.session_state
     wanted = state.url_str("t_name", _free_name(), 64)
@@ -430,7 +430,7 @@ def _name_and_start(settings, text, password, problems: list[str]) -> str | None
         help="Letters, digits, '-' and '_'; the model appears under this name in the picker.",
     )
     name_problem = _name_problem(name)
-    locked = jobs.password_required() and not password
+    locked = auth.required and not auth.given
     clicked = right.button(
         "Start training",
         key="t_start",
@@ -449,7 +449,7 @@ def _name_and_start(settings, text, password, problems: list[str]) -> str | None
         st.info(f"“{just[0]}” has just started; it is below.")
         return None
     try:
-        jobs.start(name, settings, text=text, password=password)
+        jobs.start(name, settings, text=text, auth=auth)
     except jobs.JobError as exc:
         st.error(str(exc))
         return None
