@@ -289,11 +289,11 @@ def test_cli_minutes_without_steps_lets_the_clock_end_the_run(tmp_path):
     text_file = tmp_path / "mine.txt"
     text_file.write_text(load_corpus("shakespeare")[:5000], encoding="utf-8")
     args = ["--text-file", str(text_file), "--preset", "tiny", "--n-ctx", "16", "--d-model", "32"]
-    args += ["--minutes", "0.02", "--eval-batches", "1", "--sample-tokens", "0", "--quiet"]
+    args += ["--minutes", "0.05", "--eval-batches", "1", "--sample-tokens", "0", "--quiet"]
     assert main([*args, "--out", str(tmp_path / "timed")]) == 0
     bundle = load_bundle(tmp_path / "timed")
     assert bundle.train_config["max_steps"] == STEPS_WHEN_TIMED
-    assert bundle.meta["wall_time"] >= 0.02 * 60  # it stopped on time...
+    assert bundle.meta["wall_time"] >= 0.05 * 60  # it stopped on time...
     assert 1 < bundle.meta["step"] < STEPS_WHEN_TIMED  # ...not on steps
     assert bundle.history[-1]["lr"] < 0.2 * bundle.train_config["lr"]  # the cosine ran on time
 

@@ -24,7 +24,7 @@ import torch.nn.functional as F
 
 from viz_model.config import GPTConfig, TrainConfig
 from viz_model.model import GPT
-from viz_model.train import make_optimizer
+from viz_model.train import AdamW, make_optimizer
 
 FLOAT_BYTES = 4  # float32
 # Per parameter: the weight, its gradient, and AdamW's two running moments (exp_avg, exp_avg_sq).
@@ -46,7 +46,7 @@ def n_params(model_cfg: GPTConfig) -> int:
         return GPT(model_cfg).n_params()
 
 
-def _train_step(model: GPT, opt: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tensor) -> None:
+def _train_step(model: GPT, opt: AdamW, x: torch.Tensor, y: torch.Tensor) -> None:
     logits = model(x)  # (B, T, V)
     loss = F.cross_entropy(logits.flatten(0, 1), y.flatten())
     opt.zero_grad(set_to_none=True)

@@ -97,7 +97,78 @@ def snapshot_steps(max_steps: int, n: int) -> list[int]:
     return sorted({0, *(round(max_steps ** (i / n)) for i in range(1, n + 1))})
 
 
-def make_optimizer(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.AdamW:
+ADAM_EPS = 1e-8  # AdamW's epsilon (PyTorch's default; not a TrainConfig setting)
+
+
+class AdamW:
+    """The update the loop takes, written out: AdamW (Loshchilov & Hutter), decoupled weight decay.
+
+    For each parameter theta with gradient g (after clipping), at its t-th update:
+
+        theta <- theta * (1 - lr * weight_decay)          (decay; 0 for biases and LayerNorm gains)
+        m <- beta1 * m + (1 - beta1) * g                  (running mean of the gradient)
+        v <- beta2 * v + (1 - beta2) * g * g              (running mean of its square)
+        theta <- theta - lr * (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + eps)
+
+    The same arithmetic, in the same order, as torch.optim.AdamW's default CPU path (a test
+    compares the two step by step). It is written here so the formula the Training page shows is
+    this code, and because torch's optimiser imports torch._dynamo on first use, about 2 s of a
+    job's start. Same interface as far as the loop uses it: param_groups, zero_grad, step.
+    """
+
+    def __init__(
+        self,
+        groups: list[dict[str, Any]],
+        lr: float,
+        betas: tuple[float, float],
+        eps: float = ADAM_EPS,
+    ) -> None:
+        self.param_groups = [
+            {
+                "lr": lr,
+                "betas": betas,
+                "eps": eps,
+                "weight_decay": 0.0,
+                **g,
+                "params": list(g["params"]),
+            }
+            for g in groups
+        ]
+        self.state: dict[torch.Tensor, dict[str, Any]] = {}
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for group in self.param_groups:
+            for p in group["params"]:
+                if set_to_none:
+                    p.grad = None
+                elif p.grad is not None:
+                    p.grad.zero_()
+
+    @torch.no_grad()
+    def step(self) -> None:
+        for group in self.param_groups:
+            lr, wd, eps = group["lr"], group["weight_decay"], group["eps"]
+            beta1, beta2 = group["betas"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state.get(p)
+                if state is None:
+                    state = self.state[p] = {
+                        "step": 0,
+                        "exp_avg": torch.zeros_like(p),
+                        "exp_avg_sq": torch.zeros_like(p),
+                    }
+                state["step"] += 1
+                t, m, v, g = state["step"], state["exp_avg"], state["exp_avg_sq"], p.grad
+                p.mul_(1 - lr * wd)
+                m.lerp_(g, 1 - beta1)
+                v.mul_(beta2).addcmul_(g, g, value=1 - beta2)
+                denom = (v.sqrt() / math.sqrt(1 - beta2**t)).add_(eps)
+                p.addcdiv_(m, denom, value=-lr / (1 - beta1**t))
+
+
+def make_optimizer(model: torch.nn.Module, cfg: TrainConfig) -> AdamW:
     """AdamW with weight decay on the 2-D weight matrices (and embeddings), none on biases and
     LayerNorm gains, as in GPT-2 and nanoGPT."""
     params = [p for p in model.parameters() if p.requires_grad]
@@ -107,7 +178,7 @@ def make_optimizer(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.Adam
         {"params": decay, "weight_decay": cfg.weight_decay},
         {"params": no_decay, "weight_decay": 0.0},
     ]
-    return torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2))
+    return AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2))
 
 
 @torch.no_grad()
