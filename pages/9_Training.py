@@ -20,17 +20,27 @@ st.markdown(
     "A model starts with random weights and writes gibberish. **Training** shows it a window of "
     "real text, asks it to predict every next token, and measures how wrong it was with the "
     "**loss**: the average of $-\\ln p$ of the token that really came next. A blind guess over "
-    "$V$ tokens scores $\\ln V$; a perfect model scores 0. The gradient says how to nudge every "
-    "weight to lower the loss, and the optimiser takes a small step that way; thousands of "
-    "steps later the same weights write words, names and verse."
+    "$V$ tokens scores $\\ln V$; a perfect model scores 0. The gradient $\\nabla_\\theta L$ says "
+    "how to nudge every weight to lower the loss; the optimiser takes a small step that way, and "
+    "thousands of steps later the same weights write words, names and verse."
+)
+st.latex(r"L = -\frac{1}{N}\sum_{t=1}^{N} \ln p_\theta(x_{t+1} \mid x_{\le t})")
+st.markdown(
+    "The step is not plain gradient descent ($\\theta \\leftarrow \\theta - \\eta\\,g$). The "
+    "jobs here train with **AdamW**, as GPT-2 did: the gradient $g_t$ is first scaled down when "
+    "its length passes a cap (clipping), each weight moves by a running mean of its gradient "
+    "$m_t$ divided by the root of a running mean of its square $v_t$ (so every weight takes "
+    "steps of at most about $\\eta$, however large or small its gradient), both corrected "
+    "for starting at 0, and the weight matrices shrink a little each step (weight decay "
+    "$\\lambda$, not on biases and LayerNorm gains). The learning rate $\\eta_t$ warms up, then "
+    "follows a cosine down; each run's own numbers are under “How it trained” below."
 )
 st.latex(
-    r"L = -\frac{1}{N}\sum_{t=1}^{N} \ln p_\theta(x_{t+1} \mid x_{\le t}),\qquad"
-    r"\theta \leftarrow \theta - \eta\,\nabla_\theta L"
+    r"m_t = \beta_1 m_{t-1} + (1-\beta_1)\,g_t,\quad v_t = \beta_2 v_{t-1} + (1-\beta_2)\,g_t^2,"
+    r"\quad \theta_t = \theta_{t-1} - \eta_t \Big(\frac{m_t/(1-\beta_1^t)}"
+    r"{\sqrt{v_t/(1-\beta_2^t)} + \epsilon} + \lambda\,\theta_{t-1}\Big)"
 )
 
-
-st.subheader("Train a model on this server")
 auth = teacher.password_field("t_password")
 with st.expander("Set up a new run", expanded=not jobs.list_runs()):
     started = draw_setup(auth)
@@ -80,6 +90,7 @@ training_view.draw_curves(
     int(batch) * ctx.config.n_ctx,
     key="hist",
 )
+training_view.draw_update_rule(bundle.train_config)
 st.subheader("What it wrote as it learned")
 st.caption(
     "Text sampled from the weights at that step, from the same start each time: first random "

@@ -12,6 +12,8 @@ import streamlit as st
 from ui import cache, models, state
 from viz_model.analysis import training as tr
 from viz_model.charts import training as charts
+from viz_model.config import TrainConfig
+from viz_model.train import ADAM_EPS
 
 BASELINES_NOTE = (
     "Grey lines: what counting alone scores on the same validation text. **blind guess**: every "
@@ -76,9 +78,9 @@ def draw_curves(
     )
     with st.expander("Learning rate schedule"):
         st.markdown(
-            "How big each step is: the learning rate $\\eta$ in $\\theta \\leftarrow \\theta - "
-            "\\eta\\,\\nabla_\\theta L$. It warms up from 0 (large early steps on random weights "
-            "are unstable), then decays along a cosine so the last steps only fine-tune."
+            "How big each step is: the learning rate $\\eta_t$ of AdamW's update (the formula "
+            "above). It warms up from 0 (large early steps on random weights are unstable), then "
+            "decays along a cosine so the last steps only fine-tune."
         )
         lr_figure = cache.figure(("training_lr", *figure_key[1:]), lambda: charts.lr_curve(curves))
         st.plotly_chart(lr_figure, key=f"{key}_lr")
@@ -103,3 +105,23 @@ def draw_samples(history: list[dict], key: str) -> None:
             help="Drag back to step 0's gibberish and forward to see spelling, words, then names.",
         )
     st.code(texts[step], language=None, wrap_lines=True)
+
+
+def draw_update_rule(train_config: dict | None) -> None:
+    """The update the run was trained with (train.AdamW, its schedule and clipping), with the
+    numbers of its own TrainConfig, as Streamlit's LaTeX, in an expander."""
+    try:
+        cfg = TrainConfig.from_dict(train_config or {})
+    except (TypeError, ValueError):
+        return
+    timed = cfg.time_limit > 0
+    with st.expander("The update it was trained with (AdamW, with this run's numbers)"):
+        rule = tr.update_rule(cfg, ADAM_EPS, timed)
+        for line in rule.lines:
+            st.latex(line)
+        st.caption(
+            f"Weight decay {cfg.weight_decay:g} applies to the weight matrices and embeddings; "
+            f"biases and LayerNorm gains have none. Batch {cfg.batch_size}: each step's gradient "
+            "averages the loss over batch × context tokens."
+            + (" The run was on the clock: the cosine follows the share of time used." * timed)
+        )

@@ -6,6 +6,8 @@
 - `samples(history)`: the text sampled at each sample step, in order.
 - `bundle_baselines(bundle)`: the counting models' validation loss on the bundle's own data,
   split as it was for training, so its curve can be read against them.
+- `update_rule(cfg)`: the update the loop takes (train.AdamW, the schedule, the clipping) as
+  LaTeX with the run's own numbers, read from the same TrainConfig the loop reads.
 
 Records are dicts as `train.StepRecord.to_dict` writes them: step, train_loss, lr, tokens_per_s,
 elapsed, and on some steps val_loss, val_ppl, sample, stopped. Not here: charts, files.
@@ -20,6 +22,7 @@ import numpy as np
 
 from viz_model import ngram
 from viz_model.checkpoint import Bundle
+from viz_model.config import TrainConfig
 from viz_model.data import VAL_FRACTION, DataError, TokenData
 
 _BASELINES = ("blind guess", "unigram", "bigram")  # Baselines.as_dict() keys, in field order
@@ -156,3 +159,73 @@ def losses_at(history: list[dict], step: int) -> tuple[float | None, float | Non
         if isinstance(r.get("val_loss"), int | float):
             val = float(r["val_loss"])
     return train, val
+
+
+# ---- the update the loop takes ----------------------------------------------------------------
+
+
+def tex_number(x: float) -> str:
+    r"""A number for LaTeX: 0.9, 0.1, 3 \times 10^{-3}, 10^{-8}.
+
+    >>> tex_number(0.99), tex_number(3e-3), tex_number(1e-8), tex_number(1.0)
+    ('0.99', '3 \\times 10^{-3}', '10^{-8}', '1')
+    """
+    if x == 0 or 1e-2 <= abs(x) < 1e4:
+        return f"{x:g}"
+    mantissa, exponent = f"{x:.2e}".split("e")
+    power = f"10^{{{int(exponent)}}}"
+    return power if float(mantissa) == 1 else f"{float(mantissa):g} \\times {power}"
+
+
+@dataclass(frozen=True)
+class UpdateRule:
+    """The update as LaTeX lines, and the numbers it was written from (TrainConfig's, and eps)."""
+
+    lines: tuple[str, ...]
+    numbers: dict
+
+
+def update_rule(cfg: TrainConfig, eps: float, timed: bool = False) -> UpdateRule:
+    """train.AdamW's update with this run's numbers: the clipped gradient, the two running means
+    with their bias correction, the decoupled weight decay, and the warm-up + cosine schedule
+    (`timed`: the cosine follows the share of the run's time used when that is further along)."""
+    n = tex_number
+    b1, b2, wd, clip = cfg.beta1, cfg.beta2, cfg.weight_decay, cfg.grad_clip
+    grad = (
+        rf"g_t = \nabla_\theta L \cdot \min\!\Big(1,\ \frac{{{n(clip)}}}{{\lVert \nabla_\theta L"
+        rf" \rVert}}\Big)"
+        if clip > 0
+        else r"g_t = \nabla_\theta L"
+    )
+    moments = (
+        rf"m_t = {n(b1)}\, m_{{t-1}} + {n(1 - b1)}\, g_t,\qquad "
+        rf"v_t = {n(b2)}\, v_{{t-1}} + {n(round(1 - b2, 12))}\, g_t^2"
+    )
+    step = (
+        rf"\theta_t = \theta_{{t-1}} - \eta_t \left( \frac{{m_t / (1 - {n(b1)}^t)}}"
+        rf"{{\sqrt{{v_t / (1 - {n(b2)}^t)}} + {n(eps)}}} + {n(wd)}\, \theta_{{t-1}} \right)"
+    )
+    progress = (
+        r"\tfrac{t - W}{T - W}"
+        if not timed
+        else r"\max\!\big(\tfrac{t - W}{T - W},\ \tfrac{\text{time used}}{\text{time allowed}}\big)"
+    )
+    total = f"{cfg.max_steps:,}".replace(",", "{,}")
+    schedule = (
+        rf"\eta_t = \begin{{cases}} {n(cfg.lr)} \cdot t / W & t \le W = {cfg.warmup_steps} \\"
+        rf" {n(cfg.min_lr)} + \tfrac12 ({n(cfg.lr)} - {n(cfg.min_lr)})"
+        rf"\big(1 + \cos(\pi\, p_t)\big),\ p_t = {progress},\ T = {total}"
+        r" & t > W \end{cases}"
+    )
+    numbers = {
+        "beta1": b1,
+        "beta2": b2,
+        "eps": eps,
+        "weight_decay": wd,
+        "grad_clip": clip,
+        "lr": cfg.lr,
+        "min_lr": cfg.min_lr,
+        "warmup_steps": cfg.warmup_steps,
+        "max_steps": cfg.max_steps,
+    }
+    return UpdateRule((grad, moments, step, schedule), numbers)
