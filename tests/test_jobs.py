@@ -20,6 +20,7 @@ from safetensors.torch import load_file
 
 from ui import models
 from viz_model import jobs
+from viz_model.analysis.training import curves
 from viz_model.checkpoint import load_bundle
 from viz_model.data import load_corpus
 from viz_model.jobs import JobError
@@ -95,6 +96,11 @@ def test_a_job_runs_pauses_steps_changes_lr_resumes_stops_and_trains_more(root, 
     )
     assert [r["lr"] for r in changed.history] == [2e-3] * (at + 2) + [5e-4]
     assert changed.peak_lr == 5e-4
+    # every change is recorded where it happened, for the loss curve to mark
+    events = {r["step"]: r["event"] for r in changed.history if "event" in r}
+    assert events[at + 1] == "one step while paused" and events[at + 2] == "one step while paused"
+    assert events[at + 3] == "one step while paused; peak lr 0.002 → 0.0005"
+    assert set(events) == {at + 1, at + 2, at + 3}
 
     monkeypatch.setenv("VIZ_MAX_JOBS", "1")  # a paused job still holds its place
     with pytest.raises(JobError, match=r"at most 1 training job.*VIZ_MAX_JOBS=1.*life"):
@@ -104,7 +110,8 @@ def test_a_job_runs_pauses_steps_changes_lr_resumes_stops_and_trains_more(root, 
         jobs.train_more("life", steps=5, auth=jobs.Auth())
 
     jobs.resume("life", auth=jobs.Auth())
-    wait_for("life", lambda v: v.state == "running" and v.step > at + 12, "training to go on")
+    resumed = wait_for("life", lambda v: v.state == "running" and v.step > at + 12, "more steps")
+    assert resumed.history[at + 3]["event"].startswith("resumed after a ")  # step at + 4
     jobs.stop("life", auth=jobs.Auth())
     stopped = wait_for("life", lambda v: v.state == "stopped", "the stop")
     assert stopped.message.startswith("stopped on request after step")
@@ -120,6 +127,9 @@ def test_a_job_runs_pauses_steps_changes_lr_resumes_stops_and_trains_more(root, 
     more = wait_for("life", lambda v: v.state == "finished", "five more steps")
     assert more.step == stopped.step + 5 == load_bundle(root / "life").meta["step"]
     assert [r["step"] for r in more.history] == list(range(1, more.step + 1))
+    assert more.history[stopped.step]["event"] == "train more: 5 steps"
+    marked = [at for at, _ in curves(load_bundle(root / "life").history).events]
+    assert marked == [at + 1, at + 2, at + 3, at + 4, stopped.step + 1]
 
 
 def test_a_killed_job_reads_as_interrupted_and_resumes_from_its_last_save(root):

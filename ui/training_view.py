@@ -35,6 +35,12 @@ def _baselines(final_id: str) -> dict[str, float] | None:
     return found.as_dict() if found else None
 
 
+EVENTS_NOTE = (
+    " Green dotted lines: where the run was changed as it trained (a new peak learning rate, a "
+    "pause, a resume, more training, damage); the curve may bend there."
+)
+
+
 # A history is one version of a run's records: a bundle's id, or a live run's folder and the
 # stat of its history file. Every student watching the same run shares one set of curves and one
 # figure per version (a plotly figure costs ~10 ms to build; a live view redraws each second).
@@ -74,7 +80,9 @@ def draw_curves(
     st.caption(
         "Blue: the loss on each training batch (averaged into a few hundred points). Red: the "
         "loss on held-out validation text the model never trains on; when it rises while blue "
-        "falls, the model is memorising. " + (BASELINES_NOTE if baselines else "")
+        "falls, the model is memorising. "
+        + (BASELINES_NOTE if baselines else "")
+        + (EVENTS_NOTE if curves.events else "")
     )
     with st.expander("Learning rate schedule"):
         st.markdown(

@@ -549,7 +549,8 @@ def resume(name: str, *, auth: Auth, root: Path | None = None) -> None:
     elif view.state == "failed" and not (view.saved_step and view.has_bundle):
         raise JobError(f"{name!r} failed before its first save; delete it and start it again")
     else:
-        _relaunch(name, root, {"mode": "resume"}, ("interrupted", "failed"))
+        plan = {"mode": "resume", "event": f"resumed ({view.state})"}
+        _relaunch(name, root, plan, ("interrupted", "failed"))
 
 
 def train_more(
@@ -576,10 +577,12 @@ def train_more(
     meta = config.get("meta") or {}
     if steps is not None:
         plan = {"train": {"max_steps": int(meta.get("step", 0)) + steps}, "minutes": 0.0}
+        more = f"train more: {steps:,} steps"
     else:
         used = float(meta.get("wall_time", 0.0))
         plan = {"train": {"max_steps": STEPS_WHEN_TIMED}, "minutes": used / 60 + minutes}
-    _relaunch(name, root, {"mode": "resume", **plan}, ("finished", "stopped"))
+        more = f"train more: {minutes:g} min"
+    _relaunch(name, root, {"mode": "resume", "event": more, **plan}, ("finished", "stopped"))
 
 
 def _relaunch(name: str, root: Path, plan: dict[str, Any], allowed: tuple[str, ...]) -> None:

@@ -84,7 +84,9 @@ def start_damaged(
             ) from None
         try:
             save_bundle(path, model, bundle.tokenizer, bundle.train_config, history, meta)
+            what = f"damaged: {note}" if note else "damaged"
             plan = {"mode": "resume", "train": {"max_steps": step + steps}, "minutes": 0.0}
+            plan["event"] = what
             jobs._launch(path, plan, limits, model.n_params())
             write_json(path / "settings.json", settings_for(data, bundle.meta).to_dict())
         except (OSError, CheckpointError, ValueError) as exc:

@@ -66,6 +66,7 @@ class StepRecord:
     val_ppl: float | None = None
     sample: str | None = None
     stopped: str | None = None
+    event: str | None = None  # what changed before this step: a new peak lr, a pause, a resume
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict without the fields that are None, e.g. {"step": 3, "train_loss": 4.1,
@@ -234,6 +235,7 @@ def train(
     start_step: int = 0,
     meta: dict[str, Any] | None = None,
     peak_lr: Callable[[], float | None] | None = None,
+    notes: Callable[[], str | None] | None = None,
 ) -> Iterator[StepRecord]:
     """Train `model` from step start_step + 1 to cfg.max_steps, yielding one StepRecord per step.
 
@@ -244,7 +246,9 @@ def train(
     val_loss, wall_time, tokens_seen and, when it ended early, stopped. `peak_lr`, asked before
     each step, changes the run's peak learning rate while it runs (None: no change): the schedule
     keeps its shape around the new cfg.lr (min_lr follows it down if needed), and the bundle
-    records it.
+    records it. `notes`, asked before each step, says what else happened since the last one (a
+    pause, a resume: the job worker knows); with a change of peak it becomes the record's
+    `event`, which the loss curve marks.
     """
     if cfg.threads > 0:
         torch.set_num_threads(cfg.threads)
@@ -315,7 +319,12 @@ def train(
 
     base = cfg  # a live peak is applied to the run's own settings, so min_lr can rise again
     for step in range(start_step + 1, cfg.max_steps + 1):
+        previous_peak = cfg.lr
         cfg = _with_peak_lr(base, peak_lr() if peak_lr is not None else None)
+        happened = [notes()] if notes is not None else []
+        if cfg.lr != previous_peak:
+            happened.append(f"peak lr {previous_peak:.3g} → {cfg.lr:.3g}")
+        event = "; ".join(e for e in happened if e) or None
         time_fraction = clock() / cfg.time_limit if cfg.time_limit > 0 else 0.0
         lr = lr_at(step, cfg, time_fraction)
         for group in opt.param_groups:
@@ -353,6 +362,7 @@ def train(
             lr=float(f"{lr:.6g}"),  # short numbers keep history.json small
             tokens_per_s=round(rate),
             elapsed=round(elapsed, 2),
+            event=event,
         )
         if last or (cfg.eval_every > 0 and step % cfg.eval_every == 0):
             val = evaluate(model, data, cfg.batch_size, cfg.eval_batches)

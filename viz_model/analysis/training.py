@@ -40,6 +40,7 @@ class Curves:
     lr: np.ndarray
     val_x: np.ndarray
     val_loss: np.ndarray
+    events: tuple[tuple[float, str], ...] = ()  # (x, what changed before that step), in order
 
 
 def _has_x(record: dict, x: str) -> bool:
@@ -72,13 +73,16 @@ def curves(
     """The run's curves against x ("step", "tokens" or "elapsed"); tokens = step * tokens_per_step.
 
     Records without a finite train loss (a NaN step) are left out of the train curve, and records
-    without the x value (an old history without seconds) are left out of both.
+    without the x value (an old history without seconds) are left out of both. `events` are the
+    records' events (a new peak learning rate, a pause, a resume, more training) where they
+    happened, for the chart to mark.
     """
     if x not in X_AXES:
         raise ValueError(f"x must be one of {', '.join(X_AXES)}; got {x!r}")
     records = [r for r in history if isinstance(r, dict) and "step" in r and _has_x(r, x)]
     train = [r for r in records if isinstance(r.get("train_loss"), int | float)]
     val = [r for r in records if isinstance(r.get("val_loss"), int | float)]
+    marked = [r for r in records if isinstance(r.get("event"), str) and r["event"]]
     return Curves(
         x_label=X_AXES[x],
         train_x=binned_mean(_x_values(train, x, tokens_per_step), max_points),
@@ -86,6 +90,10 @@ def curves(
         lr=binned_mean(np.array([r.get("lr", np.nan) for r in train], float), max_points),
         val_x=_x_values(val, x, tokens_per_step),
         val_loss=np.array([r["val_loss"] for r in val], dtype=float),
+        events=tuple(
+            (float(at), str(r["event"]))
+            for r, at in zip(marked, _x_values(marked, x, tokens_per_step), strict=True)
+        ),
     )
 
 
