@@ -22,7 +22,7 @@ st.markdown(
     "**loss**: the average of $-\\ln p$ of the token that really came next. A blind guess over "
     "$V$ tokens scores $\\ln V$; a perfect model scores 0. The gradient $\\nabla_\\theta L$ says "
     "how to nudge every weight to lower the loss; the optimiser takes a small step that way, and "
-    "thousands of steps later the same weights write words, names and verse."
+    "after enough steps the same weights can write words, names and verse."
 )
 st.latex(r"L = -\frac{1}{N}\sum_{t=1}^{N} \ln p_\theta(x_{t+1} \mid x_{\le t})")
 st.markdown(
@@ -83,17 +83,15 @@ if not bundle.history:
 run_summary(bundle)
 batch = (bundle.train_config or {}).get("batch_size", 1)
 final_id = models.split_step(ctx.bundle_id)[0]  # a snapshot has its bundle's history
+baselines = training_view.baselines_of(final_id)
 training_view.draw_curves(
-    bundle.history,
-    final_id,
-    training_view.baselines_of(final_id),
-    int(batch) * ctx.config.n_ctx,
-    key="hist",
+    bundle.history, final_id, baselines, int(batch) * ctx.config.n_ctx, key="hist"
 )
+training_view.draw_claims(bundle.history, baselines)
 training_view.draw_update_rule(bundle.train_config)
 st.subheader("What it wrote as it learned")
 st.caption(
-    "Text sampled from the weights at that step, from the same start each time: first random "
-    "characters, then the shape of the text (line breaks, capitals), then words and names."
+    "Text sampled from the weights at that step, from the same start each time (a newline): "
+    "drag back to step 0 and forward again to see what training changed."
 )
 training_view.draw_samples(bundle.history, key="hist")

@@ -110,7 +110,7 @@ def draw_samples(history: list[dict], key: str) -> None:
             f"{key}_sample",
             steps,
             steps[-1],
-            help="Drag back to step 0's gibberish and forward to see spelling, words, then names.",
+            help="Drag back to step 0 (random weights) and forward to see what training changed.",
         )
     st.code(texts[step], language=None, wrap_lines=True)
 
@@ -133,3 +133,17 @@ def draw_update_rule(train_config: dict | None) -> None:
             "averages the loss over batch × context tokens."
             + (" The run was on the clock: the cosine follows the share of time used." * timed)
         )
+
+
+def draw_claims(
+    history: list[dict], baselines: dict[str, float] | None, promised: dict | None = None
+) -> None:
+    """What the run's numbers say: did the validation loss fall, where it sits among the counting
+    baselines, and (for a run started here) its speed against the estimate made before Start.
+    Each sentence is a claim computed from the numbers (analysis/training.py)."""
+    lines = [tr.loss_claim(history).text, tr.baseline_claim(history, baselines).text]
+    low_high = (promised or {}).get("steps_per_s")
+    achieved = tr.achieved_speed(history)
+    if isinstance(low_high, list) and len(low_high) == 2 and achieved:
+        lines.append(tr.speed_claim(float(low_high[0]), float(low_high[1]), *achieved).text)
+    st.markdown("\n".join(f"- {line}" for line in lines))

@@ -35,6 +35,7 @@ under VIZ_RUNS_DIR) is itself the model bundle (so the model picker finds it), p
     control.json    {"paused", "stop", "lr", "steps"}: the worker polls it    (API, atomic)
     history.jsonl   one step record per line, appended; a torn last line is skipped on reading
     text.txt        the pasted or uploaded text, when the run trains on one
+    estimate.json   the speed promised before Start: {"steps_per_s": [low, high], ...} (once)
     job.log         the worker's stderr (tracebacks)
 
 States: running, paused, finished, stopped (by Stop, the minutes cap, SIGTERM or SIGINT, or a
@@ -84,6 +85,7 @@ STATES = (*LIVE, "finished", "stopped", "failed", "interrupted")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 LOCK_FILE = ".jobs.lock"
 HISTORY_FILE = "history.jsonl"  # one step record a line, appended by the worker
+ESTIMATE_FILE = "estimate.json"  # the speed the page promised before Start
 
 
 class JobError(Exception):
@@ -245,6 +247,7 @@ class RunView:
     samples: list[dict[str, Any]] = field(default_factory=list)  # [{"step", "text"}], oldest first
     history: list[dict[str, Any]] = field(default_factory=list)  # StepRecord dicts
     updated: float = 0.0  # time.time() of the last status write
+    estimate: dict[str, Any] = field(default_factory=dict)  # estimate.json: the promised speed
 
     @property
     def live(self) -> bool:
@@ -304,8 +307,16 @@ def read(name: str, root: Path | None = None, history: bool = True) -> RunView:
     if settings is None:
         raise JobError(f"there is no run named {name!r}")
     status = read_json(path / "status.json", {})
-    known = {f.name for f in dataclasses.fields(RunView)} - {"name", "path", "settings", "history"}
+    known = {f.name for f in dataclasses.fields(RunView)} - {
+        "name",
+        "path",
+        "settings",
+        "history",
+        "estimate",
+    }
     view = RunView(name, path, "failed", settings=settings)
+    found = read_json(path / ESTIMATE_FILE, {})
+    view.estimate = found if isinstance(found, dict) else {}
     for key, value in status.items():
         if key in known:
             setattr(view, key, value)
@@ -423,8 +434,12 @@ def start(
     *,
     auth: Auth,
     root: Path | None = None,
+    estimate: dict[str, Any] | None = None,
 ) -> RunView:
     """Start a new run `name` in a child process; returns its first view.
+
+    `estimate` (optional) is what the page promised before Start, e.g. {"steps_per_s": [2.6,
+    3.5], "threads": 1}: kept as estimate.json so the run can be compared with it afterwards.
 
     `text` is the pasted or uploaded text for a text-file run (settings.text_file is then just
     its label, e.g. the upload's name): it is checked like any upload and kept as text.txt in the
@@ -445,6 +460,8 @@ def start(
         except FileExistsError:
             raise JobError(f"a run named {name!r} already exists; choose another name") from None
         try:
+            if estimate:
+                write_json(path / ESTIMATE_FILE, estimate)
             if text is not None:
                 write_text(path / "text.txt", text_kept)
                 settings = dataclasses.replace(settings, text_file=str(path / "text.txt"))

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from viz_model import ngram
+from viz_model.analysis.claims import Claim
 from viz_model.checkpoint import Bundle
 from viz_model.config import TrainConfig
 from viz_model.data import VAL_FRACTION, DataError, TokenData
@@ -237,3 +238,152 @@ def update_rule(cfg: TrainConfig, eps: float, timed: bool = False) -> UpdateRule
         "max_steps": cfg.max_steps,
     }
     return UpdateRule((grad, moments, step, schedule), numbers)
+
+
+# ---- claims about a run (DESIGN.md section 9) -------------------------------------------------
+
+MIN_STEPS_TO_COMPARE = 20  # fewer steps than this: the start-up noise would decide the speed
+LOSS_CHANGE = 0.02  # nats: a smaller change of the validation loss is not called a rise or a fall
+
+
+def achieved_speed(history: list[dict]) -> tuple[float, int] | None:
+    """(steps per second of training time, steps counted) between the first and last records
+    that have a step and an elapsed time; None with fewer than two. Training time is the loop's
+    clock: evaluations and samples count, the start-up and any pause do not."""
+    recs = [
+        r
+        for r in history
+        if isinstance(r, dict)
+        and isinstance(r.get("step"), int)
+        and isinstance(r.get("elapsed"), int | float)
+    ]
+    if len(recs) < 2:
+        return None
+    steps = recs[-1]["step"] - recs[0]["step"]
+    span = float(recs[-1]["elapsed"]) - float(recs[0]["elapsed"])
+    if steps <= 0 or span <= 0:
+        return None
+    return steps / span, steps
+
+
+def _rate(x: float) -> str:
+    return f"{x:.3g}"
+
+
+def speed_claim(low: float, high: float, achieved: float, steps: int) -> Claim:
+    """Did the run keep to the speed estimated before Start (low..high steps a second)?"""
+    numbers = {
+        "promised_low": low,
+        "promised_high": high,
+        "achieved": achieved,
+        "steps": steps,
+        "min_steps": MIN_STEPS_TO_COMPARE,
+    }
+    promised = f"{_rate(low)}–{_rate(high)} steps a second"
+    if steps < MIN_STEPS_TO_COMPARE:
+        return Claim(
+            f"The estimate before Start was {promised}; too few steps so far "
+            f"({steps} of {MIN_STEPS_TO_COMPARE}) to compare it with the run.",
+            False,
+            numbers,
+        )
+    did = f"the run did {_rate(achieved)} over {steps:,} steps"
+    if low <= achieved <= high:
+        return Claim(f"The estimate held: it said {promised} and {did}.", True, numbers)
+    if achieved < low:
+        return Claim(
+            f"The run was slower than estimated: the estimate said {promised}, timed with nothing "
+            f"else running, and {did} ({achieved / low:.0%} of the low end). Whatever else runs "
+            "on this machine (the class's pages, another run) shares its cores.",
+            False,
+            numbers,
+        )
+    return Claim(
+        f"The run was faster than estimated: the estimate said {promised} and {did} "
+        f"({achieved / high:.0%} of the high end).",
+        False,
+        numbers,
+    )
+
+
+def _evaluations(history: list[dict]) -> list[tuple[int, float]]:
+    return [
+        (int(r["step"]), float(r["val_loss"]))
+        for r in history
+        if isinstance(r, dict)
+        and isinstance(r.get("step"), int)
+        and isinstance(r.get("val_loss"), int | float)
+        and math.isfinite(r["val_loss"])
+    ]
+
+
+def loss_claim(history: list[dict]) -> Claim:
+    """Did the validation loss fall from the first evaluation to the last (by more than
+    LOSS_CHANGE nats)? The neutral sentence says what it did instead."""
+    evals = _evaluations(history)
+    if len(evals) < 2:
+        return Claim(
+            "Too few evaluations of the validation loss to say how it moved.",
+            False,
+            {"evaluations": len(evals), "threshold": LOSS_CHANGE},
+        )
+    (s0, first), (s1, last) = evals[0], evals[-1]
+    numbers = {
+        "first_step": s0,
+        "first": first,
+        "last_step": s1,
+        "last": last,
+        "threshold": LOSS_CHANGE,
+    }
+    span = f"from {first:.3f} at step {s0:,} to {last:.3f} at step {s1:,}"
+    if last < first - LOSS_CHANGE:
+        return Claim(f"The validation loss fell {span}.", True, numbers)
+    if last > first + LOSS_CHANGE:
+        return Claim(f"The validation loss rose {span}.", False, numbers)
+    return Claim(
+        f"The validation loss hardly moved: {span} (less than {LOSS_CHANGE} nats).",
+        False,
+        numbers,
+    )
+
+
+def baseline_claim(history: list[dict], baselines: dict[str, float] | None) -> Claim:
+    """Where the last validation loss sits among the counting baselines (same validation text):
+    below the bigram line = predicts better than counting pairs (the claim); else which line it
+    has not yet passed."""
+    evals = _evaluations(history)
+    if not evals or not baselines or not all(k in baselines for k in _BASELINES):
+        return Claim(
+            "No counting baseline to compare with (the training text is not known, or no "
+            "evaluation yet).",
+            False,
+            {},
+        )
+    step, last = evals[-1]
+    blind, unigram, bigram = (float(baselines[k]) for k in _BASELINES)
+    numbers = {"step": step, "val_loss": last, "blind": blind, "unigram": unigram, "bigram": bigram}
+    at = f"At step {step:,} the validation loss is {last:.3f}"
+    if last < bigram:
+        return Claim(
+            f"{at}, below the bigram line ({bigram:.3f}): it predicts the next token better than "
+            "counting which token follows which.",
+            True,
+            numbers,
+        )
+    if last < unigram:
+        return Claim(
+            f"{at}: below the unigram line ({unigram:.3f}) but not the bigram's ({bigram:.3f}), "
+            "so it has learned how often tokens occur but predicts no better than counting pairs.",
+            False,
+            numbers,
+        )
+    if last < blind:
+        return Claim(
+            f"{at}: better than a blind guess ({blind:.3f}) but not yet below the unigram line "
+            f"({unigram:.3f}), so it predicts no better than counting how often each token occurs.",
+            False,
+            numbers,
+        )
+    return Claim(
+        f"{at}: no better than a blind guess over the vocabulary ({blind:.3f}).", False, numbers
+    )
