@@ -71,7 +71,10 @@ def test_the_parameter_count_is_estimate_params_of_the_chosen_settings(runs):
     )
     assert bpe != char
     assert metric(at, "Parameters") == f"{bpe:,}"
-    assert float(metric(at, "Tokens / second").replace(",", "")) > 0  # measured
+    low, high = (float(x) for x in metric(at, "Tokens / second").replace(",", "").split("–"))
+    assert 0 < low <= high  # measured: the slowest and fastest timed step
+    about = " ".join(c.value for c in at.caption)
+    assert "steps in 1 min" in about and "Timed with nothing else running" in about
     assert not start_button(at).disabled
 
 
@@ -245,6 +248,8 @@ def test_start_starts_a_real_job_in_the_runs_folder(runs):
         assert view.state in ("running", "finished")
         assert view.path.parent == runs.resolve()
         assert view.settings["task"] == "repeat" and view.settings["train"]["max_steps"] == 20
+        low, high = view.estimate["steps_per_s"]  # what the page promised, kept to compare
+        assert 0 < low <= high and view.estimate["threads"] == 1
     finally:
         if jobs.read("class-run", history=False).live:
             jobs.stop("class-run", auth=jobs.Auth())
