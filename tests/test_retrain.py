@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from tests.test_jobs import root, tiny, wait_for  # noqa: F401  (root is a fixture)
@@ -49,3 +51,30 @@ def test_retrain_is_refused_without_password_data_or_room(root, monkeypatch, tmp
     with pytest.raises(TypeError):
         retrain.start_damaged("x", src, model, 5)  # no auth: no start
     assert not (root / "x").exists()
+
+
+def test_a_password_only_in_the_secrets_guards_retraining_in_a_fresh_server(
+    claim_bundles, tmp_path, monkeypatch
+):
+    """The bug: the secret reached the jobs only when the Training page had run in the process, so
+    Interventions' "damage, then retrain" started a job with no password asked."""
+    from tests.apptest_util import app_test
+    from ui import teacher
+
+    monkeypatch.delenv(jobs.PASSWORD_ENV, raising=False)
+    monkeypatch.setenv(jobs.RUNS_ENV, str(tmp_path / "runs"))
+    teacher._secret.clear()  # a fresh server process: nothing read yet
+    try:
+        models = claim_bundles["class-tiny"].parent  # holds class-tiny (first by name)
+        at = app_test(models, None, prompt="ROMEO:", query={"heads": "0.1"})
+        at.secrets["teacher_password"] = "from-secrets"
+        at.switch_page("pages/11_Interventions.py").run()
+        assert not at.exception
+        assert at.text_input(key="iv_password").label == "Teacher password"
+        at.text_input(key="iv_run_name").set_value("sneaky").run()
+        next(b for b in at.button if b.label == "Start retraining").click().run()
+        assert any("needs the teacher password" in e.value for e in at.error)
+        assert not (tmp_path / "runs" / "sneaky").exists()
+        assert jobs.PASSWORD_ENV not in os.environ
+    finally:
+        teacher._secret.clear()
