@@ -27,17 +27,19 @@ st.markdown(
 st.latex(r"L = -\frac{1}{N}\sum_{t=1}^{N} \ln p_\theta(x_{t+1} \mid x_{\le t})")
 st.markdown(
     "The step is not plain gradient descent ($\\theta \\leftarrow \\theta - \\eta\\,g$). The "
-    "jobs here train with **AdamW**, as GPT-2 did: the gradient $g_t$ is first scaled down when "
+    "jobs here train with **AdamW**, as GPT-3 and nanoGPT do: the gradient $g_t$ is first scaled down when "
     "its length passes a cap (clipping), each weight moves by a running mean of its gradient "
     "$m_t$ divided by the root of a running mean of its square $v_t$ (so every weight takes "
     "steps of at most about $\\eta$, however large or small its gradient), both corrected "
     "for starting at 0, and the weight matrices shrink a little each step (weight decay "
     "$\\lambda$, not on biases and LayerNorm gains). The learning rate $\\eta_t$ warms up, then "
-    "follows a cosine down; each run's own numbers are under “How it trained” below."
+    "follows a cosine down; each model's own numbers are under “How it trained” below."
 )
 st.latex(
-    r"m_t = \beta_1 m_{t-1} + (1-\beta_1)\,g_t,\quad v_t = \beta_2 v_{t-1} + (1-\beta_2)\,g_t^2,"
-    r"\quad \theta_t = \theta_{t-1} - \eta_t \Big(\frac{m_t/(1-\beta_1^t)}"
+    r"m_t = \beta_1 m_{t-1} + (1-\beta_1)\,g_t,\qquad v_t = \beta_2 v_{t-1} + (1-\beta_2)\,g_t^2"
+)
+st.latex(
+    r"\theta_t = \theta_{t-1} - \eta_t \Big(\frac{m_t/(1-\beta_1^t)}"
     r"{\sqrt{v_t/(1-\beta_2^t)} + \epsilon} + \lambda\,\theta_{t-1}\Big)"
 )
 
