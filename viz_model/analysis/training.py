@@ -220,12 +220,12 @@ def update_rule(cfg: TrainConfig, eps: float, timed: bool = False) -> UpdateRule
         else r"\max\!\big(\tfrac{t - W}{T - W},\ \tfrac{\text{time used}}{\text{time allowed}}\big)"
     )
     total = f"{cfg.max_steps:,}".replace(",", "{,}")
-    schedule = (
-        rf"\eta_t = \begin{{cases}} {n(cfg.lr)} \cdot t / W & t \le W = {cfg.warmup_steps} \\"
-        rf" {n(cfg.min_lr)} + \tfrac12 ({n(cfg.lr)} - {n(cfg.min_lr)})"
-        rf"\big(1 + \cos(\pi\, p_t)\big),\ p_t = {progress},\ T = {total}"
-        r" & t > W \end{cases}"
+    warmup = rf"\eta_t = {n(cfg.lr)} \cdot t / W \quad \text{{for }} t \le W = {cfg.warmup_steps}"
+    cosine = (
+        rf"\eta_t = {n(cfg.min_lr)} + \tfrac12 ({n(cfg.lr)} - {n(cfg.min_lr)})"
+        r"\big(1 + \cos(\pi\, p_t)\big) \quad \text{for } t > W"
     )
+    where = rf"p_t = {progress},\quad T = {total}"
     numbers = {
         "beta1": b1,
         "beta2": b2,
@@ -237,7 +237,7 @@ def update_rule(cfg: TrainConfig, eps: float, timed: bool = False) -> UpdateRule
         "warmup_steps": cfg.warmup_steps,
         "max_steps": cfg.max_steps,
     }
-    return UpdateRule((grad, moments, step, schedule), numbers)
+    return UpdateRule((grad, moments, step, warmup, cosine, where), numbers)
 
 
 # ---- claims about a run (DESIGN.md section 9) -------------------------------------------------
