@@ -67,4 +67,4 @@ def test_a_model_name_from_the_url_is_shown_as_typed_not_as_markdown(models_dir)
     at = app_test(models_dir, None, query={"model": "**x**[link](http://e.vil)"})  # a shared link
     assert not at.exception
     message = next(e.value for e in at.error if "There is no model called" in e.value)
-    assert "\\*\\*x\\*\\*\\[link\\]\\(http" in message
+    assert "\\*\\*x\\*\\*\\[link\\](http\\://e.vil)" in message  # no markup, no autolink

@@ -144,7 +144,8 @@ def _resolve_model(found: dict[str, models.Path]) -> tuple[str, Bundle, list[str
         ss["model"] = st.query_params.get("model") or default
     requested = ss["model"]
     if requested not in found:
-        shown = _md_escape(str(requested)[:80])  # the URL's text: drawn as typed, not Markdown
+        # the URL's text, drawn as typed: no Markdown, no link, no emoji or colour directive
+        shown = "".join("\\" + c if c in "\\`*_[]<>$~|:#" else c for c in str(requested)[:80])
         errors.append(f"There is no model called “{shown}” here; showing another one.")
     candidates = [requested, ss.get(_GOOD), default, *names]
     tried: set[str] = set()
