@@ -192,7 +192,9 @@ def start_job(env: dict[str, str]) -> str:
     from viz_model.run_settings import RunSettings
 
     os.environ.update({jobs.RUNS_ENV: env[jobs.RUNS_ENV]})
-    jobs.start("loadjob", RunSettings(corpus="shakespeare", preset="quick", minutes=30))
+    jobs.start(
+        "loadjob", RunSettings(corpus="shakespeare", preset="quick", minutes=30), auth=jobs.Auth()
+    )
     return "loadjob"
 
 
@@ -214,7 +216,7 @@ def measure(processes: int, args: argparse.Namespace, models: list[str]) -> dict
             from viz_model import jobs
 
             speed = job_speed(job)
-            jobs.stop(job)
+            jobs.stop(job, auth=jobs.Auth())
     per_process = list(zip(*memory, strict=True)) if memory else []
     return {
         "processes": processes,

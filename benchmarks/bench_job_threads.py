@@ -42,7 +42,7 @@ def measure(threads: int, students: int, seconds: float) -> dict:
     os.environ.update({jobs.RUNS_ENV: str(runs), "VIZ_JOB_THREADS": str(threads)})
     settings = RunSettings(corpus="shakespeare", preset="quick", minutes=(2 * seconds + 60) / 60)
     per_step = settings.train_config().batch_size * settings.model_config(2).n_ctx
-    jobs.start("threads", settings)
+    jobs.start("threads", settings, auth=jobs.Auth())
     while jobs.read("threads", history=False).step < 50:  # past start-up
         time.sleep(0.5)
     alone_from = jobs.read("threads", history=False).elapsed
@@ -57,7 +57,7 @@ def measure(threads: int, students: int, seconds: float) -> dict:
         class_to = jobs.read("threads", history=False).elapsed
     finally:
         stop_server(proc)
-        jobs.stop("threads")
+        jobs.stop("threads", auth=jobs.Auth())
     history = jobs.read("threads").history
     alone = _tokens_per_s(history, alone_from, alone_to, per_step)
     beside = _tokens_per_s(history, class_from + 5, class_to, per_step)  # after the first loads

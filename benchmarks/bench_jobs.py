@@ -58,7 +58,7 @@ def cli_seconds(settings: RunSettings, threads: int, out: Path) -> float:
 
 
 def job_seconds(settings: RunSettings, root: Path, name: str) -> float:
-    jobs.start(name, settings, root=root)
+    jobs.start(name, settings, root=root, auth=jobs.Auth())
     snapshot = root / name / "snapshots" / "step_000000.safetensors"
     t0 = _wait_for(snapshot, lambda: jobs.read(name, root, history=False).live)
     while (view := jobs.read(name, root, history=False)).live:

@@ -68,7 +68,11 @@ def main() -> None:
     from viz_model import jobs
     from viz_model.run_settings import RunSettings
 
-    jobs.start(RUN, RunSettings(corpus="shakespeare", preset="quick", minutes=args.minutes))
+    jobs.start(
+        RUN,
+        RunSettings(corpus="shakespeare", preset="quick", minutes=args.minutes),
+        auth=jobs.Auth(),
+    )
     while not jobs.read(RUN, history=False).has_bundle:  # the probe needs the first save
         time.sleep(0.5)
     port = free_port()
@@ -82,7 +86,7 @@ def main() -> None:
         results["job_step"] = view.step
     finally:
         stop_server(proc)
-        jobs.stop(RUN)
+        jobs.stop(RUN, auth=jobs.Auth())
     emit("training_page", results)
 
 

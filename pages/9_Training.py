@@ -5,13 +5,11 @@ only reads files. The chosen model's own training follows: its loss against the 
 baselines, its learning-rate schedule and the samples it wrote (bundled models included)."""
 
 import math
-import os
 
 import streamlit as st
-from streamlit.errors import StreamlitSecretNotFoundError
 
 import ui
-from ui import models, state, training_live, training_view
+from ui import models, state, teacher, training_live, training_view
 from ui.frame import val_loss
 from ui.training_setup import draw_setup
 from viz_model import jobs
@@ -22,48 +20,36 @@ st.markdown(
     "A model starts with random weights and writes gibberish. **Training** shows it a window of "
     "real text, asks it to predict every next token, and measures how wrong it was with the "
     "**loss**: the average of $-\\ln p$ of the token that really came next. A blind guess over "
-    "$V$ tokens scores $\\ln V$; a perfect model scores 0. The gradient says how to nudge every "
-    "weight to lower the loss, and the optimiser takes a small step that way; thousands of "
-    "steps later the same weights write words, names and verse."
+    "$V$ tokens scores $\\ln V$; a perfect model scores 0. The gradient $\\nabla_\\theta L$ says "
+    "how to nudge every weight to lower the loss; the optimiser takes a small step that way, and "
+    "after enough steps the same weights can write words, names and verse."
+)
+st.latex(r"L = -\frac{1}{N}\sum_{t=1}^{N} \ln p_\theta(x_{t+1} \mid x_{\le t})")
+st.markdown(
+    "The step is not plain gradient descent ($\\theta \\leftarrow \\theta - \\eta\\,g$). The "
+    "jobs here train with **AdamW**, as GPT-3 and nanoGPT do: the gradient $g_t$ is first scaled down when "
+    "its length passes a cap (clipping), each weight moves by a running mean of its gradient "
+    "$m_t$ divided by the root of a running mean of its square $v_t$ (so every weight takes "
+    "steps of at most about $\\eta$, however large or small its gradient), both corrected "
+    "for starting at 0, and the weight matrices shrink a little each step (weight decay "
+    "$\\lambda$, not on biases and LayerNorm gains). The learning rate $\\eta_t$ warms up, then "
+    "follows a cosine down; each model's own numbers are under “How it trained” below."
 )
 st.latex(
-    r"L = -\frac{1}{N}\sum_{t=1}^{N} \ln p_\theta(x_{t+1} \mid x_{\le t}),\qquad"
-    r"\theta \leftarrow \theta - \eta\,\nabla_\theta L"
+    r"m_t = \beta_1 m_{t-1} + (1-\beta_1)\,g_t,\qquad v_t = \beta_2 v_{t-1} + (1-\beta_2)\,g_t^2"
+)
+st.latex(
+    r"\theta_t = \theta_{t-1} - \eta_t \Big(\frac{m_t/(1-\beta_1^t)}"
+    r"{\sqrt{v_t/(1-\beta_2^t)} + \epsilon} + \lambda\,\theta_{t-1}\Big)"
 )
 
-
-def password_from_secrets() -> None:
-    """`teacher_password = "..."` in .streamlit/secrets.toml works as VIZ_TEACHER_PASSWORD does
-    (the variable wins when both are set); the jobs read it from this process's environment."""
-    try:
-        secret = st.secrets.get("teacher_password")
-    except StreamlitSecretNotFoundError:  # no secrets file: nothing to read
-        return
-    if secret and not os.environ.get(jobs.PASSWORD_ENV):
-        os.environ[jobs.PASSWORD_ENV] = str(secret)
-
-
-def teacher_password() -> str | None:
-    """The password field, only when the server has one (VIZ_TEACHER_PASSWORD); never in the URL."""
-    password_from_secrets()
-    if not jobs.password_required():
-        return None
-    return st.text_input(
-        "Teacher password",
-        type="password",
-        key="t_password",
-        help="This server asks for it to start, stop, change or delete runs; watching is free.",
-    )
-
-
-st.subheader("Train a model on this server")
-password = teacher_password()
+auth = teacher.password_field("t_password")
 with st.expander("Set up a new run", expanded=not jobs.list_runs()):
-    started = draw_setup(password)
+    started = draw_setup(auth)
 if started:  # show the new run below, refreshing while it trains
     state.set_value(training_live.RUN_KEY, started)
 st.subheader("Runs on this server")
-training_live.draw_runs(password)
+training_live.draw_runs(auth)
 st.divider()
 
 
@@ -99,16 +85,15 @@ if not bundle.history:
 run_summary(bundle)
 batch = (bundle.train_config or {}).get("batch_size", 1)
 final_id = models.split_step(ctx.bundle_id)[0]  # a snapshot has its bundle's history
+baselines = training_view.baselines_of(final_id)
 training_view.draw_curves(
-    bundle.history,
-    final_id,
-    training_view.baselines_of(final_id),
-    int(batch) * ctx.config.n_ctx,
-    key="hist",
+    bundle.history, final_id, baselines, int(batch) * ctx.config.n_ctx, key="hist"
 )
+training_view.draw_claims(bundle.history, baselines)
+training_view.draw_update_rule(bundle.train_config)
 st.subheader("What it wrote as it learned")
 st.caption(
-    "Text sampled from the weights at that step, from the same start each time: first random "
-    "characters, then the shape of the text (line breaks, capitals), then words and names."
+    "Text sampled from the weights at that step, from the same start each time (a newline): "
+    "drag back to step 0 and forward again to see what training changed."
 )
 training_view.draw_samples(bundle.history, key="hist")

@@ -40,7 +40,9 @@ def locked_server(models_dir, tmp_path_factory):
     runs = tmp_path_factory.mktemp("runs")
     env = {**os.environ, ENV_VAR: str(models_dir), jobs.RUNS_ENV: str(runs)}
     env |= {jobs.PASSWORD_ENV: PASSWORD, "VIZ_MAX_JOBS": "1", "VIZ_JOB_THREADS": "1"}
-    view = jobs.start(RUN, tiny(**LONG), root=runs)  # this process has no password set
+    view = jobs.start(
+        RUN, tiny(**LONG), root=runs, auth=jobs.Auth()
+    )  # this process has no password set
     port = free_port()
     proc = start_server(port, env, tmp_path_factory.mktemp("log") / "streamlit.log")
     try:

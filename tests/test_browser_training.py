@@ -47,7 +47,7 @@ def live_server(models_dir, tmp_path_factory):
     )
     old = os.environ.get(jobs.RUNS_ENV)
     os.environ[jobs.RUNS_ENV] = str(runs)
-    view = jobs.start(RUN, settings)
+    view = jobs.start(RUN, settings, auth=jobs.Auth())
     port = free_port()
     proc = start_server(port, env, tmp_path_factory.mktemp("log") / "streamlit.log")
     try:
@@ -92,7 +92,7 @@ def test_the_training_page_follows_a_running_job_by_itself(live_server, page):  
 def test_a_page_opened_before_a_run_starts_notices_it(live_server, page):  # noqa: F811
     """Students often open the page before the teacher presses Start: the page must pick the run
     up by itself (a slow check while nothing live is watched), without a reload."""
-    jobs.stop(RUN)
+    jobs.stop(RUN, auth=jobs.Auth())
     deadline = 600
     while jobs.read(RUN, history=False).live and deadline:
         page.wait_for_timeout(100)
@@ -102,9 +102,9 @@ def test_a_page_opened_before_a_run_starts_notices_it(live_server, page):  # noq
     page.wait_for_function(
         f"() => document.body.innerText.includes('{RUN} is stopped')", timeout=TIMEOUT_MS
     )
-    jobs.train_more(RUN, steps=100_000)  # as another laptop's "Train more" would
+    jobs.train_more(RUN, steps=100_000, auth=jobs.Auth())  # as another laptop's "Train more" would
     page.wait_for_function(
         f"() => document.body.innerText.includes('{RUN} is running')", timeout=TIMEOUT_MS
     )
     assert page.locator("[data-testid='stException']").count() == 0
-    jobs.stop(RUN)
+    jobs.stop(RUN, auth=jobs.Auth())

@@ -133,7 +133,7 @@ def test_a_browsers_websockets_stay_on_the_process_of_its_cookie(served, server)
 
 def test_a_run_started_on_disk_is_listed_by_both_processes(served, monkeypatch):
     monkeypatch.setenv("VIZ_JOB_THREADS", "1")
-    jobs.start("proxy-run", tiny(), root=served["runs"])
+    jobs.start("proxy-run", tiny(), root=served["runs"], auth=jobs.Auth())
     for server in SERVERS:
         elements: list[str] = []
         view = asyncio.run(

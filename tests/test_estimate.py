@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from viz_model import estimate
-from viz_model.config import GPTConfig
+from viz_model.config import GPTConfig, TrainConfig
 from viz_model.estimate import (
     measure_speed,
     memory_estimate,
@@ -21,27 +21,26 @@ from viz_model.run_settings import RunSettings, estimate_params, model_shape
 SMALL = dict(vocab_size=40, n_ctx=32, n_layer=1, n_head=2)
 
 
-def test_speed_is_positive_and_falls_when_the_model_grows():
-    narrow = measure_speed(GPTConfig(d_model=32, **SMALL), batch_size=8)
-    wide = measure_speed(GPTConfig(d_model=128, **SMALL), batch_size=8)
-    assert narrow > 0 and wide > 0
-    assert wide < narrow
+def test_speed_is_a_range_and_falls_when_the_model_grows():
+    narrow = measure_speed(GPTConfig(d_model=32, **SMALL), batch_size=8, steps=3)
+    wide = measure_speed(GPTConfig(d_model=256, **SMALL), batch_size=8, steps=3)
+    for speed in (narrow, wide):
+        low, high = speed.tokens_per_s()
+        assert 0 < low <= high
+        assert low == 8 * 32 / max(speed.step_s) and high == 8 * 32 / min(speed.step_s)
+    assert wide.tokens_per_s()[1] < narrow.tokens_per_s()[1]
 
 
-def test_speed_runs_on_the_jobs_threads_and_restores_torchs_setting(monkeypatch):
-    seen = []
-    real_step = estimate._train_step
-
-    def step(*args):
-        seen.append(torch.get_num_threads())
-        real_step(*args)
-
-    monkeypatch.setattr(estimate, "_train_step", step)
+def test_speed_is_measured_in_a_process_of_its_own_on_the_jobs_threads(monkeypatch):
+    """Not in the caller's process: torch's threads here are never touched (a Streamlit session's
+    thread would otherwise set them for the whole server)."""
+    calls = []
+    monkeypatch.setattr(torch, "set_num_threads", lambda n: calls.append(n))
     before = torch.get_num_threads()
     other = 2 if before == 1 else 1
-    measure_speed(GPTConfig(d_model=16, **SMALL), batch_size=2, threads=other, steps=2)
-    assert seen == [other] * 3  # the warm-up and both timed steps
-    assert torch.get_num_threads() == before
+    speed = measure_speed(GPTConfig(d_model=16, **SMALL), batch_size=2, threads=other, steps=2)
+    assert speed.threads == other  # what the child's torch reported using
+    assert calls == [] and torch.get_num_threads() == before
 
 
 def test_speed_leaves_the_global_random_state_alone():
@@ -50,6 +49,18 @@ def test_speed_leaves_the_global_random_state_alone():
     torch.manual_seed(5)
     measure_speed(GPTConfig(d_model=16, **SMALL), batch_size=2, steps=1)
     assert torch.equal(torch.rand(3), expected)
+
+
+def test_steps_per_second_counts_the_evaluations_and_samples_and_scales_with_batch():
+    speed = estimate.Speed(8, 32, 1, step_s=(0.1, 0.2), eval_s=0.03, sample_s=0.01)
+    bare = TrainConfig(batch_size=8, eval_every=0, sample_every=0)
+    assert speed.seconds_per_step(bare) == pytest.approx((0.1, 0.2))
+    assert speed.steps_per_s(bare) == pytest.approx((5.0, 10.0))
+    busy = TrainConfig(
+        batch_size=16, eval_every=10, eval_batches=5, sample_every=20, sample_tokens=40
+    )
+    extra = 5 * 0.03 * 2 / 10 + 40 * 0.01 / 20  # evaluation at twice the batch, samples as timed
+    assert speed.seconds_per_step(busy) == pytest.approx((0.2 + extra, 0.4 + extra))
 
 
 @pytest.mark.parametrize("overrides", [{}, {"attn_only": True}, {"tie_embeddings": True}])

@@ -20,6 +20,7 @@ from safetensors.torch import load_file
 
 from ui import models
 from viz_model import jobs
+from viz_model.analysis.training import curves
 from viz_model.checkpoint import load_bundle
 from viz_model.data import load_corpus
 from viz_model.jobs import JobError
@@ -70,42 +71,48 @@ def wait_for(name: str, test, what: str) -> jobs.RunView:
 
 def test_a_job_runs_pauses_steps_changes_lr_resumes_stops_and_trains_more(root, monkeypatch):
     settings = tiny(**LONG, lr=2e-3, min_lr=2e-3, warmup_steps=0, eval_every=5)
-    view = jobs.start("life", settings)
+    view = jobs.start("life", settings, auth=jobs.Auth())
     assert view.state == "running" and view.pid and view.threads == 1
     assert json.loads((root / "life" / "settings.json").read_text()) == settings.to_dict()
-    jobs.pause("life")  # before its first step: it pauses after step 1
+    jobs.pause("life", auth=jobs.Auth())  # before its first step: it pauses after step 1
     paused = wait_for("life", lambda v: v.state == "paused", "the pause")
     at = paused.step
     assert [r["step"] for r in paused.history] == list(range(1, at + 1))
     assert paused.tokens_per_s > 0 and paused.params == jobs.read("life").params > 0
     assert paused.progress == pytest.approx(at / 1_000_000)
 
-    jobs.step("life")
-    jobs.step("life")
+    jobs.step("life", auth=jobs.Auth())
+    jobs.step("life", auth=jobs.Auth())
     stepped = wait_for("life", lambda v: len(v.history) == at + 2, "two single steps")
     assert [r["step"] for r in stepped.history[-2:]] == [at + 1, at + 2]
     assert all(math.isfinite(r["train_loss"]) for r in stepped.history[-2:])
     assert stepped.state == "paused" and stepped.step == at + 2
 
-    jobs.set_lr("life", 5e-4)
-    jobs.step("life")
+    jobs.set_lr("life", 5e-4, auth=jobs.Auth())
+    jobs.step("life", auth=jobs.Auth())
     # The history line is written before the status file (and its peak_lr): wait for both.
     changed = wait_for(
         "life", lambda v: len(v.history) == at + 3 and v.peak_lr == 5e-4, "a step at the new rate"
     )
     assert [r["lr"] for r in changed.history] == [2e-3] * (at + 2) + [5e-4]
     assert changed.peak_lr == 5e-4
+    # every change is recorded where it happened, for the loss curve to mark
+    events = {r["step"]: r["event"] for r in changed.history if "event" in r}
+    assert events[at + 1] == "one step while paused" and events[at + 2] == "one step while paused"
+    assert events[at + 3] == "one step while paused; peak lr 0.002 → 0.0005"
+    assert set(events) == {at + 1, at + 2, at + 3}
 
     monkeypatch.setenv("VIZ_MAX_JOBS", "1")  # a paused job still holds its place
     with pytest.raises(JobError, match=r"at most 1 training job.*VIZ_MAX_JOBS=1.*life"):
-        jobs.start("second", tiny())
+        jobs.start("second", tiny(), auth=jobs.Auth())
     assert not (root / "second").exists()
     with pytest.raises(JobError, match="'life' is paused; this works only when it is finished"):
-        jobs.train_more("life", steps=5)
+        jobs.train_more("life", steps=5, auth=jobs.Auth())
 
-    jobs.resume("life")
-    wait_for("life", lambda v: v.state == "running" and v.step > at + 12, "training to go on")
-    jobs.stop("life")
+    jobs.resume("life", auth=jobs.Auth())
+    resumed = wait_for("life", lambda v: v.state == "running" and v.step > at + 12, "more steps")
+    assert resumed.history[at + 3]["event"].startswith("resumed after a ")  # step at + 4
+    jobs.stop("life", auth=jobs.Auth())
     stopped = wait_for("life", lambda v: v.state == "stopped", "the stop")
     assert stopped.message.startswith("stopped on request after step")
     bundle = load_bundle(root / "life")
@@ -116,14 +123,17 @@ def test_a_job_runs_pauses_steps_changes_lr_resumes_stops_and_trains_more(root, 
     assert bundle.meta["command"].startswith("python -m viz_model.train --task repeat")
     assert models.discover(root.parent)["life"] == (root / "life").resolve()
 
-    jobs.train_more("life", steps=5)
+    jobs.train_more("life", steps=5, auth=jobs.Auth())
     more = wait_for("life", lambda v: v.state == "finished", "five more steps")
     assert more.step == stopped.step + 5 == load_bundle(root / "life").meta["step"]
     assert [r["step"] for r in more.history] == list(range(1, more.step + 1))
+    assert more.history[stopped.step]["event"] == "train more: 5 steps"
+    marked = [at for at, _ in curves(load_bundle(root / "life").history).events]
+    assert marked == [at + 1, at + 2, at + 3, at + 4, stopped.step + 1]
 
 
 def test_a_killed_job_reads_as_interrupted_and_resumes_from_its_last_save(root):
-    jobs.start("crash", tiny(**LONG, eval_every=10))
+    jobs.start("crash", tiny(**LONG, eval_every=10), auth=jobs.Auth())
     running = wait_for("crash", lambda v: (v.saved_step or 0) >= 20, "two saves")
     os.kill(running.pid, signal.SIGKILL)  # mid-run, maybe mid-step
     lost = wait_for("crash", lambda v: v.state != "running", "the kill to be noticed")
@@ -131,9 +141,9 @@ def test_a_killed_job_reads_as_interrupted_and_resumes_from_its_last_save(root):
     saved = load_bundle(root / "crash")  # what was saved is intact
     assert saved.meta["step"] >= 20 and lost.step >= saved.meta["step"]
 
-    jobs.resume("crash")
+    jobs.resume("crash", auth=jobs.Auth())
     wait_for("crash", lambda v: v.state == "running" and v.step > saved.meta["step"] + 5, "more")
-    jobs.stop("crash")
+    jobs.stop("crash", auth=jobs.Auth())
     done = wait_for("crash", lambda v: v.state == "stopped", "the stop")
     steps = [r["step"] for r in done.history]
     assert steps == list(range(1, done.step + 1))  # continued at saved + 1, nothing twice
@@ -142,7 +152,7 @@ def test_a_killed_job_reads_as_interrupted_and_resumes_from_its_last_save(root):
 
 
 def test_a_disk_that_fills_during_a_save_fails_the_run_keeps_its_last_save_and_resumes(root):
-    jobs.start("full", tiny(**LONG, eval_every=10))
+    jobs.start("full", tiny(**LONG, eval_every=10), auth=jobs.Auth())
     running = wait_for("full", lambda v: (v.saved_step or 0) >= 10, "a first save")
     weights = root / "full" / "model.safetensors"
     # From now on the worker may write no file over half the weights' size: its next save fails
@@ -157,9 +167,9 @@ def test_a_disk_that_fills_during_a_save_fails_the_run_keeps_its_last_save_and_r
     assert saved.meta["step"] == failed.saved_step >= 10
     assert not [p.name for p in (root / "full").rglob("*.tmp")]
 
-    jobs.resume("full")  # once there is room again
+    jobs.resume("full", auth=jobs.Auth())  # once there is room again
     wait_for("full", lambda v: v.state == "running" and v.step > saved.meta["step"] + 5, "more")
-    jobs.stop("full")
+    jobs.stop("full", auth=jobs.Auth())
     done = wait_for("full", lambda v: v.state == "stopped", "the stop")
     assert [r["step"] for r in done.history] == list(range(1, done.step + 1))
     assert load_bundle(root / "full").meta["step"] == done.step
@@ -169,30 +179,30 @@ def test_a_run_that_failed_before_any_save_cannot_be_resumed(root):
     path = finished_run(root, "nosave")
     (path / "status.json").write_text(json.dumps({"state": "failed", "message": "bad text"}))
     with pytest.raises(JobError, match="failed before its first save"):
-        jobs.resume("nosave")
+        jobs.resume("nosave", auth=jobs.Auth())
 
 
 def test_a_job_killed_before_its_first_save_starts_again(root):
-    jobs.start("early", tiny(**LONG, eval_every=0))
+    jobs.start("early", tiny(**LONG, eval_every=0), auth=jobs.Auth())
     running = wait_for("early", lambda v: v.step > 0, "the first step")
     os.kill(running.pid, signal.SIGKILL)
     lost = wait_for("early", lambda v: v.state != "running", "the kill to be noticed")
     assert lost.state == "interrupted" and "before its first save" in lost.message
-    jobs.resume("early")
+    jobs.resume("early", auth=jobs.Auth())
     wait_for("early", lambda v: v.state == "running" and v.step > 0, "a new first step")
-    jobs.stop("early")
+    jobs.stop("early", auth=jobs.Auth())
     done = wait_for("early", lambda v: v.state == "stopped", "the stop")
     assert [r["step"] for r in done.history] == list(range(1, done.step + 1))
 
 
 def test_a_job_killed_after_its_last_save_resumes_as_finished(root):
-    jobs.start("whole", tiny(max_steps=12, eval_every=0))
+    jobs.start("whole", tiny(max_steps=12, eval_every=0), auth=jobs.Auth())
     done = wait_for("whole", lambda v: v.state == "finished", "the run")
     status = json.loads((root / "whole" / "status.json").read_text())
     status.update(state="running", pid=done.pid)  # as if killed before its last status write
     (root / "whole" / "status.json").write_text(json.dumps(status))
     wait_for("whole", lambda v: v.state == "interrupted", "the dead pid to be noticed")
-    jobs.resume("whole")
+    jobs.resume("whole", auth=jobs.Auth())
     again = wait_for("whole", lambda v: v.state == "finished", "the resume")
     assert again.step == 12 == load_bundle(root / "whole").meta["step"]
     assert [r["step"] for r in again.history] == list(range(1, 13))
@@ -203,19 +213,22 @@ def test_a_job_that_fails_says_why_and_keeps_its_traceback_in_the_log(root):
     # first evaluation finds (the training split is long enough for the steps before it)
     settings = RunSettings(text_file="short.txt", preset="tiny", model={"n_ctx": 1024})
     settings = dataclasses.replace(settings, train={"max_steps": 50, "eval_every": 2})
-    jobs.start("short", settings, text=load_corpus("shakespeare")[:3000])
+    jobs.start("short", settings, text=load_corpus("shakespeare")[:3000], auth=jobs.Auth())
     deadline = time.monotonic() + TIMEOUT
     while (view := jobs.read("short")).live:
         assert time.monotonic() < deadline, view
         time.sleep(0.05)
     assert view.state == "failed"
     assert view.message.startswith("DataError: The validation split has 300 tokens")
-    assert "Traceback" in (root / "short" / "job.log").read_text()
+    # the status says failed just before the worker raises; its traceback follows in the log
+    while "Traceback" not in (log := (root / "short" / "job.log").read_text()):
+        assert time.monotonic() < deadline, log
+        time.sleep(0.05)
 
 
 def test_same_settings_and_seed_on_one_thread_give_identical_weights(root):
     for name, seed in (("a", 7), ("b", 7), ("c", 8)):
-        jobs.start(name, tiny(seed=seed, max_steps=30))
+        jobs.start(name, tiny(seed=seed, max_steps=30), auth=jobs.Auth())
     for name in "abc":
         wait_for(name, lambda v: v.state == "finished", f"run {name}")
 
@@ -234,23 +247,23 @@ def test_same_settings_and_seed_on_one_thread_give_identical_weights(root):
 def test_caps_refuse_with_their_name_and_value(root, monkeypatch):
     monkeypatch.setenv("VIZ_MAX_PARAMS", "1000")
     with pytest.raises(JobError, match=r"has 28,288 parameters.*VIZ_MAX_PARAMS=1000"):
-        jobs.start("big", tiny())
+        jobs.start("big", tiny(), auth=jobs.Auth())
     monkeypatch.setenv("VIZ_MAX_PARAMS", "28288")  # the cap itself is allowed
     monkeypatch.setenv("VIZ_MAX_MINUTES", "1.5")
     with pytest.raises(JobError, match=r"at most 1.5 minutes.*VIZ_MAX_MINUTES=1.5.*asked for 2"):
-        jobs.start("long", dataclasses.replace(tiny(), minutes=2))
+        jobs.start("long", dataclasses.replace(tiny(), minutes=2), auth=jobs.Auth())
     monkeypatch.setenv("VIZ_MAX_JOBS", "several")
     with pytest.raises(JobError, match="VIZ_MAX_JOBS must be a whole number, got 'several'"):
-        jobs.start("any", tiny())
+        jobs.start("any", tiny(), auth=jobs.Auth())
     monkeypatch.setenv("VIZ_MAX_JOBS", "0")
     with pytest.raises(JobError, match=r"at most 0 training job.*VIZ_MAX_JOBS=0"):
-        jobs.start("any", tiny())
+        jobs.start("any", tiny(), auth=jobs.Auth())
     assert not root.exists() or jobs.list_runs(root) == []
 
 
 def test_the_minutes_cap_stops_a_run_that_goes_on_and_saves_it(root, monkeypatch):
     monkeypatch.setenv("VIZ_MAX_MINUTES", "0.01")  # 0.6 s of training
-    jobs.start("capped", tiny(**LONG))
+    jobs.start("capped", tiny(**LONG), auth=jobs.Auth())
     done = wait_for("capped", lambda v: not v.live, "the cap")
     assert done.state == "stopped" and "(VIZ_MAX_MINUTES=0.01)" in done.message
     assert done.elapsed >= 0.6 and done.step < LONG["max_steps"]
@@ -290,29 +303,75 @@ def test_a_running_status_whose_pid_is_not_our_worker_reads_as_interrupted(root)
 def test_the_teacher_password_guards_every_change_but_not_reading(root, monkeypatch):
     finished_run(root, "done")
     monkeypatch.setenv(jobs.PASSWORD_ENV, "sesame")
-    assert jobs.password_required()
+    assert jobs.Auth.resolve(None).required
     for call in (
-        lambda pw: jobs.start("new", tiny(), password=pw),
-        lambda pw: jobs.stop("done", password=pw),
-        lambda pw: jobs.pause("done", password=pw),
-        lambda pw: jobs.set_lr("done", 1e-3, password=pw),
-        lambda pw: jobs.train_more("done", steps=3, password=pw),
-        lambda pw: jobs.delete("done", password=pw),
+        lambda a: jobs.start("new", tiny(), auth=a),
+        lambda a: jobs.stop("done", auth=a),
+        lambda a: jobs.pause("done", auth=a),
+        lambda a: jobs.step("done", auth=a),
+        lambda a: jobs.set_lr("done", 1e-3, auth=a),
+        lambda a: jobs.resume("done", auth=a),
+        lambda a: jobs.train_more("done", steps=3, auth=a),
+        lambda a: jobs.delete("done", auth=a),
     ):
         with pytest.raises(JobError, match="needs the teacher password"):
-            call(None)
+            call(jobs.Auth.resolve(None))
         with pytest.raises(JobError, match="wrong teacher password"):
-            call("open sesame")
+            call(jobs.Auth.resolve("open sesame"))
+        with pytest.raises(JobError, match="needs an Auth"):
+            call("sesame")  # a bare string is not a check
     assert jobs.read("done").state == "finished"  # reading needs nothing
     assert [v.name for v in jobs.list_runs()] == ["done"]
-    jobs.delete("done", password="sesame")
+    jobs.delete("done", auth=jobs.Auth.resolve("sesame"))
     assert not (root / "done").exists()
+
+
+def test_a_password_only_in_the_secrets_guards_every_change_and_the_variable_wins(
+    root, monkeypatch
+):
+    finished_run(root, "done")
+    monkeypatch.delenv(jobs.PASSWORD_ENV, raising=False)
+    assert jobs.server_password(None) == "" and jobs.server_password("") == ""
+    assert jobs.server_password("from-secrets") == "from-secrets"
+    for given in (None, "guess"):
+        with pytest.raises(JobError, match="password"):
+            jobs.delete("done", auth=jobs.Auth.resolve(given, "from-secrets"))
+        with pytest.raises(JobError, match="password"):
+            jobs.train_more("done", steps=3, auth=jobs.Auth.resolve(given, "from-secrets"))
+    assert jobs.PASSWORD_ENV not in os.environ  # resolving writes nothing
+    monkeypatch.setenv(jobs.PASSWORD_ENV, "from-env")
+    assert jobs.server_password("from-secrets") == "from-env"
+    with pytest.raises(JobError, match="wrong"):
+        jobs.delete("done", auth=jobs.Auth.resolve("from-secrets", "from-secrets"))
+    assert "from-env" not in repr(jobs.Auth.resolve("from-env"))  # never printed
+    jobs.delete("done", auth=jobs.Auth.resolve("from-env", "from-secrets"))
+
+
+def test_every_change_to_a_run_requires_an_auth_argument():
+    import inspect
+
+    from viz_model import retrain
+
+    for fn in (
+        jobs.start,
+        jobs.pause,
+        jobs.stop,
+        jobs.step,
+        jobs.set_lr,
+        jobs.resume,
+        jobs.train_more,
+        jobs.delete,
+        retrain.start_damaged,
+    ):
+        param = inspect.signature(fn).parameters["auth"]
+        assert param.default is inspect.Parameter.empty, fn.__name__
+        assert param.kind is inspect.Parameter.KEYWORD_ONLY, fn.__name__
 
 
 @pytest.mark.parametrize("name", ["../x", "/etc", "a/b", "", ".", "..", ".hidden", "x" * 65, "é"])
 def test_run_names_cannot_leave_the_runs_folder(root, name):
     with pytest.raises(JobError, match="a run name is 1 to 64 letters"):
-        jobs.start(name, tiny())
+        jobs.start(name, tiny(), auth=jobs.Auth())
     with pytest.raises(JobError, match="a run name is 1 to 64 letters"):
         jobs.read(name)
     assert not (root.parent / "x").exists() and not (root / "a").exists()
@@ -321,9 +380,9 @@ def test_run_names_cannot_leave_the_runs_folder(root, name):
 def test_a_taken_or_bundled_name_is_refused(root):
     finished_run(root, "mine")
     with pytest.raises(JobError, match="a run named 'mine' already exists"):
-        jobs.start("mine", tiny())
+        jobs.start("mine", tiny(), auth=jobs.Auth())
     with pytest.raises(JobError, match="name of a bundled model"):
-        jobs.start("shakespeare-char", tiny())
+        jobs.start("shakespeare-char", tiny(), auth=jobs.Auth())
 
 
 def test_two_starts_of_one_name_at_once_one_wins(root):
@@ -333,7 +392,7 @@ def test_two_starts_of_one_name_at_once_one_wins(root):
     def start() -> None:
         barrier.wait()
         try:
-            outcomes.append(jobs.start("race", tiny(max_steps=5)))
+            outcomes.append(jobs.start("race", tiny(max_steps=5), auth=jobs.Auth()))
         except JobError as exc:
             outcomes.append(exc)
 
@@ -350,7 +409,7 @@ def test_two_starts_of_one_name_at_once_one_wins(root):
 
 
 def test_two_sessions_pressing_train_more_at_once_start_one_worker(root):
-    jobs.start("twice", tiny(max_steps=12, eval_every=0))
+    jobs.start("twice", tiny(max_steps=12, eval_every=0), auth=jobs.Auth())
     wait_for("twice", lambda v: v.state == "finished", "the run")
     barrier = threading.Barrier(2)
     outcomes: list[object] = []
@@ -358,7 +417,7 @@ def test_two_sessions_pressing_train_more_at_once_start_one_worker(root):
     def more() -> None:
         barrier.wait()
         try:
-            outcomes.append(jobs.train_more("twice", steps=5))
+            outcomes.append(jobs.train_more("twice", steps=5, auth=jobs.Auth()))
         except JobError as exc:
             outcomes.append(exc)
 
@@ -377,11 +436,13 @@ def test_two_sessions_pressing_train_more_at_once_start_one_worker(root):
 def test_text_runs_keep_their_own_checked_copy_and_bad_text_is_refused(root):
     settings = RunSettings(text_file="notes.txt", preset="tiny", train={"max_steps": 3})
     with pytest.raises(JobError, match="UTF-16"):
-        jobs.start("utf16", settings, text="To be, or not to be".encode("utf-16"))
+        jobs.start("utf16", settings, text="To be, or not to be".encode("utf-16"), auth=jobs.Auth())
     with pytest.raises(JobError, match="give the text with a text-file run"):
-        jobs.start("server-file", RunSettings(text_file="/etc/passwd", preset="tiny"))
+        jobs.start(
+            "server-file", RunSettings(text_file="/etc/passwd", preset="tiny"), auth=jobs.Auth()
+        )
     text = load_corpus("shakespeare")[:3000]
-    jobs.start("mine", settings, text=text.encode("utf-8"), root=root)
+    jobs.start("mine", settings, text=text.encode("utf-8"), root=root, auth=jobs.Auth())
     done = wait_for("mine", lambda v: v.state == "finished", "the text run")
     assert (root / "mine" / "text.txt").read_text(encoding="utf-8") == text
     assert done.settings["text_file"] == str((root / "mine" / "text.txt").resolve())
@@ -399,7 +460,7 @@ def test_cap_problems_names_every_cap_a_run_would_break(root, monkeypatch):
     monkeypatch.setenv("VIZ_MAX_JOBS", "2")
     assert jobs.cap_problems(999, 2.0) == []
     with pytest.raises(JobError, match="VIZ_MAX_PARAMS=1000"):  # start says the same words
-        jobs.start("too-big", tiny())
+        jobs.start("too-big", tiny(), auth=jobs.Auth())
 
 
 def test_a_runs_folder_that_cannot_be_written_is_a_plain_refusal(tmp_path, monkeypatch):
@@ -407,11 +468,11 @@ def test_a_runs_folder_that_cannot_be_written_is_a_plain_refusal(tmp_path, monke
     blocker.write_text("a file where the runs folder should be")
     monkeypatch.setenv(jobs.RUNS_ENV, str(blocker))
     with pytest.raises(JobError, match="runs folder could not be written"):
-        jobs.start("any", tiny())
+        jobs.start("any", tiny(), auth=jobs.Auth())
 
 
 def test_a_run_that_cannot_start_on_its_device_reads_as_failed_not_interrupted(root):
     settings = dataclasses.replace(tiny(), device="no-such-device")
-    jobs.start("nodevice", settings)
+    jobs.start("nodevice", settings, auth=jobs.Auth())
     view = wait_for("nodevice", lambda v: v.state != "running", "the worker's verdict")
     assert view.state == "failed" and "no-such-device" in view.message

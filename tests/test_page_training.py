@@ -3,8 +3,13 @@ bundled corpus model, and the samples it wrote."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from tests.apptest_util import app_test, plotly_array, plotly_figures
 from ui.state import widget_key
+from viz_model.analysis.training import tex_number
+from viz_model.checkpoint import load_bundle
+from viz_model.config import TrainConfig
 
 PAGE = "pages/9_Training.py"
 
@@ -42,3 +47,24 @@ def test_the_corpus_model_shows_baselines_and_samples_by_step(models_dir):
     slider.set_value(first_step).run()
     assert not at.exception
     assert at.code[0].value != last_text
+
+
+def test_the_update_shown_is_adamw_with_the_models_own_numbers(models_dir):
+    at = app_test(models_dir, PAGE, query={"model": "shakespeare-char"})
+    assert not at.exception
+    formulas = [element.value for element in at.get("latex")] if at.get("latex") else []
+    formulas += [m.value for m in at.markdown if m.value.startswith("$$")]
+    joined = " ".join(formulas)
+    assert r"\beta_1" in joined and "m_t" in joined  # AdamW, not plain gradient descent
+    bundle = load_bundle(Path("assets/models/shakespeare-char"))
+    cfg = TrainConfig.from_dict(bundle.train_config)
+    for value in (cfg.beta1, cfg.beta2, cfg.weight_decay, cfg.lr, cfg.min_lr):
+        assert tex_number(value) in joined, value
+    assert f"W = {cfg.warmup_steps}" in joined
+
+
+def test_a_model_name_from_the_url_is_shown_as_typed_not_as_markdown(models_dir):
+    at = app_test(models_dir, None, query={"model": "**x**[link](http://e.vil)"})  # a shared link
+    assert not at.exception
+    message = next(e.value for e in at.error if "There is no model called" in e.value)
+    assert "\\*\\*x\\*\\*\\[link\\](http\\://e.vil)" in message  # no markup, no autolink

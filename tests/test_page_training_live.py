@@ -37,7 +37,7 @@ def _progress_text(at) -> str:
 
 
 def test_a_run_grows_pauses_steps_and_stops_into_the_model_picker(models_dir, root):  # noqa: F811
-    jobs.start("live-one", tiny(**LONG))
+    jobs.start("live-one", tiny(**LONG), auth=jobs.Auth())
     view = wait_for("live-one", lambda v: v.step >= 15 and v.has_bundle, "15 steps and a save")
     at = app_test(models_dir, PAGE, query={"t_run": "live-one"})
     assert not at.exception
@@ -61,8 +61,8 @@ def test_a_run_grows_pauses_steps_and_stops_into_the_model_picker(models_dir, ro
     at.run()
     assert f"step {stepped.step:,}:" in _text(at)  # the paused view lists the step's loss
     # Another laptop changes the peak (and steps): this page's field must follow, not keep 0.0123.
-    jobs.set_lr("live-one", 0.02)
-    jobs.step("live-one")
+    jobs.set_lr("live-one", 0.02, auth=jobs.Auth())
+    jobs.step("live-one", auth=jobs.Auth())
     wait_for("live-one", lambda v: v.peak_lr == pytest.approx(0.02), "the other laptop's rate")
     at.run()
     assert _lr_field(at).value == pytest.approx(0.02)
@@ -83,7 +83,7 @@ def test_a_locked_server_shows_runs_but_disables_their_controls(
     root,  # noqa: F811
     monkeypatch,
 ):
-    jobs.start("locked-one", tiny(**LONG))
+    jobs.start("locked-one", tiny(**LONG), auth=jobs.Auth())
     wait_for("locked-one", lambda v: v.step >= 1, "a first step")
     monkeypatch.setenv(jobs.PASSWORD_ENV, "sesame")
     at = app_test(models_dir, PAGE, query={"t_run": "locked-one"})
@@ -103,23 +103,34 @@ def test_no_run_yet_says_how_to_start_one(models_dir, root):  # noqa: F811
 
 
 def test_a_password_in_streamlit_secrets_locks_the_runs_too(models_dir, root, monkeypatch):  # noqa: F811
-    # Empty means "no password"; setenv (not delenv) so the value the page sets is undone after.
-    monkeypatch.setenv(jobs.PASSWORD_ENV, "")
-    at = app_test(models_dir, None)
-    at.secrets["teacher_password"] = "from-secrets"
-    at.switch_page(PAGE).run()
-    assert not at.exception
-    assert at.text_input(key="t_password").label == "Teacher password"
-    assert jobs.password_required()
-    with pytest.raises(jobs.JobError, match="wrong teacher password"):
-        jobs.check_password("guess")
+    from ui import teacher
+
+    monkeypatch.delenv(jobs.PASSWORD_ENV, raising=False)
+    finished = jobs.start("secret-one", tiny(max_steps=3, eval_every=0), auth=jobs.Auth())
+    wait_for(finished.name, lambda v: v.state == "finished", "the run")
+    teacher._secret.clear()  # a fresh server process: the secrets are read once, on first use
+    try:
+        at = app_test(models_dir, None)
+        at.secrets["teacher_password"] = "from-secrets"
+        at.switch_page(PAGE).run()
+        assert not at.exception
+        assert at.text_input(key="t_password").label == "Teacher password"
+        assert jobs.PASSWORD_ENV not in os.environ  # the page writes no environment variable
+        assert teacher.expected() == "from-secrets"
+        with pytest.raises(jobs.JobError, match="wrong teacher password"):
+            jobs.delete(finished.name, auth=teacher.auth("guess"))
+        with pytest.raises(jobs.JobError, match="needs the teacher password"):
+            jobs.train_more(finished.name, steps=2, auth=teacher.auth(None))
+        jobs.delete(finished.name, auth=teacher.auth("from-secrets"))
+    finally:
+        teacher._secret.clear()
 
 
 def test_after_a_job_is_killed_mid_step_a_restarted_server_loads_every_bundle_and_resumes_it(
     models_dir,
     root,  # noqa: F811
 ):
-    jobs.start("killed", tiny(**LONG, eval_every=10))
+    jobs.start("killed", tiny(**LONG, eval_every=10), auth=jobs.Auth())
     running = wait_for("killed", lambda v: (v.saved_step or 0) >= 20, "two saves")
     os.kill(running.pid, signal.SIGKILL)  # mid-run, most likely mid-step
     saved = wait_for("killed", lambda v: v.state == "interrupted", "the kill to be noticed")
@@ -137,13 +148,13 @@ def test_after_a_job_is_killed_mid_step_a_restarted_server_loads_every_bundle_an
     at.button(key="t_relaunch").click().run()
     assert not at.exception
     wait_for("killed", lambda v: v.state == "running" and v.step > saved.saved_step + 5, "more")
-    jobs.stop("killed")
+    jobs.stop("killed", auth=jobs.Auth())
     done = wait_for("killed", lambda v: v.state == "stopped", "the stop")
     assert [r["step"] for r in done.history] == list(range(1, done.step + 1))  # nothing twice
 
 
 def test_a_refusal_outlives_the_live_refresh_that_follows_it(models_dir, root, monkeypatch):  # noqa: F811
-    jobs.start("refused", tiny(**LONG))
+    jobs.start("refused", tiny(**LONG), auth=jobs.Auth())
     wait_for("refused", lambda v: v.step >= 1, "a first step")
     monkeypatch.setenv(jobs.PASSWORD_ENV, "sesame")
     at = app_test(models_dir, PAGE, query={"t_run": "refused"})

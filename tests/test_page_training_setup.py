@@ -18,9 +18,10 @@ from viz_model.run_settings import RunSettings, estimate_params, load_text
 def _setup_page(password: str | None = None) -> None:
     import streamlit as st
 
+    from ui import teacher
     from ui.training_setup import draw_setup
 
-    started = draw_setup(st.session_state.get("_test_password"))
+    started = draw_setup(teacher.auth(st.session_state.get("_test_password")))
     st.text(f"started: {started}")
 
 
@@ -70,7 +71,10 @@ def test_the_parameter_count_is_estimate_params_of_the_chosen_settings(runs):
     )
     assert bpe != char
     assert metric(at, "Parameters") == f"{bpe:,}"
-    assert float(metric(at, "Tokens / second").replace(",", "")) > 0  # measured
+    low, high = (float(x) for x in metric(at, "Tokens / second").replace(",", "").split("–"))
+    assert 0 < low <= high  # measured: the slowest and fastest timed step
+    about = " ".join(c.value for c in at.caption)
+    assert "steps in 1 min" in about and "Timed with nothing else running" in about
     assert not start_button(at).disabled
 
 
@@ -244,9 +248,11 @@ def test_start_starts_a_real_job_in_the_runs_folder(runs):
         assert view.state in ("running", "finished")
         assert view.path.parent == runs.resolve()
         assert view.settings["task"] == "repeat" and view.settings["train"]["max_steps"] == 20
+        low, high = view.estimate["steps_per_s"]  # what the page promised, kept to compare
+        assert 0 < low <= high and view.estimate["threads"] == 1
     finally:
         if jobs.read("class-run", history=False).live:
-            jobs.stop("class-run")
+            jobs.stop("class-run", auth=jobs.Auth())
         final = _wait_until_done("class-run")
     assert final.state in ("finished", "stopped")
     at.run()  # the form offers a free name for the next run
@@ -267,7 +273,7 @@ def test_a_double_click_on_start_starts_one_run_not_two(runs):
     finally:
         for view in jobs.list_runs():
             if view.live:
-                jobs.stop(view.name)
+                jobs.stop(view.name, auth=jobs.Auth())
             _wait_until_done(view.name)
 
 

@@ -12,18 +12,23 @@ from pathlib import Path
 
 import pytest
 import torch
+import torch.nn.functional as F
 
+from tests.conftest import VOCAB, tiny_model
 from viz_model import GPT, GPTConfig, TrainConfig
+from viz_model import data as data_module
 from viz_model.checkpoint import list_snapshots, load_bundle
 from viz_model.config import PRESET_TRAINING, PRESETS
 from viz_model.data import TokenData, load_corpus
 from viz_model.hooks import custom
 from viz_model.tokenization import Tokenizer
 from viz_model.train import (
+    ADAM_EPS,
     STEPS_WHEN_TIMED,
     build_parser,
     lr_at,
     main,
+    make_optimizer,
     resume_state,
     snapshot_steps,
     train,
@@ -289,11 +294,11 @@ def test_cli_minutes_without_steps_lets_the_clock_end_the_run(tmp_path):
     text_file = tmp_path / "mine.txt"
     text_file.write_text(load_corpus("shakespeare")[:5000], encoding="utf-8")
     args = ["--text-file", str(text_file), "--preset", "tiny", "--n-ctx", "16", "--d-model", "32"]
-    args += ["--minutes", "0.02", "--eval-batches", "1", "--sample-tokens", "0", "--quiet"]
+    args += ["--minutes", "0.05", "--eval-batches", "1", "--sample-tokens", "0", "--quiet"]
     assert main([*args, "--out", str(tmp_path / "timed")]) == 0
     bundle = load_bundle(tmp_path / "timed")
     assert bundle.train_config["max_steps"] == STEPS_WHEN_TIMED
-    assert bundle.meta["wall_time"] >= 0.02 * 60  # it stopped on time...
+    assert bundle.meta["wall_time"] >= 0.05 * 60  # it stopped on time...
     assert 1 < bundle.meta["step"] < STEPS_WHEN_TIMED  # ...not on steps
     assert bundle.history[-1]["lr"] < 0.2 * bundle.train_config["lr"]  # the cosine ran on time
 
@@ -452,3 +457,41 @@ def test_snapshot_at_keeps_the_asked_steps_besides_the_log_spaced_ones(tmp_path)
     assert TrainConfig.from_dict(bundle.train_config).snapshot_at == (4, 6)
     with pytest.raises(ValueError, match="snapshot step must be between 0 and 9"):
         TrainConfig(max_steps=9, snapshot_at=(4, 10))
+
+
+def test_the_loops_adamw_is_torchs_adamw_step_for_step():
+    """train.AdamW (the update the Training page shows) against torch.optim.AdamW, same groups."""
+    ours, ref = tiny_model(dropout=0.0).train(), tiny_model(dropout=0.0).train()
+    cfg = TrainConfig(lr=3e-3, weight_decay=0.1, beta1=0.8, beta2=0.95)
+    opt = make_optimizer(ours, cfg)
+    params = list(ref.parameters())
+    torch_opt = torch.optim.AdamW(
+        [
+            {"params": [p for p in params if p.dim() >= 2], "weight_decay": cfg.weight_decay},
+            {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
+        ],
+        lr=cfg.lr,
+        betas=(cfg.beta1, cfg.beta2),
+        eps=ADAM_EPS,
+    )
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(6):
+        x = torch.randint(VOCAB, (2, 16), generator=gen)
+        for model, o in ((ours, opt), (ref, torch_opt)):
+            loss = F.cross_entropy(model(x).flatten(0, 1), x.flatten())
+            o.zero_grad(set_to_none=True)
+            loss.backward()
+            o.step()
+    for a, b in zip(ours.parameters(), ref.parameters(), strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-7)
+    moved = [
+        not torch.equal(a, b)
+        for a, b in zip(ours.parameters(), tiny_model().parameters(), strict=True)
+    ]
+    assert all(moved)  # every parameter was updated
+
+
+@pytest.mark.parametrize("text", ["a\r\nb\n", "héllo 😀 \x00 \u2028x~~", "abc\n\nabc"])
+def test_a_char_tokenizers_quick_encoding_is_its_encode(text):
+    tok = Tokenizer.train("abc\nhél ", "char")  # some characters of `text` are unknown
+    assert data_module._char_ids(text * 3, tok).tolist() == tok.encode(text * 3)

@@ -145,7 +145,9 @@ def _resolve_model(found: dict[str, models.Path]) -> tuple[str, Bundle, list[str
         ss["model"] = st.query_params.get("model") or default
     requested = ss["model"]
     if requested not in found:
-        errors.append(f"There is no model called “{requested}” here; showing another one.")
+        # the URL's text, drawn as typed: no Markdown, no link, no emoji or colour directive
+        shown = "".join("\\" + c if c in "\\`*_[]<>$~|:#" else c for c in str(requested)[:80])
+        errors.append(f"There is no model called “{shown}” here; showing another one.")
     candidates = [requested, ss.get(_GOOD), default, *names]
     tried: set[str] = set()
     for name in candidates:

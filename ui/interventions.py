@@ -13,7 +13,7 @@ import numpy as np
 import streamlit as st
 import torch
 
-from ui import cache, state
+from ui import cache, state, teacher
 from ui.shared_cache import shared
 from viz_model import jobs, retrain
 from viz_model.analysis import interventions as iv
@@ -214,9 +214,7 @@ def retrain_form(ctx, chosen: iv.Ablation, ref: str) -> None:
         "Run name", free_run_name(f"{ctx.name}-damaged"), key="iv_run_name", max_chars=64
     )
     steps = c2.number_input("More steps", 10, retrain.MAX_STEPS, 300, step=50, key="iv_steps")
-    password = None
-    if jobs.password_required():
-        password = st.text_input("Teacher password", type="password", key="iv_password")
+    auth = teacher.password_field("iv_password")  # the one resolver (ui/teacher.py)
     if c3.button("Start retraining", type="primary", key="iv_start", use_container_width=True):
         ref_means = means(ctx.bundle_id, ref, tuple(ctx.ids)) if chosen.how == "mean" else None
         damaged = iv.damaged_copy(ctx.model, chosen, ref_means)
@@ -227,7 +225,7 @@ def retrain_form(ctx, chosen: iv.Ablation, ref: str) -> None:
                 damaged,
                 int(steps),
                 f"{chosen.describe()} {chosen.how}-ablated",
-                password,
+                auth=auth,
             )
         except jobs.JobError as exc:
             st.error(str(exc))

@@ -1,6 +1,6 @@
 """The live half of the Training page: the runs on this server, one of them watched as it trains.
 
-`draw_runs(password)` lists the runs (the URL's t_run picks one) and draws the chosen one in a
+`draw_runs(auth)` lists the runs (the URL's t_run picks one) and draws the chosen one in a
 fragment that reruns about once a second while the run is live. The fragment only reads the
 run's files (viz_model.jobs.read): nothing waits on the job, and every student of every server
 process sees the same run. What a run shows: its state and progress, its controls, the loss
@@ -50,7 +50,7 @@ OPEN_ON = {
 }
 
 
-def draw_runs(password: str | None) -> None:
+def draw_runs(auth: jobs.Auth) -> None:
     """Pick a run and watch it (refreshing while it trains); a note when there is none."""
     runs = {view.name: view for view in jobs.list_runs()}
     if not runs:
@@ -67,9 +67,9 @@ def draw_runs(password: str | None) -> None:
         help="Every run on this server, newest first. Closing the browser does not stop a run.",
     )
     if runs[name].live:
-        st.fragment(_watch, run_every=REFRESH_S)(name, password)
+        st.fragment(_watch, run_every=REFRESH_S)(name, auth)
     else:
-        _watch(name, password)
+        _watch(name, auth)
         st.fragment(_notice_changes, run_every=NOTICE_S)(_run_states(runs))
 
 
@@ -100,7 +100,7 @@ def _history(version: tuple[str, int, int]) -> list[dict]:
     return jobs.read_history(Path(version[0]) / jobs.HISTORY_FILE)
 
 
-def _watch(name: str, password: str | None) -> None:
+def _watch(name: str, auth: jobs.Auth) -> None:
     try:
         view = jobs.read(name, history=False)
     except jobs.JobError as exc:
@@ -114,10 +114,11 @@ def _watch(name: str, password: str | None) -> None:
         st.rerun()
     seen[name] = view.live
     _status(view)
-    _controls(view, password)
+    _controls(view, auth)
     bundle = _saved_bundle(view)
     baselines = training_view.baselines_of(bundle_id(view)) if bundle is not None else None
     training_view.draw_curves(view.history, version, baselines, _tokens_per_step(view), key="live")
+    training_view.draw_claims(view.history, baselines, view.estimate)
     _samples(view)
     _probe(view, bundle)
     if not view.live and view.has_bundle:
@@ -154,11 +155,11 @@ def _status(view: jobs.RunView) -> None:
 # ---- controls -----------------------------------------------------------------------------------
 
 
-def _act(action, name: str, *args) -> None:
+def _act(action, name: str, *args, **kwargs) -> None:
     """Run a jobs control on run `name`; keep its refusal to show (_refusal), else redraw the
     page (a whole rerun, so the refresh timer starts or stops with the run's new state)."""
     try:
-        action(name, *args)
+        action(name, *args, **kwargs)
     except jobs.JobError as exc:
         st.session_state[_REFUSED] = (name, f"Refused: {exc}.", time.monotonic())
         return
@@ -174,40 +175,40 @@ def _refusal(name: str) -> None:
         st.error(message)
 
 
-def _controls(view: jobs.RunView, password: str | None) -> None:
-    locked = jobs.password_required() and not password
+def _controls(view: jobs.RunView, auth: jobs.Auth) -> None:
+    locked = auth.required and not auth.given
     if locked:
         st.caption("The teacher password (above) is needed to change a run; anyone can watch it.")
     cols = st.columns(4)
     name = view.name
     if view.state == "running" and cols[0].button("Pause", key="t_pause", disabled=locked):
-        _act(jobs.pause, name, password)
+        _act(jobs.pause, name, auth=auth)
     if view.state == "paused":
         if cols[0].button("Resume", key="t_resume", disabled=locked):
-            _act(jobs.resume, name, password)
+            _act(jobs.resume, name, auth=auth)
         if cols[1].button(
             "Step", key="t_step", disabled=locked, help="One optimisation step, then pause again."
         ):
-            _act(jobs.step, name, password)
+            _act(jobs.step, name, auth=auth)
     if view.live and cols[2].button(
         "Stop", key="t_stop", disabled=locked, help="Stop after this step and save the model."
     ):
-        _act(jobs.stop, name, password)
+        _act(jobs.stop, name, auth=auth)
     if _resumable(view) and cols[0].button(
         "Resume", key="t_relaunch", disabled=locked, help="Continue from the last save."
     ):
-        _act(jobs.resume, name, password)
+        _act(jobs.resume, name, auth=auth)
     if view.live:
-        _lr_control(view, password, locked)
+        _lr_control(view, auth, locked)
     if view.state == "paused":
         _last_steps(view)
     if view.state in ("finished", "stopped"):
-        _train_more(view, password, locked)
+        _train_more(view, auth, locked)
     if not view.live:
         with cols[3].popover("Delete", disabled=locked):
             st.markdown(f"Delete **{name}** and its saved model?")
             if st.button("Delete it", key="t_delete", type="primary"):
-                _act(jobs.delete, name, password)
+                _act(jobs.delete, name, auth=auth)
     _refusal(name)
 
 
@@ -218,7 +219,7 @@ def _resumable(view: jobs.RunView) -> bool:
     )
 
 
-def _lr_control(view: jobs.RunView, password: str | None, locked: bool) -> None:
+def _lr_control(view: jobs.RunView, auth: jobs.Auth, locked: bool) -> None:
     c1, c2 = st.columns([2, 1], vertical_alignment="bottom")
     lr = c1.number_input(
         "Peak learning rate",
@@ -232,7 +233,7 @@ def _lr_control(view: jobs.RunView, password: str | None, locked: bool) -> None:
         "shape around the new peak, from the next step on. Try 10x higher and watch the loss.",
     )
     if c2.button("Set learning rate", key="t_set_lr", disabled=locked):
-        _act(jobs.set_lr, view.name, lr, password)
+        _act(jobs.set_lr, view.name, lr, auth=auth)
 
 
 def _last_steps(view: jobs.RunView) -> None:
@@ -242,13 +243,13 @@ def _last_steps(view: jobs.RunView) -> None:
         st.markdown(f"Paused. The last steps' training losses: {steps}.")
 
 
-def _train_more(view: jobs.RunView, password: str | None, locked: bool) -> None:
+def _train_more(view: jobs.RunView, auth: jobs.Auth, locked: bool) -> None:
     c1, c2 = st.columns([2, 1], vertical_alignment="bottom")
     more = c1.number_input(
         "More steps", min_value=1, max_value=100_000, value=500, step=100, key="t_more"
     )
     if c2.button("Train more", key="t_train_more", disabled=locked):
-        _act(jobs.train_more, view.name, int(more), None, password)
+        _act(jobs.train_more, view.name, int(more), auth=auth)
 
 
 # ---- what the model has learned so far ------------------------------------------------------------

@@ -1,7 +1,7 @@
 """The Training page's "Set up a new run": data, tokenizer, model, training, what the run will cost
 (measured on this machine), a name, and Start.
 
-    started = training_setup.draw_setup(password)   # the run's name on the rerun that started it
+    started = training_setup.draw_setup(auth)   # the run started on this rerun; auth: ui.teacher
 
 Every choice is carried in the URL under a "t_" key, so a teacher shares one link and every
 laptop sets up the same run; pasted and uploaded text are not (a link cannot carry a file).
@@ -74,7 +74,7 @@ CUSTOM_KEYS = (*SHAPE_KEYS, "tie_embeddings", "dropout")
 PRESET_DEPENDENT = (*(f"t_{k}" for k in CUSTOM_KEYS), "t_batch", "t_lr")
 
 
-def draw_setup(password: str | None) -> str | None:
+def draw_setup(auth: jobs.Auth) -> str | None:
     """Draw the set-up form; return the name of the run it started on this rerun, else None."""
     left, right = st.columns(2)
     with left:
@@ -110,11 +110,13 @@ def draw_setup(password: str | None) -> str | None:
             problems.append(str(exc))
             st.error(str(exc))
     st.markdown("#### Before you start")
+    promised = None
     if settings is None:
         st.info("Fix what is marked above to see what this run will cost.")
     else:
-        problems += _costs(settings, text)
-    return _name_and_start(settings, text, password, problems)
+        refusals, promised = _costs(settings, text)
+        problems += refusals
+    return _name_and_start(settings, text, auth, problems, promised)
 
 
 # ---- the four choices ---------------------------------------------------------------------------
@@ -280,13 +282,15 @@ def _distinct_chars(source_json: str) -> str:
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def _speed(cfg_json: str, batch_size: int, threads: int) -> float:
-    """Measured tokens per second of this shape (estimate.measure_speed), once per shape."""
+def _speed(cfg_json: str, batch_size: int, threads: int) -> estimate.Speed:
+    """This shape's speed, measured in a child process on the job's threads, once per shape
+    (a failure raises, and is not cached)."""
     return estimate.measure_speed(GPTConfig(**json.loads(cfg_json)), batch_size, threads)
 
 
-def _costs(settings: RunSettings, text: str | None) -> list[str]:
-    """Parameters, speed, time and memory of the run, and the caps it breaks (also returned)."""
+def _costs(settings: RunSettings, text: str | None) -> tuple[list[str], dict | None]:
+    """Parameters, speed, time and memory of the run; returns the caps it breaks and the speed
+    promised (for estimate.json: the run is compared with it afterwards)."""
     chars = text if text is not None else _distinct_chars(json.dumps(settings.data_source()))
     try:
         limits = jobs.Limits.from_env()
@@ -295,7 +299,7 @@ def _costs(settings: RunSettings, text: str | None) -> list[str]:
         train = settings.train_config()
     except (ValueError, jobs.JobError) as exc:
         st.error(str(exc))
-        return [str(exc)]
+        return [str(exc)], None
     batch = train.batch_size
     memory = estimate.memory_parts(cfg, batch)
     refusals = _cap_refusals(params, settings.minutes, memory.total)
@@ -303,7 +307,11 @@ def _costs(settings: RunSettings, text: str | None) -> list[str]:
     speed = None
     if not refusals and estimate.memory_estimate(cfg, timed_batch) <= MEASURE_MAX_BYTES:
         with st.spinner("Timing a few training steps of this model on this machine…"):
-            speed = _speed(json.dumps(cfg.to_dict()), timed_batch, limits.threads)
+            try:
+                speed = _speed(json.dumps(cfg.to_dict()), timed_batch, limits.threads)
+            except ValueError as exc:
+                st.warning(f"The speed could not be measured here ({exc}).")
+    rate = speed.tokens_per_s() if speed else None
     c1, c2, c3, c4 = st.columns(4)
     c1.metric(
         "Parameters",
@@ -313,11 +321,13 @@ def _costs(settings: RunSettings, text: str | None) -> list[str]:
     )
     c2.metric(
         "Tokens / second",
-        f"{speed:,.0f}" if speed else "–",
-        help=f"Measured: a few timed training steps of this model on {limits.threads} thread(s), "
-        f"the job's, at batch {timed_batch}.",
+        f"{_short(rate[0])}–{_short(rate[1])}" if rate else "–",
+        help=f"Measured in a process of its own, as a job runs: the slowest and fastest of "
+        f"{len(speed.step_s) if speed else 'a few'} timed training steps of this model on "
+        f"{limits.threads} thread(s), the job's, at batch {timed_batch}.",
     )
-    about_time = _time_metric(c3, train, settings.minutes, cfg.n_ctx, speed, limits)
+    steps_per_s = speed.steps_per_s(train) if speed else None
+    about_time = _time_metric(c3, train, settings.minutes, cfg.n_ctx, steps_per_s, limits)
     c4.metric(
         "Memory",
         _gb(memory.total),
@@ -332,36 +342,58 @@ def _costs(settings: RunSettings, text: str | None) -> list[str]:
     )
     for message in refusals:
         st.error(message)
-    return refusals
+    promised = None
+    if steps_per_s:
+        promised = {"steps_per_s": list(steps_per_s), "threads": limits.threads}
+        promised["measured"] = speed.to_dict()
+    return refusals, promised
 
 
-def _time_metric(column, train: TrainConfig, minutes, n_ctx: int, speed, limits) -> str:
-    """The Time metric; returns the sentence that explains it (steps, tokens a step)."""
+def _short(x: float) -> str:
+    return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
+
+
+TIMED_ALONE = (
+    " Timed with nothing else running: pages the class opens while it trains share the cores "
+    "and can slow it; the run's view compares it with this estimate afterwards."
+)
+
+
+def _time_metric(column, train: TrainConfig, minutes, n_ctx: int, steps_per_s, limits) -> str:
+    """The Time metric; returns the sentences that explain it (steps, tokens a step, the range).
+    `steps_per_s` is the measured (low, high), evaluations and samples included, or None."""
     per_step = f"A step reads batch × context = {train.batch_size} × {n_ctx} = " + (
         f"{train.batch_size * n_ctx:,} tokens"
     )
     if minutes:
         column.metric("Time", f"{minutes:g} min")
-        if not speed:
+        if not steps_per_s:
             return per_step + "."
-        steps = estimate.steps_in(minutes * 60, train.batch_size, n_ctx, speed)
-        return f"{per_step}: at the measured speed, about {steps:,} steps in {minutes:g} min."
-    if not speed:
+        low, high = (int(minutes * 60 * r) for r in steps_per_s)
+        return (
+            f"{per_step}. At the measured {_short(steps_per_s[0])}–{_short(steps_per_s[1])} "
+            f"steps a second (evaluations and samples included): {low:,}–{high:,} steps in "
+            f"{minutes:g} min." + TIMED_ALONE
+        )
+    if not steps_per_s:
         column.metric("Time", "–")
         return per_step + "."
-    seconds = estimate.train_seconds(train.max_steps, train.batch_size, n_ctx, speed)
+    fast, slow = (train.max_steps / r for r in reversed(steps_per_s))
     column.metric(
         "Time",
-        _duration(seconds),
-        help="Training steps only; the evaluations every few hundred steps add a little.",
+        f"{_duration(fast)}–{_duration(slow)}",
+        help="Training, evaluations and samples; the start before the first step is not counted.",
     )
-    if seconds > limits.max_minutes * 60:
-        reach = estimate.steps_in(limits.max_minutes * 60, train.batch_size, n_ctx, speed)
+    if slow > limits.max_minutes * 60:
+        reach = int(limits.max_minutes * 60 * steps_per_s[0])
         st.warning(
-            f"The server stops a run after {limits.max_minutes:g} minutes: at this speed it "
-            f"would end near step {reach:,} of {train.max_steps:,}."
+            f"The server stops a run after {limits.max_minutes:g} minutes: at the slow end of "
+            f"this estimate it would end near step {reach:,} of {train.max_steps:,}."
         )
-    return f"{per_step}; {train.max_steps:,} steps at the measured speed."
+    return (
+        f"{per_step}; {train.max_steps:,} steps at the measured {_short(steps_per_s[0])}–"
+        f"{_short(steps_per_s[1])} steps a second." + TIMED_ALONE
+    )
 
 
 def _cap_refusals(params: int, minutes: float | None, need: int) -> list[str]:
@@ -415,7 +447,9 @@ def _free_name(base: str = DEFAULT_NAME) -> str:
     return next((n for n in names if _name_problem(n) is None), base)
 
 
-def _name_and_start(settings, text, password, problems: list[str]) -> str | None:
+def _name_and_start(
+    settings, text, auth: jobs.Auth, problems: list[str], promised: dict | None = None
+) -> str | None:
     left, right = st.columns([2, 1], vertical_alignment="bottom")
     first_draw = "t_name" not in st.session_state
     wanted = state.url_str("t_name", _free_name(), 64)
@@ -430,7 +464,7 @@ def _name_and_start(settings, text, password, problems: list[str]) -> str | None
         help="Letters, digits, '-' and '_'; the model appears under this name in the picker.",
     )
     name_problem = _name_problem(name)
-    locked = jobs.password_required() and not password
+    locked = auth.required and not auth.given
     clicked = right.button(
         "Start training",
         key="t_start",
@@ -449,7 +483,7 @@ def _name_and_start(settings, text, password, problems: list[str]) -> str | None
         st.info(f"“{just[0]}” has just started; it is below.")
         return None
     try:
-        jobs.start(name, settings, text=text, password=password)
+        jobs.start(name, settings, text=text, auth=auth, estimate=promised)
     except jobs.JobError as exc:
         st.error(str(exc))
         return None

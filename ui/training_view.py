@@ -12,6 +12,8 @@ import streamlit as st
 from ui import cache, models, state
 from viz_model.analysis import training as tr
 from viz_model.charts import training as charts
+from viz_model.config import TrainConfig
+from viz_model.train import ADAM_EPS
 
 BASELINES_NOTE = (
     "Grey lines: what counting alone scores on the same validation text. **blind guess**: every "
@@ -31,6 +33,12 @@ def baselines_of(bundle_id: str) -> dict[str, float] | None:
 def _baselines(final_id: str) -> dict[str, float] | None:
     found = tr.bundle_baselines(cache.bundle(final_id))
     return found.as_dict() if found else None
+
+
+EVENTS_NOTE = (
+    " Green dotted lines: where the run was changed as it trained (a new peak learning rate, a "
+    "pause, a resume, more training, damage); the curve may bend there."
+)
 
 
 # A history is one version of a run's records: a bundle's id, or a live run's folder and the
@@ -72,13 +80,15 @@ def draw_curves(
     st.caption(
         "Blue: the loss on each training batch (averaged into a few hundred points). Red: the "
         "loss on held-out validation text the model never trains on; when it rises while blue "
-        "falls, the model is memorising. " + (BASELINES_NOTE if baselines else "")
+        "falls, the model is memorising. "
+        + (BASELINES_NOTE if baselines else "")
+        + (EVENTS_NOTE if curves.events else "")
     )
     with st.expander("Learning rate schedule"):
         st.markdown(
-            "How big each step is: the learning rate $\\eta$ in $\\theta \\leftarrow \\theta - "
-            "\\eta\\,\\nabla_\\theta L$. It warms up from 0 (large early steps on random weights "
-            "are unstable), then decays along a cosine so the last steps only fine-tune."
+            "How big each step is: the learning rate $\\eta_t$ of AdamW's update (the formula "
+            "above). It warms up from 0 (large early steps on random weights are unstable), then "
+            "decays along a cosine so the last steps only fine-tune."
         )
         lr_figure = cache.figure(("training_lr", *figure_key[1:]), lambda: charts.lr_curve(curves))
         st.plotly_chart(lr_figure, key=f"{key}_lr")
@@ -100,6 +110,40 @@ def draw_samples(history: list[dict], key: str) -> None:
             f"{key}_sample",
             steps,
             steps[-1],
-            help="Drag back to step 0's gibberish and forward to see spelling, words, then names.",
+            help="Drag back to step 0 (random weights) and forward to see what training changed.",
         )
     st.code(texts[step], language=None, wrap_lines=True)
+
+
+def draw_update_rule(train_config: dict | None) -> None:
+    """The update the run was trained with (train.AdamW, its schedule and clipping), with the
+    numbers of its own TrainConfig, as Streamlit's LaTeX, in an expander."""
+    try:
+        cfg = TrainConfig.from_dict(train_config or {})
+    except (TypeError, ValueError):
+        return
+    timed = cfg.time_limit > 0
+    with st.expander("The update it was trained with (AdamW, with this run's numbers)"):
+        rule = tr.update_rule(cfg, ADAM_EPS, timed)
+        for line in rule.lines:
+            st.latex(line)
+        st.caption(
+            f"Weight decay {cfg.weight_decay:g} applies to the weight matrices and embeddings; "
+            f"biases and LayerNorm gains have none. Batch {cfg.batch_size}: each step's gradient "
+            "averages the loss over batch × context tokens."
+            + (" The run was on the clock: the cosine follows the share of time used." * timed)
+        )
+
+
+def draw_claims(
+    history: list[dict], baselines: dict[str, float] | None, promised: dict | None = None
+) -> None:
+    """What the run's numbers say: did the validation loss fall, where it sits among the counting
+    baselines, and (for a run started here) its speed against the estimate made before Start.
+    Each sentence is a claim computed from the numbers (analysis/training.py)."""
+    lines = [tr.loss_claim(history).text, tr.baseline_claim(history, baselines).text]
+    low_high = (promised or {}).get("steps_per_s")
+    achieved = tr.achieved_speed(history)
+    if isinstance(low_high, list) and len(low_high) == 2 and achieved:
+        lines.append(tr.speed_claim(float(low_high[0]), float(low_high[1]), *achieved).text)
+    st.markdown("\n".join(f"- {line}" for line in lines))

@@ -4,7 +4,9 @@ It builds the run from RUN_DIR/settings.json (or resumes the bundle in RUN_DIR, 
 says), drives the loop (train.train) and, between steps, appends each record to history.jsonl,
 rewrites status.json (at most about four times a second, and at every evaluation, sample and
 change of state) and polls control.json: pause, step once while paused, a new peak learning rate,
-stop. SIGTERM and SIGINT stop it the way the Stop button does (after the step, with a save).
+stop. What changed between two steps (a new peak, a pause, a resume, a relaunch) goes into the next
+step's record as its `event`, so history.jsonl (and the bundle's history) says where the loss
+curve should be marked. SIGTERM and SIGINT stop it the way the Stop button does (after the step, with a save).
 All it knows of the page is those files.
 """
 
@@ -151,18 +153,38 @@ def _history_file(folder: Path, history: list[dict[str, Any]]):
     return open(folder / jobs.HISTORY_FILE, "a", encoding="utf-8", buffering=1)
 
 
-def _wait_while_paused(control: Control, stop: threading.Event, status: Status) -> None:
-    """Return when unpaused, stopped, or asked for one step."""
+def _wait_while_paused(
+    control: Control, stop: threading.Event, status: Status, events: list[str]
+) -> None:
+    """Return when unpaused, stopped, or asked for one step; say which in `events`."""
     control.poll()
     if not control.paused or stop.is_set():
         return
     status.write(state="paused", message=f"paused after step {status.data['step']}")
+    started = time.monotonic()
     while control.paused and not stop.is_set() and not control.stop:
         if control.take_step():
+            events.append("one step while paused")
             return
         time.sleep(CONTROL_EVERY)
         control.poll()
+    how = "stopped" if control.stop or stop.is_set() else "resumed"
+    events.append(f"{how} after a {time.monotonic() - started:.0f} s pause")
     status.write(state="running", message="")
+
+
+def _take(events: list[str]) -> str | None:
+    """The events since the last step, as one text (None: nothing happened); then none."""
+    text = "; ".join(events) or None
+    events.clear()
+    return text
+
+
+def _launch_event(plan: dict[str, Any], built: Run) -> list[str]:
+    """What the first step of this launch follows: a resume or more training (jobs says which)."""
+    if plan.get("mode") != "resume" or not built.start_step:
+        return []
+    return [str(plan.get("event") or f"resumed from step {built.start_step}")]
 
 
 def _failed(folder: Path, message: str) -> int:
@@ -202,14 +224,23 @@ def run(folder: Path) -> int:
     status = Status(folder, built, threads)
     status.write(force=True)
     try:
-        return _drive(folder, built, float(plan.get("max_minutes", 0)) * 60, status, stop)
+        cap = float(plan.get("max_minutes", 0)) * 60
+        return _drive(folder, built, cap, status, stop, _launch_event(plan, built))
     except Exception as exc:
         status.write(state="failed", message=f"{type(exc).__name__}: {exc}")
         raise
 
 
-def _drive(folder: Path, built: Run, cap: float, status: Status, stop: threading.Event) -> int:
-    """The loop, with the page's controls between steps; `cap` is the server's time cap (s)."""
+def _drive(
+    folder: Path,
+    built: Run,
+    cap: float,
+    status: Status,
+    stop: threading.Event,
+    events: list[str],
+) -> int:
+    """The loop, with the page's controls between steps; `cap` is the server's time cap (s);
+    `events` what the next step's record should say happened before it."""
     control = Control(folder / "control.json")
     start_elapsed = status.data["elapsed"]
     capped = ""
@@ -224,6 +255,7 @@ def _drive(folder: Path, built: Run, cap: float, status: Status, stop: threading
         built.start_step,
         built.meta,
         peak_lr=control.lr,
+        notes=lambda: _take(events),
     )
     if control.stop:  # Stop pressed while the run was being set up: one step, then the save
         stop.set()
@@ -238,7 +270,7 @@ def _drive(folder: Path, built: Run, cap: float, status: Status, stop: threading
                 capped = f"stopped after {cap / 60:g} minutes, the longest run allowed here "
                 capped += f"(VIZ_MAX_MINUTES={cap / 60:g})"
                 stop.set()
-            _wait_while_paused(control, stop, status)
+            _wait_while_paused(control, stop, status, events)
             if control.stop:
                 stop.set()
     if last is None:

@@ -3,14 +3,20 @@
     jobs.start("our-model", RunSettings(corpus="shakespeare", preset="quick", minutes=1))
     view = jobs.read("our-model")      # a RunView: .state, .step, .progress, .history, .samples
 
-The API a page uses (every name a run name; `password` matters only when VIZ_TEACHER_PASSWORD
-is set; every refusal is a JobError whose message can be shown as it is):
+The API a page uses (every name a run name; every refusal is a JobError whose message can be
+shown as it is). Every call that starts or changes a run takes `auth`, an `Auth` (the password the
+server expects and the one the user gave), and checks it first; there is no default, so no caller
+can forget it:
 
-    start(name, settings, text=None, password=None) -> RunView   a new run, in a child process
+    start(name, settings, text=None, auth=...) -> RunView   a new run, in a child process
     read(name, history=True) -> RunView     list_runs() -> [RunView] (newest first, no history)
-    pause(name)   step(name) (paused only: one step)   set_lr(name, lr)   resume(name)
-    stop(name)    train_more(name, steps=N | minutes=M)   delete(name)
-    password_required() -> bool     Limits.from_env() -> the caps and a job's threads
+    pause(name, auth=)   step(name, auth=) (paused only: one step)   set_lr(name, lr, auth=)
+    resume(name, auth=)  stop(name, auth=)  train_more(name, steps=N | minutes=M, auth=)
+    delete(name, auth=)  Limits.from_env() -> the caps and a job's threads
+
+The teacher password has one resolver, `server_password(secret)`: VIZ_TEACHER_PASSWORD, else the
+`teacher_password` of Streamlit's secrets, which the UI reads once per server process and passes
+in (ui/teacher.py; this module never imports Streamlit). `Auth(server_password(...), typed)`.
 
 The controls return at once; the worker acts between two steps (within about 50 ms of a step
 ending), so a page shows the effect on its next read. Poll read() (about once a second) rather
@@ -29,6 +35,7 @@ under VIZ_RUNS_DIR) is itself the model bundle (so the model picker finds it), p
     control.json    {"paused", "stop", "lr", "steps"}: the worker polls it    (API, atomic)
     history.jsonl   one step record per line, appended; a torn last line is skipped on reading
     text.txt        the pasted or uploaded text, when the run trains on one
+    estimate.json   the speed promised before Start: {"steps_per_s": [low, high], ...} (once)
     job.log         the worker's stderr (tracebacks)
 
 States: running, paused, finished, stopped (by Stop, the minutes cap, SIGTERM or SIGINT, or a
@@ -78,6 +85,7 @@ STATES = (*LIVE, "finished", "stopped", "failed", "interrupted")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 LOCK_FILE = ".jobs.lock"
 HISTORY_FILE = "history.jsonl"  # one step record a line, appended by the worker
+ESTIMATE_FILE = "estimate.json"  # the speed the page promised before Start
 
 
 class JobError(Exception):
@@ -131,20 +139,50 @@ class Limits:
         )
 
 
-def password_required() -> bool:
-    """True when the server has a teacher password (the page then asks for it)."""
-    return bool(os.environ.get(PASSWORD_ENV))
+def server_password(secret: object = None) -> str:
+    """The teacher password this server expects, "" for none: VIZ_TEACHER_PASSWORD when it is set
+    (it wins), else `secret` (the `teacher_password` of Streamlit's secrets, read by the UI)."""
+    env = os.environ.get(PASSWORD_ENV, "")
+    if env:
+        return env
+    return str(secret) if secret not in (None, "") else ""
 
 
-def check_password(given: str | None) -> None:
-    """Nothing when no password is set or `given` is it; JobError otherwise."""
-    expected = os.environ.get(PASSWORD_ENV, "")
-    if not expected:
-        return
-    if not given:
-        raise JobError("starting, stopping, changing or deleting a run needs the teacher password")
-    if not hmac.compare_digest(given.encode("utf-8"), expected.encode("utf-8")):
-        raise JobError("wrong teacher password")
+@dataclass(frozen=True)
+class Auth:
+    """The teacher-password check every start or change of a run goes through: the password the
+    server expects (`server_password`, "" for none) and the one the user gave (None: none)."""
+
+    expected: str = field(default="", repr=False)
+    given: str | None = field(default=None, repr=False)
+
+    @classmethod
+    def resolve(cls, given: str | None, secret: object = None) -> Auth:
+        """The check for `given` against server_password(secret): how every caller builds one."""
+        return cls(server_password(secret), given)
+
+    @property
+    def required(self) -> bool:
+        """True when the server has a teacher password (a page then asks for it)."""
+        return bool(self.expected)
+
+    def check(self) -> None:
+        """Nothing when no password is set or the given one is it; JobError otherwise."""
+        if not self.expected:
+            return
+        if not self.given:
+            raise JobError(
+                "starting, stopping, changing or deleting a run needs the teacher password"
+            )
+        if not hmac.compare_digest(self.given.encode("utf-8"), self.expected.encode("utf-8")):
+            raise JobError("wrong teacher password")
+
+
+def check(auth: Auth) -> None:
+    """auth.check(), refusing anything that is not an Auth (a bare string would skip the check)."""
+    if not isinstance(auth, Auth):
+        raise JobError("a change to a run needs an Auth (jobs.Auth), not " + type(auth).__name__)
+    auth.check()
 
 
 def run_dir(name: str, root: Path | None = None) -> Path:
@@ -209,6 +247,7 @@ class RunView:
     samples: list[dict[str, Any]] = field(default_factory=list)  # [{"step", "text"}], oldest first
     history: list[dict[str, Any]] = field(default_factory=list)  # StepRecord dicts
     updated: float = 0.0  # time.time() of the last status write
+    estimate: dict[str, Any] = field(default_factory=dict)  # estimate.json: the promised speed
 
     @property
     def live(self) -> bool:
@@ -268,8 +307,16 @@ def read(name: str, root: Path | None = None, history: bool = True) -> RunView:
     if settings is None:
         raise JobError(f"there is no run named {name!r}")
     status = read_json(path / "status.json", {})
-    known = {f.name for f in dataclasses.fields(RunView)} - {"name", "path", "settings", "history"}
+    known = {f.name for f in dataclasses.fields(RunView)} - {
+        "name",
+        "path",
+        "settings",
+        "history",
+        "estimate",
+    }
     view = RunView(name, path, "failed", settings=settings)
+    found = read_json(path / ESTIMATE_FILE, {})
+    view.estimate = found if isinstance(found, dict) else {}
     for key, value in status.items():
         if key in known:
             setattr(view, key, value)
@@ -384,17 +431,22 @@ def start(
     name: str,
     settings: RunSettings,
     text: str | bytes | None = None,
-    password: str | None = None,
+    *,
+    auth: Auth,
     root: Path | None = None,
+    estimate: dict[str, Any] | None = None,
 ) -> RunView:
     """Start a new run `name` in a child process; returns its first view.
+
+    `estimate` (optional) is what the page promised before Start, e.g. {"steps_per_s": [2.6,
+    3.5], "threads": 1}: kept as estimate.json so the run can be compared with it afterwards.
 
     `text` is the pasted or uploaded text for a text-file run (settings.text_file is then just
     its label, e.g. the upload's name): it is checked like any upload and kept as text.txt in the
     run folder. Refused (JobError) for a wrong password, a bad or taken name, a full server, a
     model or a run longer than the caps, or settings the loop would refuse.
     """
-    check_password(password)
+    check(auth)
     root = root or runs_root()
     path = run_dir(name, root)
     if (REPO / "assets" / "models" / name).exists():
@@ -408,6 +460,8 @@ def start(
         except FileExistsError:
             raise JobError(f"a run named {name!r} already exists; choose another name") from None
         try:
+            if estimate:
+                write_json(path / ESTIMATE_FILE, estimate)
             if text is not None:
                 write_text(path / "text.txt", text_kept)
                 settings = dataclasses.replace(settings, text_file=str(path / "text.txt"))
@@ -461,9 +515,9 @@ def _launch(path: Path, plan: dict[str, Any], limits: Limits, params: int | None
 # ---- controls ---------------------------------------------------------------------------------
 
 
-def _control(name: str, password: str | None, root: Path | None, change, allowed) -> None:
+def _control(name: str, auth: Auth, root: Path | None, change, allowed) -> None:
     """Check the password and the state, then apply change(control) to control.json under the lock."""
-    check_password(password)
+    check(auth)
     root = root or runs_root()
     with locked(root):
         view = read(name, root, history=False)
@@ -476,56 +530,58 @@ def _control(name: str, password: str | None, root: Path | None, change, allowed
         write_json(view.path / "control.json", control)
 
 
-def pause(name: str, password: str | None = None, root: Path | None = None) -> None:
+def pause(name: str, *, auth: Auth, root: Path | None = None) -> None:
     """Pause after the step in progress (the page then offers Step and Resume)."""
-    _control(name, password, root, lambda c: c.update(paused=True), ("running", "paused"))
+    _control(name, auth, root, lambda c: c.update(paused=True), ("running", "paused"))
 
 
-def stop(name: str, password: str | None = None, root: Path | None = None) -> None:
+def stop(name: str, *, auth: Auth, root: Path | None = None) -> None:
     """Stop after the step in progress (while paused: after one more step), measure the
     validation loss and save the bundle; the state becomes stopped."""
-    _control(name, password, root, lambda c: c.update(stop=True), LIVE)
+    _control(name, auth, root, lambda c: c.update(stop=True), LIVE)
 
 
-def step(name: str, password: str | None = None, root: Path | None = None) -> None:
+def step(name: str, *, auth: Auth, root: Path | None = None) -> None:
     """While paused: take one optimisation step (its record appears in the history)."""
     more = lambda c: c.update(steps=c.get("steps", 0) + 1)  # noqa: E731  a count, never lost
-    _control(name, password, root, more, ("paused",))
+    _control(name, auth, root, more, ("paused",))
 
 
-def set_lr(name: str, lr: float, password: str | None = None, root: Path | None = None) -> None:
+def set_lr(name: str, lr: float, *, auth: Auth, root: Path | None = None) -> None:
     """Change the peak learning rate of a running or paused run from its next step on (the
     warm-up and cosine keep their shape around it; the bundle records it)."""
     if isinstance(lr, bool) or not isinstance(lr, int | float) or not 0 < lr <= 1:
         raise JobError(f"the learning rate must be a number above 0 and at most 1; got {lr!r}")
-    _control(name, password, root, lambda c: c.update(lr=float(lr)), LIVE)
+    _control(name, auth, root, lambda c: c.update(lr=float(lr)), LIVE)
 
 
-def resume(name: str, password: str | None = None, root: Path | None = None) -> None:
+def resume(name: str, *, auth: Auth, root: Path | None = None) -> None:
     """Unpause a paused run, or start the worker of an interrupted run, or of a run that failed
     after a save (a disk that filled up, say), again from its last save."""
-    check_password(password)
+    check(auth)
     root = root or runs_root()
     view = read(name, root, history=False)
     if view.state == "paused":
-        _control(name, password, root, lambda c: c.update(paused=False), ("paused",))
+        _control(name, auth, root, lambda c: c.update(paused=False), ("paused",))
     elif view.state == "failed" and not (view.saved_step and view.has_bundle):
         raise JobError(f"{name!r} failed before its first save; delete it and start it again")
     else:
-        _relaunch(name, root, {"mode": "resume"}, ("interrupted", "failed"))
+        plan = {"mode": "resume", "event": f"resumed ({view.state})"}
+        _relaunch(name, root, plan, ("interrupted", "failed"))
 
 
 def train_more(
     name: str,
     steps: int | None = None,
     minutes: float | None = None,
-    password: str | None = None,
+    *,
+    auth: Auth,
     root: Path | None = None,
 ) -> None:
     """Continue a finished or stopped run from its bundle for `steps` more steps or `minutes`
     more minutes (one of the two). The cosine stretches over the new total, so the learning rate
     rises again; the optimiser's running averages restart (bundles do not keep them)."""
-    check_password(password)
+    check(auth)
     if (steps is None) == (minutes is None):
         raise JobError("give either more steps or more minutes")
     if steps is not None and (not isinstance(steps, int) or steps < 1):
@@ -538,10 +594,12 @@ def train_more(
     meta = config.get("meta") or {}
     if steps is not None:
         plan = {"train": {"max_steps": int(meta.get("step", 0)) + steps}, "minutes": 0.0}
+        more = f"train more: {steps:,} steps"
     else:
         used = float(meta.get("wall_time", 0.0))
         plan = {"train": {"max_steps": STEPS_WHEN_TIMED}, "minutes": used / 60 + minutes}
-    _relaunch(name, root, {"mode": "resume", **plan}, ("finished", "stopped"))
+        more = f"train more: {minutes:g} min"
+    _relaunch(name, root, {"mode": "resume", "event": more, **plan}, ("finished", "stopped"))
 
 
 def _relaunch(name: str, root: Path, plan: dict[str, Any], allowed: tuple[str, ...]) -> None:
@@ -556,9 +614,9 @@ def _relaunch(name: str, root: Path, plan: dict[str, Any], allowed: tuple[str, .
         _launch(view.path, plan, limits, None)
 
 
-def delete(name: str, password: str | None = None, root: Path | None = None) -> None:
+def delete(name: str, *, auth: Auth, root: Path | None = None) -> None:
     """Remove a run that is not running (its bundle goes with it)."""
-    check_password(password)
+    check(auth)
     root = root or runs_root()
     with locked(root):
         view = read(name, root, history=False)
@@ -571,14 +629,15 @@ def delete(name: str, password: str | None = None, root: Path | None = None) -> 
 
 
 __all__ = [
+    "Auth",
     "JobError",
     "cap_problems",
     "Limits",
     "RunView",
-    "check_password",
+    "check",
     "delete",
     "list_runs",
-    "password_required",
+    "server_password",
     "pause",
     "read",
     "resume",

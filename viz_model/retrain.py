@@ -1,7 +1,9 @@
 """Damage, then retrain: start a training job from a damaged copy of a model bundle.
 
     damaged = interventions.damaged_copy(bundle.model, Ablation(heads=((1, 2),)))
-    retrain.start_damaged("no-L1H2", bundle.path, damaged, steps=300, note="head L1H2 zeroed")
+    retrain.start_damaged("no-L1H2", bundle.path, damaged, 300, "head L1H2 zeroed", auth=auth)
+
+`auth` is a jobs.Auth (the UI builds it with ui.teacher.password_field); there is no default.
 
 The new run folder is a bundle (the source's tokenizer, training settings and history, the damaged
 weights) that the job worker resumes for `steps` more steps on the source's own data, so its loss
@@ -45,13 +47,14 @@ def start_damaged(
     model: GPT,
     steps: int,
     note: str = "",
-    password: str | None = None,
+    *,
+    auth: jobs.Auth,
     root: Path | None = None,
 ) -> jobs.RunView:
     """Start run `name`: `model` (a damaged copy of the bundle at `source`) trained `steps` more
     steps on the bundle's data. Refused (JobError) like jobs.start, and when the source does not
     say what it was trained on."""
-    jobs.check_password(password)
+    jobs.check(auth)
     if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= MAX_STEPS:
         raise jobs.JobError(f"steps must be a whole number from 1 to {MAX_STEPS:,}; got {steps!r}")
     root = root or jobs.runs_root()
@@ -81,7 +84,9 @@ def start_damaged(
             ) from None
         try:
             save_bundle(path, model, bundle.tokenizer, bundle.train_config, history, meta)
+            what = f"damaged: {note}" if note else "damaged"
             plan = {"mode": "resume", "train": {"max_steps": step + steps}, "minutes": 0.0}
+            plan["event"] = what
             jobs._launch(path, plan, limits, model.n_params())
             write_json(path / "settings.json", settings_for(data, bundle.meta).to_dict())
         except (OSError, CheckpointError, ValueError) as exc:

@@ -66,6 +66,7 @@ class StepRecord:
     val_ppl: float | None = None
     sample: str | None = None
     stopped: str | None = None
+    event: str | None = None  # what changed before this step: a new peak lr, a pause, a resume
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict without the fields that are None, e.g. {"step": 3, "train_loss": 4.1,
@@ -97,7 +98,78 @@ def snapshot_steps(max_steps: int, n: int) -> list[int]:
     return sorted({0, *(round(max_steps ** (i / n)) for i in range(1, n + 1))})
 
 
-def make_optimizer(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.AdamW:
+ADAM_EPS = 1e-8  # AdamW's epsilon (PyTorch's default; not a TrainConfig setting)
+
+
+class AdamW:
+    """The update the loop takes, written out: AdamW (Loshchilov & Hutter), decoupled weight decay.
+
+    For each parameter theta with gradient g (after clipping), at its t-th update:
+
+        theta <- theta * (1 - lr * weight_decay)          (decay; 0 for biases and LayerNorm gains)
+        m <- beta1 * m + (1 - beta1) * g                  (running mean of the gradient)
+        v <- beta2 * v + (1 - beta2) * g * g              (running mean of its square)
+        theta <- theta - lr * (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + eps)
+
+    The same arithmetic, in the same order, as torch.optim.AdamW's default CPU path (a test
+    compares the two step by step). It is written here so the formula the Training page shows is
+    this code, and because torch's optimiser imports torch._dynamo on first use, about 2 s of a
+    job's start. Same interface as far as the loop uses it: param_groups, zero_grad, step.
+    """
+
+    def __init__(
+        self,
+        groups: list[dict[str, Any]],
+        lr: float,
+        betas: tuple[float, float],
+        eps: float = ADAM_EPS,
+    ) -> None:
+        self.param_groups = [
+            {
+                "lr": lr,
+                "betas": betas,
+                "eps": eps,
+                "weight_decay": 0.0,
+                **g,
+                "params": list(g["params"]),
+            }
+            for g in groups
+        ]
+        self.state: dict[torch.Tensor, dict[str, Any]] = {}
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for group in self.param_groups:
+            for p in group["params"]:
+                if set_to_none:
+                    p.grad = None
+                elif p.grad is not None:
+                    p.grad.zero_()
+
+    @torch.no_grad()
+    def step(self) -> None:
+        for group in self.param_groups:
+            lr, wd, eps = group["lr"], group["weight_decay"], group["eps"]
+            beta1, beta2 = group["betas"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state.get(p)
+                if state is None:
+                    state = self.state[p] = {
+                        "step": 0,
+                        "exp_avg": torch.zeros_like(p),
+                        "exp_avg_sq": torch.zeros_like(p),
+                    }
+                state["step"] += 1
+                t, m, v, g = state["step"], state["exp_avg"], state["exp_avg_sq"], p.grad
+                p.mul_(1 - lr * wd)
+                m.lerp_(g, 1 - beta1)
+                v.mul_(beta2).addcmul_(g, g, value=1 - beta2)
+                denom = (v.sqrt() / math.sqrt(1 - beta2**t)).add_(eps)
+                p.addcdiv_(m, denom, value=-lr / (1 - beta1**t))
+
+
+def make_optimizer(model: torch.nn.Module, cfg: TrainConfig) -> AdamW:
     """AdamW with weight decay on the 2-D weight matrices (and embeddings), none on biases and
     LayerNorm gains, as in GPT-2 and nanoGPT."""
     params = [p for p in model.parameters() if p.requires_grad]
@@ -107,7 +179,7 @@ def make_optimizer(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.Adam
         {"params": decay, "weight_decay": cfg.weight_decay},
         {"params": no_decay, "weight_decay": 0.0},
     ]
-    return torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2))
+    return AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2))
 
 
 @torch.no_grad()
@@ -163,6 +235,7 @@ def train(
     start_step: int = 0,
     meta: dict[str, Any] | None = None,
     peak_lr: Callable[[], float | None] | None = None,
+    notes: Callable[[], str | None] | None = None,
 ) -> Iterator[StepRecord]:
     """Train `model` from step start_step + 1 to cfg.max_steps, yielding one StepRecord per step.
 
@@ -173,7 +246,9 @@ def train(
     val_loss, wall_time, tokens_seen and, when it ended early, stopped. `peak_lr`, asked before
     each step, changes the run's peak learning rate while it runs (None: no change): the schedule
     keeps its shape around the new cfg.lr (min_lr follows it down if needed), and the bundle
-    records it.
+    records it. `notes`, asked before each step, says what else happened since the last one (a
+    pause, a resume: the job worker knows); with a change of peak it becomes the record's
+    `event`, which the loss curve marks.
     """
     if cfg.threads > 0:
         torch.set_num_threads(cfg.threads)
@@ -244,7 +319,12 @@ def train(
 
     base = cfg  # a live peak is applied to the run's own settings, so min_lr can rise again
     for step in range(start_step + 1, cfg.max_steps + 1):
+        previous_peak = cfg.lr
         cfg = _with_peak_lr(base, peak_lr() if peak_lr is not None else None)
+        happened = [notes()] if notes is not None else []
+        if cfg.lr != previous_peak:
+            happened.append(f"peak lr {previous_peak:.3g} → {cfg.lr:.3g}")
+        event = "; ".join(e for e in happened if e) or None
         time_fraction = clock() / cfg.time_limit if cfg.time_limit > 0 else 0.0
         lr = lr_at(step, cfg, time_fraction)
         for group in opt.param_groups:
@@ -282,6 +362,7 @@ def train(
             lr=float(f"{lr:.6g}"),  # short numbers keep history.json small
             tokens_per_s=round(rate),
             elapsed=round(elapsed, 2),
+            event=event,
         )
         if last or (cfg.eval_every > 0 and step % cfg.eval_every == 0):
             val = evaluate(model, data, cfg.batch_size, cfg.eval_batches)

@@ -6,6 +6,8 @@
 - `samples(history)`: the text sampled at each sample step, in order.
 - `bundle_baselines(bundle)`: the counting models' validation loss on the bundle's own data,
   split as it was for training, so its curve can be read against them.
+- `update_rule(cfg)`: the update the loop takes (train.AdamW, the schedule, the clipping) as
+  LaTeX with the run's own numbers, read from the same TrainConfig the loop reads.
 
 Records are dicts as `train.StepRecord.to_dict` writes them: step, train_loss, lr, tokens_per_s,
 elapsed, and on some steps val_loss, val_ppl, sample, stopped. Not here: charts, files.
@@ -19,7 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from viz_model import ngram
+from viz_model.analysis.claims import Claim
 from viz_model.checkpoint import Bundle
+from viz_model.config import TrainConfig
 from viz_model.data import VAL_FRACTION, DataError, TokenData
 
 _BASELINES = ("blind guess", "unigram", "bigram")  # Baselines.as_dict() keys, in field order
@@ -37,6 +41,7 @@ class Curves:
     lr: np.ndarray
     val_x: np.ndarray
     val_loss: np.ndarray
+    events: tuple[tuple[float, str], ...] = ()  # (x, what changed before that step), in order
 
 
 def _has_x(record: dict, x: str) -> bool:
@@ -69,13 +74,16 @@ def curves(
     """The run's curves against x ("step", "tokens" or "elapsed"); tokens = step * tokens_per_step.
 
     Records without a finite train loss (a NaN step) are left out of the train curve, and records
-    without the x value (an old history without seconds) are left out of both.
+    without the x value (an old history without seconds) are left out of both. `events` are the
+    records' events (a new peak learning rate, a pause, a resume, more training) where they
+    happened, for the chart to mark.
     """
     if x not in X_AXES:
         raise ValueError(f"x must be one of {', '.join(X_AXES)}; got {x!r}")
     records = [r for r in history if isinstance(r, dict) and "step" in r and _has_x(r, x)]
     train = [r for r in records if isinstance(r.get("train_loss"), int | float)]
     val = [r for r in records if isinstance(r.get("val_loss"), int | float)]
+    marked = [r for r in records if isinstance(r.get("event"), str) and r["event"]]
     return Curves(
         x_label=X_AXES[x],
         train_x=binned_mean(_x_values(train, x, tokens_per_step), max_points),
@@ -83,6 +91,10 @@ def curves(
         lr=binned_mean(np.array([r.get("lr", np.nan) for r in train], float), max_points),
         val_x=_x_values(val, x, tokens_per_step),
         val_loss=np.array([r["val_loss"] for r in val], dtype=float),
+        events=tuple(
+            (float(at), str(r["event"]))
+            for r, at in zip(marked, _x_values(marked, x, tokens_per_step), strict=True)
+        ),
     )
 
 
@@ -156,3 +168,222 @@ def losses_at(history: list[dict], step: int) -> tuple[float | None, float | Non
         if isinstance(r.get("val_loss"), int | float):
             val = float(r["val_loss"])
     return train, val
+
+
+# ---- the update the loop takes ----------------------------------------------------------------
+
+
+def tex_number(x: float) -> str:
+    r"""A number for LaTeX: 0.9, 0.1, 3 \times 10^{-3}, 10^{-8}.
+
+    >>> tex_number(0.99), tex_number(3e-3), tex_number(1e-8), tex_number(1.0)
+    ('0.99', '3 \\times 10^{-3}', '10^{-8}', '1')
+    """
+    if x == 0 or 1e-2 <= abs(x) < 1e4:
+        return f"{x:g}"
+    mantissa, exponent = f"{x:.2e}".split("e")
+    power = f"10^{{{int(exponent)}}}"
+    return power if float(mantissa) == 1 else f"{float(mantissa):g} \\times {power}"
+
+
+@dataclass(frozen=True)
+class UpdateRule:
+    """The update as LaTeX lines, and the numbers it was written from (TrainConfig's, and eps)."""
+
+    lines: tuple[str, ...]
+    numbers: dict
+
+
+def update_rule(cfg: TrainConfig, eps: float, timed: bool = False) -> UpdateRule:
+    """train.AdamW's update with this run's numbers: the clipped gradient, the two running means
+    with their bias correction, the decoupled weight decay, and the warm-up + cosine schedule
+    (`timed`: the cosine follows the share of the run's time used when that is further along)."""
+    n = tex_number
+    b1, b2, wd, clip = cfg.beta1, cfg.beta2, cfg.weight_decay, cfg.grad_clip
+    grad = (
+        rf"g_t = \nabla_\theta L \cdot \min\!\Big(1,\ \frac{{{n(clip)}}}{{\lVert \nabla_\theta L"
+        rf" \rVert}}\Big)"
+        if clip > 0
+        else r"g_t = \nabla_\theta L"
+    )
+    moments = (
+        rf"m_t = {n(b1)}\, m_{{t-1}} + {n(1 - b1)}\, g_t,\qquad "
+        rf"v_t = {n(b2)}\, v_{{t-1}} + {n(round(1 - b2, 12))}\, g_t^2"
+    )
+    step = (
+        rf"\theta_t = \theta_{{t-1}} - \eta_t \left( \frac{{m_t / (1 - {n(b1)}^t)}}"
+        rf"{{\sqrt{{v_t / (1 - {n(b2)}^t)}} + {n(eps)}}} + {n(wd)}\, \theta_{{t-1}} \right)"
+    )
+    progress = (
+        r"\tfrac{t - W}{T - W}"
+        if not timed
+        else r"\max\!\big(\tfrac{t - W}{T - W},\ \tfrac{\text{time used}}{\text{time allowed}}\big)"
+    )
+    total = f"{cfg.max_steps:,}".replace(",", "{,}")
+    warmup = rf"\eta_t = {n(cfg.lr)} \cdot t / W \quad \text{{for }} t \le W = {cfg.warmup_steps}"
+    cosine = (
+        rf"\eta_t = {n(cfg.min_lr)} + \tfrac12 ({n(cfg.lr)} - {n(cfg.min_lr)})"
+        r"\big(1 + \cos(\pi\, p_t)\big) \quad \text{for } t > W"
+    )
+    where = rf"p_t = {progress},\quad T = {total}"
+    numbers = {
+        "beta1": b1,
+        "beta2": b2,
+        "eps": eps,
+        "weight_decay": wd,
+        "grad_clip": clip,
+        "lr": cfg.lr,
+        "min_lr": cfg.min_lr,
+        "warmup_steps": cfg.warmup_steps,
+        "max_steps": cfg.max_steps,
+    }
+    return UpdateRule((grad, moments, step, warmup, cosine, where), numbers)
+
+
+# ---- claims about a run (DESIGN.md section 9) -------------------------------------------------
+
+MIN_STEPS_TO_COMPARE = 20  # fewer steps than this: the start-up noise would decide the speed
+LOSS_CHANGE = 0.02  # nats: a smaller change of the validation loss is not called a rise or a fall
+
+
+def achieved_speed(history: list[dict]) -> tuple[float, int] | None:
+    """(steps per second of training time, steps counted) between the first and last records
+    that have a step and an elapsed time; None with fewer than two. Training time is the loop's
+    clock: evaluations and samples count, the start-up and any pause do not."""
+    recs = [
+        r
+        for r in history
+        if isinstance(r, dict)
+        and isinstance(r.get("step"), int)
+        and isinstance(r.get("elapsed"), int | float)
+    ]
+    if len(recs) < 2:
+        return None
+    steps = recs[-1]["step"] - recs[0]["step"]
+    span = float(recs[-1]["elapsed"]) - float(recs[0]["elapsed"])
+    if steps <= 0 or span <= 0:
+        return None
+    return steps / span, steps
+
+
+def _rate(x: float) -> str:
+    return f"{x:.3g}"
+
+
+def speed_claim(low: float, high: float, achieved: float, steps: int) -> Claim:
+    """Did the run keep to the speed estimated before Start (low..high steps a second)?"""
+    numbers = {
+        "promised_low": low,
+        "promised_high": high,
+        "achieved": achieved,
+        "steps": steps,
+        "min_steps": MIN_STEPS_TO_COMPARE,
+    }
+    promised = f"{_rate(low)}–{_rate(high)} steps a second"
+    if steps < MIN_STEPS_TO_COMPARE:
+        return Claim(
+            f"The estimate before Start was {promised}; too few steps so far "
+            f"({steps} of {MIN_STEPS_TO_COMPARE}) to compare it with the run.",
+            False,
+            numbers,
+        )
+    did = f"the run did {_rate(achieved)} over {steps:,} steps"
+    if low <= achieved <= high:
+        return Claim(f"The estimate held: it said {promised} and {did}.", True, numbers)
+    if achieved < low:
+        return Claim(
+            f"The run was slower than estimated: the estimate said {promised}, timed with nothing "
+            f"else running, and {did} ({achieved / low:.0%} of the low end). Whatever else runs "
+            "on this machine (the class's pages, another run) shares its cores.",
+            False,
+            numbers,
+        )
+    return Claim(
+        f"The run was faster than estimated: the estimate said {promised} and {did} "
+        f"({achieved / high:.0%} of the high end).",
+        False,
+        numbers,
+    )
+
+
+def _evaluations(history: list[dict]) -> list[tuple[int, float]]:
+    return [
+        (int(r["step"]), float(r["val_loss"]))
+        for r in history
+        if isinstance(r, dict)
+        and isinstance(r.get("step"), int)
+        and isinstance(r.get("val_loss"), int | float)
+        and math.isfinite(r["val_loss"])
+    ]
+
+
+def loss_claim(history: list[dict]) -> Claim:
+    """Did the validation loss fall from the first evaluation to the last (by more than
+    LOSS_CHANGE nats)? The neutral sentence says what it did instead."""
+    evals = _evaluations(history)
+    if len(evals) < 2:
+        return Claim(
+            "Too few evaluations of the validation loss to say how it moved.",
+            False,
+            {"evaluations": len(evals), "threshold": LOSS_CHANGE},
+        )
+    (s0, first), (s1, last) = evals[0], evals[-1]
+    numbers = {
+        "first_step": s0,
+        "first": first,
+        "last_step": s1,
+        "last": last,
+        "threshold": LOSS_CHANGE,
+    }
+    span = f"from {first:.3f} at step {s0:,} to {last:.3f} at step {s1:,}"
+    if last < first - LOSS_CHANGE:
+        return Claim(f"The validation loss fell {span}.", True, numbers)
+    if last > first + LOSS_CHANGE:
+        return Claim(f"The validation loss rose {span}.", False, numbers)
+    return Claim(
+        f"The validation loss hardly moved: {span} (less than {LOSS_CHANGE} nats).",
+        False,
+        numbers,
+    )
+
+
+def baseline_claim(history: list[dict], baselines: dict[str, float] | None) -> Claim:
+    """Where the last validation loss sits among the counting baselines (same validation text):
+    below the bigram line = predicts better than counting pairs (the claim); else which line it
+    has not yet passed."""
+    evals = _evaluations(history)
+    if not evals or not baselines or not all(k in baselines for k in _BASELINES):
+        return Claim(
+            "No counting baseline to compare with (the training text is not known, or no "
+            "evaluation yet).",
+            False,
+            {},
+        )
+    step, last = evals[-1]
+    blind, unigram, bigram = (float(baselines[k]) for k in _BASELINES)
+    numbers = {"step": step, "val_loss": last, "blind": blind, "unigram": unigram, "bigram": bigram}
+    at = f"At step {step:,} the validation loss is {last:.3f}"
+    if last < bigram:
+        return Claim(
+            f"{at}, below the bigram line ({bigram:.3f}): it predicts the next token better than "
+            "counting which token follows which.",
+            True,
+            numbers,
+        )
+    if last < unigram:
+        return Claim(
+            f"{at}: below the unigram line ({unigram:.3f}) but not the bigram's ({bigram:.3f}), "
+            "so it has learned how often tokens occur but predicts no better than counting pairs.",
+            False,
+            numbers,
+        )
+    if last < blind:
+        return Claim(
+            f"{at}: better than a blind guess ({blind:.3f}) but not yet below the unigram line "
+            f"({unigram:.3f}), so it predicts no better than counting how often each token occurs.",
+            False,
+            numbers,
+        )
+    return Claim(
+        f"{at}: no better than a blind guess over the vocabulary ({blind:.3f}).", False, numbers
+    )

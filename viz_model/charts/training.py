@@ -9,11 +9,12 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from viz_model.analysis.training import Curves
-from viz_model.charts.common import SMALL_HEIGHT, house_layout
+from viz_model.charts.common import SMALL_HEIGHT, house_layout, plotly_text
 
 TRAIN_COLOUR = "#1f77b4"
 VAL_COLOUR = "#d62728"
 BASELINE_COLOUR = "#7f7f7f"
+EVENT_COLOUR = "#2ca02c"
 BASELINE_DASH = {"blind guess": "dot", "unigram": "dash", "bigram": "dashdot"}
 
 
@@ -21,7 +22,8 @@ def loss_curves(
     curves: Curves, baselines: dict[str, float] | None = None, title: str = ""
 ) -> go.Figure:
     """Train loss (line) and validation loss (markers) against the run's x axis, in nats per
-    token, with one labelled horizontal line per counting baseline ("better than counting")."""
+    token, with one labelled horizontal line per counting baseline ("better than counting") and
+    one labelled vertical line per event (a new peak learning rate, a pause, a resume)."""
     traces = [
         go.Scatter(
             x=curves.train_x,
@@ -50,6 +52,13 @@ def loss_curves(
             legend=dict(orientation="h", y=-0.2),
         ),
     )
+    for at, what in curves.events:  # a new peak lr, a pause, a resume: where the curve may bend
+        fig.add_vline(
+            x=at,
+            line=dict(color=EVENT_COLOUR, dash="dot", width=1.5),
+            annotation=dict(text=plotly_text(what), font=dict(color=EVENT_COLOUR), textangle=-90),
+            annotation_position="top left",
+        )
     for (name, value), position in zip(
         (baselines or {}).items(), label_positions(list((baselines or {}).values())), strict=True
     ):

@@ -1,0 +1,193 @@
+"""The Training page's claims (DESIGN.md section 9), on every claim model and on constructed numbers:
+the loss fell, where it sits among the counting baselines (the chance line included), the speed
+against the estimate made before Start, and the update rule shown being the one the loop used."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import pytest
+import torch
+
+from tests.claims_models import CLAIM_MODELS, CLASS_TRAINED, claim_bundle
+from viz_model import jobs
+from viz_model.analysis import training as tr
+from viz_model.config import TrainConfig
+from viz_model.run_settings import RunSettings
+from viz_model.train import ADAM_EPS, lr_at, make_optimizer
+
+
+def _check_loss_claim(claim, history) -> None:
+    evals = [(r["step"], r["val_loss"]) for r in history if "val_loss" in r]
+    if len(evals) < 2:
+        assert not claim.made and "Too few evaluations" in claim.text
+        return
+    n = claim.numbers
+    assert (n["first_step"], n["first"]) == evals[0] and (n["last_step"], n["last"]) == evals[-1]
+    assert claim.made == (n["last"] < n["first"] - n["threshold"])
+    assert f"{n['first']:.3f}" in claim.text and f"{n['last']:.3f}" in claim.text
+    word = "fell" if claim.made else ("rose" if n["last"] > n["first"] + 0.02 else "hardly")
+    assert word in claim.text
+
+
+def _check_baseline_claim(claim, history, baselines, vocab_size: int) -> None:
+    if not baselines or not any("val_loss" in r for r in history):
+        assert not claim.made and "No counting baseline" in claim.text
+        return
+    n = claim.numbers
+    # the chance line is a blind guess over the vocabulary, ln V; counting can only do better
+    assert n["blind"] == pytest.approx(math.log(vocab_size), abs=1e-3)
+    assert n["unigram"] <= n["blind"] + 1e-6
+    assert n["val_loss"] == [r["val_loss"] for r in history if "val_loss" in r][-1]
+    assert claim.made == (n["val_loss"] < n["bigram"])
+    assert f"{n['val_loss']:.3f}" in claim.text
+    if claim.made:
+        assert "below the bigram line" in claim.text
+    elif n["val_loss"] < n["unigram"]:
+        assert "no better than counting pairs" in claim.text
+    else:
+        assert "no better than" in claim.text
+
+
+@pytest.mark.parametrize("name", CLAIM_MODELS)
+def test_the_loss_and_baseline_claims_hold_on_every_claim_model(name, claim_bundles):
+    bundle = claim_bundle(claim_bundles, name)
+    history = bundle.history or []
+    found = tr.bundle_baselines(bundle)
+    baselines = found.as_dict() if found else None
+    _check_loss_claim(tr.loss_claim(history), history)
+    _check_baseline_claim(
+        tr.baseline_claim(history, baselines), history, baselines, bundle.tokenizer.vocab_size
+    )
+
+
+def test_the_class_model_learned_something_but_is_said_to_be_no_better_than_its_numbers(
+    claim_bundles,
+):
+    bundle = claim_bundle(claim_bundles, CLASS_TRAINED)
+    claim = tr.loss_claim(bundle.history)
+    assert claim.made, claim.text  # 300 steps of the tiny preset: the loss falls from ~4.2
+    baselines = tr.bundle_baselines(bundle).as_dict()
+    where = tr.baseline_claim(bundle.history, baselines)
+    assert where.numbers["val_loss"] < where.numbers["unigram"]  # it beat single-token counts
+
+
+@pytest.mark.parametrize("name", CLAIM_MODELS)
+def test_the_achieved_speed_is_steps_over_training_time_and_the_claim_follows_it(
+    name, claim_bundles
+):
+    history = claim_bundle(claim_bundles, name).history or []
+    found = tr.achieved_speed(history)
+    if len(history) < 2:
+        assert found is None
+        return
+    rate, steps = found
+    first, last = history[0], history[-1]
+    assert steps == last["step"] - first["step"]
+    assert rate == pytest.approx(steps / (last["elapsed"] - first["elapsed"]))
+    held = tr.speed_claim(0.8 * rate, 1.2 * rate, rate, steps)
+    slow = tr.speed_claim(1.5 * rate, 2.0 * rate, rate, steps)
+    fast = tr.speed_claim(0.3 * rate, 0.5 * rate, rate, steps)
+    enough = steps >= tr.MIN_STEPS_TO_COMPARE
+    assert held.made == enough and not slow.made and not fast.made
+    if enough:
+        assert "estimate held" in held.text
+        assert "slower than estimated" in slow.text and f"{1 / 1.5:.0%}" in slow.text
+        assert "faster than estimated" in fast.text and f"{1 / 0.5:.0%}" in fast.text
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "achieved", "steps", "made", "words"),
+    [
+        (10.0, 12.0, 11.0, 500, True, "estimate held"),
+        (10.0, 12.0, 12.0, 500, True, "estimate held"),
+        (10.0, 12.0, 4.85, 500, False, "(48% of the low end)"),  # the lecturer's 728 of 1,509
+        (10.0, 12.0, 13.0, 500, False, "faster than estimated"),
+        (10.0, 12.0, 11.0, 5, False, "too few steps so far"),
+    ],
+)
+def test_the_speed_claim_on_constructed_numbers(low, high, achieved, steps, made, words):
+    claim = tr.speed_claim(low, high, achieved, steps)
+    assert claim.made == made and words in claim.text
+    assert claim.numbers["promised_low"] == low and claim.numbers["achieved"] == achieved
+
+
+@pytest.mark.parametrize(
+    ("vals", "made", "words"),
+    [
+        ([4.2, 3.0, 2.5], True, "fell from 4.200 at step 1 to 2.500 at step 3"),
+        ([2.5, 2.51], False, "hardly moved"),
+        ([2.5, 2.9], False, "rose"),
+        ([2.5], False, "Too few evaluations"),
+    ],
+)
+def test_the_loss_claim_on_constructed_numbers(vals, made, words):
+    history = [{"step": i + 1, "train_loss": v, "val_loss": v} for i, v in enumerate(vals)]
+    claim = tr.loss_claim(history)
+    assert claim.made == made and words in claim.text
+
+
+@pytest.mark.parametrize(
+    ("val", "made", "words"),
+    [
+        (2.0, True, "below the bigram line (2.400)"),
+        (2.9, False, "not the bigram's"),
+        (3.5, False, "better than a blind guess"),
+        (4.3, False, "no better than a blind guess"),
+    ],
+)
+def test_the_baseline_claim_on_constructed_numbers(val, made, words):
+    baselines = {"blind guess": 4.17, "unigram": 3.3, "bigram": 2.4}
+    claim = tr.baseline_claim([{"step": 10, "val_loss": val}], baselines)
+    assert claim.made == made and words in claim.text
+
+
+@pytest.mark.parametrize("name", [n for n in CLAIM_MODELS if n != "gpt2-folder"])
+def test_the_update_shown_is_the_one_the_loop_used(name, claim_bundles):
+    """The formula's numbers are the optimiser's, and its schedule gives the recorded rates."""
+    bundle = claim_bundle(claim_bundles, name)
+    cfg = TrainConfig.from_dict(bundle.train_config)
+    rule = tr.update_rule(cfg, ADAM_EPS, cfg.time_limit > 0)
+    groups = make_optimizer(torch.nn.Linear(2, 2), cfg).param_groups
+    assert rule.numbers["weight_decay"] == groups[0]["weight_decay"] == cfg.weight_decay
+    assert groups[1]["weight_decay"] == 0.0  # biases: no decay, as the caption says
+    assert (rule.numbers["beta1"], rule.numbers["beta2"]) == groups[0]["betas"]
+    assert rule.numbers["eps"] == groups[0]["eps"]
+    text = " ".join(rule.lines)
+    for value in (cfg.beta1, cfg.beta2, ADAM_EPS, cfg.weight_decay, cfg.lr, cfg.min_lr):
+        assert tr.tex_number(value) in text
+    assert f"W = {cfg.warmup_steps}" in text
+    assert (tr.tex_number(cfg.grad_clip) in rule.lines[0]) == (cfg.grad_clip > 0)
+    previous = 0.0
+    for record in bundle.history:
+        if cfg.time_limit > 0:  # the clock was read between the last record and this one
+            late = lr_at(record["step"], cfg, record["elapsed"] / cfg.time_limit)
+            early = lr_at(record["step"], cfg, previous / cfg.time_limit)
+        else:
+            late = early = lr_at(record["step"], cfg)
+        assert late * (1 - 5e-5) <= record["lr"] <= early * (1 + 5e-5), record  # 6 digits kept
+        previous = record["elapsed"]
+
+
+def test_a_jobs_estimate_is_kept_and_compared_with_what_it_did(tmp_path, monkeypatch):
+    monkeypatch.setenv(jobs.RUNS_ENV, str(tmp_path))
+    monkeypatch.setenv("VIZ_JOB_THREADS", "1")
+    settings = RunSettings(
+        task="repeat",
+        preset="tiny",
+        train={"max_steps": 40, "batch_size": 2, "eval_every": 0, "sample_tokens": 0},
+    )
+    promised = {"steps_per_s": [0.01, 10_000.0], "threads": 1}
+    jobs.start("timed", settings, auth=jobs.Auth(), estimate=promised)
+    deadline = time.monotonic() + 120
+    view = jobs.read("timed")
+    while view.live and time.monotonic() < deadline:
+        time.sleep(0.2)
+        view = jobs.read("timed")
+    assert view.state == "finished", view.message
+    assert view.estimate["steps_per_s"] == [0.01, 10_000.0]
+    rate, steps = tr.achieved_speed(view.history)
+    assert steps == 39
+    claim = tr.speed_claim(*view.estimate["steps_per_s"], rate, steps)
+    assert claim.made and f"{rate:.3g}" in claim.text

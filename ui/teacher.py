@@ -1,0 +1,53 @@
+"""The teacher password, for every page that starts or changes a training job.
+
+    auth = teacher.password_field("t_password")        # a jobs.Auth: the server's and the typed
+    jobs.start(name, settings, auth=auth)              # the engine checks it, every time
+
+One resolver: `expected()` is jobs.server_password (VIZ_TEACHER_PASSWORD, else
+`teacher_password` in Streamlit's secrets), with the secrets read once per server process, so the
+password holds on every page in any order, and nothing writes os.environ. The field appears only
+when the server has a password; it is never carried in the URL.
+
+Not here: the check itself (jobs.Auth.check), the caps (jobs.Limits).
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+from streamlit.errors import StreamlitSecretNotFoundError
+
+from viz_model import jobs
+
+SECRET_KEY = "teacher_password"
+
+
+@st.cache_resource(show_spinner=False)
+def _secret() -> str:
+    """`teacher_password` from Streamlit's secrets ("" when there is none), read once."""
+    try:
+        return str(st.secrets.get(SECRET_KEY) or "")
+    except (StreamlitSecretNotFoundError, FileNotFoundError):  # no secrets file
+        return ""
+
+
+def expected() -> str:
+    """The password this server expects ("" for none): jobs.server_password over the secrets."""
+    return jobs.server_password(_secret())
+
+
+def auth(given: str | None) -> jobs.Auth:
+    """The jobs.Auth for a password the user gave (None: none)."""
+    return jobs.Auth(expected(), given)
+
+
+def password_field(key: str, container=st) -> jobs.Auth:
+    """The password field (only when the server has a password), as a jobs.Auth to pass on."""
+    if not expected():
+        return auth(None)
+    typed = container.text_input(
+        "Teacher password",
+        type="password",
+        key=key,
+        help="This server asks for it to start, stop, change or delete runs; watching is free.",
+    )
+    return auth(typed or None)
