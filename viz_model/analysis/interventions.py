@@ -446,7 +446,9 @@ def head_sweep_claim(sweep: HeadSweep, k: int = 3) -> Claim:
         return Claim(
             f"No head's ablation raises the loss {noise}; none stands out here.", False, numbers
         )
-    listed = ", ".join(f"L{a}H{b} ({inc[a, b]:+.3f} ± {NOISE_SE * se[a, b]:.3f})" for a, b in named)
+    listed = ", ".join(
+        f"L{a}H{b} ({inc[a, b]:+.3f}; noise {NOISE_SE * se[a, b]:.3f})" for a, b in named
+    )
     return Claim(
         f"Ablating these heads raises the loss most, each {noise}: {listed}. "
         f"{numbers['n_beyond']} of {inc.size} heads raise it beyond noise.",
