@@ -121,6 +121,13 @@ st.caption(
     "(two models trained on different texts are not scored on the same one; the prompt is the "
     "same for both). “–”: not known (a model whose training text cannot be found)."
 )
+for name, _, b in sides:
+    if not b.config.causal:
+        st.warning(
+            f"“{name}” has **no causal mask**: each position also sees the token it is scored "
+            "on, so its bits per character measure copying, not predicting, and are not "
+            "comparable with a masked model's. Below, it is left out of the cut-word test."
+        )
 columns = st.columns(2)
 for col, (name, _, _), (tokens, _) in zip(columns, sides, read, strict=True):
     col.markdown(f"**{name}**: {len(tokens.ids)} tokens")
@@ -145,16 +152,18 @@ st.markdown(
     "complete a user's half-typed word back up one token and let the model write it whole "
     "(“token healing”)."
 )
-split_by = next((b.tokenizer for _, _, b in sides if b.tokenizer.kind != "char"), None)
+# a model without the causal mask learned to read the answer, not to predict it: not a witness
+masked = [side for side in sides if side[2].config.causal]
+split_by = next((b.tokenizer for _, _, b in masked if b.tokenizer.kind != "char"), None)
 cut = cmp.cut_inside_token(ctx.prompt, split_by) if split_by is not None else None
 if cut is None:
     st.caption(
-        "Nothing to cut here: that needs a model whose tokens hold several letters, and a "
-        "prompt with such a token inside a word."
+        "Nothing to cut here: that needs a model with a causal mask whose tokens hold several "
+        "letters, and a prompt with such a token inside a word."
     )
 else:
     boundary = []
-    for name, bid, b in sides:
+    for name, bid, b in masked:
         train = None
         if b.tokenizer.kind != "char" and (tm := corpus.token_models(bid)) is not None:
             train = tm.index.tokens[: tm.index.n_train]

@@ -89,7 +89,7 @@ baselines = training_view.baselines_of(final_id)
 training_view.draw_curves(
     bundle.history, final_id, baselines, int(batch) * ctx.config.n_ctx, key="hist"
 )
-training_view.draw_claims(bundle.history, baselines)
+training_view.draw_claims(bundle.history, baselines, causal=ctx.config.causal)
 training_view.draw_update_rule(bundle.train_config)
 st.subheader("What it wrote as it learned")
 st.caption(

@@ -118,7 +118,8 @@ def _watch(name: str, auth: jobs.Auth) -> None:
     bundle = _saved_bundle(view)
     baselines = training_view.baselines_of(bundle_id(view)) if bundle is not None else None
     training_view.draw_curves(view.history, version, baselines, _tokens_per_step(view), key="live")
-    training_view.draw_claims(view.history, baselines, view.estimate)
+    causal = bundle.config.causal if bundle is not None else True
+    training_view.draw_claims(view.history, baselines, view.estimate, causal)
     _samples(view)
     _probe(view, bundle)
     if not view.live and view.has_bundle:

@@ -321,7 +321,7 @@ def _costs(settings: RunSettings, text: str | None) -> tuple[list[str], dict | N
     )
     c2.metric(
         "Tokens / second",
-        f"{_short(rate[0])}–{_short(rate[1])}" if rate else "–",
+        f"{_thousands(rate[0])}–{_thousands(rate[1])}" if rate else "–",
         help=f"Measured in a process of its own, as a job runs: the slowest and fastest of "
         f"{len(speed.step_s) if speed else 'a few'} timed training steps of this model on "
         f"{limits.threads} thread(s), the job's, at batch {timed_batch}.",
@@ -351,6 +351,13 @@ def _costs(settings: RunSettings, text: str | None) -> tuple[list[str], dict | N
 
 def _short(x: float) -> str:
     return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
+
+
+def _thousands(x: float) -> str:
+    """A rate short enough for a metric a quarter of a 1024-px page wide: 4544 -> '4.5k'."""
+    if x >= 10_000:
+        return f"{x / 1000:.0f}k"
+    return f"{x / 1000:.1f}k" if x >= 1000 else f"{x:.0f}"
 
 
 TIMED_ALONE = (

@@ -136,12 +136,15 @@ def draw_update_rule(train_config: dict | None) -> None:
 
 
 def draw_claims(
-    history: list[dict], baselines: dict[str, float] | None, promised: dict | None = None
+    history: list[dict],
+    baselines: dict[str, float] | None,
+    promised: dict | None = None,
+    causal: bool = True,
 ) -> None:
     """What the run's numbers say: did the validation loss fall, where it sits among the counting
     baselines, and (for a run started here) its speed against the estimate made before Start.
     Each sentence is a claim computed from the numbers (analysis/training.py)."""
-    lines = [tr.loss_claim(history).text, tr.baseline_claim(history, baselines).text]
+    lines = [tr.loss_claim(history).text, tr.baseline_claim(history, baselines, causal).text]
     low_high = (promised or {}).get("steps_per_s")
     achieved = tr.achieved_speed(history)
     if isinstance(low_high, list) and len(low_high) == 2 and achieved:

@@ -217,7 +217,8 @@ def attribution_from_activations(
 
 
 # ---- claims about the norm (DESIGN.md section 9) -----------------------------------------------
-GROWTH_TOLERANCE = 0.05  # a block changing the mean length by less than this "about keeps it"
+# The lengths are measured on the prompt, not sampled: any rise is a rise and any fall a fall.
+GROWTH_TOLERANCE = 0.0
 SPREAD_TOLERANCE = 0.10  # post-LN: tokens "have about the same norm" when std/mean is below this
 
 
@@ -240,8 +241,8 @@ def growth_claim(lengths: np.ndarray, tol: float = GROWTH_TOLERANCE) -> Claim:
     numbers = {f"length_{i}": float(v) for i, v in enumerate(lengths)} | {"tol": tol}
     if change.size and bool(np.all(change > tol)):
         return Claim(f"Here the mean length grows at every block: {_path(lengths)}.", True, numbers)
-    each = ", ".join(f"block {i}: {c:+.0%}" for i, c in enumerate(change))
-    shrank = [str(i) for i, c in enumerate(change) if c < 0]
+    each = ", ".join(f"block {i}: {c:+.1%}" for i, c in enumerate(change))
+    shrank = [str(i) for i, c in enumerate(change) if c < -tol]
     return Claim(
         f"Here the mean length does not grow at every block: {_path(lengths)} ({each})."
         + (

@@ -347,11 +347,23 @@ def loss_claim(history: list[dict]) -> Claim:
     )
 
 
-def baseline_claim(history: list[dict], baselines: dict[str, float] | None) -> Claim:
+def baseline_claim(
+    history: list[dict], baselines: dict[str, float] | None, causal: bool = True
+) -> Claim:
     """Where the last validation loss sits among the counting baselines (same validation text):
     below the bigram line = predicts better than counting pairs (the claim); else which line it
-    has not yet passed."""
+    has not yet passed. A model without a causal mask sees the token it is scored on, so its loss
+    measures copying and is compared with nothing (causal=False)."""
     evals = _evaluations(history)
+    if evals and not causal:
+        step, last = evals[-1]
+        return Claim(
+            f"At step {step:,} the validation loss is {last:.3f}, but this model has no causal "
+            "mask: each position also sees the token it is scored on, so the loss measures "
+            "copying, not predicting, and is not compared with counting.",
+            False,
+            {"step": step, "val_loss": last, "causal": 0.0},
+        )
     if not evals or not baselines or not all(k in baselines for k in _BASELINES):
         return Claim(
             "No counting baseline to compare with (the training text is not known, or no "
