@@ -306,6 +306,11 @@ def test_a_character_tokenizer_is_not_said_to_hide_letters():
     assert not claim.made and "never sees" not in claim.text
     lead = tk.leading_space_claim([("The char model", char)], [" hello", "hello", "Hello"])
     assert not lead.made and "letter by letter" in lead.text
+    # a model with no space and no capitals (induction-2l's letters): it reads them as <unk>
+    lower = Tokenizer.train("abcdefghijklmnopqrstuvwxyz", "char")
+    lead = tk.leading_space_claim([("The task model", lower)], [" hello", "hello", "Hello"])
+    assert not lead.made and "letter by letter" not in lead.text
+    assert "the space" in lead.text and "`H`" in lead.text and "<unk>" in lead.text
 
 
 def test_a_tokenizer_that_drops_spaces_reads_both_spellings_the_same():

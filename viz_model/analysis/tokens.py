@@ -430,7 +430,14 @@ def leading_space_claim(named: list[tuple[str, Tokenizer]], texts: list[str]) ->
     parts, whole = [], 0
     for name, tok in named:
         ids = [tok.encode(t) for t in texts]
-        if all(len(x) == 1 for x in ids) and len({x[0] for x in ids}) == len(ids):
+        unknown = _unknown_chars(tok, texts)
+        if unknown:  # a model that has never seen a space or a capital cannot tell them apart
+            parts.append(
+                f"{name} has no token for {_shown(unknown)}: it reads "
+                f"{'it' if len(unknown) == 1 else 'them'} as `<unk>`, so these spellings lose "
+                "what makes them differ."
+            )
+        elif all(len(x) == 1 for x in ids) and len({x[0] for x in ids}) == len(ids):
             whole += 1
             parts.append(
                 f"{name} has a different single token for each, with its own embedding, learned "
