@@ -196,7 +196,7 @@ for name, examples in tk.PITFALLS:
     st.markdown(f"**{name}.** {why}")
     for example in examples:
         c1, c2, c3 = st.columns([1, 2, 2])
-        shown = example if example.strip() == example else repr(example)
+        shown = show_whitespace(example)  # a space as ␣, as the chips beside it show it
         n_chars, n_bytes = len(example), len(example.encode("utf-8"))
         c1.markdown(f"`{shown}` · {n_chars} character{'s' * (n_chars != 1)}, {n_bytes} bytes")
         with c2:

@@ -253,3 +253,10 @@ def test_context_names_unknown_characters(bundle):
     assert ctx.unknown == [6, 14] and ctx.labels[6] == "6:«☃»" and ctx.labels[5] == "5:␣"
     assert "«like this»" in ctx.messages[0]
     assert _context("id", bundle, "").ids == []
+
+
+def test_an_unknown_space_is_named_as_every_label_shows_it():
+    task = load_bundle(Path(__file__).resolve().parents[1] / "assets" / "models" / "induction-2l")
+    ctx = _context("id", task, "ab cd")
+    (message,) = ctx.messages
+    assert "“␣”" in message and "' '" not in message

@@ -371,7 +371,8 @@ def _md_escape(text: str) -> str:
 
 def _unknown_message(bundle: Bundle, pieces: list, unknown: list[int]) -> str:
     chars = sorted({pieces[i].text for i in unknown})
-    shown = ", ".join(_md_escape(repr(c)) for c in chars[:12])
+    # whitespace as every label shows it (␣ ↵ ⇥), so a space reads the same on every page
+    shown = ", ".join(f"“{_md_escape(show_whitespace(c))}”" for c in chars[:12])
     message = (
         f"Some characters are not in this model's vocabulary and became `<unk>` "
         f"(the unknown token): {shown}{' …' if len(chars) > 12 else ''}. Labels mark them "

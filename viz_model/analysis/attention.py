@@ -404,7 +404,9 @@ def ordinary_tokens(tokenizer: Tokenizer) -> tuple[np.ndarray, str]:
         what = f"{len(ok)} words of letters, e.g. " + ", ".join(shown[i] for i in ok[:5])
     else:
         ok = [i for i, s in shown.items() if s[:1] == " " and s[1:].isalpha()]
-        examples = ", ".join(f"'{shown[i]}'" for i in ok[:5])
+        examples = ", ".join(
+            f"“␣{shown[i][1:]}”" for i in ok[:5]
+        )  # a space as ␣, as labels show it
         what = f"{len(ok)} whole-word tokens (a space, then letters), e.g. {examples}"
     if len(ok) < 2:
         ok = [i for i, s in shown.items() if not _has_line_break(s)] or list(shown)
