@@ -22,6 +22,15 @@ ctx = ui.frame("MLP neurons", "🧠")
 cfg, tok = ctx.config, ctx.tokenizer
 T = len(ctx.ids)
 
+# the idea below is written with this model's MLP numbers: none on an attention-only model
+if not nx.has_mlp(ctx.model):
+    st.info(
+        f"“{ctx.name}” is an **attention-only** model: its blocks have no MLP, so there are no "
+        "neurons to look at. Pick a model with MLPs (the model card in the sidebar says "
+        "“attention + MLP”) to use this page."
+    )
+    st.stop()
+
 st.markdown(
     "After attention, each block of a transformer usually has an **MLP** (multi-layer "
     "perceptron): it works on every token "
@@ -43,13 +52,6 @@ st.latex(
     r"\underbrace{\text{act}(W_{\text{in}}\, x + b_{\text{in}})}_{\text{neurons: } d_\text{mlp}"
     r" \text{ activations}} + b_{\text{out}}"
 )
-if not nx.has_mlp(ctx.model):
-    st.info(
-        f"“{ctx.name}” is an **attention-only** model: its blocks have no MLP, so there are no "
-        "neurons to look at. Pick a model with MLPs (the model card in the sidebar says "
-        "“attention + MLP”) to use this page."
-    )
-    st.stop()
 M = cfg.d_mlp
 
 

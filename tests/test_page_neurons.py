@@ -45,6 +45,7 @@ def test_attention_only_model_stops_gracefully(models_dir, tmp_path):
     assert not at.exception
     assert any("attention-only" in i.value for i in at.info)
     assert not at.get("plotly_chart")
+    assert not any("d_\\text{mlp}" in m.value for m in at.markdown)  # no MLP numbers described
 
 
 def _outlined_positions(body: str) -> list[int]:
