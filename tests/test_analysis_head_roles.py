@@ -45,6 +45,8 @@ def _previous_token(T: int) -> np.ndarray:
         (ROLE_THRESHOLD - 0.01, 0.0, 20, False),  # too small a share
         (0.55, 0.4, 20, False),  # not far enough above chance
         (0.62, 0.4, 20, True),
+        (0.3996, 0.16, 20, True),  # printed as 0.40: decided as printed (the review's L0 H3)
+        (0.3949, 0.16, 20, False),  # printed as 0.39
         (math.nan, 0.1, 20, False),
     ],
 )

@@ -42,11 +42,12 @@ def _scores(bundle, ids):
 
 
 def _passes(n: dict, key: str) -> bool:
-    score, chance = n[f"{key} score"], n[f"{key} chance"]
+    # decided on the two decimals the sentence prints
+    score, chance = round(n[f"{key} score"], 2), round(n[f"{key} chance"], 2)
     return (
         n[f"{key} eligible"] >= n["min_eligible"]
         and score >= n["threshold"]
-        and score - chance >= n["margin"]
+        and round(score - chance, 2) >= n["margin"]
     )
 
 

@@ -106,11 +106,13 @@ class RoleTest:
     @property
     def passed(self) -> bool:
         """The role may be claimed: enough positions, a large share, well above chance."""
+        # decided on the two decimals the page prints, so "0.40" never reads as under 0.4
+        score, chance = round(self.score, 2), round(self.chance, 2)
         return (
             self.measured
             and self.eligible >= MIN_ELIGIBLE
-            and self.score >= ROLE_THRESHOLD
-            and self.score - self.chance >= CHANCE_MARGIN
+            and score >= ROLE_THRESHOLD
+            and round(score - chance, 2) >= CHANCE_MARGIN
         )
 
     def why_not(self) -> str:
@@ -119,7 +121,7 @@ class RoleTest:
             return "not measurable"
         if self.eligible < MIN_ELIGIBLE:
             return f"measured on only {self.eligible} positions (at least {MIN_ELIGIBLE} needed)"
-        if self.score < ROLE_THRESHOLD:
+        if round(self.score, 2) < ROLE_THRESHOLD:
             return f"under {ROLE_THRESHOLD}"
         return f"not {CHANCE_MARGIN} above chance"
 
