@@ -607,7 +607,9 @@ def contexts_of(bundle_id: str, token: int) -> cx.Contexts:
 def contextual_embeddings() -> None:
     st.markdown(
         "The embedding table gives a token one vector, whatever surrounds it: a **static** "
-        "embedding. Each block then adds what attention gathered from the tokens before, so "
+        "embedding. Each block then adds what attention gathered from "
+        + ("the tokens before" if cfg.causal else "the other tokens (this model has no mask)")
+        + ", so "
         "higher up the same token has a different vector in every context: a **contextual** "
         "embedding. Here one token, wherever it occurs in snippets of the training text, followed "
         "up the residual stream."
@@ -641,12 +643,7 @@ def contextual_embeddings() -> None:
             ),  # fmt: skip
         )
     )
-    st.markdown(
-        f"At `embed` the {n} vectors differ only by their position, so they are alike "
-        f"(cosine {profile.between[0]:.2f} between two contexts). After the last block they are "
-        f"{profile.between[-1]:.2f} alike, and on average {profile.to_layer0[-1]:.2f} like their "
-        "own starting vector: the context has moved them."
-    )
+    st.markdown(cx.context_claim(profile.between, profile.to_layer0, n).text)
     st.plotly_chart(
         cache.figure(
             ("ctx pca", ctx.bundle_id, token),

@@ -4,8 +4,10 @@ and the similarity profile measures what it says."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 
+from tests.claims_models import CLAIM_MODELS, claim_bundle
 from tests.conftest import tiny_model
 from viz_model.analysis import contextual as cx
 from viz_model.analysis.neurons import Windows
@@ -82,3 +84,27 @@ def test_fewer_windows_for_a_larger_model(monkeypatch):
     monkeypatch.setattr(cx, "RESID_BUDGET", 20 * per_window)
     windows = cx.windows_for(model, tok, text)
     assert windows.ids.shape == (20, 16)
+
+
+def test_a_move_every_context_shares_is_not_called_the_contexts_doing():
+    """The review's class model: 0.95 alike at embed, 0.92 after the last block."""
+    claim = cx.context_claim(np.array([0.95, 0.93, 0.92]), np.array([1.0, 0.5, 0.32]), 80)
+    assert not claim.made and "about the same direction" in claim.text
+    assert "pulled" not in claim.text and "0.92" in claim.text and "0.32" in claim.text
+    apart = cx.context_claim(np.array([0.9, 0.5, 0.3]), np.array([1.0, 0.6, 0.4]), 40)
+    assert apart.made and "pulled the occurrences apart" in apart.text
+
+
+@pytest.mark.parametrize("name", CLAIM_MODELS)
+def test_the_context_claim_on_every_claim_model_matches_its_profile(name, claim_bundles):
+    b = claim_bundle(claim_bundles, name)
+    windows = cx.windows_for(b.model, b.tokenizer, cx.corpus_text(b.meta))
+    resid = cx.resid_by_station(b.model, windows.ids)
+    c = cx.token_contexts(resid, windows, cx.frequent_tokens(windows)[0])
+    profile = cx.context_profile(c.vectors)
+    claim = cx.context_claim(profile.between, profile.to_layer0, c.vectors.shape[1])
+    n = claim.numbers
+    assert n["between_embed"] == pytest.approx(float(profile.between[0]))
+    assert n["between_last"] == pytest.approx(float(profile.between[-1]))
+    assert claim.made == (n["between_embed"] - n["between_last"] > cx.APART)
+    assert f"{n['between_last']:.2f}" in claim.text and f"{n['to_layer0_last']:.2f}" in claim.text

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from viz_model.analysis.claims import Claim
 from viz_model.analysis.embeddings import pca
 from viz_model.analysis.neurons import Windows, corpus_windows
 from viz_model.data import load_corpus, task_text
@@ -157,3 +158,39 @@ def previous_groups(previous: np.ndarray, n: int = 6) -> list[int]:
     """Each occurrence's token before it when that is one of the n most common, else -1 ("other")."""
     common = {t for t, _ in Counter(previous.tolist()).most_common(n)}
     return [int(t) if t in common else -1 for t in previous]
+
+
+# A drop in the mean cosine between contexts larger than this says the context pulled the
+# occurrences apart; a smaller one is a move every context shares.
+APART = 0.1
+
+
+def context_claim(between: np.ndarray, to_layer0: np.ndarray, n: int) -> Claim:
+    """Did the blocks make the token's vectors differ by context? between[s]: mean cosine between
+    two contexts at station s; to_layer0[s]: mean cosine to its own layer-0 vector. Claimed when
+    the contexts are more than APART less alike after the last block than at the embedding.
+
+    >>> context_claim(np.array([0.95, 0.92]), np.array([1.0, 0.32]), 80).made  # a common move
+    False
+    """
+    first, last, home = float(between[0]), float(between[-1]), float(to_layer0[-1])
+    numbers = {"between_embed": first, "between_last": last, "to_layer0_last": home, "apart": APART}
+    start = (
+        f"At `embed` the {n} vectors differ only by their position (cosine {first:.2f} between "
+        f"two contexts). After the last block that cosine is {last:.2f}, and each vector is on "
+        f"average {home:.2f} like its own starting vector"
+    )
+    if first - last > APART:
+        return Claim(
+            f"{start}: the contexts have pulled the occurrences apart (the cosine fell by more "
+            f"than {APART}), so the same token now has a different vector in each context.",
+            True,
+            numbers,
+        )
+    return Claim(
+        f"{start}. The vectors moved, but all in about the same direction: between contexts the "
+        f"cosine fell by no more than {APART}, so this model's blocks add much the same to this "
+        "token whatever surrounds it.",
+        False,
+        numbers,
+    )
