@@ -410,7 +410,7 @@ def positions_section() -> None:
         "A causal model also gets order from its mask: token $t$ sees only the $t$ tokens up to "
         "it, so, for example, how much a head's attention is spread tells it roughly where it "
         "is; that is why a model trained with no position embedding at all (the "
-        "Embeddings page's no-position contrast) still learns to write. "
+        "Architecture contrasts page's no-positions pair) still learns to write. "
         if cfg.causal
         else "This model has no causal mask, so every token sees the whole window as a set: "
         "here the position embedding is the only place order enters. "

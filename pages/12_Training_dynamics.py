@@ -99,7 +99,8 @@ st.caption(
     f"Copying is claimed learned when, at the last saved step, the gain has grown past the first "
     f"saved step's by more than {dyn.NOISE_Z:.0f} standard errors over the {d.n_sequences} "
     f"sequences, and the top guess on the second copy is right more often than chance (a model "
-    f"that cannot copy names a random token 1 time in {round(1 / d.chance)}) by as much."
+    f"that cannot copy names a random token 1 time in {round(1 / d.chance)}: the random sequences are drawn "
+    f"from {round(1 / d.chance)} ordinary tokens of its vocabulary) by as much."
 )
 
 with st.expander(f"The numbers: {focus} and the losses, step by step"):

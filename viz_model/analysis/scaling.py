@@ -325,7 +325,7 @@ def _interval(r: FitReport) -> str:
     if r.n < 3:
         return f"with only {r.n} points the fit has no uncertainty to measure"
     return (
-        f"95% interval {r.b_low:.3f} to {r.b_high:.3f}; leaving out one point at a time, "
+        f"95% interval {r.b_low:.3f} to {r.b_high:.3f} were the points independent; leaving out one point at a time, "
         f"{r.loo_low:.3f} to {r.loo_high:.3f}"
     )
 
@@ -408,7 +408,7 @@ def compute_claim(r: FitReport) -> Claim:
     numbers = dict(b=r.b, b_low=r.b_low, b_high=r.b_high, loo_low=r.loo_low, loo_high=r.loo_high)
     numbers |= dict(n=r.n, x_low=r.x_low, x_high=r.x_high)
     interval = (
-        f"95% interval {r.b_low:.3f} to {r.b_high:.3f}; leaving out one run at a time, "
+        f"95% interval {r.b_low:.3f} to {r.b_high:.3f} were the points independent; leaving out one run at a time, "
         f"{r.loo_low:.3f} to {r.loo_high:.3f}"
     )
     if r.falls():
