@@ -128,6 +128,11 @@ st.markdown(
     "coloured by its probability. The last row is the model's real prediction. **Bold** "
     "marks a guess that matches the token that really comes next in your prompt."
 )
+if not cfg.causal:
+    st.warning(
+        "This model has **no causal mask**: at every position it also sees the token that comes "
+        "next, so a bold cell here is copying the answer it can see, not predicting it."
+    )
 st.latex(
     r"\text{lens}_l(t) = \operatorname{softmax}\big(\text{LN}_{\text{final}}(x_l(t))\, W_U\big)"
     if cfg.norm == "pre"

@@ -61,3 +61,11 @@ def test_post_ln_model_shows_the_lens_only(models_dir, tmp_path):
     assert any("post-LN" in w.value for w in at.warning)
     kinds = {t["type"] for f in _figures(at) for t in f["data"]}
     assert "waterfall" not in kinds and "heatmap" in kinds
+
+
+def test_the_logit_lens_of_a_model_without_a_mask_is_called_copying(models_dir):
+    at = app_test(models_dir, "pages/4_Residual_stream.py", query={"model": "shakespeare-nomask"})
+    assert not at.exception
+    assert any("no causal mask" in w.value and "copying" in w.value for w in at.warning)
+    masked = app_test(models_dir, "pages/4_Residual_stream.py", query={"model": "shakespeare-tiny"})
+    assert not any("no causal mask" in w.value for w in masked.warning)
