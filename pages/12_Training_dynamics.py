@@ -1,6 +1,6 @@
 """Training dynamics: each head's role against training step, read from the model's snapshots, with
 the loss on repeated text on the same axis (the moment an induction head forms), and copy
-accuracy against the loss ("emergence is a mirage of the metric")."""
+accuracy against the loss (is emergence in the model, or a mirage of the metric?)."""
 
 import pandas as pd
 import streamlit as st

@@ -115,7 +115,7 @@ SECTIONS: dict[str, list[Page]] = {
             "pages/12_Training_dynamics.py",
             "Training dynamics",
             ":material/timeline:",
-            "Each head's role against training step: the moment an induction head forms.",
+            "Each head's role against training step: whether, and when, copying is learned.",
         ),
         Page(
             "pages/13_Compare_models.py",

@@ -87,8 +87,9 @@ def draw_setup(auth: jobs.Auth) -> str | None:
         if source.get("task") == "repeat" and preset_name != REPEAT_PRESET and not custom:
             st.info(
                 f"Copying needs two attention layers and little else: choose **{REPEAT_PRESET}** "
-                "for this task. In a one-minute run it forms an induction head; a model with MLPs "
-                "spends the minute on letter frequencies and its loss stays near the blind guess."
+                "for this task: in a run of about a minute on a laptop it can form an induction head "
+                "(Training dynamics measures whether yours did); a model with MLPs tends to spend "
+                "the minute on letter frequencies."
             )
     with right:
         train, minutes = _training(preset_name)
