@@ -71,10 +71,9 @@ def test_the_parameter_count_is_estimate_params_of_the_chosen_settings(runs):
     )
     assert bpe != char
     assert metric(at, "Parameters") == f"{bpe:,}"
-    low, high = (
-        float(x[:-1]) * 1000 if x.endswith("k") else float(x)
-        for x in metric(at, "Tokens / second").split("–")
-    )
+    shown = metric(at, "Tokens / second")  # "16–21k": thousands when the high end is
+    scale = 1000 if shown.endswith("k") else 1
+    low, high = (float(x) * scale for x in shown.rstrip("k").split("–"))
     assert 0 < low <= high  # measured: the slowest and fastest timed step
     about = " ".join(c.value for c in at.caption)
     assert "steps in 1 min" in about and "Timed with nothing else running" in about

@@ -322,7 +322,7 @@ def _costs(settings: RunSettings, text: str | None) -> tuple[list[str], dict | N
     )
     c2.metric(
         "Tokens / second",
-        f"{_thousands(rate[0])}–{_thousands(rate[1])}" if rate else "–",
+        _rate_range(*rate) if rate else "–",
         help=f"Measured in a process of its own, as a job runs: the slowest and fastest of "
         f"{len(speed.step_s) if speed else 'a few'} timed training steps of this model on "
         f"{limits.threads} thread(s), the job's, at batch {timed_batch}.",
@@ -354,11 +354,16 @@ def _short(x: float) -> str:
     return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
 
 
-def _thousands(x: float) -> str:
-    """A rate short enough for a metric a quarter of a 1024-px page wide: 4544 -> '4.5k'."""
-    if x >= 10_000:
-        return f"{x / 1000:.0f}k"
-    return f"{x / 1000:.1f}k" if x >= 1000 else f"{x:.0f}"
+def _rate_range(low: float, high: float) -> str:
+    """A range short enough for a metric a quarter of a 1024-px page wide, in thousands when the
+    high end is: (16384, 20747) -> '16–21k', (4544, 13100) -> '4.5–13k', (300, 420) -> '300–420'."""
+    if high < 1000:
+        return f"{low:.0f}–{high:.0f}"
+
+    def k(x: float) -> str:
+        return f"{x / 1000:.0f}" if x >= 10_000 else f"{x / 1000:.1f}"
+
+    return f"{k(low)}–{k(high)}k"
 
 
 TIMED_ALONE = (
