@@ -10,6 +10,7 @@ from ui import cache, models, state
 from viz_model.analysis import dynamics as dyn
 from viz_model.analysis import training as tr
 from viz_model.analysis.attention import trained_copy_lengths
+from viz_model.analysis.claims import md_escape
 from viz_model.charts import dynamics as charts
 from viz_model.charts.common import show_whitespace
 from viz_model.checkpoint import CheckpointError
@@ -35,11 +36,6 @@ def measured(final_id: str) -> dyn.Dynamics | None:
         probe,
         dyn.chance_accuracy(b.tokenizer),
     )
-
-
-def markdown_text(text: str) -> str:
-    """A token shown in Markdown as itself: every Markdown character escaped."""
-    return "".join("\\" + c if c in "\\`*_{}[]()#+-.!|<>~$" else c for c in text)
 
 
 st.markdown(
@@ -132,9 +128,7 @@ st.markdown(
 )
 curves = tr.curves(ctx.bundle.history)
 miss = ctx.bundle.tokenizer.id_to_token(int(d.miss_token[-1])) if d.miss_token[-1] >= 0 else ""
-miss_label = f"“{markdown_text(show_whitespace(miss))}”" + (
-    " (a line break)" if miss == "\n" else ""
-)
+miss_label = f"“{md_escape(show_whitespace(miss))}”" + (" (a line break)" if miss == "\n" else "")
 fig = cache.figure(
     ("dyn_accuracy", final_id, formed),
     lambda: charts.loss_against_accuracy(d, curves, formed),

@@ -7,13 +7,15 @@ import streamlit as st
 
 import ui
 from ui import cache, state
-from ui.frame import _md_escape as md  # the frame's Markdown escaping, for tokens in prose
 from ui.shared_cache import shared
 from viz_model.analysis import block as blk
 from viz_model.analysis import contextual as cx
 from viz_model.analysis import gradient as gx
 from viz_model.analysis import lookup as lk
 from viz_model.analysis import probes as pr
+from viz_model.analysis.claims import (
+    md_escape as md,  # the frame's Markdown escaping, for tokens in prose
+)
 from viz_model.analysis.residual import layer_labels
 from viz_model.analysis.tokens import token_text
 from viz_model.charts import block as charts

@@ -18,6 +18,7 @@ import streamlit as st
 from streamlit.errors import StreamlitPageNotFoundError
 
 from ui import cache, models, nav, scrubber, state
+from viz_model.analysis.claims import md_escape
 from viz_model.analysis.next_token import loss_lookahead_claim
 from viz_model.analysis.training import final_step, losses_at
 from viz_model.charts.common import UNK_CLOSE, UNK_OPEN, show_whitespace, token_labels
@@ -233,7 +234,7 @@ def mostly_unknown(n_unknown: int, n_tokens: int) -> bool:
 
 def _example_label(text: str, width: int = 36) -> str:
     shown = show_whitespace(text)
-    return _md_escape(shown if len(shown) <= width else shown[: width - 1] + "…")
+    return md_escape(shown if len(shown) <= width else shown[: width - 1] + "…")
 
 
 def _offer_examples(bundle: Bundle, ctx: PageContext) -> None:
@@ -365,14 +366,10 @@ def draw_model_card(bundle: Bundle, step: int | None = None) -> None:
 # ---- the prompt as tokens ---------------------------------------------------------------------
 
 
-def _md_escape(text: str) -> str:
-    return "".join("\\" + c if c in "\\`*_{}[]()#+-.!|<>~$" else c for c in text)
-
-
 def _unknown_message(bundle: Bundle, pieces: list, unknown: list[int]) -> str:
     chars = sorted({pieces[i].text for i in unknown})
     # whitespace as every label shows it (␣ ↵ ⇥), so a space reads the same on every page
-    shown = ", ".join(f"“{_md_escape(show_whitespace(c))}”" for c in chars[:12])
+    shown = ", ".join(f"“{md_escape(show_whitespace(c))}”" for c in chars[:12])
     message = (
         f"Some characters are not in this model's vocabulary and became `<unk>` "
         f"(the unknown token): {shown}{' …' if len(chars) > 12 else ''}. Labels mark them "

@@ -36,3 +36,12 @@ class Claim:
 
     def __str__(self) -> str:
         return self.text
+
+
+MARKDOWN_SPECIAL = "\\`*_{}[]()#+-.!|<>~$"
+
+
+def md_escape(text: str) -> str:
+    """User or token text made safe inside a claim's Markdown: every character Markdown could
+    read as syntax is backslash-escaped ("*" prints as itself). The one escaper the app uses."""
+    return "".join("\\" + c if c in MARKDOWN_SPECIAL else c for c in text)

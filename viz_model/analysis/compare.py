@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from viz_model.analysis.claims import Claim
+from viz_model.analysis.claims import Claim, md_escape
 from viz_model.analysis.next_token import LN2, TopTokens, distribution, surprisal, top_tokens
 from viz_model.analysis.training import Curves
 from viz_model.sampling import SamplingSettings
@@ -240,14 +240,12 @@ class BoundarySide:
 
 
 CHAR_FLOOR = 0.1  # below this the character model itself cannot tell how the word goes on
-MARKDOWN_SPECIAL = set("\\`*_{}[]()#+-.!|<>~$")
 
 
 def shown(text: str) -> str:
     """Text as a Markdown sentence shows it: spaces as ␣, line breaks as ↵ (as the token labels
     show them), Markdown's own characters escaped (a prompt is user text)."""
-    text = text.replace(" ", "␣").replace("\n", "↵").replace("\t", "⇥")
-    return "".join("\\" + c if c in MARKDOWN_SPECIAL else c for c in text)
+    return md_escape(text.replace(" ", "␣").replace("\n", "↵").replace("\t", "⇥"))
 
 
 def boundary_side(

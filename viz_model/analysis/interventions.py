@@ -25,7 +25,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from viz_model.analysis.claims import Claim
+from viz_model.analysis.claims import Claim, md_escape
 from viz_model.hooks import HookFn, ablate_heads, custom
 from viz_model.model import GPT
 from viz_model.sampling import SamplingSettings, generate
@@ -988,12 +988,6 @@ def suggest_experiment(
             best = max((s for s in pick if s.end == last), key=lambda s: s.span)
             return best.end, best.position, best.token
     return (T - 1, *suggest_corruption(model, ids, candidates))
-
-
-def md_escape(text: str) -> str:
-    """Token text made safe inside Markdown: every character Markdown could read as syntax is
-    backslash-escaped (a token "*" or "_" prints as itself)."""
-    return "".join("\\" + c if c in "\\`*_{}[]()#+-.!|<>~$" else c for c in text)
 
 
 def patching_claim(result: Patching, label) -> Claim:
