@@ -5,8 +5,8 @@ import streamlit as st
 
 import ui
 from ui import cache, nav
+from ui.charts.architecture import architecture_figure, param_counts_figure, param_rows
 from ui.frame import page_link
-from viz_model.charts.architecture import architecture_figure, param_counts_figure, param_rows
 
 ctx = ui.frame("Inside a GPT", ":material/biotech:", needs_prompt=False)
 cfg = ctx.config

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from benchmarks.common import emit
+from serving.models import DEFAULT_MODEL
 from tests.test_browser import (
     CHARTS,
     DONE,
@@ -32,7 +33,6 @@ from tests.test_browser import (
     wait_healthy,
 )
 from ui import nav
-from ui.models import DEFAULT_MODEL
 
 STARTUP_TARGET_S = 5.0
 RERUN_TARGET_MS = 300

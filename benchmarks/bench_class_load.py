@@ -188,8 +188,8 @@ def summarise(results: list[dict], seconds: float) -> dict:
 
 def start_job(env: dict[str, str]) -> str:
     """A quick training job on Shakespeare in env's runs folder, as a student would start it."""
-    from viz_model import jobs
-    from viz_model.run_settings import RunSettings
+    from serving import jobs
+    from viz_model.training.settings import RunSettings
 
     os.environ.update({jobs.RUNS_ENV: env[jobs.RUNS_ENV]})
     jobs.start(
@@ -199,7 +199,7 @@ def start_job(env: dict[str, str]) -> str:
 
 
 def job_speed(name: str) -> float:
-    from viz_model import jobs
+    from serving import jobs
 
     return round(jobs.read(name, history=False).tokens_per_s)
 
@@ -213,7 +213,7 @@ def measure(processes: int, args: argparse.Namespace, models: list[str]) -> dict
             caches = [cache_mb(p) for p in ports]
     finally:
         if job:
-            from viz_model import jobs
+            from serving import jobs
 
             speed = job_speed(job)
             jobs.stop(job, auth=jobs.Auth())

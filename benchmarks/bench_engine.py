@@ -12,8 +12,9 @@ import torch
 
 from benchmarks.common import alternate, emit
 from benchmarks.reference_gpt import PlainGPT
-from viz_model import GPT, GPTConfig
-from viz_model.sampling import SamplingSettings, generate
+from viz_model.model.config import GPTConfig
+from viz_model.model.gpt import GPT
+from viz_model.model.sampling import SamplingSettings, generate
 
 CFG = GPTConfig(vocab_size=65, n_ctx=64, d_model=128, n_layer=4, n_head=4, bias=True)
 BATCH = 12

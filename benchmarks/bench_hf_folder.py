@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 from benchmarks.common import alternate, emit
-from viz_model.checkpoint import load_bundle
+from viz_model.bundles.load import load_bundle
 
 GPT2_SMALL = dict(vocab_size=50_257, n_layer=12, n_head=12, n_embd=768, n_positions=1024)
 TOKENS = 128

@@ -13,8 +13,8 @@ import torch
 
 from benchmarks.common import alternate, emit
 from viz_model.analysis import interventions as iv
-from viz_model.checkpoint import load_bundle
-from viz_model.data import ASSETS_DIR
+from viz_model.bundles.load import load_bundle
+from viz_model.text.data import ASSETS_DIR
 
 MODELS = ("shakespeare-char", "shakespeare-bpe", "induction-2l")
 PROMPT = "ROMEO:\nBut soft, what light through yonder window breaks?"

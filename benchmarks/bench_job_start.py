@@ -38,13 +38,14 @@ marks = {}
 t0 = t()
 import torch
 marks["import torch"] = t() - t0; t1 = t()
-from viz_model import job_worker  # noqa: F401  (everything the worker imports)
-from viz_model import ngram, run_settings
-from viz_model.data import TokenData, example_prompts
-from viz_model.model import GPT
-from viz_model.tokenization import Tokenizer
-from viz_model.checkpoint import save_snapshot
-from viz_model.train import train
+from serving import job_worker# noqa: F401  (everything the worker imports)
+from viz_model.text import ngram
+from viz_model.training import settings as run_settings
+from viz_model.text.data import TokenData, example_prompts
+from viz_model.model.gpt import GPT
+from viz_model.text.tokenization import Tokenizer
+from viz_model.bundles.checkpoint import save_snapshot
+from viz_model.training.loop import train
 marks["import the worker's modules"] = t() - t1
 torch.set_num_threads(1)
 settings = run_settings.RunSettings.from_dict(json.loads(sys.argv[1]))
@@ -89,8 +90,8 @@ def phases(settings: dict, rounds: int) -> dict[str, float]:
 
 
 def end_to_end(settings: dict, rounds: int) -> dict[str, float]:
-    from viz_model import jobs
-    from viz_model.run_settings import RunSettings
+    from serving import jobs
+    from viz_model.training.settings import RunSettings
 
     times = []
     for i in range(rounds):

@@ -7,7 +7,7 @@ alone for a while, then starts `streamlit run` and 30 protocol-level students cl
 0.5-2 s on random pages (benchmarks.class_arrival.class_clicking) and reads the job's speed again,
 from its own history (tokens/s of the steps taken in each window). It also reports the students'
 median and p95 page time. DESIGN.md section 8: the job's threads are chosen so that training and
-the students do not starve each other; on 2 cores the default is 1 (viz_model/jobs.py).
+the students do not starve each other; on 2 cores the default is 1 (serving/jobs.py).
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ def _tokens_per_s(history: list[dict], t0: float, t1: float, tokens_per_step: in
 
 
 def measure(threads: int, students: int, seconds: float) -> dict:
-    from viz_model import jobs
-    from viz_model.run_settings import RunSettings
+    from serving import jobs
+    from viz_model.training.settings import RunSettings
 
     runs = Path(tempfile.mkdtemp(prefix="bench-threads-"))
     os.environ.update({jobs.RUNS_ENV: str(runs), "VIZ_JOB_THREADS": str(threads)})

@@ -4,9 +4,9 @@
     python -m benchmarks.bench_jobs --steps 100 --rounds 1
 
 Both runs train the same RunSettings (Shakespeare, char, the quick preset) for the same steps on
-the same number of threads: one through viz_model.jobs.start (a worker process that also writes
+the same number of threads: one through serving.jobs.start (a worker process that also writes
 status.json, history.jsonl and polls control.json between steps), one as
-`python -m viz_model.train ... --quiet`. Each is timed from the moment its untrained snapshot
+`python -m viz_model.training ... --quiet`. Each is timed from the moment its untrained snapshot
 (snapshots/step_000000) appears, just before step 1, to the end of the run (its final evaluation
 and save included), so the start-up (imports, tokenizer) counts for neither. Runs alternate and
 the best of the rounds is kept. Target: job / command line >= 0.9.
@@ -23,9 +23,8 @@ import time
 from pathlib import Path
 
 from benchmarks.common import emit
-from viz_model import jobs
-from viz_model.run_settings import RunSettings
-from viz_model.train_cli import settings_to_argv
+from serving import jobs
+from viz_model.training.settings import RunSettings, settings_to_argv
 
 REPO = Path(__file__).resolve().parent.parent
 POLL = 0.05  # seconds between looks, alike for both runs
@@ -44,7 +43,7 @@ def cli_seconds(settings: RunSettings, threads: int, out: Path) -> float:
     argv = [*settings_to_argv(settings, out), "--threads", str(threads), "--quiet"]
     env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "viz_model.train", *argv],
+        [sys.executable, "-m", "viz_model.training", *argv],
         cwd=REPO,
         env=env,
         stdout=subprocess.DEVNULL,

@@ -17,8 +17,8 @@ import numpy as np
 
 from benchmarks.common import emit
 from viz_model.analysis import ngrams as ng
-from viz_model.checkpoint import load_bundle
-from viz_model.data import ASSETS_DIR, load_corpus
+from viz_model.bundles.load import load_bundle
+from viz_model.text.data import ASSETS_DIR, load_corpus
 
 MODELS = ("shakespeare-char", "shakespeare-bpe")
 CONTEXTS = ("my lord", "the ", "ROMEO", "To be, or not", "zqzqzq", "\n\nHam.\n")

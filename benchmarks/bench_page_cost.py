@@ -20,7 +20,7 @@ bytes the median.
 Breakdown (in-process, AppTest, same page and model): CPU time of the script thread
 (time.thread_time, so other work on the machine does not count), split exclusively into
 `compute` (viz_model.analysis / sampling / ngram and the model forward), `figures` (the chart
-builders in viz_model.charts), `serialise` (st.plotly_chart, st.altair_chart, st.vega_lite_chart,
+builders in ui.charts), `serialise` (st.plotly_chart, st.altair_chart, st.vega_lite_chart,
 st.dataframe, st.table: figure -> dict -> JSON, frame -> Arrow) and `script` (the rest: the frame,
 widgets, markdown, cache lookups and their hashing). A miss changes the sidebar prompt, a hit
 reruns unchanged. AppTest does not send, so the server's figure minus the breakdown's total is
@@ -41,11 +41,11 @@ from urllib.parse import urlencode
 from benchmarks.class_arrival import page_paths
 from benchmarks.common import emit
 from benchmarks.page_cost_probe import Probe
+from serving.models import DEFAULT_MODEL
 from serving.student import Student
 from tests.test_browser import free_port, start_server, stop_server, wait_healthy
 from ui import nav
 from ui.frame import DEFAULT_PROMPT
-from ui.models import DEFAULT_MODEL
 
 TICK = os.sysconf("SC_CLK_TCK")
 SETTLE_S = 0.3  # after script_finished: the post-run GC and the last sends finish

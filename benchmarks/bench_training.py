@@ -3,7 +3,7 @@
     python -m benchmarks.bench_training            # the full run (several minutes)
     python -m benchmarks.bench_training --quick    # a short run, to check it works
 
-1. loop_throughput: the real loop (viz_model.train.train, with validation, samples, snapshots and
+1. loop_throughput: the real loop (viz_model.training.loop.train, with validation, samples, snapshots and
    bundle saving as shipped: TrainConfig's defaults) against a bare loop of the plain reference
    GPT (benchmarks/reference_gpt.py), same shape and batch, timed in alternating chunks so machine
    noise falls on both. Target: ratio >= 0.9.
@@ -39,12 +39,12 @@ import torch.nn.functional as F
 
 from benchmarks.common import emit
 from benchmarks.reference_gpt import PlainGPT
-from viz_model import GPT, GPTConfig, TrainConfig
-from viz_model.checkpoint import load_bundle
-from viz_model.config import PRESET_TRAINING, PRESETS
-from viz_model.data import TokenData, load_corpus
-from viz_model.tokenization import Tokenizer
-from viz_model.train import evaluate, lr_at, make_optimizer, train
+from viz_model.bundles.load import load_bundle
+from viz_model.model.config import PRESET_TRAINING, PRESETS, GPTConfig, TrainConfig
+from viz_model.model.gpt import GPT
+from viz_model.text.data import TokenData, load_corpus
+from viz_model.text.tokenization import Tokenizer
+from viz_model.training.loop import evaluate, lr_at, make_optimizer, train
 
 MODELS = Path(__file__).resolve().parent.parent / "assets" / "models"
 EVAL_WINDOWS = 640  # validation windows per measurement, for every model alike

@@ -65,8 +65,8 @@ def main() -> None:
     env = {**os.environ, "VIZ_RUNS_DIR": str(runs), "VIZ_JOB_THREADS": "1"}
     os.environ.update({k: env[k] for k in ("VIZ_RUNS_DIR", "VIZ_JOB_THREADS")})
 
-    from viz_model import jobs
-    from viz_model.run_settings import RunSettings
+    from serving import jobs
+    from viz_model.training.settings import RunSettings
 
     jobs.start(
         RUN,

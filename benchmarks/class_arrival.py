@@ -25,8 +25,13 @@ from pathlib import Path
 
 from benchmarks.common import emit
 from serving.student import Student, stream_url  # noqa: F401 (stream_url: re-exported)
-from serving.warm import page_names as page_paths  # every page's URL name, Home as ''
 from tests.test_browser import free_port, start_server, stop_server, wait_healthy
+from ui import nav
+
+
+def page_paths() -> list[str]:
+    """Every page's URL name, Home as ''."""
+    return ["", *(p.url_path for pages in nav.available_sections().values() for p in pages)]
 
 
 async def open_page(

@@ -73,14 +73,14 @@ class Probe:
         from streamlit.delta_generator import DeltaGenerator
         from streamlit.runtime.scriptrunner.script_runner import ScriptRunner
 
-        from viz_model.model import GPT
+        from viz_model.model.gpt import GPT
 
         swaps: dict[int, Callable] = {}
         for package, category in [
             ("viz_model.analysis", "compute"),
-            ("viz_model.sampling", "compute"),
-            ("viz_model.ngram", "compute"),
-            ("viz_model.charts", "figures"),
+            ("viz_model.model.sampling", "compute"),
+            ("viz_model.text.ngram", "compute"),
+            ("ui.charts", "figures"),
         ]:
             for module, attr, fn in _functions(package):
                 swaps[id(fn)] = self._wrap(category, fn)

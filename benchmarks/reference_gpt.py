@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from viz_model.config import GPTConfig
+from viz_model.model.config import GPTConfig
 
 
 class PlainAttention(nn.Module):

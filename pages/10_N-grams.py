@@ -9,11 +9,11 @@ import streamlit as st
 
 import ui
 from ui import cache, corpus, state
+from ui.charts import ngrams as charts
+from ui.charts.common import show_whitespace
 from ui.frame import val_loss
 from viz_model.analysis import ngrams as ng
 from viz_model.analysis.tokens import token_text
-from viz_model.charts import ngrams as charts
-from viz_model.charts.common import show_whitespace
 
 LETTERS, WORDS = 160, 32  # length of each of Shannon's samples
 TOP = 10  # next tokens in the estimate chart

@@ -10,11 +10,11 @@ import streamlit as st
 import ui
 from ui import interventions as ux
 from ui import state
+from ui.charts import interventions as charts
+from ui.charts.common import show_whitespace
+from ui.charts.tokens import token_chips_html
 from viz_model.analysis import interventions as iv
 from viz_model.analysis.tokens import token_text
-from viz_model.charts import interventions as charts
-from viz_model.charts.common import show_whitespace
-from viz_model.charts.tokens import token_chips_html
 
 ctx = ui.frame("Interventions", ":material/content_cut:")
 cfg, tok, ids = ctx.config, ctx.tokenizer, tuple(ctx.ids)

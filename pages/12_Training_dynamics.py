@@ -6,14 +6,15 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from ui import cache, models, state
+from serving import models
+from ui import cache, state
+from ui.charts import dynamics as charts
+from ui.charts.common import show_whitespace
 from viz_model.analysis import dynamics as dyn
 from viz_model.analysis import training as tr
 from viz_model.analysis.attention import trained_copy_lengths
 from viz_model.analysis.claims import md_escape
-from viz_model.charts import dynamics as charts
-from viz_model.charts.common import show_whitespace
-from viz_model.checkpoint import CheckpointError
+from viz_model.bundles.files import CheckpointError
 
 ctx = ui.frame("Training dynamics", ":material/timeline:", needs_prompt=False)
 final_id, chosen_step = models.split_step(ctx.bundle_id)  # the sidebar's step, None = final

@@ -9,12 +9,14 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from ui import cache, corpus, models, state
+from serving import models
+from ui import cache, corpus, state
+from ui.charts import compare as charts
+from ui.charts.common import token_labels
 from viz_model.analysis import compare as cmp
 from viz_model.analysis import training as tr
-from viz_model.charts import compare as charts
-from viz_model.charts.common import token_labels
-from viz_model.checkpoint import Bundle, CheckpointError
+from viz_model.bundles.checkpoint import Bundle
+from viz_model.bundles.files import CheckpointError
 
 TOP_K = 8
 

@@ -7,6 +7,8 @@ import streamlit as st
 
 import ui
 from ui import cache, state
+from ui.charts import block as charts
+from ui.charts.common import show_whitespace
 from ui.shared_cache import shared
 from viz_model.analysis import block as blk
 from viz_model.analysis import contextual as cx
@@ -18,8 +20,6 @@ from viz_model.analysis.claims import (
 )
 from viz_model.analysis.residual import layer_labels
 from viz_model.analysis.tokens import token_text
-from viz_model.charts import block as charts
-from viz_model.charts.common import show_whitespace
 
 ctx = ui.frame("Inside a block", ":material/biotech:")
 cfg, tok = ctx.config, ctx.tokenizer

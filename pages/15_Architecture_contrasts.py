@@ -5,7 +5,12 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from ui import cache, models, state
+from serving import models
+from ui import cache, state
+from ui.charts import compare as cmp_charts
+from ui.charts import contrasts as charts
+from ui.charts import layernorm as ln_charts
+from ui.charts.common import token_labels
 from ui.shared_cache import shared
 from viz_model.analysis import compare as cmp
 from viz_model.analysis import contrasts as ct
@@ -13,12 +18,9 @@ from viz_model.analysis import dynamics as dyn
 from viz_model.analysis import layernorm as lnx
 from viz_model.analysis import training as tr
 from viz_model.analysis.residual import layer_labels
-from viz_model.charts import compare as cmp_charts
-from viz_model.charts import contrasts as charts
-from viz_model.charts import layernorm as ln_charts
-from viz_model.charts.common import token_labels
-from viz_model.checkpoint import Bundle, CheckpointError
-from viz_model.sampling import SamplingSettings, generate
+from viz_model.bundles.checkpoint import Bundle
+from viz_model.bundles.files import CheckpointError
+from viz_model.model.sampling import SamplingSettings, generate
 
 CONTINUATION = 120  # tokens each model writes after the prompt
 # What each same-shape contrast teaches (the "loss" contrasts of analysis/contrasts.py).

@@ -7,10 +7,11 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from ui import cache, models, state
+from serving import models
+from ui import cache, state
+from ui.charts import scaling as charts
 from viz_model.analysis import scaling as sc
-from viz_model.charts import scaling as charts
-from viz_model.config import GPTConfig
+from viz_model.model.config import GPTConfig
 
 ctx = ui.frame("Scaling", ":material/trending_down:", needs_prompt=False)
 st.markdown(

@@ -8,11 +8,11 @@ import streamlit as st
 
 import ui
 from ui import state
+from ui.charts.common import show_whitespace
+from ui.charts.tokens import token_chips_html, vocab_curve_chart
 from viz_model.analysis import tokens as tk
-from viz_model.charts.common import show_whitespace
-from viz_model.charts.tokens import token_chips_html, vocab_curve_chart
-from viz_model.data import load_corpus
-from viz_model.tokenization import Tokenizer
+from viz_model.text.data import load_corpus
+from viz_model.text.tokenization import Tokenizer
 
 CORPUS = "shakespeare"
 VOCAB_SIZES = [256, 300, 384, 512, 768, 1024, 2048, 4096]

@@ -10,19 +10,14 @@ import streamlit as st
 
 import ui
 from ui import cache, state
+from ui.charts.common import show_whitespace
+from ui.charts.embeddings import pca_scatter, position_heatmap, similarity_heatmap, swap_chart
+from ui.charts.tokens import token_chips_html
 from ui.shared_cache import shared
 from viz_model.analysis import embeddings as emb
 from viz_model.analysis.tokens import token_text
-from viz_model.charts.common import show_whitespace
-from viz_model.charts.embeddings import (
-    pca_scatter,
-    position_heatmap,
-    similarity_heatmap,
-    swap_chart,
-)
-from viz_model.charts.tokens import token_chips_html
-from viz_model.model import sinusoidal_positions
-from viz_model.scale import MAX_SCATTER_TOKENS
+from viz_model.model.gpt import sinusoidal_positions
+from viz_model.model.scale import MAX_SCATTER_TOKENS
 
 N_NEIGHBOURS = 10
 

@@ -11,6 +11,15 @@ import streamlit as st
 
 import ui
 from ui import cache, state
+from ui.charts.attention import (
+    attention_lines,
+    highlight_head,
+    outline_query,
+    pattern_grid,
+    pattern_heatmap,
+    query_weights,
+)
+from ui.charts.common import frozen, plotly_text, token_labels
 from ui.shared_cache import shared
 from viz_model.analysis.attention import (
     N_SHUFFLES,
@@ -32,17 +41,8 @@ from viz_model.analysis.head_roles import (
     RoleTest,
     head_roles,
 )
-from viz_model.charts.attention import (
-    attention_lines,
-    highlight_head,
-    outline_query,
-    pattern_grid,
-    pattern_heatmap,
-    query_weights,
-)
-from viz_model.charts.common import frozen, plotly_text, token_labels
-from viz_model.mask import attention_mask
-from viz_model.scale import grid_layers, view_tokens
+from viz_model.model.mask import attention_mask
+from viz_model.model.scale import grid_layers, view_tokens
 
 RANDOM_SEED = 0
 ARITHMETIC_KEY = "attn_arithmetic"  # session-state key of the hand-arithmetic expander

@@ -7,10 +7,10 @@ import streamlit as st
 
 import ui
 from ui import cache, state
+from ui.charts import residual as charts
+from ui.charts.common import plotly_text, show_whitespace
 from ui.shared_cache import shared
 from viz_model.analysis import residual as rs
-from viz_model.charts import residual as charts
-from viz_model.charts.common import plotly_text, show_whitespace
 
 LENS_MAX_T = 40  # positions shown at once in the lens grid, one character a cell
 LENS_MAX_T_PIECES = 20  # ... when a token is often longer (BPE, words): cells need room to read

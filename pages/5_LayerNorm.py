@@ -8,12 +8,13 @@ import numpy as np
 import streamlit as st
 
 import ui
-from ui import cache, models, state
+from serving import models
+from ui import cache, state
+from ui.charts import layernorm as charts
 from ui.shared_cache import shared
 from viz_model.analysis import contrasts as ct
 from viz_model.analysis import layernorm as lnx
 from viz_model.analysis.residual import layer_labels
-from viz_model.charts import layernorm as charts
 
 ctx = ui.frame("LayerNorm", "📏")
 cfg = ctx.config
@@ -287,7 +288,7 @@ else:
     )
     st.info(
         f"Only {cfg.norm}-LN models are available here, so there is just one line. A {other}-LN "
-        "model can be trained from the command line, e.g. `python -m viz_model.train --corpus "
+        "model can be trained from the command line, e.g. `python -m viz_model.training --corpus "
         f"shakespeare --tokenizer char --preset small --norm {other} --minutes 5 --out "
         f"runs/shakespeare-{other}ln`; it then appears in the model picker and beside this one."
     )

@@ -6,13 +6,13 @@ import streamlit as st
 
 import ui
 from ui import cache, state
+from ui.charts import neurons as charts
+from ui.charts.common import show_whitespace
 from ui.shared_cache import shared
 from viz_model.analysis import neurons as nx
 from viz_model.analysis.tokens import token_text
-from viz_model.charts import neurons as charts
-from viz_model.charts.common import show_whitespace
-from viz_model.config import ACT_LABELS
-from viz_model.data import load_corpus
+from viz_model.model.config import ACT_LABELS
+from viz_model.text.data import load_corpus
 
 CORPUS = "shakespeare"
 N_WINDOWS = 200

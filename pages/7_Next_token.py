@@ -9,11 +9,11 @@ import streamlit as st
 
 import ui
 from ui import cache, controls, state, training_text
+from ui.charts import next_token as charts
+from ui.charts.common import plotly_text, show_whitespace
 from ui.shared_cache import shared
 from viz_model.analysis import next_token as nt
 from viz_model.analysis.tokens import token_text
-from viz_model.charts import next_token as charts
-from viz_model.charts.common import plotly_text, show_whitespace
 
 ctx = ui.frame("Next token", ":material/casino:")
 V = ctx.tokenizer.vocab_size

@@ -8,14 +8,14 @@ import streamlit as st
 
 import ui
 from ui import cache, controls, state, training_text
+from ui.charts import next_token as charts
+from ui.charts.common import show_whitespace
 from ui.shared_cache import shared
 from viz_model.analysis import generation as gen
 from viz_model.analysis import next_token as nt
 from viz_model.analysis.tokens import token_text
-from viz_model.charts import next_token as charts
-from viz_model.charts.common import show_whitespace
-from viz_model.sampling import SamplingSettings
-from viz_model.scale import grid_layers
+from viz_model.model.sampling import SamplingSettings
+from viz_model.model.scale import grid_layers
 
 ctx = ui.frame("Generation", ":material/edit_note:")
 cfg, tok = ctx.config, ctx.tokenizer

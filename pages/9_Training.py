@@ -1,6 +1,6 @@
 """Training: train a model on this server and watch it learn, then see how any model trained.
 
-Runs are training jobs (viz_model.jobs): child processes whose state lives in runs/, so the page
+Runs are training jobs (serving.jobs): child processes whose state lives in runs/, so the page
 only reads files. The chosen model's own training follows: its loss against the counting
 baselines, its learning-rate schedule and the samples it wrote (bundled models included)."""
 
@@ -9,10 +9,10 @@ import math
 import streamlit as st
 
 import ui
-from ui import models, state, teacher, training_live, training_view
+from serving import jobs, models
+from ui import state, teacher, training_live, training_view
 from ui.frame import val_loss
 from ui.training_setup import draw_setup
-from viz_model import jobs
 
 ctx = ui.frame("Training", ":material/model_training:", needs_prompt=False)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from viz_model.checkpoint import load_bundle  # noqa: E402
+from viz_model.bundles.load import load_bundle  # noqa: E402
 
 OUT = ROOT / "assets" / "scaling" / "shakespeare-char.json"
 # (n_layer, d_model, n_head): from 10 k to 0.8 M parameters, every run the same steps and batch
@@ -58,7 +58,7 @@ def main() -> int:
         name = f"L{n_layer}-d{d_model}"
         shape = ["--n-layer", str(n_layer), "--d-model", str(d_model), "--n-head", str(n_head)]
         out = args.work / name
-        cmd = [sys.executable, "-m", "viz_model.train", *COMMON, *shape, "--out", str(out)]
+        cmd = [sys.executable, "-m", "viz_model.training", *COMMON, *shape, "--out", str(out)]
         subprocess.run(cmd, check=True, cwd=ROOT)
         b = load_bundle(out)
         runs.append(

@@ -12,18 +12,18 @@ cd "$(dirname "$0")/.."
 
 pids=()
 
-python -m viz_model.train --task repeat --preset attn-only-2l --steps 4000 --minutes 30 \
+python -m viz_model.training --task repeat --preset attn-only-2l --steps 4000 --minutes 30 \
   --batch-size 32 --lr 3e-3 --min-lr 3e-4 --warmup 100 --eval-every 250 --sample-every 1000 \
   --snapshots 10 --threads 1 --quiet --out assets/models/induction-2l &
 pids+=($!)
 
-python -m viz_model.train --corpus shakespeare --tokenizer char --preset small --dropout 0.1 \
+python -m viz_model.training --corpus shakespeare --tokenizer char --preset small --dropout 0.1 \
   --batch-size 16 --lr 3e-3 --min-lr 1e-4 --warmup 100 --steps 40000 --minutes 45 --eval-every 500 \
   --eval-batches 40 --sample-every 1000 --snapshots 3 --threads 1 --quiet \
   --out assets/models/shakespeare-char &
 pids+=($!)
 
-python -m viz_model.train --corpus shakespeare --tokenizer bpe --vocab-size 512 --preset small \
+python -m viz_model.training --corpus shakespeare --tokenizer bpe --vocab-size 512 --preset small \
   --dropout 0.1 --batch-size 16 --lr 3e-3 --min-lr 1e-4 --warmup 100 --steps 40000 --minutes 45 \
   --eval-every 500 --eval-batches 40 --sample-every 1000 --snapshots 3 --threads 1 --quiet \
   --out assets/models/shakespeare-bpe &
@@ -43,14 +43,14 @@ fi
 # The architecture contrasts (the Architecture contrasts page): tiny pairs that differ in one
 # setting, a few seconds to a minute each. induction-1l is induction-2l's recipe with one layer;
 # each shakespeare-* is shakespeare-tiny with one setting changed (same shape, data and seed).
-python -m viz_model.train --task repeat --preset attn-only-2l --n-layer 1 --steps 4000 \
+python -m viz_model.training --task repeat --preset attn-only-2l --n-layer 1 --steps 4000 \
   --batch-size 32 --lr 3e-3 --min-lr 3e-4 --warmup 100 --eval-every 250 --sample-every 1000 \
   --snapshots 3 --threads 1 --quiet --out assets/models/induction-1l
 # The Shakespeare ones are shakespeare-tiny's command with one flag added.
 for variant in "tiny" "nomask --no-causal-mask" "postln --norm post" "sinusoidal --pos sinusoidal" \
   "nopos --pos none" "tied --tie-embeddings"; do
   read -r name flag <<<"$variant"
-  python -m viz_model.train --corpus shakespeare --tokenizer char --preset tiny --n-ctx 128 \
+  python -m viz_model.training --corpus shakespeare --tokenizer char --preset tiny --n-ctx 128 \
     ${flag:+$flag} --steps 1500 --batch-size 16 --lr 3e-3 --warmup 50 --eval-every 250 \
     --sample-every 500 --snapshots 1 --threads 1 --quiet --out "assets/models/shakespeare-$name"
 done

@@ -207,13 +207,13 @@ def start(args: argparse.Namespace) -> None:
 def _warm(ports: list[int]) -> None:
     """Every page once on every process, for every model the picker offers except runs trained
     here, before the address is given (serving/warm.py)."""
-    from serving.warm import page_names, warm
-    from ui.models import discover
-    from viz_model.jobs import runs_root
+    from serving.jobs import runs_root
+    from serving.models import discover
+    from serving.warm import warm
 
     runs = runs_root(REPO).resolve()
     models = sorted(n for n, path in discover().items() if runs not in path.parents)
-    print(f"warming each process: {len(page_names())} pages x {len(models)} models ...", flush=True)
+    print(f"warming each process: every page x {len(models)} models ...", flush=True)
     failed = {port: pages for port, pages in warm(ports, models).items() if pages}
     for port, pages in failed.items():  # the class can still come: say where to look
         print(

@@ -51,6 +51,7 @@ class Student:
     def __init__(self, server: int | str, headers: dict[str, str] | None = None, timeout=120.0):
         self.url, self.headers, self.timeout = stream_url(server), headers, timeout
         self.widget_ids: dict[str, str] = {}  # label -> widget id, from the elements drawn
+        self.pages: list[str] = []  # every page's URL name ('' = Home), from the app's navigation
         self.fragment_id = ""  # of a fragment rerun on a timer (st.fragment(run_every=...))
         self.backend: str | None = None  # HAProxy's X-Backend header (serving/haproxy.cfg.template)
         self.cached: set[str] = (
@@ -119,6 +120,8 @@ class Student:
                     elements.append(
                         text_format.MessageToString(fwd.delta.new_element, as_utf8=True)
                     )
+            elif kind == "navigation":
+                self.pages = [page.url_pathname for page in fwd.navigation.app_pages]
             elif kind == "script_finished":
                 return True
         return False

@@ -15,7 +15,7 @@ import numpy as np
 from streamlit import config
 from streamlit.testing.v1 import AppTest
 
-from ui.models import ENV_VAR
+from serving.models import ENV_VAR
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import torch
 
-from viz_model import GPT, GPTConfig
-from viz_model.checkpoint import save_bundle, save_snapshot
-from viz_model.data import TokenData, load_corpus
-from viz_model.tokenization import Tokenizer
+from viz_model.bundles.checkpoint import save_bundle, save_snapshot
+from viz_model.model.config import GPTConfig
+from viz_model.model.gpt import GPT
+from viz_model.text.data import TokenData, load_corpus
+from viz_model.text.tokenization import Tokenizer
 
 
 def build_test_bundle(out: Path, steps: int = 150, kind: str = "char", seed: int = 0) -> Path:

@@ -14,9 +14,10 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
-from viz_model.checkpoint import Bundle, load_bundle
-from viz_model.run_settings import RunSettings, new_run
-from viz_model.train import train
+from viz_model.bundles.checkpoint import Bundle
+from viz_model.bundles.load import load_bundle
+from viz_model.training.loop import train
+from viz_model.training.settings import RunSettings, new_run
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets" / "models"
 BUNDLED = sorted(p.name for p in ASSETS.iterdir() if (p / "config.json").is_file())

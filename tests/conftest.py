@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from viz_model import GPT, GPTConfig
+from viz_model.model.config import GPTConfig
+from viz_model.model.gpt import GPT
 
 VOCAB = 23
 

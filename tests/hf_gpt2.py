@@ -9,7 +9,7 @@ from pathlib import Path
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 
-from viz_model.data import load_corpus
+from viz_model.text.data import load_corpus
 
 EOT = "<|endoftext|>"
 

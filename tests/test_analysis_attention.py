@@ -25,8 +25,8 @@ from viz_model.analysis.attention import (
     run_query_arithmetic,
 )
 from viz_model.analysis.head_roles import head_roles
-from viz_model.checkpoint import load_bundle
-from viz_model.tokenization import UNK, Tokenizer
+from viz_model.bundles.load import load_bundle
+from viz_model.text.tokenization import UNK, Tokenizer
 
 INDUCTION_2L = Path(__file__).resolve().parent.parent / "assets" / "models" / "induction-2l"
 

@@ -9,7 +9,7 @@ import torch
 from tests.conftest import VARIANTS, tiny_model
 from viz_model.analysis import attention as attn
 from viz_model.analysis import block as blk
-from viz_model.hooks import hook_context
+from viz_model.model.hooks import hook_context
 
 IDS = [3, 7, 1, 3, 7, 1, 9, 4, 3, 7, 12, 0]
 

@@ -25,7 +25,7 @@ from viz_model.analysis.compare import (
     shown,
 )
 from viz_model.analysis.training import curves
-from viz_model.tokenization import Tokenizer
+from viz_model.text.tokenization import Tokenizer
 
 
 def test_bits_per_character_counts_the_predicted_tokens_and_their_characters():

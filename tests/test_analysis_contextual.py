@@ -74,7 +74,7 @@ def test_a_token_that_never_occurs_has_no_contexts():
 
 
 def test_fewer_windows_for_a_larger_model(monkeypatch):
-    from viz_model.tokenization import Tokenizer
+    from viz_model.text.tokenization import Tokenizer
 
     text = cx.load_corpus("shakespeare")[:200_000]
     tok = Tokenizer.train(text[:20_000], "char")

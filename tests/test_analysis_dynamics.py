@@ -21,7 +21,7 @@ from viz_model.analysis.dynamics import (
     probe,
 )
 from viz_model.analysis.training import final_step, training_steps
-from viz_model.checkpoint import load_bundle
+from viz_model.bundles.load import load_bundle
 
 INDUCTION_2L = Path(__file__).resolve().parent.parent / "assets" / "models" / "induction-2l"
 

@@ -8,7 +8,7 @@ import torch
 
 from tests.conftest import tiny_model
 from viz_model.analysis import embeddings as E
-from viz_model.model import sinusoidal_positions
+from viz_model.model.gpt import sinusoidal_positions
 
 
 def test_pca_components_are_orthonormal_and_explain_decreasing_variance():

@@ -16,7 +16,7 @@ from viz_model.analysis.generation import (
     replay,
     restore_link,
 )
-from viz_model.sampling import SamplingSettings
+from viz_model.model.sampling import SamplingSettings
 
 PROMPT = [3, 7, 1, 3]
 HOT = SamplingSettings(1.5)

@@ -18,7 +18,7 @@ from viz_model.analysis.head_roles import (
     head_role_claim,
     head_roles,
 )
-from viz_model.mask import attention_mask
+from viz_model.model.mask import attention_mask
 
 
 def _stack(*patterns: np.ndarray) -> np.ndarray:

@@ -10,8 +10,8 @@ import torch
 
 from tests.conftest import tiny_model
 from viz_model.analysis import interventions as iv
-from viz_model.checkpoint import load_bundle
-from viz_model.hooks import ablate_heads, custom
+from viz_model.bundles.load import load_bundle
+from viz_model.model.hooks import ablate_heads, custom
 
 
 def _all_heads(model) -> iv.Ablation:

@@ -18,7 +18,7 @@ from viz_model.analysis.neurons import (
     top_examples,
     top_neurons,
 )
-from viz_model.tokenization import Tokenizer
+from viz_model.text.tokenization import Tokenizer
 
 TEXT = (
     "First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\n\n"

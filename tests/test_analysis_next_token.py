@@ -31,7 +31,7 @@ from viz_model.analysis.next_token import (
     surprisal,
     top_tokens,
 )
-from viz_model.sampling import SamplingSettings
+from viz_model.model.sampling import SamplingSettings
 
 
 def test_surprisal_is_minus_log_prob_of_each_next_token(model, ids):

@@ -13,8 +13,8 @@ import torch
 from tests.conftest import tiny_model
 from viz_model.analysis import next_token as nt
 from viz_model.analysis import ngrams as ng
-from viz_model.corpus_index import CorpusIndex
-from viz_model.tokenization import Tokenizer
+from viz_model.text.corpus_index import CorpusIndex
+from viz_model.text.tokenization import Tokenizer
 
 TEXT = (
     "to be or not to be, that is the question.\n"

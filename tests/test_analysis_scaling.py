@@ -7,7 +7,7 @@ import pytest
 
 from tests.conftest import VARIANTS, tiny_config, tiny_model
 from viz_model.analysis import scaling as sc
-from viz_model.config import GPTConfig
+from viz_model.model.config import GPTConfig
 
 EMBEDDING_NAMES = ("embed.", "pos_embed.", "unembed.")
 
@@ -77,8 +77,8 @@ def test_a_missing_or_damaged_sweep_file_is_a_plain_value_error(tmp_path):
 
 
 def test_bundle_points_take_bundles_of_the_same_text_and_tokenizer(tmp_path):
-    from viz_model.checkpoint import read_config, save_bundle
-    from viz_model.tokenization import Tokenizer
+    from viz_model.bundles.checkpoint import read_config, save_bundle
+    from viz_model.text.tokenization import Tokenizer
 
     tok = Tokenizer.train("abcdefghij " * 20, "char")
     model = tiny_model(vocab_size=tok.vocab_size)

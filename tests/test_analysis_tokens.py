@@ -7,8 +7,8 @@ from collections import Counter
 import pytest
 
 from viz_model.analysis import tokens as T
-from viz_model.data import load_corpus
-from viz_model.tokenization import Tokenizer
+from viz_model.text.data import load_corpus
+from viz_model.text.tokenization import Tokenizer
 
 TEXTS = [
     "Hello world, my lord!\nThe  king  is dead.",

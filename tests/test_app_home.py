@@ -11,7 +11,7 @@ from tests.apptest_util import ROOT, app_test
 from ui import nav
 from ui.frame import DEFAULT_PROMPT, MAX_PROMPT_CHARS
 from ui.state import widget_key
-from viz_model.checkpoint import load_bundle
+from viz_model.bundles.load import load_bundle
 
 GOOD, OTHER, BROKEN = "test-char", "test-char-2", "zz-broken"
 

@@ -28,8 +28,8 @@ except ImportError:  # the browser fixture skips (or fails under CI) with the re
     PlaywrightTimeout = TimeoutError
 
 from serving.class_server import app_command
+from serving.models import ENV_VAR
 from ui import nav
-from ui.models import ENV_VAR
 
 pytestmark = pytest.mark.browser
 

@@ -13,6 +13,8 @@ import signal
 
 import pytest
 
+from serving import jobs
+from serving.models import ENV_VAR
 from tests.test_browser import (  # noqa: F401 (browser and page are fixtures)
     DONE,
     TIMEOUT_MS,
@@ -26,8 +28,6 @@ from tests.test_browser import (  # noqa: F401 (browser and page are fixtures)
     wait_healthy,
 )
 from tests.test_jobs import LONG, tiny
-from ui.models import ENV_VAR
-from viz_model import jobs
 
 pytestmark = pytest.mark.browser
 RUN = "locked-run"

@@ -12,6 +12,8 @@ import signal
 
 import pytest
 
+from serving import jobs
+from serving.models import ENV_VAR
 from tests.test_browser import (  # noqa: F401 (browser and page are fixtures)
     CHARTS,
     TIMEOUT_MS,
@@ -24,9 +26,7 @@ from tests.test_browser import (  # noqa: F401 (browser and page are fixtures)
     wait_drawn,
     wait_healthy,
 )
-from ui.models import ENV_VAR
-from viz_model import jobs
-from viz_model.run_settings import RunSettings
+from viz_model.training.settings import RunSettings
 
 pytestmark = pytest.mark.browser
 RUN = "browser-run"

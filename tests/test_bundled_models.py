@@ -12,11 +12,11 @@ import torch.nn.functional as F
 
 from viz_model.analysis import dynamics as dyn
 from viz_model.analysis.contrasts import CONTRASTS, copy_profile, look_ahead
-from viz_model.checkpoint import load_bundle
-from viz_model.data import TokenData, example_prompts, load_corpus
-from viz_model.run_settings import load_text
-from viz_model.sampling import SamplingSettings, generate, generate_steps
-from viz_model.train import evaluate
+from viz_model.bundles.load import load_bundle
+from viz_model.model.sampling import SamplingSettings, generate, generate_steps
+from viz_model.text.data import TokenData, example_prompts, load_corpus
+from viz_model.training.loop import evaluate
+from viz_model.training.settings import load_text
 
 MODELS = Path(__file__).resolve().parent.parent / "assets" / "models"
 ASSETS = MODELS.parent
@@ -55,7 +55,7 @@ def test_bundle_loads_and_generates(name):
     ids = generate(bundle.model, prompt, 30, SamplingSettings(temperature=0.8), seed=0)
     assert len(ids) == 30 and all(0 <= i < bundle.config.vocab_size for i in ids)
     assert isinstance(bundle.tokenizer.decode(ids), str)
-    assert bundle.meta["command"].startswith("python -m viz_model.train ")
+    assert bundle.meta["command"].startswith("python -m viz_model.training ")
     assert bundle.history and bundle.history[-1]["step"] == bundle.meta["step"]
     steps = bundle.snapshot_steps()
     assert steps[0] == 0 and steps[-1] == bundle.meta["step"]

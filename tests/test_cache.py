@@ -7,7 +7,7 @@ import torch
 
 from tests.conftest import VARIANTS, tiny_model
 from viz_model.analysis.residual import direct_logit_attribution, lens_logits, residual_names
-from viz_model.cache import ActivationCache
+from viz_model.model.cache import ActivationCache
 
 ATOL = 1e-5
 

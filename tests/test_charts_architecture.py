@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 import pytest
 
 from tests.conftest import tiny_config
-from viz_model.charts.architecture import (
+from ui.charts.architecture import (
     MAX_DRAWN_BLOCKS,
     NARROWEST_PX,
     architecture_figure,
@@ -19,7 +19,7 @@ from viz_model.charts.architecture import (
     param_rows,
     text_px,
 )
-from viz_model.config import GPTConfig
+from viz_model.model.config import GPTConfig
 
 MODELS = Path(__file__).resolve().parent.parent / "assets" / "models"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from viz_model.charts.attention import (
+from ui.charts.attention import (
     LINE_BINS,
     MASK_NOTE,
     attention_lines,
@@ -14,8 +14,8 @@ from viz_model.charts.attention import (
     pattern_heatmap,
     query_weights,
 )
-from viz_model.charts.common import ACCENT, MASKED_COLOUR, token_labels
-from viz_model.mask import hidden_keys
+from ui.charts.common import ACCENT, MASKED_COLOUR, token_labels
+from viz_model.model.mask import hidden_keys
 
 PIECES = ["the", " cat", " sat", " on", "the", " mat"]  # "the" repeats
 T = len(PIECES)
@@ -148,7 +148,7 @@ def test_highlight_and_outline_copies_equal_a_fresh_build():
 
     import plotly.io as pio
 
-    from viz_model.charts.attention import highlight_head, outline_query
+    from ui.charts.attention import highlight_head, outline_query
 
     def spec(fig):
         return json.loads(pio.to_json(fig, validate=False))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from viz_model.charts import block as charts
+from ui.charts import block as charts
 
 
 def test_the_loss_along_the_gradient_is_drawn_beside_its_first_order_line():

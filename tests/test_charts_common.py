@@ -1,6 +1,6 @@
 """The shared chart helpers."""
 
-from viz_model.charts.common import show_whitespace, token_labels
+from ui.charts.common import show_whitespace, token_labels
 
 
 def test_token_labels_stay_distinct_when_tokens_repeat():
@@ -25,16 +25,11 @@ def test_every_chart_of_the_students_tokens_escapes_them_for_plotly():
 
     import numpy as np
 
-    from viz_model.charts.attention import (
-        attention_lines,
-        pattern_grid,
-        pattern_heatmap,
-        query_weights,
-    )
-    from viz_model.charts.layernorm import ln_stats_per_token
-    from viz_model.charts.neurons import direction_bars, neuron_heatmap
-    from viz_model.charts.next_token import layer_attention_heatmap
-    from viz_model.charts.residual import prediction_through_layers, resid_norm_heatmap
+    from ui.charts.attention import attention_lines, pattern_grid, pattern_heatmap, query_weights
+    from ui.charts.layernorm import ln_stats_per_token
+    from ui.charts.neurons import direction_bars, neuron_heatmap
+    from ui.charts.next_token import layer_attention_heatmap
+    from ui.charts.residual import prediction_through_layers, resid_norm_heatmap
 
     labels = ["0:<b>bold", "1:<a href=x>", "2:ok"]
     p = np.tril(np.full((3, 3), 1 / 3))

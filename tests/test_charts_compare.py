@@ -5,13 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ui.charts.compare import MODEL_COLOURS, half_width_pattern, next_token_bars, overlaid_curves
 from viz_model.analysis.training import curves
-from viz_model.charts.compare import (
-    MODEL_COLOURS,
-    half_width_pattern,
-    next_token_bars,
-    overlaid_curves,
-)
 
 
 def test_bars_put_the_most_likely_token_on_top_and_escape_markup():

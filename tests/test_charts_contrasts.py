@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ui.charts import contrasts as charts
+from ui.charts.compare import MODEL_COLOURS
 from viz_model.analysis.contrasts import LookAhead
-from viz_model.charts import contrasts as charts
-from viz_model.charts.compare import MODEL_COLOURS
 
 
 def test_look_ahead_lines_draw_both_ways_per_model_in_its_colour():

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ui.charts.dynamics import loss_against_accuracy, roles_over_training
 from viz_model.analysis.dynamics import ROLES, Dynamics
 from viz_model.analysis.training import curves
-from viz_model.charts.dynamics import loss_against_accuracy, roles_over_training
 
 S, L, H = 4, 2, 3
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from viz_model.charts.embeddings import (
+from ui.charts.embeddings import (
     CHAR_PX,
     LABEL_PX,
     PLOT_PX,

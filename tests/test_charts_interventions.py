@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from viz_model.charts import interventions as charts
+from ui.charts import interventions as charts
 
 
 def test_before_after_bars_write_the_change_over_the_bars_that_moved():

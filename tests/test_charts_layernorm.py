@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from viz_model.charts.common import ACCENT
-from viz_model.charts.layernorm import ln_histograms, ln_stats_per_token, ln_steps, norm_profiles
+from ui.charts.common import ACCENT
+from ui.charts.layernorm import ln_histograms, ln_stats_per_token, ln_steps, norm_profiles
 
 
 def _vectors(D=16):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from viz_model.charts.neurons import direction_bars, neuron_heatmap, snippet_html, snippets_html
+from ui.charts.neurons import direction_bars, neuron_heatmap, snippet_html, snippets_html
 
 
 def test_neuron_heatmap_labels_and_centre():

@@ -6,8 +6,8 @@ import re
 
 import numpy as np
 
-from viz_model.charts.common import CUT_COLOUR, EVERY_TICK_MAX_T, plotly_labels, tick_font_size
-from viz_model.charts.next_token import (
+from ui.charts.common import CUT_COLOUR, EVERY_TICK_MAX_T, plotly_labels, tick_font_size
+from ui.charts.next_token import (
     AFTER_CUT_COLOUR,
     BEFORE_CUT_COLOUR,
     distinct_labels,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ui.charts import ngrams as charts
 from viz_model.analysis.ngrams import Snippet
-from viz_model.charts import ngrams as charts
 
 
 def test_order_chart_draws_models_and_each_gpt_as_a_level_line():

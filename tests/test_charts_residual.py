@@ -7,8 +7,8 @@ import re
 import numpy as np
 import pytest
 
-from viz_model.charts.common import token_labels
-from viz_model.charts.residual import (
+from ui.charts.common import token_labels
+from ui.charts.residual import (
     CELL_TEXT_MAX_T,
     DOWN_COLOUR,
     UP_COLOUR,

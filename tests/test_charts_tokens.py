@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from viz_model.charts.tokens import CHIP_COLOURS, token_chips_html, vocab_curve_chart
+from ui.charts.tokens import CHIP_COLOURS, token_chips_html, vocab_curve_chart
 
 
 def test_one_chip_per_token_with_id_and_visible_whitespace_on_hover():
@@ -39,7 +39,7 @@ def test_vocab_curve_marks_the_chosen_size():
 
 
 def test_marked_chips_get_a_thick_outline():
-    from viz_model.charts.tokens import token_chips_html
+    from ui.charts.tokens import token_chips_html
 
     html_ = token_chips_html([(1, "a"), (2, "b"), (3, "c")], marked={0, 2})
     spans = html_.split("<span")[1:]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from ui.charts.training import loss_curves, lr_curve
 from viz_model.analysis.training import binned_mean, curves, samples
-from viz_model.charts.training import loss_curves, lr_curve
 
 
 def history(n: int = 1000, every: int = 100) -> list[dict]:
@@ -82,9 +82,10 @@ def test_records_without_the_x_value_are_left_out():
 
 def test_a_run_stores_its_baselines_and_the_page_reads_them_back(tmp_path):
     from viz_model.analysis.training import bundle_baselines
-    from viz_model.checkpoint import load_bundle, save_bundle
-    from viz_model.ngram import baselines
-    from viz_model.run_settings import RunSettings, new_run
+    from viz_model.bundles.checkpoint import save_bundle
+    from viz_model.bundles.load import load_bundle
+    from viz_model.text.ngram import baselines
+    from viz_model.training.settings import RunSettings, new_run
 
     settings = RunSettings(task="repeat", task_examples=300, preset="tiny", train={"max_steps": 1})
     run = new_run(settings, tmp_path / "r", command="test")

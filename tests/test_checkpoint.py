@@ -13,8 +13,10 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from tests.conftest import tiny_model
-from viz_model.checkpoint import CheckpointError, load_bundle, save_bundle, save_snapshot
-from viz_model.tokenization import Tokenizer
+from viz_model.bundles.checkpoint import save_bundle, save_snapshot
+from viz_model.bundles.files import CheckpointError
+from viz_model.bundles.load import load_bundle
+from viz_model.text.tokenization import Tokenizer
 
 TEXT = "the quick brown fox jumps over the lazy dog. " * 3 + "ABCDEFGHIJ"
 
@@ -188,7 +190,7 @@ def test_a_failed_write_raises_checkpoint_error_and_keeps_the_old_file(
     def full_disk(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("viz_model.checkpoint.save_file", full_disk)
+    monkeypatch.setattr("viz_model.bundles.checkpoint.save_file", full_disk)
     with pytest.raises(CheckpointError, match="No space left"):
         save_bundle(bundle_dir, tiny_model(seed=5, vocab_size=tokenizer.vocab_size), tokenizer)
     assert (bundle_dir / "model.safetensors").read_bytes() == before
@@ -206,7 +208,7 @@ def test_a_disk_full_inside_safetensors_is_a_checkpoint_error_and_keeps_the_old_
             "Error while serializing: I/O error: No space left on device (os error 28)"
         )
 
-    monkeypatch.setattr("viz_model.checkpoint.save_file", full_disk)
+    monkeypatch.setattr("viz_model.bundles.checkpoint.save_file", full_disk)
     with pytest.raises(
         CheckpointError, match="could not write model.safetensors: I/O error: No space"
     ):

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from tests.claims_models import CLAIM_MODELS, claim_bundle
+from ui.charts.attention import masked_cells
 from ui.frame import DEFAULT_PROMPT
 from viz_model.analysis import block as blk
 from viz_model.analysis.attention import (
@@ -21,8 +22,7 @@ from viz_model.analysis.attention import (
     run_query_arithmetic,
 )
 from viz_model.analysis.head_roles import head_role_claim, head_roles
-from viz_model.charts.attention import masked_cells
-from viz_model.mask import attention_mask
+from viz_model.model.mask import attention_mask
 
 ROLE_KEYS = ("previous-token", "first-token sink", "self", "induction", "looks back", "looks ahead")
 

@@ -21,7 +21,7 @@ from viz_model.analysis import next_token as nt
 from viz_model.analysis import ngrams as ng
 from viz_model.analysis import tokens as tk
 from viz_model.analysis.claims import Claim
-from viz_model.sampling import SamplingSettings
+from viz_model.model.sampling import SamplingSettings
 
 PROMPT = "ROMEO: But soft, what light through yonder window breaks? It is the east."
 NGRAM_CHARS = 120_000  # the n-gram claims are functions of the counts: a slice counts fast
@@ -178,7 +178,7 @@ def test_a_kv_mismatch_is_reported_with_its_first_token():
 
 @cache
 def corpus_text(name: str, folders: tuple) -> str | None:
-    from viz_model.run_settings import load_text
+    from viz_model.training.settings import load_text
 
     source = claim_bundle(dict(folders), name).meta.get("data")
     if not isinstance(source, dict) or not source:
@@ -192,7 +192,7 @@ def text_for(name, claim_bundles) -> str | None:
 
 @pytest.mark.parametrize("name", CLAIM_MODELS)
 def test_the_neuron_claims_match_the_corpus_scan(name, claim_bundles):
-    from viz_model.data import load_corpus
+    from viz_model.text.data import load_corpus
 
     bundle = claim_bundle(claim_bundles, name)
     if not nx.has_mlp(bundle.model):
@@ -299,7 +299,7 @@ def test_each_pitfall_sentence_is_true_of_the_models_tokenizer(name, claim_bundl
 
 
 def test_a_character_tokenizer_is_not_said_to_hide_letters():
-    from viz_model.tokenization import Tokenizer
+    from viz_model.text.tokenization import Tokenizer
 
     char = Tokenizer.train("a strawberry, hello Hello", "char")
     claim = tk.letters_claim([("The char model", char)], ["strawberry", " strawberry"])
@@ -314,7 +314,7 @@ def test_a_character_tokenizer_is_not_said_to_hide_letters():
 
 
 def test_a_tokenizer_that_drops_spaces_reads_both_spellings_the_same():
-    from viz_model.tokenization import Tokenizer
+    from viz_model.text.tokenization import Tokenizer
 
     words = Tokenizer.train("http : // http :// and more words", "word", 50)
     a, b = words.encode("http://"), words.encode("http: //")
@@ -383,7 +383,7 @@ def test_the_memorisation_sentence_compares_with_held_out_overlap(name, claim_bu
     models = counted(name, tuple(sorted(claim_bundles.items())))
     if models is None:
         pytest.skip("no training text recorded: nothing to compare a generation with")
-    from viz_model.sampling import generate
+    from viz_model.model.sampling import generate
 
     prompt = [int(t) for t in models.index.tokens[:8]]  # a start the model knows
     seq = generate(bundle.model, prompt, 40, SamplingSettings(0.0, 0, 1.0), seed=0)
@@ -401,7 +401,7 @@ def test_the_memorisation_sentence_compares_with_held_out_overlap(name, claim_bu
 
 
 def _index(train: list[int], val: list[int]):
-    from viz_model.corpus_index import CorpusIndex
+    from viz_model.text.corpus_index import CorpusIndex
 
     return CorpusIndex.build(np.array(train + val, dtype=np.int32), len(train))
 
@@ -451,8 +451,8 @@ def test_claims_are_claims():
 
 @pytest.mark.parametrize("name", CLAIM_MODELS)
 def test_home_says_when_attention_sees_the_future(name, claim_bundles):
+    from ui.charts.architecture import architecture_figure
     from ui.frame import loss_note
-    from viz_model.charts.architecture import architecture_figure
 
     bundle = claim_bundle(claim_bundles, name)
     causal = bundle.config.causal

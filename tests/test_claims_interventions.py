@@ -15,13 +15,13 @@ import numpy as np
 import pytest
 import torch
 
+from serving.models import DEFAULT_MODEL
 from tests.claims_models import CLAIM_MODELS, claim_bundle
 from tests.conftest import tiny_model
 from ui.frame import DEFAULT_PROMPT
-from ui.models import DEFAULT_MODEL
 from viz_model.analysis import interventions as iv
 from viz_model.analysis.tokens import token_text
-from viz_model.data import load_corpus
+from viz_model.text.data import load_corpus
 
 
 def _prompts(bundle) -> list[list[int]]:

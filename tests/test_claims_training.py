@@ -10,12 +10,12 @@ import time
 import pytest
 import torch
 
+from serving import jobs
 from tests.claims_models import CLAIM_MODELS, CLASS_TRAINED, claim_bundle
-from viz_model import jobs
 from viz_model.analysis import training as tr
-from viz_model.config import TrainConfig
-from viz_model.run_settings import RunSettings
-from viz_model.train import ADAM_EPS, lr_at, make_optimizer
+from viz_model.model.config import TrainConfig
+from viz_model.training.loop import ADAM_EPS, lr_at, make_optimizer
+from viz_model.training.settings import RunSettings
 
 
 def _check_loss_claim(claim, history) -> None:

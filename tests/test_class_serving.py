@@ -24,11 +24,10 @@ import pytest
 import websockets
 
 from benchmarks.class_arrival import open_page, stream_url
-from serving import class_server
+from serving import class_server, jobs
 from serving.student import Student
 from tests.test_browser import free_port
 from tests.test_jobs import tiny
-from viz_model import jobs
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVERS = ("s1", "s2")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from viz_model.corpus_index import CorpusIndex, ranks
+from viz_model.text.corpus_index import CorpusIndex, ranks
 
 RNG = np.random.default_rng(0)
 STREAM = RNG.integers(0, 4, 300)  # a small alphabet, so contexts repeat

@@ -1,4 +1,4 @@
-"""Tests for viz_model/data.py and scripts/build_shakespeare.py (no network)."""
+"""Tests for viz_model/text/data.py and scripts/build_shakespeare.py (no network)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from viz_model.data import (
+from viz_model.text.data import (
     ASSETS_DIR,
     CORPORA,
     MAX_EXAMPLE_CHARS,

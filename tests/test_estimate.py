@@ -6,17 +6,17 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from viz_model import estimate
-from viz_model.config import GPTConfig, TrainConfig
-from viz_model.estimate import (
+from viz_model.model.config import GPTConfig, TrainConfig
+from viz_model.model.gpt import GPT
+from viz_model.training import estimate
+from viz_model.training.estimate import (
     measure_speed,
     memory_estimate,
     memory_parts,
     steps_in,
     train_seconds,
 )
-from viz_model.model import GPT
-from viz_model.run_settings import RunSettings, estimate_params, model_shape
+from viz_model.training.settings import RunSettings, estimate_params, model_shape
 
 SMALL = dict(vocab_size=40, n_ctx=32, n_layer=1, n_head=2)
 
@@ -118,7 +118,7 @@ def test_time_is_the_minutes_given_or_tokens_over_speed():
 
 def test_n_params_builds_each_shape_once(monkeypatch):
     # The Training page asks for the same shape's count three times a view; only the first builds.
-    from viz_model import estimate
+    from viz_model.training import estimate
 
     cfg = GPTConfig(vocab_size=37, n_ctx=16, d_model=32, n_layer=1, n_head=2, d_mlp=64)
     first = estimate.n_params(cfg)

@@ -1,4 +1,4 @@
-"""viz_model/hf_folder.py: a GPT-2 folder made here with `transformers` (random weights, nothing
+"""viz_model/bundles/gpt2_folder.py: a GPT-2 folder made here with `transformers` (random weights, nothing
 downloaded) loads into our GPT and computes what transformers computes, layer by layer."""
 
 from __future__ import annotations
@@ -12,10 +12,13 @@ import torch.nn.functional as F
 from tokenizers import Tokenizer as HFTokenizer
 
 from tests.hf_gpt2 import EOT, save_gpt2_folder
-from viz_model import GPT, GPTConfig
-from viz_model.checkpoint import CheckpointError, load_bundle, save_bundle
-from viz_model.hf_folder import is_hf_folder
-from viz_model.sampling import SamplingSettings, generate
+from viz_model.bundles.checkpoint import save_bundle
+from viz_model.bundles.files import CheckpointError
+from viz_model.bundles.gpt2_folder import is_hf_folder
+from viz_model.bundles.load import load_bundle
+from viz_model.model.config import GPTConfig
+from viz_model.model.gpt import GPT
+from viz_model.model.sampling import SamplingSettings, generate
 
 pytest.importorskip("transformers")
 

@@ -7,8 +7,8 @@ import threading
 import pytest
 import torch
 
-from viz_model import GPT
-from viz_model.hooks import ablate_heads, active_context, custom, patch
+from viz_model.model.gpt import GPT
+from viz_model.model.hooks import ablate_heads, active_context, custom, patch
 
 ATOL = 1e-5
 

@@ -28,15 +28,16 @@ import pytest
 from streamlit import config
 from streamlit.testing.v1 import AppTest
 
+from serving import jobs
+from serving.models import ENV_VAR
 from tests.apptest_util import ROOT
 from tests.test_checkpoint import corrupt
 from tests.test_jobs import tiny
 from ui import nav
-from ui.models import ENV_VAR
 from ui.state import widget_key
-from viz_model import checkpoint, jobs
-from viz_model.checkpoint import load_bundle
-from viz_model.data import MAX_UPLOAD_BYTES
+from viz_model.bundles import checkpoint
+from viz_model.bundles.load import load_bundle
+from viz_model.text.data import MAX_UPLOAD_BYTES
 
 HOME = None  # app_test's page for Home
 PAGES = tuple(page.file for page in nav.available_pages())

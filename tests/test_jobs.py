@@ -18,13 +18,12 @@ from pathlib import Path
 import pytest
 from safetensors.torch import load_file
 
-from ui import models
-from viz_model import jobs
+from serving import jobs, models
+from serving.jobs import JobError
 from viz_model.analysis.training import curves
-from viz_model.checkpoint import load_bundle
-from viz_model.data import load_corpus
-from viz_model.jobs import JobError
-from viz_model.run_settings import RunSettings
+from viz_model.bundles.load import load_bundle
+from viz_model.text.data import load_corpus
+from viz_model.training.settings import RunSettings
 
 TIMEOUT = 120  # seconds any one wait may take on a busy 2-core machine
 
@@ -120,7 +119,7 @@ def test_a_job_runs_pauses_steps_changes_lr_resumes_stops_and_trains_more(root, 
     assert [r["step"] for r in bundle.history] == list(range(1, stopped.step + 1))
     assert bundle.history == stopped.history
     assert bundle.train_config["lr"] == 5e-4 and bundle.train_config["threads"] == 1
-    assert bundle.meta["command"].startswith("python -m viz_model.train --task repeat")
+    assert bundle.meta["command"].startswith("python -m viz_model.training --task repeat")
     assert models.discover(root.parent)["life"] == (root / "life").resolve()
 
     jobs.train_more("life", steps=5, auth=jobs.Auth())
@@ -350,7 +349,7 @@ def test_a_password_only_in_the_secrets_guards_every_change_and_the_variable_win
 def test_every_change_to_a_run_requires_an_auth_argument():
     import inspect
 
-    from viz_model import retrain
+    from serving import retrain
 
     for fn in (
         jobs.start,

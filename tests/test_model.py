@@ -6,10 +6,10 @@ import pytest
 import torch
 
 from tests.conftest import VOCAB, tiny_model
-from viz_model import GPT, GPTConfig
-from viz_model.hooks import hook_context
-from viz_model.mask import attention_mask
-from viz_model.model import KVCache
+from viz_model.model.config import GPTConfig
+from viz_model.model.gpt import GPT, KVCache
+from viz_model.model.hooks import hook_context
+from viz_model.model.mask import attention_mask
 
 ATOL = 1e-5
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from viz_model import ngram
+from viz_model.text import ngram
 
 
 def test_blind_guess_is_log_vocabulary():
@@ -62,7 +62,7 @@ def test_too_short_streams_are_refused():
 
 from collections import Counter as Tally  # noqa: E402
 
-from viz_model.corpus_index import CorpusIndex, ranks  # noqa: E402
+from viz_model.text.corpus_index import CorpusIndex, ranks  # noqa: E402
 
 TEXT = "the cat sat on the mat. the cat ate the rat. a rat sat on a cat. " * 3 + "the dog sat."
 

@@ -10,8 +10,8 @@ from tests.apptest_util import ROOT, app_test, plotly_array, plotly_figures
 from ui.state import widget_key
 from viz_model.analysis import contrasts as ct
 from viz_model.analysis import dynamics as dyn
-from viz_model.checkpoint import load_bundle
-from viz_model.sampling import SamplingSettings, generate
+from viz_model.bundles.load import load_bundle
+from viz_model.model.sampling import SamplingSettings, generate
 
 PAGE = "pages/15_Architecture_contrasts.py"
 MODELS = ROOT / "assets" / "models"

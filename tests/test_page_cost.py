@@ -22,8 +22,8 @@ def test_a_frozen_figure_draws_the_same_json_and_keeps_its_dict():
     import numpy as np
     import plotly.io as pio
 
-    from viz_model.charts.attention import pattern_heatmap
-    from viz_model.charts.common import FrozenFigure, frozen
+    from ui.charts.attention import pattern_heatmap
+    from ui.charts.common import FrozenFigure, frozen
 
     fig = pattern_heatmap(np.tril(np.full((5, 5), 0.2)), [f"{i}:a" for i in range(5)])
     ice = frozen(fig)
@@ -43,7 +43,7 @@ def test_the_attention_grid_sends_float32_cells():
     import numpy as np
     import plotly.io as pio
 
-    from viz_model.charts.attention import pattern_grid
+    from ui.charts.attention import pattern_grid
 
     L, H, T = 4, 4, 57
     patterns = np.random.default_rng(0).dirichlet(np.ones(T), size=(L, H, T))
@@ -59,7 +59,7 @@ def test_the_attention_grid_is_laid_out_as_make_subplots_would():
     import numpy as np
     from plotly.subplots import make_subplots
 
-    from viz_model.charts.attention import pattern_grid
+    from ui.charts.attention import pattern_grid
 
     for L, H in [(1, 1), (2, 3), (4, 4), (6, 8)]:
         grid = pattern_grid(np.full((L, H, 3, 3), 1 / 3)).to_dict()["layout"]
@@ -84,7 +84,7 @@ def test_base_layout_assigns_what_update_layout_would_have_merged():
     # and merges the others: the result is the same figure either way.
     import plotly.graph_objects as go
 
-    from viz_model.charts.common import base_layout, house_layout
+    from ui.charts.common import base_layout, house_layout
 
     def fresh() -> go.Figure:
         return go.Figure(go.Bar(x=["a", "b"], y=[1, 2]))
@@ -112,9 +112,9 @@ def test_figures_built_as_dicts_are_what_plotly_validation_makes_of_them():
     import plotly.graph_objects as go
     import plotly.io as pio
 
-    from viz_model.charts.attention import attention_lines, pattern_grid, pattern_heatmap
-    from viz_model.charts.layernorm import ln_histograms, ln_stats_per_token, ln_steps
-    from viz_model.charts.next_token import distribution_bars
+    from ui.charts.attention import attention_lines, pattern_grid, pattern_heatmap
+    from ui.charts.layernorm import ln_histograms, ln_stats_per_token, ln_steps
+    from ui.charts.next_token import distribution_bars
 
     T = 7
     rng = np.random.default_rng(0)

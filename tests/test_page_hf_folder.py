@@ -9,13 +9,13 @@ import re
 
 import pytest
 
+from serving.models import discover
 from tests.apptest_util import app_test, plotly_figures
 from tests.hf_gpt2 import save_gpt2_folder
 from ui.frame import _context
-from ui.models import discover
 from ui.state import widget_key
-from viz_model import scale
-from viz_model.checkpoint import load_bundle
+from viz_model.bundles.load import load_bundle
+from viz_model.model import scale
 
 pytest.importorskip("transformers")
 NAME = "tiny-gpt2"

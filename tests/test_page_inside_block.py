@@ -13,8 +13,9 @@ import torch
 
 from tests.apptest_util import app_test, plotly_array, plotly_figures
 from ui.state import widget_key
-from viz_model import GPT
-from viz_model.checkpoint import load_bundle, save_bundle
+from viz_model.bundles.checkpoint import save_bundle
+from viz_model.bundles.load import load_bundle
+from viz_model.model.gpt import GPT
 
 PAGE = "pages/14_Inside_a_block.py"
 PROMPT = "ROMEO: But soft"

@@ -10,14 +10,14 @@ import signal
 import numpy as np
 import pytest
 
+from serving import jobs
 from tests.apptest_util import app_test, first_bundle, plotly_array, plotly_figures
 from tests.test_jobs import wait_for
+from ui.charts.common import show_whitespace
 from ui.state import widget_key
-from viz_model import jobs
 from viz_model.analysis import interventions as iv
 from viz_model.analysis.tokens import token_text
-from viz_model.charts.common import show_whitespace
-from viz_model.checkpoint import load_bundle
+from viz_model.bundles.load import load_bundle
 
 PAGE = "pages/11_Interventions.py"
 PROMPT = "ROMEO: But soft, what light"

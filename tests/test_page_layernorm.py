@@ -8,9 +8,10 @@ import shutil
 
 from tests.apptest_util import app_test, plotly_array
 from ui.state import widget_key
-from viz_model import GPT
 from viz_model.analysis import layernorm as lnx
-from viz_model.checkpoint import load_bundle, save_bundle
+from viz_model.bundles.checkpoint import save_bundle
+from viz_model.bundles.load import load_bundle
+from viz_model.model.gpt import GPT
 
 PAGE = "pages/5_LayerNorm.py"
 PROMPT = "ROMEO: But soft"

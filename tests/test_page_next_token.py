@@ -48,7 +48,7 @@ def test_top_k_greys_the_cut_tokens(models_dir):
     assert not at.exception
     bars = _bars(at)
     colours = bars["after temperature, before the cut"]["marker"]["color"]
-    from viz_model.charts.common import CUT_COLOUR
+    from ui.charts.common import CUT_COLOUR
 
     assert colours.count(CUT_COLOUR) == len(colours) - 3
     after = bars["renormalised: what is sampled"]["y"]

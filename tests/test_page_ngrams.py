@@ -12,8 +12,8 @@ import pytest
 from tests.apptest_util import app_test, plotly_array, plotly_figures
 from ui.state import widget_key
 from viz_model.analysis import next_token as nt
-from viz_model.checkpoint import load_bundle
-from viz_model.data import load_corpus
+from viz_model.bundles.load import load_bundle
+from viz_model.text.data import load_corpus
 
 PAGE = "pages/10_N-grams.py"
 VAL_LOSS = 2.0  # nats per character, written into the bundle so the GPT's line is known

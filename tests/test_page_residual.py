@@ -9,8 +9,9 @@ import pytest
 
 from tests.apptest_util import app_test
 from ui.state import widget_key
-from viz_model import GPT
-from viz_model.checkpoint import load_bundle, save_bundle
+from viz_model.bundles.checkpoint import save_bundle
+from viz_model.bundles.load import load_bundle
+from viz_model.model.gpt import GPT
 
 PAGE = "pages/4_Residual_stream.py"
 PROMPT = "ROMEO: But soft"

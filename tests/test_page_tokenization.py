@@ -75,7 +75,7 @@ def test_the_merge_step_slider_changes_the_merged_pair(at):
 
 
 def test_the_numbers_pitfall_is_true_of_the_tokenizers_shown(at, models_dir):
-    from viz_model.checkpoint import load_bundle
+    from viz_model.bundles.load import load_bundle
 
     note = next(m.value for m in at.markdown if m.value.startswith("**Numbers.**"))
     # The old claim ("digits are grouped by frequency") was false beside chips of single digits.

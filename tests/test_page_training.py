@@ -8,8 +8,8 @@ from pathlib import Path
 from tests.apptest_util import app_test, plotly_array, plotly_figures
 from ui.state import widget_key
 from viz_model.analysis.training import tex_number
-from viz_model.checkpoint import load_bundle
-from viz_model.config import TrainConfig
+from viz_model.bundles.load import load_bundle
+from viz_model.model.config import TrainConfig
 
 PAGE = "pages/9_Training.py"
 

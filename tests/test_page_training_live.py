@@ -9,12 +9,12 @@ import signal
 import pytest
 import streamlit as st
 
+from serving import jobs, models
 from tests.apptest_util import app_test, plotly_array, plotly_figures
 from tests.test_jobs import LONG, root, tiny, wait_for  # noqa: F401 (root is a fixture)
-from ui import models, shared_cache
+from ui import shared_cache
 from ui.state import widget_key
-from viz_model import jobs
-from viz_model.checkpoint import load_bundle
+from viz_model.bundles.load import load_bundle
 
 PAGE = "pages/9_Training.py"
 

@@ -6,10 +6,10 @@ import os
 
 import pytest
 
+from serving import jobs, retrain
 from tests.test_jobs import root, tiny, wait_for  # noqa: F401  (root is a fixture)
-from viz_model import jobs, retrain
 from viz_model.analysis.interventions import Ablation, damaged_copy
-from viz_model.checkpoint import load_bundle
+from viz_model.bundles.load import load_bundle
 
 
 def test_a_damaged_copy_retrains_from_where_its_source_stopped(root):  # noqa: F811

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from viz_model.config import PRESET_TRAINING
-from viz_model.run_settings import RunSettings, new_run
-from viz_model.train import STEPS_WHEN_TIMED
-from viz_model.train_cli import build_parser, settings_from_args, settings_to_argv
+from viz_model.model.config import PRESET_TRAINING, STEPS_WHEN_TIMED
+from viz_model.training.cli import build_parser, settings_from_args
+from viz_model.training.settings import RunSettings, new_run, settings_to_argv
 
 EXAMPLES = [
     RunSettings(corpus="shakespeare", preset="quick", minutes=1.5),

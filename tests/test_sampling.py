@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from tests.conftest import tiny_model
-from viz_model.sampling import (
+from viz_model.model.sampling import (
     SamplingSettings,
     generate,
     generate_steps,

@@ -1,4 +1,4 @@
-"""viz_model/scale.py: how much of a big model the pages look at at once."""
+"""viz_model/model/scale.py: how much of a big model the pages look at at once."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from tests.conftest import tiny_model
-from viz_model import GPTConfig
-from viz_model.scale import MIN_VIEW_TOKENS, cache_bytes, grid_layers, view_tokens
+from viz_model.model.config import GPTConfig
+from viz_model.model.scale import MIN_VIEW_TOKENS, cache_bytes, grid_layers, view_tokens
 
 GPT2_SMALL = GPTConfig(vocab_size=50257, n_ctx=1024, d_model=768, n_layer=12, n_head=12)
 

@@ -7,8 +7,8 @@ import json
 
 import numpy as np
 
+from serving import models
 from tests.apptest_util import app_test, plotly_array, plotly_figures
-from ui import models
 from ui.state import widget_key
 from viz_model.analysis.training import final_step, losses_at
 

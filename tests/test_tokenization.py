@@ -1,4 +1,4 @@
-"""Tests for viz_model/tokenization.py: round trips, offsets, save/load, merges, bad input."""
+"""Tests for viz_model/text/tokenization.py: round trips, offsets, save/load, merges, bad input."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 import tokenizers
 from tokenizers import processors
 
-from viz_model.tokenization import Piece, Tokenizer, TokenizerError
+from viz_model.text.tokenization import Piece, Tokenizer, TokenizerError
 
 KINDS = ("char", "bpe", "word")
 

@@ -15,19 +15,24 @@ import torch
 import torch.nn.functional as F
 
 from tests.conftest import VOCAB, tiny_model
-from viz_model import GPT, GPTConfig, TrainConfig
-from viz_model import data as data_module
-from viz_model.checkpoint import list_snapshots, load_bundle
-from viz_model.config import PRESET_TRAINING, PRESETS
-from viz_model.data import TokenData, load_corpus
-from viz_model.hooks import custom
-from viz_model.tokenization import Tokenizer
-from viz_model.train import (
-    ADAM_EPS,
+from viz_model.bundles.checkpoint import list_snapshots
+from viz_model.bundles.load import load_bundle
+from viz_model.model.config import (
+    PRESET_TRAINING,
+    PRESETS,
     STEPS_WHEN_TIMED,
-    build_parser,
+    GPTConfig,
+    TrainConfig,
+)
+from viz_model.model.gpt import GPT
+from viz_model.model.hooks import custom
+from viz_model.text import data as data_module
+from viz_model.text.data import TokenData, load_corpus
+from viz_model.text.tokenization import Tokenizer
+from viz_model.training.cli import build_parser, main
+from viz_model.training.loop import (
+    ADAM_EPS,
     lr_at,
-    main,
     make_optimizer,
     resume_state,
     snapshot_steps,
@@ -219,7 +224,7 @@ def test_every_cli_option_is_explained():
     for action in parser._actions:
         assert action.help, f"{action.option_strings} has no help"
     out = subprocess.run(
-        [sys.executable, "-m", "viz_model.train", "--help"],
+        [sys.executable, "-m", "viz_model.training", "--help"],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -236,7 +241,7 @@ def test_a_tiny_cli_run_writes_a_bundle_with_its_command(tmp_path):
     args += ["--d-model", "32", "--steps", "6", "--eval-every", "3", "--eval-batches", "2"]
     args += ["--sample-tokens", "8", "--threads", "1", "--quiet", "--out", str(out)]
     run = subprocess.run(
-        [sys.executable, "-m", "viz_model.train", *args],
+        [sys.executable, "-m", "viz_model.training", *args],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -245,7 +250,7 @@ def test_a_tiny_cli_run_writes_a_bundle_with_its_command(tmp_path):
     assert run.returncode == 0, run.stderr
     assert "done: step 6" in run.stdout
     bundle = load_bundle(out)
-    assert bundle.meta["command"].startswith("python -m viz_model.train --task repeat")
+    assert bundle.meta["command"].startswith("python -m viz_model.training --task repeat")
     assert "--steps 6" in bundle.meta["command"]
     assert bundle.meta["corpus"] == "repeat" and bundle.meta["tokenizer"] == "char"
     assert bundle.meta["val_loss"] is not None and bundle.meta["wall_time"] > 0
@@ -344,7 +349,7 @@ def test_first_ctrl_c_stops_after_the_step_and_saves_a_bundle(tmp_path):
     args = ["--task", "repeat", "--task-examples", "300", "--preset", "tiny", "--n-ctx", "32"]
     args += ["--steps", "1000000", "--eval-every", "0", "--sample-tokens", "0", "--threads", "1"]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "viz_model.train", *args, "--quiet", "--out", str(out)],
+        [sys.executable, "-m", "viz_model.training", *args, "--quiet", "--out", str(out)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

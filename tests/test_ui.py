@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from ui import models, nav, state
+from serving import models
+from ui import nav, state
 from ui.frame import _context, loss_note, model_card, val_loss
 from viz_model.analysis.next_token import crop_to_context
-from viz_model.checkpoint import load_bundle
-from viz_model.data import task_loss_floor
+from viz_model.bundles.load import load_bundle
+from viz_model.text.data import task_loss_floor
 
 # ---- parsing URL values -----------------------------------------------------------------------
 

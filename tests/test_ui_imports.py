@@ -78,12 +78,12 @@ def test_many_sessions_building_charts_while_others_import_on_first_use():
         import importlib, threading, traceback
         import numpy as np
         import ui
-        from viz_model.charts.architecture import architecture_figure, param_counts_figure
-        from viz_model.charts.attention import pattern_grid, pattern_heatmap
-        from viz_model.charts.layernorm import ln_histograms
-        from viz_model.charts.next_token import distribution_bars
-        from viz_model.charts.residual import resid_norm_heatmap
-        from viz_model.config import GPTConfig
+        from ui.charts.architecture import architecture_figure, param_counts_figure
+        from ui.charts.attention import pattern_grid, pattern_heatmap
+        from ui.charts.layernorm import ln_histograms
+        from ui.charts.next_token import distribution_bars
+        from ui.charts.residual import resid_norm_heatmap
+        from viz_model.model.config import GPTConfig
 
         cfg = GPTConfig(vocab_size=40, n_ctx=16, d_model=32, n_layer=2, n_head=4)
         labels = [f"{{i}}:x" for i in range(8)]

@@ -16,15 +16,16 @@ import plotly.graph_objects as go
 import streamlit as st
 import torch
 
-from ui.models import path_of, split_step
+from serving.models import path_of, split_step
+from ui.charts.common import frozen
 from ui.shared_cache import shared
-from viz_model.charts.common import frozen
-from viz_model.checkpoint import Bundle, load_bundle
+from viz_model.bundles.checkpoint import Bundle
+from viz_model.bundles.load import load_bundle
 
 
 @st.cache_resource(show_spinner="Loading the model…", max_entries=16)  # 10 are bundled
 def bundle(bundle_id: str) -> Bundle:
-    """The loaded bundle for an id from ui.models.bundle_id; raises CheckpointError (not cached).
+    """The loaded bundle for an id from serving.models.bundle_id; raises CheckpointError (not cached).
 
     A snapshot's id ("...#step") gives the same bundle (config, tokenizer, history) with the
     model as it was at that training step, so every page can look back through training.

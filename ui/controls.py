@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ui import state
-from viz_model.sampling import SamplingSettings
+from viz_model.model.sampling import SamplingSettings
 
 
 def sampling_controls(vocab_size: int, columns) -> SamplingSettings:

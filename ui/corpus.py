@@ -13,10 +13,12 @@ import math
 
 import streamlit as st
 
-from ui import cache, models
+from serving import models
+from ui import cache
 from viz_model.analysis import ngrams as ng
-from viz_model.checkpoint import Bundle, CheckpointError
-from viz_model.data import VAL_FRACTION, DataError
+from viz_model.bundles.checkpoint import Bundle
+from viz_model.bundles.files import CheckpointError
+from viz_model.text.data import VAL_FRACTION, DataError
 
 SPINNER = "Counting and indexing the training text (once per corpus and tokenizer)…"
 
@@ -41,7 +43,7 @@ def _key(source: dict) -> str:
 
 @st.cache_resource(show_spinner=False, max_entries=4)
 def _text(source_key: str) -> str | None:
-    from viz_model.run_settings import load_text  # the one reader of a bundle's data source
+    from viz_model.training.settings import load_text  # the one reader of a bundle's data source
 
     try:
         return load_text(json.loads(source_key))

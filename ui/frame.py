@@ -17,23 +17,25 @@ from dataclasses import dataclass, field
 import streamlit as st
 from streamlit.errors import StreamlitPageNotFoundError
 
-from ui import cache, models, nav, scrubber, state
+from serving import models
+from ui import cache, nav, scrubber, state
+from ui.charts.common import UNK_CLOSE, UNK_OPEN, show_whitespace, token_labels
 from viz_model.analysis.claims import md_escape
 from viz_model.analysis.next_token import loss_lookahead_claim
 from viz_model.analysis.training import final_step, losses_at
-from viz_model.charts.common import UNK_CLOSE, UNK_OPEN, show_whitespace, token_labels
-from viz_model.checkpoint import Bundle, CheckpointError
-from viz_model.config import GPTConfig
-from viz_model.data import (
+from viz_model.bundles.checkpoint import Bundle
+from viz_model.bundles.files import CheckpointError
+from viz_model.model.config import GPTConfig
+from viz_model.model.gpt import GPT
+from viz_model.model.scale import cache_bytes, view_tokens
+from viz_model.text.data import (
     MAX_TASK_SEQ_LEN,
     MIN_TASK_SEQ_LEN,
     TASK_UNPREDICTABLE,
     TASKS,
     task_loss_floor,
 )
-from viz_model.model import GPT
-from viz_model.scale import cache_bytes, view_tokens
-from viz_model.tokenization import Tokenizer
+from viz_model.text.tokenization import Tokenizer
 
 APP_NAME = "Inside a GPT"
 DEFAULT_PROMPT = "ROMEO:\nBut soft, what light through yonder window breaks?"
@@ -86,7 +88,7 @@ def frame(title: str, icon: str = "", *, needs_prompt: bool = True) -> PageConte
     if not found:
         st.error(
             "No model found. Put a model bundle (a folder with config.json, model.safetensors and "
-            "tokenizer.json) in assets/models/ or runs/, or train one with `python -m viz_model.train`."
+            "tokenizer.json) in assets/models/ or runs/, or train one with `python -m viz_model.training`."
         )
         st.stop()
     bundle_id, bundle, errors = _resolve_model(found)

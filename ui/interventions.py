@@ -13,12 +13,12 @@ import numpy as np
 import streamlit as st
 import torch
 
+from serving import jobs, retrain
 from ui import cache, state, teacher
 from ui.shared_cache import shared
-from viz_model import jobs, retrain
 from viz_model.analysis import interventions as iv
-from viz_model.data import load_corpus
-from viz_model.sampling import SamplingSettings
+from viz_model.model.sampling import SamplingSettings
+from viz_model.text.data import load_corpus
 
 VAL_TOKENS = 512  # tokens of validation text the loss is measured on (a few windows)
 

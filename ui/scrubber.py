@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import cache, models, state
+from serving import models
+from ui import cache, state
 from viz_model.analysis.training import final_step, training_steps
-from viz_model.checkpoint import Bundle, CheckpointError
+from viz_model.bundles.checkpoint import Bundle
+from viz_model.bundles.files import CheckpointError
 
 KEY = "train_step"
 _OWNER = "_train_step_model"  # the model the chosen step belongs to

@@ -16,7 +16,7 @@ from __future__ import annotations
 import streamlit as st
 from streamlit.errors import StreamlitSecretNotFoundError
 
-from viz_model import jobs
+from serving import jobs
 
 SECRET_KEY = "teacher_password"
 

@@ -2,7 +2,7 @@
 
 `draw_runs(auth)` lists the runs (the URL's t_run picks one) and draws the chosen one in a
 fragment that reruns about once a second while the run is live. The fragment only reads the
-run's files (viz_model.jobs.read): nothing waits on the job, and every student of every server
+run's files (serving.jobs.read): nothing waits on the job, and every student of every server
 process sees the same run. What a run shows: its state and progress, its controls, the loss
 curves against the counting baselines, its newest samples, and a probe prompt's next-token
 distribution and one head's attention from the weights saved at its last evaluation.
@@ -15,17 +15,17 @@ from pathlib import Path
 
 import streamlit as st
 
-from ui import cache, models, state, training_view
+from serving import jobs, models
+from ui import cache, state, training_view
+from ui.charts.attention import pattern_heatmap
+from ui.charts.common import token_labels
+from ui.charts.next_token import distribution_bars
 from ui.shared_cache import shared
-from viz_model import jobs
 from viz_model.analysis import next_token as nt
 from viz_model.analysis.attention import attention_run
-from viz_model.charts.attention import pattern_heatmap
-from viz_model.charts.common import token_labels
-from viz_model.charts.next_token import distribution_bars
-from viz_model.checkpoint import CheckpointError
-from viz_model.run_settings import RunSettings
-from viz_model.sampling import SamplingSettings
+from viz_model.bundles.files import CheckpointError
+from viz_model.model.sampling import SamplingSettings
+from viz_model.training.settings import RunSettings
 
 RUN_KEY = "t_run"
 REFRESH_S = 1.0

@@ -18,9 +18,9 @@ from typing import Any
 
 import streamlit as st
 
+from serving import jobs
 from ui import state
-from viz_model import estimate, jobs
-from viz_model.config import (
+from viz_model.model.config import (
     MAX_CTX,
     MAX_D_MODEL,
     MAX_HEADS,
@@ -34,7 +34,7 @@ from viz_model.config import (
     TrainConfig,
     preset,
 )
-from viz_model.data import (
+from viz_model.text.data import (
     CORPORA,
     MAX_UPLOAD_BYTES,
     MIN_TRAIN_CHARS,
@@ -42,8 +42,9 @@ from viz_model.data import (
     DataError,
     validate_user_text,
 )
-from viz_model.run_settings import RunSettings, estimate_params, load_text, model_shape
-from viz_model.tokenization import DEFAULT_VOCAB
+from viz_model.text.tokenization import DEFAULT_VOCAB
+from viz_model.training import estimate
+from viz_model.training.settings import RunSettings, estimate_params, load_text, model_shape
 
 SOURCES = {"corpus": "Shakespeare", "task": "A synthetic task", "own": "Your own text"}
 OWN = {"paste": "Paste it", "upload": "Upload a .txt"}

@@ -12,13 +12,13 @@ import numpy as np
 import streamlit as st
 
 from ui import cache, corpus, state
+from ui.charts import ngrams as charts
+from ui.charts.common import show_whitespace
 from ui.frame import PageContext
 from ui.shared_cache import shared
 from viz_model.analysis import next_token as nt
 from viz_model.analysis import ngrams as ng
 from viz_model.analysis.tokens import token_text
-from viz_model.charts import ngrams as charts
-from viz_model.charts.common import show_whitespace
 
 
 def _p_text(log_p_nats: float) -> str:

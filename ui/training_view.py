@@ -9,11 +9,12 @@ from collections.abc import Hashable
 
 import streamlit as st
 
-from ui import cache, models, state
+from serving import models
+from ui import cache, state
+from ui.charts import training as charts
 from viz_model.analysis import training as tr
-from viz_model.charts import training as charts
-from viz_model.config import TrainConfig
-from viz_model.train import ADAM_EPS
+from viz_model.model.config import TrainConfig
+from viz_model.training.loop import ADAM_EPS
 
 BASELINES_NOTE = (
     "Grey lines: what counting alone scores on the same validation text. **blind guess**: every "

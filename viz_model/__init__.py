@@ -1,17 +1,12 @@
-"""viz_model: an instrumented GPT you can see inside. Plain Python + PyTorch; never imports streamlit."""
+"""viz_model: the engine of an instrumented GPT you can see inside (PyTorch, NumPy, tokenizers,
+safetensors; never Streamlit, never plotly).
 
-from viz_model.checkpoint import Bundle, CheckpointError, load_bundle, save_bundle
-from viz_model.config import GPTConfig, TrainConfig
-from viz_model.model import GPT
-from viz_model.tokenization import Tokenizer
+Subpackages, lowest first; a module imports only from its own subpackage or those above it in
+this list (docs/ARCHITECTURE.md, checked by scripts/check_imports.py):
 
-__all__ = [
-    "GPT",
-    "Bundle",
-    "CheckpointError",
-    "GPTConfig",
-    "Tokenizer",
-    "TrainConfig",
-    "load_bundle",
-    "save_bundle",
-]
+    model/      the GPT, its config, the attention mask, hooks, the activation cache, sampling
+    text/       tokenizers, corpora and user text, n-gram counts and the corpus index
+    bundles/    saved models: our bundle format, GPT-2 folders, one `load_bundle()`
+    training/   the training loop, run settings, the speed estimate, `python -m viz_model.training`
+    analysis/   what the pages measure: one module per concept, and the claims they print
+"""

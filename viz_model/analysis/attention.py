@@ -8,7 +8,7 @@
   for induction also a shuffled-token control). analysis/head_roles.py turns them into claims.
 - `query_arithmetic(q, k, v, W_O, query, causal)` redoes one query row by hand, step by step:
   pattern = softmax(q k^T / sqrt(d_head) + mask), z = pattern @ v, result = z @ W_O, with the
-  model's mask (viz_model/mask.py).
+  model's mask (viz_model/model/mask.py).
 - `induction_test(tokenizer, meta, n_ctx)` says which tokens the standard induction test draws
   from (ordinary text, never <unk>, line breaks or special tokens) and how long a copy the model
   was trained on; `repeated_random_tokens(token_ids, length, seed)` draws that input.
@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from viz_model.config import GPTConfig
-from viz_model.data import repeat_copy_lengths
-from viz_model.mask import attention_mask, is_causal
-from viz_model.model import GPT
-from viz_model.tokenization import Tokenizer
+from viz_model.model.config import GPTConfig
+from viz_model.model.gpt import GPT
+from viz_model.model.mask import attention_mask, is_causal
+from viz_model.text.data import repeat_copy_lengths
+from viz_model.text.tokenization import Tokenizer
 
 ROLES = ("previous-token", "induction", "first-token sink", "self")
 DEFAULT_COPY_LENGTH = 40  # tokens per copy in the induction test when training says nothing

@@ -12,7 +12,7 @@ A pre-LN block (Jurafsky & Martin's "Transformers" chapter names each step t1..t
 `block_walk(model, ids, layer)` recomputes every step from the block's weights in float64 numpy,
 for the whole prompt at once: the matrix form Q = t1 W_Q, K, V, the pattern
 softmax(Q K^T / sqrt(d_head) + mask) and Z = pattern V per head, with the model's own mask
-(viz_model/mask.py: causal, or none for a model trained without one). Post-LN blocks and
+(viz_model/model/mask.py: causal, or none for a model trained without one). Post-LN blocks and
 attention-only blocks are walked too, with their own steps (the lecture's names describe the
 pre-LN block).
 
@@ -33,9 +33,9 @@ import numpy as np
 import torch
 
 from viz_model.analysis.attention import head_W_O
-from viz_model.config import GPTConfig
-from viz_model.mask import hidden_keys
-from viz_model.model import GPT, LayerNorm
+from viz_model.model.config import GPTConfig
+from viz_model.model.gpt import GPT, LayerNorm
+from viz_model.model.mask import hidden_keys
 
 
 @dataclass(frozen=True)

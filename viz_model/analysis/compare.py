@@ -30,8 +30,8 @@ import numpy as np
 from viz_model.analysis.claims import Claim, md_escape
 from viz_model.analysis.next_token import LN2, TopTokens, distribution, surprisal, top_tokens
 from viz_model.analysis.training import Curves
-from viz_model.sampling import SamplingSettings
-from viz_model.tokenization import Tokenizer
+from viz_model.model.sampling import SamplingSettings
+from viz_model.text.tokenization import Tokenizer
 
 UNITS = ("bits per character", "nats per token")
 

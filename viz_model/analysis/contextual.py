@@ -26,9 +26,9 @@ import torch
 from viz_model.analysis.claims import Claim
 from viz_model.analysis.embeddings import pca
 from viz_model.analysis.neurons import Windows, corpus_windows
-from viz_model.data import load_corpus, task_text
-from viz_model.model import GPT
-from viz_model.tokenization import Tokenizer
+from viz_model.model.gpt import GPT
+from viz_model.text.data import load_corpus, task_text
+from viz_model.text.tokenization import Tokenizer
 
 MIN_LEFT = 8  # an occurrence needs this many tokens before it: some context to be read
 PER_WINDOW = 2  # at most this many occurrences from one window, so contexts vary

@@ -32,7 +32,7 @@ import torch.nn.functional as F
 
 from viz_model.analysis.claims import Claim
 from viz_model.analysis.dynamics import Measures, measure
-from viz_model.model import GPT
+from viz_model.model.gpt import GPT
 
 
 @dataclass(frozen=True)

@@ -33,8 +33,8 @@ from viz_model.analysis.attention import (
     repeated_random_tokens,
 )
 from viz_model.analysis.claims import Claim
-from viz_model.model import GPT
-from viz_model.tokenization import Tokenizer
+from viz_model.model.gpt import GPT
+from viz_model.text.tokenization import Tokenizer
 
 N_PROBES = 32  # sequences whose head-role scores are averaged: one sequence is a noisy measurement
 # Losses and accuracies are cheap (one forward pass), so they are averaged over more sequences,

@@ -26,8 +26,8 @@ import torch
 import torch.nn.functional as F
 
 from viz_model.analysis.claims import Claim
-from viz_model.hooks import patch
-from viz_model.model import GPT
+from viz_model.model.gpt import GPT
+from viz_model.model.hooks import patch
 
 
 @dataclass(frozen=True)

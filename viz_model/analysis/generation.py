@@ -8,7 +8,7 @@ student may force any token instead of the sampled one; the step records that it
 Also: the newest token's attention in every layer, generation timed with and without the KV cache,
 and the history written into a link (and rebuilt from one), so a shared URL shows the same steps.
 
-Not here: temperature / top-k / top-p and the KV-cache generation loop (viz_model.sampling).
+Not here: temperature / top-k / top-p and the KV-cache generation loop (viz_model.model.sampling).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import torch
 
 from viz_model.analysis.claims import Claim
 from viz_model.analysis.next_token import crop_to_context
-from viz_model.model import GPT
-from viz_model.sampling import (
+from viz_model.model.gpt import GPT
+from viz_model.model.sampling import (
     Distribution,
     SamplingSettings,
     generate,
@@ -282,7 +282,7 @@ def kv_cache_claim(result: KVComparison, causal: bool) -> Claim:
     """What the comparison with and without the KV cache showed. With the causal mask the cache
     is exact, so the tokens must match; without it every earlier token also reads the newest one,
     their keys and values change at every step, and generation cannot use a cache at all
-    (viz_model.sampling.generate falls back to the full window), so a match shows nothing."""
+    (viz_model.model.sampling.generate falls back to the full window), so a match shows nothing."""
     n, first = len(result.with_cache), result.first_difference
     speedup = result.seconds_without / max(result.seconds_with, 1e-9)
     numbers = {"tokens": n, "match": float(result.match), "causal": float(causal)}

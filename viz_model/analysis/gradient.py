@@ -39,7 +39,7 @@ import torch
 import torch.nn.functional as F
 
 from viz_model.analysis.claims import Claim
-from viz_model.model import GPT
+from viz_model.model.gpt import GPT
 
 MAX_STEP_PARAMS = 20_000_000  # a step copies the model and its gradients: 3x its memory per student
 

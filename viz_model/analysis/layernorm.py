@@ -27,8 +27,8 @@ import torch
 
 from viz_model.analysis.claims import Claim
 from viz_model.analysis.residual import growth_claim  # noqa: F401  (re-exported for the pages)
-from viz_model.cache import ActivationCache
-from viz_model.model import GPT, LayerNorm
+from viz_model.model.cache import ActivationCache
+from viz_model.model.gpt import GPT, LayerNorm
 
 
 def layernorm_names(model: GPT) -> list[str]:

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from viz_model.config import GPTConfig
-from viz_model.mask import attention_mask
+from viz_model.model.config import GPTConfig
+from viz_model.model.mask import attention_mask
 
 
 def softmax(x: np.ndarray) -> np.ndarray:

@@ -22,8 +22,8 @@ import numpy as np
 import torch
 
 from viz_model.analysis.claims import Claim
-from viz_model.model import GPT
-from viz_model.tokenization import Tokenizer
+from viz_model.model.gpt import GPT
+from viz_model.text.tokenization import Tokenizer
 
 
 def has_mlp(model: GPT) -> bool:

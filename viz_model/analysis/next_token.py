@@ -4,7 +4,7 @@ and how surprised the model is by each token of a text (surprisal) and by the wh
 surprisal of token t = -log p(x_t | x_<t)  (nats; the first token has none: nothing came before it)
 perplexity          = exp(mean surprisal)  (the "effective number of choices" per token)
 
-Not here: how temperature / top-k / top-p reshape logits (viz_model.sampling), figures (charts).
+Not here: how temperature / top-k / top-p reshape logits (viz_model.model.sampling), figures (charts).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import numpy as np
 import torch
 
 from viz_model.analysis.claims import Claim
-from viz_model.model import GPT
-from viz_model.sampling import Distribution, SamplingSettings, next_token_distribution
+from viz_model.model.gpt import GPT
+from viz_model.model.sampling import Distribution, SamplingSettings, next_token_distribution
 
 LN2 = math.log(2.0)
 

@@ -21,11 +21,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from viz_model import ngram
 from viz_model.analysis.claims import Claim
-from viz_model.corpus_index import DEPTH, CorpusIndex, ranks
-from viz_model.data import VAL_FRACTION, TokenData
-from viz_model.tokenization import Tokenizer
+from viz_model.text import ngram
+from viz_model.text.corpus_index import DEPTH, CorpusIndex, ranks
+from viz_model.text.data import VAL_FRACTION, TokenData
+from viz_model.text.tokenization import Tokenizer
 
 LN2 = math.log(2.0)
 WORD_RE = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)*|\d+|\n|[^\w\s]")
@@ -298,7 +298,7 @@ def start_ids(tokenizer: Tokenizer, index: CorpusIndex) -> list[int]:
 
 def gpt_sample(model, tokenizer: Tokenizer, start: list[int], n_tokens: int, seed: int) -> str:
     """n_tokens sampled at temperature 1 after `start` (not included), as text."""
-    from viz_model.sampling import generate
+    from viz_model.model.sampling import generate
 
     return tokenizer.decode(generate(model, start, n_tokens, seed=seed))
 

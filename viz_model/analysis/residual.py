@@ -24,8 +24,8 @@ import numpy as np
 import torch
 
 from viz_model.analysis.claims import Claim
-from viz_model.cache import ActivationCache
-from viz_model.model import GPT
+from viz_model.model.cache import ActivationCache
+from viz_model.model.gpt import GPT
 
 
 def layer_labels(n_layer: int) -> list[str]:

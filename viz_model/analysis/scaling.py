@@ -33,9 +33,10 @@ from pathlib import Path
 import numpy as np
 
 from viz_model.analysis.claims import Claim
-from viz_model.checkpoint import CheckpointError, read_config
-from viz_model.config import GPTConfig
-from viz_model.data import ASSETS_DIR
+from viz_model.bundles.checkpoint import read_config
+from viz_model.bundles.files import CheckpointError
+from viz_model.model.config import GPTConfig
+from viz_model.text.data import ASSETS_DIR
 
 SWEEP_FILE = ASSETS_DIR / "scaling" / "shakespeare-char.json"  # scripts/scaling_sweep.py
 

@@ -20,7 +20,7 @@ from functools import lru_cache
 from tokenizers import pre_tokenizers
 
 from viz_model.analysis.claims import Claim
-from viz_model.tokenization import Tokenizer
+from viz_model.text.tokenization import Tokenizer
 
 Merge = tuple[str, str]
 Word = tuple[str, ...]

@@ -1,0 +1,172 @@
+"""Model bundles: a folder with everything needed to rebuild and explain a trained model.
+
+    NAME/
+      model.safetensors   the weights (float32)
+      config.json         {"format_version", "model": GPTConfig, "train": TrainConfig | null,
+                           "tokenizer_sha256", "meta": {command, corpus, val_loss, ...}}
+      tokenizer.json      the HF tokenizers file
+      history.json        the training curve: a list of step records
+      snapshots/step_000123.safetensors   weights (float16) at log-spaced steps
+
+Loading validates before it trusts (sizes, config ranges, tensor names and shapes, finite weights,
+tokenizer/embedding agreement); every failure is one `CheckpointError` with a plain message.
+Writes are atomic (a temp file, then os.replace) and give files the mode open() would (not
+mkstemp's 0600), so an app running as another user can read them. Nothing is ever unpickled.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors.torch import save_file
+
+from viz_model.bundles.files import (
+    CheckpointError,
+    atomic_write,
+    read_json,
+    read_tokenizer,
+    read_weights,
+    write_json,
+)
+from viz_model.model.config import GPTConfig
+from viz_model.model.gpt import GPT
+from viz_model.text.tokenization import Tokenizer
+
+FORMAT_VERSION = 1
+REQUIRED = ("model.safetensors", "config.json", "tokenizer.json")
+_SNAPSHOT = re.compile(r"step_(\d+)\.safetensors$")
+
+
+@dataclass
+class Bundle:
+    path: Path
+    model: GPT
+    tokenizer: Tokenizer
+    config: GPTConfig
+    train_config: dict[str, Any] | None = None
+    history: list[dict[str, Any]] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    def snapshot_steps(self) -> list[int]:
+        return list_snapshots(self.path)
+
+    def load_snapshot(self, step: int) -> GPT:
+        """A new model with the weights saved at `step` of training."""
+        return load_snapshot(self.path, step, self.config)
+
+
+# ---- writing ----------------------------------------------------------------------------------
+
+
+def _weights(model: GPT, dtype: torch.dtype | None = None) -> dict[str, torch.Tensor]:
+    sd = model.state_dict()
+    return {k: (v.to(dtype) if dtype else v).detach().cpu().contiguous() for k, v in sd.items()}
+
+
+def save_weights(path: Path, model: GPT, dtype: torch.dtype | None = None) -> None:
+    tensors = _weights(model, dtype)
+    atomic_write(Path(path), lambda tmp: save_file(tensors, tmp))
+
+
+def save_bundle(
+    path: str | os.PathLike,
+    model: GPT,
+    tokenizer: Tokenizer,
+    train_config: dict[str, Any] | None = None,
+    history: list[dict[str, Any]] | None = None,
+    meta: dict[str, Any] | None = None,
+) -> Path:
+    """Write (or overwrite) a bundle folder; returns its path."""
+    path = Path(path)
+    if tokenizer.vocab_size != model.cfg.vocab_size:
+        raise CheckpointError(
+            f"the tokenizer has {tokenizer.vocab_size} tokens but the model embeds "
+            f"{model.cfg.vocab_size}"
+        )
+    path.mkdir(parents=True, exist_ok=True)
+    save_weights(path / "model.safetensors", model)
+    tok_text = tokenizer.to_json()
+    atomic_write(path / "tokenizer.json", lambda t: Path(t).write_text(tok_text, encoding="utf-8"))
+    config = {
+        "format_version": FORMAT_VERSION,
+        "model": model.cfg.to_dict(),
+        "train": train_config,
+        "tokenizer_sha256": tokenizer.sha256,
+        "meta": meta or {},
+    }
+    write_json(path / "config.json", config)
+    save_history(path, history or [])
+    return path
+
+
+def save_history(path: str | os.PathLike, history: list[dict[str, Any]]) -> None:
+    write_json(Path(path) / "history.json", history)
+
+
+def save_snapshot(path: str | os.PathLike, model: GPT, step: int) -> Path:
+    """Weights at one training step, in float16 (half the size; plenty for looking back)."""
+    out = Path(path) / "snapshots" / f"step_{step:06d}.safetensors"
+    save_weights(out, model, torch.float16)
+    return out
+
+
+def list_snapshots(path: str | os.PathLike) -> list[int]:
+    folder = Path(path) / "snapshots"
+    if not folder.is_dir():
+        return []
+    steps = [int(m.group(1)) for f in folder.iterdir() if (m := _SNAPSHOT.match(f.name))]
+    return sorted(steps)
+
+
+# ---- reading ----------------------------------------------------------------------------------
+
+
+def _read_config(path: Path) -> tuple[GPTConfig, dict[str, Any]]:
+    raw = read_json(path / "config.json")
+    if not isinstance(raw, dict) or "model" not in raw:
+        raise CheckpointError("config.json has no 'model' section")
+    if raw.get("format_version") != FORMAT_VERSION:
+        raise CheckpointError(
+            f"config.json has format version {raw.get('format_version')!r}; "
+            f"this app reads version {FORMAT_VERSION}"
+        )
+    try:
+        return GPTConfig.from_dict(raw["model"]), raw
+    except (TypeError, ValueError) as exc:
+        raise CheckpointError(f"config.json: {exc}") from exc
+
+
+def read_config(path: str | os.PathLike) -> tuple[GPTConfig, dict[str, Any]]:
+    """A bundle's model config and its whole config.json (meta included), without reading the
+    weights or the tokenizer: cheap enough to look over every bundle (CheckpointError, OSError)."""
+    return _read_config(Path(path))
+
+
+def load_checkpoint(path: Path) -> Bundle:
+    """Load and validate a bundle folder in our own format (CheckpointError otherwise)."""
+    for name in REQUIRED:
+        if not (path / name).is_file():
+            raise CheckpointError(f"the bundle {path.name!r} has no {name}")
+    cfg, raw = _read_config(path)
+    tokenizer = read_tokenizer(path, cfg, raw.get("tokenizer_sha256"))
+    model = read_weights(path / "model.safetensors", cfg)
+    history = read_json(path / "history.json") if (path / "history.json").is_file() else []
+    if not isinstance(history, list):
+        raise CheckpointError("history.json should hold a list of step records")
+    return Bundle(path, model, tokenizer, cfg, raw.get("train"), history, raw.get("meta") or {})
+
+
+def load_snapshot(path: str | os.PathLike, step: int, cfg: GPTConfig) -> GPT:
+    file = Path(path) / "snapshots" / f"step_{step:06d}.safetensors"
+    if not file.is_file():
+        raise CheckpointError(f"no snapshot at step {step} in {Path(path).name}")
+    return read_weights(file, cfg)

@@ -1,0 +1,1 @@
+"""Text: tokenizers (HF tokenizers), the corpora and user text, n-gram counts, the corpus index."""

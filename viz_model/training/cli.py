@@ -1,0 +1,487 @@
+"""The command line `python -m viz_model.training`: flags -> RunSettings -> the loop, with a progress bar.
+
+    python -m viz_model.training --corpus shakespeare --preset quick --minutes 1 --out runs/x
+
+Flags become a `RunSettings` (viz_model/training/settings.py), which `new_run` turns into a run, the
+same way the job runner does; `settings_to_argv` goes back, so a job's bundle records the command
+that would train it again. This module prints; the loop (train.py) does not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from viz_model.bundles.files import CheckpointError
+from viz_model.bundles.load import load_bundle
+from viz_model.model.config import (
+    ACTS,
+    POSITIONS,
+    PRESET_TRAINING,
+    PRESETS,
+    STEPS_WHEN_TIMED,
+    TrainConfig,
+)
+from viz_model.text.data import TASKS, VAL_FRACTION
+from viz_model.training.loop import train
+from viz_model.training.settings import (
+    DEFAULT_PRESET,
+    MODEL_FLAGS,
+    PROG,
+    TOKENIZERS,
+    TRAIN_FLAGS,
+    Run,
+    RunSettings,
+    command,
+    new_run,
+    pick_device,
+    resumed_run,
+)
+
+# Flags that describe what a bundle is (its data, tokenizer and shape): a resume keeps the bundle's.
+_FIXED_BY_BUNDLE = (
+    "corpus",
+    "task",
+    "text_file",
+    "val_fraction",
+    "tokenizer",
+    "vocab_size",
+    "preset",
+)
+
+DESCRIPTION = """\
+Train a small GPT on a corpus, a synthetic task or your own text file, and save it as a model
+bundle (a folder the app can open): weights, tokenizer, config, training curve and snapshots.
+
+Examples:
+  python -m viz_model.training --corpus shakespeare --tokenizer char --preset small --out runs/sh
+  python -m viz_model.training --corpus shakespeare --tokenizer char --preset quick --minutes 1 --out runs/class
+  python -m viz_model.training --task repeat --preset attn-only-2l --steps 1500 --out runs/ind
+  python -m viz_model.training --resume runs/sh --steps 4000 --out runs/sh
+"""
+
+
+def _preset_training_help(name: str) -> str:
+    """', and unless told otherwise batch 16, lr 0.003, ...' for a preset with its own settings."""
+    flags = {"batch_size": "batch", "lr": "lr", "min_lr": "min-lr", "warmup_steps": "warm-up"}
+    own = PRESET_TRAINING.get(name, {})
+    if not own:
+        return ""
+    return ", and unless told otherwise " + ", ".join(f"{flags[k]} {v:g}" for k, v in own.items())
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=PROG,
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    src = p.add_argument_group("what to train on (choose one)")
+    src.add_argument(
+        "--corpus",
+        help="a bundled text corpus by name: shakespeare (about 1 MB of eight plays)",
+    )
+    src.add_argument(
+        "--task",
+        choices=sorted(TASKS),
+        help="a synthetic task generated from a seed: repeat (random letters written twice; "
+        "teaches induction heads), count (runs of consecutive numbers), brackets (balanced "
+        "brackets)",
+    )
+    src.add_argument(
+        "--text-file",
+        type=Path,
+        help="a UTF-8 plain text file of your own (at most 2 MB, at least 2,000 characters)",
+    )
+    src.add_argument(
+        "--task-examples",
+        type=int,
+        default=20_000,
+        help="how many lines of the synthetic task to generate (default 20000)",
+    )
+    src.add_argument(
+        "--task-len",
+        type=int,
+        default=32,
+        help="characters per line of the synthetic task (default 32; for repeat, half of them "
+        "are the random letters and half the copy)",
+    )
+    src.add_argument(
+        "--val-fraction",
+        type=float,
+        help="the share of the text kept aside to measure the validation loss on text the model "
+        "never trains on: the end of each of up to 20 equal stretches, so every part of the text "
+        "has some (default 0.1)",
+    )
+
+    tok = p.add_argument_group("tokenizer")
+    tok.add_argument(
+        "--tokenizer",
+        choices=TOKENIZERS,
+        help="how text becomes tokens: char (one token per character), bpe (byte-pair "
+        "encoding: frequent pieces of words become single tokens) or word (one token per word); "
+        "default char",
+    )
+    tok.add_argument(
+        "--vocab-size",
+        type=int,
+        help="how many tokens a bpe or word tokenizer learns (default 512 for bpe, 2000 for word); "
+        "ignored for char",
+    )
+
+    mod = p.add_argument_group("model shape (a preset, then any overrides)")
+    mod.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        help="a named model size: "
+        + "; ".join(
+            f"{name}: {v['n_layer']} layers, {v['d_model']} dims, {v['n_head']} heads, "
+            f"context {v['n_ctx']}"
+            + (", attention only" if v.get("attn_only") else "")
+            + _preset_training_help(name)
+            for name, v in PRESETS.items()
+        )
+        + " (default small)",
+    )
+    mod.add_argument("--n-ctx", type=int, help="context length: how many tokens the model sees")
+    mod.add_argument(
+        "--d-model", type=int, help="width of the residual stream (the size of every token vector)"
+    )
+    mod.add_argument("--n-layer", type=int, help="number of transformer blocks")
+    mod.add_argument("--n-head", type=int, help="attention heads per block (must divide d-model)")
+    mod.add_argument("--d-mlp", type=int, help="hidden neurons of each MLP (default 4 x d-model)")
+    mod.add_argument(
+        "--act",
+        choices=ACTS,
+        help="the MLP's nonlinearity, the bend between its two layers (default gelu)",
+    )
+    mod.add_argument(
+        "--pos",
+        choices=POSITIONS,
+        help="position information: learned vectors, fixed sine waves, or none at all (default "
+        "learned)",
+    )
+    mod.add_argument(
+        "--norm",
+        choices=("pre", "post"),
+        help="where LayerNorm sits: before attention and the MLP read the stream (pre, as in "
+        "GPT-2) or after their output is added back (post, as in the original 2017 Transformer); "
+        "default pre",
+    )
+    mod.add_argument(
+        "--tie-embeddings",
+        action="store_true",
+        default=None,
+        help="use the token embedding matrix (transposed) as the unembedding",
+    )
+    mod.add_argument(
+        "--attn-only",
+        action="store_true",
+        default=None,
+        help="blocks with attention but no MLP (easier to take apart)",
+    )
+    mod.add_argument(
+        "--no-bias",
+        action="store_true",
+        default=None,
+        help="no bias vectors in the linear layers and LayerNorms",
+    )
+    mod.add_argument(
+        "--no-causal-mask",
+        action="store_true",
+        default=None,
+        help="for one lesson only: every position also sees the tokens after it, so training "
+        "can copy the answer (its loss falls towards zero) while generation, where the future "
+        "is not there yet, is nonsense",
+    )
+    mod.add_argument(
+        "--dropout",
+        type=float,
+        help="share of activations zeroed at random while training, so the model cannot lean on "
+        "any one of them; helps long runs not to memorise the text (default 0)",
+    )
+
+    tr = p.add_argument_group("training")
+    defaults = TrainConfig()
+    tr.add_argument(
+        "--steps",
+        type=int,
+        help=f"total optimiser steps (default {defaults.max_steps}); when resuming, the total "
+        "including the steps already taken",
+    )
+    tr.add_argument(
+        "--batch-size",
+        type=int,
+        help=f"text windows per step (default {defaults.batch_size})",
+    )
+    tr.add_argument("--lr", type=float, help=f"peak learning rate (default {defaults.lr})")
+    tr.add_argument(
+        "--min-lr",
+        type=float,
+        help=f"learning rate at the end: after the warm-up the rate falls from --lr to this along "
+        f"half a cosine wave (default {defaults.min_lr})",
+    )
+    tr.add_argument(
+        "--warmup",
+        type=int,
+        help=f"steps over which the learning rate rises linearly from 0 (default "
+        f"{defaults.warmup_steps})",
+    )
+    tr.add_argument(
+        "--weight-decay",
+        type=float,
+        help=f"how strongly each step pulls the weight matrices toward zero (AdamW's weight decay, a "
+        f"mild brake on memorising; default {defaults.weight_decay})",
+    )
+    tr.add_argument(
+        "--grad-clip",
+        type=float,
+        help=f"largest allowed gradient norm; 0 turns clipping off (default {defaults.grad_clip})",
+    )
+    tr.add_argument(
+        "--eval-every",
+        type=int,
+        help=f"steps between validation-loss measurements, which also save the bundle; 0: only at "
+        f"the end (default {defaults.eval_every})",
+    )
+    tr.add_argument(
+        "--eval-batches",
+        type=int,
+        help=f"batches averaged for each validation loss (default {defaults.eval_batches})",
+    )
+    tr.add_argument(
+        "--sample-every",
+        type=int,
+        help=f"steps between generated text samples; 0: only at the end (default "
+        f"{defaults.sample_every})",
+    )
+    tr.add_argument(
+        "--sample-tokens",
+        type=int,
+        help=f"tokens per sample (default {defaults.sample_tokens})",
+    )
+    tr.add_argument(
+        "--snapshots",
+        type=int,
+        help=f"about how many copies of the weights to keep at log-spaced steps, plus the "
+        f"untrained model (default {defaults.n_snapshots})",
+    )
+    tr.add_argument(
+        "--snapshot-at",
+        type=_steps,
+        metavar="STEPS",
+        help="extra steps to keep the weights at, comma-separated (e.g. 1300,1400,1500): dense "
+        "snapshots where something forms, for the Training dynamics page",
+    )
+    tr.add_argument(
+        "--minutes",
+        type=float,
+        help="stop after this many minutes of training in all (resumed runs count their earlier "
+        "time); the learning rate then decays on time, reaching min-lr at the end. Without "
+        "--steps the clock alone ends the run; with --steps, whichever comes first. "
+        "0 or unset: no time limit, --steps decides",
+    )
+    tr.add_argument("--seed", type=int, help=f"random seed (default {defaults.seed})")
+    tr.add_argument(
+        "--threads",
+        type=int,
+        help="CPU threads for PyTorch; 0 leaves PyTorch's default (default 0)",
+    )
+    tr.add_argument(
+        "--device",
+        default="auto",
+        choices=("auto", "cpu", "cuda", "mps"),
+        help="where to train: auto picks a GPU (cuda, then mps) when there is one, else the CPU",
+    )
+
+    io = p.add_argument_group("output")
+    io.add_argument(
+        "--out",
+        type=Path,
+        help="the bundle folder to write (e.g. runs/my-model); when resuming, the resumed folder "
+        "unless given",
+    )
+    io.add_argument(
+        "--resume",
+        type=Path,
+        help="a bundle folder to continue training: its model, tokenizer, data and validation split "
+        "(so those flags cannot be given); the step count and the curve continue, and the "
+        "optimiser's memory restarts",
+    )
+    io.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress bar and no samples; the model line, validation losses and summary still "
+        "print",
+    )
+    return p
+
+
+def _given(args: argparse.Namespace, flags: dict[str, str]) -> dict[str, Any]:
+    """{field: value} for the flags of `flags` that were given."""
+    return {
+        field: getattr(args, flag)
+        for flag, field in flags.items()
+        if getattr(args, flag) is not None
+    }
+
+
+def _model_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """{GPTConfig field: value} for the shape flags given, the negated ones included."""
+    model = _given(args, MODEL_FLAGS)
+    if args.no_bias:
+        model["bias"] = False
+    if args.no_causal_mask:
+        model["causal"] = False
+    return model
+
+
+def settings_from_args(args: argparse.Namespace) -> RunSettings:
+    """The RunSettings the flags of a new run describe (ValueError with a plain message)."""
+    if sum(getattr(args, n) is not None for n in ("corpus", "task", "text_file")) != 1:
+        raise SystemExit("choose exactly one of --corpus, --task or --text-file")
+    model = _model_flags(args)
+    return RunSettings(
+        corpus=args.corpus,
+        task=args.task,
+        text_file=None if args.text_file is None else str(args.text_file),
+        task_examples=args.task_examples,
+        task_len=args.task_len,
+        val_fraction=VAL_FRACTION if args.val_fraction is None else args.val_fraction,
+        tokenizer=args.tokenizer or "char",
+        vocab_size=args.vocab_size,
+        preset=args.preset or DEFAULT_PRESET,
+        model=model,
+        train=_given(args, TRAIN_FLAGS),
+        minutes=args.minutes,
+        device=args.device,
+    )
+
+
+def _steps(text: str) -> tuple[int, ...]:
+    """ "1300,1400" -> (1300, 1400); argparse turns the ValueError into a plain message."""
+    return tuple(int(part) for part in text.split(",") if part.strip())
+
+
+def _resumed(args: argparse.Namespace, argv: list[str]) -> Run:
+    fixed = [f"--{n.replace('_', '-')}" for n in _FIXED_BY_BUNDLE if getattr(args, n) is not None]
+    model = _model_flags(args)
+    if model or fixed:
+        given = ", ".join(fixed + sorted(model))
+        raise SystemExit(
+            f"the data, tokenizer and model shape cannot change when resuming (given: {given}); "
+            "they are the bundle's own"
+        )
+    out = args.out or args.resume
+    return resumed_run(args.resume, out, _given(args, TRAIN_FLAGS), args.minutes, command(argv))
+
+
+def _set_up(args: argparse.Namespace, argv: list[str]) -> Run:
+    """The model, data and settings of the run, or SystemExit with a plain message (a missing
+    file, text that cannot be trained on, an impossible model shape, a broken bundle)."""
+    try:
+        if args.resume is not None:
+            return _resumed(args, argv)
+        if args.out is None:
+            raise SystemExit("give --out, the folder to write the model bundle to")
+        return new_run(settings_from_args(args), args.out, command(argv))
+    except (ValueError, OSError, CheckpointError) as exc:  # DataError, TokenizerError included
+        raise SystemExit(f"error: {exc}") from None
+
+
+def _stop_on_ctrl_c(stop: threading.Event):
+    """Make the first Ctrl-C set the stop flag (the run ends after the step in progress and saves
+    the bundle); a second one quits at once. Returns the previous handler, or None when this is
+    not the main thread (signals can only be caught there)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def on_sigint(signum, frame) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+        print(
+            "\nCtrl-C: stopping after this step and saving the bundle "
+            "(press Ctrl-C again to quit without saving)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    return signal.signal(signal.SIGINT, on_sigint)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)
+    from tqdm import tqdm
+
+    run = _set_up(args, argv)
+    model, cfg, out = run.model, run.cfg, run.out
+    if cfg.threads > 0:
+        torch.set_num_threads(cfg.threads)
+    device = pick_device(args.device)
+    model.to(device)
+    run.meta["device"] = str(device)
+    print(
+        f"model: {model.n_params():,} parameters, {model.cfg.n_layer} layers, "
+        f"{model.cfg.d_model} dims, {model.cfg.n_head} heads, context {model.cfg.n_ctx}; "
+        f"data: {run.data!r}; vocabulary {run.tokenizer.vocab_size} ({run.tokenizer.kind}); "
+        f"torch threads {torch.get_num_threads()}; device {device}",
+        flush=True,
+    )
+    stop = threading.Event()
+    timed = cfg.time_limit > 0 and cfg.max_steps == STEPS_WHEN_TIMED
+    bar = tqdm(
+        total=None if timed else cfg.max_steps,
+        initial=run.start_step,
+        disable=args.quiet,
+        unit="step",
+        dynamic_ncols=True,
+    )
+    last = None
+    best_val = None
+    previous_handler = _stop_on_ctrl_c(stop)
+    loop = train(
+        model, run.data, cfg, out, run.tokenizer, stop, run.history, run.start_step, run.meta
+    )
+    try:
+        for rec in loop:
+            last = rec
+            if rec.val_loss is not None:
+                best_val = rec.val_loss
+                bar.write(f"step {rec.step}: val loss {rec.val_loss:.4f}")
+            if rec.sample is not None and not args.quiet:
+                bar.write(f"--- sample at step {rec.step} ---\n{rec.sample}\n---")
+            post = {"loss": f"{rec.train_loss:.3f}" if rec.train_loss is not None else "nan"}
+            post["tok/s"] = f"{rec.tokens_per_s:,.0f}"
+            if best_val is not None:
+                post["val"] = f"{best_val:.3f}"
+            bar.set_postfix(post, refresh=False)
+            bar.update(rec.step - bar.n)
+    except KeyboardInterrupt:
+        print("\nquit without saving: the bundle holds the last evaluation, if any", flush=True)
+        return 130
+    finally:
+        bar.close()
+        if previous_handler is not None:
+            signal.signal(signal.SIGINT, previous_handler)
+    if last is None:
+        return 1
+    saved = load_bundle(out).meta
+    print(
+        f"done: step {saved.get('step')}, train loss {last.train_loss}, val loss "
+        f"{saved.get('val_loss')} (perplexity "
+        f"{math.exp(saved['val_loss']) if saved.get('val_loss') else float('nan'):.2f}), "
+        f"{saved.get('wall_time')} s, {last.tokens_per_s:,.0f} tokens/s; bundle in {out}"
+    )
+    if last.stopped:
+        print(f"stopped early: {last.stopped}")
+        return 130 if stop.is_set() else 2
+    return 0

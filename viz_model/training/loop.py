@@ -1,0 +1,453 @@
+"""Training as an iterator of step records (the command line is in train_cli.py).
+
+    for record in train(model, data, TrainConfig(max_steps=500), Path("runs/x"), tokenizer):
+        print(record.step, record.train_loss)
+
+Each step takes one AdamW update on a random batch (weight decay on 2-D weight matrices only),
+with a learning rate that warms up linearly and then follows a cosine down to `min_lr`, and with
+the gradient's norm clipped. Every `eval_every` steps the loop measures the validation loss
+(model.eval(), no gradients, the fused attention path), every `sample_every` steps it writes a
+short sample, and at log-spaced steps it saves a float16 snapshot of the weights so a page can
+scrub back through training. The bundle (checkpoint.save_bundle) is rewritten at every evaluation
+and at the end, so stopping at any time leaves a loadable model.
+
+It stops early, always leaving a loadable bundle, when the `stop` event is set (after the step in
+progress) or when the loss or the gradient stops being a finite number (the weights of the last
+good step are kept and the last record says why). Resuming from a bundle continues the step count,
+the schedule and the curve; the optimiser's moments are not stored in bundles, so they restart.
+With a time limit (TrainConfig.time_limit, seconds) the run ends when that much time has passed
+and the cosine decay runs on the share of the time used, so a run of any length ends at min_lr.
+
+The same loop serves the command line (viz_model/training/cli.py, which prints and draws a progress
+bar) and the job runner (serving/jobs.py, a child process per run); nothing in it knows
+Streamlit, prints or draws. Settings become a run (data, tokenizer, model, TrainConfig) in one
+place for both: viz_model/training/settings.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from viz_model.bundles.checkpoint import save_bundle, save_snapshot
+from viz_model.bundles.load import load_bundle
+from viz_model.model.config import TrainConfig
+from viz_model.model.gpt import GPT
+from viz_model.model.sampling import SamplingSettings, generate
+from viz_model.text.data import TokenData
+from viz_model.text.tokenization import Tokenizer
+
+EVAL_SEED = 1234  # the same validation windows at every evaluation, so the curve is not noise
+SAMPLE_SEED = 0
+SAMPLE_PROMPT = "\n"
+
+
+@dataclass
+class StepRecord:
+    """What one training step reports. val_* only on evaluation steps, sample on sample steps,
+    stopped only on the last record of a run that ended early."""
+
+    step: int
+    train_loss: float | None  # None only when the loss was not a finite number
+    lr: float
+    tokens_per_s: float  # smoothed over recent steps
+    elapsed: float  # seconds since the run started (including earlier runs when resumed)
+    val_loss: float | None = None
+    val_ppl: float | None = None
+    sample: str | None = None
+    stopped: str | None = None
+    event: str | None = None  # what changed before this step: a new peak lr, a pause, a resume
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict without the fields that are None, e.g. {"step": 3, "train_loss": 4.1,
+        "lr": 3e-05, "tokens_per_s": 9100.0, "elapsed": 0.4}."""
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+def lr_at(step: int, cfg: TrainConfig, time_fraction: float = 0.0) -> float:
+    """The learning rate of `step` (1-based): linear warm-up to cfg.lr over warmup_steps, then a
+    cosine from cfg.lr down to cfg.min_lr at max_steps (and min_lr after it).
+
+    With lr=1e-3, min_lr=1e-4, warmup_steps=100, max_steps=1100: step 50 -> 5e-4, step 100 ->
+    1e-3, step 600 -> 5.5e-4 (half way down), step 1100 -> 1e-4. Under a time limit the cosine
+    follows whichever is further along: the steps or the share of the time used (time_fraction).
+    """
+    if cfg.warmup_steps > 0 and step <= cfg.warmup_steps:
+        return cfg.lr * step / cfg.warmup_steps
+    span = max(1, cfg.max_steps - cfg.warmup_steps)
+    progress = min(1.0, max((step - cfg.warmup_steps) / span, time_fraction))
+    return cfg.min_lr + 0.5 * (1.0 + math.cos(math.pi * progress)) * (cfg.lr - cfg.min_lr)
+
+
+def snapshot_steps(max_steps: int, n: int) -> list[int]:
+    """Step 0 (the untrained model) and `n` log-spaced steps ending at max_steps (fewer when
+    small steps collide): step round(max_steps ** (i / n)) for i = 1..n, e.g.
+    snapshot_steps(4000, 3) -> [0, 16, 252, 4000]; snapshot_steps(60, 4) -> [0, 3, 8, 22, 60]."""
+    if n <= 0:
+        return []
+    return sorted({0, *(round(max_steps ** (i / n)) for i in range(1, n + 1))})
+
+
+ADAM_EPS = 1e-8  # AdamW's epsilon (PyTorch's default; not a TrainConfig setting)
+
+
+class AdamW:
+    """The update the loop takes, written out: AdamW (Loshchilov & Hutter), decoupled weight decay.
+
+    For each parameter theta with gradient g (after clipping), at its t-th update:
+
+        theta <- theta * (1 - lr * weight_decay)          (decay; 0 for biases and LayerNorm gains)
+        m <- beta1 * m + (1 - beta1) * g                  (running mean of the gradient)
+        v <- beta2 * v + (1 - beta2) * g * g              (running mean of its square)
+        theta <- theta - lr * (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + eps)
+
+    The same arithmetic, in the same order, as torch.optim.AdamW's default CPU path (a test
+    compares the two step by step). It is written here so the formula the Training page shows is
+    this code, and because torch's optimiser imports torch._dynamo on first use, about 2 s of a
+    job's start. Same interface as far as the loop uses it: param_groups, zero_grad, step.
+    """
+
+    def __init__(
+        self,
+        groups: list[dict[str, Any]],
+        lr: float,
+        betas: tuple[float, float],
+        eps: float = ADAM_EPS,
+    ) -> None:
+        self.param_groups = [
+            {
+                "lr": lr,
+                "betas": betas,
+                "eps": eps,
+                "weight_decay": 0.0,
+                **g,
+                "params": list(g["params"]),
+            }
+            for g in groups
+        ]
+        self.state: dict[torch.Tensor, dict[str, Any]] = {}
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for group in self.param_groups:
+            for p in group["params"]:
+                if set_to_none:
+                    p.grad = None
+                elif p.grad is not None:
+                    p.grad.zero_()
+
+    @torch.no_grad()
+    def step(self) -> None:
+        for group in self.param_groups:
+            lr, wd, eps = group["lr"], group["weight_decay"], group["eps"]
+            beta1, beta2 = group["betas"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state.get(p)
+                if state is None:
+                    state = self.state[p] = {
+                        "step": 0,
+                        "exp_avg": torch.zeros_like(p),
+                        "exp_avg_sq": torch.zeros_like(p),
+                    }
+                state["step"] += 1
+                t, m, v, g = state["step"], state["exp_avg"], state["exp_avg_sq"], p.grad
+                p.mul_(1 - lr * wd)
+                m.lerp_(g, 1 - beta1)
+                v.mul_(beta2).addcmul_(g, g, value=1 - beta2)
+                denom = (v.sqrt() / math.sqrt(1 - beta2**t)).add_(eps)
+                p.addcdiv_(m, denom, value=-lr / (1 - beta1**t))
+
+
+def make_optimizer(model: torch.nn.Module, cfg: TrainConfig) -> AdamW:
+    """AdamW with weight decay on the 2-D weight matrices (and embeddings), none on biases and
+    LayerNorm gains, as in GPT-2 and nanoGPT."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    decay = [p for p in params if p.dim() >= 2]
+    no_decay = [p for p in params if p.dim() < 2]
+    groups = [
+        {"params": decay, "weight_decay": cfg.weight_decay},
+        {"params": no_decay, "weight_decay": 0.0},
+    ]
+    return AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2))
+
+
+@torch.no_grad()
+def evaluate(
+    model: torch.nn.Module,
+    data: TokenData,
+    batch_size: int,
+    n_batches: int,
+    split: str = "val",
+    seed: int = EVAL_SEED,
+) -> float:
+    """Mean cross-entropy (nats per token) over n_batches fixed random windows of a split."""
+    was_training = model.training
+    model.eval()
+    n_ctx = model.cfg.n_ctx
+    device = next(model.parameters()).device
+    gen = torch.Generator().manual_seed(seed)
+    total = 0.0
+    for _ in range(n_batches):
+        x, y = data.batch(split, batch_size, n_ctx, gen)
+        logits = model(x.to(device))
+        total += F.cross_entropy(logits.flatten(0, 1), y.to(device).flatten()).item()
+    model.train(was_training)
+    return total / n_batches
+
+
+def sample_text(model: GPT, tokenizer: Tokenizer, n_tokens: int, seed: int = SAMPLE_SEED) -> str:
+    """`n_tokens` tokens sampled (temperature 1) after a newline, decoded to text."""
+    was_training = model.training
+    model.eval()
+    prompt = tokenizer.encode(SAMPLE_PROMPT) or [0]
+    ids = generate(model, prompt[-model.cfg.n_ctx :], n_tokens, SamplingSettings(), seed=seed)
+    model.train(was_training)
+    return tokenizer.decode(ids)
+
+
+def _finite_params(model: torch.nn.Module) -> bool:
+    return all(bool(torch.isfinite(p).all()) for p in model.parameters())
+
+
+def _copy_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+def train(
+    model: GPT,
+    data: TokenData,
+    cfg: TrainConfig,
+    out: Path | None,
+    tokenizer: Tokenizer,
+    stop: threading.Event | None = None,
+    resume_history: list[dict[str, Any]] | None = None,
+    start_step: int = 0,
+    meta: dict[str, Any] | None = None,
+    peak_lr: Callable[[], float | None] | None = None,
+    notes: Callable[[], str | None] | None = None,
+) -> Iterator[StepRecord]:
+    """Train `model` from step start_step + 1 to cfg.max_steps, yielding one StepRecord per step.
+
+    `out` is the bundle folder (None: keep nothing on disk). Time is training time: the time a
+    consumer spends between records (drawing a chart, say) counts neither in `elapsed` nor
+    against the time limit. `resume_history` and `start_step`
+    continue an earlier run (see `resume_state`). `meta` goes into config.json; the loop adds step,
+    val_loss, wall_time, tokens_seen and, when it ended early, stopped. `peak_lr`, asked before
+    each step, changes the run's peak learning rate while it runs (None: no change): the schedule
+    keeps its shape around the new cfg.lr (min_lr follows it down if needed), and the bundle
+    records it. `notes`, asked before each step, says what else happened since the last one (a
+    pause, a resume: the job worker knows); with a change of peak it becomes the record's
+    `event`, which the loss curve marks.
+    """
+    if cfg.threads > 0:
+        torch.set_num_threads(cfg.threads)
+    torch.manual_seed(cfg.seed + start_step)
+    device = next(model.parameters()).device
+    n_ctx = model.cfg.n_ctx
+    tokens_per_step = cfg.batch_size * n_ctx
+    gen = torch.Generator().manual_seed(cfg.seed + start_step)
+    opt = make_optimizer(model, cfg)
+    params = [p for group in opt.param_groups for p in group["params"]]
+    history = [dict(r) for r in (resume_history or [])]
+    meta = dict(meta or {})
+    prev_elapsed = float(history[-1]["elapsed"]) if history else 0.0
+    prev_tokens = int(meta.get("tokens_seen", start_step * tokens_per_step))
+    snaps = set(snapshot_steps(cfg.max_steps, cfg.n_snapshots)) | set(cfg.snapshot_at)
+    snaps = snaps if out is not None else set()
+    last_val: float | None = next(
+        (r["val_loss"] for r in reversed(history) if r.get("val_loss") is not None), None
+    )
+
+    good_state, good_step = _copy_state(model), start_step
+    snap_step = max((s for s in snaps if s <= start_step), default=None)
+
+    def save(step: int, stopped: str | None = None) -> None:
+        if out is None:
+            return
+        info = {
+            **meta,
+            "step": step,
+            "val_loss": last_val,
+            "wall_time": round(clock(), 2),
+            "tokens_seen": prev_tokens + (step - start_step) * tokens_per_step,
+        }
+        if stopped:
+            info["stopped"] = stopped
+        save_bundle(out, model, tokenizer, cfg.to_dict(), history, info)
+
+    t0 = time.perf_counter()
+    paused = 0.0  # time the consumer held on to a record: not training time
+
+    def clock() -> float:
+        """Seconds of training so far, earlier runs included."""
+        return prev_elapsed + time.perf_counter() - t0 - paused
+
+    if out is not None and start_step in snaps and start_step == 0:
+        save_snapshot(out, model, 0)
+        snap_step = 0
+    model.train()
+    rate = 0.0
+    t_last = time.perf_counter()
+
+    def halt(problem: str, step: int, kept_if_finite: int) -> StepRecord:
+        """Stop on a non-finite number: the loop's current state, read when it is called."""
+        return _stop_on_nan(
+            problem,
+            step,
+            kept_if_finite,
+            model,
+            good_state,
+            good_step,
+            snap_step,
+            history,
+            clock(),
+            lr,
+            rate,
+            save,
+        )
+
+    base = cfg  # a live peak is applied to the run's own settings, so min_lr can rise again
+    for step in range(start_step + 1, cfg.max_steps + 1):
+        previous_peak = cfg.lr
+        cfg = _with_peak_lr(base, peak_lr() if peak_lr is not None else None)
+        happened = [notes()] if notes is not None else []
+        if cfg.lr != previous_peak:
+            happened.append(f"peak lr {previous_peak:.3g} → {cfg.lr:.3g}")
+        event = "; ".join(e for e in happened if e) or None
+        time_fraction = clock() / cfg.time_limit if cfg.time_limit > 0 else 0.0
+        lr = lr_at(step, cfg, time_fraction)
+        for group in opt.param_groups:
+            group["lr"] = lr
+        x, y = data.batch("train", cfg.batch_size, n_ctx, gen)
+        x, y = x.to(device), y.to(device)
+        logits = model(x)
+        loss = F.cross_entropy(logits.flatten(0, 1), y.flatten())
+        loss_value = loss.item()
+        problem = None
+        if not math.isfinite(loss_value):
+            problem = f"loss became {'NaN' if math.isnan(loss_value) else 'infinite'}"
+        else:
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            clip = cfg.grad_clip if cfg.grad_clip > 0 else float("inf")
+            norm = float(torch.nn.utils.clip_grad_norm_(params, clip))
+            if not math.isfinite(norm):
+                problem = "the gradient became NaN or infinite"
+            else:
+                opt.step()
+        if problem is not None:
+            yield halt(problem, step, step - 1)  # this step's update was not taken
+            return
+
+        now, elapsed = time.perf_counter(), clock()
+        step_rate = tokens_per_step / max(now - t_last, 1e-9)
+        rate = step_rate if rate == 0.0 else 0.9 * rate + 0.1 * step_rate
+        requested = stop is not None and stop.is_set()
+        out_of_time = cfg.time_limit > 0 and elapsed >= cfg.time_limit
+        last = step == cfg.max_steps or requested or out_of_time
+        record = StepRecord(
+            step=step,
+            train_loss=round(loss_value, 5),
+            lr=float(f"{lr:.6g}"),  # short numbers keep history.json small
+            tokens_per_s=round(rate),
+            elapsed=round(elapsed, 2),
+            event=event,
+        )
+        if last or (cfg.eval_every > 0 and step % cfg.eval_every == 0):
+            val = evaluate(model, data, cfg.batch_size, cfg.eval_batches)
+            if not math.isfinite(val):
+                problem = f"validation loss became {'NaN' if math.isnan(val) else 'infinite'}"
+                yield halt(problem, step, step)  # this step's update was taken
+                return
+            last_val = round(val, 5)
+            record.val_loss, record.val_ppl = last_val, round(math.exp(val), 4)
+            good_state, good_step = _copy_state(model), step
+        if cfg.sample_tokens > 0 and (
+            last or (cfg.sample_every > 0 and step % cfg.sample_every == 0)
+        ):
+            record.sample = sample_text(model, tokenizer, cfg.sample_tokens)
+        if step in snaps or (last and snaps):  # the last weights are always kept as a snapshot
+            save_snapshot(out, model, step)
+            snap_step = step
+            good_state, good_step = _copy_state(model), step
+        if requested:
+            record.stopped = f"stopped on request after step {step}"
+        history.append(record.to_dict())
+        if record.val_loss is not None or last:
+            save(step, record.stopped)
+        t_yield = time.perf_counter()
+        yield record
+        if last:
+            return
+        t_last = time.perf_counter()
+        paused += t_last - t_yield
+
+
+def _with_peak_lr(cfg: TrainConfig, lr: float | None) -> TrainConfig:
+    """cfg with the peak learning rate `lr` (and min_lr no higher than it); cfg itself if None."""
+    if lr is None or lr == cfg.lr:
+        return cfg
+    return dataclasses.replace(cfg, lr=lr, min_lr=min(cfg.min_lr, lr))
+
+
+def _stop_on_nan(
+    problem: str,
+    step: int,
+    kept_if_finite: int,
+    model: GPT,
+    good_state: dict[str, torch.Tensor],
+    good_step: int,
+    snap_step: int | None,
+    history: list[dict[str, Any]],
+    elapsed: float,
+    lr: float,
+    rate: float,
+    save,
+) -> StepRecord:
+    """Put back the last good weights, save them, and say what happened in one record."""
+    if _finite_params(model):
+        kept = kept_if_finite
+    else:
+        model.load_state_dict(good_state)
+        kept = good_step
+    history[:] = [r for r in history if r["step"] <= kept]
+    where = f"kept the weights of step {kept}"
+    if snap_step is not None:
+        where += f" (last snapshot: step {snap_step})"
+    reason = f"{problem} at step {step}; {where}"
+    record = StepRecord(
+        step=step,
+        train_loss=None,
+        lr=lr,
+        tokens_per_s=round(rate, 1),
+        elapsed=round(elapsed, 3),
+        stopped=reason,
+    )
+    history.append(record.to_dict())
+    save(kept, reason)
+    return record
+
+
+def resume_state(bundle_path: str | Path) -> tuple[Any, int, list[dict[str, Any]]]:
+    """(bundle, start_step, history) to continue training a bundle where it stopped.
+
+    start_step is the step of the saved weights (meta.step; after a NaN stop that is the last good
+    step), and the history is cut to the records up to it.
+    """
+    bundle = load_bundle(bundle_path)
+    history = bundle.history
+    start = bundle.meta.get("step")
+    if start is None:
+        start = max((int(r.get("step", 0)) for r in history), default=0)
+    start = int(start)
+    return bundle, start, [r for r in history if int(r.get("step", 0)) <= start]
