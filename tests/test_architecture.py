@@ -1,0 +1,70 @@
+"""The layers of docs/ARCHITECTURE.md hold: no import cycles, no upward imports, and the engine
+loads neither Streamlit nor plotly (scripts/check_imports.py counts; these tests hold it to 0)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from scripts import check_imports
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_project_has_no_import_cycles_and_no_upward_imports():
+    report = check_imports.report()
+    assert report["modules"] > 90  # every package was read (a wrong root would find none)
+    assert report["cycle_members"] == []
+    assert report["upward"] == []
+
+
+def test_the_checker_finds_a_cycle_hidden_in_a_function():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert check_imports.cycles(graph) == [["a", "b", "c"]]
+    assert check_imports.cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_checker_calls_an_import_of_a_higher_layer_upward():
+    graph = {
+        "viz_model.model.gpt": {"viz_model.text.tokenization"},  # model sits below text
+        "viz_model.analysis.attention": {"viz_model.model.gpt"},
+        "serving.jobs": {"ui.frame"},
+        "ui.frame": {"serving.jobs", "ui.charts.common"},
+    }
+    assert check_imports.upward_imports(graph) == [
+        ("serving.jobs", "ui.frame"),
+        ("viz_model.model.gpt", "viz_model.text.tokenization"),
+    ]
+
+
+def test_imports_under_type_checking_do_not_count_and_function_level_ones_do(tmp_path):
+    source = tmp_path / "mod.py"
+    source.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from viz_model.model.gpt import GPT\n"
+        "def f():\n    from viz_model.text import data\n"
+    )
+    names = check_imports.imported_names(source, "viz_model.bundles.mod")
+    assert "viz_model.model.gpt" not in names
+    assert "viz_model.text.data" in names
+
+
+def test_importing_the_whole_engine_loads_neither_streamlit_nor_plotly():
+    code = (
+        "import importlib, json, pkgutil, sys\n"
+        "import viz_model\n"
+        "names = [m.name for m in pkgutil.walk_packages(viz_model.__path__, 'viz_model.')\n"
+        "         if not m.name.endswith('__main__')]\n"
+        "for name in names: importlib.import_module(name)\n"
+        "print(json.dumps({'modules': len(names), 'loaded': sorted(\n"
+        "    m for m in ('streamlit', 'plotly', 'altair') if m in sys.modules)}))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    result = json.loads(out.stdout)
+    assert result["modules"] > 30
+    assert result["loaded"] == []
