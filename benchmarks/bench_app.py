@@ -3,7 +3,7 @@ time of a page rerun after a widget change on the bundled model.
 
     python -m benchmarks.bench_app [--starts 3] [--changes 5]
 
-Targets (DESIGN.md section 6, issue 4): Home drawn within 5 s of `streamlit run`; a widget change
+Targets (docs/ARCHITECTURE.md, Budgets, issue 4): Home drawn within 5 s of `streamlit run`; a widget change
 answered in under 300 ms of server time. Rerun times are AppTest's `at.run()` after a change (the
 script's own time on the server, without the browser's drawing); for every available page the
 first main-area widget is changed, preferring a one-step button ("Next token", "Step") and then

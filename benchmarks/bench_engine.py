@@ -2,7 +2,7 @@
 
     python -m benchmarks.bench_engine
 
-Targets (DESIGN.md section 6 and the engine issue): train-step ratio >= 0.95; full cache < 1.5x a
+Targets (docs/ARCHITECTURE.md, Budgets and the engine issue): train-step ratio >= 0.95; full cache < 1.5x a
 plain forward; greedy 50 tokens after a 10-token prompt with the KV cache under 60 ms.
 """
 

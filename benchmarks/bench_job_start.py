@@ -12,7 +12,7 @@ Two measurements, each in fresh processes (imports are part of a start):
 - `end_to_end`: jobs.start(...) in this process, to the first line of the run's history.jsonl
   (what a student waits for after pressing Start), best and worst of `rounds`.
 
-DESIGN.md budget: start to first step under 3 s.
+docs/ARCHITECTURE.md, Budgets: start to first step under 3 s.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ For each thread count it starts a `quick` job on Shakespeare (VIZ_JOB_THREADS), 
 alone for a while, then starts `streamlit run` and 30 protocol-level students clicking every
 0.5-2 s on random pages (benchmarks.class_arrival.class_clicking) and reads the job's speed again,
 from its own history (tokens/s of the steps taken in each window). It also reports the students'
-median and p95 page time. DESIGN.md section 8: the job's threads are chosen so that training and
+median and p95 page time. docs/ARCHITECTURE.md, The server side: the job's threads are chosen so that training and
 the students do not starve each other; on 2 cores the default is 1 (serving/jobs.py).
 """
 

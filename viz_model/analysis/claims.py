@@ -1,4 +1,4 @@
-"""Claims: a sentence about the model on screen, computed from its numbers (DESIGN.md section 9).
+"""Claims: a sentence about the model on screen, computed from its numbers (docs/ARCHITECTURE.md, Claims).
 
 A page never writes a finding as fixed prose ("this head is an induction head", "copying is half
 learned by step N"): it calls a claim function, which measures, decides whether the finding may be

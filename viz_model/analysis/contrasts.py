@@ -14,7 +14,7 @@ numbers that show what the choice does.
 - `next_token_weight(patterns)`: how much of each head's attention goes to the very next token,
   the one it is asked to predict (zero for any head under a causal mask).
 - `look_ahead_claim(...)`, `next_token_claim(...)`: what the mask contrast may say about its
-  numbers (DESIGN.md section 9), each against its baseline: the masked twin, and even attention.
+  numbers (docs/ARCHITECTURE.md, Claims), each against its baseline: the masked twin, and even attention.
 - `copy_profile(model, ids)`: the mean loss at each position of repeated random sequences (the
   Training dynamics probe), with that page's summary numbers (`dynamics.measure`).
 

@@ -148,7 +148,7 @@ def swap_experiment(
     return swap_experiments(model, ids, i, j, positions, (layer,))[layer]
 
 
-# ---- claims (DESIGN.md section 9) ------------------------------------------------------------------
+# ---- claims (docs/ARCHITECTURE.md, Claims) ------------------------------------------------------------------
 
 ROUNDING = 1e-5  # float32 sums in another order differ by ~1e-7 of their size: 100x that
 

@@ -275,7 +275,7 @@ def restore_link(
     return steps, problems
 
 
-# ---- claims (DESIGN.md section 9) ------------------------------------------------------------------
+# ---- claims (docs/ARCHITECTURE.md, Claims) ------------------------------------------------------------------
 
 
 def kv_cache_claim(result: KVComparison, causal: bool) -> Claim:

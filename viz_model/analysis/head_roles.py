@@ -1,8 +1,8 @@
 """What each attention head is for, as claims: a role is named only when its score beats chance.
 
 A head's role (previous-token, induction, first-token sink, self, "looks k back", and "looks k
-ahead" in a model without a causal mask) is a claim about the model on screen (DESIGN.md section
-9). `role_tests(scores, layer, head, induction)` lists the evidence for every role of one head:
+ahead" in a model without a causal mask) is a claim about the model on screen (docs/ARCHITECTURE.md,
+Claims). `role_tests(scores, layer, head, induction)` lists the evidence for every role of one head:
 its score, what the same head would score by chance (analysis/attention.py's `head_scores`:
 even attention over the keys each query may read; for induction also the shuffled-token
 control), and on how many query positions it was measured. A role is claimed when

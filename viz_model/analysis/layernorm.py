@@ -13,7 +13,7 @@ when every gamma_i is equal and beta = 0. `output_length_claim` checks that on a
 
 `stream_lengths` measures the residual stream's mean length at each station, with each post-LN
 block's closing gain length; `growth_claim`, `post_ln_gain_claim` and `pre_post_claim` turn those
-numbers into the sentences the pages print (DESIGN.md section 9).
+numbers into the sentences the pages print (docs/ARCHITECTURE.md, Claims).
 
 Not here: charts (charts/layernorm.py); the residual stream across layers (analysis/residual.py).
 """

@@ -281,7 +281,7 @@ def corpus_search(
     return CorpusSearch(windows, maxima, argmax, top_windows, top_acts)
 
 
-# ---- claims (DESIGN.md section 9) ------------------------------------------------------------------
+# ---- claims (docs/ARCHITECTURE.md, Claims) ------------------------------------------------------------------
 
 
 def dead_neurons_claim(peaks: np.ndarray, n_windows: int) -> Claim:

@@ -146,7 +146,7 @@ def top_tokens(dist: Distribution, k: int, id_to_token) -> TopTokens:
     )
 
 
-# ---- claims (DESIGN.md section 9) ------------------------------------------------------------------
+# ---- claims (docs/ARCHITECTURE.md, Claims) ------------------------------------------------------------------
 
 
 BLIND_MARGIN = 0.1  # within 10% of the vocabulary size, a perplexity is a blind guess's

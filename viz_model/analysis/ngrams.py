@@ -327,7 +327,7 @@ def text_log_probs(model, seq: list[int], start: int) -> np.ndarray:
     return np.array(out, dtype=np.float64)
 
 
-# ---- claims (DESIGN.md section 9) ------------------------------------------------------------------
+# ---- claims (docs/ARCHITECTURE.md, Claims) ------------------------------------------------------------------
 
 CHANCE_CHUNKS, CHANCE_CHUNK = 8, 64  # held-out text measured for the chance overlap: 8 x 64 tokens
 

@@ -216,7 +216,7 @@ def attribution_from_activations(
     )
 
 
-# ---- claims about the norm (DESIGN.md section 9) -----------------------------------------------
+# ---- claims about the norm (docs/ARCHITECTURE.md, Claims) -----------------------------------------------
 # The lengths are measured on the prompt, not sampled: any rise is a rise and any fall a fall.
 GROWTH_TOLERANCE = 0.0
 SPREAD_TOLERANCE = 0.10  # post-LN: tokens "have about the same norm" when std/mean is below this

@@ -18,7 +18,7 @@
 - `chinchilla_rows(results)`: tokens per parameter each run saw, beside Hoffmann et al.'s ~20, and
   the compute-optimal size that rule gives for the same compute.
 - `size_claim`, `compute_claim`, `tokens_claim`: the sentences the Scaling page prints about the
-  fits (DESIGN.md section 9): "loss falls with size" only when b > 0 beyond the fit's uncertainty.
+  fits (docs/ARCHITECTURE.md, Claims): "loss falls with size" only when b > 0 beyond the fit's uncertainty.
 
 Not here: training the sweep (scripts/scaling_sweep.py), charts (charts/scaling.py), streamlit.
 """

@@ -357,7 +357,7 @@ def digit_count(text: str) -> int:
     return sum(text.count(d) for d in DIGITS)
 
 
-# ---- claims (DESIGN.md section 9): each pitfall, as the tokenizers shown really cut its strings -----
+# ---- claims (docs/ARCHITECTURE.md, Claims): each pitfall, as the tokenizers shown really cut its strings -----
 
 
 def _chips(tokenizer: Tokenizer, text: str) -> str:

@@ -240,7 +240,7 @@ def update_rule(cfg: TrainConfig, eps: float, timed: bool = False) -> UpdateRule
     return UpdateRule((grad, moments, step, warmup, cosine, where), numbers)
 
 
-# ---- claims about a run (DESIGN.md section 9) -------------------------------------------------
+# ---- claims about a run (docs/ARCHITECTURE.md, Claims) -------------------------------------------------
 
 MIN_STEPS_TO_COMPARE = 20  # fewer steps than this: the start-up noise would decide the speed
 LOSS_CHANGE = 0.02  # nats: a smaller change of the validation loss is not called a rise or a fall
