@@ -4,7 +4,7 @@ start. Run with `streamlit run app.py`; every page lives in pages/ and starts wi
 import streamlit as st
 
 import ui
-from ui import cache, nav
+from ui import cache, nav, parts
 from ui.charts.architecture import architecture_figure, param_counts_figure, param_rows
 from ui.frame import page_link
 
@@ -62,7 +62,7 @@ with left:
     )
     shares = cache.figure(("home_param_counts", ctx.bundle_id), lambda: param_counts_figure(counts))
     st.plotly_chart(shares, width="stretch", config={"displayModeBar": False})
-    with st.expander("The numbers behind it"):
+    with parts.numbers_behind_it():
         lines = [f"| {name} | {n:,} | {share:.1%} |" for name, n, share in rows]
         st.markdown(
             "| component | parameters | share |\n|---|--:|--:|\n"

@@ -134,10 +134,22 @@ def class_server(processes: int, env: dict[str, str], warm_up: bool = True):
     False); yield (url, app pids, app ports)."""
     port, backend, folder = free_port(), free_port(), Path(tempfile.mkdtemp(prefix="bench-class-"))
     cmd = [
-        sys.executable, "-m", "serving.class_server", "start", "--processes", str(processes),
-        "--port", str(port), "--backend-port", str(backend), "--address", "127.0.0.1",
-        "--state-dir", str(folder), *([] if warm_up else ["--no-warm"]),
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "serving.class_server",
+        "start",
+        "--processes",
+        str(processes),
+        "--port",
+        str(port),
+        "--backend-port",
+        str(backend),
+        "--address",
+        "127.0.0.1",
+        "--state-dir",
+        str(folder),
+        *([] if warm_up else ["--no-warm"]),
+    ]
     launcher = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, text=True, env=env)
     try:
         line = launcher.stdout.readline()
@@ -281,8 +293,18 @@ def main() -> None:
         emit("class_memory", memory_growth(args))
         return
     runs = [measure(n, args, models) for n in args.processes]
-    emit("class_load", {"students": args.students, "pace_s": args.pace, "seconds": args.seconds,
-                        "cold": args.cold, "no_warm": args.no_warm, "models": models, "runs": runs})  # fmt: skip
+    emit(
+        "class_load",
+        {
+            "students": args.students,
+            "pace_s": args.pace,
+            "seconds": args.seconds,
+            "cold": args.cold,
+            "no_warm": args.no_warm,
+            "models": models,
+            "runs": runs,
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -68,8 +68,11 @@ async def run(student: Student, pid: int, page: str, query: str = "", prompt=Non
     before = cpu_seconds(pid)
     seen = await student.view(page, query, widgets=None if prompt is None else {"Prompt": prompt})
     await asyncio.sleep(SETTLE_S)
-    return {"cpu_s": cpu_seconds(pid) - before, "bytes": seen.kilobytes * 1e3,
-            "errors": len(seen.exceptions) + (not seen.finished)}  # fmt: skip
+    return {
+        "cpu_s": cpu_seconds(pid) - before,
+        "bytes": seen.kilobytes * 1e3,
+        "errors": len(seen.exceptions) + (not seen.finished),
+    }
 
 
 async def page_views(port: int, pid: int, page: str, model: str, n0: int, views: int) -> dict:

@@ -87,8 +87,12 @@ async def arrive(
         try:
             return await open_page(port, paths[i % len(paths)])
         except Exception as exc:  # a refused or dropped connection counts as a failed view
-            return {"page": paths[i % len(paths)], "seconds": float("nan"),
-                    "exceptions": [f"connection: {exc!r}"[:200]], "finished": False}  # fmt: skip
+            return {
+                "page": paths[i % len(paths)],
+                "seconds": float("nan"),
+                "exceptions": [f"connection: {exc!r}"[:200]],
+                "finished": False,
+            }
 
     return await asyncio.gather(*(student(i) for i in range(students)))
 

@@ -8,7 +8,7 @@ import numpy as np
 import streamlit as st
 
 import ui
-from ui import cache, corpus, state
+from ui import cache, corpus, parts, state
 from ui.charts import ngrams as charts
 from ui.charts.common import show_whitespace
 from ui.frame import val_loss
@@ -171,7 +171,7 @@ else:
             st.dataframe(
                 [
                     {
-                        "next token": show_whitespace(token_text(tok, t)),
+                        "next token": parts.token_label(tok, t),
                         "count": int(table.counts[t]),
                         "count ratio": f"{int(table.counts[t])}/{table.total}",
                         "P (counts)": float(counts_p[t]),
@@ -268,7 +268,7 @@ st.caption(
         else ""
     )
 )
-with st.expander("The numbers behind it"):
+with parts.numbers_behind_it():
     st.dataframe(
         [
             {

@@ -9,7 +9,7 @@ import streamlit as st
 
 import ui
 from ui import interventions as ux
-from ui import state
+from ui import parts, state
 from ui.charts import interventions as charts
 from ui.charts.common import show_whitespace
 from ui.charts.tokens import token_chips_html
@@ -46,7 +46,7 @@ def label(i: int) -> str:
 
 def shown_label(i: int) -> str:
     """A token as sentences show it: whitespace visible (␣ ↵)."""
-    return show_whitespace(label(i))
+    return parts.token_label(tok, i)
 
 
 def effect_picture(eff: iv.Effect, title: str, what: str) -> None:
@@ -76,7 +76,7 @@ def effect_picture(eff: iv.Effect, title: str, what: str) -> None:
         "next-token distribution changed hands.",
     )
     st.markdown(iv.loss_change_claim(eff, what).text)
-    with st.expander("The numbers behind it"):
+    with parts.numbers_behind_it():
         st.dataframe(
             [
                 {
@@ -183,7 +183,7 @@ def ablation_section() -> None:
         )
         st.markdown(iv.head_sweep_claim(stats).text)
         st.caption("Outlined: the heads ablated above; pick a head's pill above to see its effect.")
-        with st.expander("The numbers behind it"):
+        with parts.numbers_behind_it():
             st.dataframe(
                 [
                     {
@@ -312,7 +312,7 @@ def patching_section() -> None:
             fmt=".2f",
         )
     )
-    with st.expander("The numbers behind it"):
+    with parts.numbers_behind_it():
         st.dataframe(
             [
                 {"patched": r, **{ctx.labels[t]: float(result.resid[i, t]) for t in range(end + 1)}}
@@ -380,7 +380,7 @@ def steering_section() -> None:
     left.code(shown + tok.decode(plain), language=None, wrap_lines=True)
     right.markdown(f"**With α = {strength:g} at layer {layer}**")
     right.code(shown + tok.decode(pushed), language=None, wrap_lines=True)
-    with st.expander("The numbers behind it"):
+    with parts.numbers_behind_it():
         report = ux.direction_report(ctx.bundle_id, a, b, layer)
         st.markdown(
             f"$\\lVert v \\rVert$ = {report.norm:.2f}. Read straight through the unembedding, "

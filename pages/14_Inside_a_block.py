@@ -6,7 +6,7 @@ import numpy as np
 import streamlit as st
 
 import ui
-from ui import cache, state
+from ui import cache, parts, state
 from ui.charts import block as charts
 from ui.charts.common import show_whitespace
 from ui.shared_cache import shared
@@ -153,7 +153,7 @@ def one_block() -> None:
         "Every step is recomputed here by hand from the block's weights (in 64-bit numbers); where "
         "the model records the same vector at a hook (`blocks.L.` + the name shown), the last column is the largest difference."
     )
-    with st.expander("The numbers behind it"):
+    with parts.numbers_behind_it():
         st.dataframe(
             {"dimension": np.arange(cfg.d_model)}
             | {s: vectors[i].round(4) for i, s in enumerate(symbols)},
@@ -459,7 +459,7 @@ def chain_rule_section(s: gx.GradientStep, position: int, lr: float) -> None:
             "a gradient through the input: autograd's number is the sum of both paths, the sum "
             "above only the unembedding's."
         )
-    with st.expander("The numbers behind it"):
+    with parts.numbers_behind_it():
         st.dataframe(
             {
                 "position t": ctx.labels[:-1],
@@ -728,7 +728,7 @@ def linear_probes() -> None:
         "margin is wide)."
     )
     st.markdown("\n".join(f"- {pr.probe_claim(n, stations, r).text}" for n, r in results.items()))
-    with st.expander("The numbers behind it"):
+    with parts.numbers_behind_it():
         st.dataframe(
             [
                 {"property": n, "station": s, "held-out accuracy": round(float(r.test_accuracy[i]), 4),

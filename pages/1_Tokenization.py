@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import ui
-from ui import state
+from ui import parts, state
 from ui.charts.common import show_whitespace
 from ui.charts.tokens import token_chips_html, vocab_curve_chart
 from viz_model.analysis import tokens as tk
@@ -206,7 +206,7 @@ for name, examples in tk.PITFALLS:
 
 # ---- the numbers --------------------------------------------------------------------------------
 
-with st.expander("The numbers behind it"):
+with parts.numbers_behind_it():
     st.markdown(f"**Your prompt on this model's tokenizer** ({ctx.name}):")
     pieces = ctx.tokenizer.pieces(prompt)
     st.dataframe(

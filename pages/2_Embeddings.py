@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import ui
-from ui import cache, state
+from ui import cache, parts, state
 from ui.charts.common import show_whitespace
 from ui.charts.embeddings import pca_scatter, position_heatmap, similarity_heatmap, swap_chart
 from ui.charts.tokens import token_chips_html
@@ -318,7 +318,7 @@ for k, (column, fig) in enumerate(zip(st.columns(2, gap="large"), swap_figs, str
 
 # ---- the numbers --------------------------------------------------------------------------------
 
-with st.expander("The numbers behind it"):
+with parts.numbers_behind_it():
     st.markdown(
         f"The last token's layer-0 attention output (`blocks.0.hook_attn_out`, its first 12 of "
         f"{cfg.d_model} numbers), for the original and the swapped prompt:"

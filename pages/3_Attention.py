@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import ui
-from ui import cache, state
+from ui import cache, parts, state
 from ui.charts.attention import (
     attention_lines,
     highlight_head,
@@ -544,7 +544,7 @@ st.markdown(
 with st.expander("Every head in words"):
     st.markdown("\n".join(f"- {r['claim'].text}" for r in rows))
 
-with st.expander("The numbers behind it"):
+with parts.numbers_behind_it():
     which = "scores" if view == "scores" else "pattern"
     values = run.scores[layer, head] if view == "scores" else run.pattern[layer, head]
     sign = "−∞" if view == "scores" else "–"

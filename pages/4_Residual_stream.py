@@ -6,7 +6,7 @@ import numpy as np
 import streamlit as st
 
 import ui
-from ui import cache, state
+from ui import cache, parts, state
 from ui.charts import residual as charts
 from ui.charts.common import plotly_text, show_whitespace
 from ui.shared_cache import shared
@@ -277,7 +277,7 @@ def draw_attribution(position: int) -> rs.Attribution:
 
 def numbers_behind(position: int, att: rs.Attribution | None) -> None:
     final_id = int(lens.final_ids[position])
-    with st.expander("The numbers behind it"):
+    with parts.numbers_behind_it():
         if att is not None:
             token = att.token
             st.markdown(

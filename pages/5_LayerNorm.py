@@ -9,7 +9,7 @@ import streamlit as st
 
 import ui
 from serving import models
-from ui import cache, state
+from ui import cache, parts, state
 from ui.charts import layernorm as charts
 from ui.shared_cache import shared
 from viz_model.analysis import contrasts as ct
@@ -146,7 +146,7 @@ def one_layernorm() -> None:
     )
 
     # ---- the numbers behind it ------------------------------------------------------------------
-    with st.expander("The numbers behind it"):
+    with parts.numbers_behind_it():
         st.markdown(f"Token {ctx.labels[position]}, dimension by dimension ({named}, `{ln}`):")
         st.dataframe(
             {

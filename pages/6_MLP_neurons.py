@@ -5,12 +5,10 @@ import numpy as np
 import streamlit as st
 
 import ui
-from ui import cache, state
+from ui import cache, parts, state
 from ui.charts import neurons as charts
-from ui.charts.common import show_whitespace
 from ui.shared_cache import shared
 from viz_model.analysis import neurons as nx
-from viz_model.analysis.tokens import token_text
 from viz_model.model.config import ACT_LABELS
 from viz_model.text.data import load_corpus
 
@@ -180,7 +178,7 @@ def one_neuron(layer: int, post: np.ndarray, default: int) -> None:
     )
     effect = direction(ctx.bundle_id, layer, neuron)
     up, down = nx.promoted_tokens(effect, 10)
-    name = [show_whitespace(token_text(tok, i)) for i in range(len(effect))]
+    name = [parts.token_label(tok, i) for i in range(len(effect))]
     st.plotly_chart(
         cache.figure(
             ("direction", ctx.bundle_id, layer, neuron),
@@ -196,7 +194,7 @@ def one_neuron(layer: int, post: np.ndarray, default: int) -> None:
     )
 
     # ---- the numbers behind it ------------------------------------------------------------------
-    with st.expander("The numbers behind it"):
+    with parts.numbers_behind_it():
         t1, t2 = st.columns(2)
         t1.markdown("**Promoted** (its value raises these logits)")
         t1.dataframe(
@@ -218,8 +216,8 @@ def one_neuron(layer: int, post: np.ndarray, default: int) -> None:
                 [
                     {
                         "snippet": e.window,
-                        "peak token": show_whitespace(
-                            token_text(tok, int(found.windows.ids[e.window, e.position]))
+                        "peak token": parts.token_label(
+                            tok, int(found.windows.ids[e.window, e.position])
                         ),
                         "position": e.position,
                         "activation": round(e.value, 4),
@@ -250,8 +248,7 @@ def about_ranking(layer: int, neuron: int) -> None:
     examples = nx.top_examples(found.maxima, found.argmax, layer, neuron, N_EXAMPLES)
     where = [e.position for e in examples]
     tokens = [
-        show_whitespace(token_text(tok, int(found.windows.ids[e.window, e.position])))
-        for e in examples
+        parts.token_label(tok, int(found.windows.ids[e.window, e.position])) for e in examples
     ]
     claim = nx.position_claim(where, tokens, found.windows.ids.shape[1], neuron)
     if claim.text:

@@ -8,7 +8,7 @@ import numpy as np
 import streamlit as st
 
 import ui
-from ui import cache, controls, state, training_text
+from ui import cache, controls, parts, state, training_text
 from ui.charts import next_token as charts
 from ui.charts.common import plotly_text, show_whitespace
 from ui.shared_cache import shared
@@ -135,7 +135,7 @@ training_text.prompt_probability(ctx, surprisal)
 training_text.in_training_text(ctx, last_logits)
 
 # ---- the numbers behind it ----------------------------------------------------------------------
-with st.expander("The numbers behind it"):
+with parts.numbers_behind_it():
     st.markdown(f"The {len(top.ids)} highest-scoring tokens after the prompt:")
     st.dataframe(top.rows(), hide_index=True)
     st.markdown("Each prompt token's probability and surprisal given the tokens before it:")

@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import ui
-from ui import cache, controls, state, training_text
+from ui import cache, controls, parts, state, training_text
 from ui.charts import next_token as charts
 from ui.charts.common import show_whitespace
 from ui.shared_cache import shared
@@ -38,11 +38,6 @@ st.latex(
     r"x_{t+1} \sim p(\,\cdot \mid x_1, \dots, x_t) \qquad "
     r"\text{greedy: } x_{t+1} = \arg\max_i \, p(i \mid x_1, \dots, x_t)"
 )
-
-
-def md_escape(text: str) -> str:
-    """Token text for a button label, which Streamlit reads as markdown."""
-    return "".join("\\" + c if c in "\\`*_{}[]()#+-.!|<>~$:" else c for c in show_whitespace(text))
 
 
 # ---- the controls -----------------------------------------------------------------------------
@@ -177,11 +172,11 @@ def draw_history(steps: list[gen.Step], seq: list[int], n_cropped: int) -> None:
     if steps:
         last = steps[-1]
         how = (
-            f"you forced **“{md_escape(token_text(tok, last.token))}”** (the sampler had picked "
-            f"“{md_escape(token_text(tok, last.sampled))}”)"
+            f"you forced **“{parts.md_token(token_text(tok, last.token))}”** (the sampler had picked "
+            f"“{parts.md_token(token_text(tok, last.sampled))}”)"
             if last.forced
             else ("greedy took" if last.settings.temperature == 0 else "the sampler drew")
-            + f" **“{md_escape(token_text(tok, last.token))}”**"
+            + f" **“{parts.md_token(token_text(tok, last.token))}”**"
         )
         st.markdown(f"Step {len(steps)}: {how}, with probability **{last.prob:.3f}**.")
     if n_cropped:
@@ -198,7 +193,7 @@ def draw_step(steps: list[gen.Step], seq: list[int], dist, proposal: gen.Step) -
     st.subheader(f"Step {len(steps) + 1}: what comes next?")
     # two rows: five buttons in one row were cut to "Run 20 s…", "U", "R" at 1024 px
     b1, b4, b5 = st.columns([3, 1, 1], vertical_alignment="bottom")
-    pick_label = md_escape(token_text(tok, proposal.token))
+    pick_label = parts.md_token(token_text(tok, proposal.token))
     b1.button(
         f"Next token: “{pick_label}” (p = {dist.probs[proposal.token]:.3f})",
         key="take",
@@ -230,7 +225,7 @@ def draw_step(steps: list[gen.Step], seq: list[int], dist, proposal: gen.Step) -
     row = st.container(horizontal=True, gap="small")
     for tid, label, p, kept in zip(top.ids, top.labels, top.probs, top.kept, strict=True):
         row.button(
-            f"“{md_escape(label)}” {p:.3f}" if kept else f"“{md_escape(label)}” cut",
+            f"“{parts.md_token(label)}” {p:.3f}" if kept else f"“{parts.md_token(label)}” cut",
             key=f"candidate_{int(tid)}",
             on_click=do_steps,
             args=(1, int(tid)),
@@ -243,7 +238,7 @@ def draw_step(steps: list[gen.Step], seq: list[int], dist, proposal: gen.Step) -
             "Token (most likely first; type to search)",
             order,
             format_func=lambda i: (
-                f"“{show_whitespace(token_text(tok, int(i)))}”   p = {dist.probs[int(i)]:.4f}"
+                f"“{parts.token_label(tok, int(i))}”   p = {dist.probs[int(i)]:.4f}"
             ),
             key="force_any",
         )
@@ -271,7 +266,7 @@ def draw_step(steps: list[gen.Step], seq: list[int], dist, proposal: gen.Step) -
 def draw_attention(seq: list[int]) -> None:
     st.subheader("Where the newest token looks, layer by layer")
     st.markdown(
-        f"The newest token, “{md_escape(token_text(tok, seq[-1]))}”, is the one whose vector the "
+        f"The newest token, “{parts.md_token(token_text(tok, seq[-1]))}”, is the one whose vector the "
         "model turns into this step's prediction. Each row shows how its attention is spread over "
         "the tokens before it (and itself) in one layer: averaged over the heads, or one row per "
         "head."
@@ -335,16 +330,16 @@ def draw_kv_comparison(seq: list[int], stepper: dict) -> None:
 
 # ---- the numbers behind it ----------------------------------------------------------------------
 def draw_numbers(steps: list[gen.Step], seq: list[int], dist) -> None:
-    with st.expander("The numbers behind it"):
+    with parts.numbers_behind_it():
         st.markdown("Every step so far:")
         st.dataframe(
             [
                 {
                     "step": i + 1,
-                    "token": show_whitespace(token_text(tok, s.token)),
+                    "token": parts.token_label(tok, s.token),
                     "p when chosen": s.prob,
                     "how": "forced" if s.forced else "sampled",
-                    "sampler's pick": show_whitespace(token_text(tok, s.sampled)),
+                    "sampler's pick": parts.token_label(tok, s.sampled),
                     "T": s.settings.temperature,
                     "top-k": s.settings.top_k,
                     "top-p": s.settings.top_p,

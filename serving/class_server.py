@@ -85,11 +85,22 @@ def app_command(port: int) -> list[str]:
     """`streamlit run app.py` on 127.0.0.1:port as a class server runs it (headless, no file
     watcher, no usage statistics); the tests and benchmarks start the app the same way."""
     return [
-        sys.executable, "-m", "streamlit", "run", "app.py",
-        "--server.headless", "true", "--server.address", "127.0.0.1",
-        "--server.port", str(port), "--browser.gatherUsageStats", "false",
-        "--server.fileWatcherType", "none",
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        "app.py",
+        "--server.headless",
+        "true",
+        "--server.address",
+        "127.0.0.1",
+        "--server.port",
+        str(port),
+        "--browser.gatherUsageStats",
+        "false",
+        "--server.fileWatcherType",
+        "none",
+    ]
 
 
 def start_app(port: int, log: Path) -> subprocess.Popen:
@@ -99,9 +110,14 @@ def start_app(port: int, log: Path) -> subprocess.Popen:
     env = dict(os.environ)
     with open(log, "ab") as out:
         return subprocess.Popen(
-            cmd, cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=out,
-            stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+            cmd,
+            cwd=REPO,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
 
 def interrupt(proc: subprocess.Popen, sig: int = signal.SIGINT, grace: float = 15) -> None:
@@ -170,9 +186,10 @@ def start(args: argparse.Namespace) -> None:
     ports = list(range(args.backend_port, args.backend_port + args.processes))
     cfg = folder / "haproxy.cfg"
     cfg.write_text(
-        render_config(args.processes, args.port, args.address, args.backend_port,
-                      folder / "haproxy.pid")
-    )  # fmt: skip
+        render_config(
+            args.processes, args.port, args.address, args.backend_port, folder / "haproxy.pid"
+        )
+    )
     apps: dict[int, subprocess.Popen] = {}
     proxy = None
     signal.signal(signal.SIGTERM, _interrupted)  # `stop` sends SIGTERM: clean up as on Ctrl-C
@@ -188,13 +205,21 @@ def start(args: argparse.Namespace) -> None:
         if not args.no_warm:
             _warm(ports)
         with open(folder / "haproxy.log", "ab") as log:
-            proxy = subprocess.Popen([haproxy, "-db", "-f", str(cfg)], stdin=subprocess.DEVNULL,
-                                     stdout=log, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+            proxy = subprocess.Popen(
+                [haproxy, "-db", "-f", str(cfg)],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         write_pids(folder, apps, proxy)
         _wait_proxy(args, proxy, folder)
-        print(f"serving the class at {public_url(args.address, args.port)} "
-              f"({len(apps)} processes behind HAProxy); Ctrl-C or `python -m serving.class_server "
-              f"stop --port {args.port}` stops it", flush=True)  # fmt: skip
+        print(
+            f"serving the class at {public_url(args.address, args.port)} "
+            f"({len(apps)} processes behind HAProxy); Ctrl-C or `python -m serving.class_server "
+            f"stop --port {args.port}` stops it",
+            flush=True,
+        )
         supervise(apps, proxy, folder)
     except KeyboardInterrupt:
         print("stopping the class server ...", flush=True)
@@ -303,9 +328,11 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     sub.choices["start"].add_argument("--address", default="0.0.0.0", help="where students connect")
     sub.choices["start"].add_argument("--backend-port", type=int, help="first app port (port+1)")
     sub.choices["start"].add_argument(
-        "--no-warm", action="store_true", help="give the address at once, without first opening "
-        "every page on every process (the first students then wait for the models to load)"
-    )  # fmt: skip
+        "--no-warm",
+        action="store_true",
+        help="give the address at once, without first opening "
+        "every page on every process (the first students then wait for the models to load)",
+    )
     args = parser.parse_args(argv)
     if args.command == "start" and args.backend_port is None:
         args.backend_port = args.port + 1

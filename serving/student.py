@@ -41,8 +41,13 @@ class View:
         return bool(self.exceptions) or not self.finished
 
     def as_dict(self) -> dict:
-        return {"page": self.page or "Home", "seconds": self.seconds, "finished": self.finished,
-                "exceptions": self.exceptions, "kilobytes": round(self.kilobytes, 1)}  # fmt: skip
+        return {
+            "page": self.page or "Home",
+            "seconds": self.seconds,
+            "finished": self.finished,
+            "exceptions": self.exceptions,
+            "kilobytes": round(self.kilobytes, 1),
+        }
 
 
 class Student:

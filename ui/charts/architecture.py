@@ -124,9 +124,16 @@ def _front(cfg: GPTConfig) -> Part:
     text = f"token<br>embed<br>{cfg.vocab_size}×{d}"
     ew = fit(text, 1.1)
     part.boxes.append(
-        Box("embed", ew / 2, 0.0, ew, 0.8, text, f"W_E: one row of {d} numbers per token id "
-            f"({cfg.vocab_size} tokens)")
-    )  # fmt: skip
+        Box(
+            "embed",
+            ew / 2,
+            0.0,
+            ew,
+            0.8,
+            text,
+            f"W_E: one row of {d} numbers per token id ({cfg.vocab_size} tokens)",
+        )
+    )
     iw = fit("token<br>ids", 0.9)
     part.boxes.append(Box("io", ew / 2, 1.6, iw, 0.6, "token<br>ids", "The prompt as token ids"))
     part.arrows.append((ew / 2, 1.3, ew / 2, 0.4))
@@ -221,9 +228,16 @@ def _end(cfg: GPTConfig) -> Part:
     uw = fit(text, 1.1)
     ux = x + uw / 2
     part.boxes.append(
-        Box("unembed", ux, 0.0, uw, 0.8, text,
-            f"Unembedding W_U{tied}: one score (logit) per token of the vocabulary")
-    )  # fmt: skip
+        Box(
+            "unembed",
+            ux,
+            0.0,
+            uw,
+            0.8,
+            text,
+            f"Unembedding W_U{tied}: one score (logit) per token of the vocabulary",
+        )
+    )
     lw = fit("logits", 0.9)
     part.boxes.append(
         Box("io", ux, 1.45, lw, 0.6, "logits", "Softmax turns them into next-token probabilities")
@@ -283,10 +297,14 @@ def architecture_figure(cfg: GPTConfig, title: str = "") -> go.Figure:
     x0 = max(b.x + b.w / 2 for b in boxes if b.kind == "embed")  # the note starts after W_E
     notes = [
         dict(
-            x=x0 + 0.1, y=-0.45, text=f"residual stream (d_model = {cfg.d_model})",
-            showarrow=False, xanchor="left", font=dict(size=12, color="#3d85c6"),
+            x=x0 + 0.1,
+            y=-0.45,
+            text=f"residual stream (d_model = {cfg.d_model})",
+            showarrow=False,
+            xanchor="left",
+            font=dict(size=12, color="#3d85c6"),
         )
-    ]  # fmt: skip
+    ]
     for left, right, y, label in marks["frames"]:
         if "more" not in label:
             frame = dict(color="#bbbbbb", width=1, dash="dot")
@@ -295,49 +313,82 @@ def architecture_figure(cfg: GPTConfig, title: str = "") -> go.Figure:
             )
         notes.append(
             dict(
-                x=(left + right) / 2, y=y + 2.75, text=label, showarrow=False, yanchor="bottom",
+                x=(left + right) / 2,
+                y=y + 2.75,
+                text=label,
+                showarrow=False,
+                yanchor="bottom",
                 font=dict(size=12, color="#555555"),
             )
-        )  # fmt: skip
+        )
     shapes += [
         dict(type="line", x0=a, y0=b, x1=c, y1=d, line=line) for a, b, c, d in marks["lines"]
     ]
     notes += [
         dict(
-            x=c, y=d, ax=a, ay=b, xref="x", yref="y", axref="x", ayref="y", text="",
-            showarrow=True, arrowhead=2, arrowsize=1, arrowwidth=1.3, arrowcolor=LINE, standoff=0,
+            x=c,
+            y=d,
+            ax=a,
+            ay=b,
+            xref="x",
+            yref="y",
+            axref="x",
+            ayref="y",
+            text="",
+            showarrow=True,
+            arrowhead=2,
+            arrowsize=1,
+            arrowwidth=1.3,
+            arrowcolor=LINE,
+            standoff=0,
         )
         for a, b, c, d in arrows
-    ]  # fmt: skip
+    ]
     for box in boxes:
         gap = box.kind == "gap"
         shapes.append(
             dict(
-                type="rect", x0=box.x - box.w / 2, x1=box.x + box.w / 2, y0=box.y - box.h / 2,
-                y1=box.y + box.h / 2, fillcolor=COLOURS[box.kind],
+                type="rect",
+                x0=box.x - box.w / 2,
+                x1=box.x + box.w / 2,
+                y0=box.y - box.h / 2,
+                y1=box.y + box.h / 2,
+                fillcolor=COLOURS[box.kind],
                 line=dict(color="rgba(0,0,0,0)" if gap else "#888888", width=1),
             )
-        )  # fmt: skip
+        )
         notes.append(
             dict(
-                x=box.x, y=box.y, text=box.text, showarrow=False,
+                x=box.x,
+                y=box.y,
+                text=box.text,
+                showarrow=False,
                 font=dict(size=22 if gap else FONT_PX, color="#222222"),
             )
-        )  # fmt: skip
+        )
     for shape in shapes[:1] + [s for s in shapes if s.get("line", {}).get("dash")]:
         shape["layer"] = "below"
     sums = marks["sums"]
     plus = go.Scatter(
-        x=[x for x, _ in sums], y=[y for _, y in sums], mode="markers+text",
-        text=["+"] * len(sums), textfont=dict(size=14), marker=dict(size=17, color="white", line=line),
-        hovertext=["add the sublayer's output to the stream"] * len(sums), hoverinfo="text",
+        x=[x for x, _ in sums],
+        y=[y for _, y in sums],
+        mode="markers+text",
+        text=["+"] * len(sums),
+        textfont=dict(size=14),
+        marker=dict(size=17, color="white", line=line),
+        hovertext=["add the sublayer's output to the stream"] * len(sums),
+        hoverinfo="text",
         showlegend=False,
-    )  # fmt: skip
+    )
     hover = go.Scatter(
-        x=[b.x for b in boxes], y=[b.y for b in boxes], mode="markers",
-        marker=dict(size=28, opacity=0), hovertext=[b.hover for b in boxes], hoverinfo="text",
+        x=[b.x for b in boxes],
+        y=[b.y for b in boxes],
+        mode="markers",
+        marker=dict(size=28, opacity=0),
+        hovertext=[b.hover for b in boxes],
+        hoverinfo="text",
         showlegend=False,
-    )  # fmt: skip
+    )
     # The stream and the block frames can reach past the last box (a row ending in a wide block,
     # e.g. GPT-2's 12 layers with a GELU (tanh) MLP): the range covers all of them.
     ends = [b.x + b.w / 2 for b in boxes] + [x for x, _ in marks["stream"]]
@@ -346,11 +397,13 @@ def architecture_figure(cfg: GPTConfig, title: str = "") -> go.Figure:
     fig = go.Figure(
         [plus, hover],
         layout=dict(
-            shapes=shapes, annotations=notes, hoverlabel=dict(align="left"),
+            shapes=shapes,
+            annotations=notes,
+            hoverlabel=dict(align="left"),
             xaxis=dict(visible=False, range=[X_LEFT, right], fixedrange=True),
             yaxis=dict(visible=False, range=[bottom, TOP], fixedrange=True),
         ),
-    )  # fmt: skip
+    )
     return base_layout(fig, title, diagram_height(len(marks["rows"])))
 
 

@@ -134,14 +134,20 @@ def pattern_heatmap(
         margin=dict(l=10, r=10, t=80, b=10),
         plot_bgcolor="white",
         xaxis=dict(
-            title=dict(text="key (the token looked at)"), tickangle=-90 if T > 20 else -60,
-            type="category", showgrid=False, **ticks,
+            title=dict(text="key (the token looked at)"),
+            tickangle=-90 if T > 20 else -60,
+            type="category",
+            showgrid=False,
+            **ticks,
         ),
         yaxis=dict(
-            title=dict(text="query (the token looking)"), autorange="reversed",
-            type="category", showgrid=False, **ticks,
+            title=dict(text="query (the token looking)"),
+            autorange="reversed",
+            type="category",
+            showgrid=False,
+            **ticks,
         ),
-    )  # fmt: skip
+    )
     if query is not None:
         layout["shapes"] = [_row_outline(T, query)]
     return go.Figure(dict(data=traces, layout=layout), _validate=False)
@@ -241,11 +247,19 @@ def pattern_grid(
     # Past 6 heads a row, 16 px titles ("L10 H11") run into each other on a 1024 px projector.
     size = 16 if H <= 6 else 11
     titles = [
-        dict(text=names[i], font=dict(size=size), showarrow=False, xref="paper", yref="paper",
-             xanchor="center", yanchor="bottom", x=sum(axes[f"xaxis{axis_suffix(i)}"]["domain"]) / 2,
-             y=axes[f"yaxis{axis_suffix(i)}"]["domain"][1])
+        dict(
+            text=names[i],
+            font=dict(size=size),
+            showarrow=False,
+            xref="paper",
+            yref="paper",
+            xanchor="center",
+            yanchor="bottom",
+            x=sum(axes[f"xaxis{axis_suffix(i)}"]["domain"]) / 2,
+            y=axes[f"yaxis{axis_suffix(i)}"]["domain"][1],
+        )
         for i in range(L * H)
-    ]  # fmt: skip
+    ]
     in_view = selected is not None and 0 <= selected[0] - first_layer < L
     index = (selected[0] - first_layer) * H + selected[1] if in_view else -1
     layout = dict(

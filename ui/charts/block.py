@@ -245,20 +245,40 @@ def loss_along_gradient(
     chosen = int(np.argmin(np.abs(np.log(etas / lr))))
     fig = go.Figure(
         [
-            go.Scatter(x=etas, y=losses, mode="lines+markers", name="loss after one step",
-                       line=dict(color=STEP_COLOUR),
-                       hovertemplate="η = %{x:g}<br>loss after %{y:.4f}<extra></extra>"),
-            go.Scatter(x=etas[keep], y=line[keep], mode="lines", name="first order: L − η‖g‖²",
-                       line=dict(color=ACCENT, dash="dash"),
-                       hovertemplate="η = %{x:g}<br>first order %{y:.4f}<extra></extra>"),
-            go.Scatter(x=[etas[0], etas[-1]], y=[loss, loss], mode="lines", name="loss before",
-                       line=dict(color=BEFORE_COLOUR, dash="dot"), hoverinfo="skip"),
-            go.Scatter(x=[etas[chosen]], y=[losses[chosen]], mode="markers", name="this η",
-                       marker=dict(size=16, color="rgba(0,0,0,0)",
-                                   line=dict(color="black", width=2)),
-                       hovertemplate="η = %{x:g}<br>loss after %{y:.4f}<extra>this η</extra>"),
+            go.Scatter(
+                x=etas,
+                y=losses,
+                mode="lines+markers",
+                name="loss after one step",
+                line=dict(color=STEP_COLOUR),
+                hovertemplate="η = %{x:g}<br>loss after %{y:.4f}<extra></extra>",
+            ),
+            go.Scatter(
+                x=etas[keep],
+                y=line[keep],
+                mode="lines",
+                name="first order: L − η‖g‖²",
+                line=dict(color=ACCENT, dash="dash"),
+                hovertemplate="η = %{x:g}<br>first order %{y:.4f}<extra></extra>",
+            ),
+            go.Scatter(
+                x=[etas[0], etas[-1]],
+                y=[loss, loss],
+                mode="lines",
+                name="loss before",
+                line=dict(color=BEFORE_COLOUR, dash="dot"),
+                hoverinfo="skip",
+            ),
+            go.Scatter(
+                x=[etas[chosen]],
+                y=[losses[chosen]],
+                mode="markers",
+                name="this η",
+                marker=dict(size=16, color="rgba(0,0,0,0)", line=dict(color="black", width=2)),
+                hovertemplate="η = %{x:g}<br>loss after %{y:.4f}<extra>this η</extra>",
+            ),
         ]
-    )  # fmt: skip
+    )
     finite = losses[np.isfinite(losses)]
     low = min(float(finite.min()) if finite.size else loss, loss)
     high = max(float(finite.max()) if finite.size else loss, loss)
@@ -269,9 +289,12 @@ def loss_along_gradient(
         margin=dict(l=10, r=10, t=70, b=10),
     )
     fig.update_xaxes(
-        type="log", title="learning rate η (log scale)", tickvals=etas,
-        ticktext=[f"{e:g}" for e in etas], tickangle=-45,
-    )  # fmt: skip
+        type="log",
+        title="learning rate η (log scale)",
+        tickvals=etas,
+        ticktext=[f"{e:g}" for e in etas],
+        tickangle=-45,
+    )
     fig.update_yaxes(title="loss on the prompt (nats)", range=[max(0.0, low - pad), high + pad])
     return fig
 
@@ -289,17 +312,34 @@ def probability_change(
         ys += [float(before[i]), float(after[i]), None]
     fig = go.Figure(
         [
-            go.Scatter(x=xs, y=ys, mode="lines", line=dict(color="#bbbbbb"), hoverinfo="skip",
-                       showlegend=False),
-            go.Scatter(x=x, y=before, mode="markers", name="before",
-                       marker=dict(color=BEFORE_COLOUR, size=7),
-                       hovertemplate="%{x}<br>before %{y:.4f}<extra></extra>"),
-            go.Scatter(x=x, y=after, mode="markers", name="after the step",
-                       marker=dict(color=np.where(up, UP_COLOUR, DOWN_COLOUR).tolist(), size=9,
-                                   symbol="diamond"),
-                       hovertemplate="%{x}<br>after %{y:.4f}<extra></extra>"),
+            go.Scatter(
+                x=xs,
+                y=ys,
+                mode="lines",
+                line=dict(color="#bbbbbb"),
+                hoverinfo="skip",
+                showlegend=False,
+            ),
+            go.Scatter(
+                x=x,
+                y=before,
+                mode="markers",
+                name="before",
+                marker=dict(color=BEFORE_COLOUR, size=7),
+                hovertemplate="%{x}<br>before %{y:.4f}<extra></extra>",
+            ),
+            go.Scatter(
+                x=x,
+                y=after,
+                mode="markers",
+                name="after the step",
+                marker=dict(
+                    color=np.where(up, UP_COLOUR, DOWN_COLOUR).tolist(), size=9, symbol="diamond"
+                ),
+                hovertemplate="%{x}<br>after %{y:.4f}<extra></extra>",
+            ),
         ]
-    )  # fmt: skip
+    )
     base_layout(fig, title, height=SMALL_HEIGHT + 100)
     fig.update_layout(
         legend=dict(orientation="h", y=1.0, yanchor="bottom", x=1, xanchor="right"),
@@ -327,18 +367,26 @@ def lookup_weights(
     names = list(weights)
     x = plotly_labels(labels)
     fig = make_subplots(
-        rows=len(names), cols=1, shared_xaxes=True, vertical_spacing=0.09,
+        rows=len(names),
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=0.09,
         subplot_titles=[titles[n] for n in names],
-    )  # fmt: skip
+    )
     fig.add_traces(
         [
-            go.Bar(x=x, y=weights[n], name=n, marker_color=LOOKUP_COLOURS.get(n, STEP_COLOUR),
-                   hovertemplate="key %{x}<br>weight %{y:.3f}<extra>" + n + "</extra>")
+            go.Bar(
+                x=x,
+                y=weights[n],
+                name=n,
+                marker_color=LOOKUP_COLOURS.get(n, STEP_COLOUR),
+                hovertemplate="key %{x}<br>weight %{y:.3f}<extra>" + n + "</extra>",
+            )
             for n in names
         ],
         rows=list(range(1, len(names) + 1)),
         cols=[1] * len(names),
-    )  # fmt: skip
+    )
     base_layout(fig, "", height=90 + 120 * len(names))
     fig.update_layout(showlegend=False, margin=dict(l=10, r=10, t=30, b=10))
     fig.update_yaxes(range=[0, 1.05], nticks=3)
@@ -355,19 +403,32 @@ def spread_by_width(
     unscaled it grows like sqrt(d); divided by sqrt(d) it stays at 1. The model's d_head marked."""
     fig = go.Figure(
         [
-            go.Scatter(x=ds, y=raw, mode="lines+markers", name="q · k",
-                       line=dict(color=LOOKUP_COLOURS["soft, unscaled"])),
-            go.Scatter(x=ds, y=scaled, mode="lines+markers", name="q · k / √d",
-                       line=dict(color=LOOKUP_COLOURS["soft"])),
+            go.Scatter(
+                x=ds,
+                y=raw,
+                mode="lines+markers",
+                name="q · k",
+                line=dict(color=LOOKUP_COLOURS["soft, unscaled"]),
+            ),
+            go.Scatter(
+                x=ds,
+                y=scaled,
+                mode="lines+markers",
+                name="q · k / √d",
+                line=dict(color=LOOKUP_COLOURS["soft"]),
+            ),
         ]
-    )  # fmt: skip
+    )
     # A line trace, not add_vline: on a log axis a shape's x is read as log10(x).
     fig.add_trace(
         go.Scatter(
-            x=[d_head, d_head], y=[0, float(max(raw))], mode="lines",
-            line=dict(color=ACCENT, dash="dash"), name=f"this model: d_head = {d_head}",
+            x=[d_head, d_head],
+            y=[0, float(max(raw))],
+            mode="lines",
+            line=dict(color=ACCENT, dash="dash"),
+            name=f"this model: d_head = {d_head}",
         )
-    )  # fmt: skip
+    )
     base_layout(fig, title, height=SMALL_HEIGHT + 60)
     fig.update_xaxes(title="width d (numbers per vector)", type="log")
     fig.update_yaxes(title="spread of the score (std)")
@@ -379,12 +440,22 @@ def score_histograms(raw: np.ndarray, scaled: np.ndarray, title: str = "") -> go
     """This head's q . k over every visible pair, unscaled and divided by sqrt(d_head)."""
     fig = go.Figure(
         [
-            go.Histogram(x=raw, name="q · k", opacity=0.6, nbinsx=50,
-                         marker_color=LOOKUP_COLOURS["soft, unscaled"]),
-            go.Histogram(x=scaled, name="q · k / √d_head", opacity=0.6, nbinsx=50,
-                         marker_color=LOOKUP_COLOURS["soft"]),
+            go.Histogram(
+                x=raw,
+                name="q · k",
+                opacity=0.6,
+                nbinsx=50,
+                marker_color=LOOKUP_COLOURS["soft, unscaled"],
+            ),
+            go.Histogram(
+                x=scaled,
+                name="q · k / √d_head",
+                opacity=0.6,
+                nbinsx=50,
+                marker_color=LOOKUP_COLOURS["soft"],
+            ),
         ]
-    )  # fmt: skip
+    )
     base_layout(fig, title, height=SMALL_HEIGHT + 60)
     fig.update_layout(
         barmode="overlay",
@@ -414,9 +485,12 @@ def context_projections(
     cols = min(S, 3)
     rows = -(-S // cols)
     fig = make_subplots(
-        rows=rows, cols=cols, horizontal_spacing=0.04, vertical_spacing=0.12,
+        rows=rows,
+        cols=cols,
+        horizontal_spacing=0.04,
+        vertical_spacing=0.12,
         subplot_titles=[f"{s} · {shares[i].sum():.0%}" for i, s in enumerate(stations)],
-    )  # fmt: skip
+    )
     names = list(dict.fromkeys(groups))
     hover = plotly_labels([s.replace("\n", "↵") for s in snippets])
     for i in range(S):
@@ -424,14 +498,19 @@ def context_projections(
             mask = np.array([x == name for x in groups])
             fig.add_trace(
                 go.Scatter(
-                    x=points[i, mask, 0], y=points[i, mask, 1], mode="markers", name=name,
-                    legendgroup=name, showlegend=i == 0,
+                    x=points[i, mask, 0],
+                    y=points[i, mask, 1],
+                    mode="markers",
+                    name=name,
+                    legendgroup=name,
+                    showlegend=i == 0,
                     marker=dict(color=GROUP_COLOURS[g % len(GROUP_COLOURS)], size=7),
                     text=[hover[j] for j in np.flatnonzero(mask)],
                     hovertemplate="…%{text}<extra>" + plotly_labels([name])[0] + "</extra>",
                 ),
-                row=i // cols + 1, col=i % cols + 1,
-            )  # fmt: skip
+                row=i // cols + 1,
+                col=i % cols + 1,
+            )
     base_layout(fig, title, height=60 + 250 * rows)
     fig.update_annotations(font=dict(size=12))
     fig.update_xaxes(showticklabels=False, zeroline=False)
@@ -441,21 +520,39 @@ def context_projections(
 
 
 def context_similarity(
-    stations: list[str], to_layer0: np.ndarray, to_layer0_min: np.ndarray, between: np.ndarray,
+    stations: list[str],
+    to_layer0: np.ndarray,
+    to_layer0_min: np.ndarray,
+    between: np.ndarray,
     title: str = "",
-) -> go.Figure:  # fmt: skip
+) -> go.Figure:
     """By station: the mean (and least) cosine of each occurrence to its own layer-0 vector, and
     the mean cosine between two different occurrences."""
     fig = go.Figure(
         [
-            go.Scatter(x=stations, y=to_layer0, mode="lines+markers", name="to its own layer-0 vector",
-                       line=dict(color=STEP_COLOUR)),
-            go.Scatter(x=stations, y=to_layer0_min, mode="lines", name="… the least similar context",
-                       line=dict(color=STEP_COLOUR, dash="dot")),
-            go.Scatter(x=stations, y=between, mode="lines+markers", name="between two contexts",
-                       line=dict(color=OV_COLOUR)),
+            go.Scatter(
+                x=stations,
+                y=to_layer0,
+                mode="lines+markers",
+                name="to its own layer-0 vector",
+                line=dict(color=STEP_COLOUR),
+            ),
+            go.Scatter(
+                x=stations,
+                y=to_layer0_min,
+                mode="lines",
+                name="… the least similar context",
+                line=dict(color=STEP_COLOUR, dash="dot"),
+            ),
+            go.Scatter(
+                x=stations,
+                y=between,
+                mode="lines+markers",
+                name="between two contexts",
+                line=dict(color=OV_COLOUR),
+            ),
         ]
-    )  # fmt: skip
+    )
     base_layout(fig, title, height=SMALL_HEIGHT + 80)
     fig.update_yaxes(
         title="cosine similarity", range=[min(0, float(to_layer0_min.min())) - 0.02, 1.02]
@@ -487,26 +584,61 @@ def probe_accuracy(
         ends = [stations[0], stations[-1]]
         fig.add_traces(
             [
-                go.Scatter(x=ends, y=[baseline, baseline], mode="lines", line=dict(width=0),
-                           showlegend=False, hoverinfo="skip", legendgroup="noise"),
-                go.Scatter(x=ends, y=[baseline + margin] * 2, mode="lines", line=dict(width=0),
-                           fill="tonexty", fillcolor="rgba(214,39,40,0.15)",
-                           name="within the noise of the baseline", legendgroup="noise",
-                           showlegend=first,
-                           hovertemplate=f"baseline + noise: {baseline + margin:.1%}<extra></extra>"),
-                go.Scatter(x=stations, y=test, mode="lines+markers", name="held-out text",
-                           line=dict(color=STEP_COLOUR), legendgroup="test", showlegend=first,
-                           hovertemplate="%{x}: %{y:.1%}<extra>held-out</extra>"),
-                go.Scatter(x=stations, y=train, mode="lines", name="training text",
-                           line=dict(color=STEP_COLOUR, dash="dot"), legendgroup="train",
-                           showlegend=first, hovertemplate="%{x}: %{y:.1%}<extra>training</extra>"),
-                go.Scatter(x=ends, y=[baseline, baseline], mode="lines",
-                           name="majority baseline", line=dict(color=ACCENT, dash="dash"),
-                           legendgroup="base", showlegend=first,
-                           hovertemplate=f"always the commoner answer: {baseline:.1%}<extra></extra>"),
+                go.Scatter(
+                    x=ends,
+                    y=[baseline, baseline],
+                    mode="lines",
+                    line=dict(width=0),
+                    showlegend=False,
+                    hoverinfo="skip",
+                    legendgroup="noise",
+                ),
+                go.Scatter(
+                    x=ends,
+                    y=[baseline + margin] * 2,
+                    mode="lines",
+                    line=dict(width=0),
+                    fill="tonexty",
+                    fillcolor="rgba(214,39,40,0.15)",
+                    name="within the noise of the baseline",
+                    legendgroup="noise",
+                    showlegend=first,
+                    hovertemplate=f"baseline + noise: {baseline + margin:.1%}<extra></extra>",
+                ),
+                go.Scatter(
+                    x=stations,
+                    y=test,
+                    mode="lines+markers",
+                    name="held-out text",
+                    line=dict(color=STEP_COLOUR),
+                    legendgroup="test",
+                    showlegend=first,
+                    hovertemplate="%{x}: %{y:.1%}<extra>held-out</extra>",
+                ),
+                go.Scatter(
+                    x=stations,
+                    y=train,
+                    mode="lines",
+                    name="training text",
+                    line=dict(color=STEP_COLOUR, dash="dot"),
+                    legendgroup="train",
+                    showlegend=first,
+                    hovertemplate="%{x}: %{y:.1%}<extra>training</extra>",
+                ),
+                go.Scatter(
+                    x=ends,
+                    y=[baseline, baseline],
+                    mode="lines",
+                    name="majority baseline",
+                    line=dict(color=ACCENT, dash="dash"),
+                    legendgroup="base",
+                    showlegend=first,
+                    hovertemplate=f"always the commoner answer: {baseline:.1%}<extra></extra>",
+                ),
             ],
-            rows=1, cols=i,
-        )  # fmt: skip
+            rows=1,
+            cols=i,
+        )
     base_layout(fig, title, height=SMALL_HEIGHT + 140)
     fig.update_layout(margin=dict(l=10, r=10, t=70, b=10))
     lowest = min(min(float(np.min(r[0])), float(np.min(r[1])), r[2]) for r in results.values())

@@ -57,10 +57,18 @@ def ln_steps(
     # Plain dicts laid out as make_subplots(4, 1, shared_xaxes=True) would, already as plotly's
     # validation leaves them (it cost ~20 ms, and a student moves the token and layer often).
     traces = [
-        dict(type="bar", x=dims, y=np.asarray(v), name=name, marker=dict(color=colour),
-             hovertemplate=hover, xaxis=f"x{axis_suffix(row - 1)}", yaxis=f"y{axis_suffix(row - 1)}")
+        dict(
+            type="bar",
+            x=dims,
+            y=np.asarray(v),
+            name=name,
+            marker=dict(color=colour),
+            hovertemplate=hover,
+            xaxis=f"x{axis_suffix(row - 1)}",
+            yaxis=f"y{axis_suffix(row - 1)}",
+        )
         for name, v, colour, row in bars
-    ]  # fmt: skip
+    ]
     layout = house_layout(title, 680 if D <= 256 else 760)
     for i, (x_domain, y_domain) in enumerate(subplot_domains(4, 1, v_space=0.07)):
         n = axis_suffix(i)
@@ -68,9 +76,18 @@ def ln_steps(
         layout[f"xaxis{n}"] = dict(anchor=f"y{n}", domain=x_domain, **shared)
         layout[f"yaxis{n}"] = dict(anchor=f"x{n}", domain=y_domain)
         layout.setdefault("annotations", []).append(
-            dict(text=titles[i], font=dict(size=13), showarrow=False, x=0, xanchor="left",
-                 xref="paper", y=y_domain[1], yanchor="bottom", yref="paper")
-        )  # fmt: skip
+            dict(
+                text=titles[i],
+                font=dict(size=13),
+                showarrow=False,
+                x=0,
+                xanchor="left",
+                xref="paper",
+                y=y_domain[1],
+                yanchor="bottom",
+                yref="paper",
+            )
+        )
     layout["xaxis4"]["title"] = dict(text="dimension of the vector")
     line = dict(type="line", xref="x domain", x0=0, x1=1, yref="y")
     layout.update(
@@ -105,11 +122,18 @@ def ln_stats_per_token(
     labels = plotly_labels(labels)  # the student's tokens: never markup
     colours = [ACCENT if i == chosen else "#1f77b4" for i in range(len(labels))]
     traces = [
-        dict(type="bar", x=labels, y=np.asarray(values), marker=dict(color=colours), name=name,
-             hovertemplate=f"%{{x}}: {name} = %{{y:.4f}}<extra></extra>",
-             xaxis=f"x{axis_suffix(i)}", yaxis=f"y{axis_suffix(i)}")
+        dict(
+            type="bar",
+            x=labels,
+            y=np.asarray(values),
+            marker=dict(color=colours),
+            name=name,
+            hovertemplate=f"%{{x}}: {name} = %{{y:.4f}}<extra></extra>",
+            xaxis=f"x{axis_suffix(i)}",
+            yaxis=f"y{axis_suffix(i)}",
+        )
         for i, (values, name) in enumerate(((mean, "μ"), (sigma, "σ")))
-    ]  # fmt: skip
+    ]
     axis = dict(
         type="category",
         tickangle=-60 if len(labels) > 10 else 0,
@@ -133,21 +157,37 @@ def _side_by_side(titles: tuple[str, str], xaxis: dict, xaxis2: dict, yaxis: dic
             anchor=f"x{n}", domain=y_domain, **((yaxis or {}) if not i else {})
         )
         layout["annotations"].append(
-            dict(text=titles[i], font=dict(size=13), showarrow=False, x=sum(x_domain) / 2,
-                 xanchor="center", xref="paper", y=y_domain[1], yanchor="bottom", yref="paper")
-        )  # fmt: skip
+            dict(
+                text=titles[i],
+                font=dict(size=13),
+                showarrow=False,
+                x=sum(x_domain) / 2,
+                xanchor="center",
+                xref="paper",
+                y=y_domain[1],
+                yanchor="bottom",
+                yref="paper",
+            )
+        )
     return layout
 
 
 def ln_histograms(before: np.ndarray, after: np.ndarray, title: str = "") -> go.Figure:
     """Histograms of every value before and after the LayerNorm, on their own x scales."""
     traces = [
-        dict(type="histogram", x=np.ravel(values), nbinsx=60, marker=dict(color=colour),
-             name=name, xaxis=f"x{axis_suffix(i)}", yaxis=f"y{axis_suffix(i)}")
+        dict(
+            type="histogram",
+            x=np.ravel(values),
+            nbinsx=60,
+            marker=dict(color=colour),
+            name=name,
+            xaxis=f"x{axis_suffix(i)}",
+            yaxis=f"y{axis_suffix(i)}",
+        )
         for i, (values, colour, name) in enumerate(
             ((before, BEFORE_COLOUR, "before"), (after, AFTER_COLOUR, "after"))
         )
-    ]  # fmt: skip
+    ]
     value = dict(title=dict(text="value"))
     titles = ("values before (x)", "values after (y)")
     layout = _side_by_side(titles, value, value, dict(title=dict(text="how many values")))

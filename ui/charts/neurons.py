@@ -58,9 +58,11 @@ def neuron_heatmap(
     )
     # every token named (plotly showed every 2nd at 60 tokens), on rows of ROW_PX up to 64 tokens
     fig.update_yaxes(
-        type="category", autorange="reversed", title="token of your prompt",
+        type="category",
+        autorange="reversed",
+        title="token of your prompt",
         **every_tick(labels, size=ROW_FONT),
-    )  # fmt: skip
+    )
     height = int(np.clip(110 + ROW_PX * len(labels), 300, 110 + ROW_PX * EVERY_TICK_MAX_T))
     return base_layout(fig, title, height)
 

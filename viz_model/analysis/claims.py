@@ -38,7 +38,8 @@ class Claim:
         return self.text
 
 
-MARKDOWN_SPECIAL = "\\`*_{}[]()#+-.!|<>~$"
+# ":" too: Streamlit reads ":smile:" and ":material/home:" in Markdown and labels as icons
+MARKDOWN_SPECIAL = "\\`*_{}[]()#+-.!|<>~$:"
 
 
 def md_escape(text: str) -> str:

@@ -436,6 +436,16 @@ def chain_figures(c: ChainRule, lr: float) -> ChainFigures:
     delta = (lr_d * autograd).normalize()
     weight = _fixed(c.weight, max(4, -delta.as_tuple().exponent))
     return ChainFigures(
-        n, u, p, y, terms, places, sum(terms, Decimal(0)), autograd, weight, lr_d, delta,
+        n,
+        u,
+        p,
+        y,
+        terms,
+        places,
+        sum(terms, Decimal(0)),
+        autograd,
+        weight,
+        lr_d,
+        delta,
         weight - delta,
-    )  # fmt: skip
+    )

@@ -1,0 +1,50 @@
+"""Page parts more than one page draws: a token as text, and "the numbers behind it".
+
+    with parts.numbers_behind_it():
+        parts.numbers_table("Each token's mean and sigma:", {"token": labels, "μ": mean})
+    st.markdown(f"The newest token, “{parts.md_token(parts.token_label(tok, i))}”, ...")
+
+A token shown to a student always has its invisible characters made visible (␣ ↵ ⇥) and its
+partial bytes spelled out (<c3>); inside Markdown (a sentence, a button label) it is escaped too,
+with the one escaper the app uses (viz_model/analysis/claims.md_escape).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import streamlit as st
+
+from ui.charts.common import show_whitespace
+from viz_model.analysis.claims import md_escape
+from viz_model.analysis.tokens import token_text
+from viz_model.text.tokenization import Tokenizer
+
+NUMBERS_TITLE = "The numbers behind it"
+
+
+def token_label(tokenizer: Tokenizer, i: int) -> str:
+    """Vocabulary entry `i` as a student reads it: "␣the", "↵", "<c3>"."""
+    return show_whitespace(token_text(tokenizer, int(i)))
+
+
+def md_token(text: str) -> str:
+    """Token text inside Markdown: whitespace visible, every Markdown character escaped."""
+    return md_escape(show_whitespace(text))
+
+
+@contextmanager
+def numbers_behind_it(container: Any = None) -> Iterator[None]:
+    """The collapsed section under a picture that holds its numbers, the same on every page."""
+    with (container or st).expander(NUMBERS_TITLE):
+        yield
+
+
+def numbers_table(caption: str | None, table: Any, **dataframe_args: Any) -> None:
+    """One table of numbers with the sentence that says what it is (no index column, full width
+    unless `width` says otherwise)."""
+    if caption:
+        st.markdown(caption)
+    st.dataframe(table, **{"hide_index": True, "width": "stretch", **dataframe_args})
