@@ -50,7 +50,7 @@ marks["import the worker's modules"] = t() - t1
 torch.set_num_threads(1)
 settings = run_settings.RunSettings.from_dict(json.loads(sys.argv[1]))
 out = sys.argv[2]
-t1 = t(); source = settings.data_source(); text = run_settings.load_text(source)
+t1 = t(); source = settings.data_source(); text = load_text(source)
 marks["load the text"] = t() - t1
 t1 = t(); tok = Tokenizer.train(text, settings.tokenizer, settings.vocab_size)
 marks["train the tokenizer"] = t() - t1

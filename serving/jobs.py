@@ -70,8 +70,8 @@ from typing import Any
 
 from viz_model.bundles.files import CheckpointError, write_json, write_text
 from viz_model.model.config import STEPS_WHEN_TIMED
-from viz_model.text.data import validate_user_text
-from viz_model.training.settings import RunSettings, estimate_params, load_text
+from viz_model.text.data import load_text, validate_user_text
+from viz_model.training.settings import RunSettings, estimate_params
 
 REPO = Path(__file__).resolve().parent.parent
 WORKER = "serving.job_worker"

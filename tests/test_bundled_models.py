@@ -14,9 +14,8 @@ from viz_model.analysis import dynamics as dyn
 from viz_model.analysis.contrasts import CONTRASTS, copy_profile, look_ahead
 from viz_model.bundles.load import load_bundle
 from viz_model.model.sampling import SamplingSettings, generate, generate_steps
-from viz_model.text.data import TokenData, example_prompts, load_corpus
+from viz_model.text.data import TokenData, example_prompts, load_corpus, load_text
 from viz_model.training.loop import evaluate
-from viz_model.training.settings import load_text
 
 MODELS = Path(__file__).resolve().parent.parent / "assets" / "models"
 ASSETS = MODELS.parent

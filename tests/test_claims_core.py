@@ -178,7 +178,7 @@ def test_a_kv_mismatch_is_reported_with_its_first_token():
 
 @cache
 def corpus_text(name: str, folders: tuple) -> str | None:
-    from viz_model.training.settings import load_text
+    from viz_model.text.data import load_text
 
     source = claim_bundle(dict(folders), name).meta.get("data")
     if not isinstance(source, dict) or not source:

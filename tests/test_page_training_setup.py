@@ -11,8 +11,8 @@ from streamlit.testing.v1 import AppTest
 
 from serving import jobs
 from ui.state import widget_key
-from viz_model.text.data import load_corpus
-from viz_model.training.settings import RunSettings, estimate_params, load_text
+from viz_model.text.data import load_corpus, load_text
+from viz_model.training.settings import RunSettings, estimate_params
 
 
 def _setup_page(password: str | None = None) -> None:

@@ -15,10 +15,11 @@ import streamlit as st
 
 from serving import models
 from ui import cache
+from ui.frame import val_loss
 from viz_model.analysis import ngrams as ng
 from viz_model.bundles.checkpoint import Bundle
 from viz_model.bundles.files import CheckpointError
-from viz_model.text.data import VAL_FRACTION, DataError
+from viz_model.text.data import VAL_FRACTION, DataError, load_text
 
 SPINNER = "Counting and indexing the training text (once per corpus and tokenizer)…"
 
@@ -43,7 +44,6 @@ def _key(source: dict) -> str:
 
 @st.cache_resource(show_spinner=False, max_entries=4)
 def _text(source_key: str) -> str | None:
-    from viz_model.training.settings import load_text  # the one reader of a bundle's data source
 
     try:
         return load_text(json.loads(source_key))
@@ -95,7 +95,6 @@ def symbols(bundle: Bundle, unit: str) -> ng.SymbolIndex | None:
 
 def gpt_bits_per_char(bundle_id: str) -> float | None:
     """A bundle's last recorded validation loss in bits per character of its validation text."""
-    from ui.frame import val_loss
 
     bundle = cache.bundle(bundle_id)
     loss = val_loss(bundle)

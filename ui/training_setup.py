@@ -40,11 +40,12 @@ from viz_model.text.data import (
     MIN_TRAIN_CHARS,
     TASKS,
     DataError,
+    load_text,
     validate_user_text,
 )
 from viz_model.text.tokenization import DEFAULT_VOCAB
 from viz_model.training import estimate
-from viz_model.training.settings import RunSettings, estimate_params, load_text, model_shape
+from viz_model.training.settings import RunSettings, estimate_params, model_shape
 
 SOURCES = {"corpus": "Shakespeare", "task": "A synthetic task", "own": "Your own text"}
 OWN = {"paste": "Paste it", "upload": "Upload a .txt"}

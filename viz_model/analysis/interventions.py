@@ -29,6 +29,7 @@ from viz_model.analysis.claims import Claim, md_escape
 from viz_model.model.gpt import GPT
 from viz_model.model.hooks import HookFn, ablate_heads, custom
 from viz_model.model.sampling import SamplingSettings, generate
+from viz_model.text.data import load_text
 
 HOW = ("zero", "mean")
 
@@ -832,7 +833,6 @@ REPLACEMENTS = (" ", "e", " the", "a", "x")  # candidate replacements for the co
 def validation_text(meta: dict) -> str | None:
     """The last VAL_CHARS characters of the text a bundle was trained on (its meta["data"]):
     the end of the last held-out stretch, never trained on. None when the bundle does not say."""
-    from viz_model.training.settings import load_text  # the data layer; only this helper needs it
 
     source = meta.get("data")
     if not source:

@@ -20,8 +20,10 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
 from viz_model.analysis.claims import Claim
+from viz_model.model.sampling import generate
 from viz_model.text import ngram
 from viz_model.text.corpus_index import DEPTH, CorpusIndex, ranks
 from viz_model.text.data import VAL_FRACTION, TokenData
@@ -298,7 +300,6 @@ def start_ids(tokenizer: Tokenizer, index: CorpusIndex) -> list[int]:
 
 def gpt_sample(model, tokenizer: Tokenizer, start: list[int], n_tokens: int, seed: int) -> str:
     """n_tokens sampled at temperature 1 after `start` (not included), as text."""
-    from viz_model.model.sampling import generate
 
     return tokenizer.decode(generate(model, start, n_tokens, seed=seed))
 
@@ -307,7 +308,6 @@ def text_log_probs(model, seq: list[int], start: int) -> np.ndarray:
     """(len(seq) - start,) ln p(seq[t] | the n_ctx tokens before it) for t = start.., temperature
     1: what the model thought of each token when it was generated. Positions within the first
     window share one pass; each later one has its own window (batched)."""
-    import torch
 
     n_ctx, device = model.cfg.n_ctx, model.embed.weight.device
     start = max(start, 1)

@@ -24,7 +24,7 @@ from viz_model.analysis.claims import Claim
 from viz_model.bundles.checkpoint import Bundle
 from viz_model.model.config import TrainConfig
 from viz_model.text import ngram
-from viz_model.text.data import VAL_FRACTION, DataError, TokenData
+from viz_model.text.data import VAL_FRACTION, DataError, TokenData, load_text
 
 _BASELINES = ("blind guess", "unigram", "bigram")  # Baselines.as_dict() keys, in field order
 X_AXES = {"step": "step", "tokens": "tokens seen", "elapsed": "seconds"}
@@ -112,7 +112,6 @@ def bundle_baselines(bundle: Bundle) -> ngram.Baselines | None:
     """Blind, unigram and bigram validation losses on the text the bundle was trained on, with its
     tokenizer and its validation split; None when that text cannot be found any more (an uploaded
     file since deleted) or the bundle does not say what it was trained on."""
-    from viz_model.training.settings import load_text  # the one reader of a bundle's data source
 
     stored = bundle.meta.get("baselines")  # written by run_settings.new_run since issue 10
     if isinstance(stored, dict) and all(isinstance(stored.get(k), float) for k in _BASELINES):

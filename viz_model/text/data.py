@@ -15,7 +15,7 @@ import re
 import string
 from itertools import chain, pairwise
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -430,3 +430,14 @@ def _first_lines(block: str) -> str:
             break
         kept = f"{kept}\n{line}" if kept else line
     return kept or block[:MAX_EXAMPLE_CHARS]
+
+
+def load_text(source: dict[str, Any]) -> str:
+    """The training text of a data source as stored in a bundle's meta["data"]."""
+    if "corpus" in source:
+        return load_corpus(source["corpus"])
+    if "task" in source:
+        return task_text(
+            source["task"], source["task_examples"], source.get("task_seed", 0), source["task_len"]
+        )
+    return validate_user_text(Path(source["text_file"]).read_bytes())

@@ -29,9 +29,7 @@ from viz_model.text.data import (
     VAL_FRACTION,
     TokenData,
     example_prompts,
-    load_corpus,
-    task_text,
-    validate_user_text,
+    load_text,
 )
 from viz_model.text.tokenization import DEFAULT_VOCAB, Tokenizer
 from viz_model.training.estimate import n_params
@@ -144,17 +142,6 @@ class Run:
     meta: dict[str, Any]
     history: list[dict[str, Any]]
     start_step: int
-
-
-def load_text(source: dict[str, Any]) -> str:
-    """The training text of a data source as stored in a bundle's meta["data"]."""
-    if "corpus" in source:
-        return load_corpus(source["corpus"])
-    if "task" in source:
-        return task_text(
-            source["task"], source["task_examples"], source.get("task_seed", 0), source["task_len"]
-        )
-    return validate_user_text(Path(source["text_file"]).read_bytes())
 
 
 def pick_device(name: str) -> torch.device:
