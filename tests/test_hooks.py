@@ -297,3 +297,21 @@ def test_the_docstring_example_in_hooks_runs():
 
     result = doctest.testmod(hooks, optionflags=doctest.ELLIPSIS)
     assert result.attempted >= 3 and result.failed == 0
+
+
+def test_an_in_place_edit_also_changes_an_earlier_recording_of_the_same_tensor(model, ids):
+    """What the hooks.py docstring warns about: resid_post of block 0 is resid_pre of block 1."""
+
+    def double(x, hook):
+        x.mul_(2.0)
+
+    def doubled(x, hook):
+        return 2.0 * x
+
+    names = ["blocks.0.hook_resid_post", "blocks.1.hook_resid_pre"]
+    _, clean = model.run_with_cache(ids, names=names)
+    _, in_place = model.run_with_cache(ids, names=names, hooks=[(names[1], double)])
+    _, new = model.run_with_cache(ids, names=names, hooks=[(names[1], doubled)])
+    torch.testing.assert_close(in_place[names[0]], 2.0 * clean[names[0]])
+    torch.testing.assert_close(new[names[0]], clean[names[0]])
+    torch.testing.assert_close(in_place[names[1]], new[names[1]])

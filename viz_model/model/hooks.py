@@ -6,9 +6,12 @@ current context (a `contextvars.ContextVar`, so each thread and each Streamlit s
 own). Nothing is ever registered on the module: one cached model can serve many sessions at once.
 
 A hook function is called as `fn(activation, hook=hook_point)`, as TransformerLens calls it, and
-returns a tensor to replace the activation or None to keep it (it may also edit it in place, which
-changes only this call's tensors, never the model's weights). `hook.name` is the hook's name and
-`hook.layer()` its block. So a TransformerLens head ablation runs as it is:
+returns a tensor to replace the activation or None to keep it. `hook.name` is the hook's name and
+`hook.layer()` its block. It may edit the activation in place, as TransformerLens tutorials do: that
+changes this call's tensors, never the model's weights, but also any recording of the same tensor
+made earlier in the call (`blocks.0.hook_resid_post` is `blocks.1.hook_resid_pre`), as it would in
+TransformerLens; return a new tensor to leave those alone. A head ablation from a TransformerLens
+tutorial runs as it is:
 
     >>> from viz_model.model.config import GPTConfig
     >>> from viz_model.model.gpt import GPT
