@@ -29,7 +29,7 @@ def test_ablating_every_head_equals_removing_the_attention_outputs(variant_model
         bias = block.attn.out.bias
         value = torch.zeros(model.cfg.d_model) if bias is None else bias.detach()
         name = f"blocks.{block.attn.layer}.hook_attn_out"
-        removed += custom(name, lambda x, _n, v=value: v.expand_as(x).clone())
+        removed += custom(name, lambda x, hook, v=value: v.expand_as(x).clone())
     with model.intervene(removed):
         expected = model(ids)
     torch.testing.assert_close(ablated, expected, rtol=0, atol=1e-5)
@@ -115,7 +115,7 @@ def test_patching_the_whole_clean_activation_restores_the_clean_logits(variant_m
         ids, names=["blocks.0.hook_resid_pre", "blocks.1.hook_resid_pre"]
     )
     for name in cache:
-        with model.intervene(custom(name, lambda x, _n, v=cache[name]: v.expand_as(x).clone())):
+        with model.intervene(custom(name, lambda x, hook, v=cache[name]: v.expand_as(x).clone())):
             torch.testing.assert_close(model(torch.tensor(bad)), model(ids), rtol=0, atol=1e-5)
 
 

@@ -153,7 +153,7 @@ def test_nan_loss_stops_and_keeps_the_last_good_weights(corpus, tmp_path):
     model = small_model(tok.vocab_size)
     calls = {"n": 0}
 
-    def poison(x, name):  # every forward pass from the 20th on gives NaN logits
+    def poison(x, hook):  # every forward pass from the 20th on gives NaN logits
         calls["n"] += 1
         return torch.full_like(x, float("nan")) if calls["n"] >= 20 else None
 
@@ -179,7 +179,7 @@ def test_weights_that_went_bad_are_replaced_by_the_last_good_ones(corpus, tmp_pa
     model = small_model(tok.vocab_size)
     calls = {"n": 0}
 
-    def break_a_weight(x, name):  # during step 17 a weight turns NaN, and so does the gradient
+    def break_a_weight(x, hook):  # during step 17 a weight turns NaN, and so does the gradient
         calls["n"] += 1
         if calls["n"] == 17:
             model.blocks[0].attn.qkv.weight.data.fill_(float("nan"))
@@ -408,7 +408,7 @@ def test_nan_validation_loss_stops_too(corpus, tmp_path):
     tok, data = corpus
     model = small_model(tok.vocab_size)
 
-    def poison_eval(x, name):  # NaN logits whenever the model is evaluated, never in training
+    def poison_eval(x, hook):  # NaN logits whenever the model is evaluated, never in training
         return None if model.training else torch.full_like(x, float("nan"))
 
     cfg = quick_cfg(eval_every=10, sample_tokens=0)

@@ -27,7 +27,7 @@ import torch.nn.functional as F
 
 from viz_model.analysis.claims import Claim, md_escape
 from viz_model.model.gpt import GPT
-from viz_model.model.hooks import HookFn, ablate_heads, custom
+from viz_model.model.hooks import HookFn, HookPoint, ablate_heads, custom
 from viz_model.model.sampling import SamplingSettings, generate
 from viz_model.text.data import load_text
 
@@ -182,7 +182,7 @@ def ablation_hooks(
         value = None if mean else torch.zeros(model.cfg.d_model)
         if mean and means:
             value = means[mlp_out_name(layer)]
-        pairs += custom(mlp_out_name(layer), lambda x, _n, v=value: _replace(x, v, None))
+        pairs += custom(mlp_out_name(layer), lambda x, hook, v=value: _replace(x, v, None))
     neurons: dict[int, list[int]] = {}
     for layer, n in ablation.neurons:
         neurons.setdefault(layer, []).append(n)
@@ -190,7 +190,7 @@ def ablation_hooks(
         value = None if mean else torch.zeros(model.cfg.d_mlp)
         if mean and means:
             value = means[post_name(layer)]
-        pairs += custom(post_name(layer), lambda x, _n, v=value, c=cols: _replace(x, v, c))
+        pairs += custom(post_name(layer), lambda x, hook, v=value, c=cols: _replace(x, v, c))
     return pairs
 
 
@@ -356,7 +356,7 @@ def _resid_names(model: GPT) -> list[str]:
 def _head_fn(how: str, H: int, N: int, mean: torch.Tensor | None) -> HookFn:
     """hook_z for H copies of a batch of N: copy h has head h ablated. z: (H * N, T, H, E)."""
 
-    def fn(z: torch.Tensor, _name: str) -> torch.Tensor:
+    def fn(z: torch.Tensor, hook: HookPoint) -> torch.Tensor:
         z = z.clone().view(H, N, *z.shape[1:])
         for h in range(H):
             if how == "zero":
@@ -552,7 +552,7 @@ def patching(
     for layer in range(L):
         clean_z = clean[z_name(layer)]  # (T, H, E)
 
-        def fn(z: torch.Tensor, _name: str, clean_z=clean_z) -> torch.Tensor:  # (H, T, H, E)
+        def fn(z: torch.Tensor, hook: HookPoint, clean_z=clean_z) -> torch.Tensor:  # (H, T, H, E)
             z = z.clone()
             for h in range(H):
                 z[h, :, h] = clean_z[:, h]
@@ -592,7 +592,7 @@ def steering_vector(
 
 def steering_hooks(layer: int, vector: torch.Tensor, strength: float) -> list[tuple[str, HookFn]]:
     """Add strength * vector to the residual stream entering block `layer`, at every position."""
-    return custom(resid_pre_name(layer), lambda x, _n: x + strength * vector.to(x))
+    return custom(resid_pre_name(layer), lambda x, hook: x + strength * vector.to(x))
 
 
 def steered_generation(
@@ -681,8 +681,8 @@ def steering_push(
             if n < 1:
                 continue
             ids = torch.tensor(seq).expand(K * S, -1)
-            hook = custom(resid_pre_name(layer), lambda x, _n: x + add[:, None].to(x))
-            with model.intervene(hook):
+            push = custom(resid_pre_name(layer), lambda x, hook: x + add[:, None].to(x))
+            with model.intervene(push):
                 logits = model(ids)[:, -n - 1 : -1]  # (K * S, n, V)
             logp = torch.log_softmax(logits.float(), -1)
             target = torch.tensor(seq[-n:]).expand(K * S, -1)
@@ -763,11 +763,11 @@ def position_hooks(model: GPT, mode: str, T: int, seed: int = 0) -> list[tuple[s
     if model.cfg.pos == "none":
         return []
     if mode == "remove":
-        return custom("hook_pos_embed", lambda x, _n: torch.zeros_like(x))
+        return custom("hook_pos_embed", lambda x, hook: torch.zeros_like(x))
     if mode != "shuffle":
         raise ValueError(f"mode must be one of {POSITION_MODES}, got {mode!r}")
     order = shuffled_positions(T, seed)
-    return custom("hook_pos_embed", lambda x, _n: x[:, order])
+    return custom("hook_pos_embed", lambda x, hook: x[:, order])
 
 
 def shuffled_positions(T: int, seed: int) -> torch.Tensor:

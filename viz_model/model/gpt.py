@@ -25,7 +25,16 @@ from torch import nn
 
 from viz_model.model.cache import ActivationCache
 from viz_model.model.config import GPTConfig
-from viz_model.model.hooks import HookFn, HookPoint, active_context, group, hook_context
+from viz_model.model.hooks import (
+    HookFn,
+    HookPoint,
+    NameOrFilter,
+    active_context,
+    expand,
+    group,
+    hook_context,
+    select,
+)
 from viz_model.model.mask import attention_mask
 
 
@@ -99,7 +108,9 @@ class Attention(nn.Module):
 
     def forward(self, x: torch.Tensor, kv: KVCache | None = None, past: int = 0) -> torch.Tensor:
         B, T, D = x.shape
-        q, k, v = self.qkv(x).view(B, T, 3, self.n_head, self.d_head).unbind(2)
+        qkv = self.qkv(x).view(B, T, 3, self.n_head, self.d_head)
+        # Indexing, not unbind: a hook may edit q, k or v in place, which unbind's views refuse.
+        q, k, v = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]
         q, k, v = self.hook_q(q), self.hook_k(k), self.hook_v(v)  # (B, T, H, E) each
         if kv is not None:
             k, v = kv.update(self.layer, k, v)  # (B, past + T, H, E)
@@ -314,7 +325,7 @@ class GPT(nn.Module):
         if self.cfg.pos == "learned":
             idx = torch.arange(start, start + T, device=self.embed.weight.device)
             return self.pos_embed(idx)[None]
-        return self.pos_table[start : start + T][None]
+        return self.pos_table[start : start + T][None].clone()  # a hook may edit it in place
 
     def final_norm(self, x: torch.Tensor) -> torch.Tensor:
         """The final LayerNorm (pre-LN models); the identity for post-LN models."""
@@ -326,48 +337,54 @@ class GPT(nn.Module):
         """Every hook point's name, in the order the forward pass reaches them."""
         return list(self._hook_names)
 
-    def check_names(self, names: Iterable[str]) -> list[str]:
-        """The names, or a KeyError naming the first one this model does not have."""
-        known = set(self._hook_names)
-        names = list(names)
-        for name in names:
-            if name not in known:
-                raise KeyError(
-                    f"this model has no hook {name!r}; see model.hook_names() for the "
-                    f"{len(known)} it has"
-                )
-        return names
+    def check_names(self, names: NameOrFilter | Iterable[str] | None) -> list[str]:
+        """The hook names `names` picks (all for None, one for a string, those a predicate
+        accepts), or a KeyError naming the first one this model does not have."""
+        return select(self._hook_names, names)
 
     def run_with_cache(
         self,
         ids: torch.Tensor,
-        names: Iterable[str] | None = None,
-        hooks: Iterable[tuple[str, HookFn]] = (),
+        names: NameOrFilter | Iterable[str] | None = None,
+        hooks: Iterable[tuple[NameOrFilter, HookFn]] = (),
+        *,
+        names_filter: NameOrFilter | Iterable[str] | None = None,
     ) -> tuple[torch.Tensor, ActivationCache]:
         """Run once, recording the named activations (all when names is None), without grad.
 
+        `names` is a list of hook names, one name, or a predicate on names; `names_filter` is
+        TransformerLens's name for it. `hooks` are (name or predicate, fn) pairs applied first.
         Returns the logits (shaped like forward's) and an ActivationCache whose tensors drop the
         batch dimension when ids is one sequence ((T,) or (1, T)).
         """
-        record = self._hook_names if names is None else self.check_names(names)
+        if names is not None and names_filter is not None:
+            raise TypeError("give names or names_filter (TransformerLens's name), not both")
+        record = self.check_names(names if names_filter is None else names_filter)
         single = ids.dim() == 1 or ids.shape[0] == 1
-        hooks = list(hooks)
-        self.check_names(name for name, _ in hooks)
-        with torch.no_grad(), hook_context(group(hooks), record) as ctx:
+        pairs = expand(hooks, self._hook_names)
+        with torch.no_grad(), hook_context(group(pairs), record) as ctx:
             logits = self(ids)
         store = {n: ctx.store[n] for n in record if n in ctx.store}
         return logits, ActivationCache(store, self.cfg.n_layer, batched=not single, model=self)
 
+    def run_with_hooks(
+        self, ids: torch.Tensor, fwd_hooks: Iterable[tuple[NameOrFilter, HookFn]] = ()
+    ) -> torch.Tensor:
+        """Forward with hooks for this call only, as TransformerLens's run_with_hooks: each pair
+        is (hook name or predicate on names, fn), fn(activation, hook) returns a replacement or
+        None. Gradients flow as in forward (wrap it in torch.no_grad() when none are needed)."""
+        with self.intervene(fwd_hooks):
+            return self(ids)
+
     @contextmanager
-    def intervene(self, *interventions: Iterable[tuple[str, HookFn]]) -> Iterator[None]:
-        """Apply interventions (hooks.ablate_heads, hooks.patch, hooks.custom) to every call
-        in this block, in this thread only:
+    def intervene(self, *interventions: Iterable[tuple[NameOrFilter, HookFn]]) -> Iterator[None]:
+        """Apply interventions (hooks.ablate_heads, hooks.patch, hooks.custom, or any
+        (name or predicate, fn) pairs) to every call in this block, in this thread only:
 
             with model.intervene(ablate_heads(0, [1]), patch("hook_embed", x)):
                 logits = model(ids)
         """
-        pairs = [pair for group_ in interventions for pair in group_]
-        self.check_names(name for name, _ in pairs)
+        pairs = expand((pair for group_ in interventions for pair in group_), self._hook_names)
         with hook_context(group(pairs)):
             yield
 

@@ -5,6 +5,29 @@ path (`blocks.0.attn.hook_pattern`). A HookPoint does nothing unless a `HookCont
 current context (a `contextvars.ContextVar`, so each thread and each Streamlit session sees only its
 own). Nothing is ever registered on the module: one cached model can serve many sessions at once.
 
+A hook function is called as `fn(activation, hook=hook_point)`, as TransformerLens calls it, and
+returns a tensor to replace the activation or None to keep it. `hook.name` is the hook's name and
+`hook.layer()` its block. It may edit the activation in place, as TransformerLens tutorials do: that
+changes this call's tensors, never the model's weights, but also any recording of the same tensor
+made earlier in the call (`blocks.0.hook_resid_post` is `blocks.1.hook_resid_pre`), as it would in
+TransformerLens; return a new tensor to leave those alone. A head ablation from a TransformerLens
+tutorial runs as it is:
+
+    >>> from viz_model.model.config import GPTConfig
+    >>> from viz_model.model.gpt import GPT
+    >>> model = GPT(GPTConfig(vocab_size=23, n_ctx=16, d_model=32, n_layer=2, n_head=4)).eval()
+    >>> ids = torch.tensor([3, 7, 1, 3, 7])
+    >>> def ablate_head_2(z, hook):  # z: (B, T, H, E)
+    ...     z[:, :, 2, :] = 0.0
+    ...     return z
+    >>> logits = model.run_with_hooks(ids, fwd_hooks=[("blocks.1.attn.hook_z", ablate_head_2)])
+    >>> with model.intervene(ablate_heads(1, [2])):  # the same ablation, ready-made
+    ...     torch.allclose(model(ids), logits)
+    True
+
+Where a hook name goes, a predicate may go instead (`lambda name: name.endswith("hook_z")`), as in
+TransformerLens; the model expands it to the names it accepts before the call.
+
 Contexts nest: an inner context runs after the outer one, so `run_with_cache` inside
 `model.intervene(...)` records the intervened activations.
 
@@ -13,16 +36,24 @@ Not here: the cache object (cache.py) and the named interventions' arithmetic be
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import torch
 from torch import nn
 
-# fn(activation, hook_name) -> new activation, or None to keep it unchanged.
-HookFn = Callable[[torch.Tensor, str], "torch.Tensor | None"]
+
+class HookFn(Protocol):
+    """fn(activation, hook=hook_point) -> new activation, or None to keep it."""
+
+    def __call__(self, activation: torch.Tensor, hook: HookPoint) -> torch.Tensor | None: ...
+
+
+# A hook's name, or a predicate on names standing for every name it accepts.
+NameOrFilter = str | Callable[[str], bool]
 
 _ACTIVE: ContextVar[HookContext | None] = ContextVar("viz_model_hook_context", default=None)
 
@@ -37,10 +68,17 @@ class HookPoint(nn.Module):
     # Called ~100 times per forward; skip nn.Module.__call__'s machinery (we never use torch hooks).
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         ctx = _ACTIVE.get()
-        return x if ctx is None else ctx.apply(self.name, x)
+        return x if ctx is None else ctx.apply(self, x)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self(x)
+
+    def layer(self) -> int:
+        """The block this hook is in: 1 for `blocks.1.attn.hook_z` (TransformerLens's helper)."""
+        parts = self.name.split(".")
+        if len(parts) < 3 or parts[0] != "blocks":
+            raise ValueError(f"{self.name!r} is not inside a block")
+        return int(parts[1])
 
 
 @dataclass
@@ -58,15 +96,16 @@ class HookContext:
             return True
         return self.parent is not None and self.parent.wants(name)
 
-    def apply(self, name: str, x: torch.Tensor) -> torch.Tensor:
+    def apply(self, hook: HookPoint, x: torch.Tensor) -> torch.Tensor:
+        """Run the outer contexts, then this one's functions on `x`, then record the result."""
         if self.parent is not None:
-            x = self.parent.apply(name, x)
-        for fn in self.fns.get(name, ()):
-            out = fn(x, name)
+            x = self.parent.apply(hook, x)
+        for fn in self.fns.get(hook.name, ()):
+            out = fn(x, hook=hook)
             if out is not None:
                 x = out
-        if name in self.record:
-            self.store[name] = x.detach()
+        if hook.name in self.record:
+            self.store[hook.name] = x.detach()
         return x
 
 
@@ -94,6 +133,36 @@ def hook_context(
         _ACTIVE.reset(token)
 
 
+def select(names: Sequence[str], which: NameOrFilter | Iterable[str] | None) -> list[str]:
+    """The names `which` picks, in forward order: all for None, one for a string, those a
+    predicate accepts, or a list as given (a KeyError names the first one not in `names`).
+
+        >>> select(["hook_embed", "blocks.0.attn.hook_z"], lambda n: n.endswith("hook_z"))
+        ['blocks.0.attn.hook_z']
+    """
+    if which is None:
+        return list(names)
+    if callable(which):
+        return [n for n in names if which(n)]
+    chosen = [which] if isinstance(which, str) else list(which)
+    known = set(names)
+    for name in chosen:
+        if name not in known:
+            raise KeyError(
+                f"this model has no hook {name!r}; see model.hook_names() for the "
+                f"{len(known)} it has"
+            )
+    return chosen
+
+
+def expand(
+    pairs: Iterable[tuple[NameOrFilter, HookFn]], names: Sequence[str]
+) -> list[tuple[str, HookFn]]:
+    """(name or predicate, fn) pairs -> (name, fn) pairs over `names`, a predicate giving one pair
+    per name it accepts; an unknown name is a KeyError."""
+    return [(name, fn) for which, fn in pairs for name in select(names, which)]
+
+
 # ---- interventions: each returns (hook name, fn) pairs for hook_context ----------------------
 
 
@@ -109,7 +178,7 @@ def ablate_heads(
     if how not in ("zero", "mean"):
         raise ValueError(f"ablation must be 'zero' or 'mean', got {how!r}")
 
-    def fn(z: torch.Tensor, name: str) -> torch.Tensor:  # z: (B, T, H, d_head)
+    def fn(z: torch.Tensor, hook: HookPoint) -> torch.Tensor:  # z: (B, T, H, d_head)
         z = z.clone()
         for h in heads:
             if how == "zero":
@@ -134,7 +203,7 @@ def patch(
     """
     pos = None if positions is None else list(positions)
 
-    def fn(x: torch.Tensor, hook_name: str) -> torch.Tensor:
+    def fn(x: torch.Tensor, hook: HookPoint) -> torch.Tensor:
         v = value.to(x)
         if v.dim() == x.dim() - 1:
             v = v.unsqueeze(0)
@@ -148,7 +217,7 @@ def patch(
 
 
 def custom(name: str, fn: HookFn) -> list[tuple[str, HookFn]]:
-    """Run any function on hook `name`: fn(activation, name) -> new activation or None."""
+    """Run any function on hook `name`: fn(activation, hook) -> new activation or None."""
     return [(name, fn)]
 
 
