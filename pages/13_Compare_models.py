@@ -39,7 +39,7 @@ st.latex(
 )
 
 
-@st.cache_data(max_entries=64)
+@cache.per_model(keep=64)
 def model_info(folder: str, mtime: float) -> cmp.ModelInfo:
     """What a bundle's config.json says about its text, tokenizer and shape (cached per file)."""
     return cmp.model_info(Path(folder))
@@ -217,10 +217,7 @@ for name, bid, b in sides:
     )
     (named if curves is not None and curves.train_x.size else missing).append((name, curves))
 if named:
-    key = ("cmp_curves", tuple(bid for _, bid, _ in sides), unit, x)
-    st.plotly_chart(
-        cache.figure(key, lambda: charts.overlaid_curves(named, unit)), key="cmp_curves"
-    )
+    st.plotly_chart(cache.figure(charts.overlaid_curves, named, unit), key="cmp_curves")
 for name, _ in missing:
     st.info(
         f"“{name}” has no training curve in {unit} (no history, or its characters per token "

@@ -202,18 +202,31 @@ CACHE = SharedCache(
 )
 
 
-def per_prompt(fn: F) -> F:
+def per_prompt(fn: F | None = None, *, spinner: str = "") -> F | Callable[[F], F]:
     """Cache `fn`'s results in CACHE, shared read-only by every session, keyed by its file, name
     and arguments (those not named with a leading "_"; see `key_of` for what an argument may be).
-    For anything that depends on what a student types or picks: the prompt, a token, a layer."""
+    For anything that depends on what a student types or picks: the prompt, a token, a layer.
+    `@per_prompt(spinner="Sampling…")` says so on screen while a missing result is computed."""
 
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        key = call_key(fn, args, kwargs, skip_private=True)
-        return get_or_compute(key, lambda: fn(*args, **kwargs))
+    def wrap(fn: F) -> F:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            key = call_key(fn, args, kwargs, skip_private=True)
+            return get_or_compute(key, lambda: _with_spinner(spinner, fn, args, kwargs))
 
-    wrapper.clear = CACHE.clear  # type: ignore[attr-defined]
-    return wrapper  # type: ignore[return-value]
+        wrapper.clear = CACHE.clear  # type: ignore[attr-defined]
+        return wrapper  # type: ignore[return-value]
+
+    return wrap(fn) if fn is not None else wrap
+
+
+def _with_spinner(text: str, fn: Callable, args: tuple, kwargs: dict) -> Any:
+    if not text:
+        return fn(*args, **kwargs)
+    import streamlit as st  # only a page asks for a spinner
+
+    with st.spinner(text):
+        return fn(*args, **kwargs)
 
 
 def get_or_compute(key: tuple, compute: Callable[[], Any]) -> Any:
