@@ -4,10 +4,12 @@
 entry is tens of kB for a short prompt on a 4-layer model and hundreds of MB for 128 tokens through
 GPT-2 small; after 1,000 reruns with new prompts a server held 256 MB in its data caches and
 would have gone on growing to each cache's cap, and nothing was released when the class went home.
-Here every result decorated with `@per_prompt` (and every figure of `ui.cache.figure`) lives in one `cachetools.TTLCache` sized in bytes
-(VIZ_CACHE_MB, default 256 per server process): the least recently used results go first when a
-new one needs room, and a result unused for VIZ_CACHE_TTL_S (default an hour) is dropped by a
-sweep once a minute, so an idle server gives its memory back.
+Here every result decorated with `@per_prompt`, and every figure of `ui.cache.figure`, lives in
+one `cachetools.TTLCache` sized in bytes (VIZ_CACHE_MB, default 256 per server process): the
+least recently used results go first when a new one needs room, and a result unused for
+VIZ_CACHE_TTL_S (default an hour) is dropped by a sweep once a minute, so an idle server gives its
+memory back. Pages do not import this module: they use ui.cache (`per_prompt`, `per_model`,
+`figure`), which says which cache a result belongs in.
 
 Results are shared, not copied (st.cache_data unpickles a copy on every hit): numpy arrays are made
 read-only, so a page that tried to change one would fail loudly instead of changing it for
@@ -15,9 +17,10 @@ everyone. The key is the function's file, qualified name and every argument in a
 (`key_of`: numbers with their type, tuples, numpy arrays by dtype, shape and a hash of their
 bytes); an argument nothing can freeze is refused with a TypeError rather than keyed by identity.
 For `@per_prompt`, arguments whose names start with "_" are left out of the key, as with
-Streamlit's caches (a figure's arguments never are). When several sessions ask for the same missing result at once (a class arriving), one
-computes it and the others wait for it. The cache's size per function is reported in Streamlit's
-/_stcore/metrics (cache_type="viz_shared"), where the class benchmarks read it.
+Streamlit's caches (a figure's arguments never are). When several sessions ask for the same
+missing result at once (a class arriving), one computes it and the others wait for it. The
+cache's size per function is reported in Streamlit's /_stcore/metrics (cache_type="viz_shared"),
+where the class benchmarks read it.
 """
 
 from __future__ import annotations
