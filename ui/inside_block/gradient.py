@@ -47,6 +47,19 @@ def draw(ctx: PageContext) -> None:
         st.info(f"No gradient step here: {err}.")
         return
     c1, c2 = st.columns(2)
+    lr = eta_choice(scan, c1)
+    position = state.slider(
+        "Token for the chain rule", "gd_pos", 0, T - 2, T - 2, container=c2,
+        help="Whose next token the chain-rule example below follows.",
+    )  # fmt: skip
+    s = step_of(ctx.bundle_id, tuple(ctx.ids), lr, position)
+    step_numbers(s, lr, T)
+    step_pictures(ctx, scan, s, lr)
+    chain_rule(ctx, s, position, lr)
+
+
+def eta_choice(scan: gx.LossAlongGradient, container) -> float:
+    """The learning rate, on a slider of this model's round values around the default."""
     offsets = list(range(-scan.default, len(scan.etas) - scan.default))
     agrees = gx.first_order_agrees(
         scan.losses[scan.default] - scan.loss, scan.predicted[scan.default]
@@ -58,18 +71,17 @@ def draw(ctx: PageContext) -> None:
         else "its smallest η: on none of them did the loss fall as first order predicts"
     )
     offset = state.select_slider(
-        "Learning rate η", "gd_eta", offsets, 0, container=c1,
+        "Learning rate η", "gd_eta", offsets, 0, container=container,
         format_func=lambda k: f"{scan.etas[scan.default + k]:g}",
         help=f"How far to move each weight along its gradient. The slider's values are chosen "
         f"from this model's gradient on this prompt (‖g‖² = {scan.grad_sq:.4g}); it opens on "
         f"{opens}.",
     )  # fmt: skip
-    lr = float(scan.etas[scan.default + offset])
-    position = state.slider(
-        "Token for the chain rule", "gd_pos", 0, T - 2, T - 2, container=c2,
-        help="Whose next token the chain-rule example below follows.",
-    )  # fmt: skip
-    s = step_of(ctx.bundle_id, tuple(ctx.ids), lr, position)
+    return float(scan.etas[scan.default + offset])
+
+
+def step_numbers(s: gx.GradientStep, lr: float, T: int) -> None:
+    """The loss before and after, the first-order estimate, and the claim they support."""
     m1, m2, m3, m4 = st.columns(4)
     m1.metric(
         "loss before", f"{s.loss_before:.4f}", help="Mean −ln p of the N = T − 1 next tokens."
@@ -83,6 +95,12 @@ def draw(ctx: PageContext) -> None:
     )  # fmt: skip
     m4.metric("next tokens made likelier", f"{int((s.p_after > s.p_before).sum())} of {T - 1}")
     st.markdown(gx.step_claim(s.loss_before, s.loss_after, lr, s.grad_sq).text)
+
+
+def step_pictures(
+    ctx: PageContext, scan: gx.LossAlongGradient, s: gx.GradientStep, lr: float
+) -> None:
+    """The loss along the gradient, each next token's probability, the gradient by part."""
     st.plotly_chart(
         cache.figure(
             charts.loss_along_gradient, scan.etas, scan.losses, scan.loss, scan.grad_sq, lr,
@@ -110,7 +128,6 @@ def draw(ctx: PageContext) -> None:
     )
     title = "How large the gradient is, by part"
     st.plotly_chart(cache.figure(charts.gradient_norms, s.groups, title=title))
-    chain_rule(ctx, s, position, lr)
 
 
 def chain_rule(ctx: PageContext, s: gx.GradientStep, position: int, lr: float) -> None:
