@@ -11,7 +11,9 @@
 - `figure(builder, *args)`: a chart, built by `builder(*args)` once per distinct arguments and kept
   in the per-prompt budget as a FrozenFigure. The key is the builder's qualified name and every
   argument (numpy arrays by their bytes), so a figure can never be shown for inputs it was not
-  built from, which a hand-written key next to a closure could not promise.
+  built from, which a hand-written key next to a closure could not promise. A `@per_prompt` or
+  `@per_model` function may also return a figure it builds from its own arguments alone (the
+  Attention page's heatmaps, the Embeddings page's scatter): that is keyed the same way.
 
 Arguments of all three must be plain values: tuples rather than lists for ids, numbers, strings,
 numpy arrays, dataclasses of them (ui.shared_cache.key_of); a result is never changed in place.
@@ -59,7 +61,8 @@ def per_model(
         def read_only(*args: Any, **kwargs: Any) -> Any:
             return freeze(fn(*args, **kwargs))
 
-        return st.cache_resource(show_spinner=spinner, max_entries=keep)(read_only)  # type: ignore[return-value]
+        cached = st.cache_resource(show_spinner=spinner, max_entries=keep)(read_only)
+        return cached  # type: ignore[return-value]
 
     return wrap(fn) if fn is not None else wrap
 
