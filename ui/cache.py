@@ -7,7 +7,7 @@
 - `@per_model`: a result that depends only on a model (its bundle id, the text or config it was
   built from): loading a bundle, a model's corpus scan, its embedding PCA. Kept for at most
   `keep` models per function (MODELS by default), shared read-only (numpy arrays are frozen).
-  It refuses a parameter named like a prompt (`ids`, `prompt`, `tokens`): that is per prompt.
+  It refuses a parameter named like a prompt (`ids`, `prompt`, `tokens`, `text`): per prompt.
 - `figure(builder, *args)`: a chart, built by `builder(*args)` once per distinct arguments and kept
   in the per-prompt budget as a FrozenFigure. The key is the builder's qualified name and every
   argument (numpy arrays by their bytes), so a figure can never be shown for inputs it was not
