@@ -184,14 +184,11 @@ for i, (col, (name, bid, b), (tokens, _)) in enumerate(zip(columns, sides, read,
     head = state.slider("Head", f"cmp_head_{side}", 0, b.config.n_head - 1, 0, container=c2)
     hook = f"blocks.{layer}.attn.hook_pattern"
     pattern = cache.activations(bid, tuple(tokens.ids), (hook,))[hook][head]  # (T, T)
-    fig = cache.figure(  # built once per model, prompt and head; drawing a built one is cheap
-        ("cmp_attn", bid, tuple(tokens.ids), name, layer, head),
-        partial(
-            charts.half_width_pattern,
-            pattern,
-            token_labels(tokens.texts),
-            title=f"{name}: L{layer} H{head}",
-        ),
+    fig = cache.figure(  # built once per pattern and labels; drawing a built one is cheap
+        charts.half_width_pattern,
+        pattern,
+        token_labels(tokens.texts),
+        title=f"{name}: L{layer} H{head}",
     )
     col.plotly_chart(fig, key=f"cmp_attn_{i}")
 
