@@ -3,6 +3,8 @@ read-only and refuse prompts, and the keys tell apart values a hand-written key 
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import plotly.graph_objects as go
 import pytest
@@ -70,9 +72,14 @@ def test_two_builders_with_the_same_arguments_are_two_figures():
     assert call_key(bars, BASE[:3], {})[1] == "bars"
 
 
-def test_a_hand_written_key_is_refused():
+def test_a_hand_written_key_or_a_builder_with_hidden_inputs_is_refused():
     with pytest.raises(TypeError, match="chart function"):
         cache.figure(("bars", "model"), lambda: bars(*BASE[:3]))
+    values = BASE[0]
+    with pytest.raises(TypeError, match="pass them as arguments"):
+        cache.figure(lambda labels: bars(values, labels), ["a", "b"])
+    with pytest.raises(TypeError, match="pass them as arguments"):
+        cache.figure(functools.partial(bars, values), ["a", "b"])
 
 
 @pytest.mark.parametrize(
