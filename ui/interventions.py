@@ -119,7 +119,9 @@ def steered(
     seed: int,
 ) -> tuple[list[int], list[int]]:
     model = cache.bundle(bundle_id).model
-    vector = torch.from_numpy(steering_vector(bundle_id, a, b, layer))
+    vector = torch.tensor(
+        steering_vector(bundle_id, a, b, layer)
+    )  # a copy: the cached one is shared
     return iv.steered_generation(
         model, list(ids), layer, vector, strength, n_tokens, seed, SamplingSettings()
     )
@@ -150,7 +152,9 @@ def steering_push(
 ) -> iv.SteeringPush:
     """The push towards A against alpha (the page's alpha included), and the random baseline."""
     model = cache.bundle(bundle_id).model
-    vector = torch.from_numpy(steering_vector(bundle_id, a, b, layer))
+    vector = torch.tensor(
+        steering_vector(bundle_id, a, b, layer)
+    )  # a copy: the cached one is shared
     alphas = (*iv.STEER_ALPHAS, strength)
     return iv.steering_push(
         model, [list(p) for p in a], [list(p) for p in b], layer, vector, alphas
@@ -161,7 +165,9 @@ def steering_push(
 def direction_report(
     bundle_id: str, a: tuple[tuple[int, ...], ...], b: tuple[tuple[int, ...], ...], layer: int
 ) -> iv.DirectionReport:
-    vector = torch.from_numpy(steering_vector(bundle_id, a, b, layer))
+    vector = torch.tensor(
+        steering_vector(bundle_id, a, b, layer)
+    )  # a copy: the cached one is shared
     return iv.direction_report(cache.bundle(bundle_id).model, vector)
 
 
