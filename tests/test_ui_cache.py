@@ -82,6 +82,19 @@ def test_a_hand_written_key_or_a_builder_with_hidden_inputs_is_refused():
         cache.figure(functools.partial(bars, values), ["a", "b"])
 
 
+def test_a_decorated_builder_is_keyed_as_its_own_function():
+    """A wrapper made with functools.wraps (a timing probe) keeps the builder's name and key."""
+
+    def timed(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    assert cache.figure(timed(bars), *BASE[:3]) is cache.figure(bars, *BASE[:3])
+
+
 @pytest.mark.parametrize(
     "a, b",
     [

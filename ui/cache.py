@@ -73,7 +73,8 @@ def figure(builder: Callable[..., go.Figure], *args: Any, **kwargs: Any) -> Froz
     milliseconds, drawing a built frozen one about one."""
     if not callable(builder):
         raise TypeError("cache.figure takes the chart function and its arguments, not a key")
-    if getattr(builder, "__closure__", None) or isinstance(builder, functools.partial):
+    inner = inspect.unwrap(builder)  # a decorated builder (functools.wraps): its own function
+    if getattr(inner, "__closure__", None) or isinstance(inner, functools.partial):
         raise TypeError(f"{builder!r} carries inputs the key cannot see: pass them as arguments")
     key = call_key(builder, args, kwargs)
     return get_or_compute(key, lambda: frozen(builder(*args, **kwargs)))

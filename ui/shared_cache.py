@@ -126,7 +126,8 @@ def call_key(fn: Callable, args: tuple, kwargs: dict, skip_private: bool = False
     bound = inspect.signature(fn).bind(*args, **kwargs)
     bound.apply_defaults()
     items = bound.arguments.items()
-    where = (getattr(fn, "__code__", None) and fn.__code__.co_filename, fn.__qualname__)
+    inner = inspect.unwrap(fn)  # a wrapper made with functools.wraps is keyed as what it wraps
+    where = (getattr(inner, "__code__", None) and inner.__code__.co_filename, inner.__qualname__)
     return (*where, *((k, key_of(v)) for k, v in items if not (skip_private and k[0] == "_")))
 
 
