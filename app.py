@@ -44,7 +44,7 @@ st.markdown(
     "a box for its weights' shapes."
 )
 # Both figures depend on the model only: built once per model, not on every visit (15 ms a view).
-architecture = cache.figure(("home_architecture", ctx.bundle_id), lambda: architecture_figure(cfg))
+architecture = cache.figure(architecture_figure, cfg)
 st.plotly_chart(architecture, width="stretch", config={"displayModeBar": False})
 
 left, right = st.columns([3, 2], gap="large")
@@ -60,7 +60,7 @@ with left:
         f"sits in the {biggest[0]} weights. LayerNorm has only a scale and a shift per "
         "dimension, so it barely counts."
     )
-    shares = cache.figure(("home_param_counts", ctx.bundle_id), lambda: param_counts_figure(counts))
+    shares = cache.figure(param_counts_figure, counts)
     st.plotly_chart(shares, width="stretch", config={"displayModeBar": False})
     with parts.numbers_behind_it():
         lines = [f"| {name} | {n:,} | {share:.1%} |" for name, n, share in rows]

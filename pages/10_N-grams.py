@@ -51,14 +51,14 @@ st.caption(
 )
 
 
-@st.cache_data(show_spinner="The GPT writes its sample…", max_entries=64)
+@cache.per_prompt(spinner="The GPT writes its sample…")
 def gpt_sample(bundle_id: str, seed: int, n_tokens: int) -> str:
     bundle, found = cache.bundle(bundle_id), corpus.token_models(bundle_id)
     start = ng.start_ids(bundle.tokenizer, found.index)
     return ng.gpt_sample(bundle.model, bundle.tokenizer, start, n_tokens, seed)
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
+@cache.per_prompt
 def shannon(bundle_id: str, unit: str, order: int, seed: int) -> str:
     symbols = corpus.symbols(cache.bundle(bundle_id), unit)
     return ng.shannon_text(symbols, order, LETTERS if unit == "letters" else WORDS, seed)
@@ -196,10 +196,7 @@ st.markdown(
     "corpus holds a vanishing share of them. " + ng.sparsity_claim(models.unseen).text
 )
 st.plotly_chart(
-    cache.figure(
-        ("ng_sparsity", ctx.bundle_id),
-        lambda: charts.sparsity_chart(models.unseen, f"{tok.kind} tokens"),
-    ),
+    cache.figure(charts.sparsity_chart, models.unseen, f"{tok.kind} tokens"),
     key="ng_sparsity",
 )
 
@@ -240,19 +237,23 @@ versus = ng.gpt_vs_counts_claim(
 p1, p2 = st.columns(2, gap="large")
 p1.plotly_chart(
     cache.figure(
-        ("ng_per_token", ctx.bundle_id, tuple(gpt_token.items())),
-        lambda: charts.order_chart(
-            scores.orders, bpt_ng, gpt_token, "bits per token", f"Per {tok.kind} token (this model)"
-        ),
+        charts.order_chart,
+        scores.orders,
+        bpt_ng,
+        gpt_token,
+        "bits per token",
+        f"Per {tok.kind} token (this model)",
     ),
     key="ng_per_token",
 )
 p2.plotly_chart(
     cache.figure(
-        ("ng_per_char", ctx.bundle_id, tuple(gpt_char.items())),
-        lambda: charts.order_chart(
-            scores.orders, bpc_ng, gpt_char, "bits per character", "Per character (every model)"
-        ),
+        charts.order_chart,
+        scores.orders,
+        bpc_ng,
+        gpt_char,
+        "bits per character",
+        "Per character (every model)",
     ),
     key="ng_per_char",
 )

@@ -20,7 +20,7 @@ ctx = ui.frame("Training dynamics", ":material/timeline:", needs_prompt=False)
 final_id, chosen_step = models.split_step(ctx.bundle_id)  # the sidebar's step, None = final
 
 
-@st.cache_data(show_spinner="Measuring every saved step of this model…", max_entries=16)
+@cache.per_model(spinner="Measuring every saved step of this model…")
 def measured(final_id: str) -> dyn.Dynamics | None:
     """Role scores and losses on the probe at every saved step, once per bundle (None: no
     snapshots). Snapshots are read straight from disk so they do not crowd the model cache."""
@@ -78,10 +78,7 @@ focus = state.selectbox(
 )
 copying = dyn.copying_claim(d)
 formed = int(copying.numbers["half_step"]) if copying.made else None  # dashed only when claimed
-fig = cache.figure(
-    ("dyn_roles", final_id, focus, chosen_step),
-    lambda: charts.roles_over_training(d, focus, formed, chosen_step),
-)
+fig = cache.figure(charts.roles_over_training, d, focus, formed, chosen_step)
 st.plotly_chart(fig, key="dyn_roles")
 k, n = d.copy_length, len(d.steps)
 st.caption(
@@ -130,10 +127,7 @@ st.markdown(
 curves = tr.curves(ctx.bundle.history)
 miss = ctx.bundle.tokenizer.id_to_token(int(d.miss_token[-1])) if d.miss_token[-1] >= 0 else ""
 miss_label = f"“{md_escape(show_whitespace(miss))}”" + (" (a line break)" if miss == "\n" else "")
-fig = cache.figure(
-    ("dyn_accuracy", final_id, formed),
-    lambda: charts.loss_against_accuracy(d, curves, formed),
-)
+fig = cache.figure(charts.loss_against_accuracy, d, curves, formed)
 st.plotly_chart(fig, key="dyn_accuracy")
 st.caption(
     "Left axis: losses (the training loss, grey, is on the model's own training text, every "

@@ -39,7 +39,7 @@ st.latex(
 )
 
 
-@st.cache_data(max_entries=64)
+@cache.per_model(keep=64)
 def model_info(folder: str, mtime: float) -> cmp.ModelInfo:
     """What a bundle's config.json says about its text, tokenizer and shape (cached per file)."""
     return cmp.model_info(Path(folder))
@@ -184,14 +184,11 @@ for i, (col, (name, bid, b), (tokens, _)) in enumerate(zip(columns, sides, read,
     head = state.slider("Head", f"cmp_head_{side}", 0, b.config.n_head - 1, 0, container=c2)
     hook = f"blocks.{layer}.attn.hook_pattern"
     pattern = cache.activations(bid, tuple(tokens.ids), (hook,))[hook][head]  # (T, T)
-    fig = cache.figure(  # built once per model, prompt and head; drawing a built one is cheap
-        ("cmp_attn", bid, tuple(tokens.ids), name, layer, head),
-        partial(
-            charts.half_width_pattern,
-            pattern,
-            token_labels(tokens.texts),
-            title=f"{name}: L{layer} H{head}",
-        ),
+    fig = cache.figure(  # built once per pattern and labels; drawing a built one is cheap
+        charts.half_width_pattern,
+        pattern,
+        token_labels(tokens.texts),
+        title=f"{name}: L{layer} H{head}",
     )
     col.plotly_chart(fig, key=f"cmp_attn_{i}")
 
@@ -217,10 +214,7 @@ for name, bid, b in sides:
     )
     (named if curves is not None and curves.train_x.size else missing).append((name, curves))
 if named:
-    key = ("cmp_curves", tuple(bid for _, bid, _ in sides), unit, x)
-    st.plotly_chart(
-        cache.figure(key, lambda: charts.overlaid_curves(named, unit)), key="cmp_curves"
-    )
+    st.plotly_chart(cache.figure(charts.overlaid_curves, named, unit), key="cmp_curves")
 for name, _ in missing:
     st.info(
         f"“{name}” has no training curve in {unit} (no history, or its characters per token "

@@ -11,7 +11,6 @@ from ui.charts import compare as cmp_charts
 from ui.charts import contrasts as charts
 from ui.charts import layernorm as ln_charts
 from ui.charts.common import token_labels
-from ui.shared_cache import shared
 from viz_model.analysis import compare as cmp
 from viz_model.analysis import contrasts as ct
 from viz_model.analysis import dynamics as dyn
@@ -79,28 +78,28 @@ except CheckpointError as exc:
     st.stop()
 
 
-@shared
+@cache.per_prompt
 def look_ahead(bundle_id: str, ids: tuple[int, ...]) -> ct.LookAhead:
     return ct.look_ahead(cache.bundle(bundle_id).model, ids)
 
 
-@shared
+@cache.per_prompt
 def continuation(bundle_id: str, ids: tuple[int, ...]) -> str:
     b = cache.bundle(bundle_id)
     return b.tokenizer.decode(generate(b.model, list(ids), CONTINUATION, SAMPLING, seed=0))
 
 
-@shared
+@cache.per_prompt
 def prompt_losses(bundle_id: str, ids: tuple[int, ...]):
     return ct.position_losses(cache.bundle(bundle_id).model, ids)
 
 
-@shared
+@cache.per_prompt
 def stream_lengths(bundle_id: str, ids: tuple[int, ...]) -> lnx.StreamLengths:
     return lnx.stream_lengths(cache.bundle(bundle_id).model, list(ids))
 
 
-@shared
+@cache.per_prompt
 def copying(bundle_id: str) -> ct.CopyProfile:
     b = cache.bundle(bundle_id)
     return ct.copy_profile(b.model, dyn.probe(b.tokenizer, b.meta, b.config.n_ctx))
@@ -168,10 +167,10 @@ def mask_contrast() -> None:
     )
     targets = tokens.texts[1:]
     fig = cache.figure(
-        ("ctr_look_ahead", tuple(ids_by_name.values()), ids),
-        lambda: charts.look_ahead_lines(
-            list(zip(contrast.models, la, strict=True)), targets, "Loss at each position"
-        ),
+        charts.look_ahead_lines,
+        list(zip(contrast.models, la, strict=True)),
+        targets,
+        "Loss at each position",
     )
     st.plotly_chart(fig, key="ctr_look_ahead")
     st.subheader("What each writes after the prompt")
@@ -215,12 +214,10 @@ def layers_contrast() -> None:
         "the second copy's letters that are the model's top guess."
     )
     fig = cache.figure(
-        ("ctr_copy", tuple(ids_by_name.values())),
-        lambda: charts.copy_lines(
-            [(n, p.loss) for n, p in zip(contrast.models, profiles, strict=True)],
-            k,
-            "Loss at each position of a sequence written twice",
-        ),
+        charts.copy_lines,
+        [(n, p.loss) for n, p in zip(contrast.models, profiles, strict=True)],
+        k,
+        "Loss at each position of a sequence written twice",
     )
     st.plotly_chart(fig, key="ctr_copy")
     with st.expander("The numbers: the loss at each position"):
@@ -234,12 +231,10 @@ def norm_lengths(ids: tuple[int, ...]) -> None:
     measured = [(f"{n} ({b.config.norm}-LN)", stream_lengths(bid, ids)) for n, bid, b in sides]
     labels = layer_labels(sides[0][2].config.n_layer)
     fig = cache.figure(
-        ("ctr_norms", tuple(ids_by_name.values()), ids),
-        lambda: ln_charts.norm_profiles(
-            {n: m.lengths for n, m in measured},
-            {n: labels for n, _ in measured},
-            title="Mean length of the residual vector, layer by layer",
-        ),
+        ln_charts.norm_profiles,
+        {n: m.lengths for n, m in measured},
+        {n: labels for n, _ in measured},
+        title="Mean length of the residual vector, layer by layer",
     )
     st.plotly_chart(fig, key="ctr_norms")
     pre = next((n, m) for n, m in measured if m.norm == "pre")
@@ -274,12 +269,10 @@ def loss_contrast() -> None:
     if contrast.differs == "norm":
         norm_lengths(ids)
     fig = cache.figure(
-        ("ctr_prompt_loss", tuple(ids_by_name.values()), ids),
-        lambda: charts.loss_lines(
-            list(zip(contrast.models, losses, strict=True)),
-            "position t (predicting token t+1)",
-            "Loss at each position of the prompt",
-        ),
+        charts.loss_lines,
+        list(zip(contrast.models, losses, strict=True)),
+        "position t (predicting token t+1)",
+        "Loss at each position of the prompt",
     )
     st.plotly_chart(fig, key="ctr_prompt_loss")
 
@@ -297,10 +290,7 @@ named = []
 for name, _, b in sides:
     per_step = int((b.train_config or {}).get("batch_size", 1)) * b.config.n_ctx
     named.append((name, tr.curves(b.history, "step", per_step)))
-fig = cache.figure(
-    ("ctr_curves", tuple(ids_by_name.values())),
-    lambda: cmp_charts.overlaid_curves(named, "nats per token"),
-)
+fig = cache.figure(cmp_charts.overlaid_curves, named, "nats per token")
 st.plotly_chart(fig, key="ctr_curves")
 st.caption("Compare models draws any two models this way, in bits per character too.")
 with st.expander("The commands that trained them"):

@@ -52,15 +52,13 @@ axis = state.radio(
 )
 fit = by_size if axis == "params" else by_compute
 fig = cache.figure(
-    ("scaling", key, axis),
-    lambda: charts.scaling_figure(
-        points,
-        fit,
-        axis,
-        "Validation loss, log-log",
-        curve=curve,
-        frontier=sc.compute_frontier(curve),
-    ),
+    charts.scaling_figure,
+    points,
+    fit,
+    axis,
+    "Validation loss, log-log",
+    curve=curve,
+    frontier=sc.compute_frontier(curve),
 )
 st.plotly_chart(fig, key="scaling")
 claim = sc.size_claim(by_size) if axis == "params" else sc.compute_claim(by_compute)

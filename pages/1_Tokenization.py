@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import ui
-from ui import parts, state
+from ui import cache, parts, state
 from ui.charts.common import show_whitespace
 from ui.charts.tokens import token_chips_html, vocab_curve_chart
 from viz_model.analysis import tokens as tk
@@ -26,32 +26,32 @@ ctx = ui.frame("Tokenization", "🔤")
 # ---- cached tokenizers and counts (trained once per server, shared by every session) -------------
 
 
-@st.cache_resource(show_spinner="Training a tokenizer on the corpus…", max_entries=16)
+@cache.per_model(spinner="Training a tokenizer on the corpus…")
 def corpus_tokenizer(kind: str, vocab_size: int | None) -> Tokenizer:
     return Tokenizer.train(load_corpus(CORPUS), kind, vocab_size)
 
 
-@st.cache_resource(show_spinner="Counting the corpus's words…")
+@cache.per_model(spinner="Counting the corpus's words…")
 def corpus_words() -> dict:
     return tk.word_counts(load_corpus(CORPUS))
 
 
-@st.cache_data(show_spinner=False)
+@cache.per_model
 def corpus_digits() -> int:
     return tk.digit_count(load_corpus(CORPUS))
 
 
-@st.cache_data(show_spinner=False, max_entries=512)
+@cache.per_prompt
 def merge_frequency(vocab_size: int, step: int) -> int:
     return tk.merge_frequency(corpus_words(), corpus_tokenizer("bpe", vocab_size).merges(), step)
 
 
-@st.cache_data(show_spinner="Training BPEs of several sizes on 200 kB of the corpus…")
+@cache.per_model(spinner="Training BPEs of several sizes on 200 kB of the corpus…")
 def vocab_curve() -> list[tuple[int, int]]:
     return tk.vocab_curve(load_corpus(CORPUS)[:CURVE_CHARS], CURVE_SIZES)
 
 
-@st.cache_resource(show_spinner=False, max_entries=16)
+@cache.per_prompt
 def vocab_curve_figure(current: int | None) -> go.Figure:
     """The vocabulary curve with the chosen size marked (a figure, built once per size)."""
     curve = vocab_curve()

@@ -13,7 +13,6 @@ from ui import cache, parts, state
 from ui.charts.common import show_whitespace
 from ui.charts.embeddings import pca_scatter, position_heatmap, similarity_heatmap, swap_chart
 from ui.charts.tokens import token_chips_html
-from ui.shared_cache import shared
 from viz_model.analysis import embeddings as emb
 from viz_model.analysis.tokens import token_text
 from viz_model.model.gpt import sinusoidal_positions
@@ -27,41 +26,41 @@ tok = ctx.tokenizer
 T = len(ctx.ids)
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@cache.per_model
 def token_pca(bundle_id: str) -> emb.PCAResult:
     return emb.pca(cache.bundle(bundle_id).model.W_E.detach(), k=2)
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@cache.per_model
 def vocab_labels(bundle_id: str) -> list[str]:
     """Every vocabulary entry as the chips show it (token_text: "<c3>" for part of a character)."""
     tokenizer = cache.bundle(bundle_id).tokenizer
     return [token_text(tokenizer, i) for i in range(tokenizer.vocab_size)]
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
+@cache.per_prompt
 def embedding_row(bundle_id: str, token: int) -> np.ndarray:
     return cache.bundle(bundle_id).model.W_E[token].detach().numpy()
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
+@cache.per_prompt
 def neighbours(bundle_id: str, token: int) -> emb.Neighbours:
     return emb.nearest_neighbours(cache.bundle(bundle_id).model.W_E.detach(), token, N_NEIGHBOURS)
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
+@cache.per_prompt
 def neighbours_note(bundle_id: str, token: int, label: str) -> str:
     weights = cache.bundle(bundle_id).model.W_E.detach()
     return emb.neighbours_claim(weights, token, label, N_NEIGHBOURS).text
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@cache.per_model
 def positions(bundle_id: str) -> tuple[np.ndarray | None, np.ndarray | None]:
     table = emb.position_table(cache.bundle(bundle_id).model)
     return table, None if table is None else emb.cosine_matrix(table)
 
 
-@shared
+@cache.per_prompt
 def swap_runs(bundle_id: str, ids: tuple[int, ...], i: int, j: int) -> dict[str, emb.SwapResult]:
     model = cache.bundle(bundle_id).model
     layers = (0, 1) if model.cfg.n_layer > 1 else (0,)
@@ -74,11 +73,12 @@ def swap_runs(bundle_id: str, ids: tuple[int, ...], i: int, j: int) -> dict[str,
     return runs
 
 
-# Figures are cached as objects (never mutated, only drawn): building a plotly figure costs more
-# than drawing it, and most of this page's pictures depend only on the model.
+# Figures are cached as objects (never mutated, only drawn), keyed by the arguments they are built
+# from: building a plotly figure costs more than drawing it, and most of this page's pictures
+# depend only on the model.
 
 
-@st.cache_resource(show_spinner=False, max_entries=256)
+@cache.per_prompt
 def token_figure(bundle_id: str, token: int) -> go.Figure:
     result = token_pca(bundle_id)
     near = neighbours(bundle_id, token)
@@ -92,7 +92,7 @@ def token_figure(bundle_id: str, token: int) -> go.Figure:
     )
 
 
-@st.cache_resource(show_spinner=False, max_entries=32)
+@cache.per_model
 def position_figures(bundle_id: str, pos: str) -> tuple[go.Figure, go.Figure] | None:
     table, sim = positions(bundle_id)
     if table is None:
@@ -104,7 +104,7 @@ def position_figures(bundle_id: str, pos: str) -> tuple[go.Figure, go.Figure] | 
     )
 
 
-@st.cache_resource(show_spinner=False, max_entries=32)
+@cache.per_model(keep=32)
 def sinusoid_figures(n_ctx: int, d_model: int) -> tuple[go.Figure, go.Figure]:
     sinus = sinusoidal_positions(n_ctx, d_model).numpy()
     return (
@@ -113,7 +113,7 @@ def sinusoid_figures(n_ctx: int, d_model: int) -> tuple[go.Figure, go.Figure]:
     )
 
 
-@shared
+@cache.per_prompt
 def swap_figures(bundle_id: str, ids: tuple[int, ...], i: int, j: int) -> list[go.Figure]:
     runs = swap_runs(bundle_id, ids, i, j)
     off, on = runs["off"], runs.get("on")

@@ -20,7 +20,6 @@ from ui.charts.attention import (
     query_weights,
 )
 from ui.charts.common import frozen, plotly_text, token_labels
-from ui.shared_cache import shared
 from viz_model.analysis.attention import (
     N_SHUFFLES,
     AttentionRun,
@@ -53,19 +52,19 @@ cfg = ctx.config
 T = len(ctx.ids)
 
 
-@shared
+@cache.per_prompt
 def run_attention(bundle_id: str, ids: tuple[int, ...]) -> AttentionRun:
     """Every attention layer's pattern, scores, q, k, v, z and per-head result, as numpy."""
     return attention_run(cache.bundle(bundle_id).model, list(ids))
 
 
-# Figures are cached as objects (st.cache_resource: never mutated, only drawn) because building a
-# plotly figure costs far more than drawing it; each is keyed by exactly what it shows, so moving
+# Figures are cached per prompt as objects (never mutated, only drawn) because building a plotly
+# figure costs far more than drawing it; each is keyed by its function's arguments, exactly what it shows, so moving
 # the query selector rebuilds nothing but the cheap outline, and a head change reuses the grid.
 # They are frozen (charts.common.frozen): drawing one does not re-encode its arrays every run.
 
 
-@shared
+@cache.per_prompt
 def head_heatmap(
     bundle_id: str,
     ids: tuple[int, ...],
@@ -79,7 +78,7 @@ def head_heatmap(
     return frozen(pattern_heatmap(values, list(labels), scores=scores, causal=run.causal))
 
 
-@shared
+@cache.per_prompt
 def head_lines(
     bundle_id: str, ids: tuple[int, ...], labels: tuple[str, ...], layer: int, head: int, query: int
 ) -> go.Figure:
@@ -89,7 +88,7 @@ def head_lines(
     )
 
 
-@shared
+@cache.per_prompt
 def query_bars(
     bundle_id: str, ids: tuple[int, ...], labels: tuple[str, ...], layer: int, head: int, query: int
 ) -> go.Figure:
@@ -99,7 +98,7 @@ def query_bars(
     return frozen(query_weights(weights, list(labels), query, title=title, causal=run.causal))
 
 
-@shared
+@cache.per_prompt
 def all_heads(
     bundle_id: str, ids: tuple[int, ...], labels: tuple[str, ...], first: int, count: int
 ) -> go.Figure:
@@ -109,7 +108,7 @@ def all_heads(
     return frozen(pattern_grid(patterns, list(labels), first_layer=first, causal=run.causal))
 
 
-@shared
+@cache.per_prompt
 def all_heads_chosen(
     bundle_id: str,
     ids: tuple[int, ...],
@@ -122,14 +121,14 @@ def all_heads_chosen(
     return highlight_head(all_heads(bundle_id, ids, labels, *window), layer, head)
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
+@cache.per_model
 def induction_input(bundle_id: str) -> InductionTest:
     """Which tokens the repeated random test draws from, and its copy lengths, for one bundle."""
     b = cache.bundle(bundle_id)
     return induction_test(b.tokenizer, b.meta, view_tokens(b.config))
 
 
-@shared
+@cache.per_prompt
 def prompt_head_scores(bundle_id: str, ids: tuple[int, ...]) -> HeadScores:
     """Every head's role scores on these ids, with what each would be by chance."""
     b = cache.bundle(bundle_id)

@@ -9,7 +9,6 @@ import ui
 from ui import cache, parts, state
 from ui.charts import residual as charts
 from ui.charts.common import plotly_text, show_whitespace
-from ui.shared_cache import shared
 from viz_model.analysis import residual as rs
 
 LENS_MAX_T = 40  # positions shown at once in the lens grid, one character a cell
@@ -63,12 +62,12 @@ if cfg.norm == "post":
     )
 
 
-@shared
+@cache.per_prompt
 def lens_numbers(bundle_id: str, ids: tuple[int, ...]) -> rs.LensReport:
     return rs.lens_report(cache.bundle(bundle_id).model, list(ids))
 
 
-@shared
+@cache.per_prompt
 def attribution(bundle_id: str, ids: tuple[int, ...], position: int, token: int) -> rs.Attribution:
     # One forward pass per prompt (cached by ui.cache.activations); each position/token is then
     # a few dot products.
@@ -106,10 +105,7 @@ st.markdown(
 )
 st.plotly_chart(
     cache.figure(
-        ("norms", *KEY),
-        lambda: charts.resid_norm_heatmap(
-            report.norms, stations, ctx.labels, "Norm of the residual stream"
-        ),
+        charts.resid_norm_heatmap, report.norms, stations, ctx.labels, "Norm of the residual stream"
     )
 )
 
@@ -151,15 +147,13 @@ cols = slice(first, first + window)
 next_pieces = [ctx.pieces[t + 1] if t + 1 < T else None for t in range(T)]
 st.plotly_chart(
     cache.figure(
-        ("lens", *KEY, first),
-        lambda: charts.logit_lens_grid(
-            lens.top_probs[:, cols],
-            [[name(i) for i in row[cols]] for row in lens.top_ids],
-            stations,
-            ctx.labels[cols],
-            next_tokens=next_pieces[cols],
-            title="Top next-token guess at each layer",
-        ),
+        charts.logit_lens_grid,
+        lens.top_probs[:, cols],
+        [[name(i) for i in row[cols]] for row in lens.top_ids],
+        stations,
+        ctx.labels[cols],
+        next_tokens=next_pieces[cols],
+        title="Top next-token guess at each layer",
     )
 )
 
@@ -179,15 +173,13 @@ def follow_position() -> None:
     final_id = int(lens.final_ids[position])
     st.plotly_chart(
         cache.figure(
-            ("through", *KEY, position),
-            lambda: charts.prediction_through_layers(
-                lens.final_probs[:, position],
-                lens.top_probs[:, position],
-                [name(i) for i in lens.top_ids[:, position]],
-                stations,
-                name(final_id),
-                title=f"After {plotly_text(ctx.labels[position])}: how sure is each layer of the final prediction?",
-            ),
+            charts.prediction_through_layers,
+            lens.final_probs[:, position],
+            lens.top_probs[:, position],
+            [name(i) for i in lens.top_ids[:, position]],
+            stations,
+            name(final_id),
+            title=f"After {plotly_text(ctx.labels[position])}: how sure is each layer of the final prediction?",
         )
     )
     st.caption(
@@ -248,15 +240,13 @@ def draw_attribution(position: int) -> rs.Attribution:
     att = attribution(ctx.bundle_id, tuple(ctx.ids), position, token)
     st.plotly_chart(
         cache.figure(
-            ("waterfall", *KEY, position, token),
-            lambda: charts.attribution_waterfall(
-                att.labels,
-                att.values,
-                att.ln_bias,
-                att.logit,
-                title=f"Who pushes the logit of “{plotly_text(name(token))}” after "
-                f"{plotly_text(ctx.labels[position])}?",
-            ),
+            charts.attribution_waterfall,
+            att.labels,
+            att.values,
+            att.ln_bias,
+            att.logit,
+            title=f"Who pushes the logit of “{plotly_text(name(token))}” after "
+            f"{plotly_text(ctx.labels[position])}?",
         )
     )
     st.caption(
@@ -265,11 +255,9 @@ def draw_attribution(position: int) -> rs.Attribution:
     )
     st.plotly_chart(
         cache.figure(
-            ("heads", *KEY, position, token),
-            lambda: charts.head_attribution_heatmap(
-                att.head_values,
-                title="The attention layers split by head (without the output bias)",
-            ),
+            charts.head_attribution_heatmap,
+            att.head_values,
+            title="The attention layers split by head (without the output bias)",
         )
     )
     return att

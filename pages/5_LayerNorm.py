@@ -11,7 +11,6 @@ import ui
 from serving import models
 from ui import cache, parts, state
 from ui.charts import layernorm as charts
-from ui.shared_cache import shared
 from viz_model.analysis import contrasts as ct
 from viz_model.analysis import layernorm as lnx
 from viz_model.analysis.residual import layer_labels
@@ -37,13 +36,13 @@ st.latex(  # a second line: all three are wider than the column at 1024 px
 )
 
 
-@shared
+@cache.per_prompt
 def ln_numbers(bundle_id: str, ids: tuple[int, ...]) -> dict[str, lnx.LNStats]:
     """Every LayerNorm of the model on the prompt, from one forward pass."""
     return lnx.all_stats(cache.bundle(bundle_id).model, list(ids))
 
 
-@shared
+@cache.per_prompt
 def norm_profile(bundle_id: str, ids: tuple[int, ...]) -> np.ndarray:
     return lnx.resid_norm_profile(cache.bundle(bundle_id).model, list(ids))
 
@@ -80,12 +79,7 @@ def one_layernorm() -> None:
     # ---- the steps as bars, then the formula with the real numbers ------------------------------
     named = lnx.title(ctx.model, ln)
     st.subheader(f"Token {ctx.labels[position]} through {named} :small[:gray[`{ln}`]]")
-    st.plotly_chart(
-        cache.figure(
-            ("steps", *KEY, ln, position),
-            lambda: charts.ln_steps(x, mu, sigma, n, s.gamma, s.beta, y),
-        )
-    )
+    st.plotly_chart(cache.figure(charts.ln_steps, x, mu, sigma, n, s.gamma, s.beta, y))
     i = int(np.argmax(np.abs(x - mu)))  # the dimension furthest from the mean: the clearest example
     st.markdown(
         f"The same steps in numbers. The vector entering {named} has the "
@@ -123,21 +117,13 @@ def one_layernorm() -> None:
         "frequent one) is divided by a large σ, so after the LayerNorm all tokens are on the same "
         "scale. The chosen token is red."
     )
+    st.plotly_chart(cache.figure(charts.ln_stats_per_token, s.mean, s.sigma, ctx.labels, position))
     st.plotly_chart(
         cache.figure(
-            ("per token", *KEY, ln, position),
-            lambda: charts.ln_stats_per_token(s.mean, s.sigma, ctx.labels, position),
-        )
-    )
-    st.plotly_chart(
-        cache.figure(
-            ("histograms", *KEY, ln),
-            lambda: charts.ln_histograms(
-                s.x,
-                s.y,
-                title=f"All {T * cfg.d_model:,} numbers of the prompt, before and after "
-                "this LayerNorm",
-            ),
+            charts.ln_histograms,
+            s.x,
+            s.y,
+            title=f"All {T * cfg.d_model:,} numbers of the prompt, before and after this LayerNorm",
         )
     )
     st.caption(
@@ -204,7 +190,7 @@ def config_file(path) -> dict | None:
     return raw if isinstance(raw, dict) and isinstance(raw.get("model"), dict) else None
 
 
-@shared
+@cache.per_prompt
 def stream_lengths(bundle_id: str, ids: tuple[int, ...]) -> lnx.StreamLengths:
     return lnx.stream_lengths(cache.bundle(bundle_id).model, list(ids))
 
@@ -251,10 +237,10 @@ if len(measured) == 2:
     stations = {label: st_ for _, label, _, st_ in measured}
     st.plotly_chart(
         cache.figure(
-            ("profiles", *KEY, tuple((k, tuple(v.tolist())) for k, v in profiles.items())),
-            lambda: charts.norm_profiles(
-                profiles, stations, title="Mean length of the residual vector, layer by layer"
-            ),
+            charts.norm_profiles,
+            profiles,
+            stations,
+            title="Mean length of the residual vector, layer by layer",
         )
     )
     pre = next((label, m) for _, label, m, _ in measured if m.norm == "pre")
@@ -278,12 +264,10 @@ else:
     other = "post" if cfg.norm == "pre" else "pre"
     st.plotly_chart(
         cache.figure(
-            ("profiles", *KEY),
-            lambda: charts.norm_profiles(
-                {f"{ctx.name} ({cfg.norm}-LN)": norm_profile(ctx.bundle_id, tuple(ctx.ids))},
-                {f"{ctx.name} ({cfg.norm}-LN)": layer_labels(cfg.n_layer)},
-                title="Mean length of the residual vector, layer by layer",
-            ),
+            charts.norm_profiles,
+            {f"{ctx.name} ({cfg.norm}-LN)": norm_profile(ctx.bundle_id, tuple(ctx.ids))},
+            {f"{ctx.name} ({cfg.norm}-LN)": layer_labels(cfg.n_layer)},
+            title="Mean length of the residual vector, layer by layer",
         )
     )
     st.info(

@@ -7,7 +7,6 @@ import streamlit as st
 import ui
 from ui import cache, parts, state
 from ui.charts import neurons as charts
-from ui.shared_cache import shared
 from viz_model.analysis import neurons as nx
 from viz_model.model.config import ACT_LABELS
 from viz_model.text.data import load_corpus
@@ -53,16 +52,14 @@ st.latex(
 M = cfg.d_mlp
 
 
-@shared
+@cache.per_prompt
 def prompt_neurons(bundle_id: str, ids: tuple[int, ...], layer: int) -> np.ndarray:
     # Every layer's neurons come from one forward pass (cached), so changing the layer needs none.
     names = tuple(nx.post_name(i) for i in range(cache.bundle(bundle_id).config.n_layer))
     return cache.activations(bundle_id, ids, names)[nx.post_name(layer)]  # (T, M)
 
 
-@st.cache_data(
-    show_spinner=f"Running the model over {N_WINDOWS} snippets of the corpus…", max_entries=4
-)
+@cache.per_model(spinner=f"Running the model over {N_WINDOWS} snippets of the corpus…", keep=4)
 def corpus_search(bundle_id: str) -> nx.CorpusSearch:
     bundle = cache.bundle(bundle_id)
     return nx.corpus_search(
@@ -70,13 +67,13 @@ def corpus_search(bundle_id: str) -> nx.CorpusSearch:
     )
 
 
-@st.cache_data(show_spinner=False, max_entries=4)
+@cache.per_model(keep=4)
 def neuron_ranking(bundle_id: str) -> nx.NeuronRanking:
     found = corpus_search(bundle_id)
     return nx.rank_neurons(found.maxima, found.argmax, k=N_EXAMPLES)
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
+@cache.per_prompt
 def example_activations(
     bundle_id: str, windows: tuple[int, ...], layer: int, neuron: int
 ) -> np.ndarray:
@@ -88,7 +85,7 @@ def example_activations(
     return nx.neuron_activations(cache.bundle(bundle_id).model, ids, layer, neuron)
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
+@cache.per_prompt
 def direction(bundle_id: str, layer: int, neuron: int) -> np.ndarray:
     return nx.output_direction_logits(cache.bundle(bundle_id).model, layer, neuron)
 
@@ -111,13 +108,11 @@ post = prompt_neurons(ctx.bundle_id, tuple(ctx.ids), layer)
 top = nx.top_neurons(post, n_show)
 st.plotly_chart(
     cache.figure(
-        ("heatmap", ctx.bundle_id, tuple(ctx.ids), tuple(ctx.labels), layer, n_show),
-        lambda: charts.neuron_heatmap(
-            post[:, top],
-            ctx.labels,
-            [int(i) for i in top],
-            title=f"Layer {layer}: the {len(top)} most active of {M} neurons (columns), on each token (rows)",
-        ),
+        charts.neuron_heatmap,
+        post[:, top],
+        ctx.labels,
+        [int(i) for i in top],
+        title=f"Layer {layer}: the {len(top)} most active of {M} neurons (columns), on each token (rows)",
     )
 )
 st.caption(
@@ -181,15 +176,13 @@ def one_neuron(layer: int, post: np.ndarray, default: int) -> None:
     name = [parts.token_label(tok, i) for i in range(len(effect))]
     st.plotly_chart(
         cache.figure(
-            ("direction", ctx.bundle_id, layer, neuron),
-            lambda: charts.direction_bars(
-                [name[i] for i in up],
-                effect[up],
-                [name[i] for i in down],
-                effect[down],
-                title=f"Neuron {neuron}, layer {layer}: the 10 tokens it promotes (red) and "
-                "suppresses (blue) most",
-            ),
+            charts.direction_bars,
+            [name[i] for i in up],
+            effect[up],
+            [name[i] for i in down],
+            effect[down],
+            title=f"Neuron {neuron}, layer {layer}: the 10 tokens it promotes (red) and "
+            "suppresses (blue) most",
         )
     )
 

@@ -11,7 +11,6 @@ import ui
 from ui import cache, controls, parts, state, training_text
 from ui.charts import next_token as charts
 from ui.charts.common import plotly_text, show_whitespace
-from ui.shared_cache import shared
 from viz_model.analysis import next_token as nt
 from viz_model.analysis.tokens import token_text
 
@@ -32,7 +31,7 @@ st.markdown(
 st.latex(r"p_i = \frac{\exp(z_i / T)}{\sum_{j=1}^{V} \exp(z_j / T)}")
 
 
-@shared
+@cache.per_prompt
 def prompt_numbers(bundle_id: str, ids: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
     """The logits after the last prompt token (V,) and each prompt token's surprisal (T,)."""
     logits = nt.prompt_logits(cache.bundle(bundle_id).model, list(ids))

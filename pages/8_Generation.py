@@ -10,7 +10,6 @@ import ui
 from ui import cache, controls, parts, state, training_text
 from ui.charts import next_token as charts
 from ui.charts.common import show_whitespace
-from ui.shared_cache import shared
 from viz_model.analysis import generation as gen
 from viz_model.analysis import next_token as nt
 from viz_model.analysis.tokens import token_text
@@ -72,17 +71,17 @@ if stepper["seed"] != seed:
     stepper["seed"] = seed
 
 
-@shared
+@cache.per_prompt
 def step_view(bundle_id: str, seq: tuple[int, ...]):
     """The logits after seq, the newest token's attention per layer, and how many were cropped:
     one forward pass per text, shared by the proposal, the step itself and the figures."""
     return gen.newest_token_view(cache.bundle(bundle_id).model, list(seq))
 
 
-# Figures are cached as objects (st.cache_resource: never mutated, only drawn), keyed by what they
-# show: building a plotly figure costs more than drawing it, and a rerun that does not take a step
+# Figures are cached per prompt as objects (never mutated, only drawn), keyed by the arguments
+# they are built from: building a plotly figure costs more than drawing it, and a rerun that does not take a step
 # (the per-head toggle, the KV comparison, a number input) should not rebuild them.
-@shared
+@cache.per_prompt
 def bars_figure(
     bundle_id: str, seq: tuple[int, ...], n_step: int, temperature: float, top_k: int, top_p: float
 ) -> go.Figure:
@@ -102,7 +101,7 @@ def bars_figure(
     )
 
 
-@shared
+@cache.per_prompt
 def attention_figure(
     bundle_id: str, seq: tuple[int, ...], per_head: bool, layers: range
 ) -> go.Figure:

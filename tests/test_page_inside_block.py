@@ -266,3 +266,25 @@ def test_attention_only_model_ends_its_block_at_t3(models_dir, tmp_path):
     assert any("h = t_3 = x + t_2" in m.value for m in at.markdown)
     at.radio(key=widget_key("part")).set_value("probes").run()
     assert not at.exception and len(plotly_figures(at)) == 1
+
+
+def test_two_sessions_with_different_prompts_never_share_a_figure(models_dir):
+    """Figures live in one cache shared by every session: each session must get its own
+    prompt's figures, including the first session again after the second filled the cache."""
+    other = "JULIET: O Romeo"
+    parts = {"part": "matrices"}
+    first = app_test(models_dir, PAGE, prompt=PROMPT, query=parts)
+    second = app_test(models_dir, PAGE, prompt=other, query=parts)
+    assert not first.exception and not second.exception
+    bundle, _ = _recorded(models_dir, [])
+    for at, prompt in ((first, PROMPT), (second, other)):
+        ids = torch.tensor(bundle.tokenizer.encode(prompt))
+        _, cache = bundle.model.run_with_cache(ids, names=["blocks.0.attn.hook_q"])
+        q = plotly_array(plotly_figures(at)[0]["data"][0]["z"])  # head 0's Q, one row a token
+        np.testing.assert_allclose(q, cache["blocks.0.attn.hook_q"][:, 0].numpy(), atol=1e-4)
+    a, b = plotly_figures(first), plotly_figures(second)
+    assert len(a) == len(b) == 5  # Q K V, pattern V Z, singular values, QK and OV token maps
+    assert [a[i] != b[i] for i in range(5)] == [True, True, False, True, True]
+    # the singular values are the head's weights alone: the same for both prompts, rightly shared
+    first.run()  # the first student's rerun, after the second's figures were cached
+    assert plotly_figures(first) == a

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from ui import shared_cache
-from ui.shared_cache import SharedCache, nbytes, shared
+from ui.shared_cache import SharedCache, nbytes, per_prompt
 
 
 def array(kb: int) -> np.ndarray:
@@ -89,7 +89,7 @@ def test_the_decorator_keys_by_arguments_but_not_underscored_ones(monkeypatch):
     monkeypatch.setattr(shared_cache, "CACHE", SharedCache(budget_bytes=10**6, ttl_s=60))
     calls = []
 
-    @shared
+    @per_prompt
     def double(x: int, scale: int = 2, _note: str = "") -> np.ndarray:
         calls.append((x, scale, _note))
         return np.array([x * scale])

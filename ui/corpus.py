@@ -1,5 +1,5 @@
 """The corpus a model was trained on, counted and indexed once per corpus and tokenizer and shared
-by every session (st.cache_resource: read-only numpy arrays), for the N-grams page and the
+by every session (ui.cache.per_model: read-only numpy arrays), for the N-grams page and the
 "in the training text" sections of Next token and Generation.
 
 The key is the bundle's data source (meta["data"]), its validation fraction and its tokenizer's
@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-
-import streamlit as st
 
 from serving import models
 from ui import cache
@@ -42,7 +40,7 @@ def _key(source: dict) -> str:
     return json.dumps(source, sort_keys=True, default=str)
 
 
-@st.cache_resource(show_spinner=False, max_entries=4)
+@cache.per_model(keep=4)
 def _text(source_key: str) -> str | None:
 
     try:
@@ -56,7 +54,7 @@ def text_of(bundle: Bundle) -> str | None:
     return None if source is None else _text(_key(source))
 
 
-@st.cache_resource(show_spinner=SPINNER, max_entries=4)
+@cache.per_model(spinner=SPINNER, keep=4)
 def _token_models(source_key: str, val_fraction: float, sha: str, _bundle_id: str):
     bundle = cache.bundle(_bundle_id)
     text = _text(source_key)
@@ -82,7 +80,7 @@ def token_models(bundle_id: str) -> ng.TokenModels | None:
     return _token_models(_key(source), float(fraction), bundle.tokenizer.sha256, final_id)
 
 
-@st.cache_resource(show_spinner="Indexing the text as letters and words…", max_entries=8)
+@cache.per_model(spinner="Indexing the text as letters and words…", keep=8)
 def _symbols(source_key: str, unit: str) -> ng.SymbolIndex | None:
     text = _text(source_key)
     return None if text is None else ng.symbol_index(text, unit)

@@ -15,7 +15,6 @@ import torch
 
 from serving import jobs, retrain
 from ui import cache, state, teacher
-from ui.shared_cache import shared
 from viz_model.analysis import interventions as iv
 from viz_model.model.sampling import SamplingSettings
 from viz_model.text.data import load_corpus
@@ -23,7 +22,7 @@ from viz_model.text.data import load_corpus
 VAL_TOKENS = 512  # tokens of validation text the loss is measured on (a few windows)
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
+@cache.per_model
 def validation_ids(bundle_id: str) -> tuple[list[int], bool]:
     """(token ids of the bundle's held-out text, True), or ([], False) when it does not say what
     it was trained on (the page then measures on the prompt)."""
@@ -41,7 +40,7 @@ def windows(bundle_id: str, prompt_ids: Sequence[int]) -> torch.Tensor:
     return iv.validation_windows(ids if found else list(prompt_ids), n_ctx, VAL_TOKENS)
 
 
-@shared
+@cache.per_prompt
 def means(bundle_id: str, ref: str, prompt_ids: tuple[int, ...]) -> dict[str, torch.Tensor]:
     """Reference means (read-only, shared): over the validation text, or over the prompt."""
     model = cache.bundle(bundle_id).model
@@ -54,7 +53,7 @@ def ablation(heads, mlps, neurons, how) -> iv.Ablation:
     return iv.Ablation(tuple(heads), tuple(mlps), tuple(neurons), how)
 
 
-@shared
+@cache.per_prompt
 def ablation_effect(
     bundle_id: str,
     ids: tuple[int, ...],
@@ -70,14 +69,14 @@ def ablation_effect(
     return iv.effect(model, list(ids), windows(bundle_id, ids), hooks)
 
 
-@shared
+@cache.per_prompt
 def head_sweep(bundle_id: str, ids: tuple[int, ...], how: str, ref: str) -> iv.HeadSweep:
     model = cache.bundle(bundle_id).model
     m = means(bundle_id, ref, ids) if how == "mean" else None
     return iv.head_sweep_stats(model, windows(bundle_id, ids), how, m)
 
 
-@shared
+@cache.per_prompt
 def suggested_experiment(bundle_id: str, ids: tuple[int, ...]) -> tuple[int, int, int]:
     """The page's default (end, position, token): where a one-token change moves the prediction."""
     bundle = cache.bundle(bundle_id)
@@ -86,7 +85,7 @@ def suggested_experiment(bundle_id: str, ids: tuple[int, ...]) -> tuple[int, int
     return iv.suggest_experiment(bundle.model, list(ids), candidates)
 
 
-@shared
+@cache.per_prompt
 def suggested_corruption(bundle_id: str, ids: tuple[int, ...]) -> tuple[int, int]:
     """The default change for a prompt cut where the student chose."""
     bundle = cache.bundle(bundle_id)
@@ -95,12 +94,12 @@ def suggested_corruption(bundle_id: str, ids: tuple[int, ...]) -> tuple[int, int
     return iv.suggest_corruption(bundle.model, list(ids), candidates)
 
 
-@shared
+@cache.per_prompt
 def patching(bundle_id: str, clean: tuple[int, ...], corrupted: tuple[int, ...]) -> iv.Patching:
     return iv.patching(cache.bundle(bundle_id).model, list(clean), list(corrupted))
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@cache.per_prompt
 def steering_vector(
     bundle_id: str, a: tuple[tuple[int, ...], ...], b: tuple[tuple[int, ...], ...], layer: int
 ) -> np.ndarray:
@@ -108,7 +107,7 @@ def steering_vector(
     return iv.steering_vector(model, [list(p) for p in a], [list(p) for p in b], layer).numpy()
 
 
-@shared
+@cache.per_prompt
 def steered(
     bundle_id: str,
     ids: tuple[int, ...],
@@ -120,13 +119,15 @@ def steered(
     seed: int,
 ) -> tuple[list[int], list[int]]:
     model = cache.bundle(bundle_id).model
-    vector = torch.from_numpy(steering_vector(bundle_id, a, b, layer))
+    vector = torch.tensor(
+        steering_vector(bundle_id, a, b, layer)
+    )  # a copy: the cached one is shared
     return iv.steered_generation(
         model, list(ids), layer, vector, strength, n_tokens, seed, SamplingSettings()
     )
 
 
-@shared
+@cache.per_prompt
 def positions(bundle_id: str, ids: tuple[int, ...], mode: str, seed: int) -> dict:
     """Surprisal of each prompt token, the next token, and the validation loss, with the
     position embeddings as trained and changed."""
@@ -141,7 +142,7 @@ def positions(bundle_id: str, ids: tuple[int, ...], mode: str, seed: int) -> dic
     }
 
 
-@shared
+@cache.per_prompt
 def steering_push(
     bundle_id: str,
     a: tuple[tuple[int, ...], ...],
@@ -151,22 +152,26 @@ def steering_push(
 ) -> iv.SteeringPush:
     """The push towards A against alpha (the page's alpha included), and the random baseline."""
     model = cache.bundle(bundle_id).model
-    vector = torch.from_numpy(steering_vector(bundle_id, a, b, layer))
+    vector = torch.tensor(
+        steering_vector(bundle_id, a, b, layer)
+    )  # a copy: the cached one is shared
     alphas = (*iv.STEER_ALPHAS, strength)
     return iv.steering_push(
         model, [list(p) for p in a], [list(p) for p in b], layer, vector, alphas
     )
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@cache.per_prompt
 def direction_report(
     bundle_id: str, a: tuple[tuple[int, ...], ...], b: tuple[tuple[int, ...], ...], layer: int
 ) -> iv.DirectionReport:
-    vector = torch.from_numpy(steering_vector(bundle_id, a, b, layer))
+    vector = torch.tensor(
+        steering_vector(bundle_id, a, b, layer)
+    )  # a copy: the cached one is shared
     return iv.direction_report(cache.bundle(bundle_id).model, vector)
 
 
-@st.cache_data(show_spinner=False)
+@cache.per_prompt
 def steering_defaults(bundle_id: str, prompt: str) -> tuple[str, str]:
     """The default prompt sets A and B (iv.steering_defaults)."""
     return iv.steering_defaults(cache.bundle(bundle_id).meta, prompt, load_corpus)

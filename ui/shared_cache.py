@@ -4,17 +4,23 @@
 entry is tens of kB for a short prompt on a 4-layer model and hundreds of MB for 128 tokens through
 GPT-2 small; after 1,000 reruns with new prompts a server held 256 MB in its data caches and
 would have gone on growing to each cache's cap, and nothing was released when the class went home.
-Here every result decorated with `@shared` lives in one `cachetools.TTLCache` sized in bytes
-(VIZ_CACHE_MB, default 256 per server process): the least recently used results go first when a
-new one needs room, and a result unused for VIZ_CACHE_TTL_S (default an hour) is dropped by a
-sweep once a minute, so an idle server gives its memory back.
+Here every result decorated with `@per_prompt`, and every figure of `ui.cache.figure`, lives in
+one `cachetools.TTLCache` sized in bytes (VIZ_CACHE_MB, default 256 per server process): the
+least recently used results go first when a new one needs room, and a result unused for
+VIZ_CACHE_TTL_S (default an hour) is dropped by a sweep once a minute, so an idle server gives its
+memory back. Pages do not import this module: they use ui.cache (`per_prompt`, `per_model`,
+`figure`), which says which cache a result belongs in.
 
 Results are shared, not copied (st.cache_data unpickles a copy on every hit): numpy arrays are made
 read-only, so a page that tried to change one would fail loudly instead of changing it for
-everyone. Arguments whose names start with "_" are left out of the key, as with Streamlit's
-caches. When several sessions ask for the same missing result at once (a class arriving), one
-computes it and the others wait for it. The cache's size per function is reported in Streamlit's
-/_stcore/metrics (cache_type="viz_shared"), where the class benchmarks read it.
+everyone. The key is the function's file, qualified name and every argument in a frozen form
+(`key_of`: numbers with their type, tuples, numpy arrays by dtype, shape and a hash of their
+bytes); an argument nothing can freeze is refused with a TypeError rather than keyed by identity.
+For `@per_prompt`, arguments whose names start with "_" are left out of the key, as with
+Streamlit's caches (a figure's arguments never are). When several sessions ask for the same
+missing result at once (a class arriving), one computes it and the others wait for it. The
+cache's size per function is reported in Streamlit's /_stcore/metrics (cache_type="viz_shared"),
+where the class benchmarks read it.
 """
 
 from __future__ import annotations
@@ -23,12 +29,13 @@ import contextlib
 import ctypes
 import dataclasses
 import functools
+import hashlib
 import inspect
 import os
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
 import cachetools
@@ -74,6 +81,54 @@ def freeze(value: Any) -> Any:
         for f in dataclasses.fields(value):
             freeze(getattr(value, f.name))
     return value
+
+
+_SCALARS = (str, int, bytes, type(None))  # exact types whose values key themselves
+
+
+def key_of(value: Any) -> Hashable:
+    """`value` as a hashable key that equals another's only when the values are the same.
+
+    >>> key_of((1, 2.0, True))
+    ('tuple', (1, ('float', 2.0), ('bool', True)))
+    """
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is float or kind is bool or isinstance(value, np.generic):
+        return (kind.__name__, value.item() if isinstance(value, np.generic) else value)
+    if isinstance(value, list | tuple):
+        if all(type(v) is str for v in value) or all(type(v) is int for v in value):
+            return (kind.__name__, tuple(value))  # labels and ids: fast, as one tuple
+        return (kind.__name__, tuple(key_of(v) for v in value))
+    if isinstance(value, np.ndarray | torch.Tensor):
+        array = value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else value
+        digest = hashlib.blake2b(np.ascontiguousarray(array).data, digest_size=16).digest()
+        return ("ndarray", array.dtype.str, array.shape, digest)
+    if isinstance(value, dict):
+        return ("dict", tuple((key_of(k), key_of(v)) for k, v in value.items()))
+    if isinstance(value, set | frozenset):
+        return ("set", frozenset(key_of(v) for v in value))
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = dataclasses.fields(value)
+        return (kind.__qualname__, tuple(key_of(getattr(value, f.name)) for f in fields))
+    if kind.__hash__ not in (None, object.__hash__):  # enums and the like: hashed by value
+        return (kind.__qualname__, value)
+    raise TypeError(
+        f"cannot key a cached result by a {kind.__qualname__}: pass plain values (tuples, "
+        "numbers, strings, numpy arrays, dataclasses of them)"
+    )
+
+
+def call_key(fn: Callable, args: tuple, kwargs: dict, skip_private: bool = False) -> tuple:
+    """(fn's file, fn's qualified name, (name, key_of(value)) for each argument, defaults
+    filled in): the same call gives the same key however its arguments were passed."""
+    bound = inspect.signature(fn).bind(*args, **kwargs)
+    bound.apply_defaults()
+    items = bound.arguments.items()
+    inner = inspect.unwrap(fn)  # a wrapper made with functools.wraps is keyed as what it wraps
+    where = (getattr(inner, "__code__", None) and inner.__code__.co_filename, inner.__qualname__)
+    return (*where, *((k, key_of(v)) for k, v in items if not (skip_private and k[0] == "_")))
 
 
 def _env_float(name: str, default: float) -> float:
@@ -151,22 +206,37 @@ CACHE = SharedCache(
 )
 
 
-def shared(fn: F) -> F:
-    """Cache `fn`'s results in CACHE, keyed by its file, name and arguments (those not named
-    with a leading "_"); the arguments must be hashable (tuples, not lists)."""
-    signature = inspect.signature(fn)
-    where = (fn.__code__.co_filename, fn.__qualname__)
+def per_prompt(fn: F | None = None, *, spinner: str = "") -> F | Callable[[F], F]:
+    """Cache `fn`'s results in CACHE, shared read-only by every session, keyed by its file, name
+    and arguments (those not named with a leading "_"; see `key_of` for what an argument may be).
+    For anything that depends on what a student types or picks: the prompt, a token, a layer.
+    `@per_prompt(spinner="Sampling…")` says so on screen while a missing result is computed."""
 
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        bound = signature.bind(*args, **kwargs)
-        bound.apply_defaults()
-        key = (*where, *((k, v) for k, v in bound.arguments.items() if not k.startswith("_")))
-        _start_sweeper()
-        return CACHE.get_or_compute(key, lambda: fn(*args, **kwargs))
+    def wrap(fn: F) -> F:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            key = call_key(fn, args, kwargs, skip_private=True)
+            return get_or_compute(key, lambda: _with_spinner(spinner, fn, args, kwargs))
 
-    wrapper.clear = CACHE.clear  # type: ignore[attr-defined]
-    return wrapper  # type: ignore[return-value]
+        wrapper.clear = CACHE.clear  # type: ignore[attr-defined]
+        return wrapper  # type: ignore[return-value]
+
+    return wrap(fn) if fn is not None else wrap
+
+
+def _with_spinner(text: str, fn: Callable, args: tuple, kwargs: dict) -> Any:
+    if not text:
+        return fn(*args, **kwargs)
+    import streamlit as st  # only a page asks for a spinner
+
+    with st.spinner(text):
+        return fn(*args, **kwargs)
+
+
+def get_or_compute(key: tuple, compute: Callable[[], Any]) -> Any:
+    """CACHE's value for `key` (a `call_key`), computed once by `compute` when missing."""
+    _start_sweeper()
+    return CACHE.get_or_compute(key, compute)
 
 
 _sweeper_started = threading.Event()

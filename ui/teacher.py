@@ -17,11 +17,12 @@ import streamlit as st
 from streamlit.errors import StreamlitSecretNotFoundError
 
 from serving import jobs
+from ui import cache
 
 SECRET_KEY = "teacher_password"
 
 
-@st.cache_resource(show_spinner=False)
+@cache.per_model
 def _secret() -> str:
     """`teacher_password` from Streamlit's secrets ("" when there is none), read once."""
     try:

@@ -20,7 +20,6 @@ from ui import cache, state, training_view
 from ui.charts.attention import pattern_heatmap
 from ui.charts.common import token_labels
 from ui.charts.next_token import distribution_bars
-from ui.shared_cache import shared
 from viz_model.analysis import next_token as nt
 from viz_model.analysis.attention import attention_run
 from viz_model.bundles.files import CheckpointError
@@ -94,7 +93,7 @@ def _history_version(path: Path) -> tuple[str, int, int]:
     return (str(path), stat.st_mtime_ns, stat.st_size)
 
 
-@st.cache_resource(show_spinner=False, max_entries=16)
+@cache.per_model
 def _history(version: tuple[str, int, int]) -> list[dict]:
     """The run's step records, parsed once per version for every student watching (read-only)."""
     return jobs.read_history(Path(version[0]) / jobs.HISTORY_FILE)
@@ -289,7 +288,7 @@ def _samples(view: jobs.RunView) -> None:
         st.code(sample["text"], language=None, wrap_lines=True)
 
 
-@shared
+@cache.per_prompt
 def _probe_numbers(bundle_id: str, ids: tuple[int, ...], layer: int, head: int):
     """(top tokens after the probe, one head's pattern) for the weights of one saved bundle."""
     bundle = cache.bundle(bundle_id)
@@ -328,18 +327,13 @@ def _probe(view: jobs.RunView, bundle) -> None:
     next_tab, attention_tab = st.tabs(["What comes next", f"Layer {layer}, head {head}: attention"])
     next_tab.plotly_chart(
         cache.figure(
-            ("probe_next", bid, ids),
-            lambda: distribution_bars(
-                top.labels, top.base_probs, top.scaled_probs, top.probs, top.kept
-            ),
+            distribution_bars, top.labels, top.base_probs, top.scaled_probs, top.probs, top.kept
         ),
         key="t_probe_next",
     )
     labels = token_labels([bundle.tokenizer.id_to_token(i) for i in ids])
     attention_tab.plotly_chart(
-        cache.figure(
-            ("probe_attn", bid, ids, layer, head), lambda: pattern_heatmap(pattern, labels)
-        ),
+        cache.figure(pattern_heatmap, pattern, labels),
         key="t_probe_attn",
     )
 

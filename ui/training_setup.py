@@ -19,7 +19,7 @@ from typing import Any
 import streamlit as st
 
 from serving import jobs
-from ui import state
+from ui import cache, state
 from viz_model.model.config import (
     MAX_CTX,
     MAX_D_MODEL,
@@ -278,13 +278,13 @@ def _training(preset_name: str) -> tuple[dict[str, Any], float | None]:
 # ---- what it will cost ------------------------------------------------------------------------
 
 
-@st.cache_data(show_spinner=False, max_entries=4)
+@cache.per_model(keep=4)
 def _distinct_chars(source_json: str) -> str:
     """The distinct characters of a bundled corpus or task: all a char vocabulary needs."""
     return "".join(sorted(set(load_text(json.loads(source_json)))))
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@cache.per_model(keep=64)
 def _speed(cfg_json: str, batch_size: int, threads: int) -> estimate.Speed:
     """This shape's speed, measured in a child process on the job's threads, once per shape
     (a failure raises, and is not cached)."""

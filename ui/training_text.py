@@ -15,7 +15,6 @@ from ui import cache, corpus, state
 from ui.charts import ngrams as charts
 from ui.charts.common import show_whitespace
 from ui.frame import PageContext
-from ui.shared_cache import shared
 from viz_model.analysis import next_token as nt
 from viz_model.analysis import ngrams as ng
 from viz_model.analysis.tokens import token_text
@@ -133,12 +132,12 @@ def in_training_text(ctx: PageContext, last_logits: np.ndarray) -> None:
 # ---- Generation: the running probability and memorisation -------------------------------------
 
 
-@shared
+@cache.per_prompt
 def _log_probs(bundle_id: str, seq: tuple[int, ...], n_prompt: int) -> np.ndarray:
     return ng.text_log_probs(cache.bundle(bundle_id).model, list(seq), n_prompt)
 
 
-@shared
+@cache.per_prompt
 def _spans(bundle_id: str, seq: tuple[int, ...], min_len: int, n_prompt: int) -> list[ng.Span]:
     return ng.memorised_spans(corpus.token_models(bundle_id).index, seq, min_len, n_prompt)
 
@@ -171,7 +170,7 @@ def generation_checks(ctx: PageContext, seq: list[int], n_prompt: int) -> None:
     memorisation(ctx, seq, n_prompt)
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
+@cache.per_model
 def _chance(bundle_id: str) -> int:
     """The longest stretch held-out text shares with the training split (the chance overlap)."""
     return ng.chance_match_length(corpus.token_models(bundle_id).index)

@@ -30,7 +30,7 @@ def baselines_of(bundle_id: str) -> dict[str, float] | None:
     return _baselines(models.split_step(bundle_id)[0])
 
 
-@st.cache_data(show_spinner="Counting the training text…", max_entries=16)
+@cache.per_model(spinner="Counting the training text…")
 def _baselines(final_id: str) -> dict[str, float] | None:
     found = tr.bundle_baselines(cache.bundle(final_id))
     return found.as_dict() if found else None
@@ -45,7 +45,7 @@ EVENTS_NOTE = (
 # A history is one version of a run's records: a bundle's id, or a live run's folder and the
 # stat of its history file. Every student watching the same run shares one set of curves and one
 # figure per version (a plotly figure costs ~10 ms to build; a live view redraws each second).
-@st.cache_resource(show_spinner=False, max_entries=32)
+@cache.per_model(keep=32)
 def _curves(version: Hashable, x: str, tokens_per_step: int, _history: list[dict]) -> tr.Curves:
     return tr.curves(_history, x, tokens_per_step)
 
@@ -72,10 +72,8 @@ def draw_curves(
     if curves.train_x.size == 0:
         st.info("No training step has been recorded yet.")
         return
-    lines = tuple(sorted((baselines or {}).items()))
-    figure_key = ("training_curves", version, x, tokens_per_step)
     st.plotly_chart(
-        cache.figure((*figure_key, lines), lambda: charts.loss_curves(curves, baselines)),
+        cache.figure(charts.loss_curves, curves, baselines),
         key=f"{key}_loss",
     )
     st.caption(
@@ -91,7 +89,7 @@ def draw_curves(
             "above). It warms up from 0 (large early steps on random weights are unstable), then "
             "decays along a cosine so the last steps only fine-tune."
         )
-        lr_figure = cache.figure(("training_lr", *figure_key[1:]), lambda: charts.lr_curve(curves))
+        lr_figure = cache.figure(charts.lr_curve, curves)
         st.plotly_chart(lr_figure, key=f"{key}_lr")
 
 

@@ -141,7 +141,8 @@ def probe_by_station(resid: np.ndarray, labels: np.ndarray) -> ProbeResult:
     baseline = float((y_test == majority).double().mean())
     test_acc, train_acc = [], []
     for s in range(S):
-        x = torch.as_tensor(resid[s, :, FIRST_POSITION:], dtype=torch.float64)
+        # a copy (resid may be shared read-only)
+        x = torch.tensor(resid[s, :, FIRST_POSITION:], dtype=torch.float64)
         x_train, x_test = x[~test].reshape(-1, x.shape[-1]), x[test].reshape(-1, x.shape[-1])
         mean, std = x_train.mean(0), x_train.std(0).clamp_min(1e-6)
         w, b = fit_logistic((x_train - mean) / std, y_train)
