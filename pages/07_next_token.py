@@ -15,7 +15,7 @@ from ui.shared_cache import shared
 from viz_model.analysis import next_token as nt
 from viz_model.analysis.tokens import token_text
 
-ctx = ui.frame("Next token", ":material/casino:")
+ctx = ui.context()
 V = ctx.tokenizer.vocab_size
 
 st.markdown(

@@ -21,7 +21,7 @@ from viz_model.analysis.claims import (
 from viz_model.analysis.residual import layer_labels
 from viz_model.analysis.tokens import token_text
 
-ctx = ui.frame("Inside a block", ":material/biotech:")
+ctx = ui.context()
 cfg, tok = ctx.config, ctx.tokenizer
 T = len(ctx.ids)
 KEY = (ctx.bundle_id, tuple(ctx.ids))
