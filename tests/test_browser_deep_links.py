@@ -16,9 +16,22 @@ from urllib.parse import quote, urlparse
 
 import pytest
 
+try:
+    from playwright.sync_api import expect
+except ImportError:  # the browser fixture skips (or fails under CI) with the reason
+    expect = None
+
 from serving.models import ENV_VAR
 from tests import test_browser
-from tests.test_browser import DONE, NAV, TIMEOUT_MS, query, start_server, stop_server, wait_healthy
+from tests.test_browser import (
+    NAV,
+    TIMEOUT_MS,
+    query,
+    start_server,
+    stop_server,
+    wait_drawn,
+    wait_healthy,
+)
 from ui import nav
 
 pytestmark = pytest.mark.browser
@@ -58,8 +71,7 @@ def fresh_server(models_dir, tmp_path):
 )
 def test_a_deep_link_opens_its_page_inside_the_app_on_a_fresh_server(fresh_server, page, entry):
     page.goto(f"{fresh_server}/{entry.url_path}?model=test-char&layer=1&prompt={quote(PROMPT)}")
-    page.wait_for_selector(NAV, timeout=TIMEOUT_MS)
-    page.wait_for_selector(DONE, timeout=TIMEOUT_MS)
+    wait_drawn(page)
 
     heading = page.locator("[data-testid='stMain'] h1").first.inner_text()
     assert entry.title in heading
@@ -69,8 +81,8 @@ def test_a_deep_link_opens_its_page_inside_the_app_on_a_fresh_server(fresh_serve
     nav_text = page.locator(NAV).inner_text()
     assert all(section in nav_text for section in nav.SECTIONS)
     side = page.locator("[data-testid='stSidebar']")
-    assert side.locator("textarea").input_value() == PROMPT
-    assert "About “test-char”" in side.inner_text()
+    expect(side.locator("textarea")).to_have_value(PROMPT, timeout=TIMEOUT_MS)
+    expect(side).to_contain_text("About “test-char”", timeout=TIMEOUT_MS)
     assert page.locator("[data-testid='stException']").count() == 0
     assert urlparse(page.url).path.strip("/") == entry.url_path
     assert query(page)["model"] == "test-char" and query(page)["prompt"] == PROMPT
@@ -78,8 +90,7 @@ def test_a_deep_link_opens_its_page_inside_the_app_on_a_fresh_server(fresh_serve
 
 def test_the_attention_link_opens_on_its_layer_and_head(fresh_server, page):
     page.goto(f"{fresh_server}/Attention?model=test-char&layer=1&head=1&prompt={quote(PROMPT)}")
-    page.wait_for_selector(NAV, timeout=TIMEOUT_MS)
-    page.wait_for_selector(DONE, timeout=TIMEOUT_MS)
+    wait_drawn(page)
     for label in ("Layer", "Head"):
         slider = page.locator(f"[data-testid='stMain'] input[type='range'][aria-label='{label}']")
         assert slider.input_value() == "1"

@@ -2,7 +2,7 @@
 
 Each entry names a page script in `pages/`, the URL it is served at, its section, label, icon and
 one-line description, and whether it needs a prompt. `app.py` routes with `navigation()`, draws
-the frame for `entry(page)`, then runs the page. The navigation lists exactly these pages: a page
+the frame for `find(page.url_path)`, then runs the page. The navigation lists exactly these pages: a page
 is added here when its file lands (tests check every file exists), never as a placeholder.
 
 Why file names and URLs differ: with a folder named `pages/`, a fresh server hands its first
@@ -10,7 +10,9 @@ request to Streamlit's legacy `pages/` router when the path equals a file-derive
 (`pages/3_Attention.py` -> `/Attention`), and that page is drawn without the app's navigation or
 sidebar. So files are lower case (`pages/03_attention.py` -> `/attention`, a path nobody links
 to) and each page's url_path keeps the links the app has always had (`/Attention?layer=1`).
-Streamlit matches paths case-sensitively, so the two never meet.
+Streamlit matches paths case-sensitively, so the two never meet. What stays: that legacy router
+still answers a process's very first request, and for a deep link it says "Page not found" in a
+notice over the right page (the class server opens every page first; README, "How pages are wired").
 
 Not here: drawing the sidebar and the page's context (ui/frame.py).
 """
