@@ -1,82 +1,14 @@
-"""Home: what the app is for, the chosen model drawn from its config, its parameters, and where to
-start. Run with `streamlit run app.py`; every page lives in pages/ and starts with ui.frame()."""
+"""The app's entry point and router: `streamlit run app.py`.
 
-import streamlit as st
+Every page, Home included, is a script in pages/ declared in ui/nav.py. Each run, st.navigation
+picks the page the URL names (drawing the sections in the sidebar), the frame draws the shared
+sidebar (model, training step, prompt, model card) and the page's title once, and then the page
+runs with `ctx = ui.context()`.
+"""
 
 import ui
-from ui import cache, nav, parts
-from ui.charts.architecture import architecture_figure, param_counts_figure, param_rows
-from ui.frame import page_link
+from ui import nav
 
-ctx = ui.frame("Inside a GPT", ":material/biotech:", needs_prompt=False)
-cfg = ctx.config
-
-st.markdown(
-    "This app opens up a small GPT, the same kind of model as the ones behind ChatGPT, so you can "
-    "watch what it does with your text at every step. Type a prompt in the sidebar, pick a page, "
-    "and the prompt and the model follow you from page to page (the address bar keeps them, so a "
-    "link reopens the same view)."
-)
-
-st.subheader(f"The model “{ctx.name}”")
-readers = "attention reads" if cfg.attn_only else "attention and the MLP read"
-norm = (
-    f"**pre-LN**: each block normalises its input (LN) before {readers} it, and a "
-    "final LN comes before the unembedding"
-    if cfg.norm == "pre"
-    else "**post-LN** (as in the original Transformer): LayerNorm is applied to the stream after "
-    "each sum, and there is no final LN"
-)
-blocks = "attention only (no MLP)" if cfg.attn_only else "attention followed by an MLP"
-st.markdown(
-    f"Token ids are looked up in the **embedding** (a vector of d_model = {cfg.d_model} numbers "
-    f"per token), then pass through {cfg.n_layer} **blocks**, each of them {blocks}. Each part "
-    "reads the "
-    f"**residual stream** (the blue line) and adds its output back to it. This model is {norm}. "
-    + (
-        ""
-        if cfg.causal
-        else "Its attention has **no causal mask**: every token also sees the tokens after it, "
-        "so it can copy the token it is asked to predict (a contrast model, not a predictor). "
-    )
-    + "The **unembedding** turns each position's final vector into one score (logit) per token "
-    "of the vocabulary; the last position's scores are the guess for the next token. Hover over "
-    "a box for its weights' shapes."
-)
-# Both figures depend on the model only: built once per model, not on every visit (15 ms a view).
-architecture = cache.figure(architecture_figure, cfg)
-st.plotly_chart(architecture, width="stretch", config={"displayModeBar": False})
-
-left, right = st.columns([3, 2], gap="large")
-with left:
-    st.subheader("Where the parameters are")
-    counts = ctx.model.param_counts()
-    total = sum(counts.values())
-    rows = param_rows(counts)
-    biggest = max(rows, key=lambda r: r[1])
-    st.markdown(
-        f"The model has **{total:,}** parameters, the numbers training adjusts; the largest "
-        f"share, {biggest[2]:.0%}, "
-        f"sits in the {biggest[0]} weights. LayerNorm has only a scale and a shift per "
-        "dimension, so it barely counts."
-    )
-    shares = cache.figure(param_counts_figure, counts)
-    st.plotly_chart(shares, width="stretch", config={"displayModeBar": False})
-    with parts.numbers_behind_it():
-        lines = [f"| {name} | {n:,} | {share:.1%} |" for name, n, share in rows]
-        st.markdown(
-            "| component | parameters | share |\n|---|--:|--:|\n"
-            + "\n".join(lines)
-            + f"\n| **total** | **{total:,}** | 100% |"
-        )
-
-with right:
-    st.subheader("Where to start")
-    sections = nav.available_sections()
-    if not sections:
-        st.info("The lesson's pages are not installed yet.")
-    for section, pages in sections.items():
-        st.caption(section)
-        for page in pages:
-            page_link(page)
-            st.caption(page.description)
+page = nav.navigation()
+ui.frame(nav.find(page.url_path))
+page.run()

@@ -133,7 +133,7 @@ def bench_reruns(changes: int) -> dict:
 
     models_dir, name = _bundled_models()
     out: dict[str, dict] = {}
-    targets = [("Home", None)] + [(p.label, p.file) for p in nav.available_pages()]
+    targets = [("Home", None)] + [(p.label, p.file) for p in nav.lesson_pages()]
     for label, file in targets:
         at = app_test(models_dir, file, query={"model": name})
         if at.exception:

@@ -129,7 +129,7 @@ def bench_breakdown(paths: list[str], model: str, views: int) -> dict:
     """AppTest per page: median exclusive CPU ms per category, miss and hit."""
     from tests.apptest_util import app_test
 
-    files = {"": None} | {p.url_path: p.file for p in nav.available_pages()}
+    files = {"": None} | {p.url_path: p.file for p in nav.lesson_pages()}
     probe = Probe()
     probe.install()
     models_dir = Path(__file__).resolve().parent.parent / "assets" / "models"

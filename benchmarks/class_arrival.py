@@ -31,7 +31,7 @@ from ui import nav
 
 def page_paths() -> list[str]:
     """Every page's URL name, Home as ''."""
-    return ["", *(p.url_path for pages in nav.available_sections().values() for p in pages)]
+    return [p.url_path for p in nav.all_pages()]
 
 
 async def open_page(

@@ -1,4 +1,4 @@
-"""AppTest for pages inside the frame: `app_test(models_dir, "pages/3_Attention.py", prompt="abc")`.
+"""AppTest for pages inside the frame: `app_test(models_dir, "pages/03_attention.py", prompt="abc")`.
 
 `AppTest.from_file("pages/X.py")` does not work with the frame (see STREAMLIT-NOTES.md); this
 starts at app.py (Home), then switches to the page, as a student following a link would.
@@ -14,8 +14,10 @@ from pathlib import Path
 import numpy as np
 from streamlit import config
 from streamlit.testing.v1 import AppTest
+from streamlit.util import calc_hash
 
 from serving.models import ENV_VAR
+from ui import nav
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -33,7 +35,7 @@ def app_test(
     query: dict | None = None,
     timeout: float = 60,
 ) -> AppTest:
-    """An AppTest that has run Home, then `page` (e.g. "pages/3_Attention.py") when given.
+    """An AppTest that has run Home, then `page` (e.g. "pages/03_attention.py") when given.
 
     Bundles in models_dir are found through VIZ_MODEL_DIRS (set for the rest of this process: the
     app reads it on every rerun). Unless `query` names a model, the first bundle of models_dir is
@@ -41,10 +43,7 @@ def app_test(
     as in a shared link; `query` adds other URL parameters (e.g. {"layer": "1"}). Exceptions keep
     their full message and stack (`at.exception[0].value`, `.stack_trace`), unlike in class.
     """
-    os.environ[ENV_VAR] = str(models_dir)
-    # The classroom config hides error details from students; tests need the message and stack.
-    config.set_option("client.showErrorDetails", "full")
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
+    at = _app(models_dir, timeout)
     params = dict(query or {})
     if "model" not in params and (name := first_bundle(models_dir)):
         params["model"] = name
@@ -56,6 +55,32 @@ def app_test(
     if page is not None:
         at.switch_page(page).run()
     return at
+
+
+def open_link(
+    models_dir: str | os.PathLike, page: str | None, query: dict[str, str], timeout: float = 60
+) -> AppTest:
+    """`page` (a file, None for Home) opened straight from a link carrying `query`: its first run
+    is the page's, so a bad value in the link is met there, not on Home as with `app_test`.
+
+    A link names the page by its url_path, and Streamlit knows a page by the hash of it. Before a
+    first run AppTest.switch_page can only hash the file's name, which is not the url_path here.
+    """
+    at = _app(models_dir, timeout)
+    for key, value in query.items():
+        at.query_params[key] = value
+    if page is not None:
+        at._page_hash = calc_hash(next(p for p in nav.all_pages() if p.file == page).url_path)
+    return at.run()
+
+
+def _app(models_dir: str | os.PathLike, timeout: float) -> AppTest:
+    """app.py in AppTest, finding bundles in models_dir through VIZ_MODEL_DIRS (set for the rest
+    of this process: the app reads it on every rerun)."""
+    os.environ[ENV_VAR] = str(models_dir)
+    # The classroom config hides error details from students; tests need the message and stack.
+    config.set_option("client.showErrorDetails", "full")
+    return AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
 
 
 def plotly_figures(at: AppTest) -> list[dict]:

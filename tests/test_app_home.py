@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from tests.apptest_util import ROOT, app_test
+from tests.apptest_util import ROOT, app_test, open_link
 from ui import nav
 from ui.frame import DEFAULT_PROMPT, MAX_PROMPT_CHARS
 from ui.state import widget_key
@@ -144,23 +144,39 @@ def test_a_deep_link_to_a_corrupted_or_unknown_model_falls_back(home_models):
     assert at.session_state["model"] != "no-such-model"
 
 
-def test_home_links_every_available_page(home_models):
+def test_the_navigation_is_the_registry_and_home_links_every_page(home_models):
     at = app_test(home_models)
+    assert at.title[0].value == f"{nav.HOME.icon} {nav.HOME.title}"
     labels = [link.proto.label for link in at.get("page_link")]
-    for page in nav.available_pages():
-        assert labels.count(page.label) == 2  # the sidebar navigation and "Where to start"
-    assert "Home" in labels
+    assert labels == [p.label for p in nav.lesson_pages()]  # "Where to start"
 
 
-def test_prompt_and_model_follow_the_student_to_a_page(home_models):
-    pages = nav.available_pages()
-    if not pages:
-        pytest.skip("no lesson page exists yet")
+@pytest.mark.parametrize("entry", nav.lesson_pages(), ids=lambda p: p.url_path)
+def test_switching_to_a_page_draws_it_inside_the_frame(home_models, entry):
     at = app_test(home_models, prompt="ROMEO: hello", query={"model": OTHER})
-    at.switch_page(pages[0].file).run()
+    at.switch_page(entry.file).run()
+    assert not at.exception, at.exception and at.exception[0].value
+    assert at.title[0].value == f"{entry.icon} {entry.title}"  # the frame's, once
+    assert len(at.title) == 1
     assert at.sidebar.text_area(key=widget_key("prompt")).value == "ROMEO: hello"
     assert at.sidebar.selectbox(key=widget_key("model")).value == OTHER
     assert at.query_params["model"] == OTHER and at.query_params["prompt"] == "ROMEO: hello"
+
+
+def test_a_page_that_needs_a_prompt_does_not_run_without_one(home_models):
+    at = app_test(home_models, "pages/03_attention.py", prompt="")
+    assert not at.exception
+    assert any("Type a prompt in the sidebar" in i.value for i in at.info)
+    assert not at.get("plotly_chart") and not at.slider  # the page itself did not run
+    at = app_test(home_models, nav.find("Scaling").file, prompt="")
+    assert not at.exception and at.get("plotly_chart")  # needs_prompt=False: it runs
+
+
+def test_a_link_opens_its_page_on_the_first_run(home_models):
+    at = open_link(home_models, "pages/03_attention.py", {"model": OTHER, "layer": "1"})
+    assert not at.exception
+    assert at.title[0].value == ":material/visibility: Attention"
+    assert at.slider(key=widget_key("layer")).value == 1
 
 
 def test_home_says_each_block_holds_attention_and_an_mlp(home_models):

@@ -1,6 +1,6 @@
 """The app in a real browser: `streamlit run app.py` on 127.0.0.1 and the system Chromium
-(Playwright) open Home and every page of ui.nav.available_pages() (pages added later are covered
-without editing this file), plus a deep link and a click through the navigation. Each page must
+(Playwright) open Home and every page of ui.nav (pages added later are covered without editing
+this file), plus a deep link and a click through the navigation. Each page must
 finish its script with no exception element and at least one drawn chart; a full-height
 screenshot of each, at 1400 px and at 1024x768 (a projector; `name@1024.png`), goes to
 artifacts/screenshots/ (gitignored) for a person to look at.
@@ -38,7 +38,8 @@ SHOTS = ROOT / "artifacts" / "screenshots"
 DONE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 CHARTS = "[data-testid='stPlotlyChart'], [data-testid='stVegaLiteChart']"
 TIMEOUT_MS = 90_000
-PAGES = nav.available_pages()
+NAV = "[data-testid='stSidebarNav']"  # the app's navigation (st.navigation)
+PAGES = nav.lesson_pages()
 DEEP_PROMPT = "KING:\nWhat is the matter?"
 SMALL = (1024, 768)  # a classroom projector
 # Each displayed formula's [scrollWidth, clientWidth]: a wider content than box is a clipped formula.
@@ -162,9 +163,7 @@ def page(browser):
 
 def wait_drawn(p) -> None:
     """Until the frame is drawn and the script has finished (then a moment for charts to paint)."""
-    p.wait_for_selector(
-        "[data-testid='stSidebar'] [data-testid='stPageLink-NavLink']", timeout=TIMEOUT_MS
-    )
+    p.wait_for_selector(f"{NAV} [data-testid='stSidebarNavLink']", timeout=TIMEOUT_MS)
     p.wait_for_selector(DONE, timeout=TIMEOUT_MS)
     p.wait_for_timeout(800)
     p.wait_for_selector(DONE, timeout=TIMEOUT_MS)
@@ -237,7 +236,7 @@ def test_navigation_keeps_prompt_and_model_in_the_url(server, page):
         pytest.skip("no lesson page exists yet")
     page.goto(f"{server}/?model=test-char&prompt={quote(DEEP_PROMPT)}")
     wait_drawn(page)
-    page.locator("[data-testid='stSidebar'] [data-testid='stPageLink-NavLink']").filter(
+    page.locator(f"{NAV} [data-testid='stSidebarNavLink']").filter(
         has_text=PAGES[-1].label
     ).first.click()
     page.wait_for_url(f"**/{PAGES[-1].url_path}*", timeout=TIMEOUT_MS)
@@ -248,7 +247,7 @@ def test_navigation_keeps_prompt_and_model_in_the_url(server, page):
 
 
 def test_generation_survives_a_reload(server, page):
-    entry = next((p for p in PAGES if p.file.endswith("_Generation.py")), None)
+    entry = next((p for p in PAGES if p.url_path == "Generation"), None)
     if entry is None:
         pytest.skip("no Generation page")
     page.goto(f"{server}/{entry.url_path}?model=test-char&prompt={quote(DEEP_PROMPT)}")

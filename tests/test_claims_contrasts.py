@@ -294,7 +294,7 @@ def test_the_residual_page_prints_the_norm_claim_of_the_model_on_screen(models_d
 
     at = app_test(
         models_dir,
-        "pages/4_Residual_stream.py",
+        "pages/04_residual_stream.py",
         prompt=LECTURE_PROMPT,
         query={"model": "shakespeare-tiny"},
     )
@@ -311,7 +311,7 @@ def test_the_contrast_page_prints_claims_that_agree_with_its_chart(models_dir):
 
     at = app_test(
         models_dir,
-        "pages/15_Architecture_contrasts.py",
+        "pages/15_architecture_contrasts.py",
         prompt=LECTURE_PROMPT,
         query={"ctr": "norm"},
     )

@@ -473,7 +473,7 @@ def page_texts(at) -> str:
 
 def test_embeddings_on_the_no_mask_model_does_not_credit_the_causal_mask():
     at = app_test(
-        ASSETS, "pages/2_Embeddings.py", prompt=PROMPT, query={"model": "shakespeare-nomask"}
+        ASSETS, "pages/02_embeddings.py", prompt=PROMPT, query={"model": "shakespeare-nomask"}
     )
     assert not at.exception
     text = page_texts(at)
@@ -483,7 +483,7 @@ def test_embeddings_on_the_no_mask_model_does_not_credit_the_causal_mask():
 
 def test_next_token_on_the_no_mask_model_gives_no_perplexity_finding():
     at = app_test(
-        ASSETS, "pages/7_Next_token.py", prompt=PROMPT, query={"model": "shakespeare-nomask"}
+        ASSETS, "pages/07_next_token.py", prompt=PROMPT, query={"model": "shakespeare-nomask"}
     )
     assert not at.exception
     text = page_texts(at)
@@ -492,7 +492,7 @@ def test_next_token_on_the_no_mask_model_gives_no_perplexity_finding():
 
 def test_generation_on_the_no_mask_model_says_there_is_nothing_to_cache():
     at = app_test(
-        ASSETS, "pages/8_Generation.py", prompt=PROMPT, query={"model": "shakespeare-nomask"}
+        ASSETS, "pages/08_generation.py", prompt=PROMPT, query={"model": "shakespeare-nomask"}
     )
     assert not at.exception
     (idea,) = [
@@ -503,7 +503,7 @@ def test_generation_on_the_no_mask_model_says_there_is_nothing_to_cache():
 
 def test_tokenization_on_a_character_model_says_it_sees_the_letters():
     at = app_test(
-        ASSETS, "pages/1_Tokenization.py", prompt=PROMPT, query={"model": "shakespeare-char"}
+        ASSETS, "pages/01_tokenization.py", prompt=PROMPT, query={"model": "shakespeare-char"}
     )
     assert not at.exception
     (letters,) = [m.value for m in at.markdown if m.value.startswith("**Counting letters.**")]

@@ -17,7 +17,6 @@ from __future__ import annotations
 import errno
 import hashlib
 import json
-import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,12 +24,9 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from streamlit import config
-from streamlit.testing.v1 import AppTest
 
 from serving import jobs
-from serving.models import ENV_VAR
-from tests.apptest_util import ROOT
+from tests.apptest_util import open_link
 from tests.test_checkpoint import corrupt
 from tests.test_jobs import tiny
 from ui import nav
@@ -40,13 +36,17 @@ from viz_model.bundles.load import load_bundle
 from viz_model.text.data import MAX_UPLOAD_BYTES
 
 HOME = None  # app_test's page for Home
-PAGES = tuple(page.file for page in nav.available_pages())
+PAGES = tuple(page.file for page in nav.lesson_pages())
 EVERY = (HOME, *PAGES)
-TRAINING = ("pages/9_Training.py",)
+TRAINING = ("pages/09_training.py",)
 DANGEROUS = ("<script", "onerror=")
 # Pages that draw the prompt's own tokens as HTML (st.html chips): there the escaped prompt must
 # be found, so the check is known to look at the right elements.
-DRAW_PROMPT_AS_HTML = {"pages/1_Tokenization.py", "pages/7_Next_token.py", "pages/8_Generation.py"}
+DRAW_PROMPT_AS_HTML = {
+    "pages/01_tokenization.py",
+    "pages/07_next_token.py",
+    "pages/08_generation.py",
+}
 MARKUP = '<script>alert("x")</script><img src=x onerror=alert(1)> **ROMEO**'
 GOOD = "test-char"  # the models folder's good bundle: n_ctx 64, characters of Shakespeare
 # Broken copies of the good bundle (tests/test_checkpoint.py's corrupt() breaks them)
@@ -201,19 +201,6 @@ def runs(tmp_path, monkeypatch) -> Path:
         monkeypatch.delenv(name, raising=False)
     (tmp_path / "runs").mkdir()
     return tmp_path / "runs"
-
-
-def open_link(models_dir: Path, page: str | None, query: dict[str, str]) -> AppTest:
-    """The page opened straight from a link carrying `query`, as a shared link opens it (unlike
-    apptest_util.app_test, which passes through Home first, where a bad model would be met)."""
-    os.environ[ENV_VAR] = str(models_dir)
-    config.set_option("client.showErrorDetails", "full")
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-    for key, value in query.items():
-        at.query_params[key] = value
-    if page is not None:
-        at.switch_page(page)
-    return at.run()
 
 
 def _live_html(at) -> list[str]:

@@ -13,7 +13,7 @@ from viz_model.analysis import dynamics as dyn
 from viz_model.bundles.load import load_bundle
 from viz_model.model.sampling import SamplingSettings, generate
 
-PAGE = "pages/15_Architecture_contrasts.py"
+PAGE = "pages/15_architecture_contrasts.py"
 MODELS = ROOT / "assets" / "models"
 PROMPT = "ROMEO:\nBut soft, what light"
 

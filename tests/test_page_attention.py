@@ -7,7 +7,7 @@ import numpy as np
 from tests.apptest_util import app_test, plotly_array, plotly_figures
 from ui.state import widget_key
 
-PAGE = "pages/3_Attention.py"
+PAGE = "pages/03_attention.py"
 ARITHMETIC_KEY = "attn_arithmetic"
 
 

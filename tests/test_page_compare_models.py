@@ -13,7 +13,7 @@ from ui.state import widget_key
 from viz_model.analysis.compare import cut_inside_token, percent, shown
 from viz_model.bundles.load import load_bundle
 
-PAGE = "pages/13_Compare_models.py"
+PAGE = "pages/13_compare_models.py"
 PROMPT = "the king and the queen"
 
 

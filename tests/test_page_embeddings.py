@@ -7,7 +7,7 @@ import pytest
 from tests.apptest_util import app_test
 from ui.state import widget_key
 
-PAGE = "pages/2_Embeddings.py"
+PAGE = "pages/02_embeddings.py"
 PROMPT = "the king and the queen"
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from tests.apptest_util import app_test
 from ui.state import widget_key
 
-PAGE = "pages/8_Generation.py"
+PAGE = "pages/08_generation.py"
 PROMPT = "ROMEO: But soft"
 STATE = "gen_stepper"
 

@@ -48,7 +48,7 @@ def test_the_picker_lists_it_and_the_card_names_its_source(hf_dir, monkeypatch):
 
 
 def test_attention_grid_and_head_table_show_a_window_of_layers(hf_dir):
-    at = app_test(hf_dir, "pages/3_Attention.py", prompt="to be or not to be", query={"layer": 12})
+    at = app_test(hf_dir, "pages/03_attention.py", prompt="to be or not to be", query={"layer": 12})
     assert not at.exception
     # the window holding the chosen layer opens: layer 12 alone, its 4 heads
     assert _grid_titles(at) == [f"L12 H{h}" for h in range(4)]
@@ -62,7 +62,7 @@ def test_attention_grid_and_head_table_show_a_window_of_layers(hf_dir):
 
 
 def test_generation_per_head_rows_show_a_window_of_layers(hf_dir):
-    at = app_test(hf_dir, "pages/8_Generation.py", prompt="to be", query={"per_head": "true"})
+    at = app_test(hf_dir, "pages/08_generation.py", prompt="to be", query={"per_head": "true"})
     assert not at.exception
     heatmap = next(f for f in plotly_figures(at) if f["data"][0]["type"] == "heatmap")
     rows = heatmap["data"][0]["y"]
@@ -73,7 +73,7 @@ def test_generation_per_head_rows_show_a_window_of_layers(hf_dir):
 
 
 def test_mlp_page_names_gpt2s_gelu(hf_dir):
-    at = app_test(hf_dir, "pages/6_MLP_neurons.py", prompt="to be or not")
+    at = app_test(hf_dir, "pages/06_mlp_neurons.py", prompt="to be or not")
     assert not at.exception
     assert any("GELU (tanh)" in m.value for m in at.markdown)
 

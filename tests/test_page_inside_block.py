@@ -17,7 +17,7 @@ from viz_model.bundles.checkpoint import save_bundle
 from viz_model.bundles.load import load_bundle
 from viz_model.model.gpt import GPT
 
-PAGE = "pages/14_Inside_a_block.py"
+PAGE = "pages/14_inside_a_block.py"
 PROMPT = "ROMEO: But soft"
 
 

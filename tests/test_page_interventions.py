@@ -19,7 +19,7 @@ from viz_model.analysis import interventions as iv
 from viz_model.analysis.tokens import token_text
 from viz_model.bundles.load import load_bundle
 
-PAGE = "pages/11_Interventions.py"
+PAGE = "pages/11_interventions.py"
 PROMPT = "ROMEO: But soft, what light"
 
 

@@ -13,7 +13,7 @@ from viz_model.bundles.checkpoint import save_bundle
 from viz_model.bundles.load import load_bundle
 from viz_model.model.gpt import GPT
 
-PAGE = "pages/5_LayerNorm.py"
+PAGE = "pages/05_layernorm.py"
 PROMPT = "ROMEO: But soft"
 
 

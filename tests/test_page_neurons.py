@@ -12,7 +12,7 @@ from viz_model.bundles.checkpoint import save_bundle
 from viz_model.bundles.load import load_bundle
 from viz_model.model.gpt import GPT
 
-PAGE = "pages/6_MLP_neurons.py"
+PAGE = "pages/06_mlp_neurons.py"
 PROMPT = "ROMEO: But soft"
 
 

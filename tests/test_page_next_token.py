@@ -8,7 +8,7 @@ import re
 from tests.apptest_util import app_test
 from ui.state import widget_key
 
-PAGE = "pages/7_Next_token.py"
+PAGE = "pages/07_next_token.py"
 PROMPT = "ROMEO: But soft, what light"
 
 

@@ -15,7 +15,7 @@ from viz_model.analysis import next_token as nt
 from viz_model.bundles.load import load_bundle
 from viz_model.text.data import load_corpus
 
-PAGE = "pages/10_N-grams.py"
+PAGE = "pages/10_ngrams.py"
 VAL_LOSS = 2.0  # nats per character, written into the bundle so the GPT's line is known
 
 
@@ -115,7 +115,7 @@ def test_a_model_without_its_text_says_so(data_models):
 
 def test_next_token_gives_the_prompts_probability_and_its_training_text(data_models):
     prompt = "ROMEO: my lord"
-    at = app_test(data_models, "pages/7_Next_token.py", prompt=prompt)
+    at = app_test(data_models, "pages/07_next_token.py", prompt=prompt)
     assert not at.exception, at.exception
     bundle = load_bundle(data_models / "a-data")
     ids = bundle.tokenizer.encode(prompt)
@@ -130,7 +130,7 @@ def test_next_token_gives_the_prompts_probability_and_its_training_text(data_mod
 
 
 def test_generation_checks_probability_and_memorisation(data_models):
-    at = app_test(data_models, "pages/8_Generation.py", prompt="ROMEO: But soft")
+    at = app_test(data_models, "pages/08_generation.py", prompt="ROMEO: But soft")
     at.button(key="run").click().run()
     assert not at.exception, at.exception
     assert any(m.label == "P(generated text | prompt)" for m in at.metric)
@@ -145,7 +145,7 @@ def test_generation_checks_probability_and_memorisation(data_models):
 
 def test_markup_in_the_prompt_stays_text_in_the_training_text_section(data_models):
     prompt = "<script>alert(1)</script><b> my lord"
-    at = app_test(data_models, "pages/7_Next_token.py", prompt=prompt)
+    at = app_test(data_models, "pages/07_next_token.py", prompt=prompt)
     assert not at.exception
     bodies = [h.proto.body for h in at.get("html")]
     assert any("border-left" in b for b in bodies)  # the snippets are drawn

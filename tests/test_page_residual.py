@@ -13,7 +13,7 @@ from viz_model.bundles.checkpoint import save_bundle
 from viz_model.bundles.load import load_bundle
 from viz_model.model.gpt import GPT
 
-PAGE = "pages/4_Residual_stream.py"
+PAGE = "pages/04_residual_stream.py"
 PROMPT = "ROMEO: But soft"
 
 
@@ -65,8 +65,10 @@ def test_post_ln_model_shows_the_lens_only(models_dir, tmp_path):
 
 
 def test_the_logit_lens_of_a_model_without_a_mask_is_called_copying(models_dir):
-    at = app_test(models_dir, "pages/4_Residual_stream.py", query={"model": "shakespeare-nomask"})
+    at = app_test(models_dir, "pages/04_residual_stream.py", query={"model": "shakespeare-nomask"})
     assert not at.exception
     assert any("no causal mask" in w.value and "copying" in w.value for w in at.warning)
-    masked = app_test(models_dir, "pages/4_Residual_stream.py", query={"model": "shakespeare-tiny"})
+    masked = app_test(
+        models_dir, "pages/04_residual_stream.py", query={"model": "shakespeare-tiny"}
+    )
     assert not any("no causal mask" in w.value for w in masked.warning)

@@ -16,7 +16,7 @@ from viz_model.bundles.checkpoint import save_bundle
 from viz_model.model.config import GPTConfig
 from viz_model.text.tokenization import Tokenizer
 
-PAGE = "pages/16_Scaling.py"
+PAGE = "pages/16_scaling.py"
 
 
 def _traces(at) -> dict[str, dict]:

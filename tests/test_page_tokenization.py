@@ -9,7 +9,7 @@ import pytest
 from tests.apptest_util import app_test
 from ui.state import widget_key
 
-PAGE = "pages/1_Tokenization.py"
+PAGE = "pages/01_tokenization.py"
 PROMPT = "But soft, <b>what</b> light through yonder window breaks?"
 
 

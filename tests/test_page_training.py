@@ -11,7 +11,7 @@ from viz_model.analysis.training import tex_number
 from viz_model.bundles.load import load_bundle
 from viz_model.model.config import TrainConfig
 
-PAGE = "pages/9_Training.py"
+PAGE = "pages/09_training.py"
 
 
 def test_a_bundle_without_samples_or_data_shows_its_loss_curve(models_dir):

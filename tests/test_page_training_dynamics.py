@@ -10,7 +10,7 @@ import numpy as np
 from tests.apptest_util import app_test, plotly_array, plotly_figures
 from ui.state import widget_key
 
-PAGE = "pages/12_Training_dynamics.py"
+PAGE = "pages/12_training_dynamics.py"
 
 
 def _thick(fig: dict) -> set[str]:

@@ -16,7 +16,7 @@ from ui import shared_cache
 from ui.state import widget_key
 from viz_model.bundles.load import load_bundle
 
-PAGE = "pages/9_Training.py"
+PAGE = "pages/09_training.py"
 
 
 def _live_steps(at) -> float:

@@ -68,7 +68,7 @@ def test_a_password_only_in_the_secrets_guards_retraining_in_a_fresh_server(
         models = claim_bundles["class-tiny"].parent  # holds class-tiny (first by name)
         at = app_test(models, None, prompt="ROMEO:", query={"heads": "0.1"})
         at.secrets["teacher_password"] = "from-secrets"
-        at.switch_page("pages/11_Interventions.py").run()
+        at.switch_page("pages/11_interventions.py").run()
         assert not at.exception
         assert at.text_input(key="iv_password").label == "Teacher password"
         at.text_input(key="iv_run_name").set_value("sneaky").run()

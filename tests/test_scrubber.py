@@ -12,7 +12,7 @@ from tests.apptest_util import app_test, plotly_array, plotly_figures
 from ui.state import widget_key
 from viz_model.analysis.training import final_step, losses_at
 
-ATTENTION = "pages/3_Attention.py"
+ATTENTION = "pages/03_attention.py"
 
 
 def _card(at) -> str:

@@ -12,6 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from serving import models
+from tests.apptest_util import ROOT
 from ui import nav, state
 from ui.frame import _context, loss_note, model_card, val_loss
 from viz_model.analysis.next_token import crop_to_context
@@ -164,24 +165,44 @@ def test_bundle_id_changes_when_the_model_is_retrained(tmp_path):
 # ---- navigation -------------------------------------------------------------------------------
 
 
-def test_only_existing_pages_are_listed(tmp_path):
-    assert nav.available_pages(tmp_path) == []
-    (tmp_path / "pages").mkdir()
-    (tmp_path / "pages" / "3_Attention.py").write_text("")
-    (tmp_path / "pages" / "8_Generation.py").write_text("")
-    pages = nav.available_pages(tmp_path)
-    assert [p.label for p in pages] == ["Attention", "Generation"]
-    assert list(nav.available_sections(tmp_path)) == ["Inside the model", "Output"]
-    assert pages[0].url_path == "Attention"
-
-
-def test_registry_is_well_formed():
+def test_the_registry_names_every_page_once_and_each_file_exists():
     pages = nav.all_pages()
-    files = [p.file for p in pages]
-    assert len(set(files)) == len(files)
-    assert all(p.icon.startswith(":material/") and p.description and p.section for p in pages)
-    assert nav.Page("pages/4_Residual_stream.py", "", "", "").url_path == "Residual_stream"
-    assert [p.file for p in nav.available_pages()] == [p.file for p in pages if p.exists()]
+    assert pages[0] is nav.HOME and nav.HOME.url_path == "" and nav.HOME.file != "app.py"
+    for attr in ("file", "url_path", "label"):
+        values = [getattr(p, attr) for p in pages]
+        assert len(set(values)) == len(values), attr
+    assert all((ROOT / p.file).is_file() for p in pages)
+    assert sorted(p.file for p in pages) == sorted(
+        f"pages/{f.name}" for f in (ROOT / "pages").glob("*.py")
+    )
+    assert all(p.icon.startswith(":material/") and p.description for p in pages)
+    assert all(p.section for p in nav.lesson_pages())
+    assert list(dict.fromkeys(p.section for p in nav.lesson_pages())) == list(nav.SECTIONS)
+
+
+def test_no_page_file_is_served_where_a_page_url_is():
+    """Streamlit's legacy pages/ router takes a fresh server's first request when its path is
+    a file-derived one: every link must name a path no file in pages/ maps to."""
+    from streamlit.source_util import page_icon_and_name
+
+    urls = {p.route for p in nav.all_pages()}  # Home's too: AppTest asks for it by it
+    derived = {page_icon_and_name(ROOT / p.file)[1] for p in nav.all_pages()}
+    assert not urls & derived
+    assert nav.find("Attention").file == "pages/03_attention.py" and nav.find("") is nav.HOME
+
+
+def test_the_old_links_keep_their_paths():
+    assert [p.url_path for p in nav.all_pages()] == [
+        "", "Tokenization", "Embeddings", "Attention", "Residual_stream", "LayerNorm",
+        "MLP_neurons", "Next_token", "Generation", "Training", "N-grams", "Interventions",
+        "Training_dynamics", "Compare_models", "Architecture_contrasts", "Scaling",
+        "Inside_a_block",
+    ]  # fmt: skip
+
+
+def test_the_pages_that_need_no_prompt_say_so():
+    free = {p.url_path for p in nav.all_pages() if not p.needs_prompt}
+    assert free == {"", "Training", "N-grams", "Training_dynamics", "Scaling"}
 
 
 # ---- the model card and the prompt as tokens --------------------------------------------------

@@ -1,6 +1,7 @@
 """The app's Streamlit layer: the page frame, cached loading, URL-carried state, navigation.
 
-The only non-page code that imports streamlit. Pages start with `ctx = ui.frame(title, icon)`.
+The only non-page code that imports streamlit. app.py routes (ui.nav) and draws the frame
+(`ui.frame`); every page starts with `ctx = ui.context()`.
 """
 
 import gc
@@ -9,7 +10,7 @@ import os
 
 import torch
 
-from ui.frame import PageContext, frame
+from ui.frame import PageContext, context, frame
 
 # Every browser session runs its script in its own thread. With torch's default of one intra-op
 # thread per core, a class of sessions oversubscribes the CPU and each forward pass slows down
@@ -36,4 +37,4 @@ for _name in FIRST_USE_MODULES:
 # are still collected as usual.
 gc.freeze()
 
-__all__ = ["PageContext", "frame"]
+__all__ = ["PageContext", "context", "frame"]

@@ -1,21 +1,23 @@
-"""The frame every page is drawn in: page config, the lesson navigation, the shared sidebar
-(model picker, prompt, model card), and the PageContext the page works from.
+"""The frame every page is drawn in: page config, the shared sidebar (model picker, training step,
+prompt, model card), the page's title, and the PageContext the page works from.
 
-    ctx = ui.frame("Attention", "👀")   # the first call on every page
+    ui.frame(nav.find(page.url_path))   # app.py, once a run, between st.navigation and page.run()
+    ctx = ui.context()                  # the first call on every page
     ctx.model, ctx.ids, ctx.labels ...
 
 The prompt and the model live under the session-state keys "prompt" and "model" and in the URL
 (`?model=...&prompt=...`), so they follow the student from page to page and a link reopens the view.
+
+Not here: which pages exist and the navigation (ui/nav.py); values a single page keeps in the URL
+(ui/state.py).
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
 from dataclasses import dataclass, field
 
 import streamlit as st
-from streamlit.errors import StreamlitPageNotFoundError
 
 from serving import models
 from ui import cache, nav, scrubber, state
@@ -44,6 +46,7 @@ UNKNOWN_SHARE = 0.25  # above this share of <unk> tokens, the sidebar offers the
 MAX_EXAMPLES = 5
 _GOOD = "_last_good_model"
 _CUT = "_prompt_cut"  # (the kept prompt, characters cut): the paste message lasts while it stands
+_CONTEXT = "_page_context"  # this run's PageContext, from frame() to the page's context()
 
 
 @dataclass
@@ -71,19 +74,23 @@ class PageContext:
         return self.bundle.name
 
 
-def frame(title: str, icon: str = "", *, needs_prompt: bool = True) -> PageContext:
-    """Draw the page frame and return the page's context. Call it first, once, on every page.
+def frame(page: nav.Page) -> PageContext:
+    """Draw the frame around `page` and keep its context for `context()`. app.py calls it once a
+    run, after the navigation and before the page runs.
 
-    It draws the page title (do not draw another). With an empty prompt it shows a note and stops
-    the page, unless needs_prompt=False (Home), in which case ctx.ids may be empty.
+    It draws the page title (pages draw no other). With an empty prompt it shows a note and stops
+    the run before the page, unless the page's entry says needs_prompt=False (Home, Training, ...),
+    in which case ctx.ids is empty.
     """
+    ss = st.session_state
+    ss.pop(_CONTEXT, None)  # a run the frame stops leaves no context from an earlier run
+    title = page.title
     st.set_page_config(
-        page_title=f"{title} · {APP_NAME}" if title != APP_NAME else title,
-        page_icon=icon or None,
+        page_title=title if title == APP_NAME else f"{title} · {APP_NAME}",
+        page_icon=page.icon,
         layout="wide",
         initial_sidebar_state="expanded",
     )
-    draw_navigation()
     found = models.discover()
     if not found:
         st.error(
@@ -101,38 +108,30 @@ def frame(title: str, icon: str = "", *, needs_prompt: bool = True) -> PageConte
     _offer_examples(bundle, ctx)
     draw_model_card(bundle, step)
 
-    # Material icons come with Streamlit; emoji need a font some classroom machines lack.
-    st.title(f"{icon} {title}" if icon.startswith(":material/") else title)
+    st.title(f"{page.icon} {title}")
     for message in errors:
         st.error(message)
     for message in [pasted_too_much] * bool(pasted_too_much) + ctx.messages:
         st.info(message)
     if not ctx.ids:
         st.info("Type a prompt in the sidebar to see what the model does with it.", icon="✏️")
-        if needs_prompt:
+        if page.needs_prompt:
             st.stop()
+    ss[_CONTEXT] = ctx
     return ctx
 
 
-# ---- navigation -------------------------------------------------------------------------------
+def context() -> PageContext:
+    """The context the frame made for this run: the first call on every page.
 
-
-def draw_navigation() -> None:
-    """The lesson's pages in the sidebar, grouped by section; only pages whose file exists."""
-    side = st.sidebar
-    side.page_link(nav.HOME.file, label=nav.HOME.label, icon=nav.HOME.icon)
-    for section, pages in nav.available_sections().items():
-        side.caption(section)
-        for page in pages:
-            page_link(page, side, help=page.description)
-    side.divider()
-
-
-def page_link(page: nav.Page, container=st, **kwargs) -> None:
-    """st.page_link to a registered page; a page file added after the server started (Streamlit
-    only knows the pages it found at start) is left out instead of breaking the frame."""
-    with contextlib.suppress(StreamlitPageNotFoundError):
-        container.page_link(page.file, label=page.label, icon=page.icon, **kwargs)
+    A page opened without app.py (a fresh server's first request at a file's own path, such as
+    /attention, goes to Streamlit's legacy pages/ router) has none: it links to the app instead.
+    """
+    ctx = st.session_state.get(_CONTEXT)
+    if ctx is None:
+        st.info("This page opens inside the app: [go to the app](./).")
+        st.stop()
+    return ctx
 
 
 # ---- the model --------------------------------------------------------------------------------

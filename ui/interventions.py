@@ -14,7 +14,7 @@ import streamlit as st
 import torch
 
 from serving import jobs, retrain
-from ui import cache, state, teacher
+from ui import cache, nav, state, teacher
 from viz_model.analysis import interventions as iv
 from viz_model.model.sampling import SamplingSettings
 from viz_model.text.data import load_corpus
@@ -237,10 +237,11 @@ def retrain_form(ctx, chosen: iv.Ablation, ref: str) -> None:
             return
         st.session_state["t_run"] = name  # the Training page opens on this run
         st.success(f"Started “{name}”: {int(steps)} steps from the damaged copy.")
+        training = nav.find("Training")
         st.page_link(
-            "pages/9_Training.py",
+            training.file,
             label=f"Watch “{name}” recover on the Training page",
-            icon=":material/model_training:",
+            icon=training.icon,
             query_params={"t_run": name},
         )
 

@@ -1,48 +1,74 @@
-"""The lesson's page registry: which pages exist, in which section, and how the sidebar names them.
+"""The lesson's page registry, and the app's navigation built from it with `st.navigation`.
 
-Pages are served by Streamlit's own `pages/` routing (`pages/3_Attention.py` -> `/Attention`); this
-list only orders and describes them. Only entries whose file exists are shown: no placeholders.
-Add a page here when its file lands.
+Each entry names a page script in `pages/`, the URL it is served at, its section, label, icon and
+one-line description, and whether it needs a prompt. `app.py` routes with `navigation()`, draws
+the frame for `find(page.url_path)`, then runs the page. The navigation lists exactly these pages: a page
+is added here when its file lands (tests check every file exists), never as a placeholder.
+
+Why file names and URLs differ: with a folder named `pages/`, a fresh server hands its first
+request to Streamlit's legacy `pages/` router when the path equals a file-derived one
+(`pages/3_Attention.py` -> `/Attention`), and that page is drawn without the app's navigation or
+sidebar. So files are lower case (`pages/03_attention.py` -> `/attention`, a path nobody links
+to) and each page's url_path keeps the links the app has always had (`/Attention?layer=1`).
+Streamlit matches paths case-sensitively, so the two never meet. What stays: that legacy router
+still answers a process's very first request, and for a deep link it says "Page not found" in a
+notice over the right page (the class server opens every page first; README, "How pages are wired").
+
+Not here: drawing the sidebar and the page's context (ui/frame.py).
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, replace
 
-ROOT = Path(__file__).resolve().parent.parent
+import streamlit as st
+from streamlit.navigation.page import StreamlitPage
 
 
 @dataclass(frozen=True)
 class Page:
-    file: str  # relative to the repo root, e.g. "pages/3_Attention.py"
-    label: str
+    file: str  # relative to the repo root, e.g. "pages/03_attention.py"
+    url_path: str  # where it is served: "Attention" -> /Attention; "" for Home (/)
+    label: str  # in the navigation, the heading and the browser tab
     icon: str  # a Material icon (":material/home:"): emoji fonts are missing on some machines
     description: str
+    needs_prompt: bool = True  # without a prompt the frame says so and the page is not run
+    heading: str = ""  # the page's title when it is not the label
     section: str = ""
 
     @property
-    def url_path(self) -> str:
-        """The path Streamlit serves the page at: "pages/4_Residual_stream.py" -> "Residual_stream"."""
-        return re.sub(r"^\d+_", "", Path(self.file).stem)
+    def title(self) -> str:
+        return self.heading or self.label
 
-    def exists(self, root: Path = ROOT) -> bool:
-        return (root / self.file).is_file()
+    @property
+    def route(self) -> str:
+        """The url_path st.Page gets. Home is served at / but still has one, and Streamlit knows
+        a page by its hash: it must not be the file's own "home" either (see above)."""
+        return self.url_path or self.label
 
 
-HOME = Page("app.py", "Home", ":material/home:", "What the app is for, and the model at a glance.")
+HOME = Page(
+    "pages/00_home.py",
+    "",
+    "Home",
+    ":material/home:",
+    "What the app is for, and the model at a glance.",
+    needs_prompt=False,
+    heading="Inside a GPT",
+)
 
 SECTIONS: dict[str, list[Page]] = {
     "Text to tokens": [
         Page(
-            "pages/1_Tokenization.py",
+            "pages/01_tokenization.py",
+            "Tokenization",
             "Tokenization",
             ":material/text_fields:",
             "How text becomes a list of token ids, and how BPE merges build the vocabulary.",
         ),
         Page(
-            "pages/2_Embeddings.py",
+            "pages/02_embeddings.py",
+            "Embeddings",
             "Embeddings & positions",
             ":material/scatter_plot:",
             "Each token id looks up a vector; a position vector is added to it.",
@@ -50,25 +76,29 @@ SECTIONS: dict[str, list[Page]] = {
     ],
     "Inside the model": [
         Page(
-            "pages/3_Attention.py",
+            "pages/03_attention.py",
+            "Attention",
             "Attention",
             ":material/visibility:",
             "Which earlier tokens each token looks at, head by head, with the arithmetic behind it.",
         ),
         Page(
-            "pages/4_Residual_stream.py",
+            "pages/04_residual_stream.py",
+            "Residual_stream",
             "Residual stream",
             ":material/stacked_line_chart:",
             "What every layer adds to the running sum, and what the model would predict at each layer.",
         ),
         Page(
-            "pages/5_LayerNorm.py",
+            "pages/05_layernorm.py",
+            "LayerNorm",
             "LayerNorm",
             ":material/straighten:",
             "How each vector is centred and rescaled before attention and the MLP read it.",
         ),
         Page(
-            "pages/6_MLP_neurons.py",
+            "pages/06_mlp_neurons.py",
+            "MLP_neurons",
             "MLP neurons",
             ":material/hub:",
             "Which neurons fire on which tokens, and what they write back.",
@@ -76,13 +106,15 @@ SECTIONS: dict[str, list[Page]] = {
     ],
     "Output": [
         Page(
-            "pages/7_Next_token.py",
+            "pages/07_next_token.py",
+            "Next_token",
             "Next token",
             ":material/casino:",
             "The probability of every possible next token, and how temperature, top-k and top-p reshape it.",
         ),
         Page(
-            "pages/8_Generation.py",
+            "pages/08_generation.py",
+            "Generation",
             "Generation",
             ":material/edit_note:",
             "Write text one token at a time, see each choice, and override it.",
@@ -90,53 +122,65 @@ SECTIONS: dict[str, list[Page]] = {
     ],
     "Training": [
         Page(
-            "pages/9_Training.py",
+            "pages/09_training.py",
+            "Training",
             "Training",
             ":material/model_training:",
             "Train a model on this server and watch it learn; see how any model trained.",
+            needs_prompt=False,
         ),
     ],
     "Before transformers": [
         Page(
-            "pages/10_N-grams.py",
+            "pages/10_ngrams.py",
+            "N-grams",
             "N-grams (Shannon)",
             ":material/format_quote:",
             "Language models made by counting: Shannon's approximations, sparsity, perplexity.",
+            needs_prompt=False,
         ),
     ],
     "Experiments": [
         Page(
-            "pages/11_Interventions.py",
+            "pages/11_interventions.py",
+            "Interventions",
             "Interventions",
             ":material/content_cut:",
             "Ablate heads, patch activations, steer generation, scramble positions: see what breaks.",
         ),
         Page(
-            "pages/12_Training_dynamics.py",
+            "pages/12_training_dynamics.py",
+            "Training_dynamics",
             "Training dynamics",
             ":material/timeline:",
             "Each head's role against training step: whether, and when, copying is learned.",
+            needs_prompt=False,
         ),
         Page(
-            "pages/13_Compare_models.py",
+            "pages/13_compare_models.py",
+            "Compare_models",
             "Compare models",
             ":material/compare_arrows:",
             "Two models on one prompt: tokens, bits per character, next token, attention, training.",
         ),
         Page(
-            "pages/15_Architecture_contrasts.py",
+            "pages/15_architecture_contrasts.py",
+            "Architecture_contrasts",
             "Architecture contrasts",
             ":material/difference:",
             "Tiny models that differ in one choice: causal mask, layers, LayerNorm, positions, tying.",
         ),
         Page(
-            "pages/16_Scaling.py",
+            "pages/16_scaling.py",
+            "Scaling",
             "Scaling",
             ":material/trending_down:",
             "Loss against parameters and compute, log-log: a power law, 12 L d², GPT-2 and GPT-3.",
+            needs_prompt=False,
         ),
         Page(
-            "pages/14_Inside_a_block.py",
+            "pages/14_inside_a_block.py",
+            "Inside_a_block",
             "Inside a block",
             ":material/biotech:",
             "One token through a block step by step; circuits, probes and one gradient step.",
@@ -146,22 +190,35 @@ SECTIONS: dict[str, list[Page]] = {
 
 
 def all_pages() -> list[Page]:
-    """Every registered page (existing or not), in lesson order, each knowing its section."""
-    return [
-        Page(p.file, p.label, p.icon, p.description, section)
-        for section, pages in SECTIONS.items()
-        for p in pages
+    """Every page, Home first, in lesson order, each knowing its section."""
+    return [HOME] + [
+        replace(p, section=section) for section, pages in SECTIONS.items() for p in pages
     ]
 
 
-def available_pages(root: Path = ROOT) -> list[Page]:
-    """The registered pages whose file exists, in lesson order (Home not included)."""
-    return [p for p in all_pages() if p.exists(root)]
+def lesson_pages() -> list[Page]:
+    """Every page but Home, in lesson order."""
+    return all_pages()[1:]
 
 
-def available_sections(root: Path = ROOT) -> dict[str, list[Page]]:
-    """Section -> its existing pages; sections with none are left out."""
-    out: dict[str, list[Page]] = {}
-    for page in available_pages(root):
-        out.setdefault(page.section, []).append(page)
-    return out
+def find(url_path: str) -> Page:
+    """The entry served at url_path ("" = Home)."""
+    return next(p for p in all_pages() if p.url_path == url_path)
+
+
+def navigation() -> StreamlitPage:
+    """Declare every page to Streamlit, in sections (Home above them, with no heading), and
+    return the one this run shows."""
+    sections: dict[str, list[st.Page]] = {}
+    for page in all_pages():
+        sections.setdefault(page.section, []).append(
+            st.Page(
+                page.file,
+                title=page.label,
+                icon=page.icon,
+                url_path=page.route,
+                default=not page.url_path,
+                help=page.description,
+            )
+        )
+    return st.navigation(sections, expanded=True)

@@ -16,7 +16,7 @@ from pathlib import Path
 import streamlit as st
 
 from serving import jobs, models
-from ui import cache, state, training_view
+from ui import cache, nav, state, training_view
 from ui.charts.attention import pattern_heatmap
 from ui.charts.common import token_labels
 from ui.charts.next_token import distribution_bars
@@ -42,11 +42,7 @@ STATE_ICONS = {
     "failed": ":material/error:",
     "interrupted": ":material/warning:",
 }
-OPEN_ON = {
-    "Attention": "pages/3_Attention.py",
-    "Next token": "pages/7_Next_token.py",
-    "Generation": "pages/8_Generation.py",
-}
+OPEN_ON = ("Attention", "Next_token", "Generation")  # url paths of the pages a new model opens on
 
 
 def draw_runs(auth: jobs.Auth) -> None:
@@ -341,7 +337,7 @@ def _probe(view: jobs.RunView, bundle) -> None:
 def _open_links(view: jobs.RunView) -> None:
     st.markdown(f"**{view.name}** is a model bundle now: every page's model picker lists it.")
     cols = st.columns(len(OPEN_ON))
-    for col, (label, page) in zip(cols, OPEN_ON.items(), strict=True):
-        if col.button(f"Open it on {label}", key=f"t_open_{label}"):
+    for col, page in zip(cols, map(nav.find, OPEN_ON), strict=True):
+        if col.button(f"Open it on {page.label}", key=f"t_open_{page.label}"):
             state.set_value("model", view.name)
-            st.switch_page(page)
+            st.switch_page(page.file)

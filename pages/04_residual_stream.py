@@ -14,7 +14,7 @@ from viz_model.analysis import residual as rs
 LENS_MAX_T = 40  # positions shown at once in the lens grid, one character a cell
 LENS_MAX_T_PIECES = 20  # ... when a token is often longer (BPE, words): cells need room to read
 
-ctx = ui.frame("Residual stream", "🌊")
+ctx = ui.context()
 cfg, tok = ctx.config, ctx.tokenizer
 T = len(ctx.ids)
 

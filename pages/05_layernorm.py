@@ -15,7 +15,7 @@ from viz_model.analysis import contrasts as ct
 from viz_model.analysis import layernorm as lnx
 from viz_model.analysis.residual import layer_labels
 
-ctx = ui.frame("LayerNorm", "📏")
+ctx = ui.context()
 cfg = ctx.config
 T = len(ctx.ids)
 

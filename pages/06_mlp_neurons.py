@@ -15,7 +15,7 @@ CORPUS = "shakespeare"
 N_WINDOWS = 200
 N_EXAMPLES = 8
 
-ctx = ui.frame("MLP neurons", "🧠")
+ctx = ui.context()
 cfg, tok = ctx.config, ctx.tokenizer
 T = len(ctx.ids)
 

@@ -16,7 +16,7 @@ from ui.charts.tokens import token_chips_html
 from viz_model.analysis import interventions as iv
 from viz_model.analysis.tokens import token_text
 
-ctx = ui.frame("Interventions", ":material/content_cut:")
+ctx = ui.context()
 cfg, tok, ids = ctx.config, ctx.tokenizer, tuple(ctx.ids)
 L, H, T = cfg.n_layer, cfg.n_head, len(ids)
 shown = tok.decode(list(ids))  # the prompt as the model reads it (cut to its context)

@@ -16,7 +16,7 @@ from viz_model.analysis.tokens import token_text
 from viz_model.model.sampling import SamplingSettings
 from viz_model.model.scale import grid_layers
 
-ctx = ui.frame("Generation", ":material/edit_note:")
+ctx = ui.context()
 cfg, tok = ctx.config, ctx.tokenizer
 V = tok.vocab_size
 STATE = "gen_stepper"  # session-state key: {"key", "seed", "steps", "proposal", "kv", ...}

@@ -19,7 +19,7 @@ LETTERS, WORDS = 160, 32  # length of each of Shannon's samples
 TOP = 10  # next tokens in the estimate chart
 MAX_CONTEXT_CHARS = 200
 
-ctx = ui.frame("N-grams (Shannon)", ":material/format_quote:", needs_prompt=False)
+ctx = ui.context()
 tok = ctx.tokenizer
 V = tok.vocab_size
 

@@ -11,7 +11,7 @@ import ui
 from ui import state
 from ui.inside_block import PARTS
 
-ctx = ui.frame("Inside a block", ":material/biotech:")
+ctx = ui.context()
 
 st.markdown(
     "Every block of the model does the same few things to each token's vector. Here they are "

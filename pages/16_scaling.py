@@ -13,7 +13,7 @@ from ui.charts import scaling as charts
 from viz_model.analysis import scaling as sc
 from viz_model.model.config import GPTConfig
 
-ctx = ui.frame("Scaling", ":material/trending_down:", needs_prompt=False)
+ctx = ui.context()
 st.markdown(
     "Kaplan et al. (2020) trained the same recipe at many sizes and found the validation loss "
     "falling along a straight line on log-log axes: a **power law** in the number of parameters "

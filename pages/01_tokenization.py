@@ -20,7 +20,7 @@ CURVE_SIZES = [256, 384, 512, 768, 1024, 2048, 4096]
 CURVE_CHARS = 200_000  # the vocabulary curve trains on this slice, to stay within seconds
 WORD_VOCAB = 3000
 
-ctx = ui.frame("Tokenization", "🔤")
+ctx = ui.context()
 
 
 # ---- cached tokenizers and counts (trained once per server, shared by every session) -------------

@@ -47,7 +47,7 @@ RANDOM_SEED = 0
 ARITHMETIC_KEY = "attn_arithmetic"  # session-state key of the hand-arithmetic expander
 SIDE_BY_SIDE_MAX_T = 12  # longer prompts stack the heatmap and the lines chart
 
-ctx = ui.frame("Attention", "👀")
+ctx = ui.context()
 cfg = ctx.config
 T = len(ctx.ids)
 

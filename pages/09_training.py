@@ -14,7 +14,7 @@ from ui import state, teacher, training_live, training_view
 from ui.frame import val_loss
 from ui.training_setup import draw_setup
 
-ctx = ui.frame("Training", ":material/model_training:", needs_prompt=False)
+ctx = ui.context()
 
 st.markdown(
     "A model starts with random weights and writes gibberish. **Training** shows it a window of "

@@ -14,7 +14,7 @@ from ui.charts.common import plotly_text, show_whitespace
 from viz_model.analysis import next_token as nt
 from viz_model.analysis.tokens import token_text
 
-ctx = ui.frame("Next token", ":material/casino:")
+ctx = ui.context()
 V = ctx.tokenizer.vocab_size
 
 st.markdown(

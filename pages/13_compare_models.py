@@ -20,7 +20,7 @@ from viz_model.bundles.files import CheckpointError
 
 TOP_K = 8
 
-ctx = ui.frame("Compare models", ":material/compare_arrows:")
+ctx = ui.context()
 found = models.discover()
 
 st.markdown(

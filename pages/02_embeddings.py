@@ -20,7 +20,7 @@ from viz_model.model.scale import MAX_SCATTER_TOKENS
 
 N_NEIGHBOURS = 10
 
-ctx = ui.frame("Embeddings & positions", "📍")
+ctx = ui.context()
 cfg = ctx.config
 tok = ctx.tokenizer
 T = len(ctx.ids)

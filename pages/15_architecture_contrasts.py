@@ -46,7 +46,7 @@ LESSONS = {
 }
 SAMPLING = SamplingSettings(temperature=0.8)
 
-ctx = ui.frame("Architecture contrasts", ":material/difference:")
+ctx = ui.context()
 st.markdown(
     "Each lecture claim about a design choice, tested on two tiny models trained by the same "
     "command except for that one choice (the commands are at the foot of the page). The sidebar's "

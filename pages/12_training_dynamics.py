@@ -16,7 +16,7 @@ from viz_model.analysis.attention import trained_copy_lengths
 from viz_model.analysis.claims import md_escape
 from viz_model.bundles.files import CheckpointError
 
-ctx = ui.frame("Training dynamics", ":material/timeline:", needs_prompt=False)
+ctx = ui.context()
 final_id, chosen_step = models.split_step(ctx.bundle_id)  # the sidebar's step, None = final
 
 
