@@ -12,7 +12,7 @@ sidebar. So files are lower case (`pages/03_attention.py` -> `/attention`, a pat
 to) and each page's url_path keeps the links the app has always had (`/Attention?layer=1`).
 Streamlit matches paths case-sensitively, so the two never meet. What stays: that legacy router
 still answers a process's very first request, and for a deep link it says "Page not found" in a
-notice over the right page (the class server opens every page first; README, "How pages are wired").
+notice over the right page (the class server opens every page first; docs/ARCHITECTURE.md, Pages and navigation).
 
 Not here: drawing the sidebar and the page's context (ui/frame.py).
 """
