@@ -1,7 +1,17 @@
-"""Shared fixtures: a seeded two-layer GPT for every config option, and a prompt."""
+"""Shared fixtures (a seeded two-layer GPT for every config option, a prompt, the claim models)
+and the kinds of test: each test gets one marker, `unit`, `pages`, `browser` or `system`, from its
+file's name or what it uses, so a new file is marked without anyone thinking of it.
+
+A plain `pytest` runs `unit` and `pages` (the loop for someone changing code) and says at the end
+what it left out; `pytest --all`, `pytest -m ...`, named files or tests, or `CI=true` run what they
+ask for, everything by default. Not here: how a test runs (tests/apptest_util.py, the browser and
+server fixtures in tests/test_browser.py).
+"""
 
 from __future__ import annotations
 
+import fnmatch
+import os
 from pathlib import Path
 
 import pytest
@@ -11,6 +21,97 @@ from viz_model.model.config import GPTConfig
 from viz_model.model.gpt import GPT
 
 VOCAB = 23
+
+# ---- the kinds of test ---------------------------------------------------------------------------
+
+KINDS = (
+    "unit",
+    "pages",
+    "browser",
+    "system",
+)  # registered, with what each means, in pyproject.toml
+SLOW = ("browser", "system")  # left out of a plain `pytest`
+# First match wins. A test's own marker wins over its file's; a test that uses the claim models
+# (the `claim_bundles` fixture) is `system` wherever it lives.
+KIND_BY_FILE = (
+    ("browser", ("test_browser*.py",)),
+    ("system", ("test_class_serving.py", "test_jobs.py", "test_retrain.py")),
+    ("pages", ("test_page_*.py", "test_app_home.py", "test_ui.py", "test_scrubber.py")),
+    ("pages", ("test_hostile_input.py",)),
+)
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--all",
+        action="store_true",
+        help="run every kind of test, the slow browser and system ones too (CI=true does this)",
+    )
+
+
+def pytest_configure(config):
+    config.stash[_fast_only] = _runs_fast_only(config)
+    config.stash[_left_out] = {}
+
+
+_fast_only = pytest.StashKey[bool]()
+_left_out = pytest.StashKey[dict]()
+
+
+def _runs_fast_only(config) -> bool:
+    """Whether this run leaves the slow kinds out: only a plain `pytest` (with options such as -x,
+    -k or -n), never under CI=true, with --all, with -m, or when files or tests are named."""
+    named = config.args_source == pytest.Config.ArgsSource.ARGS
+    chose = any(a == "-m" or a.startswith("-m") for a in config.invocation_params.args)
+    ci = os.environ.get("CI", "").lower() == "true"
+    return not (ci or named or chose or config.getoption("--all"))
+
+
+def kind_of(item) -> str:
+    """The test's kind: its own marker, else `system` when it uses the claim models, else by file."""
+    own = [m.name for m in item.iter_markers() if m.name in KINDS]
+    if own:
+        return own[0]
+    if "claim_bundles" in getattr(item, "fixturenames", ()):
+        return "system"
+    name = item.path.name
+    for kind, patterns in KIND_BY_FILE:
+        if any(fnmatch.fnmatch(name, p) for p in patterns):
+            return kind
+    return "unit"
+
+
+def pytest_collection_modifyitems(config, items):
+    kept, dropped = [], []
+    for item in items:
+        kind = kind_of(item)
+        item.add_marker(kind)
+        (dropped if config.stash[_fast_only] and kind in SLOW else kept).append(item)
+        if kind in SLOW and config.stash[_fast_only]:
+            config.stash[_left_out][kind] = config.stash[_left_out].get(kind, 0) + 1
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
+def pytest_report_header(config):
+    if config.stash[_fast_only]:
+        return f"kinds: unit and pages; {' and '.join(SLOW)} left out (pytest --all runs them)"
+    return None
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    if not config.stash[_fast_only]:
+        return
+    counts = config.stash[_left_out]
+    what = ", ".join(f"{n} {kind}" for kind, n in counts.items()) or " and ".join(SLOW)
+    terminalreporter.write_sep("-", "fast tests only")
+    terminalreporter.write_line(
+        f"Left out: {what} tests. Everything, as CI runs it: `pytest --all` "
+        "(or `CI=true pytest`, which must not skip the browser; add `-n 2` for two processes); "
+        "one kind: `pytest -m system`."
+    )
+
 
 # Each option the lectures contrast, on an otherwise tiny model.
 VARIANTS = {
