@@ -158,19 +158,35 @@ def ids() -> torch.Tensor:
     return torch.tensor([3, 7, 1, 3, 7, 1, 9, 4, 3, 7, 12, 0])
 
 
+def made_once(tmp_path_factory, name: str, build) -> Path:
+    """`build(folder)` run once per test run, even under pytest-xdist: the workers share the
+    run's base temporary folder, the first to come builds under a file lock, the others wait for it
+    and reuse its folder (built before: a `done` file says so)."""
+    from filelock import FileLock
+
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # pytest-of-<user>/pytest-N/, the parent of every worker's folder
+    folder = base / name
+    with FileLock(str(base / f"{name}.lock")):
+        if not (folder / "done").is_file():
+            folder.mkdir(exist_ok=True)
+            build(folder)
+            (folder / "done").touch()
+    return folder
+
+
 @pytest.fixture(scope="session")
 def models_dir(tmp_path_factory) -> Path:
     """A folder holding one small trained bundle, 'test-char', for page and app tests."""
     from tests.bundles import build_test_bundle
 
-    root = tmp_path_factory.mktemp("models")
-    build_test_bundle(root / "test-char")
-    return root
+    return made_once(tmp_path_factory, "models", lambda root: build_test_bundle(root / "test-char"))
 
 
 @pytest.fixture(scope="session")
 def claim_bundles(tmp_path_factory) -> dict[str, Path]:
     """Every model a claim is tested on (tests/claims_models.py): name -> bundle folder."""
-    from tests.claims_models import build_claim_bundles
+    from tests.claims_models import build_claim_bundles, claim_folders
 
-    return build_claim_bundles(tmp_path_factory.mktemp("claim_models"))
+    return claim_folders(made_once(tmp_path_factory, "claim_models", build_claim_bundles))
