@@ -2,7 +2,7 @@
 and the kinds of test: each test gets one marker, `unit`, `pages`, `browser` or `system`, from its
 file's name or what it uses, so a new file is marked without anyone thinking of it.
 
-A plain `pytest` runs `unit` and `pages` (the loop for someone changing code) and says at the end
+A plain `pytest` runs `unit` (the loop for someone changing code: under 2 minutes) and says at the end
 what it left out; `pytest --all`, `pytest -m ...`, named files or tests, or `CI=true` run what they
 ask for, everything by default. Not here: how a test runs (tests/apptest_util.py, the browser and
 server fixtures in tests/test_browser.py).
@@ -30,15 +30,18 @@ KINDS = (
     "browser",
     "system",
 )  # registered, with what each means, in pyproject.toml
-SLOW = ("browser", "system")  # left out of a plain `pytest`
-# First match wins. A test's own marker wins over its file's; a test that uses the claim models
-# (the `claim_bundles` fixture) is `system` wherever it lives.
+SLOW = ("pages", "browser", "system")  # left out of a plain `pytest`: minutes, not seconds
+# First match wins, on the file's name or "file::test" (a test's own marker wins over both). A test
+# that uses the claim models (the `claim_bundles` fixture) is `system`, and one that calls AppTest
+# (`app_test`) is `pages`, wherever it lives.
 KIND_BY_FILE = (
     ("browser", ("test_browser*.py",)),
-    ("system", ("test_class_serving.py", "test_jobs.py", "test_retrain.py")),
+    ("system", ("test_class_serving.py", "test_jobs.py", "test_retrain.py", "test_ui_imports.py")),
+    ("system", ("test_estimate.py::test_speed_is_*",)),  # times real training steps
     ("pages", ("test_page_*.py", "test_app_home.py", "test_ui.py", "test_scrubber.py")),
     ("pages", ("test_hostile_input.py",)),
 )
+PAGE_CALLS = {"app_test", "AppTest"}
 
 
 def pytest_addoption(parser):
@@ -68,16 +71,20 @@ def _runs_fast_only(config) -> bool:
 
 
 def kind_of(item) -> str:
-    """The test's kind: its own marker, else `system` when it uses the claim models, else by file."""
+    """The test's kind: its own marker, else `system` when it uses the claim models, else by its
+    file's name, else `pages` when it calls AppTest itself, else `unit`."""
     own = [m.name for m in item.iter_markers() if m.name in KINDS]
     if own:
         return own[0]
     if "claim_bundles" in getattr(item, "fixturenames", ()):
         return "system"
-    name = item.path.name
+    names = (item.path.name, f"{item.path.name}::{getattr(item, 'originalname', item.name)}")
     for kind, patterns in KIND_BY_FILE:
-        if any(fnmatch.fnmatch(name, p) for p in patterns):
+        if any(fnmatch.fnmatch(n, p) for n in names for p in patterns):
             return kind
+    code = getattr(getattr(item, "function", None), "__code__", None)
+    if code is not None and PAGE_CALLS & {*code.co_names, *code.co_varnames}:
+        return "pages"
     return "unit"
 
 
@@ -96,7 +103,7 @@ def pytest_collection_modifyitems(config, items):
 
 def pytest_report_header(config):
     if config.stash[_fast_only]:
-        return f"kinds: unit and pages; {' and '.join(SLOW)} left out (pytest --all runs them)"
+        return f"kinds: unit only; {', '.join(SLOW)} left out (pytest --all runs them)"
     return None
 
 
@@ -107,9 +114,9 @@ def pytest_terminal_summary(terminalreporter, config):
     what = ", ".join(f"{n} {kind}" for kind, n in counts.items()) or " and ".join(SLOW)
     terminalreporter.write_sep("-", "fast tests only")
     terminalreporter.write_line(
-        f"Left out: {what} tests. Everything, as CI runs it: `pytest --all` "
-        "(or `CI=true pytest`, which must not skip the browser; add `-n 2` for two processes); "
-        "one kind: `pytest -m system`."
+        f"Left out: {what} tests. Everything, as CI runs it: `pytest --all -n auto` "
+        "(or `CI=true pytest`, where a missing browser or HAProxy fails instead of skipping); "
+        "one kind: `pytest -m pages`; named files run whole: `pytest tests/test_page_attention.py`."
     )
 
 
