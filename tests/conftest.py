@@ -111,7 +111,7 @@ def pytest_terminal_summary(terminalreporter, config):
     if not config.stash[_fast_only]:
         return
     counts = config.stash[_left_out]
-    what = ", ".join(f"{n} {kind}" for kind, n in counts.items()) or " and ".join(SLOW)
+    what = ", ".join(f"{n} {kind}" for kind, n in counts.items()) or ", ".join(SLOW)
     terminalreporter.write_sep("-", "fast tests only")
     terminalreporter.write_line(
         f"Left out: {what} tests. Everything, as CI runs it: `pytest --all -n auto` "
