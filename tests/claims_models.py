@@ -23,7 +23,8 @@ ASSETS = Path(__file__).resolve().parents[1] / "assets" / "models"
 BUNDLED = sorted(p.name for p in ASSETS.iterdir() if (p / "config.json").is_file())
 CLASS_TRAINED = "class-tiny"  # the Training page's tiny preset on Shakespeare characters
 GPT2_FOLDER = "gpt2-folder"  # a random GPT-2 saved as Hugging Face's save_pretrained writes it
-CLAIM_MODELS = [*BUNDLED, GPT2_FOLDER, CLASS_TRAINED]
+MADE = (GPT2_FOLDER, CLASS_TRAINED)  # made once per test run (conftest.py's claim_bundles)
+CLAIM_MODELS = [*BUNDLED, *MADE]
 
 # A class's short run: the tiny preset the Training page offers, the job's own new_run + train.
 CLASS_STEPS = 300
@@ -53,15 +54,18 @@ def train_class_model(out: Path, steps: int = CLASS_STEPS, seed: int = 0) -> Pat
     return out
 
 
+def claim_folders(root: Path) -> dict[str, Path]:
+    """Every claim model's folder: the bundled ones where they are, the other two in `root`."""
+    return {**{name: ASSETS / name for name in BUNDLED}, **{n: root / n for n in MADE}}
+
+
 def build_claim_bundles(root: Path) -> dict[str, Path]:
-    """Every claim model's folder: the bundled ones where they are, the other two made in `root`."""
+    """Make the two claim models that are not bundled in `root`; return every claim model's folder."""
     from tests.hf_gpt2 import save_gpt2_folder
 
-    folders = {name: ASSETS / name for name in BUNDLED}
-    folders[GPT2_FOLDER] = root / GPT2_FOLDER
-    save_gpt2_folder(folders[GPT2_FOLDER])
-    folders[CLASS_TRAINED] = train_class_model(root / CLASS_TRAINED)
-    return folders
+    save_gpt2_folder(root / GPT2_FOLDER)
+    train_class_model(root / CLASS_TRAINED)
+    return claim_folders(root)
 
 
 @cache

@@ -14,7 +14,7 @@ from ui.charts.attention import (
     pattern_heatmap,
     query_weights,
 )
-from ui.charts.common import ACCENT, MASKED_COLOUR, token_labels
+from ui.charts.common import token_labels
 from viz_model.model.mask import hidden_keys
 
 PIECES = ["the", " cat", " sat", " on", "the", " mat"]  # "the" repeats
@@ -47,7 +47,8 @@ def test_pattern_heatmap_has_values_and_a_visible_mask_layer():
     upper = hidden_keys(True, T)
     assert np.isnan(z[upper]).all() and np.isfinite(z[~upper]).all()
     assert (m[upper] == 1).all() and np.isnan(m[~upper]).all()
-    assert mask.colorscale[0][1] == MASKED_COLOUR and not mask.showscale
+    # hidden cells are one flat colour with no colour bar, and the legend says what it means
+    assert mask.colorscale[0][1] == mask.colorscale[-1][1] and not mask.showscale
     assert any(t.name == MASK_NOTE and t.showlegend for t in fig.data)
     assert values.zmin == 0 and values.zmax == 1
     assert fig.layout.yaxis.autorange == "reversed"  # query 0 at the top
@@ -95,13 +96,16 @@ def test_pattern_grid_is_one_figure_with_layers_times_heads_subplots():
     assert len(heatmaps) == L * H
     titles = [a.text for a in fig.layout.annotations]
     assert titles[:2] == ["L0 H0", "L0 H1"] and titles[-1] == "L2 H3"
-    assert titles[1 * H + 2] == "<b>L1 H2</b>" and fig.layout.annotations[6].font.color == ACCENT
+    assert titles[1 * H + 2] == "<b>L1 H2</b>"  # the selected head's title stands out
+    assert fig.layout.annotations[6].font.color != fig.layout.annotations[5].font.color
     axes = {(h.xaxis, h.yaxis) for h in heatmaps}
     assert len(axes) == L * H  # each head on its own axes
     np.testing.assert_allclose(
         np.array(heatmaps[5].z, dtype=float), np.where(hidden_keys(True, T), np.nan, patterns[1, 1])
     )
-    assert fig.layout.plot_bgcolor == MASKED_COLOUR  # NaN cells show the mask colour
+    # NaN cells show the background: the same grey as the hidden cells of one head's heatmap
+    one = _heatmaps(pattern_heatmap(_pattern(T), token_labels(PIECES)))[0]
+    assert fig.layout.plot_bgcolor == one.colorscale[0][1]
     assert all(h.coloraxis == "coloraxis" for h in heatmaps)
 
 
@@ -116,12 +120,13 @@ def test_attention_lines_draw_one_segment_per_weight_above_the_cut():
         xs, ys = list(t.x), list(t.y)
         for i in range(0, len(xs), 3):
             assert xs[i : i + 2] == [0, 1] and ys[i + 1] <= ys[i]
-    # heavier bins are wider; the chosen query's lines are drawn in the accent colour
-    plain = [t for t in lines if t.line.color != ACCENT]
+    # heavier bins are wider; the chosen query's lines, and only they, stand out in their colour
+    starts = [set(list(t.y)[0::3]) for t in lines]
+    chosen = [t for t, s in zip(lines, starts, strict=True) if s == {3}]
+    plain = [t for t, s in zip(lines, starts, strict=True) if s != {3}]
     widths = [t.line.width for t in plain]
     assert widths == sorted(widths) and len(plain) <= LINE_BINS
-    chosen = [t for t in lines if t.line.color == ACCENT]
-    assert chosen and all(y == 3 for t in chosen for y in list(t.y)[0::3])
+    assert chosen and {t.line.color for t in chosen}.isdisjoint(t.line.color for t in plain)
     tokens = [t for t in fig.data if t.mode == "markers+text"]
     assert [list(t.text) for t in tokens] == [token_labels(PIECES)] * 2
 
@@ -137,7 +142,8 @@ def test_query_weights_grey_out_the_masked_keys():
     p = _pattern(T)
     fig = query_weights(p[2], token_labels(PIECES), query=2)
     bar = fig.data[0]
-    assert list(bar.marker.color[3:]) == [MASKED_COLOUR] * 3
+    colours = list(bar.marker.color)  # the later keys are greyed and say why
+    assert len(set(colours[3:])) == 1 and colours[3] not in colours[:3]
     assert list(bar.text[3:]) == ["masked"] * 3
     np.testing.assert_allclose(np.array(bar.y[:3]), p[2, :3])
 
@@ -184,7 +190,7 @@ def test_without_the_causal_mask_no_cell_is_grey_and_the_future_is_drawn():
     segments = [t for t in lines.data if t.mode == "lines"]
     assert sum(list(t.x).count(None) for t in segments) == T * T  # later keys too
     bars = query_weights(p[2], labels, query=2, causal=False).data[0]
-    assert MASKED_COLOUR not in list(bars.marker.color) and "masked" not in list(bars.text)
+    assert len(set(bars.marker.color)) == 1 and "masked" not in list(bars.text)  # none greyed
     np.testing.assert_allclose(np.array(bars.y), p[2])
 
 

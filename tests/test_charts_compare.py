@@ -1,5 +1,6 @@
 """Comparison figures: bars with the most likely token on top, a half-width heatmap with its
-colour bar below, and two models' curves in their own colours on one axis."""
+colour bar below, and two models' curves on one axis, each model's two curves told apart from the
+other's."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ def test_bars_put_the_most_likely_token_on_top_and_escape_markup():
     (bar,) = fig.data
     assert list(bar.x) == [0.1, 0.3, 0.6]  # plotly draws the first category at the bottom
     assert list(bar.y) == ["␣ ", "&lt;b&gt; ", "a "]
-    assert bar.marker.color == MODEL_COLOURS[1]
+    assert list(bar.text) == ["10%", "30%", "60%"]  # each bar says its probability
+    assert fig.layout.title.text == "top"
+    assert fig.layout.xaxis.title.text == "probability of the next token"
 
 
 def test_half_width_pattern_moves_the_colour_bar_below():
@@ -25,7 +28,7 @@ def test_half_width_pattern_moves_the_colour_bar_below():
     np.testing.assert_allclose(np.nan_to_num(shown.z), pattern)  # masked cells are NaN
 
 
-def test_two_models_curves_share_one_axis_in_their_colours():
+def test_two_models_curves_share_one_axis_and_each_model_keeps_one_colour():
     a = curves([{"step": s, "train_loss": 3.0 / s, "val_loss": 3.0 / s} for s in range(1, 4)])
     b = curves([{"step": s, "train_loss": 2.0 / s} for s in range(1, 6)])
     fig = overlaid_curves([("A", a), ("B<i>", b)], "bits per character")
@@ -35,6 +38,7 @@ def test_two_models_curves_share_one_axis_in_their_colours():
         "B&lt;i&gt;: training",
         "B&lt;i&gt;: validation",
     ]
-    assert [t.line.color for t in fig.data] == [MODEL_COLOURS[0]] * 2 + [MODEL_COLOURS[1]] * 2
+    colours = [t.line.color for t in fig.data]  # a model's two curves read as one model's
+    assert colours[0] == colours[1] != colours[2] == colours[3]
     assert fig.layout.yaxis.title.text == "loss (bits per character)"
     np.testing.assert_allclose(fig.data[2].y, b.train_loss)

@@ -49,8 +49,10 @@ def test_roles_chart_draws_each_head_in_each_role_row_and_the_losses_below():
     assert sum(bool(t.showlegend) for t in heads) == L * H  # one legend entry per head
     induction_l0h2 = heads[L * H + 2]  # the second row, head L0 H2
     np.testing.assert_allclose(induction_l0h2.y, d.scores["induction"][:, 0, 2])
-    assert {t.line.width for t in heads if t.name == "L1 H0"} == {4}
-    assert {t.line.width for t in heads if t.name != "L1 H0"} == {1.5}
+    followed = {t.line.width for t in heads if t.name == "L1 H0"}  # the followed head: thick
+    assert len(followed) == 1 and min(followed) > max(
+        t.line.width for t in heads if t.name != "L1 H0"
+    )
     offsets = [t for t in heads if t.name == "L0 H1"][3]  # "looks k back" carries k for hover
     np.testing.assert_array_equal(offsets.customdata, d.offset_k[:, 0, 1])
     losses = [t for t in fig.data if t.name and "copy (" in t.name]
@@ -74,7 +76,8 @@ def test_accuracy_chart_puts_accuracy_on_the_right_axis_and_the_loss_on_the_left
     assert by_name["training loss (all tokens)"].yaxis == "y"
     np.testing.assert_allclose(by_name["whole copy right"].y, d.exact_copy)
     predicted = by_name["(per-token accuracy)^7"]  # the whole copy, if tokens were independent
-    assert predicted.yaxis == "y2" and predicted.line.dash == "dot"
+    assert predicted.yaxis == "y2"  # a prediction, drawn unlike the measured curve
+    assert predicted.line.dash not in (None, "solid", by_name["whole copy right"].line.dash)
     np.testing.assert_allclose(predicted.y, d.copy_accuracy**7)
     assert tuple(fig.layout.yaxis2.range) == (0, 1.02)
     assert fig.layout.yaxis.range[1] >= 3.45  # the highest loss drawn fits

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ui.charts.common import ACCENT
 from ui.charts.layernorm import ln_histograms, ln_stats_per_token, ln_steps, norm_profiles
 
 
@@ -33,7 +32,9 @@ def test_stats_per_token_highlights_the_chosen_token():
         np.array([0.1, 0.2, 0.3]), np.array([1.0, 2.0, 3.0]), ["a", "b", "c"], 1
     )
     mean, sigma = fig.data
-    assert list(mean.marker.color) == ["#1f77b4", ACCENT, "#1f77b4"]
+    np.testing.assert_allclose(mean.y, [0.1, 0.2, 0.3])
+    colours = list(mean.marker.color)  # the chosen token's bar stands out, the others alike
+    assert colours[0] == colours[2] != colours[1]
     np.testing.assert_allclose(sigma.y, [1, 2, 3])
 
 

@@ -6,10 +6,8 @@ import re
 
 import numpy as np
 
-from ui.charts.common import CUT_COLOUR, EVERY_TICK_MAX_T, plotly_labels, tick_font_size
+from ui.charts.common import EVERY_TICK_MAX_T, plotly_labels, tick_font_size
 from ui.charts.next_token import (
-    AFTER_CUT_COLOUR,
-    BEFORE_CUT_COLOUR,
     distinct_labels,
     distribution_bars,
     history_chips,
@@ -37,19 +35,22 @@ def test_bars_one_per_token_with_cut_ones_greyed():
     before, after = bars
     assert len(before.x) == len(after.x) == 5
     assert list(before.x) == distinct_labels(LABELS)
-    assert list(before.marker.color) == [BEFORE_CUT_COLOUR] * 2 + [CUT_COLOUR] * 3
-    assert after.marker.color == AFTER_CUT_COLOUR
+    np.testing.assert_allclose(before.y, SCALED)
+    colours = list(before.marker.color)  # the kept tokens look alike, the cut ones are greyed
+    assert colours[0] == colours[1] and colours[2] == colours[3] == colours[4]
+    assert colours[1] != colours[2] and after.marker.color not in colours[2:]
     np.testing.assert_allclose(after.y, PROBS)
     assert sum(after.y[2:]) == 0 and abs(sum(after.y) - 1) < 1e-9
     ticks = [t for t in fig.data if t.type == "scatter" and t.x[0] is not None][0]
     np.testing.assert_allclose(ticks.y, BASE)
-    assert any(t.name.startswith("cut") for t in fig.data)  # a legend entry for grey
+    (cut,) = [t for t in fig.data if t.name.startswith("cut")]  # the legend says what grey is
+    assert cut.showlegend is not False and cut.marker.color == colours[2]
 
 
 def test_bars_without_cuts_have_no_grey_and_no_cut_legend():
     kept = np.ones(5, dtype=bool)
     fig = distribution_bars(LABELS, BASE, SCALED, SCALED, kept)
-    assert CUT_COLOUR not in fig.data[0].marker.color
+    assert len(set(fig.data[0].marker.color)) == 1  # nothing greyed
     assert not any(t.name.startswith("cut") for t in fig.data)
 
 

@@ -50,6 +50,20 @@ def _start(folder: Path, port: int, backend: int, env: dict[str, str]) -> subpro
     )
 
 
+def free_pair() -> int:
+    """A port p with p + 1 free too, for the 2 app processes: free_port() alone says nothing of
+    p + 1, which another test (or xdist worker) may hold."""
+    for _ in range(50):
+        port = free_port()
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port + 1))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError("no two free ports in a row on 127.0.0.1")
+
+
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     """{url, folder, runs, launcher}: the class server with 2 processes, a runs folder of its own."""
@@ -58,7 +72,7 @@ def served(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("class")
     runs, port = tmp / "runs", free_port()
     env = {**os.environ, jobs.RUNS_ENV: str(runs), "VIZ_JOB_THREADS": "1"}
-    backend = free_port()
+    backend = free_pair()
     launcher = _start(tmp / "state", port, backend, env)
     url = f"http://127.0.0.1:{port}"
     try:
