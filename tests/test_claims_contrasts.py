@@ -190,7 +190,7 @@ def test_the_contrast_prose_does_not_say_sine_waves_cannot_overfit():
     from pathlib import Path
 
     page = (
-        Path(__file__).resolve().parents[1] / "pages" / "15_Architecture_contrasts.py"
+        Path(__file__).resolve().parents[1] / "pages" / "15_architecture_contrasts.py"
     ).read_text()
     assert "cannot overfit" not in page
     assert "(about |γ|)" not in page

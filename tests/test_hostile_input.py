@@ -31,7 +31,7 @@ from tests.test_checkpoint import corrupt
 from tests.test_jobs import tiny
 from ui import nav
 from ui.state import widget_key
-from viz_model.bundles import checkpoint
+from viz_model.bundles import files as bundle_files
 from viz_model.bundles.load import load_bundle
 from viz_model.text.data import MAX_UPLOAD_BYTES
 
@@ -107,7 +107,7 @@ def _read_only_disk(runs: Path, monkeypatch) -> None:
     def refuse(*args, **kwargs):
         raise OSError(errno.EROFS, "Read-only file system")
 
-    monkeypatch.setattr(checkpoint, "tempfile", SimpleNamespace(mkstemp=refuse))
+    monkeypatch.setattr(bundle_files, "tempfile", SimpleNamespace(mkstemp=refuse))
 
 
 def _start(at) -> None:

@@ -357,15 +357,12 @@ def _short(x: float) -> str:
 
 
 def _rate_range(low: float, high: float) -> str:
-    """A range short enough for a metric a quarter of a 1024-px page wide, in thousands when the
-    high end is: (16384, 20747) -> '16–21k', (4544, 13100) -> '4.5–13k', (300, 420) -> '300–420'."""
+    """A range short enough for a metric a quarter of a 1024-px page wide: in whole thousands when
+    the high end is at least 1,000, rounded outwards so the range still holds what was measured:
+    (16384, 20747) -> '16–21k', (2400, 6500) -> '2–7k', (300, 420) -> '300–420'."""
     if high < 1000:
         return f"{low:.0f}–{high:.0f}"
-
-    def k(x: float) -> str:
-        return f"{x / 1000:.0f}" if x >= 10_000 else f"{x / 1000:.1f}"
-
-    return f"{k(low)}–{k(high)}k"
+    return f"{math.floor(low / 1000)}–{math.ceil(high / 1000)}k"
 
 
 TIMED_ALONE = (

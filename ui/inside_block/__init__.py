@@ -8,7 +8,7 @@ context that draws it: `title, draw = PARTS[name]; draw(ctx)`.
 - probes: linear probes, what a straight line can read from the residual stream at each layer
 - gradient: one step of gradient descent on the prompt, and the chain rule for one weight
 
-Not here: the page's frame, intro and part radio (pages/14_Inside_a_block.py), the analyses
+Not here: the page's frame, intro and part radio (pages/14_inside_a_block.py), the analyses
 (viz_model.analysis) and the chart builders (ui.charts.block).
 """
 
