@@ -106,6 +106,22 @@ def wait_healthy(base: str, proc: subprocess.Popen, timeout: float = 60) -> None
     raise RuntimeError(f"streamlit was not healthy within {timeout} s")
 
 
+def open_home_once(port: int) -> None:
+    """Run Home once over the websocket, as docs/TEACHING.md asks a teacher to before sharing a
+    deep link: a fresh process's very first request goes to Streamlit's legacy pages/ router,
+    which puts a "Page not found" notice over a deep link's page (docs/ARCHITECTURE.md, Pages and
+    navigation; tests/test_browser_deep_links.py keeps fresh servers fresh)."""
+    import asyncio
+
+    from serving.student import Student
+
+    async def view() -> bool:
+        async with Student(port) as student:
+            return (await student.view("")).finished
+
+    assert asyncio.run(view())
+
+
 def stop_server(proc: subprocess.Popen) -> None:
     proc.terminate()
     try:

@@ -20,6 +20,7 @@ from tests.test_browser import (  # noqa: F401 (browser and page are fixtures)
     TIMEOUT_MS,
     browser,
     free_port,
+    open_home_once,
     page,
     screenshot,
     start_server,
@@ -47,6 +48,7 @@ def locked_server(models_dir, tmp_path_factory):
     proc = start_server(port, env, tmp_path_factory.mktemp("log") / "streamlit.log")
     try:
         wait_healthy(f"http://127.0.0.1:{port}", proc)
+        open_home_once(port)
         yield f"http://127.0.0.1:{port}", runs
     finally:
         stop_server(proc)
