@@ -138,9 +138,9 @@ merges = bpe.merges()
 only_changes = state.toggle("Only the merges that change my prompt", "only_changes", default=True)
 if only_changes:
     options = [0, *tk.steps_that_change(prompt, merges)]
-    step = state.select_slider("Merge step (rank)", "step", options, default=0)
+    step = state.select_slider("Merge step (rank)", "merge", options, default=0)
 else:
-    step = state.slider("Merge step (rank)", "step", 0, len(merges), default=0)
+    step = state.slider("Merge step (rank)", "merge", 0, len(merges), default=0)
 shown = tk.merge_step(prompt, merges, step)
 if step == 0:
     st.markdown(f"**Step 0**: no merge yet, one token per byte: **{len(shown.tokens)} tokens**.")

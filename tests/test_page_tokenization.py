@@ -55,13 +55,13 @@ def test_changing_the_vocab_slider_changes_the_bpe_chips_and_counts(at):
 
 
 def test_the_merge_step_slider_changes_the_merged_pair(at):
-    slider = at.select_slider(key=widget_key("step"))
+    slider = at.select_slider(key=widget_key("merge"))
     options = [int(o) for o in slider.options]
     assert options[0] == 0 and len(options) > 3
     assert step_line(at).startswith("**Step 0**")
     shown = []
     for step in options[1:3]:
-        at.select_slider(key=widget_key("step")).set_value(step).run()
+        at.select_slider(key=widget_key("merge")).set_value(step).run()
         assert not at.exception
         line = step_line(at)
         assert line.startswith(f"**Step {step} of ")
@@ -69,7 +69,7 @@ def test_the_merge_step_slider_changes_the_merged_pair(at):
     assert shown[0] != shown[1]
     # Without the filter the slider walks every merge, one rank at a time.
     at.toggle(key=widget_key("only_changes")).set_value(False).run()
-    at.slider(key=widget_key("step")).set_value(1).run()
+    at.slider(key=widget_key("merge")).set_value(1).run()
     assert step_line(at).startswith("**Step 1 of 3840**")
     assert "times" in step_line(at)
 

@@ -35,6 +35,9 @@ class Page:
     needs_prompt: bool = True  # without a prompt the frame says so and the page is not run
     heading: str = ""  # the page's title when it is not the label
     section: str = ""
+    # The page's own URL keys (ui/state.py), besides the frame's model, prompt and train_step: what
+    # a lesson stop's view may set. tests/test_lessons_pages.py checks them against the page.
+    view_keys: tuple[str, ...] = ()
 
     @property
     def title(self) -> str:
@@ -65,6 +68,7 @@ SECTIONS: dict[str, list[Page]] = {
             "Tokenization",
             ":material/text_fields:",
             "How text becomes a list of token ids, and how BPE merges build the vocabulary.",
+            view_keys=("vocab", "merge", "only_changes"),
         ),
         Page(
             "pages/02_embeddings.py",
@@ -72,6 +76,7 @@ SECTIONS: dict[str, list[Page]] = {
             "Embeddings & positions",
             ":material/scatter_plot:",
             "Each token id looks up a vector; a position vector is added to it.",
+            view_keys=("token", "swap_i", "swap_j"),
         ),
     ],
     "Inside the model": [
@@ -81,6 +86,7 @@ SECTIONS: dict[str, list[Page]] = {
             "Attention",
             ":material/visibility:",
             "Which earlier tokens each token looks at, head by head, with the arithmetic behind it.",
+            view_keys=("layer", "head", "view", "query", "grid_layers", "rrt", "rrt_len"),
         ),
         Page(
             "pages/04_residual_stream.py",
@@ -88,6 +94,7 @@ SECTIONS: dict[str, list[Page]] = {
             "Residual stream",
             ":material/stacked_line_chart:",
             "What every layer adds to the running sum, and what the model would predict at each layer.",
+            view_keys=("token", "pos", "lens_from"),
         ),
         Page(
             "pages/05_layernorm.py",
@@ -95,6 +102,7 @@ SECTIONS: dict[str, list[Page]] = {
             "LayerNorm",
             ":material/straighten:",
             "How each vector is centred and rescaled before attention and the MLP read it.",
+            view_keys=("ln", "ln_pos"),
         ),
         Page(
             "pages/06_mlp_neurons.py",
@@ -102,6 +110,7 @@ SECTIONS: dict[str, list[Page]] = {
             "MLP neurons",
             ":material/hub:",
             "Which neurons fire on which tokens, and what they write back.",
+            view_keys=("mlp_layer", "neuron", "n_neurons"),
         ),
     ],
     "Output": [
@@ -111,6 +120,7 @@ SECTIONS: dict[str, list[Page]] = {
             "Next token",
             ":material/casino:",
             "The probability of every possible next token, and how temperature, top-k and top-p reshape it.",
+            view_keys=("temperature", "top_k", "top_p", "bars", "log", "tt_k"),
         ),
         Page(
             "pages/08_generation.py",
@@ -118,6 +128,16 @@ SECTIONS: dict[str, list[Page]] = {
             "Generation",
             ":material/edit_note:",
             "Write text one token at a time, see each choice, and override it.",
+            view_keys=(
+                "temperature",
+                "top_k",
+                "top_p",
+                "seed",
+                "gen",
+                "gen_layers",
+                "per_head",
+                "mem_min",
+            ),
         ),
     ],
     "Training": [
@@ -128,6 +148,39 @@ SECTIONS: dict[str, list[Page]] = {
             ":material/model_training:",
             "Train a model on this server and watch it learn; see how any model trained.",
             needs_prompt=False,
+            view_keys=(
+                "t_run",
+                "t_data",
+                "t_task",
+                "t_preset",
+                "t_custom",
+                "t_n_layer",
+                "t_n_head",
+                "t_d_model",
+                "t_n_ctx",
+                "t_pos",
+                "t_norm",
+                "t_attn_only",
+                "t_tie_embeddings",
+                "t_dropout",
+                "t_tok",
+                "t_vocab",
+                "t_own",
+                "t_lr",
+                "t_batch",
+                "t_budget",
+                "t_minutes",
+                "t_steps",
+                "t_seed",
+                "t_name",
+                "t_probe",
+                "t_layer",
+                "t_head",
+                "hist_x",
+                "hist_sample",
+                "live_x",
+                "live_sample",
+            ),
         ),
     ],
     "Before transformers": [
@@ -138,6 +191,7 @@ SECTIONS: dict[str, list[Page]] = {
             ":material/format_quote:",
             "Language models made by counting: Shannon's approximations, sparsity, perplexity.",
             needs_prompt=False,
+            view_keys=("ng_context", "ng_k", "ng_seed"),
         ),
     ],
     "Experiments": [
@@ -147,6 +201,26 @@ SECTIONS: dict[str, list[Page]] = {
             "Interventions",
             ":material/content_cut:",
             "Ablate heads, patch activations, steer generation, scramble positions: see what breaks.",
+            view_keys=(
+                "exp",
+                "how",
+                "mean_ref",
+                "heads",
+                "mlps",
+                "neurons",
+                "sweep",
+                "patch_tok",
+                "patch_pos",
+                "patch_end",
+                "steer_a",
+                "steer_b",
+                "steer_layer",
+                "steer_len",
+                "steer_seed",
+                "strength",
+                "pos_mode",
+                "pos_seed",
+            ),
         ),
         Page(
             "pages/12_training_dynamics.py",
@@ -155,6 +229,7 @@ SECTIONS: dict[str, list[Page]] = {
             ":material/timeline:",
             "Each head's role against training step: whether, and when, copying is learned.",
             needs_prompt=False,
+            view_keys=("dyn_head",),
         ),
         Page(
             "pages/13_compare_models.py",
@@ -162,6 +237,15 @@ SECTIONS: dict[str, list[Page]] = {
             "Compare models",
             ":material/compare_arrows:",
             "Two models on one prompt: tokens, bits per character, next token, attention, training.",
+            view_keys=(
+                "cmp_model",
+                "cmp_unit",
+                "cmp_x",
+                "cmp_layer_a",
+                "cmp_head_a",
+                "cmp_layer_b",
+                "cmp_head_b",
+            ),
         ),
         Page(
             "pages/15_architecture_contrasts.py",
@@ -169,6 +253,7 @@ SECTIONS: dict[str, list[Page]] = {
             "Architecture contrasts",
             ":material/difference:",
             "Tiny models that differ in one choice: causal mask, layers, LayerNorm, positions, tying.",
+            view_keys=("ctr",),
         ),
         Page(
             "pages/16_scaling.py",
@@ -177,6 +262,7 @@ SECTIONS: dict[str, list[Page]] = {
             ":material/trending_down:",
             "Loss against parameters and compute, log-log: a power law, 12 L d², GPT-2 and GPT-3.",
             needs_prompt=False,
+            view_keys=("scl_x",),
         ),
         Page(
             "pages/14_inside_a_block.py",
@@ -184,6 +270,16 @@ SECTIONS: dict[str, list[Page]] = {
             "Inside a block",
             ":material/biotech:",
             "One token through a block step by step; circuits, probes and one gradient step.",
+            view_keys=(
+                "part",
+                "blk_layer",
+                "blk_head",
+                "blk_pos",
+                "ctx_token",
+                "gd_eta",
+                "gd_pos",
+                "lk_query",
+            ),
         ),
     ],
 }

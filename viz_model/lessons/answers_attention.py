@@ -1,0 +1,3 @@
+"""Answer kinds for the attention lesson (assets/lessons/): each measures the model on screen."""
+
+from __future__ import annotations
