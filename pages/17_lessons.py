@@ -21,7 +21,7 @@ found, errors = lesson.lessons()
 for error in errors:
     st.error(f"This lesson file could not be loaded: {md_escape(str(error))}", icon="⚠️")
 if not found:
-    st.info(f"No lesson files in {lesson.LESSONS_DIR}.")
+    st.info(f"No lesson files in {lesson.lessons_dir()}.")
 
 for item in found:
     with st.container(border=True):

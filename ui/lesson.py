@@ -17,6 +17,7 @@ Not here: the lesson files and what an answer is (viz_model/lessons/), the Lesso
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +32,7 @@ from viz_model.lessons.registry import ANSWERS
 from viz_model.lessons.truth import Truth, visible_token
 
 LESSONS_DIR = Path(__file__).resolve().parent.parent / "assets" / "lessons"
+LESSONS_ENV = "VIZ_LESSONS_DIR"  # another folder of lessons (a teacher's own; tests)
 LESSON, STEP = "lesson", "step"  # the URL keys
 FRAME_KEYS = frozenset({"train_step"})  # the frame's own keys a view may set, besides model, prompt
 _APPLIED = "_lesson_applied"  # (lesson id, step) whose view this session last applied
@@ -66,18 +68,24 @@ def catalogue() -> Catalogue:
     return Catalogue(pages, frozenset(models.discover()), ANSWERS)
 
 
+def lessons_dir() -> Path:
+    return Path(os.environ.get(LESSONS_ENV) or LESSONS_DIR)
+
+
 def lessons() -> tuple[list[Lesson], list[LessonError]]:
-    """The lessons in assets/lessons/, read again only when a file or the models change."""
-    files = tuple((p.name, p.stat().st_mtime_ns) for p in sorted(LESSONS_DIR.glob("*.toml")))
-    return _read_lessons(files, tuple(models.discover()))
+    """The lessons in assets/lessons/ (or $VIZ_LESSONS_DIR), read again only when a file or the
+    installed models change."""
+    folder = lessons_dir()
+    files = tuple((p.name, p.stat().st_mtime_ns) for p in sorted(folder.glob("*.toml")))
+    return _read_lessons(str(folder), files, tuple(models.discover()))
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
 def _read_lessons(
-    files: tuple[tuple[str, int], ...], installed: tuple[str, ...]
+    folder: str, files: tuple[tuple[str, int], ...], installed: tuple[str, ...]
 ) -> tuple[list[Lesson], list[LessonError]]:
-    """Keyed by the files' names and times and the installed models (the arguments)."""
-    return load_lessons(LESSONS_DIR, catalogue())
+    """Keyed by the folder, its files' names and times and the installed models."""
+    return load_lessons(Path(folder), catalogue())
 
 
 def find(lesson_id: str) -> Lesson | None:

@@ -36,7 +36,7 @@ class Page:
     heading: str = ""  # the page's title when it is not the label
     section: str = ""
     # The page's own URL keys (ui/state.py), besides the frame's model, prompt and train_step: what
-    # a lesson stop's view may set. tests/test_lessons_pages.py checks them against the page.
+    # a lesson stop's view may set. tests/test_page_view_keys.py checks them against the page.
     view_keys: tuple[str, ...] = ()
 
     @property
