@@ -5,7 +5,6 @@ answers off the student's copy."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -156,8 +155,10 @@ def test_subject_for_reads_the_last_tokens_like_every_page():
 # ---- sheets -----------------------------------------------------------------------------------
 
 
-def _items(teacher_truths=True):
-    lesson = parse_lesson(GOOD.replace("What comes next?", "What <b>comes</b> next?"), "d", CATALOGUE)
+def _items():
+    lesson = parse_lesson(
+        GOOD.replace("What comes next?", "What <b>comes</b> next?"), "d", CATALOGUE
+    )
     figure = json.dumps({"data": [{"type": "bar", "y": [1, 2]}], "layout": {"yaxis": {}}})
     truths = [
         Truth("token", "\n", "The model gives **0\\.40**."),
@@ -165,7 +166,9 @@ def _items(teacher_truths=True):
     ]
     items = [
         SheetStop(stop, stop.page, f"./{stop.page}?lesson=d&step={i}", t, fig)
-        for i, (stop, t, fig) in enumerate(zip(lesson.stops, truths, [figure, None]), 1)
+        for i, (stop, t, fig) in enumerate(
+            zip(lesson.stops, truths, [figure, None], strict=True), 1
+        )
     ]
     return lesson, items
 
@@ -187,7 +190,7 @@ def test_the_print_sheet_is_offline_escaped_and_holds_each_figure():
     page = html_sheet(lesson, items, teacher=True, plotly_js="/*plotly*/")
     assert page.count('class="fig"') == 1  # the stop without a figure has none
     assert "/*plotly*/" in page
-    assert "src=\"http" not in page and "<link" not in page  # nothing fetched
+    assert 'src="http' not in page and "<link" not in page  # nothing fetched
     assert "What &lt;b&gt;comes&lt;/b&gt; next?" in page  # lesson text is text
     assert "<b>0.40</b>" in page  # the reveal's Markdown, its escapes undone
     spec = json.loads(page.split('type="application/json">')[1].split("</script>")[0])
