@@ -1,0 +1,135 @@
+"""Every shipped lesson, end to end in Chromium at 1024x768 on the models it names: as a student
+(answer, reveal, next) and as a teacher presenting (presenter mode); and a lesson's print sheet
+turns every figure into an image and prints to PDF."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from serving.models import ENV_VAR
+from tests.test_browser import (  # noqa: F401 (browser is a fixture)
+    ROOT,
+    SHOTS,
+    SMALL,
+    TIMEOUT_MS,
+    browser,
+    free_port,
+    open_home_once,
+    start_server,
+    stop_server,
+    wait_drawn,
+    wait_healthy,
+)
+from ui import lesson as ui_lesson
+from viz_model.lessons.lesson_file import load_lessons
+
+PANEL = ".st-key-lesson_panel"
+EXCEPTION = "[data-testid='stException']"
+SHIPPED, _ = load_lessons(ui_lesson.LESSONS_DIR, ui_lesson.catalogue())
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """A server on the bundled models only: the lessons name them."""
+    port = free_port()
+    env = {**os.environ, ENV_VAR: str(ROOT / "assets" / "models")}
+    proc = start_server(port, env, tmp_path_factory.mktemp("server") / "streamlit.log")
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(base, proc)
+        open_home_once(port)
+        yield base
+    finally:
+        stop_server(proc)
+
+
+@pytest.fixture
+def small_page(browser):
+    context = browser.new_context(viewport={"width": SMALL[0], "height": SMALL[1]})
+    p = context.new_page()
+    yield p
+    context.close()
+
+
+def _wait_for_panel(p, text: str) -> None:
+    """Until the lesson panel says `text` and the run has finished (a click's rerun may not have
+    started when the old page still reads as done)."""
+    p.locator(PANEL).filter(has_text=text).wait_for(timeout=TIMEOUT_MS)
+    wait_drawn(p)
+
+
+def _answer(panel) -> None:
+    """Commit some answer, as a student who guessed: the first option, 1, or 'e'."""
+    if panel.locator("[role=radiogroup] label").count():
+        panel.locator("[role=radiogroup] label").first.click()
+    elif panel.locator("input[type=number]").count():
+        box = panel.locator("input[type=number]")
+        box.fill("1")
+        box.press("Tab")
+    else:
+        box = panel.locator("input[type=text]")
+        box.fill("e")
+        box.press("Tab")
+    panel.get_by_role("button", name="Commit my answer").click()
+
+
+@pytest.mark.parametrize("present", [False, True], ids=["student", "presenter"])
+@pytest.mark.parametrize("lesson", SHIPPED, ids=lambda x: x.id)
+def test_a_lesson_runs_end_to_end(server, small_page, lesson, present):
+    p = small_page
+    extra = "&present=1" if present else ""
+    p.goto(f"{server}/?lesson={lesson.id}&step=1{extra}")
+    wait_drawn(p)
+    for step, stop in enumerate(lesson.stops, 1):
+        panel = p.locator(PANEL)
+        assert f"stop {step} of {len(lesson.stops)}" in panel.inner_text()
+        assert stop.question.split("*")[0][:30] in panel.inner_text()
+        assert p.locator(EXCEPTION).count() == 0, f"{lesson.id} stop {step}"
+        assert f"step={step}" in p.url and f"model={stop.model}" in p.url
+        _answer(panel)
+        _wait_for_panel(p, "model's answer")
+        revealed = p.locator(PANEL).inner_text()
+        assert "model's answer" in revealed, f"{lesson.id} stop {step}: {revealed[:300]}"
+        if present or step == 1:
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            kind = "present" if present else "student"
+            p.screenshot(path=str(SHOTS / f"lesson-{lesson.id}-{step}-{kind}.png"))
+        if step < len(lesson.stops):
+            p.locator(PANEL).get_by_role("button", name="Next ▶").click()
+            _wait_for_panel(p, f"stop {step + 1} of")
+    assert p.locator(EXCEPTION).count() == 0
+
+
+def test_a_print_sheet_holds_each_figure_as_an_image_and_prints(browser, tmp_path):
+    lesson = SHIPPED[0]
+    done = subprocess.run(
+        [sys.executable, "-m", "scripts.lesson_sheets", lesson.id, "--out", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, ENV_VAR: str(ROOT / "assets" / "models")},
+        timeout=900,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    context = browser.new_context(viewport={"width": SMALL[0], "height": SMALL[1]})
+    p = context.new_page()
+    p.goto((tmp_path / "teacher.html").as_uri())
+    figures = p.locator(".fig").count()
+    assert figures >= 1
+    p.wait_for_function(
+        "document.querySelectorAll('.fig img').length === document.querySelectorAll('.fig').length",
+        timeout=TIMEOUT_MS,
+    )
+    assert p.locator(".fig img[src^='data:image/svg+xml']").count() == figures
+    assert p.locator(".fig svg, .fig .plot-container").count() == 0  # nothing live is left
+    pdf = p.pdf(format="A4")
+    assert pdf.startswith(b"%PDF") and pdf.count(b"/Type /Page") > 1
+    context.close()
+    student = (tmp_path / "student.md").read_text()
+    for stop in lesson.stops:
+        assert stop.question in student
