@@ -11,12 +11,12 @@ import sys
 import pytest
 
 from serving.models import ENV_VAR
-from tests.test_browser import (  # noqa: F401 (browser is a fixture)
+from tests import test_browser
+from tests.test_browser import (
     ROOT,
     SHOTS,
     SMALL,
     TIMEOUT_MS,
-    browser,
     free_port,
     open_home_once,
     start_server,
@@ -26,6 +26,9 @@ from tests.test_browser import (  # noqa: F401 (browser is a fixture)
 )
 from ui import lesson as ui_lesson
 from viz_model.lessons.lesson_file import load_lessons
+
+pytestmark = pytest.mark.browser
+browser = test_browser.browser  # the fixture, shared
 
 PANEL = ".st-key-lesson_panel"
 EXCEPTION = "[data-testid='stException']"
