@@ -187,13 +187,9 @@ def panel(ctx: PageContext | None, page: nav.Page) -> None:
     place = current()
     if place is None:
         return
-    stop, lesson = place.stop, place.lesson
+    stop = place.stop
     with st.container(border=True, key=PANEL_KEY):
-        st.caption(
-            f"Lesson: **{lesson.title}** · stop {place.step} of {len(lesson.stops)}"
-            + (f" · {lesson.lecture}" if lesson.lecture else "")
-        )
-        st.progress(place.step / len(lesson.stops))
+        _header(place)
         if page_of(stop).url_path != page.url_path:
             _elsewhere(place)
             return
@@ -203,7 +199,6 @@ def panel(ctx: PageContext | None, page: nav.Page) -> None:
         st.markdown(f"**{stop.question}**")
         if ctx is None or not ctx.ids:
             st.info("This stop needs a prompt: type one in the sidebar.")
-            _steps(place)
             return
         if ctx.bundle.name != stop.model:
             st.caption(
@@ -218,17 +213,28 @@ def panel(ctx: PageContext | None, page: nav.Page) -> None:
             _ask(place, t)
             if stop.hide:
                 _mask()
-        _steps(place)
+
+
+def _header(place: Place) -> None:
+    """One row: where the class is in the lesson, and the buttons that move through it."""
+    n = len(place.lesson.stops)
+    where, buttons = st.columns([1, 1], vertical_alignment="center")
+    lecture = f" · {place.lesson.lecture}" if place.lesson.lecture else ""
+    where.caption(f"Lesson: **{place.lesson.title}**{lecture} · stop {place.step} of {n}")
+    row = buttons.container(horizontal=True, horizontal_alignment="right", gap="small")
+    if row.button("◀ Back", disabled=place.step <= 1, key="lesson_back"):
+        go(place.lesson, place.step - 1)
+    if row.button("Next ▶", disabled=place.step >= n, type="primary", key="lesson_next"):
+        go(place.lesson, place.step + 1)
+    if row.button("Leave", key="lesson_leave", help="Leave the lesson"):
+        leave()
 
 
 def _elsewhere(place: Place) -> None:
     target = page_of(place.stop)
     st.markdown(f"This stop is on the **{target.label}** page.")
-    c1, c2 = st.columns(2)
-    if c1.button(f"Back to the lesson ({target.label})", type="primary"):
+    if st.button(f"Back to the lesson ({target.label})", type="primary"):
         go(place.lesson, place.step)
-    if c2.button("Leave the lesson"):
-        leave()
 
 
 def _ask(place: Place, t: Truth) -> None:
@@ -273,17 +279,6 @@ def _shown_answer(t: Truth, answer: str | float) -> str:
     if t.form == "token":
         return visible_token(str(answer))
     return str(answer)
-
-
-def _steps(place: Place) -> None:
-    n = len(place.lesson.stops)
-    c1, c2, c3 = st.columns([1, 1, 2])
-    if c1.button("◀ Back", disabled=place.step <= 1, key="lesson_back"):
-        go(place.lesson, place.step - 1)
-    if c2.button("Next ▶", disabled=place.step >= n, type="primary", key="lesson_next"):
-        go(place.lesson, place.step + 1)
-    if c3.button("Leave the lesson", key="lesson_leave"):
-        leave()
 
 
 def _mask() -> None:
