@@ -151,10 +151,17 @@ def digit_tokens(subject: Subject, text: str = "1234567") -> Truth:
     elif tokenizer.kind == "char":
         how = "a character tokenizer gives every digit its own token"
     else:
-        how = f"every digit is its own token: none of its {len(tokenizer.merges())} merges joins digits"
+        merges = tokenizer.merges()
+        joining = [m for m in merges if sum(c.isdigit() for c in tk.symbol_text("".join(m))) > 1]
+        how = (
+            f"every digit is its own token: none of its {len(merges)} merges joins two digits"
+            if not joining
+            else f"every digit is its own token here: its {len(joining)} merges that join "
+            "digits do not apply to this number"
+        )
         digits = _training_digits(subject)
         if digits is not None:
-            how += f" (its training text holds only {digits:,} digits)"
+            how += f" (its training text holds {digits:,} digits)"
     why = f"“{md_escape(text)}” is **{len(ids)} tokens** ({_chips(tokenizer, text)}): {how}."
     if missing:
         why += f" It has no token for {', '.join(_shown(d) for d in missing)}: those are `<unk>`."
