@@ -61,6 +61,16 @@ HOME = Page(
 )
 
 SECTIONS: dict[str, list[Page]] = {
+    "Teach": [
+        Page(
+            "pages/17_lessons.py",
+            "Lessons",
+            "Lessons",
+            ":material/school:",
+            "Lecture paths through the app: predict, then reveal; presenter mode; exercise sheets.",
+            needs_prompt=False,
+        ),
+    ],
     "Text to tokens": [
         Page(
             "pages/01_tokenization.py",

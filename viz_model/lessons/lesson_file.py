@@ -14,6 +14,7 @@ A lesson is a title, the model it is taught on, an optional prompt, and a list o
     answer = "induction_head"          # an answer kind (kinds.py): the model on screen answers
     args = { layer = 1 }
     hide = true                        # mask the charts until the student answers (the default)
+    figure = 1                         # the page's chart the exercise sheet shows (the default)
 
 Answers are never typed into the file. A file with a mistake (TOML syntax, an unknown page, a
 view key the page does not have, a model that is not installed, an unknown answer kind or a wrong
@@ -52,6 +53,7 @@ _STOP_FIELDS = {
     "prompt",
     "model",
     "title",
+    "figure",
 }
 
 
@@ -77,6 +79,7 @@ class Stop:
     hide: bool = True
     title: str = ""
     line: int = 0  # where its [[stop]] starts in the file
+    figure: int = 1  # which of the page's charts (1 = the first) the exercise sheet shows
 
 
 @dataclass(frozen=True)
@@ -189,6 +192,9 @@ def _stop(
     hide = raw.get("hide", True)
     if not isinstance(hide, bool):
         raise lines.error(n, "hide must be true or false", "hide")
+    figure = raw.get("figure", 1)
+    if not isinstance(figure, int) or isinstance(figure, bool) or figure < 1:
+        raise lines.error(n, "figure must be a chart's number on the page: 1, 2, ...", "figure")
     return Stop(
         page,
         dict(view),
@@ -201,6 +207,7 @@ def _stop(
         hide,
         str(raw.get("title", "")),
         lines.stop(n),
+        figure,
     )
 
 

@@ -1,0 +1,290 @@
+"""A lesson on screen: the stop's view applied, the question above the page, predict then reveal.
+
+The URL carries the place in a lesson (`?lesson=2_attention&step=3`), so a link resumes it.
+app.py calls `enter(page)` before the frame reads the model or the prompt, and `panel(ctx, page)`
+after the frame, above the page:
+
+- `enter` applies a stop's exact view the first time the session reaches it (its model, prompt
+  and the page's URL keys; the page's other keys go back to their defaults) and switches to the
+  stop's page when the URL is on another one.
+- `panel` shows the instruction and the question, masks the page's charts, tables and prose until
+  the student commits an answer (a stop with hide = false shows them), then reveals the model's
+  own answer (viz_model/lessons: an answer kind measures the model on screen) and why.
+
+Not here: the lesson files and what an answer is (viz_model/lessons/), the Lessons page.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import streamlit as st
+
+from serving import models
+from ui import cache, nav, state
+from ui.frame import DEFAULT_PROMPT, PageContext
+from viz_model.lessons.kinds import Subject
+from viz_model.lessons.lesson_file import Catalogue, Lesson, LessonError, Stop, load_lessons
+from viz_model.lessons.registry import ANSWERS
+from viz_model.lessons.truth import Truth, visible_token
+
+LESSONS_DIR = Path(__file__).resolve().parent.parent / "assets" / "lessons"
+LESSON, STEP = "lesson", "step"  # the URL keys
+FRAME_KEYS = frozenset({"train_step"})  # the frame's own keys a view may set, besides model, prompt
+_APPLIED = "_lesson_applied"  # (lesson id, step) whose view this session last applied
+_ANSWERS = "_lesson_answers"  # {(lesson id, step): the student's answer, or None: just shown}
+PANEL_KEY = "lesson_panel"  # the panel's container: .st-key-lesson_panel, kept out of the mask
+# What the mask blurs in the page below the panel until the student answers: everything that
+# could give the answer away (charts, tables, numbers, prose with claims). Headings, formulas and
+# widgets stay, so the page can still be read for what it is about.
+MASKED = ("stPlotlyChart", "stVegaLiteChart", "stDataFrame", "stTable", "stMetric", "stMarkdown",
+          "stAlert", "stCaption", "stCode", "stJson", "stExpander")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Place:
+    lesson: Lesson
+    step: int  # 1-based
+
+    @property
+    def stop(self) -> Stop:
+        return self.lesson.stop(self.step)
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.lesson.id, self.step)
+
+
+# ---- the lessons ------------------------------------------------------------------------------
+
+
+def catalogue() -> Catalogue:
+    """What a lesson may name here: every page with its URL keys, every installed model."""
+    pages = {(p.url_path or p.label): frozenset(p.view_keys) | FRAME_KEYS for p in nav.all_pages()}
+    return Catalogue(pages, frozenset(models.discover()), ANSWERS)
+
+
+def lessons() -> tuple[list[Lesson], list[LessonError]]:
+    """The lessons in assets/lessons/, read again only when a file or the models change."""
+    files = tuple((p.name, p.stat().st_mtime_ns) for p in sorted(LESSONS_DIR.glob("*.toml")))
+    return _read_lessons(files, tuple(models.discover()))
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def _read_lessons(
+    files: tuple[tuple[str, int], ...], installed: tuple[str, ...]
+) -> tuple[list[Lesson], list[LessonError]]:
+    """Keyed by the files' names and times and the installed models (the arguments)."""
+    return load_lessons(LESSONS_DIR, catalogue())
+
+
+def find(lesson_id: str) -> Lesson | None:
+    return next((x for x in lessons()[0] if x.id == lesson_id), None)
+
+
+def page_of(stop: Stop) -> nav.Page:
+    return next(p for p in nav.all_pages() if (p.url_path or p.label) == stop.page)
+
+
+def prompt_of(lesson: Lesson, stop: Stop) -> str:
+    return stop.prompt if stop.prompt is not None else DEFAULT_PROMPT
+
+
+def link(lesson: Lesson, step: int = 1, present: bool = False) -> str:
+    """A relative link that opens (or resumes) a lesson at a stop."""
+    page = page_of(lesson.stop(step))
+    extra = "&present=1" if present else ""
+    return f"./{page.url_path}?{LESSON}={lesson.id}&{STEP}={step}{extra}"
+
+
+# ---- where the session is ---------------------------------------------------------------------
+
+
+def current() -> Place | None:
+    """The lesson stop this session is at (from the session, else the URL), or None."""
+    ss = st.session_state
+    lesson_id = ss.get(LESSON, st.query_params.get(LESSON))
+    lesson = find(str(lesson_id)) if lesson_id else None
+    if lesson is None:
+        ss.pop(LESSON, None)
+        return None
+    step = state.parse_int(ss.get(STEP, st.query_params.get(STEP)), 1, 1, len(lesson.stops))
+    ss[LESSON], ss[STEP] = lesson.id, step
+    state.mirror(LESSON, lesson.id)
+    state.mirror(STEP, step)
+    return Place(lesson, step)
+
+
+def go(lesson: Lesson, step: int) -> None:
+    """Move the session to a stop (its view is applied by `enter` on the next run) and rerun."""
+    st.session_state[LESSON], st.session_state[STEP] = lesson.id, step
+    st.session_state.pop(_APPLIED, None)
+    st.rerun()
+
+
+def leave() -> None:
+    for key in (LESSON, STEP, _APPLIED):
+        st.session_state.pop(key, None)
+        if key in st.query_params:
+            del st.query_params[key]
+    st.rerun()
+
+
+def enter(page: nav.Page) -> None:
+    """Before the frame reads the model and prompt: apply the current stop's view once, and open
+    its page if the session is elsewhere (links and Back/Next land here)."""
+    place = current()
+    if place is None or st.session_state.get(_APPLIED) == place.key:
+        return
+    stop, target = place.stop, page_of(place.stop)
+    _apply_view(place.lesson, stop, target)
+    st.session_state[_APPLIED] = place.key
+    if target.url_path != page.url_path:
+        st.switch_page(target.file, query_params={LESSON: place.lesson.id, STEP: place.step})
+
+
+def _apply_view(lesson: Lesson, stop: Stop, page: nav.Page) -> None:
+    ss = st.session_state
+    for key in (*page.view_keys, *FRAME_KEYS):  # the rest of the view goes back to its defaults
+        ss.pop(key, None)
+        ss.pop(state.widget_key(key), None)
+        if key in st.query_params:
+            del st.query_params[key]
+    state.set_value("model", stop.model)
+    state.set_value("prompt", prompt_of(lesson, stop))
+    for key, value in stop.view.items():
+        state.set_value(key, value)
+
+
+# ---- the panel --------------------------------------------------------------------------------
+
+
+@cache.per_prompt
+def truth(bundle_id: str, ids: tuple[int, ...], prompt: str, kind: str, args: str) -> Truth:
+    """The model's answer to a stop's question (args: the kind's arguments as JSON)."""
+    subject = Subject(cache.bundle(bundle_id), ids, prompt)
+    return ANSWERS[kind](subject, json.loads(args))
+
+
+def truth_for(ctx: PageContext, stop: Stop) -> Truth:
+    args = json.dumps(dict(stop.args), sort_keys=True)
+    with st.spinner("Measuring the answer on this model…"):
+        return truth(ctx.bundle_id, tuple(ctx.ids), ctx.prompt, stop.answer, args)
+
+
+def panel(ctx: PageContext | None, page: nav.Page) -> None:
+    """The lesson's box above the page: where the class is, the question, the reveal."""
+    place = current()
+    if place is None:
+        return
+    stop, lesson = place.stop, place.lesson
+    with st.container(border=True, key=PANEL_KEY):
+        st.caption(
+            f"Lesson: **{lesson.title}** · stop {place.step} of {len(lesson.stops)}"
+            + (f" · {lesson.lecture}" if lesson.lecture else "")
+        )
+        st.progress(place.step / len(lesson.stops))
+        if page_of(stop).url_path != page.url_path:
+            _elsewhere(place)
+            return
+        if stop.title:
+            st.markdown(f"#### {stop.title}")
+        st.markdown(stop.instruction)
+        st.markdown(f"**{stop.question}**")
+        if ctx is None or not ctx.ids:
+            st.info("This stop needs a prompt: type one in the sidebar.")
+            _steps(place)
+            return
+        if ctx.bundle.name != stop.model:
+            st.caption(
+                f"This stop is written for the model {stop.model}; you are looking at "
+                f"{ctx.bundle.name}, so the answer below is {ctx.bundle.name}'s."
+            )
+        answers = st.session_state.setdefault(_ANSWERS, {})
+        t = truth_for(ctx, stop)
+        if place.key in answers:
+            _reveal(t, answers[place.key])
+        else:
+            _ask(place, t)
+            if stop.hide:
+                _mask()
+        _steps(place)
+
+
+def _elsewhere(place: Place) -> None:
+    target = page_of(place.stop)
+    st.markdown(f"This stop is on the **{target.label}** page.")
+    c1, c2 = st.columns(2)
+    if c1.button(f"Back to the lesson ({target.label})", type="primary"):
+        go(place.lesson, place.step)
+    if c2.button("Leave the lesson"):
+        leave()
+
+
+def _ask(place: Place, t: Truth) -> None:
+    with st.form(f"lesson_answer_{place.lesson.id}_{place.step}", border=False):
+        if t.form == "choice":
+            answer = st.radio("Your answer", t.options, index=None, horizontal=True)
+        elif t.form == "number":
+            answer = st.number_input(
+                f"Your answer{f' ({t.unit})' if t.unit else ''}", value=None, format="%g"
+            )
+        else:
+            answer = st.text_input(
+                "Your answer: a token (␣ for a space, ↵ for a newline)", max_chars=40
+            )
+        c1, c2 = st.columns([1, 1])
+        committed = c1.form_submit_button("Commit my answer", type="primary")
+        shown = c2.form_submit_button("Just show me")
+    if committed and answer in (None, ""):
+        st.warning("Choose or type an answer first, or press “Just show me”.")
+    elif committed or shown:
+        st.session_state[_ANSWERS][place.key] = answer if committed else None
+        st.rerun()
+
+
+def _reveal(t: Truth, answer: str | float | None) -> None:
+    if answer is None:
+        st.info(f"The model's answer: **{t.shown()}**")
+    elif t.check(answer):
+        st.success(
+            f"You said {_shown_answer(t, answer)}: right. The model's answer: **{t.shown()}**"
+        )
+    else:
+        st.warning(f"You said {_shown_answer(t, answer)}; the model's answer is **{t.shown()}**.")
+    if not t.holds:
+        st.info("On this model, the lesson's expected observation does not hold:", icon="ℹ️")
+    st.markdown(t.why)
+
+
+def _shown_answer(t: Truth, answer: str | float) -> str:
+    if t.form == "number":
+        return f"{float(answer):g}"
+    if t.form == "token":
+        return visible_token(str(answer))
+    return str(answer)
+
+
+def _steps(place: Place) -> None:
+    n = len(place.lesson.stops)
+    c1, c2, c3 = st.columns([1, 1, 2])
+    if c1.button("◀ Back", disabled=place.step <= 1, key="lesson_back"):
+        go(place.lesson, place.step - 1)
+    if c2.button("Next ▶", disabled=place.step >= n, type="primary", key="lesson_next"):
+        go(place.lesson, place.step + 1)
+    if c3.button("Leave the lesson", key="lesson_leave"):
+        leave()
+
+
+def _mask() -> None:
+    """Blur what could give the answer away, below and outside the panel, until it is answered."""
+    selectors = ", ".join(
+        f'[data-testid="stMain"] [data-testid="{t}"]:not(.st-key-{PANEL_KEY} *)' for t in MASKED
+    )
+    st.html(
+        f"<style>{selectors} {{ filter: blur(9px); pointer-events: none; user-select: none; }}"
+        "</style>"
+    )
+    st.caption("The page below is blurred until you answer: predict first, then look.")
