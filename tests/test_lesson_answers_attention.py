@@ -290,4 +290,11 @@ def test_stop_10_a_one_layer_model_has_no_induction_head():
     assert b.config.n_layer == 1
     scores = _induction_by_position(b, 0)
     assert scores.max() < 0.4
-    assert truth.value == "none of them" and not truth.holds
+    assert truth.value == "none of them" and truth.holds  # the lesson expects none here
+    expecting_one = ANSWERS["induction_head"](s, {"layer": 0})
+    assert expecting_one.value == "none of them" and not expecting_one.holds
+
+
+def test_induction_head_does_not_hold_when_none_is_expected_but_one_is_found():
+    truth = other("induction-2l", "abcabc", "induction_head", layer=1, present=False)
+    assert truth.value == "L1 H2" and not truth.holds

@@ -286,9 +286,10 @@ def second_copy_rise(bundle: Bundle, layer: int, head: int) -> tuple[float, floa
 
 
 @answer_kind("choice")
-def induction_head(subject: Subject, layer: int = 1) -> Truth:
+def induction_head(subject: Subject, layer: int = 1, present: bool = True) -> Truth:
     """Which head of `layer` is the induction head: the page's role test on its repeated random
-    sequence, confirmed by ablating it (the loss on the second copy rises beyond noise)."""
+    sequence, confirmed by ablating it (the loss on the second copy rises beyond noise).
+    present=False: the lesson expects none (a one-layer model), and holds when none passes."""
     b = subject.bundle
     options = _head_options(b, layer)
     missing = _no_head(subject, layer, 0, "choice", NONE, options)
@@ -323,7 +324,8 @@ def induction_head(subject: Subject, layer: int = 1) -> Truth:
                 else ""
             )
         )
-        return Truth("choice", NONE, why.strip(), options, holds=False, numbers={"passed": 0})
+        numbers = {"passed": 0}
+        return Truth("choice", NONE, why.strip(), options, holds=not present, numbers=numbers)
     best = max(passed, key=lambda h: tests[h].score)
     rise, se, _ = second_copy_rise(b, layer, best)
     confirmed = rise > iv.NOISE_SE * se
@@ -343,7 +345,8 @@ def induction_head(subject: Subject, layer: int = 1) -> Truth:
     )
     numbers = {"score": tests[best].score, "chance": tests[best].chance, "rise": rise, "se": se}
     value = head_name(layer, best)
-    return Truth("choice", value, why, options, holds=bool(confirmed), numbers=numbers)
+    holds = bool(confirmed) if present else False
+    return Truth("choice", value, why, options, holds=holds, numbers=numbers)
 
 
 # ---- ablation, as the Interventions page measures it ----------------------------------------------

@@ -83,7 +83,7 @@ def leading_space(subject: Subject, word: str = "the") -> Truth:
     said = (
         f"With a space, {_shown(' ' + word)} is **one token** (id {spaced[0]}); without it, "
         f"{_shown(word)} is {len(bare)} token{'s' * (len(bare) != 1)}: {_chips(tokenizer, word)}. "
-        "Words mostly follow a space in the training text, so the BPE learned the spaced form "
+        "In running text a word mostly follows a space, so BPE tends to learn the spaced form "
         "whole; the two spellings have different ids and different embeddings."
         if one_token
         else f"Here {_shown(' ' + word)} is {len(spaced)} tokens ({_chips(tokenizer, ' ' + word)}) "
