@@ -67,9 +67,10 @@ def stream_grows(subject: Subject) -> Truth:
             "sets the stream's length, so it is not a running sum that grows block by block."
         )
         return Truth("choice", value, why, (YES, NO), holds=False, numbers=claim.numbers)
+    outputs = "attention output" if subject.bundle.config.attn_only else "attention and MLP outputs"
     why = claim.text + (
-        " Each block adds its attention and MLP outputs to the stream and nothing takes them "
-        "away, so the sum tends to grow."
+        f" Each block adds its {outputs} to the stream and nothing takes them away, so the sum "
+        "tends to grow."
         if claim.made
         else ""
     )
@@ -97,7 +98,7 @@ def lens_first_layer(subject: Subject, position: int = -1) -> Truth:
         f"After {_shown(_text(subject, t))} (position {t}) the model predicts "
         f"{_shown(token_text(tok, final))} (probability {lens.final_probs[-1, t]:.2f}). Read "
         f"through the final LayerNorm and the unembedding, the stations guess {path}: the final "
-        f"prediction first appears **{stations[first]}**"
+        f"prediction is first the top guess at **{stations[first]}**"
         + ("" if kept else ", is lost again, and comes back later")
         + "."
     )
