@@ -298,3 +298,12 @@ def test_stop_10_a_one_layer_model_has_no_induction_head():
 def test_induction_head_does_not_hold_when_none_is_expected_but_one_is_found():
     truth = other("induction-2l", "abcabc", "induction_head", layer=1, present=False)
     assert truth.value == "L1 H2" and not truth.holds
+
+
+def test_every_kind_that_reads_the_prompt_answers_an_empty_one_without_claiming_anything():
+    empty = subject_for(bundle("shakespeare-char"), "")
+    kinds = [k for k, v in ANSWERS.items() if v.measure.__module__.endswith("answers_attention")]
+    # the sweep measures the held-out text, not the prompt
+    reads_prompt = [k for k in kinds if k != "most_needed_head"]
+    assert len(reads_prompt) == 7
+    assert not any(ANSWERS[k](empty, {}).holds for k in reads_prompt)

@@ -243,3 +243,10 @@ def test_neuron_kinds_do_not_hold_where_the_neuron_is_silent_or_absent():
     assert silent.numbers["peak"] < 0.1 and not silent.holds
     assert not ANSWERS["top_neuron"](subject_for(bundle("induction-2l"), "ab,c"), {}).holds
     assert not other("shakespeare-char", "top_neuron", token="Z").holds
+
+
+def test_every_block_kind_answers_an_empty_prompt_without_claiming_anything():
+    empty = subject_for(bundle("shakespeare-char"), "")
+    kinds = [k for k, v in ANSWERS.items() if v.measure.__module__.endswith("answers_block")]
+    assert len(kinds) == 8
+    assert not any(ANSWERS[k](empty, {}).holds for k in kinds)

@@ -198,3 +198,9 @@ def test_swap_of_two_equal_tokens_does_not_hold():
     # " love" at positions 1 and 5: swapping them changes nothing, so nothing is shown
     truth = other("shakespeare-bpe", "I love thee, you love me.", "swap_changes_output", i=1, j=5)
     assert truth.numbers["same_token"] == 1.0 and not truth.holds
+
+
+def test_the_prompt_kinds_answer_an_empty_prompt_without_claiming_anything():
+    empty = subject_for(bundle("shakespeare-bpe"), "")
+    assert ANSWERS["token_count"](empty, {}).value == 0
+    assert not ANSWERS["swap_changes_output"](empty, {}).holds

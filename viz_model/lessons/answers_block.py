@@ -24,6 +24,7 @@ from viz_model.lessons.kinds import Subject, answer_kind
 from viz_model.lessons.truth import Truth, visible_token
 
 YES, NO = "yes", "no"
+EMPTY = "The prompt is empty: there is nothing to measure."
 ATTENTION, MLP = "attention (t2)", "the MLP (t5)"
 
 
@@ -57,6 +58,8 @@ def _report(subject: Subject) -> rs.LensReport:
 def stream_grows(subject: Subject) -> Truth:
     """Does the residual stream's mean length grow at every block? (the Residual stream page's
     norm claim, for a pre-LN model whose stream is a plain sum)."""
+    if not subject.ids:
+        return Truth("choice", NO, EMPTY, (YES, NO), holds=False)
     report = _report(subject)
     lengths = rs.mean_norms(report.norms)
     claim = rs.growth_claim(lengths)
@@ -267,6 +270,8 @@ def promoted_token(subject: Subject, layer: int = 0, neuron: int = 0) -> Truth:
     up, down = nx.promoted_tokens(effect, 3)
     tok = subject.bundle.tokenizer
     top = token_text(tok, int(up[0]))
+    if not subject.ids:
+        return Truth("token", top, EMPTY, holds=False)
     acts = _neurons(subject, layer)[:, neuron]  # (T,)
     t = int(np.argmax(acts))
     fires = acts[t] > nx.DEAD_BELOW
