@@ -84,12 +84,12 @@ def stream_grows(subject: Subject) -> Truth:
 def lens_first_layer(subject: Subject, position: int = -1) -> Truth:
     """At which station the logit lens first gives the model's final top token at `position`
     (default: the last token, the next-token prediction)."""
-    report = _report(subject)
-    stations = tuple(report.stations)
+    stations = tuple(rs.layer_labels(subject.bundle.config.n_layer))
     t = _index(position, len(subject.ids))
     if t is None:
         why = f"The prompt has no position {position}."
         return Truth("choice", stations[-1], why, stations, holds=False)
+    report = _report(subject)
     lens = report.lens
     final = int(lens.final_ids[t])
     hits = lens.top_ids[:, t] == final  # (L + 1,)
