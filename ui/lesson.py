@@ -219,8 +219,7 @@ def _header(place: Place) -> None:
     """One row: where the class is in the lesson, and the buttons that move through it."""
     n = len(place.lesson.stops)
     where, buttons = st.columns([1, 1], vertical_alignment="center")
-    lecture = f" · {place.lesson.lecture}" if place.lesson.lecture else ""
-    where.caption(f"Lesson: **{place.lesson.title}**{lecture} · stop {place.step} of {n}")
+    where.caption(f"Lesson: **{place.lesson.title}** · stop {place.step} of {n}")
     row = buttons.container(horizontal=True, horizontal_alignment="right", gap="small")
     if row.button("◀ Back", disabled=place.step <= 1, key="lesson_back"):
         go(place.lesson, place.step - 1)
