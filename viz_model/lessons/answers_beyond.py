@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
@@ -52,12 +53,25 @@ def _source(bundle: Bundle) -> tuple[str, float] | None:
     return json.dumps(source, sort_keys=True, default=str), float(fraction)
 
 
+@dataclass(frozen=True)
+class SameTokenizer:
+    """A tokenizer as a cache key: equal when the vocabulary file is (its sha256), so every
+    loaded copy of one model's tokenizer shares one count."""
+
+    sha256: str
+    tokenizer: Tokenizer = field(compare=False, hash=False)
+
+    @classmethod
+    def of(cls, tokenizer: Tokenizer) -> SameTokenizer:
+        return cls(tokenizer.sha256, tokenizer)
+
+
 @lru_cache(maxsize=4)
-def _counted(source_key: str, fraction: float, tokenizer: Tokenizer) -> ng.TokenModels | None:
+def _counted(source_key: str, fraction: float, tok: SameTokenizer) -> ng.TokenModels | None:
     """The corpus counted and indexed in the model's tokens, once per text and tokenizer."""
     try:
         text = load_text(json.loads(source_key))
-        return ng.token_models(text, tokenizer, fraction)
+        return ng.token_models(text, tok.tokenizer, fraction)
     except (OSError, KeyError, TypeError, ValueError, DataError):
         return None
 
@@ -65,7 +79,7 @@ def _counted(source_key: str, fraction: float, tokenizer: Tokenizer) -> ng.Token
 def token_models(bundle: Bundle) -> ng.TokenModels | None:
     """What the N-grams page counts for this model, or None when its text is not known."""
     found = _source(bundle)
-    return None if found is None else _counted(*found, bundle.tokenizer)
+    return None if found is None else _counted(*found, SameTokenizer.of(bundle.tokenizer))
 
 
 def _no_text(form: str, options: tuple[str, ...] = ()) -> Truth:

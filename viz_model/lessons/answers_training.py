@@ -25,12 +25,12 @@ from viz_model.analysis.tokens import token_text
 from viz_model.bundles.checkpoint import Bundle
 from viz_model.bundles.files import CheckpointError
 from viz_model.bundles.load import load_bundle
+from viz_model.lessons.answers_beyond import SameTokenizer
 from viz_model.lessons.kinds import Subject, answer_kind
 from viz_model.lessons.truth import Truth, visible_token
 from viz_model.model.gpt import GPT
 from viz_model.model.sampling import SamplingSettings
 from viz_model.text.data import DataError, load_text
-from viz_model.text.tokenization import Tokenizer
 
 # A random model's first loss is "about a blind guess" within this share of ln V.
 BLIND_MARGIN = 0.1
@@ -227,18 +227,18 @@ def _unigram_top(bundle: Bundle) -> int | None:
     source = bundle.meta.get("data")
     if not isinstance(source, dict):
         return None
-    return _most_common(json.dumps(source, sort_keys=True), bundle.tokenizer)
+    return _most_common(json.dumps(source, sort_keys=True), SameTokenizer.of(bundle.tokenizer))
 
 
 @lru_cache(maxsize=4)
-def _most_common(source_key: str, tokenizer: Tokenizer) -> int | None:
+def _most_common(source_key: str, tok: SameTokenizer) -> int | None:
     """Counted once per text and tokenizer."""
     try:
         text = load_text(json.loads(source_key))
     except (OSError, KeyError, TypeError, ValueError, DataError):
         return None
-    ids = tokenizer.encode(text)
-    return int(np.bincount(ids, minlength=tokenizer.vocab_size).argmax()) if ids else None
+    ids = tok.tokenizer.encode(text)
+    return int(np.bincount(ids, minlength=tok.tokenizer.vocab_size).argmax()) if ids else None
 
 
 @answer_kind("token")
@@ -319,19 +319,27 @@ def snapshot_perplexity(subject: Subject, step: int = 0) -> Truth:
 
 
 def _dynamics(bundle: Bundle) -> dyn.Dynamics | None:
-    """The Training dynamics page's measurement (its probe, every saved step), with head-role
-    scores on one sequence only: the copying and phase claims read only the losses and the
-    accuracies, which are measured on every sequence as on the page."""
+    """The Training dynamics page's measurement (its probe, every saved step), once per bundle
+    folder and weights file, as the page measures it once per model."""
+    weights = bundle.path / "model.safetensors"
+    mtime = weights.stat().st_mtime_ns if weights.exists() else 0
+    return _dynamics_at(str(bundle.path), mtime)
+
+
+@lru_cache(maxsize=2)
+def _dynamics_at(path: str, mtime: int) -> dyn.Dynamics | None:
+    """Head-role scores are measured on one sequence only: the copying and phase claims read only
+    the losses and the accuracies, measured on every sequence as on the page."""
+    bundle = load_bundle(path)
     final = tr.final_step(bundle.history, bundle.meta)
     steps = tr.training_steps(bundle.snapshot_steps(), final)
     if not steps:
         return None
-    final_model = _final_model(bundle)
     k = dyn.probe(bundle.tokenizer, bundle.meta, bundle.config.n_ctx, n=1).shape[1] // 2
     probe = dyn.probe(bundle.tokenizer, bundle.meta, bundle.config.n_ctx, n=dyn.copy_probes(k))
     return dyn.dynamics(
         steps,
-        lambda s: final_model if s == final else bundle.load_snapshot(s),
+        lambda s: bundle.model if s == final else bundle.load_snapshot(s),
         probe,
         dyn.chance_accuracy(bundle.tokenizer),
         n_roles=1,
