@@ -82,7 +82,7 @@ def blind_guess_loss(subject: Subject) -> Truth:
         return Truth("number", blind, why, holds=False, tolerance=BLIND_TOLERANCE, numbers=numbers)
     numbers["first_loss"] = first
     near = abs(first - blind) <= BLIND_MARGIN * blind
-    why += f" This model's first training step scored {first:.2f}: " + (
+    why += f" “{md_escape(subject.bundle.name)}”'s first training step scored {first:.2f}: " + (
         "its random weights started out guessing about blindly."
         if near
         else f"more than {BLIND_MARGIN:.0%} away from a blind guess, so its start was no blind "
