@@ -116,20 +116,46 @@ def loss_among_baselines(subject: Subject) -> Truth:
 
 
 @answer_kind("number")
-def final_val_loss(subject: Subject) -> Truth:
-    """The last validation loss the run recorded, in nats per token."""
-    claim = tr.loss_claim(subject.bundle.history)
-    n = dict(claim.numbers)
-    if "last" not in n:
-        return Truth("number", 0.0, claim.text, holds=False, numbers=n)
-    last = n["last"]
-    why = (
-        f"**{last:.3f} nats per token** (perplexity e^{last:.2f} = {math.exp(last):.2f}; answers "
-        f"within ±{LOSS_TOLERANCE} count). {claim.text}"
+def val_loss_at(subject: Subject, step: int = 0) -> Truth:
+    """The validation loss of the last evaluation at or before `step`, and whether training on
+    from there still lowered it."""
+    history = subject.bundle.history
+    _, at = tr.losses_at(history, step)
+    claim = tr.loss_claim(history)
+    numbers = {"step": step, **claim.numbers, "tolerance": LOSS_TOLERANCE}
+    if at is None or "last" not in claim.numbers:
+        why = f"This model recorded no validation loss by step {step:,}. {claim.text}"
+        return Truth("number", 0.0, why, holds=False, unit="nats", numbers=numbers)
+    evaluated = max(
+        r["step"]
+        for r in history
+        if isinstance(r, dict) and isinstance(r.get("val_loss"), int | float) and r["step"] <= step
     )
-    n["tolerance"] = LOSS_TOLERANCE
+    last, final_step = claim.numbers["last"], int(claim.numbers["last_step"])
+    numbers |= {"val_loss": at, "evaluated": evaluated}
+    kept_falling = last < at - tr.LOSS_CHANGE
+    why = (
+        f"At step {evaluated:,} the validation loss was **{at:.3f} nats per token** (answers "
+        f"within ±{LOSS_TOLERANCE} count). "
+    )
+    if kept_falling:
+        why += (
+            f"Training on to step {final_step:,} lowered it to {last:.3f}: the longer run was "
+            f"worth {at - last:.2f} nats per token."
+        )
+    else:
+        why += (
+            f"By step {final_step:,} it was {last:.3f}: training on from there did not lower it "
+            f"by more than {tr.LOSS_CHANGE} nats."
+        )
     return Truth(
-        "number", last, why, holds=claim.made, tolerance=LOSS_TOLERANCE, unit="nats", numbers=n
+        "number",
+        at,
+        why,
+        holds=kept_falling,
+        tolerance=LOSS_TOLERANCE,
+        unit="nats",
+        numbers=numbers,
     )
 
 
