@@ -201,16 +201,13 @@ def gpt_beats_counts(subject: Subject) -> Truth:
 
 
 def _val_loss(bundle: Bundle) -> float | None:
-    """The last validation loss recorded (meta, else the history), as the model card reads it."""
-    loss = bundle.meta.get("val_loss")
-    if isinstance(loss, int | float) and math.isfinite(loss):
-        return float(loss)
-    found = [
-        float(r["val_loss"])
-        for r in bundle.history
-        if isinstance(r, dict) and isinstance(r.get("val_loss"), int | float)
-    ]
-    return found[-1] if found else None
+    """The last validation loss in the history, else meta["val_loss"] (as the model card reads
+    it: ui/frame.py val_loss)."""
+    for record in reversed(bundle.history):
+        if isinstance(record, dict) and isinstance(record.get("val_loss"), int | float):
+            return float(record["val_loss"])
+    value = bundle.meta.get("val_loss")
+    return float(value) if isinstance(value, int | float) else None
 
 
 # ---- interventions (the Interventions page) -----------------------------------------------------

@@ -203,8 +203,8 @@ def sample_real_words(subject: Subject, step: int = 0) -> Truth:
     numbers = {"share": 100 * share, "words": n, "first": 100 * first, "last": 100 * last}
     numbers |= {"first_step": first_step, "last_step": last_step, "noise": 100 * noise}
     why = (
-        f"Of the {n} words in the sample written at step {step:,}, **{share:.0%}** occur in the "
-        f"text it was trained on (answers within ±{WORD_TOLERANCE:g} points count). From its "
+        f"Of the {n} words in the sample written at step {step:,}, **{share:.0%}** occur "
+        f"somewhere in its corpus (answers within ±{WORD_TOLERANCE:g} points count). From its "
         f"first sample (step {first_step:,}) to its last (step {last_step:,}) the share goes "
         f"from {first:.0%} to {last:.0%}"
     )
@@ -298,12 +298,12 @@ def snapshot_next_token(subject: Subject, step: int = 0) -> Truth:
     numbers["most_common"] = common
     if top == common:
         why += (
-            f" {shown(common)} is simply the most common token of the training text: early on "
+            f" {shown(common)} is simply the most common token of its corpus: early on "
             "the model has learned how often tokens occur, not yet what follows what."
         )
     else:
         why += (
-            f" The most common token of the training text is {shown(common)}: at this step the "
+            f" The most common token of its corpus is {shown(common)}: at this step the "
             "model already predicts something else than how often tokens occur."
         )
     return Truth("token", token_text(tok, top), why, holds=top == common, numbers=numbers)
