@@ -30,7 +30,7 @@ from viz_model.lessons.kinds import Subject, answer_kind
 from viz_model.lessons.truth import Truth, visible_token
 from viz_model.model.gpt import GPT
 from viz_model.model.sampling import SamplingSettings
-from viz_model.text.data import DataError, load_text
+from viz_model.text.data import DataError, TokenData, load_text
 
 # A random model's first loss is "about a blind guess" within this share of ln V.
 BLIND_MARGIN = 0.1
@@ -263,8 +263,12 @@ def _most_common(source_key: str, tok: SameTokenizer) -> int | None:
         text = load_text(json.loads(source_key))
     except (OSError, KeyError, TypeError, ValueError, DataError):
         return None
-    ids = tok.tokenizer.encode(text)
-    return int(np.bincount(ids, minlength=tok.tokenizer.vocab_size).argmax()) if ids else None
+    try:  # encoded as training encodes it (TokenData: quick for a 1 MB corpus), both splits
+        data = TokenData.from_text(text, tok.tokenizer)
+    except DataError:
+        return None
+    ids = np.concatenate([data.train.numpy(), data.val.numpy()])
+    return int(np.bincount(ids, minlength=tok.tokenizer.vocab_size).argmax())
 
 
 @answer_kind("token")
