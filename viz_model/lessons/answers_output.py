@@ -89,6 +89,8 @@ def top_prob_at_temperature(subject: Subject, temperature: float = 0.5) -> Truth
             + (
                 " (it is already nearly certain)."
                 if p1 > 0.99
+                else " (this temperature is close to 1)."
+                if abs(temperature - 1) < 0.1
                 else " (the logits are nearly equal)."
             )
         )
@@ -115,11 +117,18 @@ def top_p_kept(
     V = int(last.shape[0])
     mass = float(dist.scaled_probs[dist.kept].sum())
     numbers = {"kept": kept, "vocab": V, "mass": mass, "top_p": top_p, "top_k": top_k}
-    cut = f"top-k {top_k}, then top-p {top_p:g}" if top_k else f"top-p {top_p:g}"
+    if top_k and top_p < 1:
+        rule = (
+            f"top-k keeps the {top_k} most likely, and top-p the fewest of those whose "
+            f"probabilities, renormalised over the {top_k}, add up to at least {top_p:g}"
+        )
+    elif top_k:
+        rule = f"top-k keeps the {top_k} most likely"
+    else:
+        rule = f"the fewest most likely ones whose probabilities add up to at least {top_p:g}"
     why = (
-        f"With {cut} at T = {temperature:g}, **{kept} of {V} tokens** can still be picked: the "
-        f"fewest most likely ones whose probabilities add up to at least {top_p:g} (they hold "
-        f"{mass:.3f} before renormalising)."
+        f"At T = {temperature:g}, **{kept} of {V} tokens** can still be picked: {rule} (the "
+        f"kept tokens hold {mass:.3f} of the probability before renormalising)."
     )
     small = kept <= NUCLEUS_SHARE * V
     if not small:
