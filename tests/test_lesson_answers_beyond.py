@@ -49,6 +49,15 @@ def _ngram_top_follower(subject, args, truth):
     return True
 
 
+def _context_occurrences(subject, args, truth):
+    context = args["context"][-args["k"] :]
+    train, _ = split_text(subject.bundle)
+    count = sum(train.startswith(context, i) for i in range(len(train) - len(context)))
+    assert abs(truth.value - count) <= 2  # an occurrence across a join of the split may be missing
+    assert (truth.value == 0) == (count == 0)
+    return True
+
+
 def _unseen_context_share(subject, args, truth):
     n = args["n"]
     train, val = split_text(subject.bundle)
@@ -138,6 +147,7 @@ def _patched_head_restores(subject, args, truth):
 
 CHECKS = {
     "ngram_top_follower": _ngram_top_follower,
+    "context_occurrences": _context_occurrences,
     "unseen_context_share": _unseen_context_share,
     "ngram_best_order": _ngram_best_order,
     "gpt_beats_counts": _gpt_beats_counts,
@@ -161,7 +171,7 @@ def test_every_kind_of_the_lesson_is_checked_here():
 
 def test_the_n_gram_stops_ask_about_the_context_the_page_shows():
     for _, stop in stops("6_beyond"):
-        if stop.answer == "ngram_top_follower":
+        if stop.answer in ("ngram_top_follower", "context_occurrences"):
             assert (stop.view["ng_context"], stop.view["ng_k"]) == (
                 stop.args["context"],
                 stop.args["k"],
@@ -211,7 +221,8 @@ def test_a_model_without_the_causal_mask_is_not_set_against_counting():
 def test_a_model_that_says_nothing_of_its_text_has_nothing_to_count():
     b = dataclasses.replace(bundle("shakespeare-char"), meta={})
     subject = subject_for(b, "x")
-    for kind in (beyond.ngram_best_order, beyond.unseen_context_share, beyond.gpt_beats_counts):
+    kinds = (beyond.ngram_best_order, beyond.unseen_context_share, beyond.gpt_beats_counts)
+    for kind in (*kinds, beyond.context_occurrences, beyond.ngram_top_follower):
         assert not kind(subject).holds, kind.__name__
 
 

@@ -177,6 +177,34 @@ def ngram_top_follower(subject: Subject, context: str = "my lord", k: int = 5) -
     return Truth("token", label, why, numbers=numbers)
 
 
+@answer_kind("number")
+def context_occurrences(subject: Subject, context: str = "my lord", k: int = 5) -> Truth:
+    """How many times the last `k` tokens of `context` occur, followed by a token, in the
+    training text: 0 leaves the count ratio undefined (0/0)."""
+    bundle = subject.bundle
+    models = token_models(bundle)
+    ids = bundle.tokenizer.encode(context)
+    if models is None or not ids:
+        return _no_text("number")
+    used = ids[-k:]
+    table = ng.count_table(models, used)
+    shown = md_escape(visible_token("".join(token_text(bundle.tokenizer, t) for t in used)))
+    numbers = {"total": table.total, "k": len(used)}
+    if table.defined:
+        why = (
+            f"{shown} occurs **{table.total:,} times** in the training text, so the "
+            f"{len(used) + 1}-gram model has a count ratio for every next token."
+        )
+    else:
+        why = (
+            f"{shown} occurs **0 times** in the training text: the count ratio is 0/0, so the "
+            f"{len(used) + 1}-gram model has nothing to say, although the context is ordinary "
+            "English. The GPT still gives a distribution, and Kneser-Ney backs off to shorter "
+            "contexts that did occur."
+        )
+    return Truth("number", table.total, why, unit="times", numbers=numbers)
+
+
 @answer_kind("choice")
 def gpt_beats_counts(subject: Subject) -> Truth:
     """Whether the GPT's validation loss beats the best Kneser-Ney model, per token."""
