@@ -89,7 +89,7 @@ if settings.temperature > 0 and settings.top_k > 0 and settings.top_p < 1:
         f"{cuts.top_p}."
     )
 
-h_nats = max(0.0, dist.entropy)  # never print -0.000
+h_nats = dist.entropy
 m1, m2, m3 = st.columns(3)
 m1.metric("Entropy (nats)", f"{h_nats:.3f}")
 m2.metric("Entropy (bits)", f"{nt.entropy_bits(h_nats):.3f}")

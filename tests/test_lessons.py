@@ -197,3 +197,5 @@ def test_the_print_sheet_is_offline_escaped_and_holds_each_figure():
     assert spec["layout"]["width"] > 0 and spec["layout"]["yaxis"]["automargin"] is True
     student = html_sheet(lesson, items, teacher=False, plotly_js="")
     assert "0.40" not in student and "Your prediction" in student
+    # predict first: on paper the figure, which may show the answer, comes after the blank
+    assert student.index("Your prediction") < student.index('class="fig"')

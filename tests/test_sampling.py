@@ -104,3 +104,11 @@ def test_greedy_generation_follows_the_argmax():
 def test_empty_prompt_is_refused():
     with pytest.raises(ValueError, match="at least one"):
         generate(tiny_model(), [], 3)
+
+
+def test_greedy_entropy_is_zero_not_minus_zero():
+    dist = next_token_distribution(LOGITS, SamplingSettings(temperature=0))
+    assert dist.entropy == 0.0 and f"{dist.entropy:.3f}" == "0.000"
+    spread = next_token_distribution(LOGITS, SamplingSettings())
+    p = spread.probs[spread.probs > 0]
+    assert spread.entropy == pytest.approx(float(-(p * p.log()).sum()))

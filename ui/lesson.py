@@ -281,9 +281,12 @@ def _shown_answer(t: Truth, answer: str | float) -> str:
 
 
 def _mask() -> None:
-    """Blur what could give the answer away, below and outside the panel, until it is answered."""
+    """Blur what could give the answer away, outside the panel (in the page and the sidebar's
+    model card), until it is answered. The sidebar's widgets stay usable."""
     selectors = ", ".join(
-        f'[data-testid="stMain"] [data-testid="{t}"]:not(.st-key-{PANEL_KEY} *)' for t in MASKED
+        f'[data-testid="{area}"] [data-testid="{t}"]:not(.st-key-{PANEL_KEY} *)'
+        for area in ("stMain", "stSidebarUserContent")  # the model card states losses
+        for t in MASKED
     )
     st.html(
         f"<style>{selectors} {{ filter: blur(9px); pointer-events: none; user-select: none; }}"

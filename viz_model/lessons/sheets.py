@@ -58,6 +58,8 @@ def _heading_facts(lesson: Lesson, teacher: bool) -> list[str]:
 
 def _answer_lines(item: SheetStop, teacher: bool) -> list[str]:
     if not teacher:
+        if not item.stop.hide:  # an observation: read off the page
+            return [f"Your answer: {BLANK}", ""]
         return [f"Your prediction: {BLANK}", "", f"What the app shows: {BLANK}", ""]
     t = item.truth
     if t is None:
@@ -125,22 +127,30 @@ def _figures(items: list[SheetStop]) -> int:
 
 
 def _html_stop(n: int, item: SheetStop, teacher: bool) -> str:
+    """One stop. On the student's sheet a predict-then-reveal stop (hide = true) asks for the
+    prediction before the figure, which may show the answer, as the app blurs it until then."""
     parts = [
         f'<section class="stop"><h2>{n}. {_esc(item.stop.title or item.page)}</h2>',
         f'<p class="where">Page: {_esc(item.page)} · in the app: {_esc(item.link)}</p>',
         f"<p>{_inline(item.stop.instruction)}</p>",
         f'<p class="question">{_inline(item.stop.question)}</p>',
     ]
-    if item.figure is not None:
-        parts.append(_html_figure(item.figure, f"The figure of stop {n}: {item.page}"))
+    figure = (
+        _html_figure(item.figure, f"The figure of stop {n}: {item.page}")
+        if item.figure is not None
+        else ""
+    )
     if teacher:
-        lines = _answer_lines(item, teacher=True)
-        parts.append('<div class="answer">')
-        parts += [f"<p>{_inline(line)}</p>" for line in lines if line]
+        parts.append(figure + '<div class="answer">')
+        parts += [f"<p>{_inline(line)}</p>" for line in _answer_lines(item, True) if line]
         parts.append("</div>")
-    else:
+    elif item.stop.hide:
         parts.append(f'<p class="blank">Your prediction: {BLANK}</p>')
+        if figure:
+            parts.append('<p class="where">Then check it against the figure:</p>' + figure)
         parts.append(f'<p class="blank">What the app shows: {BLANK}</p>')
+    else:
+        parts.append(figure + f'<p class="blank">Your answer: {BLANK}</p>')
     return "".join(parts) + "</section>"
 
 

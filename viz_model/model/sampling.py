@@ -45,9 +45,10 @@ class Distribution:
 
     @property
     def entropy(self) -> float:
-        """Entropy in nats of the final distribution: -sum p log p."""
+        """Entropy in nats of the final distribution: -sum p log p, never below 0 (one token at
+        probability 1 sums to -0.0, which would print as "-0.000")."""
         p = self.probs[self.probs > 0]
-        return float(-(p * p.log()).sum())
+        return max(0.0, float(-(p * p.log()).sum()))
 
 
 def next_token_distribution(
