@@ -24,19 +24,7 @@ final_id, chosen_step = models.split_step(ctx.bundle_id)  # the sidebar's step, 
 def measured(final_id: str) -> dyn.Dynamics | None:
     """Role scores and losses on the probe at every saved step, once per bundle (None: no
     snapshots). Snapshots are read straight from disk so they do not crowd the model cache."""
-    b = cache.bundle(final_id)
-    final = tr.final_step(b.history, b.meta)
-    steps = tr.training_steps(b.snapshot_steps(), final)
-    if not steps:
-        return None
-    k = dyn.probe(b.tokenizer, b.meta, b.config.n_ctx, n=1).shape[1] // 2
-    probe = dyn.probe(b.tokenizer, b.meta, b.config.n_ctx, n=dyn.copy_probes(k))
-    return dyn.dynamics(
-        steps,
-        lambda s: b.model if s == final else b.load_snapshot(s),
-        probe,
-        dyn.chance_accuracy(b.tokenizer),
-    )
+    return dyn.bundle_dynamics(cache.bundle(final_id))
 
 
 st.markdown(

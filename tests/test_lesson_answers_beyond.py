@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.test_lesson_answers_output import bundle, measured, snapshot, stops
+from tests.lesson_util import bundle, measured, snapshot, stops
 from ui import interventions as ui_interventions
 from viz_model.analysis import interventions as iv
 from viz_model.analysis import ngrams as ng

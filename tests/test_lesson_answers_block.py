@@ -5,47 +5,30 @@ each kind's holds=False path on a model where the lesson's observation does not 
 
 from __future__ import annotations
 
-from functools import cache
+from functools import partial
 
 import torch
 
-from serving import models
-from ui import lesson as ui_lesson
+from tests.lesson_util import answer_on, bundle
+from tests.lesson_util import at_stop as at_stop_of
+from tests.lesson_util import lesson as lesson_of
+from tests.lesson_util import subject as subject_of
 from viz_model.analysis.tokens import token_text
 from viz_model.bundles.checkpoint import Bundle
-from viz_model.bundles.load import load_bundle
-from viz_model.lessons.kinds import Subject, subject_for
-from viz_model.lessons.lesson_file import Lesson, Stop, read_lesson
+from viz_model.lessons.kinds import subject_for
 from viz_model.lessons.registry import ANSWERS
 from viz_model.lessons.truth import Truth
 
 LESSON = "3_block"
 
 
-@cache
-def lesson() -> Lesson:
-    return read_lesson(ui_lesson.LESSONS_DIR / f"{LESSON}.toml", ui_lesson.catalogue())
-
-
-@cache
-def bundle(name: str) -> Bundle:
-    return load_bundle(models.discover()[name])
-
-
-def subject(stop: Stop) -> Subject:
-    return subject_for(bundle(stop.model), ui_lesson.prompt_of(lesson(), stop))
-
-
-def at_stop(n: int, kind: str) -> tuple[Stop, Subject, Truth]:
-    """Stop n (1-based), checked to ask `kind`, its subject and the model's answer."""
-    stop = lesson().stops[n - 1]
-    assert stop.answer == kind
-    s = subject(stop)
-    return stop, s, ANSWERS[kind](s, stop.args)
+lesson = partial(lesson_of, LESSON)
+subject = partial(subject_of, LESSON)
+at_stop = partial(at_stop_of, LESSON)
 
 
 def other(name: str, kind: str, **args) -> Truth:
-    return ANSWERS[kind](subject_for(bundle(name), lesson().stops[0].prompt), args)
+    return answer_on(name, lesson().stops[0].prompt, kind, **args)
 
 
 def record(b: Bundle, ids, names: list[str]) -> dict[str, torch.Tensor]:

@@ -5,53 +5,16 @@ hold (a model without the causal mask, random weights, a near-certain prediction
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from functools import lru_cache
 
 import numpy as np
 import pytest
 import torch
 
-from serving import models
-from ui import lesson as ui_lesson
+from tests.lesson_util import bundle, measured, snapshot, stops
 from viz_model.analysis.tokens import token_text
-from viz_model.bundles.checkpoint import Bundle
-from viz_model.bundles.load import load_bundle
 from viz_model.lessons import answers_output as out
-from viz_model.lessons.kinds import Subject, subject_for
-from viz_model.lessons.lesson_file import Lesson, Stop, load_lessons
-from viz_model.lessons.registry import ANSWERS
-from viz_model.lessons.truth import Truth
-
-# ---- shared by the three lesson test files ------------------------------------------------------
-
-
-@lru_cache(maxsize=16)
-def bundle(name: str) -> Bundle:
-    return load_bundle(models.discover()[name])
-
-
-def snapshot(name: str, step: int) -> Bundle:
-    """A bundle with the weights saved at `step`, as the training-step scrubber opens it."""
-    final = bundle(name)
-    return dataclasses.replace(final, model=final.load_snapshot(step))
-
-
-def lesson(lesson_id: str) -> Lesson:
-    found, errors = load_lessons(ui_lesson.LESSONS_DIR, ui_lesson.catalogue())
-    assert not [e for e in errors if e.path.stem == lesson_id]
-    return next(x for x in found if x.id == lesson_id)
-
-
-def stops(lesson_id: str) -> list[tuple[int, Stop]]:
-    return list(enumerate(lesson(lesson_id).stops, 1))
-
-
-def measured(lesson_id: str, stop: Stop) -> tuple[Subject, Truth]:
-    """The subject the lesson panel measures on (the stop's model and prompt) and its answer."""
-    subject = subject_for(bundle(stop.model), ui_lesson.prompt_of(lesson(lesson_id), stop))
-    return subject, ANSWERS[stop.answer](subject, stop.args)
+from viz_model.lessons.kinds import subject_for
 
 
 def logits_of(model, ids: list[int]) -> torch.Tensor:

@@ -16,7 +16,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tests.test_lesson_answers_output import bundle, measured, prefix_surprisals, stops
+from tests.lesson_util import bundle, measured, stops
+from tests.test_lesson_answers_output import prefix_surprisals
 from viz_model.analysis import dynamics as dyn
 from viz_model.analysis.tokens import token_text
 from viz_model.bundles.checkpoint import load_snapshot

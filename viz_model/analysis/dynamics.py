@@ -33,6 +33,8 @@ from viz_model.analysis.attention import (
     repeated_random_tokens,
 )
 from viz_model.analysis.claims import Claim
+from viz_model.analysis.training import final_step, training_steps
+from viz_model.bundles.checkpoint import Bundle
 from viz_model.model.gpt import GPT
 from viz_model.text.tokenization import Tokenizer
 
@@ -207,6 +209,24 @@ class Dynamics:
         """'L0 H0', 'L0 H1', ... in (layer, head) order, as the Attention page names heads."""
         _, L, H = self.offset_k.shape
         return [f"L{layer} H{head}" for layer in range(L) for head in range(H)]
+
+
+def bundle_dynamics(bundle: Bundle, n_roles: int = N_PROBES) -> Dynamics | None:
+    """`dynamics` of a bundle at every step it saved, on the probe the Training dynamics page
+    uses (None: no snapshots). Snapshots are read from disk, one at a time."""
+    final = final_step(bundle.history, bundle.meta)
+    steps = training_steps(bundle.snapshot_steps(), final)
+    if not steps:
+        return None
+    tok, meta, n_ctx = bundle.tokenizer, bundle.meta, bundle.config.n_ctx
+    k = probe(tok, meta, n_ctx, n=1).shape[1] // 2
+    return dynamics(
+        steps,
+        lambda s: bundle.model if s == final else bundle.load_snapshot(s),
+        probe(tok, meta, n_ctx, n=copy_probes(k)),
+        chance_accuracy(tok),
+        n_roles,
+    )
 
 
 def dynamics(

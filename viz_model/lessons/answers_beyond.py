@@ -147,17 +147,26 @@ def unseen_context_share(subject: Subject, n: int = 8) -> Truth:
     )
 
 
-@answer_kind("token")
-def ngram_top_follower(subject: Subject, context: str = "my lord", k: int = 5) -> Truth:
-    """The token that most often followed the last `k` tokens of `context` in the training text."""
+def _context_counts(subject: Subject, context: str, k: int):
+    """(bundle, the last k tokens of context, their count table, them as shown), or None when
+    the model has no training text to count or the context makes no tokens."""
     bundle = subject.bundle
     models = token_models(bundle)
     ids = bundle.tokenizer.encode(context)
     if models is None or not ids:
-        return _no_text("token")
+        return None
     used = ids[-k:]
-    table = ng.count_table(models, used)
     shown = md_escape(visible_token("".join(token_text(bundle.tokenizer, t) for t in used)))
+    return bundle, used, ng.count_table(models, used), shown
+
+
+@answer_kind("token")
+def ngram_top_follower(subject: Subject, context: str = "my lord", k: int = 5) -> Truth:
+    """The token that most often followed the last `k` tokens of `context` in the training text."""
+    counted = _context_counts(subject, context, k)
+    if counted is None:
+        return _no_text("token")
+    bundle, used, table, shown = counted
     numbers = {"total": table.total, "k": len(used)}
     if not table.defined:
         why = (
@@ -181,14 +190,10 @@ def ngram_top_follower(subject: Subject, context: str = "my lord", k: int = 5) -
 def context_occurrences(subject: Subject, context: str = "my lord", k: int = 5) -> Truth:
     """How many times the last `k` tokens of `context` occur, followed by a token, in the
     training text: 0 leaves the count ratio undefined (0/0)."""
-    bundle = subject.bundle
-    models = token_models(bundle)
-    ids = bundle.tokenizer.encode(context)
-    if models is None or not ids:
+    counted = _context_counts(subject, context, k)
+    if counted is None:
         return _no_text("number")
-    used = ids[-k:]
-    table = ng.count_table(models, used)
-    shown = md_escape(visible_token("".join(token_text(bundle.tokenizer, t) for t in used)))
+    bundle, used, table, shown = counted
     numbers = {"total": table.total, "k": len(used)}
     if table.defined:
         why = (

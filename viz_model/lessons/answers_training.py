@@ -360,20 +360,7 @@ def _dynamics(bundle: Bundle) -> dyn.Dynamics | None:
 def _dynamics_at(path: str, mtime: int) -> dyn.Dynamics | None:
     """Head-role scores are measured on one sequence only: the copying and phase claims read only
     the losses and the accuracies, measured on every sequence as on the page."""
-    bundle = load_bundle(path)
-    final = tr.final_step(bundle.history, bundle.meta)
-    steps = tr.training_steps(bundle.snapshot_steps(), final)
-    if not steps:
-        return None
-    k = dyn.probe(bundle.tokenizer, bundle.meta, bundle.config.n_ctx, n=1).shape[1] // 2
-    probe = dyn.probe(bundle.tokenizer, bundle.meta, bundle.config.n_ctx, n=dyn.copy_probes(k))
-    return dyn.dynamics(
-        steps,
-        lambda s: bundle.model if s == final else bundle.load_snapshot(s),
-        probe,
-        dyn.chance_accuracy(bundle.tokenizer),
-        n_roles=1,
-    )
+    return dyn.bundle_dynamics(load_bundle(path), n_roles=1)
 
 
 @answer_kind("choice")
