@@ -38,6 +38,31 @@ def fit_name(r: FitReport) -> str:
     return f"fit: b = {r.b:.3f} (95%: {r.b_low:.3f} to {r.b_high:.3f})"
 
 
+# Losses labelled on the log axis (those in the plotted range show), each at the full font.
+LOSS_TICKS = (0.5, 0.6, 0.8, 1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0)
+
+SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def decade_ticks(values: Sequence[float]) -> dict:
+    """A label at each power of ten the values span, written 10⁶ in the full font: plotly's own
+    log labels write the exponent (and the 2s and 5s between decades) smaller, under the 12 px
+    floor (charts.common.TICK_FONT).
+
+    >>> decade_ticks([2e5, 3e7])["ticktext"]
+    ['10⁵', '10⁶', '10⁷', '10⁸']
+    """
+    positive = [v for v in values if v > 0]
+    if not positive:
+        return {}
+    lo, hi = int(np.floor(np.log10(min(positive)))), int(np.ceil(np.log10(max(positive))))
+    powers = range(lo, max(hi, lo + 1) + 1)
+    return dict(
+        tickvals=[10.0**k for k in powers],
+        ticktext=[f"10{str(k).translate(SUPERSCRIPT)}" for k in powers],
+    )
+
+
 def scaling_figure(
     points: Sequence[ScalingPoint],
     fit: FitReport | None,
@@ -49,6 +74,7 @@ def scaling_figure(
     """Each source's points; on compute, the curves and their frontier; the fit as a solid line
     from its smallest to its largest x (no extrapolation)."""
     traces = []
+    xs_of = [_x(p, axis) for p in points] + [p.compute for p in (*curve, *frontier)]
     if axis == "compute" and curve:
         traces.append(
             go.Scatter(
@@ -104,8 +130,13 @@ def scaling_figure(
         layout=house_layout(
             title,
             HEIGHT + 40,
-            xaxis=dict(title=AXES[axis], type="log", exponentformat="power"),
-            yaxis=dict(title="validation loss (nats per character)", type="log", tickformat=".1f"),
+            xaxis=dict(title=AXES[axis], type="log", **decade_ticks(xs_of)),
+            yaxis=dict(
+                title="validation loss (nats per character)",
+                type="log",
+                tickvals=LOSS_TICKS,
+                tickformat=".1f",
+            ),
             legend=dict(orientation="h", y=-0.25),
         ),
     )
