@@ -19,6 +19,7 @@ Not here: the frame that calls `sidebar_state()` and `apply()` (ui/frame.py); ch
 from __future__ import annotations
 
 import numbers
+import re
 from typing import Any
 
 import plotly.graph_objects as go
@@ -32,6 +33,9 @@ FLOOR = 12  # px: every chart's text at 1024x768 (DESIGN.md section 6)
 PRESENTER_FLOOR = 16  # px: every chart's text in presenter mode
 SCALE = 1.3  # presenter mode: fonts above the floor grow by this much too, so sizes stay ranked
 DEFAULT_FONT_PX = 13  # what plotly draws where a figure sets no size (its hover labels' default)
+# What Streamlit's chart theme draws where a figure sets no size (seen in Chromium, 1.67).
+THEME_PX = {"tick": 12, "title": 14, "legend": 14}
+AXIS = re.compile(r"^[xy]axis\d*$")
 HEIGHT_SCALE = 1.2  # presenter mode: a chart's height grows a little with its larger text
 
 # Large prose, the full width of the screen, and columns holding a chart stacked one under
@@ -89,20 +93,53 @@ def plot(fig: go.Figure, *, container: Any = st, **kwargs: Any) -> Any:
 def presenter_figure(fig: go.Figure) -> go.Figure:
     """A copy of `fig` with every font at PRESENTER_FLOOR px or more. The figure passed in (often
     a cached FrozenFigure shared by every session) is never changed: the dicts on the way to
-    each font are copied, and the data arrays are shared, not copied."""
+    each font are copied, and the data arrays are shared, not copied.
+
+    Fonts a figure leaves unset are set too: Streamlit's chart theme draws those at its own
+    sizes (THEME_PX), which no layout-wide font reaches."""
     spec = fig.to_dict()
     layout = scaled_fonts(spec.get("layout") or {})
     layout["font"] = {**layout.get("font", {}), "size": _bigger(_size_of(layout.get("font")))}
-    hoverlabel = layout.get("hoverlabel") or {}
-    hover_font = hoverlabel.get("font") or {}
-    layout["hoverlabel"] = {
-        **hoverlabel,
-        "font": {**hover_font, "size": _bigger(hover_font.get("size"))},
-    }
+    for name in {"xaxis", "yaxis", *(k for k in layout if AXIS.match(k))}:
+        layout[name] = _themed_axis(layout.get(name) or {})
+    layout = _titled(layout)  # the chart's title
+    layout["legend"] = _titled(_with_font(layout.get("legend") or {}, "font", THEME_PX["legend"]))
+    layout["hoverlabel"] = _with_font(layout.get("hoverlabel") or {}, "font", DEFAULT_FONT_PX)
+    for name in [k for k in layout if k.startswith("coloraxis")]:
+        layout[name] = _with_colorbar(layout[name])
     if isinstance(layout.get("height"), numbers.Real):
         layout["height"] = int(layout["height"] * HEIGHT_SCALE)
-    data = [_scaled_trace(trace) for trace in spec.get("data") or []]
+    data = [_with_colorbar(_scaled_trace(trace)) for trace in spec.get("data") or []]
     return frozen({**spec, "data": data, "layout": layout})
+
+
+def _with_font(node: dict, key: str, theme_px: int) -> dict:
+    """`node` with its font `key` sized as `_bigger` says (from theme_px when it has no size)."""
+    font = node.get(key) or {}
+    size = font.get("size") if isinstance(font, dict) else None
+    return {**node, key: {**font, "size": _bigger(size if size is not None else theme_px)}}
+
+
+def _titled(node: dict) -> dict:
+    """`node` (an axis, a legend, a colour bar) with its title's font set, if it has a title."""
+    title = node.get("title")
+    if isinstance(title, str):  # figures built as plain dicts may carry a bare string
+        title = {"text": title}
+    if not isinstance(title, dict):
+        return node
+    return {**node, "title": _with_font(title, "font", THEME_PX["title"])}
+
+
+def _themed_axis(axis: dict) -> dict:
+    return _titled(_with_font(axis, "tickfont", THEME_PX["tick"]))
+
+
+def _with_colorbar(node: dict) -> dict:
+    """A trace or colour axis whose colour bar (drawn whenever it has a colour scale) is set."""
+    if "colorbar" not in node and "colorscale" not in node and node.get("type") != "heatmap":
+        return node
+    bar = _titled(_with_font(node.get("colorbar") or {}, "tickfont", THEME_PX["tick"]))
+    return {**node, "colorbar": bar}
 
 
 def _bigger(size: Any) -> Any:
@@ -128,6 +165,8 @@ def scaled_fonts(node: dict) -> dict:
     branches holding no font (data arrays, numbers) are shared with the original."""
     out = dict(node)
     for key, value in node.items():
+        if key == "template":  # plotly's defaults for every trace type: nothing drawn as is
+            continue
         if _is_font_key(key) and isinstance(value, dict):
             out[key] = {**value, "size": _bigger(value.get("size"))}
         elif key == "uniformtext" and isinstance(value, dict) and "minsize" in value:
