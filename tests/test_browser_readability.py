@@ -18,6 +18,7 @@ from urllib.parse import urlencode
 
 import pytest
 
+from serving import jobs
 from serving.models import ENV_VAR
 from tests.test_browser import (  # noqa: F401 (browser is a fixture)
     DONE,
@@ -111,8 +112,11 @@ def smallest(p) -> float | None:
 
 @pytest.fixture(scope="module")
 def server(models_dir, tmp_path_factory):
+    """One server, with the test model and an empty runs folder of its own (the Training test
+    starts a run there); Home opened once, as a teacher does before sharing a deep link."""
+    runs = tmp_path_factory.mktemp("runs")
     port = free_port()
-    env = {**os.environ, ENV_VAR: str(models_dir)}
+    env = {**os.environ, ENV_VAR: str(models_dir), jobs.RUNS_ENV: str(runs), "VIZ_JOB_THREADS": "1"}
     proc = start_server(port, env, tmp_path_factory.mktemp("server") / "streamlit.log")
     base = f"http://127.0.0.1:{port}"
     try:
@@ -121,6 +125,21 @@ def server(models_dir, tmp_path_factory):
         yield base
     finally:
         stop_server(proc)
+        _stop_runs(runs)
+
+
+def _stop_runs(runs) -> None:
+    old = os.environ.get(jobs.RUNS_ENV)
+    os.environ[jobs.RUNS_ENV] = str(runs)
+    try:
+        for view in jobs.list_runs():
+            if view.live:
+                jobs.stop(view.name, auth=jobs.Auth())
+    finally:
+        if old is None:
+            os.environ.pop(jobs.RUNS_ENV, None)
+        else:
+            os.environ[jobs.RUNS_ENV] = old
 
 
 @pytest.fixture(scope="module")
@@ -149,9 +168,27 @@ def test_every_chart_is_readable_in_presenter_mode(server, projector):
     check_every_view(projector, server, PRESENTER_FLOOR, {"present": "1"})
 
 
-@pytest.mark.parametrize("extra", [{}, {"present": "1"}], ids=["normal", "presenter"])
-def test_prompt_box_and_model_picker_need_no_scrolling(server, projector, extra):
-    open_view(projector, server, "Attention", extra)
+def test_prompt_box_and_model_picker_need_no_scrolling(server, projector):
+    open_view(projector, server, "Attention", {})
     for name, bottom in projector.evaluate(SIDEBAR_JS):
         assert bottom is not None, f"no {name} in the sidebar"
         assert bottom <= PROJECTOR["height"], f"the {name} ends at {bottom:g} px, below the screen"
+
+
+def test_presenter_mode_starts_with_the_sidebar_folded_away(server, projector):
+    open_view(projector, server, "Attention", {"present": "1"})
+    side = projector.locator("[data-testid=stSidebar]")
+    assert side.get_attribute("aria-expanded") == "false"
+    assert "present=1" in projector.url  # the URL keeps it, for the next page and a shared link
+
+
+def test_start_on_training_brings_the_live_panel_into_view(server, projector):
+    open_view(projector, server, "Training", {})
+    projector.locator(".st-key-t_start button").click()
+    projector.wait_for_selector("[data-testid='stProgress']", timeout=TIMEOUT_MS)
+    projector.wait_for_function(
+        """() => { const h = document.getElementById('runs');
+                   const top = h && h.getBoundingClientRect().top;
+                   return top !== null && top >= 0 && top < window.innerHeight / 2; }""",
+        timeout=TIMEOUT_MS,
+    )
