@@ -40,7 +40,7 @@ PRESENTER_FLOOR = 16  # px, with ?present=1
 PROMPT_43 = "KING:\nWhat is the matter with you, my lord?"
 PROMPT_128 = (
     "ROMEO:\nBut soft, what light through yonder window breaks? It is the east, "
-    "and Juliet is the sun. Arise, fair sun, and kill th"
+    "and Juliet is the sun. Arise, fair sun, and kill the e"
 )
 LONG_PROMPT_PAGES = ("Attention", "Residual_stream")
 
@@ -178,7 +178,8 @@ def test_prompt_box_and_model_picker_need_no_scrolling(server, projector):
 def test_presenter_mode_starts_with_the_sidebar_folded_away(server, projector):
     open_view(projector, server, "Attention", {"present": "1"})
     side = projector.locator("[data-testid=stSidebar]")
-    assert side.get_attribute("aria-expanded") == "false"
+    assert side.get_attribute("data-collapsed") == "true"
+    assert side.bounding_box()["x"] + side.bounding_box()["width"] <= 0  # off the screen
     assert "present=1" in projector.url  # the URL keeps it, for the next page and a shared link
 
 
