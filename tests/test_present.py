@@ -137,3 +137,12 @@ def test_decade_ticks_write_powers_of_ten_in_full_size_digits():
     assert ticks["tickvals"] == [1e4, 1e5, 1e6, 1e7]
     assert ticks["ticktext"] == ["10⁴", "10⁵", "10⁶", "10⁷"]
     assert decade_ticks([]) == {}
+
+
+def test_loss_ticks_label_a_narrow_range_several_times():
+    from ui.charts.scaling import loss_ticks
+
+    ticks = loss_ticks([1.42, 1.55, 1.9])
+    inside = [t for t in ticks if 1.42 <= t <= 1.9]
+    assert len(inside) >= 3 and ticks == sorted(ticks)
+    assert loss_ticks([]) == []

@@ -36,7 +36,7 @@ DEFAULT_FONT_PX = 13  # what plotly draws where a figure sets no size (its hover
 # What Streamlit's chart theme draws where a figure sets no size (seen in Chromium, 1.67).
 THEME_PX = {"tick": 12, "title": 14, "legend": 14}
 AXIS = re.compile(r"^[xy]axis\d*$")
-HEIGHT_SCALE = 1.2  # presenter mode: a chart's height grows a little with its larger text
+HEIGHT_SCALE = SCALE  # presenter mode: a chart grows as its text does, so rows of labels still fit
 
 # Large prose, the full width of the screen, and columns holding a chart stacked one under
 # another (the `:has` selector: only a row with a chart in it, so rows of controls stay rows).

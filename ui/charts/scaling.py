@@ -38,8 +38,26 @@ def fit_name(r: FitReport) -> str:
     return f"fit: b = {r.b:.3f} (95%: {r.b_low:.3f} to {r.b_high:.3f})"
 
 
-# Losses labelled on the log axis (those in the plotted range show), each at the full font.
-LOSS_TICKS = (0.5, 0.6, 0.8, 1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0)
+LOSS_STEPS = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0)  # spacings of the loss axis's labels, finest first
+
+
+def loss_ticks(values: Sequence[float], most: int = 7) -> list[float]:
+    """Round losses to label the log loss axis with, in the full font (plotly's own log labels
+    between powers of ten are smaller than the 12 px floor): the finest spacing that gives at
+    most `most` labels over the values' range, one step beyond it each way.
+
+    >>> loss_ticks([1.42, 1.9])
+    [1.3, 1.4, 1.5, 1.6, 1.7, 1.8, 1.9, 2.0]
+    """
+    finite = [v for v in values if np.isfinite(v) and v > 0]
+    if not finite:
+        return []
+    lo, hi = min(finite), max(finite)
+    step = next((s for s in LOSS_STEPS if (hi - lo) / s <= most), LOSS_STEPS[-1])
+    first, last = (np.floor(lo / step) - 1) * step, (np.ceil(hi / step) + 1) * step
+    ticks = np.arange(first, last + step / 2, step)
+    return [round(float(t), 2) for t in ticks if t > 0]
+
 
 SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
@@ -75,6 +93,7 @@ def scaling_figure(
     from its smallest to its largest x (no extrapolation)."""
     traces = []
     xs_of = [_x(p, axis) for p in points] + [p.compute for p in (*curve, *frontier)]
+    ys_of = [p.val_loss for p in points] + [p.val_loss for p in (*curve, *frontier)]
     if axis == "compute" and curve:
         traces.append(
             go.Scatter(
@@ -134,7 +153,7 @@ def scaling_figure(
             yaxis=dict(
                 title="validation loss (nats per character)",
                 type="log",
-                tickvals=LOSS_TICKS,
+                tickvals=loss_ticks(ys_of),
                 tickformat=".1f",
             ),
             legend=dict(orientation="h", y=-0.25),
