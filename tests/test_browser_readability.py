@@ -61,8 +61,8 @@ STATE_JS = """() => {
   return [charts.length, charts.filter(c => c.querySelector('.main-svg text')).length,
           !!document.querySelector("[data-testid='stApp'][data-test-script-state='notRunning']")];
 }"""
-SETTLED_POLLS = 3  # the same finished state this many polls in a row (POLL_MS apart): settled
-POLL_MS = 400
+SETTLED_POLLS = 2  # the same finished state this many polls in a row (POLL_MS apart): settled
+POLL_MS = 300
 # [label, bottom edge in px] of the sidebar's prompt box and model picker.
 SIDEBAR_JS = """() => {
   const side = document.querySelector('[data-testid=stSidebarContent]');
