@@ -4,7 +4,7 @@ start. app.py serves it at / (the app's default page)."""
 import streamlit as st
 
 import ui
-from ui import cache, nav, parts
+from ui import cache, nav, parts, present
 from ui.charts.architecture import architecture_figure, param_counts_figure, param_rows
 
 ctx = ui.context()
@@ -44,7 +44,7 @@ st.markdown(
 )
 # Both figures depend on the model only: built once per model, not on every visit (15 ms a view).
 architecture = cache.figure(architecture_figure, cfg)
-st.plotly_chart(architecture, width="stretch", config={"displayModeBar": False})
+present.plot(architecture, width="stretch", config={"displayModeBar": False})
 
 left, right = st.columns([3, 2], gap="large")
 with left:
@@ -60,7 +60,7 @@ with left:
         "dimension, so it barely counts."
     )
     shares = cache.figure(param_counts_figure, counts)
-    st.plotly_chart(shares, width="stretch", config={"displayModeBar": False})
+    present.plot(shares, width="stretch", config={"displayModeBar": False})
     with parts.numbers_behind_it():
         lines = [f"| {name} | {n:,} | {share:.1%} |" for name, n, share in rows]
         st.markdown(

@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import ui
-from ui import cache, parts, state
+from ui import cache, parts, present, state
 from ui.charts.common import show_whitespace
 from ui.charts.tokens import token_chips_html, vocab_curve_chart
 from viz_model.analysis import tokens as tk
@@ -165,7 +165,7 @@ st.caption(
 
 curve = vocab_curve()
 sizes, counts = [v for v, _ in curve], [n for _, n in curve]
-st.plotly_chart(
+present.plot(
     vocab_curve_figure(vocab if vocab in sizes else None),
     width="stretch",
     config={"displayModeBar": False},

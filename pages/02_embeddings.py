@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import ui
-from ui import cache, parts, state
+from ui import cache, parts, present, state
 from ui.charts.common import show_whitespace
 from ui.charts.embeddings import pca_scatter, position_heatmap, similarity_heatmap, swap_chart
 from ui.charts.tokens import token_chips_html
@@ -168,7 +168,7 @@ result = token_pca(ctx.bundle_id)
 near = neighbours(ctx.bundle_id, token)
 left, right = st.columns([3, 2], gap="large")
 with left:
-    st.plotly_chart(token_figure(ctx.bundle_id, token), width="stretch")
+    present.plot(token_figure(ctx.bundle_id, token), width="stretch")
 with right:
     st.markdown(f"**The {N_NEIGHBOURS} nearest tokens to `{show_whitespace(labels[token])}`**")
     st.dataframe(
@@ -230,10 +230,10 @@ with left:
         st.info(emb.no_positions_note(cfg.causal).text)
     else:
         for k, fig in enumerate(learned_figs):  # keyed: a sinusoidal model's equal the formula's
-            st.plotly_chart(fig, width="stretch", key=f"emb_model_pos_{k}")
+            present.plot(fig, width="stretch", key=f"emb_model_pos_{k}")
 with right:
     for k, fig in enumerate(sinus_figs):
-        st.plotly_chart(fig, width="stretch", key=f"emb_formula_pos_{k}")
+        present.plot(fig, width="stretch", key=f"emb_formula_pos_{k}")
 st.caption(
     "Read a similarity matrix along its diagonal: 1 on it (every position equals itself), and a "
     "bright band beside it when nearby positions have similar vectors. Learned positions only "
@@ -314,7 +314,7 @@ st.markdown(
 )
 swap_figs = swap_figures(ctx.bundle_id, tuple(ctx.ids), i, j)
 for k, (column, fig) in enumerate(zip(st.columns(2, gap="large"), swap_figs, strict=False)):
-    column.plotly_chart(fig, width="stretch", key=f"emb_swap_{k}")
+    present.plot(fig, width="stretch", key=f"emb_swap_{k}", container=column)
 
 # ---- the numbers --------------------------------------------------------------------------------
 

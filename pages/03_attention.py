@@ -10,10 +10,11 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import ui
-from ui import cache, parts, state
+from ui import cache, parts, present, state
 from ui.charts.attention import (
     attention_lines,
     highlight_head,
+    lines_window,
     outline_query,
     pattern_grid,
     pattern_heatmap,
@@ -82,9 +83,24 @@ def head_heatmap(
 def head_lines(
     bundle_id: str, ids: tuple[int, ...], labels: tuple[str, ...], layer: int, head: int, query: int
 ) -> go.Figure:
+    """The lines of a window of at most LINES_MAX_T tokens ending at the query (lines_window)."""
     run = run_attention(bundle_id, ids)
+    first, end = lines_window(len(ids), query)
+    pattern = run.pattern[layer, head, first:end, first:end]
     return frozen(
-        attention_lines(run.pattern[layer, head], list(labels), query=query, causal=run.causal)
+        attention_lines(pattern, list(labels[first:end]), query=query - first, causal=run.causal)
+    )
+
+
+def _window_note(T: int, query: int) -> str:
+    """What the lines chart leaves out when the prompt is longer than it can draw readably."""
+    first, end = lines_window(T, query)
+    if end - first == T:
+        return ""
+    return (
+        f" {T} tokens of lines would be a tangle nobody can read: this shows positions {first} "
+        f"to {end - 1} ({end - first} tokens, ending at the chosen query where it can) and the "
+        "lines between them. Pick another query to move the window."
     )
 
 
@@ -234,14 +250,15 @@ with left:
             )
             + "The red outline is the query token chosen above."
         )
-    st.plotly_chart(outline_query(fig, query), key="attn_heatmap")
+    present.plot(outline_query(fig, query), key="attn_heatmap")
 with right:
     st.subheader("Who looks at whom")
     st.caption(
         "A line from each token (left) to each token it attends to (right); thicker and darker "
         "means more weight. The chosen query's lines are red. Weights under 0.02 are not drawn."
+        + _window_note(T, query)
     )
-    st.plotly_chart(head_lines(ctx.bundle_id, ids, label_key, layer, head, query), key="attn_lines")
+    present.plot(head_lines(ctx.bundle_id, ids, label_key, layer, head, query), key="attn_lines")
 
 # ---- the arithmetic of one row ------------------------------------------------------------------
 
@@ -324,7 +341,7 @@ with arithmetic:
             index=labels,
         )
         _table(steps)
-        st.plotly_chart(
+        present.plot(
             query_bars(ctx.bundle_id, ids, label_key, layer, head, query), key="attn_query_weights"
         )
 
@@ -393,7 +410,7 @@ st.caption(
     f"drawn like the big one above (queries down, keys across{', grey = masked' if cfg.causal else ''}). The chosen head is "
     "titled in red. Hover to read a cell."
 )
-st.plotly_chart(
+present.plot(
     all_heads_chosen(ctx.bundle_id, ids, label_key, (first, len(shown_layers)), layer, head),
     key="attn_grid",
 )

@@ -6,13 +6,13 @@ import numpy as np
 import streamlit as st
 
 import ui
-from ui import cache, parts, state
+from ui import cache, parts, present, state
 from ui.charts import residual as charts
 from ui.charts.common import plotly_text, show_whitespace
 from viz_model.analysis import residual as rs
 
-LENS_MAX_T = 40  # positions shown at once in the lens grid, one character a cell
-LENS_MAX_T_PIECES = 20  # ... when a token is often longer (BPE, words): cells need room to read
+LENS_MAX_T = 24  # positions shown at once in the lens grid: one 12 px character a cell
+LENS_MAX_T_PIECES = 12  # ... when a token is often longer (BPE, words): cells need room to read
 
 ctx = ui.context()
 cfg, tok = ctx.config, ctx.tokenizer
@@ -103,7 +103,7 @@ st.markdown(
         + rs.spread_claim(report.norms).text
     )
 )
-st.plotly_chart(
+present.plot(
     cache.figure(
         charts.resid_norm_heatmap, report.norms, stations, ctx.labels, "Norm of the residual stream"
     )
@@ -145,7 +145,7 @@ if len(ctx.ids) > window:
     )
 cols = slice(first, first + window)
 next_pieces = [ctx.pieces[t + 1] if t + 1 < T else None for t in range(T)]
-st.plotly_chart(
+present.plot(
     cache.figure(
         charts.logit_lens_grid,
         lens.top_probs[:, cols],
@@ -171,7 +171,7 @@ def follow_position() -> None:
         help="Which token's prediction to follow through the layers (and to attribute below).",
     )
     final_id = int(lens.final_ids[position])
-    st.plotly_chart(
+    present.plot(
         cache.figure(
             charts.prediction_through_layers,
             lens.final_probs[:, position],
@@ -238,7 +238,7 @@ def draw_attribution(position: int) -> rs.Attribution:
         help="The 10 most likely next tokens at this position, and the real next token.",
     )
     att = attribution(ctx.bundle_id, tuple(ctx.ids), position, token)
-    st.plotly_chart(
+    present.plot(
         cache.figure(
             charts.attribution_waterfall,
             att.labels,
@@ -253,7 +253,7 @@ def draw_attribution(position: int) -> rs.Attribution:
         "Each bar is one component's share: red pushes the token up, blue down. The last bar is the "
         "logit they add up to (the LN bias bar is the final LayerNorm's β term)."
     )
-    st.plotly_chart(
+    present.plot(
         cache.figure(
             charts.head_attribution_heatmap,
             att.head_values,

@@ -9,7 +9,7 @@ import streamlit as st
 
 import ui
 from serving import models
-from ui import cache, parts, state
+from ui import cache, parts, present, state
 from ui.charts import layernorm as charts
 from viz_model.analysis import contrasts as ct
 from viz_model.analysis import layernorm as lnx
@@ -79,7 +79,7 @@ def one_layernorm() -> None:
     # ---- the steps as bars, then the formula with the real numbers ------------------------------
     named = lnx.title(ctx.model, ln)
     st.subheader(f"Token {ctx.labels[position]} through {named} :small[:gray[`{ln}`]]")
-    st.plotly_chart(cache.figure(charts.ln_steps, x, mu, sigma, n, s.gamma, s.beta, y))
+    present.plot(cache.figure(charts.ln_steps, x, mu, sigma, n, s.gamma, s.beta, y))
     i = int(np.argmax(np.abs(x - mu)))  # the dimension furthest from the mean: the clearest example
     st.markdown(
         f"The same steps in numbers. The vector entering {named} has the "
@@ -117,8 +117,8 @@ def one_layernorm() -> None:
         "frequent one) is divided by a large σ, so after the LayerNorm all tokens are on the same "
         "scale. The chosen token is red."
     )
-    st.plotly_chart(cache.figure(charts.ln_stats_per_token, s.mean, s.sigma, ctx.labels, position))
-    st.plotly_chart(
+    present.plot(cache.figure(charts.ln_stats_per_token, s.mean, s.sigma, ctx.labels, position))
+    present.plot(
         cache.figure(
             charts.ln_histograms,
             s.x,
@@ -235,7 +235,7 @@ if len(measured) == 2:
         )
     profiles = {label: m.lengths for _, label, m, _ in measured}
     stations = {label: st_ for _, label, _, st_ in measured}
-    st.plotly_chart(
+    present.plot(
         cache.figure(
             charts.norm_profiles,
             profiles,
@@ -262,7 +262,7 @@ if len(measured) == 2:
     )
 else:
     other = "post" if cfg.norm == "pre" else "pre"
-    st.plotly_chart(
+    present.plot(
         cache.figure(
             charts.norm_profiles,
             {f"{ctx.name} ({cfg.norm}-LN)": norm_profile(ctx.bundle_id, tuple(ctx.ids))},

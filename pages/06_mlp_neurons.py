@@ -5,7 +5,7 @@ import numpy as np
 import streamlit as st
 
 import ui
-from ui import cache, parts, state
+from ui import cache, parts, present, state
 from ui.charts import neurons as charts
 from viz_model.analysis import neurons as nx
 from viz_model.model.config import ACT_LABELS
@@ -106,7 +106,7 @@ n_show = state.select_slider(
 )
 post = prompt_neurons(ctx.bundle_id, tuple(ctx.ids), layer)
 top = nx.top_neurons(post, n_show)
-st.plotly_chart(
+present.plot(
     cache.figure(
         charts.neuron_heatmap,
         post[:, top],
@@ -174,7 +174,7 @@ def one_neuron(layer: int, post: np.ndarray, default: int) -> None:
     effect = direction(ctx.bundle_id, layer, neuron)
     up, down = nx.promoted_tokens(effect, 10)
     name = [parts.token_label(tok, i) for i in range(len(effect))]
-    st.plotly_chart(
+    present.plot(
         cache.figure(
             charts.direction_bars,
             [name[i] for i in up],

@@ -8,7 +8,7 @@ import numpy as np
 import streamlit as st
 
 import ui
-from ui import cache, controls, parts, state, training_text
+from ui import cache, controls, parts, present, state, training_text
 from ui.charts import next_token as charts
 from ui.charts.common import plotly_text, show_whitespace
 from viz_model.analysis import next_token as nt
@@ -60,7 +60,7 @@ top = nt.top_tokens(dist, n_bars, partial(token_text, ctx.tokenizer))
 
 # ---- the picture ------------------------------------------------------------------------------
 last = show_whitespace(ctx.pieces[-1])
-st.plotly_chart(
+present.plot(
     charts.distribution_bars(
         top.labels,
         top.base_probs,

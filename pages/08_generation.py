@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import ui
-from ui import cache, controls, parts, state, training_text
+from ui import cache, controls, parts, present, state, training_text
 from ui.charts import next_token as charts
 from ui.charts.common import show_whitespace
 from viz_model.analysis import generation as gen
@@ -243,7 +243,7 @@ def draw_step(steps: list[gen.Step], seq: list[int], dist, proposal: gen.Step) -
         )
         st.button("Force it", key="force_any_go", on_click=do_steps, args=(1, int(chosen)))
 
-    st.plotly_chart(
+    present.plot(
         bars_figure(
             ctx.bundle_id,
             tuple(seq),
@@ -284,7 +284,7 @@ def draw_attention(seq: list[int]) -> None:
             help=f"{cfg.n_layer * cfg.n_head} heads in all; {per_view} layers' heads at a time.",
         )
         layers = range(first, min(first + per_view, cfg.n_layer))
-    st.plotly_chart(
+    present.plot(
         attention_figure(ctx.bundle_id, tuple(seq), per_head, layers), key="newest_attention"
     )
 

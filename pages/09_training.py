@@ -10,10 +10,11 @@ import streamlit as st
 
 import ui
 from serving import jobs, models
-from ui import state, teacher, training_live, training_view
+from ui import parts, state, teacher, training_live, training_view
 from ui.frame import val_loss
 from ui.training_setup import draw_setup
 
+RUNS_ANCHOR = "runs"  # the live panel's heading: Start scrolls to it
 ctx = ui.context()
 
 st.markdown(
@@ -48,8 +49,10 @@ with st.expander("Set up a new run", expanded=not jobs.list_runs()):
     started = draw_setup(auth)
 if started:  # show the new run below, refreshing while it trains
     state.set_value(training_live.RUN_KEY, started)
-st.subheader("Runs on this server")
+st.subheader("Runs on this server", anchor=RUNS_ANCHOR)
 training_live.draw_runs(auth)
+if started:  # the live panel is under the set-up form: on a projector, below the screen
+    parts.scroll_to(RUNS_ANCHOR)
 st.divider()
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import streamlit as st
 
 import ui
-from ui import cache, corpus, parts, state
+from ui import cache, corpus, parts, present, state
 from ui.charts import ngrams as charts
 from ui.charts.common import show_whitespace
 from ui.frame import val_loss
@@ -151,7 +151,7 @@ else:
             "still gives a distribution, and Kneser-Ney falls back on shorter contexts.",
             icon=":material/block:",
         )
-    st.plotly_chart(
+    present.plot(
         charts.estimate_bars(
             [token_text(tok, t) for t in labels_ids],
             [counts_p[t] for t in labels_ids] if table.defined else None,
@@ -195,7 +195,7 @@ st.markdown(
     "dimensionality** for counts: with $V$ tokens there are $V^{n-1}$ possible contexts, and a "
     "corpus holds a vanishing share of them. " + ng.sparsity_claim(models.unseen).text
 )
-st.plotly_chart(
+present.plot(
     cache.figure(charts.sparsity_chart, models.unseen, f"{tok.kind} tokens"),
     key="ng_sparsity",
 )
@@ -235,7 +235,7 @@ versus = ng.gpt_vs_counts_claim(
     ctx.name, None if own is None else own / ng.LN2, scores.orders, bpt_ng["Kneser-Ney"], causal
 )
 p1, p2 = st.columns(2, gap="large")
-p1.plotly_chart(
+present.plot(
     cache.figure(
         charts.order_chart,
         scores.orders,
@@ -245,8 +245,9 @@ p1.plotly_chart(
         f"Per {tok.kind} token (this model)",
     ),
     key="ng_per_token",
+    container=p1,
 )
-p2.plotly_chart(
+present.plot(
     cache.figure(
         charts.order_chart,
         scores.orders,
@@ -256,6 +257,7 @@ p2.plotly_chart(
         "Per character (every model)",
     ),
     key="ng_per_char",
+    container=p2,
 )
 st.markdown(ng.add_k_claim(scores.orders, bpt_ng["add-k"]).text + " " + versus.text)
 st.caption(

@@ -9,7 +9,7 @@ import streamlit as st
 
 import ui
 from ui import interventions as ux
-from ui import parts, state
+from ui import parts, present, state
 from ui.charts import interventions as charts
 from ui.charts.common import show_whitespace
 from ui.charts.tokens import token_chips_html
@@ -53,7 +53,7 @@ def effect_picture(eff: iv.Effect, title: str, what: str) -> None:
     """Bars before/after, the losses and how much probability moved, the claim about the loss
     (beyond noise or not); the numbers on demand."""
     top = eff.changed_tokens(N_BARS)
-    st.plotly_chart(
+    present.plot(
         charts.before_after_bars(
             [label(i) for i in top], eff.p_before[top], eff.p_after[top], title
         )
@@ -173,7 +173,7 @@ def ablation_section() -> None:
     if state.toggle("Ablate each head in turn", "sweep", True):
         stats = ux.head_sweep(ctx.bundle_id, ids, how, ref)
         sweep = stats.increase
-        st.plotly_chart(
+        present.plot(
             charts.layer_head_grid(
                 sweep,
                 f"Loss increase when one head is {how}-ablated",
@@ -288,7 +288,7 @@ def patching_section() -> None:
         return
     st.markdown(iv.patching_claim(result, shown_label).text)
     rows = [f"into block {i}" for i in range(L)] + [f"after block {L - 1}"]
-    st.plotly_chart(
+    present.plot(
         charts.patching_map(
             result.resid,
             rows,
@@ -303,7 +303,7 @@ def patching_section() -> None:
         else ""
     )
     st.markdown(before + iv.route_claim(result, pos).text)
-    st.plotly_chart(
+    present.plot(
         charts.layer_head_grid(
             result.heads,
             "Patch one head's output (every position)",
@@ -364,7 +364,7 @@ def steering_section() -> None:
     n_tokens = state.slider("Tokens", "steer_len", 20, 200, 100, step=10, container=c5)
     seed = state.number_input("Seed", "steer_seed", 0, 10_000, 0, container=c6)
     push = ux.steering_push(ctx.bundle_id, a, b, layer, float(strength))
-    st.plotly_chart(
+    present.plot(
         charts.steering_push(
             push.alphas,
             push.push,
@@ -445,7 +445,7 @@ def positions_section() -> None:
         seed = state.number_input("Shuffle seed", "pos_seed", 0, 10_000, 0, container=c2)
     out = ux.positions(ctx.bundle_id, ids, mode, seed)
     after = "positions removed" if mode == "remove" else "positions shuffled"
-    st.plotly_chart(
+    present.plot(
         charts.surprisal_lines(
             ctx.labels,
             out["before"],

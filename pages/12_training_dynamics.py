@@ -7,7 +7,7 @@ import streamlit as st
 
 import ui
 from serving import models
-from ui import cache, state
+from ui import cache, present, state
 from ui.charts import dynamics as charts
 from ui.charts.common import show_whitespace
 from viz_model.analysis import dynamics as dyn
@@ -67,7 +67,7 @@ focus = state.selectbox(
 copying = dyn.copying_claim(d)
 formed = int(copying.numbers["half_step"]) if copying.made else None  # dashed only when claimed
 fig = cache.figure(charts.roles_over_training, d, focus, formed, chosen_step)
-st.plotly_chart(fig, key="dyn_roles")
+present.plot(fig, key="dyn_roles")
 k, n = d.copy_length, len(d.steps)
 st.caption(
     f"Each snapshot ({n} saved steps) reads {d.n_sequences} sequences of {k} random tokens "
@@ -116,7 +116,7 @@ curves = tr.curves(ctx.bundle.history)
 miss = ctx.bundle.tokenizer.id_to_token(int(d.miss_token[-1])) if d.miss_token[-1] >= 0 else ""
 miss_label = f"“{md_escape(show_whitespace(miss))}”" + (" (a line break)" if miss == "\n" else "")
 fig = cache.figure(charts.loss_against_accuracy, d, curves, formed)
-st.plotly_chart(fig, key="dyn_accuracy")
+present.plot(fig, key="dyn_accuracy")
 st.caption(
     "Left axis: losses (the training loss, grey, is on the model's own training text, every "
     "token of it). Right axis: accuracy on the second copy's copyable tokens; dotted, what "

@@ -10,7 +10,7 @@ import streamlit as st
 
 import ui
 from serving import models
-from ui import cache, corpus, state
+from ui import cache, corpus, present, state
 from ui.charts import compare as charts
 from ui.charts.common import token_labels
 from viz_model.analysis import compare as cmp
@@ -141,7 +141,7 @@ for i, (col, (name, _, _), (_, scores)) in enumerate(zip(columns, sides, read, s
     fig = charts.next_token_bars(
         scores.top.labels, scores.top.base_probs, f"{name}: top {TOP_K}", charts.MODEL_COLOURS[i]
     )
-    col.plotly_chart(fig, key=f"cmp_next_{i}")
+    present.plot(fig, key=f"cmp_next_{i}", container=col)
 
 st.subheader("Where a word is cut")
 st.markdown(
@@ -190,7 +190,7 @@ for i, (col, (name, bid, b), (tokens, _)) in enumerate(zip(columns, sides, read,
         token_labels(tokens.texts),
         title=f"{name}: L{layer} H{head}",
     )
-    col.plotly_chart(fig, key=f"cmp_attn_{i}")
+    present.plot(fig, key=f"cmp_attn_{i}", container=col)
 
 st.subheader("How they trained")
 c1, c2 = st.columns(2)
@@ -214,7 +214,7 @@ for name, bid, b in sides:
     )
     (named if curves is not None and curves.train_x.size else missing).append((name, curves))
 if named:
-    st.plotly_chart(cache.figure(charts.overlaid_curves, named, unit), key="cmp_curves")
+    present.plot(cache.figure(charts.overlaid_curves, named, unit), key="cmp_curves")
 for name, _ in missing:
     st.info(
         f"“{name}” has no training curve in {unit} (no history, or its characters per token "

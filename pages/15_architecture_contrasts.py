@@ -6,7 +6,7 @@ import streamlit as st
 
 import ui
 from serving import models
-from ui import cache, state
+from ui import cache, present, state
 from ui.charts import compare as cmp_charts
 from ui.charts import contrasts as charts
 from ui.charts import layernorm as ln_charts
@@ -172,7 +172,7 @@ def mask_contrast() -> None:
         targets,
         "Loss at each position",
     )
-    st.plotly_chart(fig, key="ctr_look_ahead")
+    present.plot(fig, key="ctr_look_ahead")
     st.subheader("What each writes after the prompt")
     for col, (name, bid, _) in zip(st.columns(2), sides, strict=True):
         col.markdown(f"**{name}**")
@@ -219,7 +219,7 @@ def layers_contrast() -> None:
         k,
         "Loss at each position of a sequence written twice",
     )
-    st.plotly_chart(fig, key="ctr_copy")
+    present.plot(fig, key="ctr_copy")
     with st.expander("The numbers: the loss at each position"):
         table = {"position": range(2 * k - 1)}
         table |= {n: p.loss for n, p in zip(contrast.models, profiles, strict=True)}
@@ -236,7 +236,7 @@ def norm_lengths(ids: tuple[int, ...]) -> None:
         {n: labels for n, _ in measured},
         title="Mean length of the residual vector, layer by layer",
     )
-    st.plotly_chart(fig, key="ctr_norms")
+    present.plot(fig, key="ctr_norms")
     pre = next((n, m) for n, m in measured if m.norm == "pre")
     post = next((n, m) for n, m in measured if m.norm == "post")
     st.markdown(  # each line a claim computed from the lengths in the chart
@@ -274,7 +274,7 @@ def loss_contrast() -> None:
         "position t (predicting token t+1)",
         "Loss at each position of the prompt",
     )
-    st.plotly_chart(fig, key="ctr_prompt_loss")
+    present.plot(fig, key="ctr_prompt_loss")
 
 
 st.subheader(contrast.title)
@@ -291,7 +291,7 @@ for name, _, b in sides:
     per_step = int((b.train_config or {}).get("batch_size", 1)) * b.config.n_ctx
     named.append((name, tr.curves(b.history, "step", per_step)))
 fig = cache.figure(cmp_charts.overlaid_curves, named, "nats per token")
-st.plotly_chart(fig, key="ctr_curves")
+present.plot(fig, key="ctr_curves")
 st.caption("Compare models draws any two models this way, in bits per character too.")
 with st.expander("The commands that trained them"):
     for name, _, b in sides:

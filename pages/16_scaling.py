@@ -8,7 +8,7 @@ import streamlit as st
 
 import ui
 from serving import models
-from ui import cache, state
+from ui import cache, present, state
 from ui.charts import scaling as charts
 from viz_model.analysis import scaling as sc
 from viz_model.model.config import GPTConfig
@@ -60,7 +60,7 @@ fig = cache.figure(
     curve=curve,
     frontier=sc.compute_frontier(curve),
 )
-st.plotly_chart(fig, key="scaling")
+present.plot(fig, key="scaling")
 claim = sc.size_claim(by_size) if axis == "params" else sc.compute_claim(by_compute)
 st.markdown(claim.text)
 n_runs = len(sweep["runs"])

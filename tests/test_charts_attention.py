@@ -7,14 +7,16 @@ import plotly.graph_objects as go
 
 from ui.charts.attention import (
     LINE_BINS,
+    LINES_MAX_T,
     MASK_NOTE,
     attention_lines,
+    lines_window,
     masked_cells,
     pattern_grid,
     pattern_heatmap,
     query_weights,
 )
-from ui.charts.common import token_labels
+from ui.charts.common import COLUMN_TICKS_MAX_T, token_labels
 from viz_model.model.mask import hidden_keys
 
 PIECES = ["the", " cat", " sat", " on", "the", " mat"]  # "the" repeats
@@ -72,20 +74,27 @@ def test_heatmap_writes_numbers_only_for_short_prompts():
     assert short.texttemplate and not long.texttemplate
 
 
-def test_heatmap_grows_with_the_prompt_and_labels_every_token_at_60():
-    heights, fonts = [], []
+def test_heatmap_grows_with_the_prompt_and_labels_every_row_at_60_in_12_px():
+    heights = []
     for n in (10, 30, 60):
         fig = pattern_heatmap(_pattern(n), token_labels(list("ab" * n)[:n]))
         heights.append(fig.layout.height)
-        fonts.append(fig.layout.xaxis.tickfont.size)
+        assert fig.layout.xaxis.tickfont.size >= 12 and fig.layout.yaxis.tickfont.size >= 12
     assert heights[0] < heights[1] < heights[2]
-    assert heights[2] >= 60 * 12  # at least 12 px a row, so 60 labels do not collide
-    assert fonts[0] > fonts[2]
+    assert heights[2] >= 60 * 15  # 15 px a row: 60 labels of 12 px do not collide
     labels = token_labels(list("ab" * 30))
     fig = pattern_heatmap(_pattern(60), labels)
-    for axis in (fig.layout.xaxis, fig.layout.yaxis):
-        assert axis.tickmode == "array" and list(axis.tickvals) == labels  # none skipped
-        assert list(axis.ticktext) == labels
+    rows, columns = fig.layout.yaxis, fig.layout.xaxis
+    assert rows.tickmode == "array" and list(rows.tickvals) == labels  # no row skipped
+    assert list(rows.ticktext) == labels
+    # across, a column has room for fewer 12 px labels: plotly writes as many as fit
+    assert columns.tickmode != "array" and len(labels) > COLUMN_TICKS_MAX_T
+
+
+def test_lines_window_keeps_the_query_and_at_most_its_size():
+    for T, query in ((5, 4), (128, 127), (128, 0), (128, 60), (24, 10)):
+        first, end = lines_window(T, query)
+        assert first <= query < end <= T and end - first == min(T, LINES_MAX_T)
 
 
 def test_pattern_grid_is_one_figure_with_layers_times_heads_subplots():

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import streamlit as st
 
 from serving import models
-from ui import cache, nav, scrubber, state
+from ui import cache, nav, present, scrubber, state
 from ui.charts.common import UNK_CLOSE, UNK_OPEN, show_whitespace, token_labels
 from viz_model.analysis.claims import md_escape
 from viz_model.analysis.next_token import loss_lookahead_claim
@@ -89,7 +89,7 @@ def frame(page: nav.Page) -> PageContext:
         page_title=title if title == APP_NAME else f"{title} · {APP_NAME}",
         page_icon=page.icon,
         layout="wide",
-        initial_sidebar_state="expanded",
+        initial_sidebar_state=present.sidebar_state(),
     )
     found = models.discover()
     if not found:
@@ -107,6 +107,7 @@ def frame(page: nav.Page) -> PageContext:
     ctx = _context(bundle_id, bundle, prompt)
     _offer_examples(bundle, ctx)
     draw_model_card(bundle, step)
+    present.apply()  # the presenter-mode toggle and the page styles
 
     st.title(f"{page.icon} {title}")
     for message in errors:

@@ -1,4 +1,5 @@
-"""Page parts more than one page draws: a token as text, and "the numbers behind it".
+"""Page parts more than one page draws: a token as text, "the numbers behind it", and a scroll
+to a heading.
 
     with parts.numbers_behind_it():
         parts.numbers_table("Each token's mean and sigma:", {"token": labels, "μ": mean})
@@ -11,6 +12,7 @@ with the one escaper the app uses (viz_model/analysis/claims.md_escape).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -48,3 +50,20 @@ def numbers_table(caption: str | None, table: Any, **dataframe_args: Any) -> Non
     if caption:
         st.markdown(caption)
     st.dataframe(table, **{"hide_index": True, "width": "stretch", **dataframe_args})
+
+
+# Scrolls the page to an element id once it is drawn (it may mount a moment after this script);
+# gives up after ~5 s. Only the id goes in, from code: never text a student typed.
+_SCROLL_JS = """<script>
+(function find(tries) {
+  const target = document.getElementById(%s);
+  if (target) target.scrollIntoView({behavior: "smooth", block: "start"});
+  else if (tries > 0) setTimeout(() => find(tries - 1), 100);
+})(50);
+</script>"""
+
+
+def scroll_to(anchor: str) -> None:
+    """Bring the heading with this anchor into view (e.g. the live panel after Start, which on a
+    1024x768 projector was below the screen, under the set-up form)."""
+    st.html(_SCROLL_JS % json.dumps(anchor), unsafe_allow_javascript=True)

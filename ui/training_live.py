@@ -16,7 +16,7 @@ from pathlib import Path
 import streamlit as st
 
 from serving import jobs, models
-from ui import cache, nav, state, training_view
+from ui import cache, nav, present, state, training_view
 from ui.charts.attention import pattern_heatmap
 from ui.charts.common import token_labels
 from ui.charts.next_token import distribution_bars
@@ -321,16 +321,18 @@ def _probe(view: jobs.RunView, bundle) -> None:
     bid, ids = bundle_id(view), tuple(ids)
     top, pattern = _probe_numbers(bid, ids, layer, head)
     next_tab, attention_tab = st.tabs(["What comes next", f"Layer {layer}, head {head}: attention"])
-    next_tab.plotly_chart(
+    present.plot(
         cache.figure(
             distribution_bars, top.labels, top.base_probs, top.scaled_probs, top.probs, top.kept
         ),
         key="t_probe_next",
+        container=next_tab,
     )
     labels = token_labels([bundle.tokenizer.id_to_token(i) for i in ids])
-    attention_tab.plotly_chart(
+    present.plot(
         cache.figure(pattern_heatmap, pattern, labels),
         key="t_probe_attn",
+        container=attention_tab,
     )
 
 

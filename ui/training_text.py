@@ -11,7 +11,7 @@ import math
 import numpy as np
 import streamlit as st
 
-from ui import cache, corpus, state
+from ui import cache, corpus, present, state
 from ui.charts import ngrams as charts
 from ui.charts.common import show_whitespace
 from ui.frame import PageContext
@@ -59,7 +59,7 @@ def prompt_probability(ctx: PageContext, surprisal: np.ndarray) -> None:
     if (note := nt.lookahead_claim(ctx.config.causal)).made:
         st.warning(note.text)
     _metrics(log_p, "prompt")
-    st.plotly_chart(
+    present.plot(
         charts.contribution_chart(
             ctx.labels, log_p, "Each token's log₂ p (bars) and the running log₁₀ P (line)"
         ),
@@ -110,7 +110,7 @@ def in_training_text(ctx: PageContext, last_logits: np.ndarray) -> None:
     ids = list(dict.fromkeys([*table.top(8).tolist(), *np.argsort(-gpt)[:8].tolist()]))[:10]
     kn = models.kn_distribution(used, len(used) + 1)
     counts_p = table.probs()
-    st.plotly_chart(
+    present.plot(
         charts.estimate_bars(
             [token_text(tok, t) for t in ids],
             [counts_p[t] for t in ids] if table.defined else None,
@@ -163,7 +163,7 @@ def generation_checks(ctx: PageContext, seq: list[int], n_prompt: int) -> None:
         f"{n_prompt + i}:{show_whitespace(token_text(ctx.tokenizer, t))}"
         for i, t in enumerate(generated)
     ]
-    st.plotly_chart(
+    present.plot(
         charts.contribution_chart(labels, log_p, "The generated text's probability, compounding"),
         key="tt_running_probability",
     )

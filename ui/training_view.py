@@ -10,7 +10,7 @@ from collections.abc import Hashable
 import streamlit as st
 
 from serving import models
-from ui import cache, state
+from ui import cache, present, state
 from ui.charts import training as charts
 from viz_model.analysis import training as tr
 from viz_model.model.config import TrainConfig
@@ -72,7 +72,7 @@ def draw_curves(
     if curves.train_x.size == 0:
         st.info("No training step has been recorded yet.")
         return
-    st.plotly_chart(
+    present.plot(
         cache.figure(charts.loss_curves, curves, baselines),
         key=f"{key}_loss",
     )
@@ -90,7 +90,7 @@ def draw_curves(
             "decays along a cosine so the last steps only fine-tune."
         )
         lr_figure = cache.figure(charts.lr_curve, curves)
-        st.plotly_chart(lr_figure, key=f"{key}_lr")
+        present.plot(lr_figure, key=f"{key}_lr")
 
 
 def draw_samples(history: list[dict], key: str) -> None:

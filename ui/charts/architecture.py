@@ -35,8 +35,8 @@ LN_W, LN_H = 0.7, 0.42
 # Boxes are sized to their text on the narrowest plot: Home's column on a 1024 px projector with
 # the sidebar open is ~560 px, so a row of the diagram may be ROW_UNITS wide at UNIT_PX a unit.
 # Rows that would be wider wrap, the stream turning down and back like a line of text.
-FONT_PX = 11
-TEXT_EM = 0.62  # a character's width in em: generous for the sans-serif fonts browsers fall back to
+FONT_PX = 12  # the chart text floor (charts.common.TICK_FONT)
+TEXT_EM = 0.57  # a character's width in em: ample for the sans-serif fonts browsers fall back to
 NARROWEST_PX = 540
 UNIT_PX = 40
 X_LEFT = -0.5  # the x axis starts here: room for the stream coming down into a new row

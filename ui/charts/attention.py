@@ -16,10 +16,13 @@ from plotly.colors import get_colorscale
 
 from ui.charts.common import (
     ACCENT,
+    COLUMN_TICKS_MAX_T,
     DIVERGING,
+    LABEL_PX,
     MASKED_COLOUR,
     SEQUENTIAL,
     SMALL_HEIGHT,
+    TICK_FONT,
     axis_suffix,
     base_layout,
     every_tick,
@@ -31,7 +34,8 @@ from ui.charts.common import (
 from viz_model.model.mask import attention_mask, hidden_keys
 
 MASK_NOTE = "masked: a token cannot look at later tokens"
-CELL_TEXT_MAX_T = 14  # write the numbers in the cells up to this many tokens
+CELL_TEXT_MAX_T = 10  # numbers in the cells up to this many tokens: "0.35" at 12 px fits a cell
+LINES_MAX_T = 24  # "who looks at whom" draws at most this many tokens: 128 made a 2,000 px tangle
 # Cell values are sent as float32 (base64 typed arrays: 4 bytes a cell, half of float64): a hover
 # shows 3 decimals and a colour far fewer, so the browser never shows the difference.
 CELL_DTYPE = np.float32
@@ -99,7 +103,9 @@ def pattern_heatmap(
     else:
         colours = dict(colorscale=get_colorscale(SEQUENTIAL), zmin=0, zmax=1)
         bar_title = "weight"
-    text = dict(texttemplate="%{z:.2f}", textfont=dict(size=10)) if T <= CELL_TEXT_MAX_T else {}
+    text = (
+        dict(texttemplate="%{z:.2f}", textfont=dict(size=TICK_FONT)) if T <= CELL_TEXT_MAX_T else {}
+    )
     traces = [  # plain dicts, already as validation leaves them: 9 -> ~1 ms a head
         dict(
             type="heatmap",
@@ -127,7 +133,6 @@ def pattern_heatmap(
     ]
     if masked.any():
         traces.append(_mask_legend_entry().to_plotly_json())
-    ticks = every_tick(labels)
     layout = house_layout(title, height=heatmap_height(T))
     layout.update(
         legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom", bgcolor="rgba(0,0,0,0)"),
@@ -138,14 +143,14 @@ def pattern_heatmap(
             tickangle=-90 if T > 20 else -60,
             type="category",
             showgrid=False,
-            **ticks,
+            **every_tick(labels, COLUMN_TICKS_MAX_T),  # across: the column's width
         ),
         yaxis=dict(
             title=dict(text="query (the token looking)"),
             autorange="reversed",
             type="category",
             showgrid=False,
-            **ticks,
+            **every_tick(labels),  # down: rows of LABEL_PX, the figure grows with the prompt
         ),
     )
     if query is not None:
@@ -154,9 +159,20 @@ def pattern_heatmap(
 
 
 def heatmap_height(T: int) -> int:
-    """Pixels for a (T, T) heatmap: about 13 px a row once T is large, so that 60 rows of labels
-    stay readable (the width is the page column's, ~560 px on a 1024 px projector)."""
-    return int(np.clip(13 * T + 220, 360, 1400))
+    """Pixels for a (T, T) heatmap: LABEL_PX a row once T is large, so that every row's 12 px
+    label fits up to 64 rows (the width is the page column's, ~560 px on a 1024 px projector)."""
+    return int(np.clip(LABEL_PX * T + 220, 360, 1400))
+
+
+def lines_window(T: int, query: int, size: int = LINES_MAX_T) -> tuple[int, int]:
+    """(first, end) of the at most `size` positions "who looks at whom" draws: the query and the
+    tokens just before it (what a causal query can read), or from 0 when the prompt is short.
+
+    >>> lines_window(10, 9), lines_window(128, 127), lines_window(128, 5)
+    ((0, 10), (104, 128), (0, 24))
+    """
+    first = min(max(query - size + 1, 0), max(T - size, 0))
+    return first, min(first + size, T)
 
 
 def _row_outline(T: int, query: int) -> dict:
@@ -245,7 +261,7 @@ def pattern_grid(
     legend_entry = _mask_legend_entry().to_plotly_json()
     cell = int(np.clip(1100 / H, 70, 170))
     # Past 6 heads a row, 16 px titles ("L10 H11") run into each other on a 1024 px projector.
-    size = 16 if H <= 6 else 11
+    size = 16 if H <= 6 else TICK_FONT
     titles = [
         dict(
             text=names[i],

@@ -13,6 +13,7 @@ from plotly.subplots import make_subplots
 
 from ui.charts.common import (
     ACCENT,
+    COLUMN_TICKS_MAX_T,
     DIVERGING,
     SEQUENTIAL,
     SMALL_HEIGHT,
@@ -134,7 +135,7 @@ def matrices(
         )
         fig.update_xaxes(type="category", showticklabels=cols is not None, row=1, col=i)
         if cols is not None:
-            fig.update_xaxes(tickangle=-90, **every_tick(x, max_t=40), row=1, col=i)
+            fig.update_xaxes(tickangle=-90, **every_tick(x, max_t=COLUMN_TICKS_MAX_T), row=1, col=i)
     T = len(labels)
     base_layout(fig, title, height=int(np.clip(10 * T + 180, 300, 760)))
     fig.update_yaxes(autorange="reversed", type="category", **every_tick(labels, max_t=40))
@@ -197,7 +198,9 @@ def token_map(
         )
     )
     base_layout(fig, title, height=int(np.clip(16 * len(rows) + 200, 320, 900)))
-    fig.update_xaxes(title=col_name, type="category", tickangle=-90, **every_tick(cols))
+    fig.update_xaxes(
+        title=col_name, type="category", tickangle=-90, **every_tick(cols, COLUMN_TICKS_MAX_T)
+    )
     fig.update_yaxes(title=row_name, type="category", autorange="reversed", **every_tick(rows))
     fig.update_layout(plot_bgcolor="white")
     return fig
@@ -345,7 +348,7 @@ def probability_change(
         legend=dict(orientation="h", y=1.0, yanchor="bottom", x=1, xanchor="right"),
         margin=dict(l=10, r=10, t=70, b=10),
     )
-    fig.update_xaxes(type="category", tickangle=-90, **every_tick(x))
+    fig.update_xaxes(type="category", tickangle=-90, **every_tick(x, COLUMN_TICKS_MAX_T))
     fig.update_yaxes(title="p(next token)", range=[0, 1.04])
     return fig
 
@@ -390,7 +393,7 @@ def lookup_weights(
     base_layout(fig, "", height=90 + 120 * len(names))
     fig.update_layout(showlegend=False, margin=dict(l=10, r=10, t=30, b=10))
     fig.update_yaxes(range=[0, 1.05], nticks=3)
-    fig.update_xaxes(type="category", tickangle=-90, **every_tick(x))
+    fig.update_xaxes(type="category", tickangle=-90, **every_tick(x, COLUMN_TICKS_MAX_T))
     for annotation in fig.layout.annotations:
         annotation.update(x=0, xanchor="left", font=dict(size=13))
     return fig

@@ -15,8 +15,10 @@ import plotly.graph_objects as go
 
 from ui.charts.common import (
     ACCENT,
+    COLUMN_TICKS_MAX_T,
     DIVERGING,
     SMALL_HEIGHT,
+    TICK_FONT,
     every_tick,
     house_layout,
     plotly_labels,
@@ -56,7 +58,7 @@ def before_after_bars(
             # the change written over each bar that moved by at least half a percentage point
             text=[f"{d * 100:+.0f}" if abs(d) >= 0.005 else "" for d in diff],
             textposition="outside",
-            textfont=dict(size=11),
+            textfont=dict(size=TICK_FONT),
             cliponaxis=False,
         ),
     ]
@@ -66,8 +68,9 @@ def before_after_bars(
         barmode="group",
         legend=LEGEND_BELOW,
         yaxis=dict(title="probability", rangemode="tozero"),
-        xaxis=dict(type="category", **every_tick(x, 40)),
-        uniformtext=dict(minsize=9, mode="show"),
+        xaxis=dict(type="category", **every_tick(x, COLUMN_TICKS_MAX_T)),
+        # a change that cannot be written at 12 px over its bar is left to the hover
+        uniformtext=dict(minsize=TICK_FONT, mode="hide"),
     )
     return go.Figure(bars, layout)
 
@@ -161,7 +164,7 @@ def patching_map(
         title,
         _grid_height(len(row_labels)) + 40,
         yaxis=dict(autorange="reversed"),
-        xaxis=dict(type="category", tickangle=-60, **every_tick(x, 48)),
+        xaxis=dict(type="category", tickangle=-60, **every_tick(x, COLUMN_TICKS_MAX_T)),
     )
     return go.Figure([heat], layout)
 
@@ -188,7 +191,7 @@ def surprisal_lines(
         SMALL_HEIGHT + 80,
         legend=LEGEND_BELOW,
         yaxis=dict(title="surprisal (nats)", rangemode="tozero"),
-        xaxis=dict(type="category", tickangle=-60, **every_tick(x, 48)),
+        xaxis=dict(type="category", tickangle=-60, **every_tick(x, COLUMN_TICKS_MAX_T)),
     )
     return go.Figure(lines, layout)
 

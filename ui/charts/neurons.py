@@ -28,7 +28,7 @@ SNIPPET_STYLE = (
 )
 VALUE_STYLE = "display: inline-block; min-width: 4.5em; color: #666; font-size: 12px"
 MAX_STYLE = "outline: 2px solid #d62728; font-weight: 700; "
-ROW_PX, ROW_FONT = 18, 11  # heatmap row height and its token labels: readable on a projector
+ROW_PX, ROW_FONT = 18, 12  # heatmap row height and its token labels: readable on a projector
 
 
 def neuron_heatmap(

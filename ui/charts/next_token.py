@@ -17,8 +17,8 @@ from plotly.colors import sample_colorscale
 
 from ui.charts.common import (
     ACCENT,
+    COLUMN_TICKS_MAX_T,
     CUT_COLOUR,
-    EVERY_TICK_MAX_T,
     HEIGHT,
     SEQUENTIAL,
     SMALL_HEIGHT,
@@ -167,12 +167,12 @@ def layer_attention_heatmap(
 ) -> go.Figure:
     """Heatmap rows (layers, or layer.head) x key positions of the newest token's attention.
 
-    Every key is labelled up to EVERY_TICK_MAX_T keys, in the shared token-axis font (small for a
-    long text); past that, every n-th, because a page column has no room for more readable labels.
+    Every key is labelled up to COLUMN_TICKS_MAX_T keys (what fits across a page column at the
+    shared 12 px token-axis font); past that, every n-th, and the hover names each key.
     The colour bar lies at the foot, so the keys get the whole width of a 1024 px column."""
     weights = np.asarray(weights, dtype=float)
     cols = plotly_labels(col_labels)  # the student's tokens, for ticks and hover alike
-    every = max(1, math.ceil(len(cols) / EVERY_TICK_MAX_T))
+    every = max(1, math.ceil(len(cols) / COLUMN_TICKS_MAX_T))
     shown = cols[::every]
     heatmap = go.Heatmap(
         z=weights.tolist(),

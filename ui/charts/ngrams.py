@@ -18,6 +18,7 @@ import plotly.graph_objects as go
 from ui.charts.common import (
     ACCENT,
     SMALL_HEIGHT,
+    TICK_FONT,
     house_layout,
     plotly_labels,
     plotly_text,
@@ -170,7 +171,7 @@ def contribution_chart(labels: Sequence[str], log_p: np.ndarray, title: str) -> 
         layout=house_layout(
             title,
             height=SMALL_HEIGHT + 60,
-            xaxis=dict(type="category", tickfont=dict(size=10), showticklabels=len(labels) <= 80),
+            xaxis=dict(type="category", tickfont=dict(size=TICK_FONT)),
             yaxis=dict(title="log₂ p (bits)"),
             yaxis2=dict(title="log₁₀ P(text)", overlaying="y", side="right", showgrid=False),
             legend=LEGEND_BELOW,

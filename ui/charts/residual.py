@@ -20,6 +20,7 @@ from ui.charts.common import (
     PROB_SCALE,
     SEQUENTIAL,
     SMALL_HEIGHT,
+    TICK_FONT,
     base_layout,
     every_tick,
     plotly_labels,
@@ -27,7 +28,7 @@ from ui.charts.common import (
     show_whitespace,
 )
 
-CELL_TEXT_MAX_T = 40  # write the top token in the lens cells up to this many positions
+CELL_TEXT_MAX_T = 24  # write the top token in the lens cells up to this many positions
 UP_COLOUR = "#b2182b"  # the red end of DIVERGING (reversed): pushes up
 DOWN_COLOUR = "#2166ac"  # the blue end: pushes down
 TOTAL_COLOUR = "#555555"
@@ -36,7 +37,7 @@ TOTAL_COLOUR = "#555555"
 # The grid's plot area on a 1024 px projector (the column less the layer names and colour bar):
 # cell text is cut to what fits there, at CHAR_PX a character (a wider screen shows the same).
 CELL_TEXT_WIDTH = 360
-CHAR_PX = 6
+CHAR_PX = 7  # a TICK_FONT (12 px) character
 STATION_TICKS_MAX_T = 24  # every position labelled up to this many (~14 px a label at 1024 px)
 SPECIAL = re.compile(r"^<\|?[A-Za-z_]{1,16}\|?>$")  # "<unk>", "<|endoftext|>": never cut
 DARK_TEXT, LIGHT_TEXT = "#111111", "#ffffff"
@@ -148,7 +149,7 @@ def logit_lens_grid(
         dtype=object,
     )
     text = (
-        dict(text=cell, texttemplate="%{text}", textfont=dict(size=11 if len(labels) <= 20 else 9))
+        dict(text=cell, texttemplate="%{text}", textfont=dict(size=TICK_FONT))
         if len(labels) <= CELL_TEXT_MAX_T
         else {}
     )
@@ -269,7 +270,7 @@ def head_attribution_heatmap(head_values: np.ndarray, title: str = "") -> go.Fig
             zmin=-bound,
             zmax=bound,
             texttemplate="%{z:+.2f}",
-            textfont=dict(size=11),
+            textfont=dict(size=TICK_FONT),
             colorbar=dict(title="push"),
             hovertemplate="%{y}, %{x}: %{z:+.3f}<extra></extra>",
         )

@@ -38,6 +38,49 @@ def fit_name(r: FitReport) -> str:
     return f"fit: b = {r.b:.3f} (95%: {r.b_low:.3f} to {r.b_high:.3f})"
 
 
+LOSS_STEPS = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0)  # spacings of the loss axis's labels, finest first
+
+
+def loss_ticks(values: Sequence[float], most: int = 7) -> list[float]:
+    """Round losses to label the log loss axis with, in the full font (plotly's own log labels
+    between powers of ten are smaller than the 12 px floor): the finest spacing that gives at
+    most `most` labels over the values' range, one step beyond it each way.
+
+    >>> loss_ticks([1.42, 1.9])
+    [1.3, 1.4, 1.5, 1.6, 1.7, 1.8, 1.9, 2.0]
+    """
+    finite = [v for v in values if np.isfinite(v) and v > 0]
+    if not finite:
+        return []
+    lo, hi = min(finite), max(finite)
+    step = next((s for s in LOSS_STEPS if (hi - lo) / s <= most), LOSS_STEPS[-1])
+    first, last = (np.floor(lo / step) - 1) * step, (np.ceil(hi / step) + 1) * step
+    ticks = np.arange(first, last + step / 2, step)
+    return [round(float(t), 2) for t in ticks if t > 0]
+
+
+SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def decade_ticks(values: Sequence[float]) -> dict:
+    """A label at each power of ten the values span, written 10⁶ in the full font: plotly's own
+    log labels write the exponent (and the 2s and 5s between decades) smaller, under the 12 px
+    floor (charts.common.TICK_FONT).
+
+    >>> decade_ticks([2e5, 3e7])["ticktext"]
+    ['10⁵', '10⁶', '10⁷', '10⁸']
+    """
+    positive = [v for v in values if v > 0]
+    if not positive:
+        return {}
+    lo, hi = int(np.floor(np.log10(min(positive)))), int(np.ceil(np.log10(max(positive))))
+    powers = range(lo, max(hi, lo + 1) + 1)
+    return dict(
+        tickvals=[10.0**k for k in powers],
+        ticktext=[f"10{str(k).translate(SUPERSCRIPT)}" for k in powers],
+    )
+
+
 def scaling_figure(
     points: Sequence[ScalingPoint],
     fit: FitReport | None,
@@ -49,6 +92,8 @@ def scaling_figure(
     """Each source's points; on compute, the curves and their frontier; the fit as a solid line
     from its smallest to its largest x (no extrapolation)."""
     traces = []
+    xs_of = [_x(p, axis) for p in points] + [p.compute for p in (*curve, *frontier)]
+    ys_of = [p.val_loss for p in points] + [p.val_loss for p in (*curve, *frontier)]
     if axis == "compute" and curve:
         traces.append(
             go.Scatter(
@@ -104,8 +149,13 @@ def scaling_figure(
         layout=house_layout(
             title,
             HEIGHT + 40,
-            xaxis=dict(title=AXES[axis], type="log", exponentformat="power"),
-            yaxis=dict(title="validation loss (nats per character)", type="log", tickformat=".1f"),
+            xaxis=dict(title=AXES[axis], type="log", **decade_ticks(xs_of)),
+            yaxis=dict(
+                title="validation loss (nats per character)",
+                type="log",
+                tickvals=loss_ticks(ys_of),
+                tickformat=".1f",
+            ),
             legend=dict(orientation="h", y=-0.25),
         ),
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import cache, state
+from ui import cache, present, state
 from ui.charts import block as charts
 from ui.frame import PageContext
 from ui.inside_block.common import vocab_label
@@ -58,7 +58,7 @@ def draw(ctx: PageContext) -> None:
     profile = cx.context_profile(c.vectors)
     points, shares = cx.layer_projections(c.vectors)
     groups = [vocab_label(ctx, t) if t >= 0 else "other" for t in cx.previous_groups(c.previous)]
-    st.plotly_chart(
+    present.plot(
         cache.figure(
             charts.context_similarity,
             stations,
@@ -69,7 +69,7 @@ def draw(ctx: PageContext) -> None:
         )
     )
     st.markdown(cx.context_claim(profile.between, profile.to_layer0, n).text)
-    st.plotly_chart(
+    present.plot(
         cache.figure(
             charts.context_projections,
             points,

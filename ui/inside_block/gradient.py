@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import cache, parts, state
+from ui import cache, parts, present, state
 from ui.charts import block as charts
 from ui.frame import PageContext
 from ui.inside_block.common import vocab_label
@@ -115,7 +115,7 @@ def step_pictures(
     ctx: PageContext, scan: gx.LossAlongGradient, s: gx.GradientStep, lr: float
 ) -> None:
     """The loss along the gradient, each next token's probability, the gradient by part."""
-    st.plotly_chart(
+    present.plot(
         cache.figure(
             charts.loss_along_gradient,
             scan.etas,
@@ -134,7 +134,7 @@ def step_pictures(
         f"higher than it started (it overshoots). {gx.overshoot_claim(scan).text}"
     )
     targets = ctx.labels[1:]
-    st.plotly_chart(
+    present.plot(
         cache.figure(
             charts.probability_change,
             targets,
@@ -149,7 +149,7 @@ def step_pictures(
         "one prompt need not help another."
     )
     title = "How large the gradient is, by part"
-    st.plotly_chart(cache.figure(charts.gradient_norms, s.groups, title=title))
+    present.plot(cache.figure(charts.gradient_norms, s.groups, title=title))
 
 
 def chain_rule(ctx: PageContext, s: gx.GradientStep, position: int, lr: float) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from ui import cache, state
+from ui import cache, present, state
 from ui.charts import block as charts
 from ui.frame import PageContext
 from ui.inside_block.common import block_choice, head_choice, walk
@@ -54,7 +54,7 @@ def draw(ctx: PageContext) -> None:
         "soft, unscaled": "soft without the √d_head: softmax(q · k)",
     }
     keys = [ctx.labels[i] for i in found.keys]
-    st.plotly_chart(cache.figure(charts.lookup_weights, found.weights, keys, titles))
+    present.plot(cache.figure(charts.lookup_weights, found.weights, keys, titles))
     st.markdown(three_answers(ctx, found, query))
     st.caption(
         "The soft weights are this head's attention row for this token, as on the Attention page; "
@@ -111,7 +111,7 @@ def why_sqrt_d(ctx: PageContext, w: blk.BlockWalk, head: int) -> None:
     m4.metric("… unscaled", f"{sp.max_weight_raw:.2f}", help=weight_help)
     raw, scaled = random_widths()
     left, right = st.columns(2)
-    left.plotly_chart(
+    present.plot(
         cache.figure(
             charts.spread_by_width,
             WIDTHS,
@@ -119,7 +119,10 @@ def why_sqrt_d(ctx: PageContext, w: blk.BlockWalk, head: int) -> None:
             scaled,
             d_head,
             title="Random vectors: spread of the score",
-        )
+        ),
+        container=left,
     )
     title = f"This head's scores (block {w.layer}, head {head})"
-    right.plotly_chart(cache.figure(charts.score_histograms, sp.raw, sp.scaled, title=title))
+    present.plot(
+        cache.figure(charts.score_histograms, sp.raw, sp.scaled, title=title), container=right
+    )

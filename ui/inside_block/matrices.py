@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from ui import cache
+from ui import cache, present
 from ui.charts import block as charts
 from ui.frame import PageContext
 from ui.inside_block.common import block_choice, head_choice, vocab_label, walk
@@ -44,7 +44,7 @@ def draw(ctx: PageContext) -> None:
         (f"K ({T} × {cfg.d_head})", w.k[head], False, None),
         (f"V ({T} × {cfg.d_head})", w.v[head], False, None),
     ]
-    st.plotly_chart(cache.figure(charts.matrices, qkv, ctx.labels))
+    present.plot(cache.figure(charts.matrices, qkv, ctx.labels))
     st.markdown(
         "One row per token. The Attention page takes one row of Q apart; here every row goes "
         "through at once: the pattern is $T \\times T$ and multiplies $V$ to give $Z$, one row per "
@@ -55,7 +55,7 @@ def draw(ctx: PageContext) -> None:
         ("× V", w.v[head], False, None),
         ("= Z", w.z[head], False, None),
     ]
-    st.plotly_chart(cache.figure(charts.matrices, pattern_v, ctx.labels))
+    present.plot(cache.figure(charts.matrices, pattern_v, ctx.labels))
     circuits(ctx, layer, head)
 
 
@@ -76,7 +76,7 @@ def circuits(ctx: PageContext, layer: int, head: int) -> None:
     m1.metric("rank of W_QK", c.qk_rank, help="Non-zero singular values (numerically).")
     m2.metric("rank of W_OV", c.ov_rank, help="Non-zero singular values (numerically).")
     m3.metric("size D × D", f"{cfg.d_model} × {cfg.d_model}")
-    st.plotly_chart(
+    present.plot(
         cache.figure(
             charts.singular_values,
             c.qk_singular,
@@ -102,7 +102,7 @@ def token_tables(ctx: PageContext, c: blk.Circuits, distinct: list[int]) -> None
     row_of = {t: i for i, t in enumerate(c.token_ids)}
     sub = np.ix_([row_of[t] for t in distinct], [row_of[t] for t in distinct])
     left, right = st.columns(2)
-    left.plotly_chart(
+    present.plot(
         cache.figure(
             charts.token_map,
             c.qk_tokens[sub],
@@ -111,9 +111,10 @@ def token_tables(ctx: PageContext, c: blk.Circuits, distinct: list[int]) -> None
             row_name="query token",
             col_name="key token",
             title="QK: where a token looks",
-        )
+        ),
+        container=left,
     )
-    right.plotly_chart(
+    present.plot(
         cache.figure(
             charts.token_map,
             c.ov_tokens[sub],
@@ -122,7 +123,8 @@ def token_tables(ctx: PageContext, c: blk.Circuits, distinct: list[int]) -> None
             row_name="token read",
             col_name="output pushed up",
             title="OV: what a token read writes",
-        )
+        ),
+        container=right,
     )
 
     def label(row: int) -> str:

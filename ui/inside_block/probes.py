@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import cache, parts
+from ui import cache, parts, present
 from ui.charts import block as charts
 from ui.frame import PageContext
 from ui.inside_block.context import corpus_resid
@@ -47,7 +47,7 @@ def draw(ctx: PageContext) -> None:
         for n, r in results.items()
     }
     title = "Probe accuracy by layer"
-    st.plotly_chart(cache.figure(charts.probe_accuracy, stations, shown, title=title))
+    present.plot(cache.figure(charts.probe_accuracy, stations, shown, title=title))
     some = next(iter(results.values()))
     st.markdown(
         "\n".join(f"- **{n}**: {PROPERTY_WORDS.get(n, '')}." for n in results)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from ui import cache, parts, state
+from ui import cache, parts, present, state
 from ui.charts import block as charts
 from ui.frame import PageContext
 from ui.inside_block.common import block_choice, checks_of, walk
@@ -32,7 +32,7 @@ def draw(ctx: PageContext) -> None:
     vectors = np.stack([s.vectors[position] for s in w.steps])  # (S, D)
     st.subheader(f"Token {md(ctx.labels[position])} through block {layer}")
     formulas = [s.formula for s in w.steps]
-    st.plotly_chart(cache.figure(charts.walk_steps, symbols, formulas, vectors))
+    present.plot(cache.figure(charts.walk_steps, symbols, formulas, vectors))
     norms = np.linalg.norm(vectors, axis=-1)
     st.markdown(lengths_in_words(ctx, float(norms[0]), float(norms[-1])))
     checks = checks_of(ctx.bundle_id, tuple(ctx.ids), layer)

@@ -1,0 +1,192 @@
+"""Presenter mode, and the one way a page draws a plotly chart.
+
+`?present=1` in the URL (or the sidebar's "Presenter mode" toggle) is for a projector: the
+sidebar starts collapsed, prose is larger, the page uses the screen's width, charts that a page
+sets side by side in columns stand one under another at full width, and every chart is drawn
+with every font (axis titles, ticks, cell numbers, legend, hover text) at PRESENTER_FLOOR px or
+more. The value is carried in the URL (ui/state.py), so it survives page changes and a link
+opens a class's screen in presenter mode.
+
+    ui.present.plot(fig, key="attn_heatmap")                 # instead of st.plotly_chart
+    ui.present.plot(fig, container=left, width="stretch")    # in a column
+
+The chart text floor outside presenter mode (FLOOR px at 1024x768) is kept by the chart
+builders themselves (ui/charts/common.py); tests/test_browser_readability.py measures both.
+
+Not here: the frame that calls `sidebar_state()` and `apply()` (ui/frame.py); chart building.
+"""
+
+from __future__ import annotations
+
+import numbers
+import re
+from typing import Any
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from ui import state
+from ui.charts.common import frozen
+
+KEY = "present"
+FLOOR = 12  # px: every chart's text at 1024x768 (DESIGN.md section 6)
+PRESENTER_FLOOR = 16  # px: every chart's text in presenter mode
+SCALE = 1.3  # presenter mode: fonts above the floor grow by this much too, so sizes stay ranked
+DEFAULT_FONT_PX = 13  # what plotly draws where a figure sets no size (its hover labels' default)
+# What Streamlit's chart theme draws where a figure sets no size (seen in Chromium, 1.67).
+THEME_PX = {"tick": 12, "title": 14, "legend": 14}
+AXIS = re.compile(r"^[xy]axis\d*$")
+HEIGHT_SCALE = SCALE  # presenter mode: a chart grows as its text does, so rows of labels still fit
+
+# Large prose, the full width of the screen, and columns holding a chart stacked one under
+# another (the `:has` selector: only a row with a chart in it, so rows of controls stay rows).
+PRESENTER_CSS = """<style>
+[data-testid=stMain] [data-testid=stMarkdownContainer] p,
+[data-testid=stMain] [data-testid=stMarkdownContainer] li,
+[data-testid=stMain] [data-testid=stCaptionContainer] { font-size: 1.35rem; }
+[data-testid=stMain] [data-testid=stWidgetLabel] p { font-size: 1.15rem; }
+[data-testid=stMainBlockContainer] { max-width: 100%; padding-left: 2rem; padding-right: 2rem; }
+[data-testid=stHorizontalBlock]:has([data-testid=stPlotlyChart]) { flex-direction: column; }
+[data-testid=stHorizontalBlock]:has([data-testid=stPlotlyChart]) > [data-testid=stColumn] {
+  width: 100% !important; flex: 1 1 100% !important; }
+</style>"""
+# On a short screen (a 1024x768 projector) the navigation scrolls inside its own box, so the
+# model picker and the prompt box under it are on screen without scrolling the sidebar.
+SIDEBAR_CSS = """<style>
+@media (max-height: 900px) {
+  [data-testid=stSidebarNav] { max-height: 34vh; overflow-y: auto; }
+}
+</style>"""
+
+
+def is_on() -> bool:
+    """Presenter mode: `present=1` in the URL, or the toggle, for this session."""
+    return state.url_bool(KEY, False)
+
+
+def sidebar_state() -> str:
+    """What st.set_page_config's initial_sidebar_state should be: collapsed for a projector."""
+    return "collapsed" if is_on() else "expanded"
+
+
+def apply() -> None:
+    """Draw the sidebar's toggle and the page's styles; the frame calls it once a run."""
+    state.toggle(
+        "Presenter mode",
+        KEY,
+        container=st.sidebar,
+        help="For a projector: larger text in prose and charts, one chart across the screen, "
+        "this sidebar folded away. The URL keeps it (present=1).",
+    )
+    # Markdown in the sidebar, not st.html on the page: pages and their tests count their own
+    # html elements from the first, and a <style> draws nothing wherever it is.
+    st.sidebar.markdown(SIDEBAR_CSS + (PRESENTER_CSS if is_on() else ""), unsafe_allow_html=True)
+
+
+def plot(fig: go.Figure, *, container: Any = st, **kwargs: Any) -> Any:
+    """`container.plotly_chart(fig, **kwargs)`; in presenter mode, a copy with larger fonts."""
+    shown = presenter_figure(fig) if is_on() else fig
+    return container.plotly_chart(shown, **kwargs)
+
+
+# ---- scaling a figure's fonts (pure) ----------------------------------------------------------
+
+
+def presenter_figure(fig: go.Figure) -> go.Figure:
+    """A copy of `fig` with every font at PRESENTER_FLOOR px or more. The figure passed in (often
+    a cached FrozenFigure shared by every session) is never changed: the dicts on the way to
+    each font are copied, and the data arrays are shared, not copied.
+
+    Fonts a figure leaves unset are set too: Streamlit's chart theme draws those at its own
+    sizes (THEME_PX), which no layout-wide font reaches."""
+    spec = fig.to_dict()
+    layout = scaled_fonts(spec.get("layout") or {})
+    layout["font"] = {**layout.get("font", {}), "size": _bigger(_size_of(layout.get("font")))}
+    for name in {"xaxis", "yaxis", *(k for k in layout if AXIS.match(k))}:
+        layout[name] = _themed_axis(layout.get(name) or {})
+    layout = _titled(layout)  # the chart's title
+    layout["legend"] = _titled(_with_font(layout.get("legend") or {}, "font", THEME_PX["legend"]))
+    layout["hoverlabel"] = _with_font(layout.get("hoverlabel") or {}, "font", DEFAULT_FONT_PX)
+    for name in [k for k in layout if k.startswith("coloraxis")]:
+        layout[name] = _with_colorbar(layout[name])
+    if isinstance(layout.get("height"), numbers.Real):
+        layout["height"] = int(layout["height"] * HEIGHT_SCALE)
+    data = [_with_colorbar(_scaled_trace(trace)) for trace in spec.get("data") or []]
+    return frozen({**spec, "data": data, "layout": layout})
+
+
+def _with_font(node: dict, key: str, theme_px: int) -> dict:
+    """`node` with its font `key` sized as `_bigger` says (from theme_px when it has no size)."""
+    font = node.get(key) or {}
+    size = font.get("size") if isinstance(font, dict) else None
+    return {**node, key: {**font, "size": _bigger(size if size is not None else theme_px)}}
+
+
+def _titled(node: dict) -> dict:
+    """`node` (an axis, a legend, a colour bar) with its title's font set, if it has a title."""
+    title = node.get("title")
+    if isinstance(title, str):  # figures built as plain dicts may carry a bare string
+        title = {"text": title}
+    if not isinstance(title, dict):
+        return node
+    return {**node, "title": _with_font(title, "font", THEME_PX["title"])}
+
+
+def _themed_axis(axis: dict) -> dict:
+    return _titled(_with_font(axis, "tickfont", THEME_PX["tick"]))
+
+
+def _with_colorbar(node: dict) -> dict:
+    """A trace or colour axis whose colour bar (drawn whenever it has a colour scale) is set."""
+    if "colorbar" not in node and "colorscale" not in node and node.get("type") != "heatmap":
+        return node
+    bar = _titled(_with_font(node.get("colorbar") or {}, "tickfont", THEME_PX["tick"]))
+    return {**node, "colorbar": bar}
+
+
+def _bigger(size: Any) -> Any:
+    """A font size for presenter mode: SCALE times larger, and at least PRESENTER_FLOOR."""
+    if isinstance(size, numbers.Real) and not isinstance(size, bool):
+        return max(PRESENTER_FLOOR, round(size * SCALE))
+    if isinstance(size, list | tuple):  # one size per point
+        return [_bigger(s) for s in size]
+    return max(PRESENTER_FLOOR, round(DEFAULT_FONT_PX * SCALE))
+
+
+def _size_of(font: Any) -> Any:
+    return font.get("size") if isinstance(font, dict) else None
+
+
+def _is_font_key(key: str) -> bool:
+    """font, tickfont, textfont, insidetextfont, titlefont, ...: every plotly font attribute."""
+    return key.endswith("font")
+
+
+def scaled_fonts(node: dict) -> dict:
+    """A copy of a layout or trace dict with every font's size made bigger (`_bigger`); the
+    branches holding no font (data arrays, numbers) are shared with the original."""
+    out = dict(node)
+    for key, value in node.items():
+        if key == "template":  # plotly's defaults for every trace type: nothing drawn as is
+            continue
+        if _is_font_key(key) and isinstance(value, dict):
+            out[key] = {**value, "size": _bigger(value.get("size"))}
+        elif key == "uniformtext" and isinstance(value, dict) and "minsize" in value:
+            out[key] = {**value, "minsize": _bigger(value["minsize"])}
+        elif isinstance(value, dict):
+            out[key] = scaled_fonts(value)
+        elif isinstance(value, list | tuple) and value and all(isinstance(v, dict) for v in value):
+            out[key] = [scaled_fonts(v) for v in value]  # annotations, shapes, sliders
+    return out
+
+
+def _scaled_trace(trace: dict) -> dict:
+    """A trace's fonts made bigger; a trace that writes text (texttemplate, text on bars) and sets
+    no text font gets one, since plotly may shrink such text to fit its cell."""
+    out = scaled_fonts(trace)
+    writes_text = trace.get("texttemplate") or (
+        trace.get("text") is not None and "mode" not in trace
+    )
+    if writes_text and "textfont" not in trace:
+        out["textfont"] = {"size": _bigger(None)}
+    return out
