@@ -65,8 +65,11 @@ def _wait_for_panel(p, text: str) -> None:
     wait_drawn(p)
 
 
-def _answer(panel) -> None:
+def _answer(p, panel) -> None:
     """Commit some answer, as a student who guessed: the first option, 1, or 'e'."""
+    panel.get_by_role("button", name="Commit my answer").wait_for(timeout=TIMEOUT_MS)
+    panel.locator("input, [role=radiogroup]").first.wait_for(timeout=TIMEOUT_MS)
+    wait_drawn(p)
     if panel.locator("[role=radiogroup] label").count():
         panel.locator("[role=radiogroup] label").first.click()
     elif panel.locator("input[type=number]").count():
@@ -93,7 +96,7 @@ def test_a_lesson_runs_end_to_end(server, small_page, lesson, present):
         assert stop.question.split("*")[0][:30] in panel.inner_text()
         assert p.locator(EXCEPTION).count() == 0, f"{lesson.id} stop {step}"
         assert f"step={step}" in p.url and f"model={stop.model}" in p.url
-        _answer(panel)
+        _answer(p, panel)
         _wait_for_panel(p, "model's answer")
         revealed = p.locator(PANEL).inner_text()
         assert "model's answer" in revealed, f"{lesson.id} stop {step}: {revealed[:300]}"

@@ -24,7 +24,7 @@ from pathlib import Path
 import streamlit as st
 
 from serving import models
-from ui import cache, nav, state
+from ui import cache, nav, present, state
 from ui.frame import DEFAULT_PROMPT, PageContext
 from viz_model.lessons.kinds import Subject
 from viz_model.lessons.lesson_file import Catalogue, Lesson, LessonError, Stop, load_lessons
@@ -147,6 +147,7 @@ def enter(page: nav.Page) -> None:
     if place is None or st.session_state.get(_APPLIED) == place.key:
         return
     stop, target = place.stop, page_of(place.stop)
+    present.is_on()  # read a link's present=1 into the session: the switch drops the URL's keys
     _apply_view(place.lesson, stop, target)
     st.session_state[_APPLIED] = place.key
     if target.url_path != page.url_path:
