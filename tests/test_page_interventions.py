@@ -101,8 +101,8 @@ def test_patching_draws_both_maps_and_refuses_a_long_replacement(models_dir):
     at.selectbox(key=widget_key("patch_pos")).set_value(4).run()  # "O" of ROMEO
     at.text_input(key=widget_key("patch_tok")).set_value("␣").run()  # a space, as the chips show it
     assert not at.error and len(_heatmaps(at)) == 2
-    corrupted = at.get("html")[-1].proto.body
-    clean = at.get("html")[-2].proto.body
+    chips = [h.proto.body for h in at.main.get("html")]  # the page's, not the sidebar's style
+    corrupted, clean = chips[-1], chips[-2]
     assert corrupted.count(">␣</span>") == clean.count(">␣</span>") + 1 == PROMPT.count(" ") + 1
 
 

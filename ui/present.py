@@ -78,9 +78,9 @@ def apply() -> None:
         help="For a projector: larger text in prose and charts, one chart across the screen, "
         "this sidebar folded away. The URL keeps it (present=1).",
     )
-    # Markdown in the sidebar, not st.html on the page: pages and their tests count their own
-    # html elements from the first, and a <style> draws nothing wherever it is.
-    st.sidebar.markdown(SIDEBAR_CSS + (PRESENTER_CSS if is_on() else ""), unsafe_allow_html=True)
+    # In the sidebar, not on the page: pages and their tests count their own html elements from
+    # the first, and a <style> draws nothing wherever it is. No user text goes in it.
+    st.sidebar.html(SIDEBAR_CSS + (PRESENTER_CSS if is_on() else ""))
 
 
 def plot(fig: go.Figure, *, container: Any = st, **kwargs: Any) -> Any:
