@@ -51,10 +51,12 @@ PRESENTER_CSS = """<style>
   width: 100% !important; flex: 1 1 100% !important; }
 </style>"""
 # On a short screen (a 1024x768 projector) the navigation scrolls inside its own box, so the
-# model picker and the prompt box under it are on screen without scrolling the sidebar.
+# model picker and the prompt box under it are on screen without scrolling the sidebar. Its
+# scrollbar is always drawn (an overlay one hides until used), so the pages below the fold show.
 SIDEBAR_CSS = """<style>
 @media (max-height: 900px) {
-  [data-testid=stSidebarNav] { max-height: 34vh; overflow-y: auto; }
+  [data-testid=stSidebarNav] { max-height: 34vh; overflow-y: auto;
+    scrollbar-width: thin; scrollbar-color: #9a9a9a transparent; }
 }
 </style>"""
 
