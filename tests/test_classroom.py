@@ -46,7 +46,10 @@ def _pg_bin() -> Path:
     """VIZ_PG_BIN, else Debian's newest /usr/lib/postgresql/<version>/bin, else initdb's folder."""
     if os.environ.get("VIZ_PG_BIN"):
         return Path(os.environ["VIZ_PG_BIN"])
-    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: p.parts[-3])
+    found = sorted(
+        Path("/usr/lib/postgresql").glob("*/bin/initdb"),
+        key=lambda p: int(p.parts[-3]) if p.parts[-3].isdigit() else 0,
+    )
     if found:
         return found[-1].parent
     initdb = shutil.which("initdb")
