@@ -37,7 +37,7 @@ from serving.classroom import store
 from serving.classroom.classes import Teacher, check_teacher, member_row
 from serving.classroom.store import ClassRefused
 from viz_model.lessons.lesson_file import Lesson
-from viz_model.lessons.truth import Truth
+from viz_model.lessons.truth import Truth, head_names
 
 KINDS = ("choice", "number", "token", "head")
 OPTIONS_MAX = 12
@@ -85,11 +85,6 @@ class Distribution:
     numbers: tuple[float, ...] = field(default=())  # number questions: every answer, sorted
 
 
-def head_name(layer: int, head: int) -> str:
-    """'L1 H2', as the Attention page and the lessons name a head."""
-    return f"L{layer} H{head}"
-
-
 # ---- asking -------------------------------------------------------------------------------------
 
 
@@ -112,7 +107,7 @@ def _options(kind: str, options: Sequence[str] | None, spec: dict[str, Any]) -> 
                 f'a head question needs answer_spec {{"n_layer": L, "n_head": H}}, L x H up to '
                 f"{HEADS_MAX}"
             )
-        return tuple(head_name(layer, h) for layer in range(layers) for h in range(heads))
+        return head_names(layers, heads)
     return ()
 
 
