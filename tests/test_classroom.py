@@ -133,7 +133,7 @@ _databases = iter(range(1, 10_000))
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.system)])
-def db(request, tmp_path, monkeypatch) -> str:
+def db(request, tmp_path, monkeypatch):
     """The database URL of one test, set as VIZ_CLASS_DB; its runs folder in tmp_path."""
     monkeypatch.setenv(jobs.RUNS_ENV, str(tmp_path / "runs"))
     monkeypatch.delenv(jobs.PASSWORD_ENV, raising=False)
@@ -142,7 +142,8 @@ def db(request, tmp_path, monkeypatch) -> str:
     else:
         url = request.getfixturevalue("postgres").new_database(f"t{os.getpid()}_{next(_databases)}")
     monkeypatch.setenv(store.DB_ENV, url)
-    return url
+    yield url
+    store.dispose(url)  # its pooled connections closed: PostgreSQL counts them
 
 
 def in_another_process(script: str, *args: str) -> list:
@@ -601,6 +602,6 @@ def test_a_database_of_another_schema_version_is_refused(tmp_path):
     store.engine(url)
     with sqlite3.connect(path) as conn:
         conn.execute("UPDATE class_meta SET value = '99' WHERE key = 'schema'")
-    store._engines.pop(url)  # a new process meets it
+    store.dispose(url)  # a new process meets it
     with pytest.raises(ClassStateError, match="another version"):
         store.engine(url)

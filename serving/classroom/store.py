@@ -195,6 +195,15 @@ def engine(url: str | None = None) -> Engine:
         return _engines[url]
 
 
+def dispose(url: str | None = None) -> None:
+    """Close this process's engine for `url` and its pooled connections (the next call makes a
+    new one): for tests, and a server moved to another database."""
+    with _engines_lock:
+        found = _engines.pop(url or database_url(), None)
+    if found is not None:
+        found.dispose()
+
+
 def _make_engine(url: str) -> Engine:
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
