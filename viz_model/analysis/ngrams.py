@@ -7,7 +7,8 @@
 - `count_table`: the count-ratio estimate after a context (undefined when it never occurred).
 - `in_training_text`: where a prompt's last tokens occur, what followed, and snippets.
 - `memorised_spans`: stretches of a text found verbatim in the corpus, and in which split.
-- `bits_per_char`: a loss in nats per token as bits per character, to compare tokenizers.
+- `bits_per_char`: a loss in nats per token as bits per character, to compare tokenizers;
+  `validation_chars_per_token`: the characters a token stands for on the validation split.
 
 Not here: the index and the smoothing (corpus_index.py, ngram.py), figures (charts/ngrams.py).
 """
@@ -91,6 +92,18 @@ def bits_per_char(nats_per_token: float, chars_per_token: float) -> float:
     1.0
     """
     return nats_per_token / LN2 / chars_per_token
+
+
+def validation_chars_per_token(
+    text: str, tokenizer: Tokenizer, val_fraction: float = VAL_FRACTION
+) -> float:
+    """Characters per token on the validation split training holds out of `text` (TokenData), the
+    divisor that turns a validation loss per token into one per character (1 for characters, as
+    the Compare models page counts them)."""
+    if tokenizer.kind == "char":
+        return 1.0
+    val = TokenData.from_text(text, tokenizer, val_fraction).val
+    return len(tokenizer.decode(val.tolist())) / max(val.numel(), 1)
 
 
 # ---- Shannon's approximations: letters and words ----------------------------------------------

@@ -23,7 +23,7 @@ from viz_model.analysis.claims import md_escape
 from viz_model.analysis.tokens import token_text
 from viz_model.bundles.checkpoint import Bundle
 from viz_model.lessons.kinds import Subject, answer_kind
-from viz_model.lessons.truth import Truth, visible_token
+from viz_model.lessons.truth import Truth, head_names, visible_token
 from viz_model.text import ngram
 from viz_model.text.data import VAL_FRACTION, DataError, load_text
 from viz_model.text.tokenization import Tokenizer
@@ -244,11 +244,6 @@ def _val_loss(bundle: Bundle) -> float | None:
 
 
 # ---- interventions (the Interventions page) -----------------------------------------------------
-
-
-def head_names(L: int, H: int) -> tuple[str, ...]:
-    """'L0 H0', 'L0 H1', ... as the Attention page names heads."""
-    return tuple(f"L{a} H{b}" for a in range(L) for b in range(H))
 
 
 def validation_windows(subject: Subject) -> torch.Tensor:

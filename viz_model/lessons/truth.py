@@ -86,6 +86,11 @@ def same_token(typed: str, token: str) -> bool:
     return typed.strip().lower() in {n.strip().lower() for n in names if n.strip()}
 
 
+def head_names(L: int, H: int) -> tuple[str, ...]:
+    """'L0 H0', 'L0 H1', ... as the Attention page names heads: the options of a head question."""
+    return tuple(f"L{a} H{b}" for a in range(L) for b in range(H))
+
+
 def visible_token(token: str) -> str:
     """A token as a reveal prints it: a space as ␣, a newline as ↵, inside quotes."""
     return "'" + token.replace(" ", "␣").replace("\n", "↵") + "'"

@@ -1,0 +1,607 @@
+"""Class state (serving/classroom): every test runs on SQLite in a temporary folder (unit) and on a
+real PostgreSQL server started from Debian's package (system), through the same functions.
+
+The PostgreSQL server is started once for the session (initdb into a temporary folder, pg_ctl on
+127.0.0.1 and a free port, as the `postgres` user when the tests run as root); each test gets a
+database of its own. Outside CI those tests skip when the binaries are missing; with CI=true they
+fail instead. Processes are real: the cross-process tests run a second Python.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import pwd
+import shutil
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select
+
+from serving import jobs
+from serving.classroom import board, classes, questions, store
+from serving.classroom.classes import RateLimited
+from serving.classroom.questions import AlreadyAnswered
+from serving.classroom.store import ClassRefused, ClassStateError
+from viz_model.analysis.ngrams import LN2, bits_per_char, validation_chars_per_token
+from viz_model.bundles.files import write_json, write_text
+from viz_model.lessons.lesson_file import Lesson, Stop
+from viz_model.lessons.truth import Truth
+from viz_model.text.data import load_text
+from viz_model.text.tokenization import Tokenizer
+from viz_model.training.settings import RunSettings
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _pg_bin() -> Path:
+    """VIZ_PG_BIN, else Debian's newest /usr/lib/postgresql/<version>/bin, else initdb's folder."""
+    if os.environ.get("VIZ_PG_BIN"):
+        return Path(os.environ["VIZ_PG_BIN"])
+    found = sorted(
+        Path("/usr/lib/postgresql").glob("*/bin/initdb"),
+        key=lambda p: int(p.parts[-3]) if p.parts[-3].isdigit() else 0,
+    )
+    if found:
+        return found[-1].parent
+    initdb = shutil.which("initdb")
+    return Path(initdb).parent if initdb else Path("/usr/lib/postgresql/15/bin")
+
+
+PG_BIN = _pg_bin()
+OPEN = jobs.Auth()  # a server without a teacher password
+
+
+def _no_postgres(reason: str):
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"CI=true but the PostgreSQL tests cannot run: {reason}")
+    pytest.skip(reason)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Postgres:
+    """A throwaway PostgreSQL server: data and socket in a temporary folder, 127.0.0.1 only."""
+
+    def __init__(self):
+        self.folder = Path(tempfile.mkdtemp(prefix="viz-pg-"))
+        self.port = _free_port()
+        self.as_user: list[str] = []
+        if os.geteuid() == 0:  # initdb refuses root: run the server as postgres
+            user = pwd.getpwnam("postgres")
+            os.chown(self.folder, user.pw_uid, user.pw_gid)
+            self.as_user = ["runuser", "-u", "postgres", "--"]
+        self.data = self.folder / "data"
+
+    def run(self, *argv: str) -> None:
+        done = subprocess.run([*self.as_user, *argv], capture_output=True, text=True, timeout=120)
+        if done.returncode:
+            raise RuntimeError(f"{argv[0]} failed: {done.stdout}{done.stderr}")
+
+    def start(self) -> None:
+        self.run(
+            str(PG_BIN / "initdb"), "-D", str(self.data), "-U", "viz", "--auth=trust", "-E", "UTF8"
+        )
+        options = (
+            f"-h 127.0.0.1 -p {self.port} -k {self.folder} -c fsync=off -c max_connections=300"
+        )
+        self.run(str(PG_BIN / "pg_ctl"), "start", "-w", "-D", str(self.data), "-o", options,
+                 "-l", str(self.folder / "server.log"))  # fmt: skip
+
+    def stop(self) -> None:
+        try:
+            self.run(str(PG_BIN / "pg_ctl"), "stop", "-D", str(self.data), "-m", "fast", "-w")
+        finally:
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+    def new_database(self, name: str) -> str:
+        import psycopg
+
+        with psycopg.connect(f"host=127.0.0.1 port={self.port} user=viz dbname=postgres",
+                             autocommit=True) as conn:  # fmt: skip
+            conn.execute(f'CREATE DATABASE "{name}"')
+        return f"postgresql+psycopg://viz@127.0.0.1:{self.port}/{name}"
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    if not (PG_BIN / "initdb").is_file():
+        _no_postgres(f"PostgreSQL is not installed ({PG_BIN}; apt-get install postgresql)")
+    server = Postgres()
+    try:
+        server.start()
+    except (RuntimeError, OSError, subprocess.TimeoutExpired) as error:
+        shutil.rmtree(server.folder, ignore_errors=True)
+        _no_postgres(f"a PostgreSQL server could not start: {error}")
+    yield server
+    server.stop()
+
+
+_databases = iter(range(1, 10_000))
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.system)])
+def db(request, tmp_path, monkeypatch):
+    """The database URL of one test, set as VIZ_CLASS_DB; its runs folder in tmp_path."""
+    monkeypatch.setenv(jobs.RUNS_ENV, str(tmp_path / "runs"))
+    monkeypatch.delenv(jobs.PASSWORD_ENV, raising=False)
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'class.sqlite3'}"
+    else:
+        url = request.getfixturevalue("postgres").new_database(f"t{os.getpid()}_{next(_databases)}")
+    monkeypatch.setenv(store.DB_ENV, url)
+    yield url
+    store.dispose(url)  # its pooled connections closed: PostgreSQL counts them
+
+
+def in_another_process(script: str, *args: str) -> list:
+    """Run `script` in a second Python (its own engine, its own connections); its printed JSON."""
+    done = subprocess.run([sys.executable, "-c", script, *args], cwd=REPO, capture_output=True,
+                          text=True, timeout=300, env=os.environ.copy())  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def a_class(n: int = 0, title: str = "Week 3") -> tuple[classes.ClassInfo, list[classes.Member]]:
+    info = classes.start_class(OPEN, title)
+    return info, [classes.join(info.code, f"s{i}", f"client{i}") for i in range(n)]
+
+
+def count_rows(table, **where) -> int:
+    with store.reading() as conn:
+        query = select(func.count()).select_from(table)
+        for column, value in where.items():
+            query = query.where(table.c[column] == value)
+        return conn.execute(query).scalar()
+
+
+# ---- classes and joining ------------------------------------------------------------------------
+
+
+def test_a_class_gets_a_code_from_the_unambiguous_alphabet_and_is_found_by_it(db):
+    info, _ = a_class()
+    assert len(info.code) == 6 and set(info.code) <= set(classes.CODE_ALPHABET)
+    assert not set("0O1I") & set(classes.CODE_ALPHABET)
+    assert info.teacher_key and info.active
+    typed = f"{info.code[:3].lower()}-{info.code[3:].lower()} "
+    assert classes.find_class(typed).id == info.id
+    assert classes.find_class(typed).teacher_key is None  # the key is given once, at the start
+    other, _ = a_class(title="Week 4")
+    assert other.code != info.code
+    assert [c.id for c in classes.active_classes()] == [other.id, info.id]
+    assert classes.find_class("ZZZZZZ" if info.code != "ZZZZZZ" else "YYYYYY") is None
+
+
+def test_starting_a_class_needs_the_teacher_password_when_the_server_has_one(db, monkeypatch):
+    monkeypatch.setenv(jobs.PASSWORD_ENV, "s3cret")
+    with pytest.raises(ClassRefused, match="needs the teacher password"):
+        classes.start_class(jobs.Auth.resolve(None), "x")
+    with pytest.raises(ClassRefused, match="wrong teacher password"):
+        classes.start_class(jobs.Auth.resolve("guess"), "x")
+    info = classes.start_class(jobs.Auth.resolve("s3cret"), "x")
+    # with a password, the password leads the class too (a second tab, a lost key)
+    assert classes.set_view(jobs.Auth.resolve("s3cret"), info.id, "Attention", {}).version == 1
+    with pytest.raises(ClassRefused, match="wrong teacher password"):
+        classes.set_view(jobs.Auth.resolve("guess"), info.id, "Attention", {})
+    monkeypatch.delenv(jobs.PASSWORD_ENV)
+    with pytest.raises(ClassRefused, match="no teacher password"):  # without one, only the key
+        classes.set_view(jobs.Auth(), info.id, "Attention", {})
+
+
+def test_names_are_stripped_capped_and_stored_as_typed_and_an_empty_one_is_numbered(db):
+    info, _ = a_class()
+    first = classes.join(info.code, "", "a")
+    second = classes.join(info.code, "   ", "b")
+    typed = classes.join(info.code, "  <b>Ada</b> & co  ", "c")
+    long = classes.join(info.code, "x" * 100, "d")
+    assert (first.name, second.name) == ("Student 1", "Student 2")
+    assert typed.name == "<b>Ada</b> & co"  # escaping is the UI's job
+    assert long.name == "x" * classes.NAME_MAX
+    assert classes.member(typed.token).name == "<b>Ada</b> & co"
+    assert len({first.token, second.token, typed.token, long.token}) == 4
+    with pytest.raises(ClassRefused):
+        classes.member("not-a-token")
+
+
+WRONG_CODES = """
+import json, sys
+from serving.classroom import classes
+out = []
+for _ in range(int(sys.argv[2])):
+    try:
+        classes.join(sys.argv[1], "x", "laptop-7")
+        out.append("joined")
+    except classes.RateLimited:
+        out.append("limited")
+    except classes.ClassRefused:
+        out.append("wrong")
+print(json.dumps(out))
+"""
+
+
+def test_wrong_codes_are_rate_limited_per_client_across_processes(db):
+    info, _ = a_class()
+    wrong = "ZZZZZZ" if info.code != "ZZZZZZ" else "YYYYYY"
+    for _ in range(5):
+        with pytest.raises(ClassRefused, match="No class has this code"):
+            classes.join(wrong, "x", "laptop-7")
+    assert in_another_process(WRONG_CODES, wrong, "6") == ["wrong"] * 5 + ["limited"]
+    with pytest.raises(RateLimited) as refused:  # even the right code, from this client
+        classes.join(info.code, "x", "laptop-7")
+    assert 0 < refused.value.retry_after <= classes.JOIN_WINDOW_S
+    assert f"try again in {math.ceil(refused.value.retry_after)} s" in str(refused.value)
+    assert classes.join(info.code, "y", "laptop-8").name == "y"  # another client is not limited
+    later = time.time() + classes.JOIN_WINDOW_S + 1
+    assert classes.join(info.code, "x", "laptop-7", now=later).name == "x"
+
+
+# ---- following ----------------------------------------------------------------------------------
+
+
+def test_the_view_version_grows_with_every_move_and_view_reads_the_last(db):
+    info, _ = a_class()
+    assert classes.view(info.id).version == 0 and classes.view(info.id).page == ""
+    versions = [
+        classes.set_view(info.teacher_key, info.id, "Attention", {"layer": str(i)}).version
+        for i in range(5)
+    ]
+    assert versions == [1, 2, 3, 4, 5]
+    seen = classes.view(info.id)
+    assert (seen.version, seen.page, seen.params) == (5, "Attention", {"layer": "4"})
+    with pytest.raises(ClassRefused):
+        classes.set_view(info.teacher_key, info.id, "Attention", {"layer": 1})  # not text
+
+
+def test_a_student_cannot_act_as_the_teacher_or_another_class_s_teacher(db):
+    info, (student,) = a_class(1)
+    other, _ = a_class(title="other")
+    q = questions.ask(info.teacher_key, info.id, "number", "How many?")
+    not_teachers = [student.token, other.teacher_key, "", info.teacher_key + "x"]
+    for key in not_teachers:
+        with pytest.raises(ClassRefused, match="Only the class's teacher"):
+            classes.set_view(key, info.id, "Attention", {})
+        with pytest.raises(ClassRefused, match="Only the class's teacher"):
+            questions.reveal(key, q.id, 3)
+        with pytest.raises(ClassRefused, match="Only the class's teacher"):
+            questions.ask(key, info.id, "number", "Again?")
+        with pytest.raises(ClassRefused, match="Only the class's teacher"):
+            classes.end_class(key, info.id)
+        with pytest.raises(ClassRefused, match="Only the class's teacher"):
+            classes.delete_class(key, info.id)
+    assert classes.view(info.id).version == 0
+    assert questions.get_question(q.id).state == "open"
+    assert classes.get_class(info.id).active
+    with pytest.raises(ClassRefused, match="Join the class first|not in the class"):
+        questions.answer(info.teacher_key, q.id, 3)  # nor is the teacher key a student
+
+
+# ---- questions ----------------------------------------------------------------------------------
+
+
+def test_a_second_answer_is_refused_and_the_first_kept(db):
+    info, (ada,) = a_class(1)
+    q = questions.ask(info.teacher_key, info.id, "choice", "Which?", options=["a", "b", "c"])
+    questions.answer(ada.token, q.id, "b")
+    with pytest.raises(AlreadyAnswered, match="first answer stands"):
+        questions.answer(ada.token, q.id, "c")
+    shown = questions.distribution(q.id)
+    assert shown.counts == {"a": 0, "b": 1, "c": 0} and shown.total == 1 and shown.members == 1
+    assert questions.my_answer(ada.token, q.id) == "b"
+
+
+def test_answers_must_fit_the_question_and_its_class(db):
+    info, (ada, bob, cy, di) = a_class(4)
+    t = info.teacher_key
+    head = questions.ask(t, info.id, "head", "Which head?", answer_spec={"n_layer": 2, "n_head": 2})
+    assert head.options == ("L0 H0", "L0 H1", "L1 H0", "L1 H1")
+    with pytest.raises(ClassRefused, match="one of"):
+        questions.answer(ada.token, head.id, "L2 H0")
+    questions.answer(ada.token, head.id, "L1 H0")
+    number = questions.ask(t, info.id, "number", "Loss?", answer_spec={"unit": "nats"})
+    assert questions.get_question(head.id).state == "closed"  # asking closed the last one
+    with pytest.raises(ClassRefused, match="closed"):
+        questions.answer(bob.token, head.id, "L0 H0")
+    for bad in ("many", float("nan"), True):
+        with pytest.raises(ClassRefused, match="number"):
+            questions.answer(bob.token, number.id, bad)
+    questions.answer(bob.token, number.id, "2.50")
+    questions.answer(cy.token, number.id, 2.5)
+    questions.answer(di.token, number.id, 0.1)
+    shown = questions.distribution(number.id)
+    assert shown.counts == {"2.5": 2, "0.1": 1} and shown.numbers == (0.1, 2.5, 2.5)
+    token = questions.ask(t, info.id, "token", "Next token?")
+    questions.answer(ada.token, token.id, " the")  # a leading space is part of a token
+    assert questions.distribution(token.id).counts == {" the": 1}
+    with pytest.raises(ClassRefused, match="kind"):
+        questions.ask(t, info.id, "essay", "Why?")
+    with pytest.raises(ClassRefused, match="2 to"):
+        questions.ask(t, info.id, "choice", "Which?", options=["only"])
+    other, (eve,) = a_class(1, "other")
+    with pytest.raises(ClassRefused, match="another class"):
+        questions.answer(eve.token, token.id, "x")
+
+
+def test_a_lesson_stop_is_asked_with_its_own_question_and_the_truth_s_form(db):
+    info, _ = a_class()
+    stop = Stop("Attention", {"layer": 1}, "Look.", "Which head of layer 1 copies?",
+                "induction_head", {"layer": 1}, "induction-2l", None)  # fmt: skip
+    lesson = Lesson("2_attention", "Attention", "induction-2l", (Stop("Home", {}, "i", "q?",
+                    "token_count", {}, "m", None), stop))  # fmt: skip
+    truth = Truth("choice", "L1 H2", "why", options=("L1 H0", "L1 H2", "none"))
+    q = questions.ask_stop(info.teacher_key, info.id, lesson, 2, truth)
+    assert (q.kind, q.prompt, q.options) == ("choice", stop.question, truth.options)
+    assert (q.lesson_id, q.step, q.truth) == ("2_attention", 2, None)
+    revealed = questions.reveal(info.teacher_key, q.id, truth.value, why=truth.why)
+    assert (revealed.state, revealed.truth, revealed.why) == ("revealed", "L1 H2", "why")
+    assert questions.open_question(info.id) is None
+    assert questions.latest_question(info.id).id == q.id
+
+
+ANSWERS_SCRIPT = """
+import json, sys, threading
+from serving.classroom import questions
+tokens, qid = json.loads(sys.stdin.read()), int(sys.argv[1])
+out = []
+def go(token, value):
+    try:
+        questions.answer(token, qid, value)
+        out.append("ok")
+    except questions.AlreadyAnswered:
+        out.append("again")
+threads = [threading.Thread(target=go, args=(t, v)) for t, v in tokens]
+threads += [threading.Thread(target=go, args=(t, "b")) for t, _ in tokens]  # each a second time
+for t in threads: t.start()
+for t in threads: t.join()
+print(json.dumps(out))
+"""
+
+
+def _answer_all(qid: int, pairs: list[tuple[str, str]]) -> list[str]:
+    done = subprocess.run([sys.executable, "-c", ANSWERS_SCRIPT, str(qid)], cwd=REPO,
+                          input=json.dumps(pairs), capture_output=True, text=True, timeout=300,
+                          env=os.environ.copy())  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_100_answers_at_once_from_threads_are_all_counted(db):
+    info, students = a_class(100)
+    q = questions.ask(info.teacher_key, info.id, "choice", "Which?", options=["a", "b", "c"])
+    chosen = ["a" if i % 3 == 0 else "c" for i in range(100)]
+    errors = []
+
+    def go(token, value):
+        try:
+            questions.answer(token, q.id, value)
+        except (ClassRefused, ClassStateError) as error:
+            errors.append(error)
+
+    threads = [
+        threading.Thread(target=go, args=(s.token, v))
+        for s, v in zip(students, chosen, strict=True)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    shown = questions.distribution(q.id)
+    assert shown.counts == {"a": chosen.count("a"), "b": 0, "c": chosen.count("c")}
+    assert shown.total == 100 == shown.members
+
+
+def test_100_answers_from_two_processes_at_once_are_all_counted_and_second_ones_refused(db):
+    info, students = a_class(100)
+    q = questions.ask(info.teacher_key, info.id, "choice", "Which?", options=["a", "b", "c"])
+    pairs = [(s.token, "a" if i % 2 else "c") for i, s in enumerate(students)]
+    with_threads = []
+    runners = [
+        threading.Thread(target=lambda part=part: with_threads.append(_answer_all(q.id, part)))
+        for part in (pairs[:50], pairs[50:])
+    ]
+    for r in runners:
+        r.start()
+    for r in runners:
+        r.join()
+    said = [word for out in with_threads for word in out]
+    assert len(said) == 200 and said.count("again") == 100  # 100 first answers, 100 refusals
+    shown = questions.distribution(q.id)
+    # each student's first answer stands: "b" counts only where a second answer won the race,
+    # and then that student's own first answer is the "b" (never both)
+    assert shown.total == 100 == count_rows(store.answers, question_id=q.id)
+    assert sum(shown.counts.values()) == 100
+
+
+# ---- the leaderboard and the dashboard ----------------------------------------------------------
+
+
+def write_run(name: str, settings: RunSettings, status: dict, text: str | None = None) -> Path:
+    """A run folder as jobs.start and the worker leave it (settings, status, the tokenizer)."""
+    path = jobs.run_dir(name)
+    path.mkdir(parents=True)
+    if text is not None:
+        write_text(path / "text.txt", text)
+        settings = RunSettings.from_dict(
+            {**settings.to_dict(), "text_file": str(path / "text.txt")}
+        )
+    source = load_text(settings.data_source())
+    Tokenizer.train(source, settings.tokenizer, settings.vocab_size).save(path / "tokenizer.json")
+    write_json(path / "status.json", {"state": "finished", "step": 100, **status})
+    write_json(path / "settings.json", settings.to_dict())
+    return path
+
+
+ENGLISH = " ".join(
+    f"the {a} sat on the {b} and the {c} ran to the {a}."
+    for a in ("cat", "dog", "bird", "fox") for b in ("mat", "log", "hill") for c in ("hen", "cow")
+) * 20  # fmt: skip
+
+
+def test_the_leaderboard_ranks_by_validation_bits_per_character(db):
+    info, (ada, bob, cy) = a_class(3)
+    char = RunSettings(task="repeat", task_examples=300, preset="tiny")
+    bpe = RunSettings(text_file="mine.txt", tokenizer="bpe", vocab_size=300, preset="tiny")
+    write_run("ada-char", char, {"val_loss": 1.2})
+    bob_path = write_run("bob-bpe", bpe, {"val_loss": 2.5, "state": "stopped"}, ENGLISH)
+    write_run("cy-new", char, {"state": "running", "val_loss": None, "step": 3})
+    for who, run in ((ada, "ada-char"), (bob, "bob-bpe"), (cy, "cy-new")):
+        board.register_run(who.token, run)
+    rows = board.leaderboard(info.id)
+    per = validation_chars_per_token(
+        ENGLISH, Tokenizer.load(bob_path / "tokenizer.json"), bpe.val_fraction
+    )
+    assert per > 2.5 / 1.2  # so Bob's higher loss per token is the lower per character
+    assert [(r.rank, r.name, r.run_id) for r in rows] == [
+        (1, "s1", "bob-bpe"),
+        (2, "s0", "ada-char"),
+        (None, "s2", "cy-new"),
+    ]
+    assert rows[0].bits_per_char == pytest.approx(bits_per_char(2.5, per))
+    assert rows[1].bits_per_char == pytest.approx(1.2 / LN2)
+    assert rows[0].state == "stopped" and rows[2].bits_per_char is None
+    assert "bpe 300" in rows[0].settings and "tiny" in rows[1].settings
+
+
+def test_a_run_is_refused_when_it_is_another_s_older_than_the_member_or_outside_budget(db):
+    info, (ada, bob) = a_class(2)
+    char = RunSettings(corpus="shakespeare", preset="tiny", minutes=1.0)
+    old = write_run("old-run", char, {"val_loss": 1.0})
+    os.utime(old / "settings.json", (time.time() - 3600, time.time() - 3600))
+    with pytest.raises(ClassRefused, match="before you joined"):
+        board.register_run(ada.token, "old-run")
+    write_run("ada-run", char, {"val_loss": 1.0})
+    board.register_run(ada.token, "ada-run")
+    board.register_run(ada.token, "ada-run")  # twice by its owner: fine
+    with pytest.raises(ClassRefused, match="another student's run"):
+        board.register_run(bob.token, "ada-run")
+    with pytest.raises(ClassRefused, match="no run named"):
+        board.register_run(bob.token, "no-such-run")
+    board.class_budget(info.teacher_key, info.id, "shakespeare", minutes=0.5)
+    assert board.budget(info.id) == board.Budget("shakespeare", None, 0.5)
+    write_run("bob-long", char, {"val_loss": 1.0})
+    with pytest.raises(ClassRefused, match="0.5 minutes"):
+        board.register_run(bob.token, "bob-long")
+    board.class_budget(info.teacher_key, info.id, "shakespeare", tokens=1000)
+    steps = RunSettings(
+        corpus="shakespeare", preset="tiny", train={"max_steps": 10, "batch_size": 1}
+    )
+    write_run("bob-steps", steps, {"val_loss": 1.0})  # 10 x 1 x 64 = 640 tokens
+    board.register_run(bob.token, "bob-steps")
+    with pytest.raises(ClassRefused, match="Only the class's teacher"):  # a student sets none
+        board.class_budget(ada.token, info.id, "shakespeare", tokens=10**9)
+    assert [r.run_id for r in board.leaderboard(info.id)] == ["ada-run", "bob-steps"]
+
+
+def test_the_dashboard_counts_who_is_connected_following_where_and_what_trains(db):
+    info, (ada, bob, cy, di) = a_class(4)
+    now = time.time() + 100
+    classes.heartbeat(ada.token, "Attention", True, now=now)
+    classes.heartbeat(bob.token, "Attention", True, now=now - 5)
+    classes.heartbeat(cy.token, "Tokenization", False, now=now - 10)
+    classes.heartbeat(di.token, "Attention", True, now=now - board.CONNECTED_S - 1)  # gone
+    q = questions.ask(info.teacher_key, info.id, "number", "How many?")
+    questions.answer(ada.token, q.id, 1)
+    questions.answer(di.token, q.id, 2)
+    settings = RunSettings(task="repeat", task_examples=300, preset="tiny")
+    live = write_run("live", settings, {"state": "running"})
+    write_run("dead", settings, {"state": "running", "pid": 999_999_999})  # interrupted
+    # a process whose command line is this run's worker's: what jobs.read takes for a live one
+    worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)",
+                               jobs.WORKER, str(live)])  # fmt: skip
+    try:
+        write_json(live / "status.json", {"state": "running", "step": 5, "pid": worker.pid})
+        board.register_run(bob.token, "live")
+        board.register_run(cy.token, "dead")
+        shown = board.dashboard(info.id, now=now)
+    finally:
+        worker.kill()
+        worker.wait()
+    assert (shown.members, shown.connected, shown.following) == (4, 3, 2)
+    assert shown.pages == {"Attention": 2, "Tokenization": 1}
+    assert (shown.question_id, shown.answered) == (q.id, 2)
+    assert shown.training == ("live",)
+
+
+# ---- ending, deleting, faults -------------------------------------------------------------------
+
+
+def test_ending_keeps_the_record_and_deleting_removes_it(db):
+    info, (ada, bob) = a_class(2)
+    q = questions.ask(info.teacher_key, info.id, "choice", "Which?", options=["a", "b"])
+    questions.answer(ada.token, q.id, "a")
+    write_run("ada-run", RunSettings(task="repeat", task_examples=300, preset="tiny"), {})
+    board.register_run(ada.token, "ada-run")
+    ended = classes.end_class(info.teacher_key, info.id)
+    assert not ended.active and classes.find_class(info.code).id == info.id
+    assert info.id not in [c.id for c in classes.active_classes()]
+    with pytest.raises(ClassRefused, match="ended"):
+        classes.join(info.code, "late", "x")
+    with pytest.raises(ClassRefused, match="closed"):
+        questions.answer(bob.token, q.id, "b")
+    assert questions.distribution(q.id).counts == {"a": 1, "b": 0}
+    assert [r.run_id for r in board.leaderboard(info.id)] == ["ada-run"]
+    other, (eve,) = a_class(1, "other")
+    other_q = questions.ask(other.teacher_key, other.id, "number", "n?")
+    questions.answer(eve.token, other_q.id, 1)
+    classes.delete_class(info.teacher_key, info.id)
+    assert classes.find_class(info.code) is None
+    with pytest.raises(ClassRefused, match="no such question"):
+        questions.distribution(q.id)
+    with pytest.raises(ClassRefused):
+        classes.member(ada.token)
+    for table in (store.members, store.questions, store.runs):
+        assert count_rows(table, class_id=info.id) == 0
+    assert count_rows(store.answers, question_id=q.id) == 0
+    assert (jobs.runs_root() / "ada-run" / "settings.json").is_file()  # the model stays
+    assert questions.distribution(other_q.id).total == 1  # the other class is untouched
+
+
+def test_a_locked_sqlite_database_gives_a_class_state_error_a_teacher_can_read(tmp_path):
+    path = tmp_path / "class.sqlite3"
+    url = f"sqlite:///{path}?timeout=0.2"
+    info = classes.start_class(OPEN, "x", db=url)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")  # another process in the middle of a long write
+    try:
+        with pytest.raises(ClassStateError) as refused:
+            classes.join(info.code, "ada", "c1", db=url)
+        assert classes.view(info.id, db=url).version == 0  # WAL: reading still works
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    message = str(refused.value)
+    assert (
+        "busy" in message and str(path) in message and "Exploring the pages still works" in message
+    )
+    assert "Traceback" not in message and "SELECT" not in message
+    assert classes.join(info.code, "ada", "c1", db=url).name == "ada"  # and after: all well
+
+
+def test_an_unreachable_postgresql_gives_a_class_state_error(tmp_path):
+    port = _free_port()  # nothing listens there
+    url = f"postgresql+psycopg://viz@127.0.0.1:{port}/viz?connect_timeout=2"
+    with pytest.raises(ClassStateError, match=f"cannot be reached.*127.0.0.1:{port}|{port}"):
+        classes.find_class("ABCDEF", db=url)
+
+
+def test_a_database_of_another_schema_version_is_refused(tmp_path):
+    path = tmp_path / "class.sqlite3"
+    url = f"sqlite:///{path}"
+    store.engine(url)
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE class_meta SET value = '99' WHERE key = 'schema'")
+    store.dispose(url)  # a new process meets it
+    with pytest.raises(ClassStateError, match="another version"):
+        store.engine(url)
