@@ -11,6 +11,7 @@ The console command of an installed copy (`pip install .`) and of a checkout ali
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -29,6 +30,8 @@ def main(argv: list[str] | None = None) -> int:
     if not env.get(RUNS_ENV, "").strip():
         env[RUNS_ENV] = str(Path.cwd() / "runs")
     proc = subprocess.Popen(command(sys.argv[1:] if argv is None else argv), cwd=REPO, env=env)
+    # a service manager's SIGTERM stops Streamlit too (it then stops its jobs with a save)
+    signal.signal(signal.SIGTERM, lambda *_: proc.terminate())
     try:
         return proc.wait()
     except KeyboardInterrupt:  # Streamlit got the same Ctrl-C: let it stop its jobs and exit
