@@ -95,6 +95,7 @@ class Status:
             "state": "running",
             "message": "",
             "pid": os.getpid(),
+            "pid_started": jobs.process_started(os.getpid()),
             "step": run.start_step,
             "max_steps": None if on_the_clock else cfg.max_steps,
             "time_limit": cfg.time_limit,

@@ -46,14 +46,16 @@ and a failed one that has a save (a full disk, say: a failed save leaves the las
 Jobs share the server's process group, so a Ctrl-C on `streamlit run` stops them with a save.
 
 Caps (VIZ_MAX_JOBS, VIZ_MAX_PARAMS, VIZ_MAX_MINUTES) are checked, and run folders created, under
-an flock on RUNS/.jobs.lock, so they hold across server processes.
+a lock on RUNS/.jobs.lock (filelock: flock on Linux and macOS, msvcrt on Windows), so they hold
+across server processes. A worker is alive when its pid exists, the process started when status.json
+says (`pid_started`, psutil's create_time) and, where it can be read, its command line is this
+run's worker (psutil on every platform), so a pid reused after a reboot never holds a job slot.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import fcntl
 import hmac
 import json
 import os
@@ -67,6 +69,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import filelock
+import psutil
 
 from viz_model.bundles.files import CheckpointError, write_json, write_text
 from viz_model.model.config import STEPS_WHEN_TIMED
@@ -86,6 +91,10 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 LOCK_FILE = ".jobs.lock"
 HISTORY_FILE = "history.jsonl"  # one step record a line, appended by the worker
 ESTIMATE_FILE = "estimate.json"  # the speed the page promised before Start
+# How far two readings of one process's start time may differ: Linux derives it from the boot
+# time, which moves when the clock is corrected. A pid reused within a second of the start of the
+# process it replaces is not a case to plan for.
+START_SLACK = 1.0  # seconds
 
 
 class JobError(Exception):
@@ -201,18 +210,14 @@ def run_dir(name: str, root: Path | None = None) -> Path:
 
 @contextlib.contextmanager
 def locked(root: Path) -> Iterator[None]:
-    """Hold the runs root's lock file (fcntl.flock: across processes, released if one dies).
+    """Hold the runs root's lock file (filelock: across processes, released if one dies).
 
     A full or read-only disk, or a write that fails inside (CheckpointError), becomes a JobError
     with the reason, so every caller that changes runs refuses in plain words."""
     try:
         root.mkdir(parents=True, exist_ok=True)
-        with open(root / LOCK_FILE, "a") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+        with filelock.FileLock(root / LOCK_FILE):
+            yield
     except (OSError, CheckpointError) as exc:
         raise JobError(f"the runs folder could not be written ({exc})") from exc
 
@@ -243,6 +248,7 @@ class RunView:
     params: int | None = None
     threads: int | None = None
     pid: int | None = None
+    pid_started: float | None = None  # the worker's start time (psutil create_time, epoch s)
     saved_step: int | None = None  # the step of the bundle on disk (what resume starts from)
     samples: list[dict[str, Any]] = field(default_factory=list)  # [{"step", "text"}], oldest first
     history: list[dict[str, Any]] = field(default_factory=list)  # StepRecord dicts
@@ -281,23 +287,33 @@ def read_history(path: Path) -> list[dict[str, Any]]:
     return out
 
 
-def worker_alive(pid: int | None, folder: Path) -> bool:
-    """True when `pid` is running this run's worker (not a dead one, nor a reused pid)."""
-    if not pid:
+def process_started(pid: int) -> float | None:
+    """When process `pid` started (seconds since the epoch, psutil's create_time), None if gone."""
+    try:
+        return psutil.Process(pid).create_time()
+    except psutil.Error:
+        return None
+
+
+def worker_alive(pid: int | None, folder: Path, started: float | None = None) -> bool:
+    """True when `pid` is running this run's worker: it exists, it started at `started` (the
+    status's pid_started; a pid reused by another process started at another time) and, where its
+    command line can be read, it is `python -m serving.job_worker FOLDER` (not a zombie)."""
+    if not pid or started is None:
         return False
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        proc = psutil.Process(pid)
+        if abs(proc.create_time() - started) > START_SLACK:
+            return False
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return False
+        try:
+            argv = proc.cmdline()
+        except psutil.AccessDenied:
+            return True  # another user's process that started when our worker did
+    except psutil.Error:  # gone (or a zombie), or nothing about it may be read
         return False
-    except PermissionError:
-        pass  # another user's process: it exists; /proc says what it runs
-    try:
-        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except FileNotFoundError:
-        return not Path("/proc/self").exists()  # no /proc (macOS): trust the signal check
-    except OSError:
-        return True
-    return WORKER.encode() in argv and str(folder).encode() in argv  # a zombie has no argv
+    return WORKER in argv and str(folder) in argv
 
 
 def read(name: str, root: Path | None = None, history: bool = True) -> RunView:
@@ -322,7 +338,7 @@ def read(name: str, root: Path | None = None, history: bool = True) -> RunView:
             setattr(view, key, value)
     if not status:
         view.message = "the run never started"
-    elif view.state in LIVE and not worker_alive(view.pid, path):
+    elif view.state in LIVE and not worker_alive(view.pid, path, view.pid_started):
         view.state = "interrupted"
         view.message = (
             f"the job ended without finishing; resume continues from step {view.saved_step}"
@@ -526,6 +542,7 @@ def _launch(path: Path, plan: dict[str, Any], limits: Limits, params: int | None
         "state": "running",
         "message": "starting: loading the text, training the tokenizer, building the model",
         "pid": proc.pid,
+        "pid_started": process_started(proc.pid),
         "threads": limits.threads,
         "params": params if params is not None else old.get("params"),
         "updated": time.time(),

@@ -52,7 +52,7 @@ def locked_server(models_dir, tmp_path_factory):
         yield f"http://127.0.0.1:{port}", runs
     finally:
         stop_server(proc)
-        if jobs.worker_alive(view.pid, view.path):
+        if jobs.worker_alive(view.pid, view.path, view.pid_started):
             os.kill(view.pid, signal.SIGKILL)
 
 

@@ -55,7 +55,7 @@ def live_server(models_dir, tmp_path_factory):
         yield f"http://127.0.0.1:{port}"
     finally:
         stop_server(proc)
-        if jobs.worker_alive(view.pid, view.path):
+        if jobs.worker_alive(view.pid, view.path, view.pid_started):
             os.kill(view.pid, signal.SIGKILL)
         if old is None:
             os.environ.pop(jobs.RUNS_ENV, None)

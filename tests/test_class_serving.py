@@ -87,7 +87,7 @@ def served(tmp_path_factory):
             launcher.send_signal(signal.SIGTERM)  # what `stop` does
             launcher.wait(timeout=60)
         for view in jobs.list_runs(runs):
-            if view.live and jobs.worker_alive(view.pid, view.path):
+            if view.live and jobs.worker_alive(view.pid, view.path, view.pid_started):
                 os.kill(view.pid, signal.SIGKILL)
 
 

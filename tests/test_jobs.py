@@ -11,6 +11,8 @@ import math
 import os
 import resource
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -52,7 +54,7 @@ def root(tmp_path, monkeypatch):
     monkeypatch.delenv(jobs.PASSWORD_ENV, raising=False)
     yield runs
     for view in jobs.list_runs(runs):
-        if view.live and jobs.worker_alive(view.pid, view.path):
+        if view.live and jobs.worker_alive(view.pid, view.path, view.pid_started):
             os.kill(view.pid, signal.SIGKILL)
 
 
@@ -297,6 +299,42 @@ def test_a_running_status_whose_pid_is_not_our_worker_reads_as_interrupted(root)
         view = jobs.read("reboot")
         assert view.state == "interrupted" and "continues from step 30" in view.message
     assert not jobs.worker_alive(None, path)
+
+
+def test_a_pid_reused_by_a_process_that_looks_like_the_worker_frees_the_run_and_its_slot(
+    root, monkeypatch
+):
+    """After a reboot a status's pid may name another process, even one whose command line names
+    this run's worker (or one whose command line cannot be read, as on macOS): the start time
+    recorded in the status tells them apart, so the run is interrupted, deletable, and holds no
+    job slot."""
+    monkeypatch.setenv("VIZ_MAX_JOBS", "1")
+    path = finished_run(root, "reboot")
+    look_alike = [sys.executable, "-c", "import time; time.sleep(300)", jobs.WORKER, str(path)]
+    other = subprocess.Popen(look_alike, stdin=subprocess.DEVNULL)
+    try:
+        started = jobs.process_started(other.pid)
+        assert started is not None
+        status = {"state": "running", "step": 40, "saved_step": 30, "pid": other.pid}
+
+        def read_with(recorded: float | None) -> jobs.RunView:
+            (path / "status.json").write_text(json.dumps({**status, "pid_started": recorded}))
+            return jobs.read("reboot")
+
+        assert read_with(started).state == "running"  # its own start time: taken for the worker
+        assert any("running now: reboot" in p for p in jobs.cap_problems(1000, None))
+        with pytest.raises(JobError, match="stop it before deleting"):
+            jobs.delete("reboot", auth=jobs.Auth())
+        for recorded in (started - 3600.0, None):  # another process's start time, or none
+            view = read_with(recorded)
+            assert view.state == "interrupted" and "continues from step 30" in view.message
+            assert jobs.cap_problems(1000, None) == []
+        jobs.delete("reboot", auth=jobs.Auth())
+        assert not path.exists()
+        assert other.poll() is None  # the other process was left alone
+    finally:
+        other.kill()
+        other.wait()
 
 
 def test_the_teacher_password_guards_every_change_but_not_reading(root, monkeypatch):

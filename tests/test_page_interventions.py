@@ -165,7 +165,7 @@ def retrain_env(models_dir, tmp_path, monkeypatch):
     monkeypatch.delenv(jobs.PASSWORD_ENV, raising=False)
     yield folder
     for view in jobs.list_runs(runs):
-        if view.live and jobs.worker_alive(view.pid, view.path):
+        if view.live and jobs.worker_alive(view.pid, view.path, view.pid_started):
             os.kill(view.pid, signal.SIGKILL)
 
 
