@@ -3,15 +3,24 @@
 Every page, Home included, is a script in pages/ declared in ui/nav.py. Each run, st.navigation
 picks the page the URL names (drawing the sections in the sidebar); a lesson's stop, when the URL
 names one, sets its view (ui/lesson.py); the frame draws the shared sidebar (model, training step,
-prompt, model card) and the page's title once; the lesson's question goes above the page; and
-then the page runs with `ctx = ui.context()`.
+prompt, model card) and the page's title once; in a live class, the class box goes in the
+sidebar (ui/classroom.py); the lesson's question goes above the page; then the page runs with
+`ctx = ui.context()`, and a teacher's view is published for the class to follow.
 """
 
+import streamlit as st
+
 import ui
-from ui import lesson, nav
+from ui import classroom, lesson, nav
 
 page = nav.navigation()
 here = nav.find(page.url_path)
 lesson.enter(here)
-lesson.panel(ui.frame(here), here)
-page.run()
+class_box = st.sidebar.container()  # a live class's box: above the model and the prompt
+ctx = ui.frame(here)
+classroom.sidebar(here, class_box)
+lesson.panel(ctx, here)
+try:
+    page.run()
+finally:
+    classroom.after_run(here)

@@ -132,6 +132,17 @@ def go(lesson: Lesson, step: int) -> None:
     st.rerun()
 
 
+def arrive(lesson_id: str, step: str | int) -> None:
+    """Put the session at a stop whose view is already set (a student following the teacher, who
+    may have changed it): its panel shows, its view is not applied again."""
+    found = find(str(lesson_id))
+    if found is None:
+        return
+    place = Place(found, state.parse_int(step, 1, 1, len(found.stops)))
+    st.session_state[LESSON], st.session_state[STEP] = place.key
+    st.session_state[_APPLIED] = place.key
+
+
 def leave() -> None:
     for key in (LESSON, STEP, _APPLIED):
         st.session_state.pop(key, None)

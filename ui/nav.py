@@ -70,6 +70,14 @@ SECTIONS: dict[str, list[Page]] = {
             "Lecture paths through the app: predict, then reveal; presenter mode; exercise sheets.",
             needs_prompt=False,
         ),
+        Page(
+            "pages/18_class.py",
+            "Class",
+            "Live class",
+            ":material/groups:",
+            "Students follow the teacher's screen, answer questions live, and race on one leaderboard.",
+            needs_prompt=False,
+        ),
     ],
     "Text to tokens": [
         Page(
@@ -310,6 +318,11 @@ def lesson_pages() -> list[Page]:
 def find(url_path: str) -> Page:
     """The entry served at url_path ("" = Home)."""
     return next(p for p in all_pages() if p.url_path == url_path)
+
+
+def by_route(route: str) -> Page | None:
+    """The entry whose route (its url_path, "Home" for Home) is `route`; None for none."""
+    return next((p for p in all_pages() if p.route == route), None)
 
 
 def navigation() -> StreamlitPage:

@@ -19,7 +19,7 @@ from typing import Any
 import streamlit as st
 
 from serving import jobs
-from ui import cache, state
+from ui import cache, classroom, state
 from viz_model.model.config import (
     MAX_CTX,
     MAX_D_MODEL,
@@ -476,6 +476,7 @@ def _name_and_start(
         help="Letters, digits, '-' and '_'; the model appears under this name in the picker.",
     )
     name_problem = _name_problem(name)
+    auth = classroom.run_grant(settings) or auth  # a class's budget lets its students train
     locked = auth.required and not auth.given
     clicked = right.button(
         "Start training",
@@ -501,5 +502,6 @@ def _name_and_start(
         return None
     st.session_state[_JUST_STARTED] = (name, time.monotonic())
     st.success(f"Started “{name}”.")
+    classroom.run_started(name)  # on the class's leaderboard, or why not
     state.set_value("t_name", _free_name(name))  # the form is ready for the next run
     return name

@@ -45,7 +45,7 @@ CODE_LENGTH = 6
 NAME_MAX = 40
 TITLE_MAX = 120
 PAGE_MAX = 100
-PARAMS_MAX = 4000  # characters of the view's params as JSON
+PARAMS_MAX = 16000  # characters of the view's params as JSON: a 5,000-character prompt, escaped
 JOIN_FAILURES_MAX = 10  # wrong codes a client key may try ...
 JOIN_WINDOW_S = 60.0  # ... in this many seconds
 
@@ -216,6 +216,16 @@ def active_classes(*, db: str | None = None) -> list[ClassInfo]:
             .order_by(store.classes.c.created_at.desc(), store.classes.c.id.desc())
         ).all()
     return [_info(row) for row in rows]
+
+
+def claim(teacher: Teacher, class_id: int, *, db: str | None = None) -> ClassInfo:
+    """The class, when `teacher` may lead it (a second tab, or the teacher back after a server
+    process restarted, with the password); ClassRefused otherwise or when it has ended."""
+    with store.reading(db) as conn:
+        row = check_teacher(conn, class_id, teacher)
+    if row.ended_at is not None:
+        raise ClassRefused("This class has ended.")
+    return _info(row)
 
 
 def end_class(teacher: Teacher, class_id: int, *, db: str | None = None) -> ClassInfo:

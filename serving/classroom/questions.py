@@ -169,7 +169,10 @@ def ask_stop(
     stop's answer kind measured on the teacher's model: its options for a choice). The truth is
     not stored until reveal."""
     stop = lesson.stop(step)
-    spec = {"unit": truth.unit} if truth.form == "number" and truth.unit else {}
+    spec: dict[str, Any] = {}
+    if truth.form == "number":  # how far from the truth still counts as right, as in the lesson
+        spec = {"unit": truth.unit} if truth.unit else {}
+        spec["tolerance"] = truth.tolerance
     options = truth.options if truth.form == "choice" else None
     return ask(
         teacher,
@@ -257,6 +260,22 @@ def check_value(question: Question, value: Any) -> tuple[str, float | None]:
     if value not in question.options:
         raise ClassRefused(f"answer with one of: {', '.join(question.options)}")
     return value, None
+
+
+def is_right(question: Question, value: str | float | None) -> bool:
+    """Whether an answer agrees with the revealed truth, checked as a lesson checks it
+    (viz_model/lessons/truth.py): a number within the question's tolerance, a token with ␣ for a
+    space, an option exactly. False before the reveal."""
+    if question.truth is None or value is None:
+        return False
+    if question.kind == "number":
+        tolerance = float(question.spec.get("tolerance", 0.0))
+        truth = Truth("number", float(question.truth), "", tolerance=tolerance)
+    elif question.kind == "token":
+        truth = Truth("token", question.truth, "")
+    else:
+        return str(value) == question.truth
+    return truth.check(value)
 
 
 def answer(member_token: str, question_id: int, value: Any, *, db: str | None = None) -> None:

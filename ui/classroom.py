@@ -1,0 +1,409 @@
+"""A live class in the browser: who this session is in the class, the teacher's view published,
+the students' views following it, and the question of the moment.
+
+    classroom.sidebar(page)          # app.py, after the frame: the class box in the sidebar
+    try: page.run()
+    finally: classroom.after_run()   # the teacher's view, published once the page has drawn
+
+The teacher's session publishes its view (the page's URL path and its query params, which carry
+the model, the prompt and every choice the page offers) whenever it changes: after each run, and
+from a fragment on a short timer that catches what a run left unfinished. A following student's
+sidebar holds a fragment that reads the class's view about once a second (one indexed row read,
+shared by the sessions of a process for VIEW_TTL_S) and, when its version grows, applies it with
+the page's own URL keys and switches to its page. Presenter mode is the teacher's own and is not
+followed. A student's seat (their member token) is kept in the URL (`seat=`) as well as the
+session, so a browser that reconnects to another server process is still in the class.
+
+Not here: the class database and who may do what (serving/classroom/), the Live class page.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import streamlit as st
+from cachetools import TTLCache
+from streamlit.runtime.scriptrunner_utils.exceptions import RerunException
+
+from serving import jobs
+from serving.classroom import board, classes, questions
+from serving.classroom.store import ClassRefused, ClassStateError
+from ui import lesson, nav, state, teacher
+from viz_model.analysis.claims import md_escape
+from viz_model.training.settings import RunSettings
+
+SEAT = "seat"  # URL key: a student's member token
+PRIVATE = frozenset({SEAT, "present", "join"})  # URL keys that are one browser's, never followed
+POLL_S = 1.0  # a follower's poll: a move reaches a student within about POLL_S + one page run
+PUBLISH_S = 0.5  # the teacher's fragment: catches a view a run did not finish publishing
+VIEW_TTL_S = 0.5  # one process reads a class's view (and question) at most this often
+DASHBOARD_TTL_S = 2.0  # the teacher's counts: live enough, and a class's runs read rarely
+HEARTBEAT_S = 5.0  # a student's "I am here, on this page" (a write): the dashboard's 15 s window
+_KEY = "_class"  # this session's Membership
+
+_views: TTLCache = TTLCache(maxsize=64, ttl=VIEW_TTL_S)  # class id -> View, shared by sessions
+_questions: TTLCache = TTLCache(maxsize=64, ttl=VIEW_TTL_S)  # class id -> latest Question
+_lock = threading.Lock()
+_dashboards: TTLCache = TTLCache(maxsize=16, ttl=DASHBOARD_TTL_S)  # class id -> Dashboard
+
+
+@dataclass
+class Membership:
+    """This session's place in a class: a teacher (secret = the teacher key) or a student
+    (secret = the member token)."""
+
+    class_id: int
+    code: str
+    title: str
+    role: str  # "teacher" | "student"
+    secret: str | jobs.Auth = field(repr=False)  # the teacher key, the password, or the token
+    name: str = ""
+    following: bool = True
+    seen_version: int = 0  # the teacher's view version this session last applied (students)
+    published: str = ""  # what this session last published (teachers): page + params as text
+    beat_at: float = 0.0  # the last heartbeat (students)
+    beat_page: str = ""
+
+    @property
+    def teacher(self) -> bool:
+        return self.role == "teacher"
+
+
+# ---- who this session is ----------------------------------------------------------------------
+
+
+def membership() -> Membership | None:
+    """This session's class, from the session or (a student on a new server process) the URL's
+    seat; None outside a class."""
+    ss = st.session_state
+    if _KEY in ss:
+        return ss[_KEY]
+    token = st.query_params.get(SEAT)
+    if not token:
+        return None
+    try:
+        me = classes.member(token)
+        info = classes.get_class(me.class_id)
+    except (ClassRefused, ClassStateError):
+        del st.query_params[SEAT]  # an old or wrong seat: the student is simply not in a class
+        return None
+    if not info.active:
+        return None
+    ss[_KEY] = Membership(info.id, info.code, info.title, "student", token, name=me.name)
+    return ss[_KEY]
+
+
+def begin_teaching(info: classes.ClassInfo, teacher_key: str) -> Membership:
+    m = Membership(info.id, info.code, info.title, "teacher", teacher_key)
+    st.session_state[_KEY] = m
+    return m
+
+
+def begin_learning(info: classes.ClassInfo, me: classes.Member) -> Membership:
+    m = Membership(info.id, info.code, info.title, "student", str(me.token), name=me.name)
+    st.session_state[_KEY] = m
+    state.mirror(SEAT, me.token)
+    return m
+
+
+def leave() -> None:
+    st.session_state.pop(_KEY, None)
+    if SEAT in st.query_params:
+        del st.query_params[SEAT]
+
+
+def client_key() -> str:
+    """What identifies a browser for the join-code rate limit: its address (behind HAProxy, the
+    first X-Forwarded-For), else this session."""
+    forwarded = st.context.headers.get("X-Forwarded-For", "")
+    return forwarded.split(",")[0].strip() or st.context.ip_address or "unknown"
+
+
+# ---- the view ---------------------------------------------------------------------------------
+
+
+def current_view(page: nav.Page) -> tuple[str, dict[str, str]]:
+    """This session's view as a class sees it: the page's route and its URL keys."""
+    params = {k: v for k, v in st.query_params.to_dict().items() if k not in PRIVATE}
+    return page.route, params
+
+
+def _shared(copies: TTLCache, class_id: int, read: Callable[[int], Any]) -> Any:
+    """`read(class_id)`, or this process's copy of it while it is fresh. A cachetools cache is
+    not thread-safe and every session is a thread: one lock, held for the look-up only (two
+    sessions may both read the database when a copy expires, which costs one extra read)."""
+    with _lock:
+        if class_id in copies:
+            return copies[class_id]
+    found = read(class_id)
+    with _lock:
+        copies[class_id] = found
+    return found
+
+
+def class_view(class_id: int) -> classes.View:
+    """The class's view, read from the database at most once per VIEW_TTL_S per process."""
+    return _shared(_views, class_id, classes.view)
+
+
+def latest_question(class_id: int) -> questions.Question | None:
+    """The class's latest question (open, closed or revealed), as class_view shares it."""
+    return _shared(_questions, class_id, questions.latest_question)
+
+
+def forget(class_id: int) -> None:
+    """Drop this process's copies (after the teacher changed the view or the question)."""
+    with _lock:
+        for copies in (_views, _questions, _dashboards):
+            copies.pop(class_id, None)
+
+
+def publish(m: Membership, page: nav.Page) -> None:
+    """The teacher's view into the class, when it differs from what this session last put there."""
+    route, params = current_view(page)
+    text = route + "?" + "&".join(f"{k}={v}" for k, v in sorted(params.items()))
+    if text == m.published:
+        return
+    try:
+        classes.set_view(m.secret, m.class_id, route, params)
+    except ClassRefused as error:  # the class ended or was taken over
+        st.session_state.pop(_KEY, None)
+        st.toast(str(error))
+        return
+    except ClassStateError as error:
+        st.toast(str(error))
+        return
+    m.published = text
+    forget(m.class_id)
+
+
+def follow_keys(target: nav.Page) -> frozenset[str]:
+    """The URL keys a followed view may set on `target`: its own, the frame's and a lesson's."""
+    return frozenset(
+        {*target.view_keys, *lesson.FRAME_KEYS, "model", "prompt", lesson.LESSON, lesson.STEP}
+    )
+
+
+def apply_view(m: Membership, view: classes.View) -> None:
+    """Move this session to the teacher's view: its page, and that page's keys as the teacher
+    has them (the others back to their defaults). Ends the run (a page switch)."""
+    target = nav.by_route(view.page)
+    if target is None:
+        return
+    keys = follow_keys(target)
+    params = {k: v for k, v in view.params.items() if k in keys}
+    ss = st.session_state
+    for key in keys:
+        ss.pop(key, None)
+        ss.pop(state.widget_key(key), None)
+    ss.update(params)
+    if lesson.LESSON in params:  # the teacher's stop, in the teacher's view (not reapplied)
+        lesson.arrive(params[lesson.LESSON], params.get(lesson.STEP, "1"))
+    m.seen_version = view.version
+    st.switch_page(target.file, query_params={**params, SEAT: m.secret})
+
+
+# ---- the sidebar ------------------------------------------------------------------------------
+
+
+def sidebar(page: nav.Page, box: Any) -> None:
+    """The class box, drawn in `box` (a container at the top of the sidebar); nothing outside a
+    class."""
+    m = membership()
+    if m is None:
+        return
+    with box:
+        if m.teacher:
+            _teacher_box(m, page)
+        else:
+            state.mirror(SEAT, m.secret)
+            _student_box(m, page)
+
+
+def after_run(page: nav.Page) -> None:
+    """After the page ran (or stopped): the teacher's view as the page left it. Not when the run
+    is being replaced by another (a rerun or a page switch is under way)."""
+    m = st.session_state.get(_KEY)
+    if m is None or not m.teacher or isinstance(sys.exc_info()[1], RerunException):
+        return
+    publish(m, page)
+
+
+@st.fragment(run_every=PUBLISH_S)
+def _teacher_box(m: Membership, page: nav.Page) -> None:
+    box = st.container(border=True)
+    box.markdown(f"**Live class** · code **{m.code}**")
+    if st.session_state.get(_KEY) is not m:
+        return
+    if _in_fragment_rerun():
+        publish(m, page)
+    try:
+        counts = dashboard(m.class_id)
+    except ClassStateError as error:
+        box.caption(md_escape(str(error)))
+        return
+    box.caption(
+        f"{counts.connected} connected · {counts.following} following you. The class sees "
+        "what you see (presenter mode stays yours)."
+    )
+    _ask_this_stop(box, m)
+
+
+def dashboard(class_id: int) -> board.Dashboard:
+    """The class's numbers, read at most once per DASHBOARD_TTL_S per process (it reads the
+    status of the class's runs)."""
+    return _shared(_dashboards, class_id, board.dashboard)
+
+
+def _ask_this_stop(box, m: Membership) -> None:
+    """At a lesson stop: ask the room the stop's own question, its truth measured on the model
+    on the teacher's screen when revealed (pages/18_class.py)."""
+    place = lesson.current()
+    if place is None:
+        return
+    asked = latest_question(m.class_id)
+    if asked is not None and (asked.lesson_id, asked.step) == place.key and asked.truth is None:
+        box.caption("The room is answering this stop's question: see Live class.")
+        return
+    if box.button("Ask the room this stop's question", key="class_ask_stop"):
+        st.session_state["_class_ask_stop"] = place.key
+        st.switch_page(nav.by_route(CLASS_ROUTE).file)
+
+
+CLASS_ROUTE = "Class"
+
+
+@st.fragment(run_every=POLL_S)
+def _student_box(m: Membership, page: nav.Page) -> None:
+    if st.session_state.get(_KEY) is not m:
+        return
+    box = st.container(border=True)
+    box.markdown(f"**{md_escape(m.title)}** · you are {md_escape(m.name)}")
+    try:
+        _heartbeat(m, page)
+        view = class_view(m.class_id)
+    except (ClassRefused, ClassStateError) as error:
+        box.caption(md_escape(str(error)))
+        return
+    if m.following and view.page and view.version > m.seen_version:
+        apply_view(m, view)
+    if m.following:
+        box.caption("Following the teacher: your screen moves when theirs does.")
+        if box.button("Stop following", key="class_unfollow", help="Explore on your own."):
+            st.session_state[_KEY] = replace(m, following=False)
+            st.rerun()
+    else:
+        box.caption("Exploring on your own.")
+        if box.button("Follow the teacher", key="class_follow", type="primary"):
+            st.session_state[_KEY] = replace(m, following=True, seen_version=0)
+            st.rerun()
+    _question_box(box, m)
+
+
+def _heartbeat(m: Membership, page: nav.Page) -> None:
+    now = time.time()
+    if now - m.beat_at < HEARTBEAT_S and m.beat_page == page.route:
+        return
+    classes.heartbeat(m.secret, page.route, m.following)
+    m.beat_at, m.beat_page = now, page.route
+
+
+def _question_box(box, m: Membership) -> None:
+    """The teacher's question: a form until answered, then the answer given, then the reveal."""
+    try:
+        q = latest_question(m.class_id)
+        if q is None:
+            return
+        mine = questions.my_answer(m.secret, q.id)
+    except (ClassRefused, ClassStateError) as error:
+        box.caption(md_escape(str(error)))
+        return
+    box.markdown(f"**The teacher asks:** {md_escape(q.prompt)}")
+    if q.truth is not None:
+        _revealed(box, q, mine)
+    elif mine is not None:
+        box.caption(f"Your answer: {md_escape(mine)}. Wait for the reveal.")
+    elif q.closed_at is not None:
+        box.caption("The teacher has closed this question.")
+    else:
+        _answer_form(box, m, q)
+
+
+def _answer_form(box, m: Membership, q: questions.Question) -> None:
+    with box.form(f"class_answer_{q.id}", border=False):
+        if q.options:
+            value = st.radio("Your answer", q.options, index=None)
+        elif q.kind == "number":
+            unit = q.spec.get("unit", "")
+            value = st.number_input(f"Your answer{f' ({unit})' if unit else ''}", value=None)
+        else:
+            value = st.text_input("Your answer: a token (␣ for a space)", max_chars=40)
+        sent = st.form_submit_button("Send my answer", type="primary")
+    if not sent:
+        return
+    if value in (None, ""):
+        box.warning("Choose or type an answer first.")
+        return
+    try:
+        questions.answer(m.secret, q.id, value)
+    except (ClassRefused, ClassStateError) as error:
+        box.warning(md_escape(str(error)))
+        return
+    box.success("Sent. Wait for the reveal.")
+
+
+def _revealed(box, q: questions.Question, mine: str | None) -> None:
+    truth = md_escape(q.truth or "")
+    if mine is None:
+        box.info(f"The answer: **{truth}**")
+    elif questions.is_right(q, mine):
+        box.success(f"You said {md_escape(mine)}: right. The answer: **{truth}**")
+    else:
+        box.warning(f"You said {md_escape(mine)}; the answer is **{truth}**.")
+    if q.why:
+        box.caption(q.why)
+
+
+def _in_fragment_rerun() -> bool:
+    """True when only the fragment runs (its timer), not the whole page with it."""
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    return bool(ctx is not None and ctx.fragment_ids_this_run)
+
+
+# ---- the class's runs -------------------------------------------------------------------------
+
+
+def run_grant(settings: RunSettings | None) -> jobs.Auth | None:
+    """A student's leave to start a run without the teacher password: the teacher set the class a
+    budget (ui/class_page.py), and these settings fit it. None otherwise (the password rules)."""
+    m = membership()
+    if m is None or m.teacher or settings is None:
+        return None
+    try:
+        limit = board.budget(m.class_id)
+    except (ClassRefused, ClassStateError):
+        return None
+    if limit is None or limit.problem(settings) is not None:
+        return None
+    expected = teacher.expected()
+    return jobs.Auth(expected, expected)
+
+
+def run_started(run_id: str) -> None:
+    """A student's new run onto the class's leaderboard; says why when it cannot go there."""
+    m = membership()
+    if m is None or m.teacher:
+        return
+    try:
+        board.register_run(m.secret, run_id)
+    except (ClassRefused, ClassStateError) as error:
+        st.info(f"This run is not on the class's leaderboard: {md_escape(str(error))}")
+        return
+    st.caption("It is on the class's leaderboard (Live class).")
