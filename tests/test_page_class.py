@@ -1,0 +1,159 @@
+"""The Live class page and the class box (AppTest): a teacher starts a class and publishes the
+view; a student joins by code, follows the teacher's page and choices, stops and rejoins, comes
+back by the seat in the URL, answers once and sees the reveal. The class database is the real
+one (SQLite in a tmp runs folder); the teacher's moves and questions go through its API where
+the page under test is the student's.
+
+In AppTest a fragment runs inline in the full run (no timer), so `at.run()` is one poll; a page
+switch happens within that run, but the next `at.run()` runs the page AppTest started on."""
+
+from __future__ import annotations
+
+import pytest
+
+from serving import jobs
+from serving.classroom import classes, questions, store
+from tests.apptest_util import app_test, first_bundle
+from ui import classroom
+from ui.state import widget_key
+
+CLASS_PAGE = "pages/18_class.py"
+
+
+@pytest.fixture
+def runs(tmp_path, monkeypatch):
+    """A runs folder of its own, so a class database of its own."""
+    monkeypatch.setenv(jobs.RUNS_ENV, str(tmp_path))
+    monkeypatch.delenv(store.DB_ENV, raising=False)
+    monkeypatch.delenv(jobs.PASSWORD_ENV, raising=False)
+    yield tmp_path
+    store.dispose()
+
+
+@pytest.fixture
+def a_class(runs):
+    return classes.start_class(jobs.Auth(), "Week 3")
+
+
+def _join(at, code: str, name: str):
+    at.text_input[0].set_value(code)  # the join form: the code, then the name
+    at.text_input[1].set_value(name)
+    at.button[0].click().run()
+    return at
+
+
+def _sidebar_text(at) -> str:
+    return "\n".join(m.value for m in at.sidebar.markdown) + "\n".join(
+        c.value for c in at.sidebar.caption
+    )
+
+
+def _student(models_dir, a_class, name="Ada"):
+    at = app_test(models_dir, CLASS_PAGE)
+    _join(at, a_class.code, name)
+    assert not at.exception
+    return at
+
+
+def test_a_teacher_starts_a_class_and_is_shown_its_code(models_dir, runs):
+    at = app_test(models_dir, CLASS_PAGE)
+    start = next(b for b in at.button if b.label == "Start a class")
+    start.click().run()
+    assert not at.exception
+    found = classes.active_classes()
+    assert len(found) == 1
+    bodies = [h.proto.body for h in at.main.get("html")]
+    assert any(f">{found[0].code}<" in b for b in bodies)
+    assert len(at.main.get("image")) == 1  # the QR code of the join link
+    assert "following you" in _sidebar_text(at)
+
+
+def test_a_teachers_move_is_published_with_the_pages_choices(models_dir, runs):
+    at = app_test(models_dir, CLASS_PAGE)
+    next(b for b in at.button if b.label == "Start a class").click().run()
+    (info,) = classes.active_classes()
+    at.switch_page("pages/03_attention.py").run()
+    at.slider(key=widget_key("layer")).set_value(1).run()
+    view = classes.view(info.id)
+    assert view.page == "Attention"
+    assert view.params["layer"] == "1"
+    assert view.params["model"] == first_bundle(models_dir)
+    assert "present" not in view.params
+
+
+def test_a_wrong_code_is_refused_and_a_name_is_drawn_as_typed(models_dir, a_class):
+    at = app_test(models_dir, CLASS_PAGE)
+    _join(at, "ZZZZZZ", "Ada")
+    assert "No class has this code" in at.warning[0].value
+    assert "Join a class" in [s.value for s in at.subheader]  # still outside, the page runs
+    _join(at, a_class.code.lower(), "<b>Ada</b>")
+    text = _sidebar_text(at)
+    assert "\\<b\\>Ada\\</b\\>" in text  # escaped Markdown: shown as typed, never bold
+
+
+def test_a_student_follows_the_teachers_page_and_choices(models_dir, a_class):
+    at = _student(models_dir, a_class)
+    model = first_bundle(models_dir)
+    classes.set_view(
+        a_class.teacher_key, a_class.id, "Attention",
+        {"layer": "1", "head": "1", "model": model, "prompt": "abcabc"},
+    )  # fmt: skip
+    classroom.forget(a_class.id)
+    at.run()  # the student's poll sees the move and switches page (AppTest: the same run)
+    assert not at.exception
+    assert at.title[0].value.endswith("Attention")
+    assert at.slider(key=widget_key("layer")).value == 1
+    assert at.slider(key=widget_key("head")).value == 1
+    assert at.session_state["prompt"] == "abcabc"
+
+
+def test_a_student_who_stops_following_stays_and_rejoins_with_one_click(models_dir, a_class):
+    at = _student(models_dir, a_class)
+    next(b for b in at.sidebar.button if b.label == "Stop following").click().run()
+    classes.set_view(a_class.teacher_key, a_class.id, "Next_token", {})
+    classroom.forget(a_class.id)
+    at.run()
+    assert at.title[0].value.endswith("Live class")  # still where the student was
+    assert "Exploring on your own" in _sidebar_text(at)
+    next(b for b in at.sidebar.button if b.label == "Follow the teacher").click().run()
+    assert at.title[0].value.endswith("Next token")
+
+
+def test_a_student_back_on_a_new_session_is_still_in_the_class_by_the_seat(models_dir, a_class):
+    me = classes.join(a_class.code, "Grace", "test")
+    at = app_test(models_dir, CLASS_PAGE, query={classroom.SEAT: me.token})
+    assert "Grace" in _sidebar_text(at)
+    wrong = app_test(models_dir, CLASS_PAGE, query={classroom.SEAT: "not-a-token"})
+    assert not wrong.exception
+    assert "Join a class" in [s.value for s in wrong.subheader]
+
+
+def test_a_student_answers_once_and_sees_the_reveal(models_dir, a_class):
+    at = _student(models_dir, a_class)
+    q = questions.ask(a_class.teacher_key, a_class.id, "choice", "Which?", ["L0 H1", "L1 H0"])
+    classroom.forget(a_class.id)
+    at.run()
+    assert "The teacher asks:** Which?" in _sidebar_text(at)
+    at.sidebar.radio[0].set_value("L1 H0")
+    next(b for b in at.sidebar.button if b.label == "Send my answer").click().run()
+    dist = questions.distribution(q.id)
+    assert dist.counts == {"L0 H1": 0, "L1 H0": 1}
+    at.run()
+    assert not any(b.label == "Send my answer" for b in at.sidebar.button)  # answered: no form
+    questions.reveal(a_class.teacher_key, q.id, "L0 H1", why="measured")
+    classroom.forget(a_class.id)
+    at.run()
+    assert "the answer is **L0 H1**" in "\n".join(w.value for w in at.sidebar.warning)
+
+
+def test_a_number_answer_within_the_tolerance_is_right(a_class):
+    me = classes.join(a_class.code, "Ada", "test")
+    q = questions.ask(a_class.teacher_key, a_class.id, "number", "How far?", None,
+                      {"tolerance": 0.05})  # fmt: skip
+    questions.answer(me.token, q.id, 1.04)
+    revealed = questions.reveal(a_class.teacher_key, q.id, 1.0)
+    assert questions.is_right(revealed, "1.04")
+    assert not questions.is_right(revealed, "1.06")
+    token_q = questions.ask(a_class.teacher_key, a_class.id, "token", "Which token?")
+    revealed = questions.reveal(a_class.teacher_key, token_q.id, " the")
+    assert questions.is_right(revealed, "␣the") and not questions.is_right(revealed, "the")
