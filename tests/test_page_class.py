@@ -79,6 +79,8 @@ def test_a_teachers_move_is_published_with_the_pages_choices(models_dir, runs):
     assert view.params["layer"] == "1"
     assert view.params["model"] == first_bundle(models_dir)
     assert "present" not in view.params
+    at.switch_page(CLASS_PAGE).run()  # the control room: the class stays on Attention
+    assert classes.view(info.id).page == "Attention"
 
 
 def test_a_wrong_code_is_refused_and_a_name_is_drawn_as_typed(models_dir, a_class):
@@ -144,6 +146,7 @@ def test_a_student_answers_once_and_sees_the_reveal(models_dir, a_class):
     classroom.forget(a_class.id)
     at.run()
     assert "the answer is **L0 H1**" in "\n".join(w.value for w in at.sidebar.warning)
+    assert "You said L1 H0" in "\n".join(w.value for w in at.sidebar.warning)
 
 
 def test_a_number_answer_within_the_tolerance_is_right(a_class):

@@ -268,7 +268,10 @@ def _live_question(m: classroom.Membership) -> None:
     elif dist.counts:
         present.plot(charts.answer_bars(dist.counts, q.truth))
     if q.truth is not None:
-        st.success(f"Revealed: **{md_escape(q.truth)}**")
+        right = sum(n for answer, n in dist.counts.items() if questions.is_right(q, answer))
+        st.success(
+            f"Revealed: **{classroom.shown(q, q.truth)}**. {right} of {dist.total} answered right."
+        )
         if q.why:
             st.markdown(q.why)
         return

@@ -35,6 +35,7 @@ from serving.classroom import board, classes, questions
 from serving.classroom.store import ClassRefused, ClassStateError
 from ui import lesson, nav, state, teacher
 from viz_model.analysis.claims import md_escape
+from viz_model.lessons.truth import visible_token
 from viz_model.training.settings import RunSettings
 
 SEAT = "seat"  # URL key: a student's member token
@@ -45,6 +46,7 @@ VIEW_TTL_S = 0.5  # one process reads a class's view (and question) at most this
 DASHBOARD_TTL_S = 2.0  # the teacher's counts: live enough, and a class's runs read rarely
 HEARTBEAT_S = 5.0  # a student's "I am here, on this page" (a write): the dashboard's 15 s window
 _KEY = "_class"  # this session's Membership
+CLASS_ROUTE = "Class"  # the Live class page: the teacher's control room, never followed
 
 _views: TTLCache = TTLCache(maxsize=64, ttl=VIEW_TTL_S)  # class id -> View, shared by sessions
 _questions: TTLCache = TTLCache(maxsize=64, ttl=VIEW_TTL_S)  # class id -> latest Question
@@ -166,6 +168,8 @@ def forget(class_id: int) -> None:
 def publish(m: Membership, page: nav.Page) -> None:
     """The teacher's view into the class, when it differs from what this session last put there."""
     route, params = current_view(page)
+    if route == CLASS_ROUTE:  # the teacher's control room: the class stays where it was
+        return
     text = route + "?" + "&".join(f"{k}={v}" for k, v in sorted(params.items()))
     if text == m.published:
         return
@@ -275,9 +279,6 @@ def _ask_this_stop(box, m: Membership) -> None:
         st.switch_page(nav.by_route(CLASS_ROUTE).file)
 
 
-CLASS_ROUTE = "Class"
-
-
 @st.fragment(run_every=POLL_S)
 def _student_box(m: Membership, page: nav.Page) -> None:
     if st.session_state.get(_KEY) is not m:
@@ -327,7 +328,7 @@ def _question_box(box, m: Membership) -> None:
     if q.truth is not None:
         _revealed(box, q, mine)
     elif mine is not None:
-        box.caption(f"Your answer: {md_escape(mine)}. Wait for the reveal.")
+        box.caption(f"Your answer: {shown(q, mine)}. Wait for the reveal.")
     elif q.closed_at is not None:
         box.caption("The teacher has closed this question.")
     else:
@@ -357,14 +358,21 @@ def _answer_form(box, m: Membership, q: questions.Question) -> None:
     box.success("Sent. Wait for the reveal.")
 
 
+def shown(q: questions.Question, value: str | None) -> str:
+    """An answer or the truth as a lesson's reveal prints it (a token in quotes, ␣ for a space),
+    escaped for Markdown."""
+    text = "" if value is None else str(value)
+    return md_escape(visible_token(text) if q.kind == "token" else text)
+
+
 def _revealed(box, q: questions.Question, mine: str | None) -> None:
-    truth = md_escape(q.truth or "")
+    truth = shown(q, q.truth)
     if mine is None:
         box.info(f"The answer: **{truth}**")
     elif questions.is_right(q, mine):
-        box.success(f"You said {md_escape(mine)}: right. The answer: **{truth}**")
+        box.success(f"You said {shown(q, mine)}: right. The answer: **{truth}**")
     else:
-        box.warning(f"You said {md_escape(mine)}; the answer is **{truth}**.")
+        box.warning(f"You said {shown(q, mine)}; the answer is **{truth}**.")
     if q.why:
         box.caption(q.why)
 
