@@ -160,3 +160,16 @@ def test_a_number_answer_within_the_tolerance_is_right(a_class):
     token_q = questions.ask(a_class.teacher_key, a_class.id, "token", "Which token?")
     revealed = questions.reveal(a_class.teacher_key, token_q.id, " the")
     assert questions.is_right(revealed, "␣the") and not questions.is_right(revealed, "the")
+
+
+def test_a_class_database_that_cannot_be_opened_is_said_and_the_app_goes_on(
+    models_dir, runs, monkeypatch
+):
+    monkeypatch.setenv(store.DB_ENV, "postgresql+psycopg://nobody@127.0.0.1:9/viz")  # refused
+    at = app_test(models_dir, CLASS_PAGE)
+    _join(at, "ABCDEF", "Ada")
+    assert not at.exception
+    (error,) = at.error
+    assert "Every other page still works" in error.value
+    at.switch_page("pages/03_attention.py").run()
+    assert not at.exception and at.title[0].value.endswith("Attention")
