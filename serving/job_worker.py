@@ -103,6 +103,7 @@ class Status:
             "peak_lr": cfg.lr,
             "params": run.model.n_params(),
             "threads": threads,
+            "device": str(run.meta.get("device", "cpu")),  # where it trains: cpu, cuda, mps
             "saved_step": run.start_step or None,
         }
         self.tokens_per_step = cfg.batch_size * run.model.cfg.n_ctx

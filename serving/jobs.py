@@ -247,6 +247,7 @@ class RunView:
     peak_lr: float | None = None  # the schedule's peak (what set_lr changes)
     params: int | None = None
     threads: int | None = None
+    device: str = ""  # where the worker trains (cpu, cuda, mps); "" before it starts
     pid: int | None = None
     pid_started: float | None = None  # the worker's start time (psutil create_time, epoch s)
     saved_step: int | None = None  # the step of the bundle on disk (what resume starts from)

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 from safetensors.torch import load_file
 
 from serving import jobs, models
@@ -25,7 +26,7 @@ from serving.jobs import JobError
 from viz_model.analysis.training import curves
 from viz_model.bundles.load import load_bundle
 from viz_model.text.data import load_corpus
-from viz_model.training.settings import RunSettings
+from viz_model.training.settings import RunSettings, pick_device
 
 TIMEOUT = 120  # seconds any one wait may take on a busy 2-core machine
 
@@ -74,6 +75,8 @@ def test_a_job_runs_pauses_steps_changes_lr_resumes_stops_and_trains_more(root, 
     settings = tiny(**LONG, lr=2e-3, min_lr=2e-3, warmup_steps=0, eval_every=5)
     view = jobs.start("life", settings, auth=jobs.Auth())
     assert view.state == "running" and view.pid and view.threads == 1
+    expected = pick_device("auto").type  # the settings say "auto": cuda or mps when present
+    assert wait_for("life", lambda v: bool(v.device), "the worker's device").device == expected
     assert json.loads((root / "life" / "settings.json").read_text()) == settings.to_dict()
     jobs.pause("life", auth=jobs.Auth())  # before its first step: it pauses after step 1
     paused = wait_for("life", lambda v: v.state == "paused", "the pause")
@@ -513,3 +516,13 @@ def test_a_run_that_cannot_start_on_its_device_reads_as_failed_not_interrupted(r
     jobs.start("nodevice", settings, auth=jobs.Auth())
     view = wait_for("nodevice", lambda v: v.state != "running", "the worker's verdict")
     assert view.state == "failed" and "no-such-device" in view.message
+
+
+@pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="no CUDA GPU on this machine: the run would train on CPU"
+)
+def test_a_run_on_a_gpu_trains_there_and_says_so(root):
+    settings = dataclasses.replace(tiny(), device="cuda")
+    jobs.start("ongpu", settings, auth=jobs.Auth())
+    view = wait_for("ongpu", lambda v: v.state == "finished", "the run's end")
+    assert view.device == "cuda" and view.tokens_per_s > 0

@@ -131,6 +131,13 @@ def _clock(seconds: float | None) -> str:
     return f"{minutes}:{secs:02d}"
 
 
+def _on(view: jobs.RunView) -> str:
+    """ " on the CPU" / " on the GPU (cuda)": where the run trains, once its worker has said."""
+    if not view.device:
+        return ""
+    return " on the CPU" if view.device == "cpu" else f" on the GPU ({view.device})"
+
+
 def _status(view: jobs.RunView) -> None:
     message = f": {view.message}" if view.message else ""
     st.markdown(f"{STATE_ICONS.get(view.state, '')} **{view.name}** is **{view.state}**{message}")
@@ -138,7 +145,7 @@ def _status(view: jobs.RunView) -> None:
     left = f", {_clock(view.time_left)} left" if view.live else ""
     st.progress(
         min(1.0, max(0.0, view.progress)),
-        text=f"step {view.step:,}{of} · {view.tokens_per_s:,.0f} tokens/s · "
+        text=f"step {view.step:,}{of} · {view.tokens_per_s:,.0f} tokens/s{_on(view)} · "
         f"{_clock(view.elapsed)} trained{left}",
     )
     cols = st.columns(4)
