@@ -14,8 +14,11 @@ import pytest
 from serving import jobs
 from serving.classroom import classes, questions, store
 from tests.apptest_util import app_test, first_bundle
-from ui import classroom
+from ui import class_page, classroom
 from ui.state import widget_key
+from viz_model.bundles.load import load_bundle
+from viz_model.lessons.kinds import subject_for
+from viz_model.lessons.registry import ANSWERS
 
 CLASS_PAGE = "pages/18_class.py"
 
@@ -96,10 +99,8 @@ def test_a_wrong_code_is_refused_and_a_name_is_drawn_as_typed(models_dir, a_clas
 def test_a_student_follows_the_teachers_page_and_choices(models_dir, a_class):
     at = _student(models_dir, a_class)
     model = first_bundle(models_dir)
-    classes.set_view(
-        a_class.teacher_key, a_class.id, "Attention",
-        {"layer": "1", "head": "1", "model": model, "prompt": "abcabc"},
-    )  # fmt: skip
+    view = {"layer": "1", "head": "1", "model": model, "prompt": "abcabc"}
+    classes.set_view(a_class.teacher_key, a_class.id, "Attention", view)
     classroom.forget(a_class.id)
     at.run()  # the student's poll sees the move and switches page (AppTest: the same run)
     assert not at.exception
@@ -151,8 +152,8 @@ def test_a_student_answers_once_and_sees_the_reveal(models_dir, a_class):
 
 def test_a_number_answer_within_the_tolerance_is_right(a_class):
     me = classes.join(a_class.code, "Ada", "test")
-    q = questions.ask(a_class.teacher_key, a_class.id, "number", "How far?", None,
-                      {"tolerance": 0.05})  # fmt: skip
+    spec = {"tolerance": 0.05}
+    q = questions.ask(a_class.teacher_key, a_class.id, "number", "How far?", None, spec)
     questions.answer(me.token, q.id, 1.04)
     revealed = questions.reveal(a_class.teacher_key, q.id, 1.0)
     assert questions.is_right(revealed, "1.04")
@@ -173,3 +174,22 @@ def test_a_class_database_that_cannot_be_opened_is_said_and_the_app_goes_on(
     assert "Every other page still works" in error.value
     at.switch_page("pages/03_attention.py").run()
     assert not at.exception and at.title[0].value.endswith("Attention")
+
+
+def test_a_head_question_is_answered_by_the_models_own_measurement(models_dir, runs):
+    at = app_test(models_dir, CLASS_PAGE, prompt="abcabc")
+    next(b for b in at.button if b.label == "Start a class").click().run()
+    (info,) = classes.active_classes()
+    at.radio(key="class_q_kind").set_value("head").run()
+    at.text_input[0].set_value("Which head copies?")
+    at.selectbox(key="class_q_layer").set_value(1)
+    role = next(r for r in class_page.HEAD_ROLES if "induction" in r)
+    at.selectbox(key="class_q_role").set_value(role)
+    next(b for b in at.button if b.label == "Ask").click().run()
+    assert not at.exception
+    q = questions.latest_question(info.id)
+    bundle = load_bundle(models_dir / first_bundle(models_dir))
+    expected = ANSWERS["induction_head"](subject_for(bundle, "abcabc"), {"layer": 1})
+    assert (q.kind, q.options) == ("choice", expected.options)
+    next(b for b in at.button if b.label == "Reveal the answer").click().run()
+    assert questions.get_question(q.id).truth == expected.value

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import html
 import io
+from functools import partial
 
 import pandas as pd
 import segno
@@ -28,12 +29,23 @@ from ui import classroom, lesson, present, teacher
 from ui.charts import classroom as charts
 from ui.frame import PageContext
 from viz_model.analysis.claims import md_escape
-from viz_model.lessons.truth import head_names
 from viz_model.text.data import CORPORA
 
 ASK_STOP = "_class_ask_stop"  # the sidebar's "ask this stop's question" (lesson id, step)
 _TRUTHS = "_class_truths"  # question id -> (truth, why) measured when asked (teacher's session)
 LIVE_S = 1.0  # the teacher's distribution refreshes this often
+# A head question's answer: a lesson answer kind, measured on the model on screen.
+HEAD_ROLES = {
+    "the previous-token head of the layer (its pattern, beyond chance)": (
+        "previous_token_head",
+        {"layer": True},
+    ),
+    "the induction head of the layer (its pattern, confirmed by ablating it)": (
+        "induction_head",
+        {"layer": True},
+    ),
+    "the head whose ablation raises the loss most (any layer)": ("most_needed_head", {}),
+}
 # The join code as a projector shows it: large, spaced, in a font whose letters cannot be confused.
 JOIN_CODE_CSS = """<style>.join-code { font: 700 4.5rem/1.1 ui-monospace, Menlo, Consolas, monospace;
   letter-spacing: 0.4rem; }</style>"""
@@ -192,24 +204,24 @@ def _ask(ctx: PageContext, m: classroom.Membership) -> None:
         )
         if st.button("Ask the room this stop's question", type="primary") or wanted == place.key:
             truth = lesson.truth_for(ctx, stop)
-            _asked(m, lambda: questions.ask_stop(m.secret, m.class_id, place.lesson,
-                                                   place.step, truth), truth.value, truth.why)  # fmt: skip
+            ask = partial(questions.ask_stop, m.secret, m.class_id, place.lesson, place.step, truth)
+            _asked(m, ask, truth.value, truth.why)
     with st.expander("Ask a question of your own", expanded=place is None):
         _typed_question(ctx, m)
 
 
+KIND_LABELS = {"choice": "a choice", "number": "a number", "token": "a token", "head": "a head"}
+
+
 def _typed_question(ctx: PageContext, m: classroom.Membership) -> None:
+    """A question of the teacher's own. A head question's answer is measured on the model on
+    screen (HEAD_ROLES), never typed; the others take the answer the teacher will reveal."""
     kind = st.radio(
         "The class answers with",
-        ["choice", "number", "token", "head"],
+        list(KIND_LABELS),
         horizontal=True,
         key="class_q_kind",
-        format_func={
-            "choice": "a choice",
-            "number": "a number",
-            "token": "a token",
-            "head": "a head (L H)",
-        }.get,  # fmt: skip
+        format_func=KIND_LABELS.get,
     )
     with st.form("class_ask", border=False):
         prompt = st.text_input("Question", max_chars=1000)
@@ -218,7 +230,7 @@ def _typed_question(ctx: PageContext, m: classroom.Membership) -> None:
         if kind == "choice":
             text = st.text_area("Options, one a line", "yes\nno")
             options = [line.strip() for line in text.splitlines() if line.strip()]
-            truth = st.text_input("The answer (one of the options; empty: reveal none)")
+            truth = st.text_input("The answer (one of the options; empty: none to reveal)")
         elif kind == "number":
             truth = st.number_input("The answer", value=None, format="%g")
             spec["tolerance"] = st.number_input("Counts as right within ±", 0.0, value=0.0)
@@ -226,16 +238,25 @@ def _typed_question(ctx: PageContext, m: classroom.Membership) -> None:
             truth = st.text_input("The answer: a token (␣ for a space)", max_chars=40)
         else:
             cfg = ctx.config
-            spec = {"n_layer": cfg.n_layer, "n_head": cfg.n_head}
-            truth = st.selectbox(
-                f"The answer, on {ctx.name}", ["(none)", *head_names(cfg.n_layer, cfg.n_head)]
+            layers = list(range(cfg.n_layer))
+            layer = st.selectbox("Layer", layers, index=cfg.n_layer - 1, key="class_q_layer")
+            role = st.selectbox(
+                f"The answer, measured on {ctx.name}", list(HEAD_ROLES), key="class_q_role"
             )
-            truth = None if truth == "(none)" else truth
         sent = st.form_submit_button("Ask", type="primary")
-    if sent:
-        given = None if truth in (None, "") else truth
-        _asked(m, lambda: questions.ask(m.secret, m.class_id, kind, prompt, options, spec),
-               given, "")  # fmt: skip
+    if not sent:
+        return
+    if kind == "head":
+        name, args = HEAD_ROLES[role]
+        t = lesson.measure(ctx, name, {"layer": layer} if "layer" in args else {})
+        ask = partial(questions.ask, m.secret, m.class_id, "choice", prompt, t.options)
+        _asked(m, ask, t.value, t.why)
+        return
+    given = None if truth in (None, "") else truth
+    if kind == "choice" and given is not None and given not in options:
+        st.warning(f"The answer must be one of the options: {md_escape(', '.join(options))}.")
+        return
+    _asked(m, partial(questions.ask, m.secret, m.class_id, kind, prompt, options, spec), given, "")
 
 
 def _asked(m: classroom.Membership, ask, truth, why: str) -> None:
@@ -342,8 +363,8 @@ def _leaderboard(m: classroom.Membership) -> None:
             "settings": [r.settings for r in rows],
         }
     )
-    st.dataframe(table, hide_index=True, column_config={
-        "bits per character": st.column_config.NumberColumn(format="%.3f")})  # fmt: skip
+    bits = st.column_config.NumberColumn(format="%.3f")
+    st.dataframe(table, hide_index=True, column_config={"bits per character": bits})
     if len(rows) >= 2:
         st.page_link(
             "pages/13_compare_models.py",

@@ -189,9 +189,14 @@ def truth(bundle_id: str, ids: tuple[int, ...], prompt: str, kind: str, args: st
 
 
 def truth_for(ctx: PageContext, stop: Stop) -> Truth:
-    args = json.dumps(dict(stop.args), sort_keys=True)
+    return measure(ctx, stop.answer, dict(stop.args))
+
+
+def measure(ctx: PageContext, kind: str, args: dict) -> Truth:
+    """An answer kind (viz_model/lessons) measured on the model and prompt on screen."""
+    text = json.dumps(args, sort_keys=True)
     with st.spinner("Measuring the answer on this model…"):
-        return truth(ctx.bundle_id, tuple(ctx.ids), ctx.prompt, stop.answer, args)
+        return truth(ctx.bundle_id, tuple(ctx.ids), ctx.prompt, kind, text)
 
 
 def panel(ctx: PageContext | None, page: nav.Page) -> None:

@@ -54,8 +54,10 @@ def number_strip(numbers: list[float], truth: float | None = None, unit: str = "
     )
     if truth is not None:
         fig.add_vline(x=truth, line_color=ACCENT, line_width=3)
-        fig.add_annotation(x=truth, y=0.8, text=f"the answer: {truth:g}", showarrow=False,
-                           font=dict(size=TICK_FONT + 2, color=ACCENT))  # fmt: skip
+        label = dict(size=TICK_FONT + 2, color=ACCENT)
+        fig.add_annotation(
+            x=truth, y=0.8, text=f"the answer: {truth:g}", showarrow=False, font=label
+        )
     fig.update_yaxes(visible=False, range=[-1, 1])
     fig.update_xaxes(title=unit or "the numbers typed", tickfont=dict(size=TICK_FONT))
     return base_layout(fig, "The numbers the class typed", height=220)
