@@ -342,7 +342,7 @@ def _budget_form(m: classroom.Membership) -> None:
 @st.fragment(run_every=5.0)
 def _leaderboard(m: classroom.Membership) -> None:
     try:
-        rows = board.leaderboard(m.class_id)
+        rows = classroom.leaderboard(m.class_id)
     except (ClassRefused, ClassStateError) as error:
         refusal(error)
         return

@@ -52,6 +52,7 @@ _views: TTLCache = TTLCache(maxsize=64, ttl=VIEW_TTL_S)  # class id -> View, sha
 _questions: TTLCache = TTLCache(maxsize=64, ttl=VIEW_TTL_S)  # class id -> latest Question
 _lock = threading.Lock()
 _dashboards: TTLCache = TTLCache(maxsize=16, ttl=DASHBOARD_TTL_S)  # class id -> Dashboard
+_boards: TTLCache = TTLCache(maxsize=16, ttl=DASHBOARD_TTL_S)  # class id -> leaderboard rows
 
 
 @dataclass
@@ -161,7 +162,7 @@ def latest_question(class_id: int) -> questions.Question | None:
 def forget(class_id: int) -> None:
     """Drop this process's copies (after the teacher changed the view or the question)."""
     with _lock:
-        for copies in (_views, _questions, _dashboards):
+        for copies in (_views, _questions, _dashboards, _boards):
             copies.pop(class_id, None)
 
 
@@ -256,6 +257,12 @@ def _teacher_box(m: Membership, page: nav.Page) -> None:
         "what you see (presenter mode stays yours)."
     )
     _ask_this_stop(box, m)
+
+
+def leaderboard(class_id: int) -> list[board.Standing]:
+    """The class's runs ranked, read at most once per DASHBOARD_TTL_S per process (it reads every
+    registered run's folder, and every student on Live class shows it)."""
+    return _shared(_boards, class_id, board.leaderboard)
 
 
 def dashboard(class_id: int) -> board.Dashboard:
