@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import streamlit as st
+import streamlit.components.v1 as components
 from cachetools import TTLCache
 from streamlit.runtime.scriptrunner_utils.exceptions import RerunException
 
@@ -46,6 +47,9 @@ VIEW_TTL_S = 0.5  # one process reads a class's view (and question) at most this
 DASHBOARD_TTL_S = 2.0  # the teacher's counts: live enough, and a class's runs read rarely
 HEARTBEAT_S = 5.0  # a student's "I am here, on this page" (a write): the dashboard's 15 s window
 _KEY = "_class"  # this session's Membership
+_COOKIE = "_class_cookie"  # (value, max-age) of the teacher cookie, written on the next run
+TEACHER_COOKIE = "viz_class_teacher"  # the teacher's class id and key, in their browser only
+TEACHER_COOKIE_S = 12 * 3600  # a class day
 CLASS_ROUTE = "Class"  # the Live class page: the teacher's control room, never followed
 
 _views: TTLCache = TTLCache(maxsize=64, ttl=VIEW_TTL_S)  # class id -> View, shared by sessions
@@ -81,14 +85,14 @@ class Membership:
 
 
 def membership() -> Membership | None:
-    """This session's class, from the session or (a student on a new server process) the URL's
-    seat; None outside a class."""
+    """This session's class, from the session, else (a student on a new server process) the
+    URL's seat, else (a teacher who reloaded) the browser's teacher cookie; None outside."""
     ss = st.session_state
     if _KEY in ss:
         return ss[_KEY]
     token = st.query_params.get(SEAT)
     if not token:
-        return None
+        return _teacher_back()
     try:
         me = classes.member(token)
         info = classes.get_class(me.class_id)
@@ -101,10 +105,51 @@ def membership() -> Membership | None:
     return ss[_KEY]
 
 
-def begin_teaching(info: classes.ClassInfo, teacher_key: str) -> Membership:
-    m = Membership(info.id, info.code, info.title, "teacher", teacher_key)
+def begin_teaching(info: classes.ClassInfo, teacher: str | jobs.Auth) -> Membership:
+    m = Membership(info.id, info.code, info.title, "teacher", teacher)
+    st.session_state[_KEY] = m
+    if isinstance(teacher, str):
+        _set_teacher_cookie(f"{info.id}:{teacher}", TEACHER_COOKIE_S)
+    return m
+
+
+def _teacher_back() -> Membership | None:
+    """A teacher whose tab reloaded (a new session): the class whose key the cookie holds."""
+    found = st.context.cookies.get(TEACHER_COOKIE)
+    if not isinstance(found, str):  # none (AppTest has no cookies at all)
+        return None
+    class_id, _, key = found.partition(":")
+    if not class_id.isdigit() or not key:
+        return None
+    try:
+        info = classes.claim(key, int(class_id))
+    except (ClassRefused, ClassStateError):
+        return None
+    m = Membership(info.id, info.code, info.title, "teacher", key)
     st.session_state[_KEY] = m
     return m
+
+
+def _set_teacher_cookie(value: str, max_age: int) -> None:
+    """The teacher key in a cookie of this browser only, never in an address (a projector shows
+    the address bar). Written by the next run's sidebar (`_write_cookie`): these calls are
+    followed by a rerun, which would drop a frame drawn now."""
+    st.session_state[_COOKIE] = (value, max_age)
+
+
+def _write_cookie(box: Any) -> None:
+    """Streamlit cannot set a cookie, so a hidden same-origin frame's script does; the value is a
+    class id and a key this app made (no user text)."""
+    pending = st.session_state.pop(_COOKIE, None)
+    if pending is None:
+        return
+    value, max_age = pending
+    script = (
+        f"<script>document.cookie = '{TEACHER_COOKIE}={value}; path=/; max-age={max_age}; "
+        "SameSite=Strict';</script>"
+    )
+    with box:
+        components.html(script, height=0)
 
 
 def begin_learning(info: classes.ClassInfo, me: classes.Member) -> Membership:
@@ -115,7 +160,9 @@ def begin_learning(info: classes.ClassInfo, me: classes.Member) -> Membership:
 
 
 def leave() -> None:
-    st.session_state.pop(_KEY, None)
+    m = st.session_state.pop(_KEY, None)
+    if m is not None and m.teacher:
+        _set_teacher_cookie("", 0)
     if SEAT in st.query_params:
         del st.query_params[SEAT]
 
@@ -219,6 +266,7 @@ def apply_view(m: Membership, view: classes.View) -> None:
 def sidebar(page: nav.Page, box: Any) -> None:
     """The class box, drawn in `box` (a container at the top of the sidebar); nothing outside a
     class."""
+    _write_cookie(box)
     m = membership()
     if m is None:
         return
