@@ -211,6 +211,16 @@ def cpu_seconds(pids: list[int]) -> list[float]:
     return out
 
 
+async def sample_cpu(pids: list[int], into: list[float], every: float = 1.0) -> None:
+    """The app processes' cores busy over each `every` seconds, appended until cancelled."""
+    last = sum(cpu_seconds(pids))
+    while True:
+        await asyncio.sleep(every)
+        now = sum(cpu_seconds(pids))
+        into.append(round((now - last) / every, 2))
+        last = now
+
+
 def quantile(values: list[float], q: float) -> float | None:
     if not values:
         return None
@@ -273,6 +283,8 @@ async def phase(
     await asyncio.sleep(2.0)  # the arrival's tail: off the clock
     rng = random.Random(2)
     moves = []
+    busy: list[float] = []
+    sampler = asyncio.create_task(sample_cpu(pids, busy))
     cpu0, client0, wall0 = cpu_seconds(pids), time.process_time(), time.perf_counter()
     for i in range(args.moves):
         page, params = VIEWS[i % len(VIEWS)]
@@ -294,14 +306,23 @@ async def phase(
         moves.append((t0, page, params))
         await asyncio.sleep(max(0.0, step_end - time.perf_counter()))
     cpu1, client1, wall1 = cpu_seconds(pids), time.process_time(), time.perf_counter()
-    delays, missed = [], 0
+    sampler.cancel()
+    delays, missed, per_move = [], 0, []
     for t0, page, params in moves:
-        for tab in tabs:
-            done = tab.finished(page, params, t0)
-            if done is None:
-                missed += 1
-            else:
-                delays.append(done - t0)
+        # Not following, a session's own choices win over the URL (ui/state.py), so a student
+        # clicking to Attention keeps their layer: the baseline's run is the page's, any keys.
+        these = [tab.finished(page, params if following else {}, t0) for tab in tabs]
+        got = [done - t0 for done in these if done is not None]
+        missed += len(these) - len(got)
+        delays += got
+        per_move.append(
+            {
+                "view": f"{page}?{urllib.parse.urlencode(params)}",
+                "arrived": len(got),
+                "p50_s": round(quantile(got, 0.5), 2) if got else None,
+                "max_s": round(max(got), 2) if got else None,
+            }
+        )
     per_process = [round(b - a, 1) for a, b in zip(cpu0, cpu1, strict=True)]
     seconds = wall1 - wall0
     result = {
@@ -323,6 +344,9 @@ async def phase(
         "server_cpu_s": round(sum(per_process), 1),
         "server_cpu_s_per_process": per_process,
         "server_cores_busy": round(sum(per_process) / seconds, 2),
+        "server_cores_busy_by_second_max": max(busy) if busy else None,
+        "server_cores_busy_by_second": busy,
+        "per_move": per_move,
         "client_cpu_s": round(client1 - client0, 1),
         "fragment_runs": sum(t.fragment_runs for t in tabs),
         "reruns_sent": sum(t.reruns_sent for t in tabs),
