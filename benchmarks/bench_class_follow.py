@@ -82,6 +82,7 @@ class Tab:
         self.cached: set[str] = set()
         self.fragment_timers: dict[str, asyncio.Task] = {}
         self.runs: list[tuple[float, str, str]] = []  # finished full runs: (time, page, query)
+        self.starts: list[tuple[float, str, str]] = []  # full runs begun (navigation messages)
         self.fragment_runs = 0
         self.reruns_sent = 0
         self.exceptions: list[str] = []
@@ -164,6 +165,8 @@ class Tab:
                         p.page_script_hash: p.url_pathname for p in fwd.navigation.app_pages
                     }
                     self.page_hash = fwd.navigation.page_script_hash
+                    page = self.pages.get(self.page_hash, "?")
+                    self.starts.append((time.perf_counter(), page, self.query))
                 elif kind == "delta" and fwd.delta.HasField("new_element"):
                     self._note(fwd.delta.new_element)
                 elif kind == "script_finished":
@@ -189,9 +192,12 @@ class Tab:
             if "Sent. Wait for the reveal" in body or "Your answer:" in body:
                 self.acked_at = time.perf_counter()
 
-    def finished(self, page: str, params: dict[str, str], since: float) -> float | None:
-        """When a full run of `page` with `params` in its URL first finished after `since`."""
-        for at, ran, query in self.runs:
+    def finished(
+        self, page: str, params: dict[str, str], since: float, begun: bool = False
+    ) -> float | None:
+        """When a full run of `page` with `params` in its URL first finished (`begun`: began,
+        i.e. the page switched and its title is drawn) after `since`."""
+        for at, ran, query in self.starts if begun else self.runs:
             if at < since or ran != page:
                 continue
             got = dict(urllib.parse.parse_qsl(query))
@@ -307,12 +313,15 @@ async def phase(
         await asyncio.sleep(max(0.0, step_end - time.perf_counter()))
     cpu1, client1, wall1 = cpu_seconds(pids), time.process_time(), time.perf_counter()
     sampler.cancel()
-    delays, missed, per_move = [], 0, []
+    delays, missed, per_move, switches = [], 0, [], []
     for t0, page, params in moves:
         # Not following, a session's own choices win over the URL (ui/state.py), so a student
         # clicking to Attention keeps their layer: the baseline's run is the page's, any keys.
-        these = [tab.finished(page, params if following else {}, t0) for tab in tabs]
+        keys = params if following else {}
+        these = [tab.finished(page, keys, t0) for tab in tabs]
         got = [done - t0 for done in these if done is not None]
+        begun = [tab.finished(page, keys, t0, begun=True) for tab in tabs]
+        switches += [at - t0 for at in begun if at is not None]
         missed += len(these) - len(got)
         delays += got
         per_move.append(
@@ -340,12 +349,18 @@ async def phase(
             "p95": round(quantile(delays, 0.95), 2) if delays else None,
             "max": round(max(delays), 2) if delays else None,
         },
+        "page_switched_s": {
+            "p50": round(quantile(switches, 0.5), 2) if switches else None,
+            "p95": round(quantile(switches, 0.95), 2) if switches else None,
+            "share_within_2s": round(
+                sum(d <= TARGET_S for d in switches) / len(delays + [0] * missed), 3
+            ),
+        },
         "share_within_2s": round(sum(d <= TARGET_S for d in delays) / (len(delays) + missed), 3),
         "server_cpu_s": round(sum(per_process), 1),
         "server_cpu_s_per_process": per_process,
         "server_cores_busy": round(sum(per_process) / seconds, 2),
         "server_cores_busy_by_second_max": max(busy) if busy else None,
-        "server_cores_busy_by_second": busy,
         "per_move": per_move,
         "client_cpu_s": round(client1 - client0, 1),
         "fragment_runs": sum(t.fragment_runs for t in tabs),
