@@ -518,10 +518,12 @@ def test_the_dashboard_counts_who_is_connected_following_where_and_what_trains(d
     live = write_run("live", settings, {"state": "running"})
     write_run("dead", settings, {"state": "running", "pid": 999_999_999})  # interrupted
     # a process whose command line is this run's worker's: what jobs.read takes for a live one
-    worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)",
-                               jobs.WORKER, str(live)])  # fmt: skip
+    command = [sys.executable, "-c", "import time; time.sleep(120)", jobs.WORKER, str(live)]
+    worker = subprocess.Popen(command)
     try:
-        write_json(live / "status.json", {"state": "running", "step": 5, "pid": worker.pid})
+        started = jobs.process_started(worker.pid)  # liveness checks the pid's start time
+        status = {"state": "running", "step": 5, "pid": worker.pid, "pid_started": started}
+        write_json(live / "status.json", status)
         board.register_run(bob.token, "live")
         board.register_run(cy.token, "dead")
         shown = board.dashboard(info.id, now=now)
@@ -605,3 +607,15 @@ def test_a_database_of_another_schema_version_is_refused(tmp_path):
     store.dispose(url)  # a new process meets it
     with pytest.raises(ClassStateError, match="another version"):
         store.engine(url)
+
+
+def test_heartbeats_in_one_write_set_each_students_page_and_following(db):
+    info, (ada, bob, cy) = a_class(3)
+    now = time.time() + 100
+    classes.heartbeats(
+        [(ada.token, "Attention", True), (bob.token, "Next_token", False), ("nobody", "X", True)],
+        now=now,
+    )
+    shown = board.dashboard(info.id, now=now)
+    assert (shown.connected, shown.following) == (2, 1)  # cy sent none; an unknown token: nothing
+    assert shown.pages == {"Attention": 1, "Next_token": 1}

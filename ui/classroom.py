@@ -20,9 +20,7 @@ Not here: the class database and who may do what (serving/classroom/), the Live 
 from __future__ import annotations
 
 import sys
-import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -34,16 +32,16 @@ from streamlit.runtime.scriptrunner_utils.exceptions import RerunException
 from serving import jobs
 from serving.classroom import board, classes, questions
 from serving.classroom.store import ClassRefused, ClassStateError
-from ui import lesson, nav, state, teacher
+from ui import class_watch, lesson, nav, state, teacher
 from viz_model.analysis.claims import md_escape
 from viz_model.lessons.truth import visible_token
 from viz_model.training.settings import RunSettings
 
 SEAT = "seat"  # URL key: a student's member token
 PRIVATE = frozenset({SEAT, "present", "join"})  # URL keys that are one browser's, never followed
-POLL_S = 1.0  # a follower's poll: a move reaches a student within about POLL_S + one page run
+POLL_S = 1.0  # a student box's timer where the watcher cannot push (ui/class_watch.py)
+SAFETY_S = 30.0  # its timer where the watcher pushes: a slow safety net
 PUBLISH_S = 0.5  # the teacher's fragment: catches a view a run did not finish publishing
-VIEW_TTL_S = 0.5  # one process reads a class's view (and question) at most this often
 DASHBOARD_TTL_S = 2.0  # the teacher's counts: live enough, and a class's runs read rarely
 HEARTBEAT_S = 5.0  # a student's "I am here, on this page" (a write): the dashboard's 15 s window
 _KEY = "_class"  # this session's Membership
@@ -52,9 +50,6 @@ TEACHER_COOKIE = "viz_class_teacher"  # the teacher's class id and key, in their
 TEACHER_COOKIE_S = 12 * 3600  # a class day
 CLASS_ROUTE = "Class"  # the Live class page: the teacher's control room, never followed
 
-_views: TTLCache = TTLCache(maxsize=64, ttl=VIEW_TTL_S)  # class id -> View, shared by sessions
-_questions: TTLCache = TTLCache(maxsize=64, ttl=VIEW_TTL_S)  # class id -> latest Question
-_lock = threading.Lock()
 _dashboards: TTLCache = TTLCache(maxsize=16, ttl=DASHBOARD_TTL_S)  # class id -> Dashboard
 _boards: TTLCache = TTLCache(maxsize=16, ttl=DASHBOARD_TTL_S)  # class id -> leaderboard rows
 
@@ -73,7 +68,8 @@ class Membership:
     following: bool = True
     seen_version: int = 0  # the teacher's view version this session last applied (students)
     published: str = ""  # what this session last published (teachers): page + params as text
-    beat_at: float = 0.0  # the last heartbeat (students)
+    answers: dict[int, str] = field(default_factory=dict)  # question id -> this student's answer
+    beat_at: float = 0.0  # the last heartbeat (students without a watcher)
     beat_page: str = ""
 
     @property
@@ -183,34 +179,19 @@ def current_view(page: nav.Page) -> tuple[str, dict[str, str]]:
     return page.route, params
 
 
-def _shared(copies: TTLCache, class_id: int, read: Callable[[int], Any]) -> Any:
-    """`read(class_id)`, or this process's copy of it while it is fresh. A cachetools cache is
-    not thread-safe and every session is a thread: one lock, held for the look-up only (two
-    sessions may both read the database when a copy expires, which costs one extra read)."""
-    with _lock:
-        if class_id in copies:
-            return copies[class_id]
-    found = read(class_id)
-    with _lock:
-        copies[class_id] = found
-    return found
-
-
 def class_view(class_id: int) -> classes.View:
     """The class's view, read from the database at most once per VIEW_TTL_S per process."""
-    return _shared(_views, class_id, classes.view)
+    return class_watch.class_view(class_id)
 
 
 def latest_question(class_id: int) -> questions.Question | None:
     """The class's latest question (open, closed or revealed), as class_view shares it."""
-    return _shared(_questions, class_id, questions.latest_question)
+    return class_watch.latest_question(class_id)
 
 
 def forget(class_id: int) -> None:
     """Drop this process's copies (after the teacher changed the view or the question)."""
-    with _lock:
-        for copies in (_views, _questions, _dashboards, _boards):
-            copies.pop(class_id, None)
+    class_watch.forget(class_id, _dashboards, _boards)
 
 
 def publish(m: Membership, page: nav.Page) -> None:
@@ -310,13 +291,13 @@ def _teacher_box(m: Membership, page: nav.Page) -> None:
 def leaderboard(class_id: int) -> list[board.Standing]:
     """The class's runs ranked, read at most once per DASHBOARD_TTL_S per process (it reads every
     registered run's folder, and every student on Live class shows it)."""
-    return _shared(_boards, class_id, board.leaderboard)
+    return class_watch.shared(_boards, class_id, board.leaderboard)
 
 
 def dashboard(class_id: int) -> board.Dashboard:
     """The class's numbers, read at most once per DASHBOARD_TTL_S per process (it reads the
     status of the class's runs)."""
-    return _shared(_dashboards, class_id, board.dashboard)
+    return class_watch.shared(_dashboards, class_id, board.dashboard)
 
 
 def _ask_this_stop(box, m: Membership) -> None:
@@ -334,20 +315,24 @@ def _ask_this_stop(box, m: Membership) -> None:
         st.switch_page(nav.by_route(CLASS_ROUTE).file)
 
 
-@st.fragment(run_every=POLL_S)
-def _student_box(m: Membership, page: nav.Page) -> None:
+def _student_box_body(m: Membership, page: nav.Page) -> None:
+    """A student's class box: applies the teacher's move, offers to stop or follow again, and
+    shows the question. Rerun by this process's watcher when the class moves (ui/class_watch.py)
+    or, where Streamlit cannot be nudged, by the browser every POLL_S."""
     if st.session_state.get(_KEY) is not m:
         return
     box = st.container(border=True)
     box.markdown(f"**{md_escape(m.title)}** · you are {md_escape(m.name)}")
     try:
-        _heartbeat(m, page)
-        view = class_view(m.class_id)
+        view, question = class_view(m.class_id), latest_question(m.class_id)
     except (ClassRefused, ClassStateError) as error:
         box.caption(md_escape(str(error)))
         return
     if m.following and view.page and view.version > m.seen_version:
-        apply_view(m, view)
+        apply_view(m, view)  # a page switch: the box runs again on the teacher's page
+    shown = class_watch.mark(view, question, m.following)
+    if not class_watch.register(m.class_id, m.secret, page.route, m.following, shown):
+        _heartbeat(m, page)  # no watcher: the box says it is here itself
     if m.following:
         box.caption("Following the teacher: your screen moves when theirs does.")
         if box.button("Stop following", key="class_unfollow", help="Explore on your own."):
@@ -358,7 +343,13 @@ def _student_box(m: Membership, page: nav.Page) -> None:
         if box.button("Follow the teacher", key="class_follow", type="primary"):
             st.session_state[_KEY] = replace(m, following=True, seen_version=0)
             st.rerun()
-    _question_box(box, m)
+    _question_box(box, m, question)
+
+
+# Pushed by the watcher, the browser's timer is a slow safety net; else it is the poll itself.
+_student_box = st.fragment(run_every=SAFETY_S if class_watch.available() else POLL_S)(
+    _student_box_body
+)
 
 
 def _heartbeat(m: Membership, page: nav.Page) -> None:
@@ -369,16 +360,19 @@ def _heartbeat(m: Membership, page: nav.Page) -> None:
     m.beat_at, m.beat_page = now, page.route
 
 
-def _question_box(box, m: Membership) -> None:
+def _question_box(box, m: Membership, q: questions.Question | None) -> None:
     """The teacher's question: a form until answered, then the answer given, then the reveal."""
-    try:
-        q = latest_question(m.class_id)
-        if q is None:
-            return
-        mine = questions.my_answer(m.secret, q.id)
-    except (ClassRefused, ClassStateError) as error:
-        box.caption(md_escape(str(error)))
+    if q is None:
         return
+    mine = m.answers.get(q.id)
+    if mine is None:
+        try:  # not answered in this session: perhaps before a reload, on another process
+            mine = questions.my_answer(m.secret, q.id)
+        except (ClassRefused, ClassStateError) as error:
+            box.caption(md_escape(str(error)))
+            return
+        if mine is not None:
+            m.answers[q.id] = mine
     box.markdown(f"**The teacher asks:** {md_escape(q.prompt)}")
     if q.truth is not None:
         _revealed(box, q, mine)
@@ -410,6 +404,7 @@ def _answer_form(box, m: Membership, q: questions.Question) -> None:
     except (ClassRefused, ClassStateError) as error:
         box.warning(md_escape(str(error)))
         return
+    m.answers[q.id] = questions.check_value(q, value)[0]  # as stored
     box.success("Sent. Wait for the reveal.")
 
 

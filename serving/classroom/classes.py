@@ -33,7 +33,7 @@ import secrets
 import time
 from dataclasses import dataclass, field
 
-from sqlalchemy import delete, exc, func, select, update
+from sqlalchemy import bindparam, delete, exc, func, select, update
 from sqlalchemy.engine import Connection, Row
 
 from serving import jobs
@@ -340,6 +340,29 @@ def heartbeat(
             update(store.members)
             .where(store.members.c.id == row.id)
             .values(seen_at=now, page=str(page)[:PAGE_MAX], following=int(bool(following)))
+        )
+
+
+def heartbeats(
+    beats: list[tuple[str, str, bool]], *, db: str | None = None, now: float | None = None
+) -> None:
+    """Many students' heartbeats, (member token, page, following) each, in one transaction: what
+    one server process writes for all its connected students (ui/class_watch.py). An unknown
+    token changes nothing."""
+    if not beats:
+        return
+    now = time.time() if now is None else now
+    m = store.members.c
+    rows = [
+        {"h": store.digest(token), "p": str(page)[:PAGE_MAX], "f": int(bool(f))}
+        for token, page, f in beats
+    ]
+    with store.writing(db) as conn:
+        conn.execute(
+            update(store.members)
+            .where(m.token_hash == bindparam("h"))
+            .values(seen_at=now, page=bindparam("p"), following=bindparam("f")),
+            rows,
         )
 
 

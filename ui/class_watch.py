@@ -1,0 +1,225 @@
+"""One watcher thread per server process that brings a class's students to the teacher's moves.
+
+A student's class box is a fragment (ui/classroom.py). Rerun by the browser on a timer, it cost
+every student a script run a second for a class doing nothing (benchmarks/README.md, A live
+class): about as much server time as the class's own page views. Instead each box registers its
+session here when it runs, and this thread reads each class's view and latest question twice a
+second (two primary-key reads a class, however many students) and, when what a student's box
+last showed is out of date, asks Streamlit to rerun that fragment in that session, exactly as the
+browser's timer would. The box then applies the move. The thread also writes the heartbeats of
+every registered session still connected, in one transaction every HEARTBEAT_S.
+
+Streamlit has no public API for a rerun started by the server. This uses three of its internals,
+held by the exact Streamlit pin in requirements.txt and checked by the live-class browser test:
+`Runtime.instance()._session_mgr` (this process's sessions), `AppSession.request_rerun` with the
+session's last `ClientState` (called on the session's own event loop), and
+`ThreadState.get().fragment_id` (the running fragment's id). Should they move, `register`
+returns False and the box falls back to the browser's timer (ui/classroom.py).
+
+Not here: what the box draws and how a move is applied (ui/classroom.py), the database.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from cachetools import TTLCache
+
+from serving.classroom import classes, questions
+from serving.classroom.store import ClassRefused, ClassStateError
+
+WATCH_S = 0.5  # how often the thread reads each class's view and question
+VIEW_TTL_S = 0.5  # a session reads a class's view (and question) from this process's copy
+HEARTBEAT_S = 5.0  # the connected sessions' "here, on this page" (the dashboard's 15 s window)
+Mark = tuple[int | None, int | None, str | None]  # (view version if following, question, state)
+
+
+@dataclass
+class Follower:
+    """A student's session as its class box last drew it."""
+
+    session_id: str
+    fragment_id: str
+    class_id: int
+    token: str = field(repr=False)
+    page: str
+    following: bool
+    shown: Mark  # what the box showed: a different mark in the database means rerun it
+    nudged: Mark | None = None  # the mark a rerun was last asked for (asked once)
+
+
+_lock = threading.Lock()
+_followers: dict[str, Follower] = {}  # session id -> Follower
+_thread: list[threading.Thread] = []
+_views: TTLCache = TTLCache(maxsize=64, ttl=VIEW_TTL_S)  # class id -> View
+_questions: TTLCache = TTLCache(maxsize=64, ttl=VIEW_TTL_S)  # class id -> latest Question
+
+
+# ---- this process's copies of a class's view and question --------------------------------------
+
+
+def shared(copies: TTLCache, key: Any, read: Callable[[Any], Any]) -> Any:
+    """`read(key)`, or this process's copy while it is fresh. A cachetools cache is not
+    thread-safe and every session is a thread: one lock, held for the look-up only (two sessions
+    may both read when a copy expires, one extra read)."""
+    with _lock:
+        if key in copies:
+            return copies[key]
+    found = read(key)
+    with _lock:
+        copies[key] = found
+    return found
+
+
+def class_view(class_id: int) -> classes.View:
+    return shared(_views, class_id, classes.view)
+
+
+def latest_question(class_id: int) -> questions.Question | None:
+    return shared(_questions, class_id, questions.latest_question)
+
+
+def forget(class_id: int, *more: TTLCache) -> None:
+    """Drop this process's copies of a class (its view, question, and those in `more`)."""
+    with _lock:
+        for copies in (_views, _questions, *more):
+            copies.pop(class_id, None)
+
+
+def mark(view: classes.View, question: questions.Question | None, following: bool) -> Mark:
+    """What a box shows of the class: the view it follows, the question and its state."""
+    q = (question.id, question.state) if question is not None else (None, None)
+    return (view.version if following else None, *q)
+
+
+# ---- registering and nudging --------------------------------------------------------------------
+
+
+def available() -> bool:
+    """Whether this Streamlit has the internals a push needs (see the module docstring)."""
+    try:
+        from streamlit.proto.ClientState_pb2 import ClientState  # noqa: F401
+        from streamlit.runtime import Runtime
+        from streamlit.runtime.app_session import AppSession
+        from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState
+    except ImportError:
+        return False
+    return (
+        hasattr(Runtime, "instance")
+        and hasattr(AppSession, "request_rerun")
+        and hasattr(ThreadState, "get")
+    )
+
+
+def register(class_id: int, token: str, page: str, following: bool, shown: Mark) -> bool:
+    """Called by a student's box as it runs: rerun me when the class moves past `shown`. False
+    when this Streamlit cannot be nudged (then the box keeps the browser's timer)."""
+    ids = _running_ids()
+    if ids is None:
+        return False
+    session_id, fragment_id = ids
+    found = Follower(session_id, fragment_id, class_id, token, page, following, shown)
+    with _lock:
+        _followers[session_id] = found
+        if not _thread or not _thread[0].is_alive():
+            _thread[:] = [threading.Thread(target=_watch, name="class-watch", daemon=True)]
+            _thread[0].start()
+    return True
+
+
+def unregister(session_id: str) -> None:
+    with _lock:
+        _followers.pop(session_id, None)
+
+
+def _running_ids() -> tuple[str, str] | None:
+    """(session id, running fragment id), or None outside a fragment or without the internals."""
+    try:
+        from streamlit.runtime.scriptrunner_utils.script_run_context import (
+            ThreadState,
+            get_script_run_ctx,
+        )
+
+        ctx = get_script_run_ctx()
+        fragment_id = ThreadState.get().fragment_id
+    except (ImportError, AttributeError, RuntimeError):
+        return None
+    if ctx is None or not fragment_id:
+        return None
+    return ctx.session_id, fragment_id
+
+
+def _session(session_id: str) -> Any | None:
+    """This process's AppSession of that id, None when it has gone."""
+    from streamlit.runtime import Runtime
+
+    info = Runtime.instance()._session_mgr.get_active_session_info(session_id)
+    return None if info is None else info.session
+
+
+def _nudge(f: Follower) -> bool:
+    """Ask Streamlit to rerun the follower's box, as the browser's timer would; False when the
+    session has gone."""
+    from streamlit.proto.ClientState_pb2 import ClientState
+
+    session = _session(f.session_id)
+    if session is None:
+        return False
+    state = ClientState()
+    state.CopyFrom(session._client_state)  # the page, query string and widgets it last ran with
+    state.fragment_id = f.fragment_id
+    state.is_auto_rerun = True
+    session._event_loop.call_soon_threadsafe(session.request_rerun, state)
+    return True
+
+
+# ---- the thread ---------------------------------------------------------------------------------
+
+
+def _watch() -> None:
+    beat_at = 0.0
+    while True:
+        time.sleep(WATCH_S)
+        with _lock:
+            followers = list(_followers.values())
+        if not followers:
+            continue
+        try:
+            _nudge_class(followers)
+            if time.monotonic() - beat_at >= HEARTBEAT_S:
+                beat_at = time.monotonic()
+                _heartbeats(followers)
+        except Exception:  # noqa: BLE001  a watcher that dies stops every follower: keep going
+            continue
+
+
+def _nudge_class(followers: list[Follower]) -> None:
+    """Read each class once and rerun the boxes that show it out of date."""
+    for class_id in {f.class_id for f in followers}:
+        try:
+            view, question = classes.view(class_id), questions.latest_question(class_id)
+        except (ClassRefused, ClassStateError):
+            continue
+        with _lock:  # the boxes about to rerun read these, not a stale copy
+            _views[class_id], _questions[class_id] = view, question
+        for f in followers:
+            if f.class_id != class_id:
+                continue
+            now = mark(view, question, f.following)
+            if now != f.shown and now != f.nudged:
+                f.nudged = now
+                if not _nudge(f):
+                    unregister(f.session_id)
+
+
+def _heartbeats(followers: list[Follower]) -> None:
+    """One write for every connected session: the dashboard's connected, following and pages."""
+    here = [f for f in followers if _session(f.session_id) is not None]
+    for gone in {f.session_id for f in followers} - {f.session_id for f in here}:
+        unregister(gone)
+    if here:
+        classes.heartbeats([(f.token, f.page, f.following) for f in here])
