@@ -25,7 +25,7 @@ import streamlit as st
 
 from serving.classroom import board, classes, questions
 from serving.classroom.store import ClassRefused, ClassStateError
-from ui import classroom, lesson, present, teacher
+from ui import classroom, lesson, nav, present, teacher
 from ui.charts import classroom as charts
 from ui.frame import PageContext
 from viz_model.analysis.claims import md_escape
@@ -189,8 +189,14 @@ def _dashboard(m: classroom.Membership) -> None:
     c.metric("Following you", d.following)
     e.metric("Runs training", len(d.training))
     if d.pages:
-        where = ", ".join(f"{page} {n}" for page, n in d.pages.items())
+        where = ", ".join(f"{_label(page)} {n}" for page, n in d.pages.items())
         st.caption(f"Where they are: {md_escape(where)}.")
+
+
+def _label(route: str) -> str:
+    """A page's name in the navigation, from its route ("Class" -> "Live class")."""
+    page = nav.by_route(route)
+    return page.label if page is not None else route
 
 
 def _ask(ctx: PageContext, m: classroom.Membership) -> None:
@@ -223,7 +229,7 @@ def _typed_question(ctx: PageContext, m: classroom.Membership) -> None:
         key="class_q_kind",
         format_func=KIND_LABELS.get,
     )
-    with st.form("class_ask", border=False):
+    with st.form("class_ask", border=False, clear_on_submit=True):
         prompt = st.text_input("Question", max_chars=1000)
         options: list[str] | None = None
         spec: dict = {}

@@ -45,6 +45,7 @@ PUBLISH_S = 0.5  # the teacher's fragment: catches a view a run did not finish p
 DASHBOARD_TTL_S = 2.0  # the teacher's counts: live enough, and a class's runs read rarely
 HEARTBEAT_S = 5.0  # a student's "I am here, on this page" (a write): the dashboard's 15 s window
 _KEY = "_class"  # this session's Membership
+_RESEND = "_class_resend"  # after a followed move: the address is said again on the next run
 _COOKIE = "_class_cookie"  # (value, max-age) of the teacher cookie, written on the next run
 TEACHER_COOKIE = "viz_class_teacher"  # the teacher's class id and key, in their browser only
 TEACHER_COOKIE_S = 12 * 3600  # a class day
@@ -238,6 +239,7 @@ def apply_view(m: Membership, view: classes.View) -> None:
     if lesson.LESSON in params:  # the teacher's stop, in the teacher's view (not reapplied)
         lesson.arrive(params[lesson.LESSON], params.get(lesson.STEP, "1"))
     m.seen_version = view.version
+    ss[_RESEND] = True
     st.switch_page(target.file, query_params={**params, SEAT: m.secret})
 
 
@@ -248,6 +250,10 @@ def sidebar(page: nav.Page, box: Any) -> None:
     """The class box, drawn in `box` (a container at the top of the sidebar); nothing outside a
     class."""
     _write_cookie(box)
+    if st.session_state.pop(_RESEND, False):
+        # A switch to the page the student is on can lose its address update under load (the
+        # rerun clears the queue): say the address again, once, now that the page has run.
+        st.query_params.from_dict(st.query_params.to_dict())
     m = membership()
     if m is None:
         return

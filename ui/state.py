@@ -139,7 +139,12 @@ def set_value(key: str, value: Any) -> None:
 
 
 def _copy_back(key: str) -> None:
-    set_value(key, st.session_state[widget_key(key)])
+    """A widget's change into its URL key. A view applied from elsewhere (a lesson stop, the
+    teacher's move) may have dropped the widget's key before the browser's change arrived:
+    then the applied view stands."""
+    wkey = widget_key(key)
+    if wkey in st.session_state:
+        set_value(key, st.session_state[wkey])
 
 
 def bind(widget: Callable[..., Any], key: str, value: Any, *args: Any, **kwargs: Any) -> Any:
