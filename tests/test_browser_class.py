@@ -15,6 +15,7 @@ Uses the fixtures of tests/test_browser.py (the system Chromium; skipped outside
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -122,10 +123,8 @@ def _nav(p, route: str) -> None:
 
 
 def _box(p):
-    """A student's class box in the sidebar (the bordered container of the class fragment)."""
-    return p.locator(f"{SIDEBAR} [data-testid='stVerticalBlockBorderWrapper']").filter(
-        has_text="you are"
-    )
+    """A student's class box in the sidebar: the innermost block saying who they are."""
+    return p.locator(f"{SIDEBAR} [data-testid='stVerticalBlock']").filter(has_text="you are").last
 
 
 def _metric(p, label: str) -> str:
@@ -168,8 +167,8 @@ def _table(frame) -> list[dict[str, str]]:
 def _slider_to(p, key: str, value: int) -> None:
     """Move the page's slider bound to URL key `key` to `value` with the keyboard (one rerun a
     step), and wait until the URL has it."""
-    thumb = p.locator(f".st-key-_w_{key} [role='slider']")
-    now = int(thumb.get_attribute("aria-valuenow"))
+    thumb = p.locator(f".st-key-_w_{key} input[type='range']")
+    now = int(thumb.input_value())
     thumb.focus()
     for _ in range(abs(value - now)):
         thumb.press("ArrowRight" if value > now else "ArrowLeft")
@@ -184,9 +183,24 @@ def _slider_to(p, key: str, value: int) -> None:
 
 
 def test_a_class_end_to_end(class_servers, browser):  # noqa: F811
-    teacher_url, student_url, runs = class_servers
+    teacher_url, student_url, _ = class_servers
     teacher = _new_page(browser, 1400, 900)
     students = {name: _new_page(browser) for name in STUDENTS}
+    everyone = {"teacher": teacher, **students}
+    try:
+        _a_class(teacher_url, student_url, teacher, students)
+    except BaseException:  # what each screen showed when a step failed, for the report
+        for i, p in enumerate(everyone.values()):
+            with contextlib.suppress(Exception):
+                _shot(p, f"failed-{i}")
+                print(f"failed-{i}: {p.url}\n{_sidebar_text(p)[:400]}")
+        raise
+    finally:
+        for p in everyone.values():
+            p.context.close()
+
+
+def _a_class(teacher_url: str, student_url: str, teacher, students: dict) -> None:
     ada, html_student, cy = (students[n] for n in STUDENTS)
     followers = (ada, html_student)  # Cy stops following for a while
 
@@ -239,8 +253,8 @@ def test_a_class_end_to_end(class_servers, browser):  # noqa: F811
         _until(f"{name!r} follows to view=scores, head 1",
                lambda p=p: _at(p, "Attention", view="scores", head="1"), p)  # fmt: skip
         wait_drawn(p)
-        thumb = p.locator(".st-key-_w_head [role='slider']")
-        assert thumb.get_attribute("aria-valuenow") == "1", name  # the widget, not only the URL
+        thumb = p.locator(".st-key-_w_head input[type='range']")
+        assert thumb.input_value() == "1", name  # the widget, not only the URL
         assert p.locator(".st-key-_w_view input[type='radio']:checked").count() == 1
         _no_exception(p, name)
     _shot(ada, "student-follows-attention")
@@ -361,4 +375,3 @@ def test_a_class_end_to_end(class_servers, browser):  # noqa: F811
         _no_exception(p, "a student at the end")
     for p in (teacher, *students.values()):
         assert not p.js_errors, p.js_errors[:3]
-        p.context.close()
