@@ -1,0 +1,408 @@
+"""A live class end to end in Chromium (issue 23's "Done when"): one teacher and three students,
+each in a browser context of their own, the teacher on one app process and the students on
+another (two `streamlit run app.py` on two ports sharing one runs folder, so one class database:
+SQLite in that folder). Start, join, follow, stop following and follow again, a typed question
+answered right and wrong, the reveal, a budget and a student's run on the leaderboard in bits
+per character, the end of the class.
+
+The teacher moves only by clicking inside the app (the sidebar navigation, widgets): a page.goto
+would start a new Streamlit session, which is no longer the class's teacher. Every wait polls with
+a deadline; none is a timing threshold (how fast a move reaches 100 students is
+benchmarks/, not a test). Screenshots go to artifacts/screenshots/class-*.png.
+
+Uses the fixtures of tests/test_browser.py (the system Chromium; skipped outside CI without one).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import time
+from urllib.parse import urlparse
+
+import pytest
+
+from serving import jobs
+from serving.classroom.store import DB_ENV
+from serving.models import ENV_VAR
+from tests.test_browser import (  # noqa: F401 (browser is a fixture)
+    DONE,
+    NAV,
+    ROOT,
+    SHOTS,
+    TIMEOUT_MS,
+    browser,
+    free_port,
+    open_home_once,
+    query,
+    screenshot,
+    start_server,
+    stop_server,
+    wait_drawn,
+    wait_healthy,
+)
+
+pytestmark = pytest.mark.browser
+
+SIDEBAR = "[data-testid='stSidebar']"
+MAIN = "[data-testid='stMain']"
+EXCEPTION = "[data-testid='stException']"
+DEADLINE_S = 60.0  # a generous bound on a wait that normally ends in a second or two
+HTML_NAME = "<b>x</b>"  # a student's name that would be bold if it were drawn as HTML
+STUDENTS = ("Ada", HTML_NAME, "Cy")
+RUN = "ada-run"
+QUESTION = "Does head 2 of layer 0 look at the previous token?"
+
+
+@pytest.fixture(scope="module")
+def class_servers(tmp_path_factory):
+    """Two app processes on two ports, one runs folder (so one class database): (teacher's base
+    URL, students' base URL, the runs folder). No teacher password, one thread a job."""
+    runs = tmp_path_factory.mktemp("runs")
+    logs = tmp_path_factory.mktemp("logs")
+    env = {**os.environ, ENV_VAR: str(ROOT / "assets" / "models"), jobs.RUNS_ENV: str(runs)}
+    env["VIZ_JOB_THREADS"] = "1"
+    for unset in (jobs.PASSWORD_ENV, DB_ENV):  # no password; SQLite in the runs folder
+        env.pop(unset, None)
+    ports = [free_port()]
+    ports.append(next(p for p in iter(free_port, None) if p != ports[0]))
+    procs = [start_server(port, env, logs / f"streamlit-{port}.log") for port in ports]
+    try:
+        for port, proc in zip(ports, procs, strict=True):
+            wait_healthy(f"http://127.0.0.1:{port}", proc)
+            open_home_once(port)
+        assert procs[0].pid != procs[1].pid and ports[0] != ports[1]
+        yield f"http://127.0.0.1:{ports[0]}", f"http://127.0.0.1:{ports[1]}", runs
+    finally:
+        for proc in procs:
+            stop_server(proc)
+        for view in jobs.list_runs(runs):
+            if view.live and jobs.worker_alive(view.pid, view.path, view.pid_started):
+                os.kill(view.pid, signal.SIGKILL)
+
+
+# ---- helpers ------------------------------------------------------------------------------------
+
+
+def _new_page(browser, width: int = 1280, height: int = 800):  # noqa: F811
+    context = browser.new_context(viewport={"width": width, "height": height})
+    p = context.new_page()
+    p.js_errors = []
+    p.on("pageerror", lambda exc: p.js_errors.append(str(exc)))
+    return p
+
+
+def _until(what: str, check, p, timeout: float = DEADLINE_S):
+    """Poll `check()` until it returns something true, or fail saying `what` did not happen."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = check()
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout:g} s: {what}")
+        p.wait_for_timeout(250)
+
+
+def _path(p) -> str:
+    return urlparse(p.url).path.strip("/")
+
+
+def _at(p, route: str, **params: str) -> bool:
+    """Whether the browser shows `route` with these URL values."""
+    here = query(p)
+    return _path(p) == route and all(here.get(k) == v for k, v in params.items())
+
+
+TITLES = {"Attention": "Attention", "Class": "Live class"}  # a page's title, by its route
+
+
+def _widget(p, key: str) -> str | None:
+    """What the page's widget bound to URL key `key` shows: a slider's value, a radio's choice."""
+    box = p.locator(f".st-key-_w_{key}")
+    if not box.count():
+        return None
+    if box.locator("input[type='range']").count():
+        return box.locator("input[type='range']").input_value()
+    chosen = box.locator("label").filter(has=p.locator("input:checked"))
+    return chosen.inner_text().strip() if chosen.count() else None
+
+
+def _shows(p, route: str, **values: str) -> bool:
+    """Whether the screen shows `route`'s page (its title) with these widget values, finished."""
+    title = p.locator(f"{MAIN} h1").first
+    if not title.count() or not title.inner_text().strip().endswith(TITLES[route]):  # icon first
+        return False
+    if p.locator(DONE).count() == 0:
+        return False
+    return all(_widget(p, k) == v for k, v in values.items())
+
+
+def _follows(p, who: str, route: str, url_problems: list[str], **values: str) -> None:
+    """Until `who`'s screen shows the teacher's view; then their URL must say it too (a wrong
+    URL is recorded, and the test fails on it at the end, after the other steps ran)."""
+    _until(f"{who}'s screen follows to {route} {values}", lambda: _shows(p, route, **values), p)
+    try:
+        _until(f"{who}'s URL follows to {route} {values}", lambda: _at(p, route, **values), p, 15)
+    except AssertionError as missed:
+        url_problems.append(f"{missed}; the URL is {p.url}")
+
+
+def _nav(p, route: str) -> None:
+    """Click the sidebar navigation's link to `route` (a move inside the session)."""
+    p.locator(f"{NAV} [data-testid='stSidebarNavLink'][href$='/{route}']").click()
+    p.wait_for_url(f"**/{route}*", timeout=TIMEOUT_MS)
+    wait_drawn(p)
+
+
+def _box(p):
+    """A student's class box in the sidebar: the innermost block saying who they are."""
+    return p.locator(f"{SIDEBAR} [data-testid='stVerticalBlock']").filter(has_text="you are").last
+
+
+def _metric(p, label: str) -> str:
+    metric = p.locator("[data-testid='stMetric']").filter(has_text=label)
+    return metric.locator("[data-testid='stMetricValue']").inner_text().strip()
+
+
+def _sidebar_text(p) -> str:
+    return p.locator(SIDEBAR).inner_text()
+
+
+def _no_exception(p, who: str) -> None:
+    assert p.locator(EXCEPTION).count() == 0, (
+        f"{who}: {p.locator(EXCEPTION).first.inner_text()[:500]}"
+    )
+
+
+def _shot(p, name: str):
+    """The viewport as the person sees it (the sidebar and the top of the page)."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    path = SHOTS / f"class-{name}.png"
+    p.screenshot(path=str(path))
+    return path
+
+
+def _table(frame) -> list[dict[str, str]]:
+    """An st.dataframe's rows as column -> text, from the grid's accessible table (the cells
+    themselves are drawn on a canvas)."""
+    if not frame.count():
+        return []
+    heads = [h.strip() for h in frame.locator("[role='columnheader']").all_text_contents()]
+    rows = []
+    for row in frame.locator("[role='row']").all():
+        cells = [c.strip() for c in row.locator("[role='gridcell']").all_text_contents()]
+        if cells:
+            rows.append(dict(zip(heads[-len(cells) :], cells, strict=False)))
+    return rows
+
+
+def _slider_to(p, key: str, value: int) -> None:
+    """Move the page's slider bound to URL key `key` to `value` with the keyboard (one rerun a
+    step), and wait until the URL has it."""
+    thumb = p.locator(f".st-key-_w_{key} input[type='range']")
+    now = int(thumb.input_value())
+    thumb.focus()
+    for _ in range(abs(value - now)):
+        thumb.press("ArrowRight" if value > now else "ArrowLeft")
+    p.wait_for_function(
+        f"() => new URLSearchParams(location.search).get('{key}') === '{value}'",
+        timeout=TIMEOUT_MS,
+    )
+    wait_drawn(p)
+
+
+# ---- the class ----------------------------------------------------------------------------------
+
+
+def test_a_class_end_to_end(class_servers, browser):  # noqa: F811
+    teacher_url, student_url, _ = class_servers
+    teacher = _new_page(browser, 1400, 900)
+    students = {name: _new_page(browser) for name in STUDENTS}
+    everyone = {"teacher": teacher, **students}
+    try:
+        _a_class(teacher_url, student_url, teacher, students)
+    except BaseException:  # what each screen showed when a step failed, for the report
+        for i, p in enumerate(everyone.values()):
+            with contextlib.suppress(Exception):
+                _shot(p, f"failed-{i}")
+                print(f"failed-{i}: {p.url}\n{_sidebar_text(p)[:400]}")
+        raise
+    finally:
+        for p in everyone.values():
+            p.context.close()
+
+
+def _a_class(teacher_url: str, student_url: str, teacher, students: dict) -> None:
+    ada, html_student, cy = (students[n] for n in STUDENTS)
+    url_problems: list[str] = []  # a screen that followed while its URL did not
+    followers = (ada, html_student)  # Cy stops following for a while
+
+    # -- the teacher starts a class (no teacher password on this server) and reads the code
+    teacher.goto(f"{teacher_url}/Class")
+    wait_drawn(teacher)
+    teacher.locator(MAIN).get_by_role("button", name="Start a class").click()
+    teacher.locator(".join-code").wait_for(timeout=TIMEOUT_MS)
+    code = teacher.locator(".join-code").inner_text().strip()
+    assert re.fullmatch(r"[A-Z0-9]{4,8}", code), code
+    assert f"?join={code}" in teacher.locator(MAIN).inner_text()  # the link students open
+    assert f"code {code}" in _sidebar_text(teacher)  # the teacher's own class box
+    _no_exception(teacher, "teacher's room")
+
+    # -- three students join on the other process, from the link (the code is filled in)
+    for name, p in students.items():
+        p.goto(f"{student_url}/Class?join={code}")
+        wait_drawn(p)
+        form = p.locator(f"{MAIN} [data-testid='stForm']").filter(has_text="Join code")
+        assert form.get_by_label("Join code").input_value() == code
+        form.get_by_label("Your name (or leave it empty to stay anonymous)").fill(name)
+        form.get_by_role("button", name="Join").click()
+        _box(p).wait_for(timeout=TIMEOUT_MS)
+        _until(f"{name!r} has a seat in the URL", lambda p=p: query(p).get("seat"), p)
+        assert urlparse(p.url).port != urlparse(teacher.url).port  # the other process
+        _no_exception(p, name)
+    # The name with HTML is text everywhere it is drawn: never a bold element.
+    box_text = _box(html_student).inner_text()
+    assert f"you are {HTML_NAME}" in box_text, box_text
+    assert f"as {HTML_NAME}." in html_student.locator(MAIN).inner_text()
+    assert (
+        html_student.locator(f"{SIDEBAR} b, {MAIN} b").filter(has_text=re.compile("^x$")).count()
+        == 0
+    )
+    _until("the teacher's dashboard: 3 joined", lambda: _metric(teacher, "Joined") == "3", teacher)
+    _until("3 following", lambda: _metric(teacher, "Following you") == "3", teacher)
+    screenshot(teacher, "class-teacher-room")
+
+    # -- the teacher moves to Attention, then changes widgets: every follower moves with them
+    _nav(teacher, "Attention")
+    for name, p in students.items():
+        _follows(p, name, "Attention", url_problems)
+    teacher.locator(".st-key-_w_view [role='radiogroup'] label").filter(has_text="scores").click()
+    teacher.wait_for_function(
+        "() => new URLSearchParams(location.search).get('view') === 'scores'", timeout=TIMEOUT_MS
+    )
+    wait_drawn(teacher)
+    _slider_to(teacher, "head", 1)
+    for name, p in students.items():
+        _follows(p, name, "Attention", url_problems, view="scores", head="1")
+        _no_exception(p, name)
+    _shot(ada, "student-follows-attention")
+
+    # -- Cy stops following; the teacher moves again: Cy stays, the others move
+    _box(cy).get_by_role("button", name="Stop following").click()
+    _box(cy).filter(has_text="Exploring on your own.").wait_for(timeout=TIMEOUT_MS)
+    _slider_to(teacher, "head", 2)
+    for name, p in zip(("Ada", HTML_NAME), followers, strict=True):
+        _follows(p, name, "Attention", url_problems, head="2")
+    cy.wait_for_timeout(3_000)  # a few of Cy's polls: none may move Cy
+    assert _shows(cy, "Attention", view="scores", head="1"), _shot(cy, "cy-moved")
+    _shot(cy, "student-exploring")
+    # ... and follows again with one click: to the teacher's view as it is now
+    _box(cy).get_by_role("button", name="Follow the teacher").click()
+    _follows(cy, "Cy", "Attention", url_problems, view="scores", head="2")
+    _box(cy).filter(has_text="Following the teacher").wait_for(timeout=TIMEOUT_MS)
+
+    # -- back to Live class; the teacher asks a typed choice question with an answer
+    _nav(teacher, "Class")
+    for name, p in students.items():
+        _follows(p, name, "Class", url_problems)
+    ask = teacher.locator(f"{MAIN} [data-testid='stForm']").filter(has_text="Options, one a line")
+    ask.get_by_label("Question").fill(QUESTION)
+    ask.get_by_label("Options, one a line").fill("yes\nno\nonly sometimes")
+    ask.get_by_label("The answer (one of the options; empty: reveal none)").fill("yes")
+    ask.get_by_role("button", name="Ask").click()
+    live = teacher.locator(MAIN).filter(has_text="of 3 answered")
+    live.wait_for(timeout=TIMEOUT_MS)
+    assert f"{QUESTION} · 0 of 3 answered" in teacher.locator(MAIN).inner_text()
+
+    # -- the students see it in their class box and answer: Ada right, <b>x</b> wrong
+    for p in students.values():
+        _box(p).filter(has_text=f"The teacher asks: {QUESTION}").wait_for(timeout=TIMEOUT_MS)
+    _shot(ada, "student-question")
+    for p, choice in ((ada, "yes"), (html_student, "no")):
+        form = _box(p).locator("[data-testid='stForm']")
+        form.locator("[role='radiogroup'] label").filter(has_text=re.compile(f"^{choice}$")).click()
+        form.get_by_role("button", name="Send my answer").click()
+        _box(p).filter(has_text=f"Your answer: {choice}. Wait for the reveal.").wait_for(
+            timeout=TIMEOUT_MS
+        )
+        # One answer each: the form is gone, so there is no second attempt to make.
+        assert _box(p).get_by_role("button", name="Send my answer").count() == 0
+    _until("the teacher sees 2 of 3 answered",
+           lambda: f"{QUESTION} · 2 of 3 answered" in teacher.locator(MAIN).inner_text(),
+           teacher)  # fmt: skip
+    screenshot(teacher, "class-teacher-answers")
+
+    # -- the reveal: right and wrong in each box; Cy, who did not answer, sees the answer
+    teacher.locator(MAIN).get_by_role("button", name="Reveal the answer").click()
+    teacher.locator(MAIN).filter(has_text="Revealed: yes").wait_for(timeout=TIMEOUT_MS)
+    _box(ada).filter(has_text="You said yes: right. The answer: yes").wait_for(timeout=TIMEOUT_MS)
+    _box(html_student).filter(has_text="You said no; the answer is yes.").wait_for(
+        timeout=TIMEOUT_MS
+    )
+    _box(cy).filter(has_text="The answer: yes").wait_for(timeout=TIMEOUT_MS)
+    for name, p in students.items():
+        assert _box(p).locator("[data-testid='stForm']").count() == 0, (
+            f"{name}: a form after the reveal"
+        )
+        _no_exception(p, name)
+    _shot(ada, "student-revealed-right")
+    _shot(html_student, "student-revealed-wrong")
+
+    # -- the leaderboard: the teacher sets a budget, Ada trains a short run within it
+    budget = teacher.locator(f"{MAIN} [data-testid='stForm']").filter(has_text="Minutes a run")
+    minutes = budget.get_by_label("Minutes a run")
+    minutes.fill("0.5")
+    minutes.press("Tab")
+    budget.get_by_role("button", name="Set the budget").click()
+    teacher.locator(MAIN).filter(has_text="at most 0.5 minutes").wait_for(timeout=TIMEOUT_MS)
+    _box(ada).get_by_role("button", name="Stop following").click()  # to train on her own
+    _box(ada).filter(has_text="Exploring on your own.").wait_for(timeout=TIMEOUT_MS)
+    _nav(ada, "Training")
+    ada.locator(f"{MAIN} [data-testid='stExpander']").filter(has_text="Set up a new run").wait_for(
+        timeout=TIMEOUT_MS
+    )
+    amount = ada.locator(".st-key-_w_t_minutes input")
+    amount.fill("0.1")  # six seconds of the default preset (quick: 2 layers, d_model 128)
+    amount.press("Tab")
+    wait_drawn(ada)
+    name = ada.locator(".st-key-_w_t_name input")
+    name.fill(RUN)
+    name.press("Tab")
+    wait_drawn(ada)
+    start = ada.locator(".st-key-t_start button")
+    _until("Ada may start a run (the class's budget)", start.is_enabled, ada)
+    start.click()
+    ada.locator(MAIN).filter(has_text="It is on the class's leaderboard").wait_for(
+        timeout=TIMEOUT_MS
+    )
+    _no_exception(ada, "Ada on Training")
+    _shot(ada, "student-run-started")
+
+    board = teacher.locator(f"{MAIN} [data-testid='stDataFrame']")
+
+    def ranked() -> dict[str, str] | None:
+        """The leaderboard's row for Ada's run once it has bits per character: column -> cell."""
+        for row in _table(board):
+            if row.get("run") == RUN and row.get("bits per character"):
+                return row
+        return None
+
+    row = _until("Ada's run on the leaderboard with bits per character", ranked, teacher, 180)
+    assert row["student"] == "Ada" and row["rank"] == "1", row
+    bpc = float(row["bits per character"])
+    assert 0.5 < bpc < 8, row  # a few seconds of training: far from good, far from nothing
+    screenshot(teacher, "class-teacher-leaderboard")
+
+    # -- the end: the record stays, the students are no longer in a class
+    teacher.locator(MAIN).get_by_role("button", name="End the class").click()
+    teacher.locator(MAIN).get_by_role("button", name="Start a class").wait_for(timeout=TIMEOUT_MS)
+    for p in (ada, html_student, cy):
+        _no_exception(p, "a student at the end")
+    for p in (teacher, *students.values()):
+        assert not p.js_errors, p.js_errors[:3]
+    # The students' screens followed the teacher; their URLs (shared, reloaded, bookmarked: the
+    # view as a link) must have followed too.
+    assert not url_problems, "\n".join(url_problems)
