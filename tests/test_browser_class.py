@@ -46,6 +46,11 @@ from tests.test_browser import (  # noqa: F401 (browser is a fixture)
 
 pytestmark = pytest.mark.browser
 
+
+def _text(p) -> str:
+    return p.locator(MAIN).inner_text()
+
+
 SIDEBAR = "[data-testid='stSidebar']"
 MAIN = "[data-testid='stMain']"
 EXCEPTION = "[data-testid='stException']"
@@ -304,14 +309,17 @@ def _a_class(teacher_url: str, student_url: str, teacher, students: dict) -> Non
     _follows(cy, "Cy", "Attention", url_problems, view="scores", head="2")
     _box(cy).filter(has_text="Following the teacher").wait_for(timeout=TIMEOUT_MS)
 
-    # -- back to Live class; the teacher asks a typed choice question with an answer
+    # -- back to Live class, the teacher's control room: the class stays on the teacher's last
+    # view while the teacher asks a typed choice question with an answer
     _nav(teacher, "Class")
+    teacher.locator(MAIN).filter(has_text="Ask the room").wait_for(timeout=TIMEOUT_MS)
+    ada.wait_for_timeout(2_000)  # a few of the watcher's reads: none may move the class
     for name, p in students.items():
-        _follows(p, name, "Class", url_problems)
+        assert _shows(p, "Attention", view="scores", head="2"), _shot(p, f"{name}-moved")
     ask = teacher.locator(f"{MAIN} [data-testid='stForm']").filter(has_text="Options, one a line")
     ask.get_by_label("Question").fill(QUESTION)
     ask.get_by_label("Options, one a line").fill("yes\nno\nonly sometimes")
-    ask.get_by_label("The answer (one of the options; empty: reveal none)").fill("yes")
+    ask.get_by_label("The answer (one of the options; empty: none to reveal)").fill("yes")
     ask.get_by_role("button", name="Ask").click()
     live = teacher.locator(MAIN).filter(has_text="of 3 answered")
     live.wait_for(timeout=TIMEOUT_MS)
@@ -330,9 +338,8 @@ def _a_class(teacher_url: str, student_url: str, teacher, students: dict) -> Non
         )
         # One answer each: the form is gone, so there is no second attempt to make.
         assert _box(p).get_by_role("button", name="Send my answer").count() == 0
-    _until("the teacher sees 2 of 3 answered",
-           lambda: f"{QUESTION} · 2 of 3 answered" in teacher.locator(MAIN).inner_text(),
-           teacher)  # fmt: skip
+    answered = f"{QUESTION} · 2 of 3 answered"
+    _until("the teacher sees 2 of 3 answered", lambda: answered in _text(teacher), teacher)
     screenshot(teacher, "class-teacher-answers")
 
     # -- the reveal: right and wrong in each box; Cy, who did not answer, sees the answer

@@ -193,7 +193,7 @@ def test_no_page_file_is_served_where_a_page_url_is():
 
 def test_the_old_links_keep_their_paths():
     assert [p.url_path for p in nav.all_pages()] == [
-        "", "Lessons", "Tokenization", "Embeddings", "Attention", "Residual_stream", "LayerNorm",
+        "", "Lessons", "Class", "Tokenization", "Embeddings", "Attention", "Residual_stream", "LayerNorm",
         "MLP_neurons", "Next_token", "Generation", "Training", "N-grams", "Interventions",
         "Training_dynamics", "Compare_models", "Architecture_contrasts", "Scaling",
         "Inside_a_block",
@@ -202,7 +202,7 @@ def test_the_old_links_keep_their_paths():
 
 def test_the_pages_that_need_no_prompt_say_so():
     free = {p.url_path for p in nav.all_pages() if not p.needs_prompt}
-    assert free == {"", "Lessons", "Training", "N-grams", "Training_dynamics", "Scaling"}
+    assert free == {"", "Lessons", "Class", "Training", "N-grams", "Training_dynamics", "Scaling"}
 
 
 # ---- the model card and the prompt as tokens --------------------------------------------------
