@@ -15,6 +15,7 @@ from ui import classroom, lesson, nav
 
 page = nav.navigation()
 here = nav.find(page.url_path)
+classroom.enter(here)
 lesson.enter(here)
 class_box = st.sidebar.container()  # a live class's box: above the model and the prompt
 ctx = ui.frame(here)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,10 +32,12 @@ from cachetools import TTLCache
 
 from serving.classroom import classes, questions
 from serving.classroom.store import ClassRefused, ClassStateError
+from ui import lesson, nav
 
 WATCH_S = 0.5  # how often the thread reads each class's view and question
 VIEW_TTL_S = 0.5  # a session reads a class's view (and question) from this process's copy
 HEARTBEAT_S = 5.0  # the connected sessions' "here, on this page" (the dashboard's 15 s window)
+SEAT = "seat"  # URL key: a student's member token (ui/classroom.SEAT)
 Mark = tuple[int | None, int | None, str | None]  # (view version if following, question, state)
 
 
@@ -94,6 +97,25 @@ def mark(view: classes.View, question: questions.Question | None, following: boo
     """What a box shows of the class: the view it follows, the question and its state."""
     q = (question.id, question.state) if question is not None else (None, None)
     return (view.version if following else None, *q)
+
+
+# ---- what a move is ------------------------------------------------------------------------------
+
+
+def follow_keys(target: nav.Page) -> frozenset[str]:
+    """The URL keys a followed view may set on `target`: its own, the frame's and a lesson's."""
+    return frozenset(
+        {*target.view_keys, *lesson.FRAME_KEYS, "model", "prompt", lesson.LESSON, lesson.STEP}
+    )
+
+
+def followed(view: classes.View) -> tuple[nav.Page | None, dict[str, str]]:
+    """The page a view is on and the keys of it a student takes (None: no page of this app)."""
+    target = nav.by_route(view.page)
+    if target is None:
+        return None, {}
+    keys = follow_keys(target)
+    return target, {k: v for k, v in view.params.items() if k in keys}
 
 
 # ---- registering and nudging --------------------------------------------------------------------
@@ -164,15 +186,45 @@ def _session(session_id: str) -> Any | None:
 def _nudge(f: Follower) -> bool:
     """Ask Streamlit to rerun the follower's box, as the browser's timer would; False when the
     session has gone."""
+
+    def to_box(state: Any) -> None:
+        state.fragment_id = f.fragment_id
+        state.is_auto_rerun = True
+
+    return _rerun(f, to_box)
+
+
+def _move(f: Follower, view: classes.View) -> bool:
+    """Run the teacher's page in the follower's session, with the teacher's keys in its address,
+    as st.switch_page would from inside it; ui/classroom.enter gives the run the teacher's keys.
+    One page run, not a box run and then a page run. False when the session has gone."""
+    from streamlit.util import calc_hash
+
+    target, params = followed(view)
+    if target is None:
+        return _nudge(f)
+    query = urllib.parse.urlencode({**params, SEAT: f.token})
+
+    def to_page(state: Any) -> None:
+        state.fragment_id = ""
+        state.page_script_hash = calc_hash(target.route)  # how st.Page names a page
+        state.page_name = ""
+        state.query_string = query
+
+    return _rerun(f, to_page)
+
+
+def _rerun(f: Follower, change: Callable[[Any], Any]) -> bool:
+    """Request a rerun of the follower's session on its own event loop, with its last client
+    state (the page, query string and widgets it last ran with) changed by `change`."""
     from streamlit.proto.ClientState_pb2 import ClientState
 
     session = _session(f.session_id)
     if session is None:
         return False
     state = ClientState()
-    state.CopyFrom(session._client_state)  # the page, query string and widgets it last ran with
-    state.fragment_id = f.fragment_id
-    state.is_auto_rerun = True
+    state.CopyFrom(session._client_state)
+    change(state)
     session._event_loop.call_soon_threadsafe(session.request_rerun, state)
     return True
 
@@ -210,10 +262,12 @@ def _nudge_class(followers: list[Follower]) -> None:
             if f.class_id != class_id:
                 continue
             now = mark(view, question, f.following)
-            if now != f.shown and now != f.nudged:
-                f.nudged = now
-                if not _nudge(f):
-                    unregister(f.session_id)
+            if now == f.shown or now == f.nudged:
+                continue
+            f.nudged = now
+            moved = f.following and view.page and now[0] != f.shown[0]
+            if not (_move(f, view) if moved else _nudge(f)):
+                unregister(f.session_id)
 
 
 def _heartbeats(followers: list[Follower]) -> None:

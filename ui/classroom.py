@@ -37,7 +37,7 @@ from viz_model.analysis.claims import md_escape
 from viz_model.lessons.truth import visible_token
 from viz_model.training.settings import RunSettings
 
-SEAT = "seat"  # URL key: a student's member token
+SEAT = class_watch.SEAT  # URL key: a student's member token
 PRIVATE = frozenset({SEAT, "present", "join"})  # URL keys that are one browser's, never followed
 POLL_S = 1.0  # a student box's timer where the watcher cannot push (ui/class_watch.py)
 SAFETY_S = 30.0  # its timer where the watcher pushes: a slow safety net
@@ -216,31 +216,43 @@ def publish(m: Membership, page: nav.Page) -> None:
     forget(m.class_id)
 
 
-def follow_keys(target: nav.Page) -> frozenset[str]:
-    """The URL keys a followed view may set on `target`: its own, the frame's and a lesson's."""
-    return frozenset(
-        {*target.view_keys, *lesson.FRAME_KEYS, "model", "prompt", lesson.LESSON, lesson.STEP}
-    )
-
-
 def apply_view(m: Membership, view: classes.View) -> None:
     """Move this session to the teacher's view: its page, and that page's keys as the teacher
     has them (the others back to their defaults). Ends the run (a page switch)."""
-    target = nav.by_route(view.page)
+    target, params = class_watch.followed(view)
     if target is None:
         return
-    keys = follow_keys(target)
-    params = {k: v for k, v in view.params.items() if k in keys}
+    _set_keys(m, view, target, params)
+    st.session_state[_RESEND] = True
+    st.switch_page(target.file, query_params={**params, SEAT: m.secret})
+
+
+def enter(page: nav.Page) -> None:
+    """app.py, before anything reads the URL's values: a student whose session the watcher has
+    just moved to the teacher's page (ui/class_watch.py) takes the teacher's keys, in this same
+    run, with no page switch."""
+    m = st.session_state.get(_KEY)
+    if m is None or m.teacher or not m.following:
+        return
+    try:
+        view = class_view(m.class_id)
+    except (ClassRefused, ClassStateError):
+        return
+    if view.version > m.seen_version and view.page == page.route:
+        target, params = class_watch.followed(view)
+        if target is not None:
+            _set_keys(m, view, target, params)
+
+
+def _set_keys(m: Membership, view: classes.View, target: nav.Page, params: dict) -> None:
     ss = st.session_state
-    for key in keys:
+    for key in class_watch.follow_keys(target):
         ss.pop(key, None)
         ss.pop(state.widget_key(key), None)
     ss.update(params)
     if lesson.LESSON in params:  # the teacher's stop, in the teacher's view (not reapplied)
         lesson.arrive(params[lesson.LESSON], params.get(lesson.STEP, "1"))
     m.seen_version = view.version
-    ss[_RESEND] = True
-    st.switch_page(target.file, query_params={**params, SEAT: m.secret})
 
 
 # ---- the sidebar ------------------------------------------------------------------------------
