@@ -193,3 +193,15 @@ def test_a_head_question_is_answered_by_the_models_own_measurement(models_dir, r
     assert (q.kind, q.options) == ("choice", expected.options)
     next(b for b in at.button if b.label == "Reveal the answer").click().run()
     assert questions.get_question(q.id).truth == expected.value
+
+
+def test_when_the_teacher_ends_the_class_a_student_is_told_and_is_out_of_it(models_dir, a_class):
+    at = _student(models_dir, a_class)
+    assert classroom.SEAT in at.query_params  # the seat, in the address while in the class
+    classes.end_class(a_class.teacher_key, a_class.id)
+    classroom.forget(a_class.id)
+    at.run()
+    assert "ended the class" in "\n".join(i.value for i in at.sidebar.info)
+    at.run()
+    assert "Join a class" in [s.value for s in at.subheader]  # out of it: the page offers to join
+    assert classroom.SEAT not in at.query_params

@@ -38,7 +38,9 @@ WATCH_S = 0.5  # how often the thread reads each class's view and question
 VIEW_TTL_S = 0.5  # a session reads a class's view (and question) from this process's copy
 HEARTBEAT_S = 5.0  # the connected sessions' "here, on this page" (the dashboard's 15 s window)
 SEAT = "seat"  # URL key: a student's member token (ui/classroom.SEAT)
-Mark = tuple[int | None, int | None, str | None]  # (view version if following, question, state)
+Mark = tuple[
+    int | None, int | None, str | None, bool
+]  # (view if following, question, state, ended)
 
 
 @dataclass
@@ -94,9 +96,10 @@ def forget(class_id: int, *more: TTLCache) -> None:
 
 
 def mark(view: classes.View, question: questions.Question | None, following: bool) -> Mark:
-    """What a box shows of the class: the view it follows, the question and its state."""
+    """What a box shows of the class: the view it follows, the question and its state, and
+    whether the class has ended."""
     q = (question.id, question.state) if question is not None else (None, None)
-    return (view.version if following else None, *q)
+    return (view.version if following else None, *q, view.ended)
 
 
 # ---- what a move is ------------------------------------------------------------------------------
@@ -265,7 +268,7 @@ def _nudge_class(followers: list[Follower]) -> None:
             if now == f.shown or now == f.nudged:
                 continue
             f.nudged = now
-            moved = f.following and view.page and now[0] != f.shown[0]
+            moved = f.following and view.page and not view.ended and now[0] != f.shown[0]
             if not (_move(f, view) if moved else _nudge(f)):
                 unregister(f.session_id)
 

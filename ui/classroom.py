@@ -268,6 +268,8 @@ def sidebar(page: nav.Page, box: Any) -> None:
         st.query_params.from_dict(st.query_params.to_dict())
     m = membership()
     if m is None:
+        if SEAT in st.query_params and _KEY not in st.session_state:
+            del st.query_params[SEAT]  # a seat in an ended class: the student is out of it
         return
     with box:
         if m.teacher:
@@ -345,6 +347,10 @@ def _student_box_body(m: Membership, page: nav.Page) -> None:
         view, question = class_view(m.class_id), latest_question(m.class_id)
     except (ClassRefused, ClassStateError) as error:
         box.caption(md_escape(str(error)))
+        return
+    if view.ended:
+        box.info("The teacher has ended the class. Every page is yours to explore.")
+        st.session_state.pop(_KEY, None)  # out of the class (the seat goes with the next run)
         return
     if m.following and view.page and view.version > m.seen_version:
         apply_view(m, view)  # a page switch: the box runs again on the teacher's page

@@ -94,6 +94,7 @@ class View:
     page: str
     params: dict[str, str]
     updated_at: float | None
+    ended: bool = False  # the teacher ended the class (its last move: the version grew)
 
 
 # ---- who is who ---------------------------------------------------------------------------------
@@ -234,9 +235,12 @@ def end_class(teacher: Teacher, class_id: int, *, db: str | None = None) -> Clas
     now = time.time()
     with store.writing(db) as conn:
         row = check_teacher(conn, class_id, teacher)
-        if row.ended_at is None:
+        if row.ended_at is None:  # a move too, so every follower hears of it
+            c = store.classes.c
             conn.execute(
-                update(store.classes).where(store.classes.c.id == class_id).values(ended_at=now)
+                update(store.classes)
+                .where(c.id == class_id)
+                .values(ended_at=now, view_version=c.view_version + 1)
             )
             conn.execute(
                 update(store.questions)
@@ -409,10 +413,12 @@ def view(class_id: int, *, db: str | None = None) -> View:
     c = store.classes.c
     with store.reading(db) as conn:
         row = conn.execute(
-            select(c.view_version, c.view_page, c.view_params, c.view_updated_at).where(
+            select(c.view_version, c.view_page, c.view_params, c.view_updated_at, c.ended_at).where(
                 c.id == class_id
             )
         ).first()
     if row is None:
         raise ClassRefused("There is no such class (it may have been deleted).")
-    return View(row.view_version, row.view_page, json.loads(row.view_params), row.view_updated_at)
+    params = json.loads(row.view_params)
+    ended = row.ended_at is not None
+    return View(row.view_version, row.view_page, params, row.view_updated_at, ended)
