@@ -16,6 +16,7 @@ Uses the fixtures of tests/test_browser.py (the system Chromium; skipped outside
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import signal
@@ -43,6 +44,7 @@ from tests.test_browser import (  # noqa: F401 (browser is a fixture)
     wait_drawn,
     wait_healthy,
 )
+from tests.test_class_serving import served  # noqa: F401 (a fixture: the class server)
 
 pytestmark = pytest.mark.browser
 
@@ -413,3 +415,45 @@ def _a_class(teacher_url: str, student_url: str, teacher, students: dict) -> Non
     # The students' screens followed the teacher; their URLs (shared, reloaded, bookmarked: the
     # view as a link) must have followed too.
     assert not url_problems, "\n".join(url_problems)
+
+
+# ---- a process killed mid-class -----------------------------------------------------------------
+
+
+def test_a_killed_process_s_student_is_still_in_the_class_and_follows(served, browser):  # noqa: F811
+    """The class server's 2 processes behind HAProxy; the teacher and a student on different ones.
+    The student's process is killed: the browser reconnects by itself (HAProxy sends it to the
+    process alive), the student is still in the class (the seat in the address), and the
+    teacher's next move reaches them. (The teacher's own process killed: the teacher's browser
+    comes back as the teacher by its cookie; a restarted process's first request is Streamlit's
+    "Page not found" notice over the page, docs/ARCHITECTURE.md, Pages and navigation.)"""
+    url = served["url"]
+    teacher, student = _new_page(browser), _new_page(browser, 1024, 768)
+    for p in (teacher, student):
+        p.goto(f"{url}/")
+        wait_drawn(p)
+    teacher.goto(f"{url}/Class")
+    wait_drawn(teacher)
+    teacher.get_by_role("button", name="Start a class").click()
+    code = teacher.locator(".join-code").inner_text().strip()
+    student.goto(f"{url}/Class?join={code}")
+    wait_drawn(student)
+    student.get_by_label("Your name (or leave it empty to stay anonymous)").fill("Ada")
+    student.get_by_role("button", name="Join").click()
+    _box(student).wait_for(timeout=TIMEOUT_MS)
+    on = {p: _cookie(p, "SERVERID") for p in (teacher, student)}
+    assert set(on.values()) == {"s1", "s2"}, f"teacher and student on two processes: {on}"
+
+    pids = json.loads((served["folder"] / "pids.json").read_text())["apps"]
+    port = served["backends"][int(on[student][1]) - 1]  # s1 -> the first backend port
+    os.kill(pids[str(port)], signal.SIGKILL)
+    student.wait_for_timeout(3_000)  # the browser notices and reconnects by itself
+    _until("the student's box is back", lambda: _box(student).count() > 0, student, 120)
+    _nav(teacher, "Attention")
+    _until("the student follows after the kill", lambda: _shows(student, "Attention"), student)
+    _no_exception(student, "the student after the kill")
+    _shot(student, "student-after-kill")
+
+
+def _cookie(p, name: str) -> str | None:
+    return {c["name"]: c["value"] for c in p.context.cookies()}.get(name)
