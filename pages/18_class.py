@@ -11,7 +11,7 @@ st.markdown(
     "A **live class** ties the students' screens to the teacher's. The teacher starts a class "
     "and shows its join code; each student joins from the link and then **follows**: when the "
     "teacher moves to another page, model, prompt, head or lesson stop, every following screen "
-    "moves there too, within a second or two. The teacher can **ask the room** a question (a "
+    "moves there too, within a few seconds. The teacher can **ask the room** a question (a "
     "lesson stop's own, answered by the model on screen, or one of their own) and watch the "
     "answers come in before revealing the truth; and the class's training runs meet on one "
     "**leaderboard**, ranked by validation bits per character."

@@ -3,6 +3,8 @@ once revealed, and the numbers typed as a strip of dots."""
 
 from __future__ import annotations
 
+import math
+
 import plotly.graph_objects as go
 
 from ui.charts.common import ACCENT, TICK_FONT, base_layout, plotly_labels
@@ -36,7 +38,8 @@ def answer_bars(
         )
     )
     fig.update_yaxes(autorange="reversed", tickfont=dict(size=TICK_FONT + 2))
-    fig.update_xaxes(title="answers", rangemode="tozero", tickfont=dict(size=TICK_FONT))
+    step = max(1, math.ceil(max(values, default=1) / 5))  # whole answers: 0, 1, 2 ... not 0.2
+    fig.update_xaxes(title="answers", rangemode="tozero", dtick=step, tickfont=dict(size=TICK_FONT))
     height = max(220, 60 + 34 * len(items))
     return base_layout(fig, title, height=height)
 
