@@ -42,6 +42,8 @@ def test_a_run_grows_pauses_steps_and_stops_into_the_model_picker(models_dir, ro
     at = app_test(models_dir, PAGE, query={"t_run": "live-one"})
     assert not at.exception
     assert "live-one" in at.selectbox(key=widget_key("t_run")).value
+    where = "on the CPU" if view.device == "cpu" else f"on the GPU ({view.device})"
+    assert f"tokens/s {where}" in _progress_text(at)  # the run's device, as its worker said
     first = _live_steps(at)
     wait_for("live-one", lambda v: v.step >= view.step + 20, "20 more steps")
     at.run()
