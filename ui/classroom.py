@@ -1,18 +1,22 @@
 """A live class in the browser: who this session is in the class, the teacher's view published,
 the students' views following it, and the question of the moment.
 
-    classroom.sidebar(page)          # app.py, after the frame: the class box in the sidebar
+    classroom.enter(page)            # app.py, first: a student moved by the watcher takes the keys
+    classroom.sidebar(page, box)     # app.py, after the frame: the class box in the sidebar
     try: page.run()
     finally: classroom.after_run()   # the teacher's view, published once the page has drawn
 
 The teacher's session publishes its view (the page's URL path and its query params, which carry
 the model, the prompt and every choice the page offers) whenever it changes: after each run, and
-from a fragment on a short timer that catches what a run left unfinished. A following student's
-sidebar holds a fragment that reads the class's view about once a second (one indexed row read,
-shared by the sessions of a process for VIEW_TTL_S) and, when its version grows, applies it with
-the page's own URL keys and switches to its page. Presenter mode is the teacher's own and is not
+from a fragment on a short timer that catches what a run left unfinished. The Live class page,
+the teacher's control room, is never published. A student's class box is a fragment; this
+process's watcher (ui/class_watch.py) runs the teacher's page in the student's session when the
+teacher moves (`enter` then gives that run the teacher's keys) and reruns the box when a question
+changes; where Streamlit cannot be nudged, the box polls every POLL_S and applies a move itself
+(`apply_view`: the keys, then st.switch_page). Presenter mode is the teacher's own and is not
 followed. A student's seat (their member token) is kept in the URL (`seat=`) as well as the
-session, so a browser that reconnects to another server process is still in the class.
+session, so a browser that reconnects to another server process is still in the class; the
+teacher's key is kept in a cookie of the teacher's browser, never in an address.
 
 Not here: the class database and who may do what (serving/classroom/), the Live class page.
 """
