@@ -205,3 +205,20 @@ def test_when_the_teacher_ends_the_class_a_student_is_told_and_is_out_of_it(mode
     at.run()
     assert "Join a class" in [s.value for s in at.subheader]  # out of it: the page offers to join
     assert classroom.SEAT not in at.query_params
+
+
+def test_a_teacher_takes_a_class_back_with_the_password_and_no_code_is_shown_before(
+    models_dir, runs, monkeypatch
+):
+    monkeypatch.setenv(jobs.PASSWORD_ENV, "sesame")
+    info = classes.start_class(jobs.Auth("sesame", "sesame"), "Week 4")
+    at = app_test(models_dir, CLASS_PAGE)
+    (choice,) = [s for s in at.selectbox if s.label == "Class"]
+    assert all(info.code not in option for option in choice.options)  # students see this page
+    at.text_input(key="class_take_password").set_value("wrong")
+    next(b for b in at.button if b.label == "Take over").click().run()
+    assert "Start a class" in [b.label for b in at.button]  # refused: still outside
+    at.text_input(key="class_take_password").set_value("sesame")
+    next(b for b in at.button if b.label == "Take over").click().run()
+    assert not at.exception
+    assert any(f">{info.code}<" in h.proto.body for h in at.main.get("html"))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import html
 import io
+import time
 from functools import partial
 
 import pandas as pd
@@ -34,17 +35,18 @@ from viz_model.text.data import CORPORA
 ASK_STOP = "_class_ask_stop"  # the sidebar's "ask this stop's question" (lesson id, step)
 _TRUTHS = "_class_truths"  # question id -> (truth, why) measured when asked (teacher's session)
 LIVE_S = 1.0  # the teacher's distribution refreshes this often
-# A head question's answer: a lesson answer kind, measured on the model on screen.
+# A head question's answer: a lesson answer kind measured on the model on screen, and whether it
+# takes the layer the teacher picks.
 HEAD_ROLES = {
     "the previous-token head of the layer (its pattern, beyond chance)": (
         "previous_token_head",
-        {"layer": True},
+        True,
     ),
     "the induction head of the layer (its pattern, confirmed by ablating it)": (
         "induction_head",
-        {"layer": True},
+        True,
     ),
-    "the head whose ablation raises the loss most (any layer)": ("most_needed_head", {}),
+    "the head whose ablation raises the loss most (any layer)": ("most_needed_head", False),
 }
 # The join code as a projector shows it: large, spaced, in a font whose letters cannot be confused.
 JOIN_CODE_CSS = """<style>.join-code { font: 700 4.5rem/1.1 ui-monospace, Menlo, Consolas, monospace;
@@ -119,7 +121,8 @@ def _take_over() -> None:
         return
     with st.expander("Take over a running class (teacher password)"):
         with st.form("class_take_over", border=False):
-            labels = {f"{c.title} · {c.code}": c for c in running}
+            # Named by title and start, never by code: anyone may open this page.
+            labels = {f"{c.title} · started {_clock(c.created_at)}": c for c in running}
             chosen = st.selectbox("Class", list(labels))
             auth = teacher.password_field("class_take_password")
             taken = st.form_submit_button("Take over")
@@ -132,6 +135,10 @@ def _take_over() -> None:
                 return
             classroom.begin_teaching(info, auth)
             st.rerun()
+
+
+def _clock(when: float) -> str:
+    return time.strftime("%H:%M", time.localtime(when))
 
 
 # ---- the teacher's room -----------------------------------------------------------------------
@@ -253,8 +260,8 @@ def _typed_question(ctx: PageContext, m: classroom.Membership) -> None:
     if not sent:
         return
     if kind == "head":
-        name, args = HEAD_ROLES[role]
-        t = lesson.measure(ctx, name, {"layer": layer} if "layer" in args else {})
+        name, by_layer = HEAD_ROLES[role]
+        t = lesson.measure(ctx, name, {"layer": layer} if by_layer else {})
         ask = partial(questions.ask, m.secret, m.class_id, "choice", prompt, t.options)
         _asked(m, ask, t.value, t.why)
         return
