@@ -77,7 +77,10 @@ def outside(ctx: PageContext) -> None:
 def _join_form() -> None:
     with st.form("class_join"):
         code = st.text_input(
-            "Join code", value=st.query_params.get("join", ""), max_chars=12, placeholder="K7PQ2M"
+            "Join code",
+            value=st.query_params.get("join", ""),
+            max_chars=12,
+            placeholder="on the teacher's screen",
         )
         name = st.text_input("Your name (or leave it empty to stay anonymous)", max_chars=40)
         joined = st.form_submit_button("Join", type="primary")
