@@ -131,6 +131,22 @@ VARIANTS = {
     "attn_only": {"attn_only": True},
     "relu_nobias": {"act": "relu", "bias": False},
     "no_mask": {"causal": False},
+    # What modern models changed, and the parts switched off (issue 25, Architecture contrasts).
+    "rmsnorm": {"norm_kind": "rmsnorm"},
+    "no_norm": {"norm_kind": "none"},
+    "no_residual": {"residual": False},
+    "swiglu": {"mlp": "gated", "act": "silu"},
+    "rope": {"pos": "rope"},
+    "alibi": {"pos": "alibi"},
+    "gqa": {"n_kv_heads": 2},
+    "llama": {
+        "norm_kind": "rmsnorm",
+        "mlp": "gated",
+        "act": "silu",
+        "pos": "rope",
+        "bias": False,
+        "n_kv_heads": 1,
+    },
 }
 
 

@@ -62,7 +62,7 @@ def test_accumulated_resid_through_the_final_ln_unembeds_to_the_logits(variant_m
     model = variant_model
     close(model.unembed(stack[-1]) + model.b_U, logits)
     close(model.unembed(stack[-1]) + model.b_U, lens_logits(model, cache)[-1])
-    if model.cfg.norm == "post" or not model.cfg.bias:  # no beta: the unembedding alone
+    if model.ln_final is None or model.ln_final.bias is None:  # no beta: the unembedding alone
         assert not model.b_U.any()
     else:  # the test would mean nothing if beta . W_U were zero
         assert model.b_U.abs().max() > 1e-3
@@ -75,6 +75,10 @@ def test_decompose_resid_sums_to_the_final_residual(variant_model, ids):
     _, cache = variant_model.run_with_cache(ids)
     if variant_model.cfg.norm == "post":
         with pytest.raises(ValueError, match="pre-LN"):
+            cache.decompose_resid()
+        return
+    if not variant_model.cfg.residual:  # each block replaced the stream: nothing to sum
+        with pytest.raises(ValueError, match="residual connections"):
             cache.decompose_resid()
         return
     stack, labels = cache.decompose_resid(return_labels=True)
@@ -103,8 +107,11 @@ def test_head_results_plus_the_out_bias_sum_to_attn_out(variant_model, ids):
     for i, block in enumerate(variant_model.blocks):
         bias = block.attn.out.bias if block.attn.out.bias is not None else torch.zeros(D)
         close(heads[i * H : (i + 1) * H].sum(0) + bias, cache[f"blocks.{i}.hook_attn_out"])
-    if variant_model.cfg.norm == "pre":
+    if variant_model.cfg.norm == "pre" and variant_model.cfg.residual:
         close(cache.stack_head_results(incl_remainder=True).sum(0), last_resid(cache))
+    elif not variant_model.cfg.residual:
+        with pytest.raises(ValueError, match="residual connections"):
+            cache.stack_head_results(incl_remainder=True)
 
 
 def test_stack_head_results_says_when_hook_result_was_not_recorded(model, ids):
@@ -123,17 +130,20 @@ def test_apply_ln_to_the_final_residual_is_ln_finals_output(variant_model, ids):
     _, cache = variant_model.run_with_cache(ids)
     final = last_resid(cache)
     out = cache.apply_ln_to_stack(final[None])[0]
-    if variant_model.ln_final is None:  # post-LN: the last block already ended in a LayerNorm
+    if variant_model.ln_final is None:  # post-LN (the last block ended in one) or no norms
         close(out, final)
-        with pytest.raises(ValueError, match="post-LN"):
-            cache.apply_ln_to_stack(final[None], layer=1)
+        if variant_model.cfg.norm == "post":
+            with pytest.raises(ValueError, match="post-LN"):
+                cache.apply_ln_to_stack(final[None], layer=1)
+        else:  # no normalization anywhere: every piece passes unchanged
+            close(cache.apply_ln_to_stack(final[None], layer=1)[0], final)
         return
     ln = variant_model.ln_final
     beta = ln.bias if ln.bias is not None else torch.zeros_like(ln.weight)
     close(out + beta, ln(final))
     close(out, cache["ln_final.hook_normalized"] * ln.weight)
-    # Linear: the pieces' images sum to the image of the whole.
-    close(cache.apply_ln_to_stack(cache.decompose_resid()).sum(0), out)
+    if variant_model.cfg.residual:  # Linear: the pieces' images sum to the image of the whole.
+        close(cache.apply_ln_to_stack(cache.decompose_resid()).sum(0), out)
 
 
 def test_apply_ln_inside_a_block_uses_that_blocks_layernorm(model, ids):
@@ -162,8 +172,13 @@ def test_pos_slice_picks_the_same_positions_and_sigmas(model, ids, pos_slice):
 # ---- logit_attrs ----------------------------------------------------------------------------
 
 
-# decompose_resid refuses post-LN models (tested below), so they have no decomposition to sum.
-SUMMABLE = [name for name, options in VARIANTS.items() if options.get("norm") != "post"]
+# decompose_resid refuses post-LN models and models without residual connections (tested
+# above), so they have no decomposition to sum.
+SUMMABLE = [
+    name
+    for name, options in VARIANTS.items()
+    if options.get("norm") != "post" and options.get("residual", True)
+]
 
 
 @pytest.mark.parametrize("variant", SUMMABLE)

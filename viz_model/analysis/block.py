@@ -14,7 +14,10 @@ for the whole prompt at once: the matrix form Q = t1 W_Q, K, V, the pattern
 softmax(Q K^T / sqrt(d_head) + mask) and Z = pattern V per head, with the model's own mask
 (viz_model/model/mask.py: causal, or none for a model trained without one). Post-LN blocks and
 attention-only blocks are walked too, with their own steps (the lecture's names describe the
-pre-LN block).
+pre-LN block), and so are the variants of config.py: RMSNorm or no normalization (the t1 and t4
+steps then say so or drop out), no residual connections (t3 = t2, h = t5), a gated MLP,
+grouped-query attention (heads of a group share W_K and W_V), RoPE (q and k turned by position
+before they meet) and ALiBi (the distance penalty added to the scores).
 
 `circuits(model, layer, head)` gives the head's two D x D matrices, W_QK = W_Q W_K^T (which tokens
 it reads from) and W_OV = W_V W_O (what it writes), their singular values and rank, and both maps
@@ -34,8 +37,12 @@ import torch
 
 from viz_model.analysis.attention import head_W_O
 from viz_model.model.config import GPTConfig
-from viz_model.model.gpt import GPT, LayerNorm
+from viz_model.model.gpt import GPT
 from viz_model.model.mask import hidden_keys
+from viz_model.model.norms import Norm, RMSNorm
+from viz_model.model.positions import alibi_bias, rope_angles
+
+NORM_LABELS = {"layernorm": "LayerNorm", "rmsnorm": "RMSNorm"}  # config.NORM_KINDS, in formulas
 
 
 @dataclass(frozen=True)
@@ -58,8 +65,10 @@ class BlockWalk:
     """The walk of block `layer` over a prompt of T tokens (H heads, E = d_head).
 
     steps: in forward order, the first is x (resid_pre), the last the block's output.
-    q, k, v, z: (H, T, E); scores: (H, T, T) q.k / sqrt(E), -inf where the mask hides a key
-    (above the diagonal in a causal model, nowhere without the mask);
+    q, k, v, z: (H, T, E), per query head (with grouped-query attention the heads of a group show
+    the same k and v), q and k turned by position in a RoPE model; scores: (H, T, T)
+    q.k / sqrt(E) (+ ALiBi's penalty), -inf where the mask hides a key (above the diagonal in a
+    causal model, nowhere without the mask);
     pattern: (H, T, T); head_out: (H, T, D), each head's write z_h W_O[h].
     """
 
@@ -85,26 +94,39 @@ def _np(t: torch.Tensor | None, shape: tuple[int, ...]) -> np.ndarray:
     return t.detach().double().cpu().numpy()
 
 
-def layer_norm(x: np.ndarray, ln: LayerNorm) -> np.ndarray:
-    """(x - mu) / sigma * gamma + beta, row by row: (T, D) -> (T, D)."""
+def layer_norm(x: np.ndarray, ln: Norm | None) -> np.ndarray:
+    """(x - mu) / sigma * gamma + beta, row by row: (T, D) -> (T, D). An RMSNorm takes no mean
+    and adds no beta, x / rms * gamma; no norm (None) leaves x as it is."""
+    if ln is None:
+        return x
     d = x.shape[-1]
+    if isinstance(ln, RMSNorm):
+        return x / np.sqrt((x**2).mean(-1, keepdims=True) + ln.eps) * _np(ln.weight, (d,))
     centred = x - x.mean(-1, keepdims=True)
     sigma = np.sqrt((centred**2).mean(-1, keepdims=True) + ln.eps)
     return centred / sigma * _np(ln.weight, (d,)) + _np(ln.bias, (d,))
 
 
+def norm_label(cfg: GPTConfig) -> str:
+    """How a formula names the block's normalization: "LayerNorm", "RMSNorm" ("" for none)."""
+    return NORM_LABELS.get(cfg.norm_kind, "")
+
+
 def head_weights(model: GPT, layer: int) -> dict[str, np.ndarray]:
     """Per-head weights of one attention layer: W_Q, W_K, W_V (H, D, E), b_Q, b_K, b_V (H, E),
-    W_O (H, E, D), b_O (D,). The fused qkv layer's output splits as (3, H, E)."""
+    W_O (H, E, D), b_O (D,). The fused qkv layer's output splits as (H + 2 H_kv, E): the query
+    heads, then the key heads, then the value heads; with grouped-query attention (H_kv < H)
+    each key and value head is repeated for the H / H_kv query heads of its group."""
     cfg, attn = model.cfg, model.blocks[layer].attn
-    H, E, D = cfg.n_head, cfg.d_head, cfg.d_model
-    w = _np(attn.qkv.weight, ()).reshape(3, H, E, D).transpose(0, 1, 3, 2)  # (3, H, D, E)
-    b = _np(attn.qkv.bias, (3 * D,)).reshape(3, H, E)
+    H, G, E, D = cfg.n_head, cfg.n_kv_heads, cfg.d_head, cfg.d_model
+    w = _np(attn.qkv.weight, ()).reshape(H + 2 * G, E, D).transpose(0, 2, 1)  # (H + 2G, D, E)
+    b = _np(attn.qkv.bias, ((H + 2 * G) * E,)).reshape(H + 2 * G, E)
     with torch.no_grad():
         W_O = _np(head_W_O(model, layer), ())
-    out = {"W_O": W_O, "b_O": _np(attn.out.bias, (D,))}
-    for i, name in enumerate("QKV"):
-        out[f"W_{name}"], out[f"b_{name}"] = w[i], b[i]
+    out = {"W_O": W_O, "b_O": _np(attn.out.bias, (D,)), "W_Q": w[:H], "b_Q": b[:H]}
+    for name, rows in (("K", slice(H, H + G)), ("V", slice(H + G, H + 2 * G))):
+        out[f"W_{name}"] = np.repeat(w[rows], H // G, axis=0)  # (H, D, E)
+        out[f"b_{name}"] = np.repeat(b[rows], H // G, axis=0)  # (H, E)
     return out
 
 
@@ -115,13 +137,20 @@ def attention_matrices(
 
     t1 (T, D) -> q, k, v, z (H, T, E); scores, pattern (H, T, T); head_out (H, T, D); out (T, D).
     causal: the model's config (or its `causal` flag); without a causal mask nothing is hidden.
+    Given the config, its positions count too: RoPE turns q and k, ALiBi adds its penalty.
     """
     q = np.einsum("td,hde->hte", t1, w["W_Q"]) + w["b_Q"][:, None]
     k = np.einsum("td,hde->hte", t1, w["W_K"]) + w["b_K"][:, None]
     v = np.einsum("td,hde->hte", t1, w["W_V"]) + w["b_V"][:, None]
     T, E = t1.shape[0], q.shape[-1]
+    pos = causal.pos if isinstance(causal, GPTConfig) else "learned"
+    if pos == "rope":
+        q, k = rope(q), rope(k)
+    raw = q @ k.transpose(0, 2, 1) / math.sqrt(E)
+    if pos == "alibi":
+        raw = raw + alibi_bias(q.shape[0], T, 0, bool(causal.causal)).double().numpy()
     hidden = hidden_keys(causal, T)  # a causal model hides each key after its query
-    scores = np.where(hidden, -np.inf, q @ k.transpose(0, 2, 1) / math.sqrt(E))
+    scores = np.where(hidden, -np.inf, raw)
     shifted = np.exp(scores - scores.max(-1, keepdims=True))
     pattern = shifted / shifted.sum(-1, keepdims=True)
     z = pattern @ v  # (H, T, E)
@@ -130,16 +159,41 @@ def attention_matrices(
     return dict(q=q, k=k, v=v, scores=scores, pattern=pattern, z=z, head_out=head_out, out=out)
 
 
-def mlp(x: np.ndarray, model: GPT, layer: int) -> np.ndarray:
-    """W_out act(W_in x + b_in) + b_out, row by row: (T, D) -> (T, D)."""
-    m = model.blocks[layer].mlp
-    pre = x @ _np(m.fc_in.weight, ()).T + _np(m.fc_in.bias, (m.fc_in.out_features,))
-    if model.cfg.act == "gelu":  # the exact GELU, as F.gelu: x * Phi(x)
+def rope(x: np.ndarray) -> np.ndarray:
+    """(H, T, E) vectors at positions 0..T-1 turned as RoPE turns them: each pair (a, b) of
+    numbers e and e + E/2 becomes (a cos - b sin, b cos + a sin) (positions.py)."""
+    T, E = x.shape[1], x.shape[2]
+    cos, sin = (t[:, 0].double().numpy() for t in rope_angles(0, T, E))  # (T, E) each
+    a, b = x[..., : E // 2], x[..., E // 2 :]
+    return x * cos + np.concatenate([-b, a], axis=-1) * sin
+
+
+def activation(pre: np.ndarray, act: str) -> np.ndarray:
+    """The nonlinearity config.ACTS names, in numpy."""
+    if act == "gelu":  # the exact GELU, as F.gelu: x * Phi(x)
         erf = np.vectorize(math.erf)
-        post = 0.5 * pre * (1.0 + erf(pre / math.sqrt(2.0)))
+        return 0.5 * pre * (1.0 + erf(pre / math.sqrt(2.0)))
+    if act == "gelu_tanh":
+        inner = math.sqrt(2.0 / math.pi) * (pre + 0.044715 * pre**3)
+        return 0.5 * pre * (1.0 + np.tanh(inner))
+    if act == "silu":
+        return pre / (1.0 + np.exp(-pre))
+    return np.maximum(pre, 0.0)
+
+
+def mlp(x: np.ndarray, model: GPT, layer: int) -> np.ndarray:
+    """W_out act(W_in x + b_in) + b_out, row by row: (T, D) -> (T, D); gated:
+    W_out (act(W_gate x + b_gate) * (W_in x + b_in)) + b_out."""
+    m = model.blocks[layer].mlp
+
+    def linear(fc: torch.nn.Linear, rows: np.ndarray) -> np.ndarray:
+        return rows @ _np(fc.weight, ()).T + _np(fc.bias, (fc.out_features,))
+
+    if m.gated:
+        post = activation(linear(m.fc_gate, x), model.cfg.act) * linear(m.fc_in, x)
     else:
-        post = np.maximum(pre, 0.0)
-    return post @ _np(m.fc_out.weight, ()).T + _np(m.fc_out.bias, (m.fc_out.out_features,))
+        post = activation(linear(m.fc_in, x), model.cfg.act)
+    return linear(m.fc_out, post)
 
 
 def resid_pre(model: GPT, ids: list[int] | torch.Tensor, layer: int) -> np.ndarray:
@@ -152,65 +206,91 @@ def resid_pre(model: GPT, ids: list[int] | torch.Tensor, layer: int) -> np.ndarr
 def block_walk(model: GPT, ids: list[int] | torch.Tensor, layer: int) -> BlockWalk:
     """Every step of block `layer` on a prompt, recomputed by hand from x = resid_pre."""
     x = resid_pre(model, ids, layer)
-    block, cfg, b = model.blocks[layer], model.cfg, f"blocks.{layer}"
-    w = head_weights(model, layer)
-    mid = f"{b}.hook_resid_post" if cfg.attn_only else f"{b}.hook_resid_mid"
+    cfg, b = model.cfg, f"blocks.{layer}"
     steps = [Step("x", "the token's vector entering the block", "x", x, f"{b}.hook_resid_pre")]
-    if cfg.norm == "pre":
-        t1 = layer_norm(x, block.ln1)
-        a = attention_matrices(t1, w, cfg)
-        t3 = x + a["out"]
-        steps += [
-            Step("t1", "x on a standard scale", "LayerNorm(x)", t1, None),
-            Step(
-                "t2",
-                "what attention brings",
-                "MultiHeadAttention(t1)",
-                a["out"],
-                f"{b}.hook_attn_out",
-            ),
-            Step("t3", "the residual half-way", "x + t2", t3, mid),
-        ]
-        if not cfg.attn_only:
-            t4 = layer_norm(t3, block.ln2)
-            t5 = mlp(t4, model, layer)
-            steps += [
-                Step("t4", "t3 on a standard scale", "LayerNorm(t3)", t4, None),
-                Step("t5", "what the MLP adds", "MLP(t4)", t5, f"{b}.hook_mlp_out"),
-                Step("h", "the block's output", "t3 + t5", t3 + t5, f"{b}.hook_resid_post"),
-            ]
-    else:  # post-LN: the LayerNorm sits on the stream, after each add
-        a = attention_matrices(x, w, cfg)
-        t3 = layer_norm(x + a["out"], block.ln1)
-        steps += [
-            Step(
-                "a",
-                "what attention brings",
-                "MultiHeadAttention(x)",
-                a["out"],
-                f"{b}.hook_attn_out",
-            ),
-            Step("x + a", "the sum before the LayerNorm", "x + a", x + a["out"], None),
-            Step("t3", "the sum on a standard scale", "LayerNorm(x + a)", t3, mid),
-        ]
-        if not cfg.attn_only:
-            m = mlp(t3, model, layer)
-            steps += [
-                Step("m", "what the MLP adds", "MLP(t3)", m, f"{b}.hook_mlp_out"),
-                Step("t3 + m", "the sum before the LayerNorm", "t3 + m", t3 + m, None),
-                Step(
-                    "h",
-                    "the block's output",
-                    "LayerNorm(t3 + m)",
-                    layer_norm(t3 + m, block.ln2),
-                    f"{b}.hook_resid_post",
-                ),
-            ]
+    walk = _pre_norm if cfg.norm == "pre" else _post_norm
+    a = walk(model, layer, x, steps)
     if cfg.attn_only:  # the half-way residual is the output
         last = steps[-1]
         steps[-1] = Step("h", "the block's output", last.formula, last.vectors, last.hook)
     parts = {n: a[n] for n in ("q", "k", "v", "scores", "pattern", "z", "head_out")}
     return BlockWalk(layer, cfg.norm, steps, **parts)
+
+
+def _add(cfg: GPTConfig, x: np.ndarray, out: np.ndarray, names: tuple[str, str]) -> tuple:
+    """The residual connection as a step's (vectors, formula): x + out, or out alone without one."""
+    if cfg.residual:
+        return x + out, f"{names[0]} + {names[1]}"
+    return out, f"{names[1]} (no residual connection: {names[0]} is not added)"
+
+
+def _pre_norm(model: GPT, layer: int, x: np.ndarray, steps: list[Step]) -> dict:
+    """x -> t1 = Norm(x) -> t2 = attention -> t3 = x + t2 -> t4 = Norm(t3) -> t5 = MLP -> h."""
+    block, cfg, b = model.blocks[layer], model.cfg, f"blocks.{layer}"
+    label = norm_label(cfg)
+    mid = f"{b}.hook_resid_post" if cfg.attn_only else f"{b}.hook_resid_mid"
+    t1 = layer_norm(x, block.ln1)
+    if label:
+        steps.append(Step("t1", "x on a standard scale", f"{label}(x)", t1, None))
+    a = attention_matrices(t1, head_weights(model, layer), cfg)
+    reads = "t1" if label else "x"
+    steps.append(
+        Step(
+            "t2",
+            "what attention brings",
+            f"MultiHeadAttention({reads})",
+            a["out"],
+            f"{b}.hook_attn_out",
+        )
+    )
+    t3, formula = _add(cfg, x, a["out"], ("x", "t2"))
+    steps.append(Step("t3", "the residual half-way", formula, t3, mid))
+    if cfg.attn_only:
+        return a
+    t4 = layer_norm(t3, block.ln2)
+    if label:
+        steps.append(Step("t4", "t3 on a standard scale", f"{label}(t3)", t4, None))
+    t5 = mlp(t4, model, layer)
+    reads = "t4" if label else "t3"
+    steps.append(Step("t5", "what the MLP adds", f"MLP({reads})", t5, f"{b}.hook_mlp_out"))
+    h, formula = _add(cfg, t3, t5, ("t3", "t5"))
+    steps.append(Step("h", "the block's output", formula, h, f"{b}.hook_resid_post"))
+    return a
+
+
+def _post_norm(model: GPT, layer: int, x: np.ndarray, steps: list[Step]) -> dict:
+    """Post-LN: the norm sits on the stream, after each add: t3 = Norm(x + a), h = Norm(t3 + m)."""
+    block, cfg, b = model.blocks[layer], model.cfg, f"blocks.{layer}"
+    label = norm_label(cfg)
+    mid = f"{b}.hook_resid_post" if cfg.attn_only else f"{b}.hook_resid_mid"
+    a = attention_matrices(x, head_weights(model, layer), cfg)
+    steps.append(
+        Step("a", "what attention brings", "MultiHeadAttention(x)", a["out"], f"{b}.hook_attn_out")
+    )
+    s1, formula = _add(cfg, x, a["out"], ("x", "a"))
+    if label and cfg.residual:
+        steps.append(Step("x + a", "the sum before the norm", formula, s1, None))
+    words = "the sum on a standard scale" if label else "the residual half-way"
+    t3 = layer_norm(s1, block.ln1)
+    steps.append(Step("t3", words, f"{label}({formula})" if label else formula, t3, mid))
+    if cfg.attn_only:
+        return a
+    m = mlp(t3, model, layer)
+    steps.append(Step("m", "what the MLP adds", "MLP(t3)", m, f"{b}.hook_mlp_out"))
+    s2, formula = _add(cfg, t3, m, ("t3", "m"))
+    if label and cfg.residual:
+        steps.append(Step("t3 + m", "the sum before the norm", formula, s2, None))
+    h = layer_norm(s2, block.ln2)
+    steps.append(
+        Step(
+            "h",
+            "the block's output",
+            f"{label}({formula})" if label else formula,
+            h,
+            f"{b}.hook_resid_post",
+        )
+    )
+    return a
 
 
 def recorded_differences(

@@ -32,7 +32,10 @@ from viz_model.model.gpt import GPT, LayerNorm
 
 
 def layernorm_names(model: GPT) -> list[str]:
-    """Module paths of every LayerNorm, in forward order."""
+    """Module paths of every LayerNorm, in forward order: none in a model normalized by RMSNorm
+    or not at all (config.norm_kind), whose page says so."""
+    if model.cfg.norm_kind != "layernorm":
+        return []
     names = []
     for i in range(model.cfg.n_layer):
         names.append(f"blocks.{i}.ln1")

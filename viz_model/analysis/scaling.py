@@ -47,7 +47,8 @@ def count_params(cfg: GPTConfig) -> tuple[int, int]:
     """(total, non-embedding) parameters; non-embedding = the blocks and the final LayerNorm.
 
     Per block: attention 4 d^2 (+ 4 d biases), MLP 2 d d_mlp (+ d_mlp + d), one LayerNorm per
-    sublayer (d gains, + d biases); with d_mlp = 4 d that is 12 d^2 + 13 d."""
+    sublayer (d gains, + d biases); with d_mlp = 4 d that is 12 d^2 + 13 d. Grouped-query
+    attention makes fewer keys and values, a gated MLP has a third matrix, an RMSNorm no bias."""
     return count_shape(
         cfg.n_layer,
         cfg.d_model,
@@ -59,6 +60,9 @@ def count_params(cfg: GPTConfig) -> tuple[int, int]:
         learned_pos=cfg.pos == "learned",
         final_ln=cfg.norm == "pre",
         attn_only=cfg.attn_only,
+        norm=cfg.norm_kind,
+        gated=cfg.mlp == "gated",
+        d_kv=cfg.n_kv_heads * cfg.d_head,
     )
 
 
@@ -74,12 +78,18 @@ def count_shape(
     learned_pos: bool = True,
     final_ln: bool = True,
     attn_only: bool = False,
+    norm: str = "layernorm",
+    gated: bool = False,
+    d_kv: int | None = None,
 ) -> tuple[int, int]:
-    """`count_params` from plain numbers, for shapes larger than a GPTConfig allows (GPT-3)."""
+    """`count_params` from plain numbers, for shapes larger than a GPTConfig allows (GPT-3).
+    d_kv: the width of the keys (and of the values), n_kv_heads * d_head; d when left out."""
     b = int(bias)
-    ln = d + b * d
-    attn = 4 * d * d + b * 4 * d
-    mlp = 0 if attn_only else 2 * d * m + b * (m + d)
+    d_kv = d if d_kv is None else d_kv
+    ln = {"layernorm": d + b * d, "rmsnorm": d, "none": 0}[norm]
+    attn = 2 * d * d + 2 * d * d_kv + b * (2 * d + 2 * d_kv)  # q and out, k and v
+    n_in = 2 if gated else 1  # W_in, and W_gate when gated
+    mlp = 0 if attn_only else (n_in + 1) * d * m + b * (n_in * m + d)
     block = attn + mlp + (1 if attn_only else 2) * ln
     non_embedding = n_layer * block + (ln if final_ln else 0)
     embed = vocab * d * (1 if tied else 2) + (n_ctx * d if learned_pos else 0)

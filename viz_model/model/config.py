@@ -2,8 +2,11 @@
 
 Each GPTConfig option is something the lectures contrast (pre- vs post-LN, learned vs sinusoidal vs
 no positions, tied vs separate unembedding, attention-only blocks, GELU vs ReLU; GELU's tanh
-approximation is there for GPT-2's own weights); every page that shows
-one lets the student compare. Not here: the tokenizer (tokenization.py) and the corpora (data.py).
+approximation is there for GPT-2's own weights), or a part modern models changed and the
+Architecture contrasts page trains side by side: LayerNorm vs RMSNorm vs none, residual
+connections on or off, a gated (SwiGLU) MLP, rotary (RoPE) and ALiBi positions, grouped-query
+attention (n_kv_heads). Every page that shows one lets the student compare.
+Not here: the tokenizer (tokenization.py) and the corpora (data.py).
 """
 
 from __future__ import annotations
@@ -14,10 +17,18 @@ from typing import Any
 
 # "gelu_tanh" is GPT-2's GELU (Hugging Face's "gelu_new"): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))),
 # the approximation GPT-2 was trained with; "gelu" is the exact x Phi(x).
-ACTS = ("gelu", "relu", "gelu_tanh")
-ACT_LABELS = {"gelu": "GELU", "relu": "RELU", "gelu_tanh": "GELU (tanh)"}  # how pages name them
-POSITIONS = ("learned", "sinusoidal", "none")
-NORMS = ("pre", "post")
+# "silu" (x sigmoid(x), also called Swish) is the gate of Llama's SwiGLU MLP.
+ACTS = ("gelu", "relu", "gelu_tanh", "silu")
+ACT_LABELS = {"gelu": "GELU", "relu": "RELU", "gelu_tanh": "GELU (tanh)", "silu": "SiLU"}
+# "rope" rotates q and k by their positions; "alibi" adds a per-head distance penalty to the
+# scores. Neither adds anything to the residual stream, so both run past n_ctx (see max_len).
+POSITIONS = ("learned", "sinusoidal", "none", "rope", "alibi")
+NORMS = ("pre", "post")  # where the normalization sits
+NORM_KINDS = ("layernorm", "rmsnorm", "none")  # what it is
+MLPS = ("standard", "gated")  # gated: act(W_gate x) * (W_in x), SwiGLU with act="silu"
+# A model whose positions come from no table may read this many times its context (evaluated
+# past n_ctx, the length-extrapolation lesson); pages still crop prompts to n_ctx.
+EXTRAPOLATE = 8
 
 # Caps that keep a class server usable: a model beyond these is refused with a clear message.
 MAX_VOCAB = 65_536
@@ -41,7 +52,8 @@ def _check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
 
 @dataclass(frozen=True)
 class GPTConfig:
-    """The shape of a GPT. d_mlp defaults to 4 * d_model when left at 0."""
+    """The shape of a GPT. d_mlp defaults to 4 * d_model when left at 0 (8/3 * d_model, rounded
+    to a multiple of 8, for a gated MLP: its three matrices then hold as many weights as two)."""
 
     vocab_size: int
     n_ctx: int = 64
@@ -59,10 +71,18 @@ class GPTConfig:
     # False only for the "looking ahead is cheating" lesson: every position sees the whole window,
     # the future included, so training can copy the answer and generation has nothing to copy.
     causal: bool = True
+    norm_kind: str = "layernorm"
+    residual: bool = True  # False: each sublayer's output replaces the stream instead of adding
+    mlp: str = "standard"
+    n_kv_heads: int = 0  # heads of keys and values; 0 means n_head (1: multi-query attention)
 
     def __post_init__(self) -> None:
         if self.d_mlp == 0:
-            object.__setattr__(self, "d_mlp", 4 * self.d_model)
+            gated = self.mlp == "gated" and isinstance(self.d_model, int)
+            d_mlp = 8 * round(self.d_model / 3) if gated else 4 * self.d_model
+            object.__setattr__(self, "d_mlp", max(d_mlp, 1))
+        if self.n_kv_heads == 0:
+            object.__setattr__(self, "n_kv_heads", self.n_head)
         _check_range("vocab_size", self.vocab_size, 2, MAX_VOCAB)
         _check_range("n_ctx", self.n_ctx, 1, MAX_CTX)
         _check_range("d_model", self.d_model, 1, MAX_D_MODEL)
@@ -74,10 +94,22 @@ class GPTConfig:
                 f"d_model ({self.d_model}) must be divisible by n_head ({self.n_head}): "
                 "each head gets d_model / n_head dimensions"
             )
+        _check_range("n_kv_heads", self.n_kv_heads, 1, MAX_HEADS)
+        if self.n_head % self.n_kv_heads != 0:
+            raise ValueError(
+                f"n_head ({self.n_head}) must be a multiple of n_kv_heads ({self.n_kv_heads}): "
+                "each group of query heads shares one key and value head"
+            )
         _check_choice("act", self.act, ACTS)
         _check_choice("pos", self.pos, POSITIONS)
         _check_choice("norm", self.norm, NORMS)
-        for flag in ("tie_embeddings", "attn_only", "bias", "causal"):
+        _check_choice("norm_kind", self.norm_kind, NORM_KINDS)
+        _check_choice("mlp", self.mlp, MLPS)
+        if self.pos == "rope" and self.d_head % 2:
+            raise ValueError(
+                f"rotary positions turn pairs of numbers: d_head ({self.d_head}) must be even"
+            )
+        for flag in ("tie_embeddings", "attn_only", "bias", "causal", "residual"):
             if not isinstance(getattr(self, flag), bool):
                 raise ValueError(f"{flag} must be true or false, got {getattr(self, flag)!r}")
         if not isinstance(self.dropout, int | float) or not 0.0 <= self.dropout < 1.0:
@@ -86,6 +118,14 @@ class GPTConfig:
     @property
     def d_head(self) -> int:
         return self.d_model // self.n_head
+
+    @property
+    def max_len(self) -> int:
+        """The longest sequence one forward may read: n_ctx with a position table (learned,
+        sinusoidal), EXTRAPOLATE times that without one (none, RoPE, ALiBi), up to MAX_CTX."""
+        if self.pos in ("learned", "sinusoidal"):
+            return self.n_ctx
+        return max(self.n_ctx, min(EXTRAPOLATE * self.n_ctx, MAX_CTX))
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -2,7 +2,10 @@
 
 Shapes in comments: B batch, T tokens, D d_model, H heads, E d_head (D / H), M d_mlp, V vocab.
 Hook names are attribute paths and match TransformerLens (DESIGN.md section 3), so
-`blocks.0.attn.hook_pattern` is `model.blocks[0].attn.hook_pattern`.
+`blocks.0.attn.hook_pattern` is `model.blocks[0].attn.hook_pattern`. The variants of config.py
+keep them: a model without normalization has no ln hooks, RMSNorm no hook_mean, grouped-query
+attention records K and V per key-value head (B, T, H_kv, E), RoPE adds `attn.hook_rot_q` and
+`attn.hook_rot_k` (q and k after rotation), a gated MLP adds `mlp.hook_pre_linear` (W_in x).
 
 When nothing records or changes the attention scores or pattern, attention takes the fused path
 (`F.scaled_dot_product_attention`); otherwise it computes the pattern explicitly. LayerNorm likewise
@@ -36,10 +39,15 @@ from viz_model.model.hooks import (
     select,
 )
 from viz_model.model.mask import attention_mask
+from viz_model.model.norms import LayerNorm, RMSNorm, apply_norm, make_norm
+from viz_model.model.positions import alibi_bias, rotate, sinusoidal_positions
+
+__all__ = ["GPT", "KVCache", "LayerNorm", "RMSNorm", "sinusoidal_positions"]
 
 
 class KVCache:
-    """Keys and values of the tokens seen so far, one (B, T_past, H, E) pair per layer."""
+    """Keys and values of the tokens seen so far, one (B, T_past, H_kv, E) pair per layer: with
+    grouped-query attention H_kv < H, which is all it saves."""
 
     def __init__(self, n_layer: int) -> None:
         self.k: list[torch.Tensor | None] = [None] * n_layer
@@ -57,50 +65,30 @@ class KVCache:
         return k, v
 
 
-class LayerNorm(nn.Module):
-    """LayerNorm whose mean, scale (sigma) and normalized vector can be recorded.
-
-    y = (x - mu) / sigma * gamma + beta, with sigma = sqrt(var(x) + eps).
-    """
-
-    def __init__(self, d: int, bias: bool, eps: float = 1e-5) -> None:
-        super().__init__()
-        self.eps = eps
-        self.weight = nn.Parameter(torch.ones(d))  # gamma
-        self.bias = nn.Parameter(torch.zeros(d)) if bias else None  # beta
-        self.hook_mean = HookPoint()  # (B, T, 1)
-        self.hook_scale = HookPoint()  # (B, T, 1)
-        self.hook_normalized = HookPoint()  # (B, T, D), before gamma and beta
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        ctx = active_context()
-        hooks = (self.hook_mean, self.hook_scale, self.hook_normalized)
-        if ctx is None or not any(ctx.wants(h.name) for h in hooks):
-            return F.layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps)
-        # Two means rather than torch.var_mean, which is ~10x slower on CPU at these sizes.
-        mean = self.hook_mean(x.mean(-1, keepdim=True))
-        centred = x - mean
-        scale = self.hook_scale(((centred * centred).mean(-1, keepdim=True) + self.eps).sqrt())
-        normalized = self.hook_normalized(centred / scale)
-        if self.bias is None:
-            return normalized * self.weight
-        return torch.addcmul(self.bias, normalized, self.weight)
-
-
 class Attention(nn.Module):
-    """Multi-head causal self-attention: pattern = softmax(q k^T / sqrt(E) + mask)."""
+    """Multi-head causal self-attention: pattern = softmax(q k^T / sqrt(E) + mask).
+
+    With n_kv_heads < n_head (grouped-query attention) each group of H / H_kv query heads reads
+    one key and value head; RoPE turns q and k by position first; ALiBi adds its distance
+    penalty to the scores (positions.py)."""
 
     def __init__(self, cfg: GPTConfig, layer: int) -> None:
         super().__init__()
         self.layer, self.n_head, self.d_head = layer, cfg.n_head, cfg.d_head
+        self.n_kv, self.pos = cfg.n_kv_heads, cfg.pos
         self.dropout = cfg.dropout
         self.causal = cfg.causal  # False: no mask, each query sees the whole window (one lesson)
-        self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model, bias=cfg.bias)
+        # q for every head, then k and v for each key-value head: (H + 2 H_kv) E outputs.
+        n_out = (cfg.n_head + 2 * cfg.n_kv_heads) * cfg.d_head
+        self.qkv = nn.Linear(cfg.d_model, n_out, bias=cfg.bias)
         self.out = nn.Linear(cfg.d_model, cfg.d_model, bias=cfg.bias)
         self.drop = nn.Dropout(cfg.dropout)
         self.hook_q = HookPoint()  # (B, T, H, E)
-        self.hook_k = HookPoint()  # (B, T, H, E)
-        self.hook_v = HookPoint()  # (B, T, H, E)
+        self.hook_k = HookPoint()  # (B, T, H_kv, E)
+        self.hook_v = HookPoint()  # (B, T, H_kv, E)
+        if cfg.pos == "rope":
+            self.hook_rot_q = HookPoint()  # (B, T, H, E), q turned by its position
+            self.hook_rot_k = HookPoint()  # (B, T, H_kv, E)
         self.hook_attn_scores = HookPoint()  # (B, H, T, T), masked, before softmax
         self.hook_pattern = HookPoint()  # (B, H, T, T)
         self.hook_z = HookPoint()  # (B, T, H, E), the pattern-weighted sum of v
@@ -108,12 +96,18 @@ class Attention(nn.Module):
 
     def forward(self, x: torch.Tensor, kv: KVCache | None = None, past: int = 0) -> torch.Tensor:
         B, T, D = x.shape
-        qkv = self.qkv(x).view(B, T, 3, self.n_head, self.d_head)
-        # Indexing, not unbind: a hook may edit q, k or v in place, which unbind's views refuse.
-        q, k, v = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]
-        q, k, v = self.hook_q(q), self.hook_k(k), self.hook_v(v)  # (B, T, H, E) each
+        H, G, E = self.n_head, self.n_kv, self.d_head
+        qkv = self.qkv(x)
+        # Slicing, not split: a hook may edit q, k or v in place, which split's views refuse.
+        q = self.hook_q(qkv[..., : H * E].view(B, T, H, E))
+        k = self.hook_k(qkv[..., H * E : (H + G) * E].view(B, T, G, E))
+        v = self.hook_v(qkv[..., (H + G) * E :].view(B, T, G, E))
+        if self.pos == "rope":
+            q, k = self.hook_rot_q(rotate(q, past)), self.hook_rot_k(rotate(k, past))
         if kv is not None:
-            k, v = kv.update(self.layer, k, v)  # (B, past + T, H, E)
+            k, v = kv.update(self.layer, k, v)  # (B, past + T, H_kv, E)
+        if G != H:  # each key-value head serves H / H_kv query heads, in order
+            k, v = k.repeat_interleave(H // G, dim=2), v.repeat_interleave(H // G, dim=2)
         ctx = active_context()
         explicit = ctx is not None and (
             ctx.wants(self.hook_attn_scores.name) or ctx.wants(self.hook_pattern.name)
@@ -121,7 +115,7 @@ class Attention(nn.Module):
         z = self._explicit(q, k, v, past) if explicit else self._fused(q, k, v, past)
         z = self.hook_z(z)  # (B, T, H, E)
         if ctx is not None and ctx.wants(self.hook_result.name):
-            w = self.out.weight.view(D, self.n_head, self.d_head).permute(1, 2, 0)  # (H, E, D)
+            w = self.out.weight.view(D, H, E).permute(1, 2, 0)  # (H, E, D)
             result = (z.transpose(1, 2) @ w).transpose(1, 2)  # (B, H, T, E) @ (H, E, D)
             result = self.hook_result(result)  # (B, T, H, D)
             out = result.sum(dim=2)
@@ -147,9 +141,18 @@ class Attention(nn.Module):
         with torch.inference_mode(False):
             return ~Attention._causal_mask(T, past, device)
 
+    def _bias(self, T: int, past: int, device: torch.device) -> torch.Tensor | None:
+        """ALiBi's (H, T, past + T) addition to the scores; None for every other scheme."""
+        if self.pos != "alibi":
+            return None
+        return alibi_bias(self.n_head, T, past, self.causal).to(device)
+
     def _explicit(self, q, k, v, past: int) -> torch.Tensor:
         q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, H, T, E)
         scores = (q @ k.transpose(-1, -2)) * (1.0 / math.sqrt(self.d_head))  # (B, H, T, past + T)
+        bias = self._bias(q.shape[2], past, q.device)
+        if bias is not None:
+            scores = scores + bias
         if self.causal:
             scores = scores.masked_fill(self._hidden(q.shape[2], past, q.device), float("-inf"))
         scores = self.hook_attn_scores(scores)
@@ -160,6 +163,11 @@ class Attention(nn.Module):
         T = q.shape[1]
         causal = self.causal and T > 1
         mask = self._causal_mask(T, past, q.device) if causal and past > 0 else None
+        bias = self._bias(T, past, q.device)
+        if bias is not None:  # a float mask: the penalty, and -inf where the future is hidden
+            hidden = self._hidden(T, past, q.device) if causal else None
+            mask = bias if hidden is None else bias.masked_fill(hidden, float("-inf"))
+            causal = False
         z = F.scaled_dot_product_attention(
             q.transpose(1, 2),
             k.transpose(1, 2),
@@ -176,14 +184,24 @@ ACTIVATIONS = {
     "gelu": F.gelu,
     "relu": F.relu,
     "gelu_tanh": functools.partial(F.gelu, approximate="tanh"),
+    "silu": F.silu,
 }
 
 
 class MLP(nn.Module):
-    """Two linear maps with a nonlinearity between: out = W_out act(W_in x + b_in) + b_out."""
+    """Two linear maps with a nonlinearity between: out = W_out act(W_in x + b_in) + b_out.
+
+    Gated (config.mlp = "gated"; SwiGLU with act = "silu", as Llama): a third map W_gate decides
+    how much of each neuron passes, out = W_out (act(W_gate x) * (W_in x)). hook_pre is then the
+    gate's input W_gate x (what the nonlinearity reads, as TransformerLens names it) and
+    hook_pre_linear is W_in x."""
 
     def __init__(self, cfg: GPTConfig) -> None:
         super().__init__()
+        self.gated = cfg.mlp == "gated"
+        if self.gated:
+            self.fc_gate = nn.Linear(cfg.d_model, cfg.d_mlp, bias=cfg.bias)
+            self.hook_pre_linear = HookPoint()  # (B, T, M)
         self.fc_in = nn.Linear(cfg.d_model, cfg.d_mlp, bias=cfg.bias)
         self.hook_pre = HookPoint()  # (B, T, M)
         self.hook_post = HookPoint()  # (B, T, M)
@@ -192,41 +210,55 @@ class MLP(nn.Module):
         self.drop = nn.Dropout(cfg.dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        post = self.hook_post(self.act(self.hook_pre(self.fc_in(x))))
+        if self.gated:
+            gate = self.act(self.hook_pre(self.fc_gate(x)))
+            post = self.hook_post(gate * self.hook_pre_linear(self.fc_in(x)))
+        else:
+            post = self.hook_post(self.act(self.hook_pre(self.fc_in(x))))
         return self.drop(self.fc_out(post))
 
 
 class Block(nn.Module):
     """One transformer block. Pre-LN: x + attn(ln1(x)), then + mlp(ln2(.)).
-    Post-LN (the 2017 original): ln1(x + attn(x)), then ln2(. + mlp(.))."""
+    Post-LN (the 2017 original): ln1(x + attn(x)), then ln2(. + mlp(.)).
+    ln1 and ln2 are LayerNorms, RMSNorms, or absent (config.norm_kind). Without residual
+    connections (config.residual = False) each sublayer's output replaces the stream: attn(ln1(x)),
+    then mlp(ln2(.)), and nothing carries x past them."""
 
     def __init__(self, cfg: GPTConfig, layer: int) -> None:
         super().__init__()
         self.pre_norm, self.attn_only = cfg.norm == "pre", cfg.attn_only
+        self.residual = cfg.residual
         self.hook_resid_pre = HookPoint()  # (B, T, D)
-        self.ln1 = LayerNorm(cfg.d_model, cfg.bias)
+        self.ln1 = make_norm(cfg.norm_kind, cfg.d_model, cfg.bias)
         self.attn = Attention(cfg, layer)
         self.hook_attn_out = HookPoint()  # (B, T, D)
         if not cfg.attn_only:
             self.hook_resid_mid = HookPoint()  # (B, T, D)
-            self.ln2 = LayerNorm(cfg.d_model, cfg.bias)
+            self.ln2 = make_norm(cfg.norm_kind, cfg.d_model, cfg.bias)
             self.mlp = MLP(cfg)
             self.hook_mlp_out = HookPoint()  # (B, T, D)
         self.hook_resid_post = HookPoint()  # (B, T, D)
 
+    def _add(self, x: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+        """The residual connection: x + out, or out alone when the model has none."""
+        return x + out if self.residual else out
+
     def forward(self, x: torch.Tensor, kv: KVCache | None = None, past: int = 0) -> torch.Tensor:
         x = self.hook_resid_pre(x)
         if self.pre_norm:
-            x = x + self.hook_attn_out(self.attn(self.ln1(x), kv, past))
+            x = self._add(x, self.hook_attn_out(self.attn(apply_norm(self.ln1, x), kv, past)))
             if self.attn_only:
                 return self.hook_resid_post(x)
             x = self.hook_resid_mid(x)
-            return self.hook_resid_post(x + self.hook_mlp_out(self.mlp(self.ln2(x))))
-        x = self.ln1(x + self.hook_attn_out(self.attn(x, kv, past)))
+            out = self.hook_mlp_out(self.mlp(apply_norm(self.ln2, x)))
+            return self.hook_resid_post(self._add(x, out))
+        x = apply_norm(self.ln1, self._add(x, self.hook_attn_out(self.attn(x, kv, past))))
         if self.attn_only:
             return self.hook_resid_post(x)
         x = self.hook_resid_mid(x)
-        return self.hook_resid_post(self.ln2(x + self.hook_mlp_out(self.mlp(x))))
+        out = self.hook_mlp_out(self.mlp(x))
+        return self.hook_resid_post(apply_norm(self.ln2, self._add(x, out)))
 
 
 class Unembed(nn.Module):
@@ -250,20 +282,8 @@ class Unembed(nn.Module):
         return self.hook_out(F.linear(x, w))
 
 
-def sinusoidal_positions(n_ctx: int, d_model: int) -> torch.Tensor:
-    """PE[p, 2i] = sin(p / 10000^(2i/D)), PE[p, 2i+1] = cos(p / 10000^(2i/D)); (n_ctx, D)."""
-    pos = torch.arange(n_ctx, dtype=torch.float32)[:, None]
-    freq = torch.exp(
-        -math.log(10000.0) * torch.arange(0, d_model, 2, dtype=torch.float32) / d_model
-    )
-    pe = torch.zeros(n_ctx, d_model)
-    pe[:, 0::2] = torch.sin(pos * freq)
-    pe[:, 1::2] = torch.cos(pos * freq)[:, : d_model // 2]
-    return pe
-
-
 class GPT(nn.Module):
-    """Token + position embeddings, n_layer blocks, a final LayerNorm (pre-LN only), unembedding."""
+    """Token (+ position) embeddings, n_layer blocks, a final norm (pre-LN only), unembedding."""
 
     def __init__(self, cfg: GPTConfig) -> None:
         super().__init__()
@@ -274,12 +294,13 @@ class GPT(nn.Module):
             self.pos_embed = nn.Embedding(cfg.n_ctx, cfg.d_model)
         elif cfg.pos == "sinusoidal":
             self.register_buffer("pos_table", sinusoidal_positions(cfg.n_ctx, cfg.d_model), False)
-        if cfg.pos != "none":
+        if self.adds_positions:
             self.hook_pos_embed = HookPoint()  # (B, T, D)
         self.drop = nn.Dropout(cfg.dropout)
         self.blocks = nn.ModuleList(Block(cfg, i) for i in range(cfg.n_layer))
         # Post-LN blocks already end in a LayerNorm, so only pre-LN needs a final one.
-        self.ln_final = LayerNorm(cfg.d_model, cfg.bias) if cfg.norm == "pre" else None
+        final = cfg.norm_kind if cfg.norm == "pre" else "none"
+        self.ln_final = make_norm(final, cfg.d_model, cfg.bias)
         self.unembed = Unembed(cfg, self.embed)
         for name, module in self.named_modules():
             if isinstance(module, HookPoint):
@@ -307,18 +328,24 @@ class GPT(nn.Module):
             return self.forward(ids[None], kv_cache)[0]
         B, T = ids.shape
         past = 0 if kv_cache is None else kv_cache.length
-        if past + T > self.cfg.n_ctx:
+        if past + T > self.cfg.max_len:
             raise ValueError(
-                f"{past + T} tokens do not fit the model's context of {self.cfg.n_ctx}; "
+                f"{past + T} tokens do not fit the model's context of {self.cfg.max_len}; "
                 "crop the input first"
             )
         x = self.hook_embed(self.embed(ids))  # (B, T, D)
-        if self.cfg.pos != "none":
+        if self.adds_positions:
             x = x + self.hook_pos_embed(self.position_embeddings(past, T).expand(B, T, -1))
         x = self.drop(x)
         for block in self.blocks:
             x = block(x, kv_cache, past)
         return self.unembed(self.final_norm(x))  # (B, T, V)
+
+    @property
+    def adds_positions(self) -> bool:
+        """Whether positions are added to the embeddings (learned, sinusoidal), rather than
+        given inside attention (RoPE, ALiBi) or not at all."""
+        return self.cfg.pos in ("learned", "sinusoidal")
 
     def position_embeddings(self, start: int, T: int) -> torch.Tensor:
         """Rows start..start+T of the position table, (1, T, D)."""
@@ -328,8 +355,9 @@ class GPT(nn.Module):
         return self.pos_table[start : start + T][None].clone()  # a hook may edit it in place
 
     def final_norm(self, x: torch.Tensor) -> torch.Tensor:
-        """The final LayerNorm (pre-LN models); the identity for post-LN models."""
-        return x if self.ln_final is None else self.ln_final(x)
+        """The final LayerNorm or RMSNorm (pre-LN models); the identity for post-LN models and
+        models without normalization."""
+        return apply_norm(self.ln_final, x)
 
     # ---- hooks --------------------------------------------------------------------------------
 

@@ -112,10 +112,16 @@ class ResidStacks:
         """
         if mode not in ("all", "attn", "mlp"):
             raise ValueError(f"mode must be 'all', 'attn' or 'mlp', got {mode!r}")
-        if self._model("decompose_resid").cfg.norm == "post":
+        cfg = self._model("decompose_resid").cfg
+        if cfg.norm == "post" and cfg.norm_kind != "none":
             raise ValueError(
                 "decompose_resid needs a pre-LN model: a post-LN block ends in a LayerNorm, so "
                 "what the components wrote does not add up to the residual stream"
+            )
+        if not cfg.residual:
+            raise ValueError(
+                "decompose_resid needs residual connections: without them each block replaces "
+                "the stream, so what the components wrote does not add up to it"
             )
         layer = self._layer(layer)
         if mlp_input:
@@ -124,7 +130,7 @@ class ResidStacks:
         if incl_embeds:
             names.append("hook_embed")
             labels.append("embed")
-            if self._model("decompose_resid").cfg.pos != "none":
+            if self._model("decompose_resid").adds_positions:
                 names.append("hook_pos_embed")
                 labels.append("pos_embed")
         for i in range(layer + (1 if mlp_input else 0)):
@@ -164,9 +170,11 @@ class ResidStacks:
             parts.append(result.movedim(-2, 0))  # ([B,] T, H, D) -> (H, [B,] T, D)
             labels += [f"L{i}H{h}" for h in range(result.shape[-2])]
         if incl_remainder:
-            if self._model("stack_head_results").cfg.norm == "post":
+            cfg = self._model("stack_head_results").cfg
+            if (cfg.norm == "post" and cfg.norm_kind != "none") or not cfg.residual:
                 raise ValueError(
-                    "incl_remainder needs a pre-LN model: post-LN outputs do not add up"
+                    "incl_remainder needs a pre-LN model with residual connections: otherwise "
+                    "the blocks' outputs do not add up to the stream"
                 )
             resid = self.accumulated_resid(layer, pos_slice=pos_slice)[-1]
             heads = torch.cat(parts).sum(0) if parts else torch.zeros_like(resid)
@@ -190,10 +198,12 @@ class ResidStacks:
     ) -> torch.Tensor:
         """Each piece through the LayerNorm that reads the residual at `layer` (None / -1 /
         n_layer: the final one; mlp_input: the block's second), as the model applied it:
-        (x - mean(x)) / sigma * gamma with the sigma recorded for the whole residual.
+        (x - mean(x)) / sigma * gamma with the sigma recorded for the whole residual (an RMSNorm
+        takes no mean: x / rms * gamma).
 
         Linear, so the pieces' images sum to the image of their sum; that is the LayerNorm's output
-        minus its beta. A post-LN model has no final LayerNorm: the stack comes back unchanged.
+        minus its beta. A post-LN model has no final LayerNorm, nor a model without
+        normalization: the stack comes back unchanged.
         residual_stack: (n, [B,] T, D), already cut to `pos_slice`, which picks the matching sigma.
         """
         model = self._model("apply_ln_to_stack")
@@ -206,8 +216,12 @@ class ResidStacks:
             self._check_block_ln(layer, mlp_input)
             ln_name = "ln2" if mlp_input else "ln1"
             ln, name = getattr(model.blocks[layer], ln_name), f"blocks.{layer}.{ln_name}.hook_scale"
+            if ln is None:
+                return residual_stack
         sigma = take(self._need(name, "apply_ln_to_stack"), pos_slice, -2)  # ([B,] T, 1)
         with torch.no_grad():
+            if model.cfg.norm_kind == "rmsnorm":
+                return residual_stack / sigma * ln.weight
             centred = residual_stack - residual_stack.mean(-1, keepdim=True)
             return centred / sigma * ln.weight
 
