@@ -239,6 +239,25 @@ def _wait_until_done(name: str, seconds: float = 90) -> jobs.RunView:
     return view
 
 
+def test_the_blocks_parts_come_from_the_url_and_reach_the_runs_settings(runs):
+    query = {**TINY_TASK, "t_custom": "1", "t_pos": "rope", "t_norm_kind": "rmsnorm"}
+    query |= {"t_mlp": "gated", "t_act": "silu", "t_n_kv_heads": "2", "t_residual": "0"}
+    at = page(query)
+    assert not at.exception and not at.error
+    assert at.selectbox(key=widget_key("t_norm_kind")).value == "rmsnorm"
+    assert at.selectbox(key=widget_key("t_mlp")).value == "gated"
+    assert at.checkbox(key=widget_key("t_residual")).value is False
+    assert at.number_input(key=widget_key("t_n_kv_heads")).value == 2
+    model = dict(pos="rope", norm_kind="rmsnorm", mlp="gated", act="silu", n_kv_heads=2)
+    model |= dict(residual=False, n_layer=2, n_head=4, d_model=64, n_ctx=64)
+    settings = RunSettings(task="count", preset="tiny", model=model)
+    text = load_text(settings.data_source())
+    assert metric(at, "Parameters") == f"{estimate_params(settings, text):,}"
+    # heads that no key-value head count divides: the model's own message, Start disabled
+    at.number_input(key=widget_key("t_n_kv_heads")).set_value(3).run()
+    assert "multiple of n_kv_heads" in errors(at) and start_button(at).disabled
+
+
 def test_start_starts_a_real_job_in_the_runs_folder(runs):
     query = {"t_data": "task", "t_task": "repeat", "t_preset": "tiny", "t_budget": "steps"}
     at = page({**query, "t_steps": "20", "t_batch": "4", "t_name": "class-run"})

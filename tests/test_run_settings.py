@@ -27,6 +27,17 @@ EXAMPLES = [
         device="cpu",
     ),
     RunSettings(text_file="my text.txt", tokenizer="bpe", vocab_size=300, model={"dropout": 0.1}),
+    RunSettings(  # the block's parts of issue 25, each from its own flag
+        corpus="shakespeare",
+        model={
+            "norm_kind": "rmsnorm",
+            "mlp": "gated",
+            "act": "silu",
+            "pos": "rope",
+            "n_kv_heads": 2,
+            "residual": False,
+        },
+    ),
 ]
 
 
@@ -58,6 +69,20 @@ def test_minutes_without_steps_put_the_run_on_the_clock():
 def test_bad_settings_are_refused_with_a_message(kwargs, message):
     with pytest.raises(ValueError, match=message):
         RunSettings(**kwargs)
+
+
+def test_a_variant_run_builds_the_block_its_flags_name(tmp_path):
+    argv = ["--task", "count", "--task-examples", "200", "--preset", "tiny", "--pos", "alibi"]
+    argv += ["--norm-kind", "none", "--no-residual", "--mlp", "gated", "--n-kv-heads", "1"]
+    settings = settings_from_args(build_parser().parse_args([*argv, "--out", "x"]))
+    cfg = new_run(settings, tmp_path / "x", "cmd").model.cfg
+    assert (cfg.pos, cfg.norm_kind, cfg.residual, cfg.mlp, cfg.n_kv_heads) == (
+        "alibi",
+        "none",
+        False,
+        "gated",
+        1,
+    )
 
 
 def test_new_run_builds_the_model_the_settings_describe(tmp_path):

@@ -21,11 +21,15 @@ import streamlit as st
 from serving import jobs
 from ui import cache, classroom, state
 from viz_model.model.config import (
+    ACT_LABELS,
+    ACTS,
     MAX_CTX,
     MAX_D_MODEL,
     MAX_HEADS,
     MAX_LAYERS,
     MAX_VOCAB,
+    MLPS,
+    NORM_KINDS,
     NORMS,
     POSITIONS,
     PRESET_TRAINING,
@@ -72,7 +76,18 @@ MEASURE_TOKENS = 2048
 MEASURE_MAX_BYTES = 1_000_000_000  # a shape needing more than this is not timed in the server
 # The model's fields a preset sets: reset to the new preset's values when it changes.
 SHAPE_KEYS = ("n_layer", "n_head", "d_model", "n_ctx", "pos", "norm", "attn_only")
-CUSTOM_KEYS = (*SHAPE_KEYS, "tie_embeddings", "dropout")
+BLOCK_KEYS = ("norm_kind", "residual", "mlp", "act", "n_kv_heads")  # the block's parts
+CUSTOM_KEYS = (*SHAPE_KEYS, *BLOCK_KEYS, "tie_embeddings", "dropout")
+# How the set-up form names each choice: the lecture's word, then the field's value.
+POSITION_LABELS = {
+    "learned": "learned (GPT-2)",
+    "sinusoidal": "sinusoidal (2017)",
+    "none": "none",
+    "rope": "RoPE (Llama)",
+    "alibi": "ALiBi",
+}
+NORM_KIND_LABELS = {"layernorm": "LayerNorm (GPT-2)", "rmsnorm": "RMSNorm (Llama)", "none": "none"}
+MLP_LABELS = {"standard": "standard", "gated": "gated (SwiGLU with SiLU)"}
 PRESET_DEPENDENT = (*(f"t_{k}" for k in CUSTOM_KEYS), "t_batch", "t_lr")
 
 
@@ -224,8 +239,15 @@ def _custom_shape(preset_name: str) -> tuple[dict[str, Any], str | None]:
         "n_ctx": state.number_input(
             "Context", "t_n_ctx", 1, MAX_CTX, base.n_ctx, step=16, container=c1
         ),
-        "pos": state.selectbox("Positions", "t_pos", list(POSITIONS), base.pos, container=c2),
-        "norm": state.selectbox("LayerNorm", "t_norm", list(NORMS), base.norm, container=c3),
+        "pos": state.selectbox(
+            "Positions",
+            "t_pos",
+            list(POSITIONS),
+            base.pos,
+            format_func=POSITION_LABELS.get,
+            container=c2,
+        ),
+        "norm": state.selectbox("Norm placement", "t_norm", list(NORMS), base.norm, container=c3),
         "dropout": state.number_input(
             "Dropout", "t_dropout", 0.0, 0.9, float(base.dropout), step=0.05, container=c1
         ),
@@ -233,6 +255,7 @@ def _custom_shape(preset_name: str) -> tuple[dict[str, Any], str | None]:
         "tie_embeddings": state.checkbox(
             "Tie embeddings", "t_tie_embeddings", base.tie_embeddings, container=c3
         ),
+        **_block_parts(base),
     }
     try:
         preset(preset_name, 2, **fields)
@@ -241,6 +264,43 @@ def _custom_shape(preset_name: str) -> tuple[dict[str, Any], str | None]:
         st.error(message)
         return fields, message
     return fields, None
+
+
+def _block_parts(base: GPTConfig) -> dict[str, Any]:
+    """The parts of the block modern models changed, or that a contrast switches off."""
+    st.caption(
+        "The block's parts: what each is for is measured on Architecture contrasts. A gated MLP "
+        "keeps about as many weights with 8/3 × d_model neurons; fewer key-value heads than heads "
+        "is grouped-query attention (1: multi-query)."
+    )
+    c1, c2, c3 = st.columns(3)
+    parts = {
+        "norm_kind": state.selectbox(
+            "Normalization",
+            "t_norm_kind",
+            list(NORM_KINDS),
+            base.norm_kind,
+            format_func=NORM_KIND_LABELS.get,
+            container=c1,
+        ),
+        "mlp": state.selectbox(
+            "MLP", "t_mlp", list(MLPS), base.mlp, format_func=MLP_LABELS.get, container=c2
+        ),
+        "act": state.selectbox(
+            "Nonlinearity", "t_act", list(ACTS), base.act, format_func=ACT_LABELS.get, container=c3
+        ),
+        "n_kv_heads": state.number_input(
+            "Key-value heads (0: one per head)", "t_n_kv_heads", 0, MAX_HEADS, 0, container=c1
+        ),
+        "residual": state.checkbox(
+            "Residual connections", "t_residual", base.residual, container=c2
+        ),
+    }
+    if parts["residual"]:  # the default: said by leaving it out, as the command line does
+        del parts["residual"]
+    if parts["mlp"] == "gated" and parts["act"] == "gelu":
+        st.caption("Gated with GELU is GeGLU; choose SiLU for Llama's SwiGLU.")
+    return parts
 
 
 def _training(preset_name: str) -> tuple[dict[str, Any], float | None]:

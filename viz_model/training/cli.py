@@ -23,6 +23,8 @@ from viz_model.bundles.files import CheckpointError
 from viz_model.bundles.load import load_bundle
 from viz_model.model.config import (
     ACTS,
+    MLPS,
+    NORM_KINDS,
     POSITIONS,
     PRESET_TRAINING,
     PRESETS,
@@ -165,7 +167,9 @@ def build_parser() -> argparse.ArgumentParser:
     mod.add_argument(
         "--pos",
         choices=POSITIONS,
-        help="position information: learned vectors, fixed sine waves, or none at all (default "
+        help="position information: learned vectors or fixed sine waves added to the embeddings, "
+        "rope (q and k rotated by position, Llama), alibi (a distance penalty on the attention "
+        "scores), or none at all; rope, alibi and none can read past the context (default "
         "learned)",
     )
     mod.add_argument(
@@ -174,6 +178,33 @@ def build_parser() -> argparse.ArgumentParser:
         help="where LayerNorm sits: before attention and the MLP read the stream (pre, as in "
         "GPT-2) or after their output is added back (post, as in the original 2017 Transformer); "
         "default pre",
+    )
+    mod.add_argument(
+        "--norm-kind",
+        choices=NORM_KINDS,
+        help="which normalization: LayerNorm (GPT-2: subtract the mean, divide by the standard "
+        "deviation), RMSNorm (Llama: only divide by the root mean square), or none at all, to see "
+        "what it was for (default layernorm)",
+    )
+    mod.add_argument(
+        "--no-residual",
+        action="store_true",
+        default=None,
+        help="no residual connections: each attention and MLP output replaces the stream instead "
+        "of being added to it (train a deep model with and without to see what they are for)",
+    )
+    mod.add_argument(
+        "--mlp",
+        choices=MLPS,
+        help="standard (W_out act(W_in x)) or gated (W_out (act(W_gate x) * W_in x)); gated with "
+        "--act silu is Llama's SwiGLU, with d-mlp 8/3 x d-model by default so the weights match "
+        "(default standard)",
+    )
+    mod.add_argument(
+        "--n-kv-heads",
+        type=int,
+        help="heads of keys and values, fewer than --n-head for grouped-query attention (1: "
+        "multi-query): the KV cache shrinks in proportion (default: one per head)",
     )
     mod.add_argument(
         "--tie-embeddings",
@@ -340,6 +371,8 @@ def _model_flags(args: argparse.Namespace) -> dict[str, Any]:
         model["bias"] = False
     if args.no_causal_mask:
         model["causal"] = False
+    if args.no_residual:
+        model["residual"] = False
     return model
 
 

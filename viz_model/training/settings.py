@@ -243,6 +243,9 @@ MODEL_FLAGS = {
     "tie_embeddings": "tie_embeddings",
     "attn_only": "attn_only",
     "dropout": "dropout",
+    "norm_kind": "norm_kind",
+    "mlp": "mlp",
+    "n_kv_heads": "n_kv_heads",
 }
 TRAIN_FLAGS = {
     "steps": "max_steps",
@@ -290,6 +293,8 @@ def settings_to_argv(settings: RunSettings, out: Path | str) -> list[str]:
         argv.append("--no-bias")
     if settings.model.get("causal") is False:
         argv.append("--no-causal-mask")
+    if settings.model.get("residual") is False:
+        argv.append("--no-residual")
     if settings.minutes is not None:
         argv += ["--minutes", str(settings.minutes)]
     if settings.device != "auto":
