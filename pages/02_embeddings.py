@@ -66,7 +66,7 @@ def swap_runs(bundle_id: str, ids: tuple[int, ...], i: int, j: int) -> dict[str,
     layers = (0, 1) if model.cfg.n_layer > 1 else (0,)
     off = emb.swap_experiments(model, list(ids), i, j, positions=False, layers=layers)
     runs = {"off": off[0]}
-    if model.cfg.pos != "none":
+    if model.cfg.adds_positions:
         runs["on"] = emb.swap_experiments(model, list(ids), i, j, positions=True)[0]
     if 1 in off:
         runs["off_layer1"] = off[1]
@@ -222,12 +222,14 @@ kind = {
     "learned": "learned",
     "sinusoidal": "sinusoidal (the formula)",
     "none": "none: it gets no position vectors at all",
+    "rope": "rotary (RoPE), inside attention: no position vectors",
+    "alibi": "ALiBi, inside attention: no position vectors",
 }[cfg.pos]
 st.caption(f"This model's positions: **{kind}**. Right: the formula, for the same size.")
 left, right = st.columns(2, gap="large")
 with left:
     if learned_figs is None:
-        st.info(emb.no_positions_note(cfg.causal).text)
+        st.info(emb.no_positions_note(cfg.causal, cfg.pos).text)
     else:
         for k, fig in enumerate(learned_figs):  # keyed: a sinusoidal model's equal the formula's
             present.plot(fig, width="stretch", key=f"emb_model_pos_{k}")
@@ -250,6 +252,13 @@ st.markdown(
     '"dog bites man" from "man bites dog". With positions added, the vectors themselves differ, '
     "so the output changes."
 )
+if cfg.pos in emb.INSIDE_ATTENTION:
+    st.info(
+        "This model's positions act inside attention, so there are no position vectors to zero "
+        "and this experiment does not apply: open a model with learned, sinusoidal or no "
+        "positions. Architecture contrasts compares learned, RoPE and ALiBi positions."
+    )
+    st.stop()
 if T < 3:
     st.info("This needs a prompt of at least 3 tokens: two to swap and a last one that stays last.")
     st.stop()

@@ -17,12 +17,26 @@ LENS_MAX_T_PIECES = 12  # ... when a token is often longer (BPE, words): cells n
 ctx = ui.context()
 cfg, tok = ctx.config, ctx.tokenizer
 T = len(ctx.ids)
+SUM = rs.stream_is_a_sum(cfg)  # the final vector is the sum of the components' outputs
+FINAL_NORM = {
+    "layernorm": "The final LayerNorm rescales it and",
+    "rmsnorm": "The final RMSNorm rescales it and",
+    "none": "With no normalization in this model,",
+}[cfg.norm_kind]
 
-if cfg.norm == "pre":
+if not cfg.residual:
+    how_it_adds = (
+        "In this model the **residual connections are switched off**: each attention layer and "
+        "each MLP *reads* the vector and *replaces* it with its output, so nothing carries the "
+        "embeddings or an earlier layer's work past the next layer. The **unembedding** $W_U$ "
+        "turns the last vector into one score, a **logit**, per vocabulary token. Architecture "
+        "contrasts trains models with and without these connections side by side."
+    )
+elif SUM:
     how_it_adds = (
         "Nothing overwrites it: the embeddings start it, and each attention layer and each MLP "
         "*reads* it and *adds* its output back. So the vector after the last block is just the "
-        "sum of all those outputs. The final LayerNorm rescales it and the **unembedding** "
+        f"sum of all those outputs. {FINAL_NORM} the **unembedding** "
         "$W_U$ (a $d_\\text{model} \\times$ vocabulary matrix) turns it into one score, a "
         "**logit**, per vocabulary token; softmax turns the logits into probabilities."
     )
@@ -42,7 +56,11 @@ st.markdown(
     + f" This model has {cfg.n_layer} blocks of width {cfg.d_model}"
     + (" and no MLPs (attention only)." if cfg.attn_only else ".")
 )
-if cfg.norm == "pre":
+if not cfg.residual:
+    st.latex(
+        r"x \leftarrow \text{attn}(x), \quad x \leftarrow \text{mlp}(x), \quad \text{logits} = x\, W_U"
+    )
+elif SUM:
     st.latex(
         r"\begin{gathered}x_{\text{final}} = \underbrace{x_{\text{embed}} + x_{\text{pos}}}"
         r"_{\text{embeddings}} + \sum_{l} \text{attn}_l + \sum_{l} \text{mlp}_l\\"
@@ -54,9 +72,10 @@ else:
         r"x \leftarrow \text{LN}_2\big(x + \text{mlp}(x)\big)\\"
         r"\text{logits} = x\, W_U\end{gathered}"
     )
-if cfg.norm == "post":
+if not SUM:
+    why = "is post-LN" if cfg.residual else "has no residual connections"
     st.warning(
-        "Because this model is post-LN, the final vector cannot be split into one share per "
+        f"Because this model {why}, the final vector cannot be split into one share per "
         "component: the logit lens below still works, direct logit attribution (section 3) is "
         "not shown."
     )
@@ -96,7 +115,9 @@ st.markdown(
         "the same way or sideways lengthens it; one that points partly against it can shorten "
         "it. So the norm often grows from block to block, but need not. "
         + rs.growth_claim(rs.mean_norms(report.norms)).text
-        if cfg.norm == "pre"
+        if SUM
+        else "Without residual connections each row is one layer's own output, not a running sum."
+        if not cfg.residual
         else "In a post-LN model like this one every block ends in a LayerNorm, which rescales "
         "each token to about the length of its gain ‖γ‖ (the LayerNorm page shows why); its "
         "gains γ and biases β can still leave tokens of different lengths. "
@@ -116,7 +137,9 @@ st.markdown(
     "LayerNorm and the unembedding $W_U$, as if the remaining blocks were not there"
     + (
         " (a post-LN model has no final LayerNorm: its last block already ends in one). "
-        if cfg.norm == "post"
+        if cfg.norm == "post" and cfg.norm_kind != "none"
+        else " (this model has no normalization: the unembedding alone). "
+        if cfg.norm_kind == "none"
         else ". "
     )
     + "Each cell "
@@ -131,7 +154,7 @@ if not cfg.causal:
     )
 st.latex(
     r"\text{lens}_l(t) = \operatorname{softmax}\big(\text{LN}_{\text{final}}(x_l(t))\, W_U\big)"
-    if cfg.norm == "pre"
+    if ctx.model.ln_final is not None
     else r"\text{lens}_l(t) = \operatorname{softmax}\big(x_l(t)\, W_U\big)"
 )
 first, window = 0, LENS_MAX_T if tok.kind == "char" else LENS_MAX_T_PIECES
@@ -188,17 +211,17 @@ def follow_position() -> None:
         "(its top token written above the point)."
     )
     st.subheader("3. Direct logit attribution: who pushed this token?")
-    if cfg.norm == "post":
+    if not SUM:
         st.info(
-            "Not available for a post-LN model (see the note at the top). Pick a pre-LN model in "
-            "the sidebar to see it."
+            "Not available for this model (see the note at the top). Pick a pre-LN model with "
+            "residual connections in the sidebar to see it."
         )
     explain_token(position)
 
 
 @st.fragment
 def explain_token(position: int) -> None:
-    att = None if cfg.norm == "post" else draw_attribution(position)
+    att = draw_attribution(position) if SUM else None
     numbers_behind(position, att)
 
 

@@ -36,6 +36,28 @@ st.latex(  # a second line: all three are wider than the column at 1024 px
 )
 
 
+if cfg.norm_kind != "layernorm":
+    # RMSNorm and no normalization: the page's views take a LayerNorm's mean, sigma and beta apart.
+    if cfg.norm_kind == "rmsnorm":
+        st.info(
+            "This model normalizes with **RMSNorm** (as Llama does), not LayerNorm: it skips the "
+            "mean and the bias, dividing each vector by its root mean square "
+            "$\\sqrt{\\tfrac{1}{D}\\sum_j x_j^2 + \\varepsilon}$ and then multiplying by the gain γ. "
+            "This page takes LayerNorms apart; open a model with LayerNorm to see them, and "
+            "Architecture contrasts to compare the two."
+        )
+        st.latex(
+            r"\mathrm{RMSNorm}(x)_i = \frac{x_i}{\sqrt{\frac{1}{D}\sum_j x_j^2 + \varepsilon}}\,\gamma_i"
+        )
+    else:
+        st.info(
+            "This model has **no normalization** at all: nothing rescales the vectors between "
+            "its layers, so there is no LayerNorm here to take apart. Architecture contrasts "
+            "trains models with and without it, to show what it is for."
+        )
+    st.stop()
+
+
 @cache.per_prompt
 def ln_numbers(bundle_id: str, ids: tuple[int, ...]) -> dict[str, lnx.LNStats]:
     """Every LayerNorm of the model on the prompt, from one forward pass."""

@@ -427,8 +427,13 @@ def positions_section() -> None:
         r"x_t = e_{\text{token}_t} + p_t \;\longrightarrow\; e_{\text{token}_t} + 0"
         r"\;\;\text{or}\;\; e_{\text{token}_t} + p_{\pi(t)}"
     )
-    if cfg.pos == "none":
-        st.info("This model has no position embeddings to remove (it was trained with pos='none').")
+    if not cfg.adds_positions:
+        where = (
+            f"its positions act inside attention (pos='{cfg.pos}')"
+            if cfg.pos in ("rope", "alibi")
+            else "it was trained with pos='none'"
+        )
+        st.info(f"This model has no position embeddings to remove: {where}.")
         return
     c1, c2 = st.columns(2)
     mode = state.radio(

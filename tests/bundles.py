@@ -14,13 +14,17 @@ from viz_model.text.data import TokenData, load_corpus
 from viz_model.text.tokenization import Tokenizer
 
 
-def build_test_bundle(out: Path, steps: int = 150, kind: str = "char", seed: int = 0) -> Path:
-    """Train a 2-layer model for `steps` steps on 60k characters of Shakespeare and save a bundle."""
+def build_test_bundle(
+    out: Path, steps: int = 150, kind: str = "char", seed: int = 0, **shape: object
+) -> Path:
+    """Train a 2-layer model for `steps` steps on 60k characters of Shakespeare and save a bundle.
+    `shape`: GPTConfig fields over the default (e.g. pos="rope", norm_kind="rmsnorm")."""
     torch.manual_seed(seed)
     text = load_corpus("shakespeare")[:60_000]
     tok = Tokenizer.train(text, kind, vocab_size=300 if kind == "bpe" else None)
     data = TokenData.from_text(text, tok)
-    cfg = GPTConfig(vocab_size=tok.vocab_size, n_ctx=64, d_model=48, n_layer=2, n_head=4)
+    base = dict(vocab_size=tok.vocab_size, n_ctx=64, d_model=48, n_layer=2, n_head=4)
+    cfg = GPTConfig(**{**base, **shape})
     model = GPT(cfg)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
     gen = torch.Generator().manual_seed(seed)

@@ -83,6 +83,8 @@ class Part:
     frames: list[tuple[float, float, float, str]] = field(default_factory=list)
     stream_from: float = 0.0
     stream_to: float | None = None  # None: the part's right edge
+    # where a sublayer's output replaces the stream instead of adding (no residual connections)
+    replaces: list[tuple[float, float]] = field(default_factory=list)
 
     def moved(self, dx: float, dy: float) -> Part:
         def seg(s):
@@ -97,14 +99,23 @@ class Part:
             [(left + dx, right + dx, y + dy, label) for left, right, y, label in self.frames],
             self.stream_from + dx,
             (self.width if self.stream_to is None else self.stream_to) + dx,
+            [(x + dx, y + dy) for x, y in self.replaces],
         )
 
 
-def _ln_hover(d: int, where: str) -> str:
+def _ln_hover(cfg: GPTConfig, where: str) -> str:
+    if cfg.norm_kind == "rmsnorm":
+        return (
+            f"RMSNorm ({where}): divide the vector by its root mean square, then scale "
+            f"(γ: {cfg.d_model} numbers); no mean taken away, no shift"
+        )
     return (
         f"LayerNorm ({where}): subtract the vector's mean, divide by its spread, "
-        f"then scale and shift (γ, β: {d} numbers each)"
+        f"then scale and shift (γ, β: {cfg.d_model} numbers each)"
     )
+
+
+NORM_SHORT = {"layernorm": "LN", "rmsnorm": "RMS"}  # a norm box's label: LN1, RMS1, final LN
 
 
 def blocks_drawn(n_layer: int) -> list[int | None]:
@@ -138,7 +149,7 @@ def _front(cfg: GPTConfig) -> Part:
     part.boxes.append(Box("io", ew / 2, 1.6, iw, 0.6, "token<br>ids", "The prompt as token ids"))
     part.arrows.append((ew / 2, 1.3, ew / 2, 0.4))
     part.stream_from, part.width = ew / 2, ew + 0.3
-    if cfg.pos == "none":
+    if cfg.pos not in ("learned", "sinusoidal"):  # none, or given inside attention
         return part
     text = {
         "learned": f"position<br>embed<br>{cfg.n_ctx}×{d}",
@@ -160,12 +171,12 @@ def _front(cfg: GPTConfig) -> Part:
 def _branch(part: Part, x: float, box: tuple[str, str, str], w: float, ln: str, cfg) -> float:
     """One sublayer reading from the stream at x and adding back; returns the x after it."""
     kind, text, hover = box
-    pre, d = cfg.norm == "pre", cfg.d_model
+    pre, normed = cfg.norm == "pre", cfg.norm_kind != "none"
     centre, right = x + w / 2, x + w + 0.2
     top = 2.05 if pre else 1.3
     lw = fit(ln, LN_W)
-    if pre:  # the stream -> LN -> sublayer
-        part.boxes.append(Box("ln", centre, 1.0, lw, LN_H, ln, _ln_hover(d, "pre-LN")))
+    if pre and normed:  # the stream -> LN -> sublayer
+        part.boxes.append(Box("ln", centre, 1.0, lw, LN_H, ln, _ln_hover(cfg, "pre-LN")))
         part.arrows.append((centre, 0.0, centre, 1.0 - LN_H / 2))
         part.arrows.append((centre, 1.0 + LN_H / 2, centre, top - BOX_H / 2))
     else:  # the stream -> sublayer
@@ -173,11 +184,11 @@ def _branch(part: Part, x: float, box: tuple[str, str, str], w: float, ln: str, 
     part.boxes.append(Box(kind, centre, top, w, BOX_H, text, hover))
     part.lines.append((x + w, top, right, top))
     part.arrows.append((right, top, right, 0.12))
-    part.sums.append((right, 0.0))
-    if pre:
+    (part.sums if cfg.residual else part.replaces).append((right, 0.0))
+    if pre or not normed:
         return right + 0.2
     # post-LN: normalise the stream itself, after the sum
-    part.boxes.append(Box("ln", right + 0.2 + lw / 2, 0.0, lw, LN_H, ln, _ln_hover(d, "post-LN")))
+    part.boxes.append(Box("ln", right + 0.2 + lw / 2, 0.0, lw, LN_H, ln, _ln_hover(cfg, "post-LN")))
     return right + lw + 0.4
 
 
@@ -185,21 +196,33 @@ def _block(cfg: GPTConfig, layer: int) -> Part:
     d, part = cfg.d_model, Part()
     attn = (
         "attn",
-        f"Attention<br>{cfg.n_head} heads",
+        f"Attention<br>{cfg.n_head} heads" + ATTN_POSITIONS.get(cfg.pos, ("", ""))[0],
         (
             "Causal self-attention"
             if cfg.causal
             else "Self-attention without a causal mask (each token sees the whole window)"
         )
         + f": {cfg.n_head} heads of size d_head = {cfg.d_head}; "
-        f"W_Q, W_K, W_V, W_O ({d}×{d} each)",
+        + _attn_weights(cfg)
+        + ATTN_POSITIONS.get(cfg.pos, ("", ""))[1],
     )
-    mlp = (
-        "mlp",
-        f"MLP<br>d_mlp {cfg.d_mlp}<br>{ACT_LABELS[cfg.act]}",
-        f"MLP: widen to d_mlp = {cfg.d_mlp} neurons, apply {ACT_LABELS[cfg.act]}, project back to {d}",
-    )
-    sublayers = [(attn, "LN1")] + ([] if cfg.attn_only else [(mlp, "LN2")])
+    act = ACT_LABELS[cfg.act]
+    if cfg.mlp == "gated":
+        name = "SwiGLU" if cfg.act == "silu" else f"gated {act}"
+        mlp = (
+            "mlp",
+            f"MLP<br>d_mlp {cfg.d_mlp}<br>{name}",
+            f"Gated MLP ({name}): {act}(W_gate x) times W_in x, {cfg.d_mlp} neurons, "
+            f"projected back to {d}",
+        )
+    else:
+        mlp = (
+            "mlp",
+            f"MLP<br>d_mlp {cfg.d_mlp}<br>{act}",
+            f"MLP: widen to d_mlp = {cfg.d_mlp} neurons, apply {act}, project back to {d}",
+        )
+    short = NORM_SHORT.get(cfg.norm_kind, "")
+    sublayers = [(attn, f"{short}1")] + ([] if cfg.attn_only else [(mlp, f"{short}2")])
     w = max(fit(box[1], BOX_W) for box, _ in sublayers)
     x = 0.15
     for box, ln in sublayers:
@@ -207,6 +230,24 @@ def _block(cfg: GPTConfig, layer: int) -> Part:
     part.frames.append((0.0, x, 0.0, f"block {layer}"))
     part.width = x + 0.25  # room for the stream to turn down after the last block of a row
     return part
+
+
+# Positions given inside attention: (a line in the box, a sentence in its hover text).
+ATTN_POSITIONS = {
+    "rope": ("<br>RoPE", "; q and k are rotated by their positions (RoPE)"),
+    "alibi": ("<br>ALiBi", "; each head subtracts a penalty growing with distance (ALiBi)"),
+}
+
+
+def _attn_weights(cfg: GPTConfig) -> str:
+    """The attention weights' shapes in words, grouped-query attention's shared K and V said."""
+    d, kv = cfg.d_model, cfg.n_kv_heads * cfg.d_head
+    if cfg.n_kv_heads == cfg.n_head:
+        return f"W_Q, W_K, W_V, W_O ({d}×{d} each)"
+    return (
+        f"W_Q, W_O ({d}×{d}), W_K, W_V ({d}×{kv}): {cfg.n_kv_heads} key-value heads, each "
+        f"shared by {cfg.n_head // cfg.n_kv_heads} query heads"
+    )
 
 
 def _gap(n_left_out: int) -> Part:
@@ -219,9 +260,10 @@ def _gap(n_left_out: int) -> Part:
 def _end(cfg: GPTConfig) -> Part:
     """(Final LN on the stream, pre-LN only) -> unembedding -> logits (above)."""
     d, part, x = cfg.d_model, Part(), 0.2
-    if cfg.norm == "pre":
-        fw = fit("final<br>LN", LN_W)
-        part.boxes.append(Box("ln", x + fw / 2, 0.0, fw, 0.6, "final<br>LN", _ln_hover(d, "final")))
+    if cfg.norm == "pre" and cfg.norm_kind != "none":
+        text = f"final<br>{NORM_SHORT[cfg.norm_kind]}"
+        fw = fit(text, LN_W)
+        part.boxes.append(Box("ln", x + fw / 2, 0.0, fw, 0.6, text, _ln_hover(cfg, "final")))
         x += fw + 0.3
     tied = " (tied: W_Eᵀ)" if cfg.tie_embeddings else ""
     text = f"unembed<br>{d}×{cfg.vocab_size}" + ("<br>(= W_Eᵀ)" if cfg.tie_embeddings else "")
@@ -279,6 +321,7 @@ def layout_boxes(cfg: GPTConfig) -> tuple[list[Box], list[tuple[float, float, fl
     marks = {
         "lines": [seg for p in placed for seg in p.lines],
         "sums": [s for p in placed for s in p.sums],
+        "replaces": [s for p in placed for s in p.replaces],
         "frames": [f for p in placed for f in p.frames],
         "stream": stream,
         "rows": [-r * ROW_DY for r in range(len(rows))],
@@ -368,15 +411,20 @@ def architecture_figure(cfg: GPTConfig, title: str = "") -> go.Figure:
         )
     for shape in shapes[:1] + [s for s in shapes if s.get("line", {}).get("dash")]:
         shape["layer"] = "below"
-    sums = marks["sums"]
+    sums, replaces = marks["sums"], marks["replaces"]
+    joins = [(x, y, "+", "add the sublayer's output to the stream") for x, y in sums]
+    joins += [
+        (x, y, "=", "no residual connection: the sublayer's output replaces the stream")
+        for x, y in replaces
+    ]
     plus = go.Scatter(
-        x=[x for x, _ in sums],
-        y=[y for _, y in sums],
+        x=[j[0] for j in joins],
+        y=[j[1] for j in joins],
         mode="markers+text",
-        text=["+"] * len(sums),
+        text=[j[2] for j in joins],
         textfont=dict(size=14),
         marker=dict(size=17, color="white", line=line),
-        hovertext=["add the sublayer's output to the stream"] * len(sums),
+        hovertext=[j[3] for j in joins],
         hoverinfo="text",
         showlegend=False,
     )

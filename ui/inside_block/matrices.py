@@ -59,6 +59,22 @@ def draw(ctx: PageContext) -> None:
     circuits(ctx, layer, head)
 
 
+# In these models a score is not a W_QK b^T alone: where the QK circuit tells only part of it.
+POSITION_CAVEATS = {
+    "rope": (
+        "This model uses rotary positions (RoPE): q and k are rotated by their positions before "
+        "they meet, so the score is a W_Q R(i − j) W_K^T b^T, with a rotation R that depends on "
+        "the distance. W_QK below is the score of two tokens at the same position (distance 0) "
+        "only."
+    ),
+    "alibi": (
+        "This model uses ALiBi: each score also gets −m·(i − j), a penalty growing with the "
+        "distance between query and key (its own slope m per head). W_QK below is the part of "
+        "the score that the tokens' content decides."
+    ),
+}
+
+
 def circuits(ctx: PageContext, layer: int, head: int) -> None:
     cfg = ctx.config
     st.subheader(f"The two circuits of block {layer}, head {head}")
@@ -70,6 +86,8 @@ def circuits(ctx: PageContext, layer: int, head: int) -> None:
         f"to the stream. Both pass through the head's {cfg.d_head} dimensions, so their rank is at "
         f"most {cfg.d_head}, out of D = {cfg.d_model}."
     )
+    if cfg.pos in POSITION_CAVEATS:
+        st.warning(POSITION_CAVEATS[cfg.pos])
     distinct = list(dict.fromkeys(ctx.ids))[:40]
     c = circuits_of(ctx.bundle_id, layer, head, tuple(blk.map_tokens(cfg.vocab_size, distinct)))
     m1, m2, m3 = st.columns(3)

@@ -89,7 +89,7 @@ def nearest_neighbours(
 
 def position_table(model: GPT, n: int | None = None) -> np.ndarray | None:
     """The model's position embeddings (n x D, default its whole context); None when it has none."""
-    if model.cfg.pos == "none":
+    if not model.cfg.adds_positions:
         return None
     n = model.cfg.n_ctx if n is None else min(n, model.cfg.n_ctx)
     with torch.no_grad():
@@ -129,11 +129,11 @@ def swap_experiments(
         raise ValueError("both swapped tokens must come before the last token")
     names = {layer: f"blocks.{layer}.hook_attn_out" for layer in layers}
     hooks = []
-    if not positions and model.cfg.pos != "none":
+    if not positions and model.cfg.adds_positions:
         hooks = patch("hook_pos_embed", torch.zeros(T, model.cfg.d_model))
     batch = torch.tensor([list(ids), swap(ids, i, j)])
     _, cache = model.run_with_cache(batch, names=list(names.values()), hooks=hooks)
-    on = positions and model.cfg.pos != "none"
+    on = positions and model.cfg.adds_positions
     out = {}
     for layer, name in names.items():
         last = cache[name][:, -1].float().numpy()  # (2, D): original, swapped
@@ -230,8 +230,25 @@ def swap_claim(
     return Claim(" ".join(parts), made, numbers)
 
 
-def no_positions_note(causal: bool) -> Claim:
+# Positions given inside attention (config.POSITIONS), said where position vectors would be.
+INSIDE_ATTENTION = {
+    "rope": (
+        "This model adds no position vectors: it uses rotary positions (RoPE). Inside attention "
+        "each query and key is rotated by an angle proportional to its position, so the score "
+        "of a query for a key depends on how far apart they are, not on a table of positions."
+    ),
+    "alibi": (
+        "This model adds no position vectors: it uses ALiBi. Inside attention each head "
+        "subtracts from a score a penalty proportional to the distance between query and key "
+        "(its own slope per head), so nearer tokens are favoured without any table of positions."
+    ),
+}
+
+
+def no_positions_note(causal: bool, pos: str = "none") -> Claim:
     """What tells a model without position vectors where a token stands (its config decides)."""
+    if pos in INSIDE_ATTENTION:
+        return Claim(INSIDE_ATTENTION[pos], True, {"causal": float(causal)})
     if causal:
         text = (
             "This model adds no position vectors, so nothing tells it directly where a token "

@@ -760,7 +760,7 @@ POSITION_MODES = ("remove", "shuffle")
 def position_hooks(model: GPT, mode: str, T: int, seed: int = 0) -> list[tuple[str, HookFn]]:
     """Zero the position embeddings ("remove"), or give the tokens the rows of the position table
     in a seeded random order ("shuffle"). A model without position embeddings has nothing to change."""
-    if model.cfg.pos == "none":
+    if not model.cfg.adds_positions:
         return []
     if mode == "remove":
         return custom("hook_pos_embed", lambda x, hook: torch.zeros_like(x))

@@ -110,8 +110,10 @@ class Attribution:
 def attribution_names(model: GPT) -> list[str]:
     """The hook names `direct_logit_attribution` needs in the cache."""
     cfg = model.cfg
-    names = ["hook_embed", "ln_final.hook_scale", "unembed.hook_out"]
-    if cfg.pos != "none":
+    names = ["hook_embed", "unembed.hook_out"]
+    if model.ln_final is not None:
+        names.append("ln_final.hook_scale")
+    if cfg.adds_positions:
         names.append("hook_pos_embed")
     for i in range(cfg.n_layer):
         names += [f"blocks.{i}.hook_attn_out", f"blocks.{i}.attn.hook_result"]
@@ -120,9 +122,16 @@ def attribution_names(model: GPT) -> list[str]:
     return names
 
 
+def stream_is_a_sum(cfg) -> bool:
+    """Whether the last residual vector is the plain sum of what each component wrote: residual
+    connections, and no LayerNorm on the stream itself (pre-LN, or no normalization)."""
+    return cfg.residual and (cfg.norm == "pre" or cfg.norm_kind == "none")
+
+
 def supports_attribution(model: GPT) -> bool:
-    """Direct logit attribution is exact only when the last LayerNorm comes after every block."""
-    return model.cfg.norm == "pre"
+    """Direct logit attribution is exact only when the stream is a sum (`stream_is_a_sum`): the
+    last norm, if any, comes after every block."""
+    return stream_is_a_sum(model.cfg)
 
 
 def direct_logit_attribution(
@@ -130,21 +139,27 @@ def direct_logit_attribution(
 ) -> Attribution:
     """Each component's push on `token`'s logit at `position`, through the linearised final LN.
 
-    share(c) = (c - mean(c)) / sigma * gamma . W_U[:, token], sigma = ln_final.hook_scale[position].
+    share(c) = (c - mean(c)) / sigma * gamma . W_U[:, token], sigma = ln_final.hook_scale[position];
+    after an RMSNorm c is not centred, and without a final norm share(c) = c . W_U[:, token].
     """
     if not supports_attribution(model):
         raise ValueError(
-            "direct logit attribution needs a pre-LN model: in a post-LN model a LayerNorm sits "
-            "after the last MLP, inside the block, so the outputs do not add up to the logits"
+            "direct logit attribution needs a pre-LN model with residual connections: otherwise "
+            "a norm or a replaced stream sits between the outputs and the logits, so they do "
+            "not add up to them"
         )
     cfg = model.cfg
     ln = model.ln_final
     with torch.no_grad():
-        sigma = cache["ln_final.hook_scale"][position, 0]
-        direction = ln.weight * model.W_U[:, token] / sigma  # (D,)
+        if ln is None:
+            direction, centre = model.W_U[:, token], False
+        else:
+            sigma = cache["ln_final.hook_scale"][position, 0]
+            direction = ln.weight * model.W_U[:, token] / sigma  # (D,)
+            centre = cfg.norm_kind == "layernorm"
 
         def share(c: torch.Tensor) -> torch.Tensor:
-            return ((c - c.mean(-1, keepdim=True)) * direction).sum(-1)
+            return ((c - c.mean(-1, keepdim=True) if centre else c) * direction).sum(-1)
 
         labels, values = [], []
         for label, out in cache.layer_outputs():
@@ -157,7 +172,8 @@ def direct_logit_attribution(
         for i in range(cfg.n_layer):
             b = model.blocks[i].attn.out.bias
             biases.append(share(b) if b is not None else torch.zeros(()))
-        ln_bias = float(ln.bias @ model.W_U[:, token]) if ln.bias is not None else 0.0
+        beta = None if ln is None else ln.bias
+        ln_bias = float(beta @ model.W_U[:, token]) if beta is not None else 0.0
         logit = float(cache["unembed.hook_out"][position, token])
     return Attribution(
         position=position,

@@ -117,7 +117,7 @@ def top_push(subject: Subject, position: int = -1) -> Truth:
     """Which component (embeddings, an attention layer or an MLP) pushes the logit of the
     model's top next token up the most (direct logit attribution, pre-LN models)."""
     model, cfg = subject.bundle.model, subject.bundle.config
-    labels = ["embed"] + (["pos"] if cfg.pos != "none" else [])
+    labels = ["embed"] + (["pos"] if cfg.adds_positions else [])
     for i in range(cfg.n_layer):
         labels += [f"attn {i}"] + ([] if cfg.attn_only else [f"mlp {i}"])
     options = tuple(labels)
@@ -200,7 +200,7 @@ def largest_sigma_token(subject: Subject, ln: str = "blocks.0.ln1") -> Truth:
         f"{_shown(_text(subject, t))} at position {t} enters {lnx.title(subject.bundle.model, ln)} "
         f"with σ = **{s.sigma[t]:.3f}**;{runner}, the median {float(np.median(s.sigma)):.3f}."
     )
-    if t == 0 and ln == "blocks.0.ln1" and subject.bundle.config.pos != "none":
+    if t == 0 and ln == "blocks.0.ln1" and subject.bundle.config.adds_positions:
         why += (
             " The first LayerNorm reads the token embedding plus the position embedding, and "
             "here the vector at position 0 is the most spread out. Dividing by its own σ puts "

@@ -120,10 +120,16 @@ class GPTConfig:
         return self.d_model // self.n_head
 
     @property
+    def adds_positions(self) -> bool:
+        """Whether position vectors are added to the embeddings (learned, sinusoidal), rather
+        than given inside attention (RoPE, ALiBi) or not at all."""
+        return self.pos in ("learned", "sinusoidal")
+
+    @property
     def max_len(self) -> int:
         """The longest sequence one forward may read: n_ctx with a position table (learned,
         sinusoidal), EXTRAPOLATE times that without one (none, RoPE, ALiBi), up to MAX_CTX."""
-        if self.pos in ("learned", "sinusoidal"):
+        if self.adds_positions:
             return self.n_ctx
         return max(self.n_ctx, min(EXTRAPOLATE * self.n_ctx, MAX_CTX))
 

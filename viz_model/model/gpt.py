@@ -345,7 +345,7 @@ class GPT(nn.Module):
     def adds_positions(self) -> bool:
         """Whether positions are added to the embeddings (learned, sinusoidal), rather than
         given inside attention (RoPE, ALiBi) or not at all."""
-        return self.cfg.pos in ("learned", "sinusoidal")
+        return self.cfg.adds_positions
 
     def position_embeddings(self, start: int, T: int) -> torch.Tensor:
         """Rows start..start+T of the position table, (1, T, D)."""
