@@ -5,7 +5,12 @@ import streamlit as st
 
 import ui
 from ui import cache, nav, parts, present
-from ui.charts.architecture import architecture_figure, param_counts_figure, param_rows
+from ui.charts.architecture import (
+    architecture_figure,
+    model_sentences,
+    param_counts_figure,
+    param_rows,
+)
 
 ctx = ui.context()
 cfg = ctx.config
@@ -18,30 +23,7 @@ st.markdown(
 )
 
 st.subheader(f"The model “{ctx.name}”")
-readers = "attention reads" if cfg.attn_only else "attention and the MLP read"
-norm = (
-    f"**pre-LN**: each block normalises its input (LN) before {readers} it, and a "
-    "final LN comes before the unembedding"
-    if cfg.norm == "pre"
-    else "**post-LN** (as in the original Transformer): LayerNorm is applied to the stream after "
-    "each sum, and there is no final LN"
-)
-blocks = "attention only (no MLP)" if cfg.attn_only else "attention followed by an MLP"
-st.markdown(
-    f"Token ids are looked up in the **embedding** (a vector of d_model = {cfg.d_model} numbers "
-    f"per token), then pass through {cfg.n_layer} **blocks**, each of them {blocks}. Each part "
-    "reads the "
-    f"**residual stream** (the blue line) and adds its output back to it. This model is {norm}. "
-    + (
-        ""
-        if cfg.causal
-        else "Its attention has **no causal mask**: every token also sees the tokens after it, "
-        "so it can copy the token it is asked to predict (a contrast model, not a predictor). "
-    )
-    + "The **unembedding** turns each position's final vector into one score (logit) per token "
-    "of the vocabulary; the last position's scores are the guess for the next token. Hover over "
-    "a box for its weights' shapes."
-)
+st.markdown(model_sentences(cfg))
 # Both figures depend on the model only: built once per model, not on every visit (15 ms a view).
 architecture = cache.figure(architecture_figure, cfg)
 present.plot(architecture, width="stretch", config={"displayModeBar": False})
@@ -56,8 +38,8 @@ with left:
     st.markdown(
         f"The model has **{total:,}** parameters, the numbers training adjusts; the largest "
         f"share, {biggest[2]:.0%}, "
-        f"sits in the {biggest[0]} weights. LayerNorm has only a scale and a shift per "
-        "dimension, so it barely counts."
+        f"sits in the {biggest[0]} weights. A LayerNorm has only a scale and a shift per "
+        "dimension (an RMSNorm only the scale), so it barely counts."
     )
     shares = cache.figure(param_counts_figure, counts)
     present.plot(shares, width="stretch", config={"displayModeBar": False})

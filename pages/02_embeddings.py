@@ -256,7 +256,7 @@ if cfg.pos in emb.INSIDE_ATTENTION:
     st.info(
         "This model's positions act inside attention, so there are no position vectors to zero "
         "and this experiment does not apply: open a model with learned, sinusoidal or no "
-        "positions. Architecture contrasts compares learned, RoPE and ALiBi positions."
+        "positions (the Training page trains a model with any of them)."
     )
     st.stop()
 if T < 3:

@@ -29,8 +29,8 @@ if not cfg.residual:
         "In this model the **residual connections are switched off**: each attention layer and "
         "each MLP *reads* the vector and *replaces* it with its output, so nothing carries the "
         "embeddings or an earlier layer's work past the next layer. The **unembedding** $W_U$ "
-        "turns the last vector into one score, a **logit**, per vocabulary token. Architecture "
-        "contrasts trains models with and without these connections side by side."
+        "turns the last vector into one score, a **logit**, per vocabulary token. Train the same "
+        "shape with and without them on the Training page and compare the curves."
     )
 elif SUM:
     how_it_adds = (

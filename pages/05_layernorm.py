@@ -43,8 +43,8 @@ if cfg.norm_kind != "layernorm":
             "This model normalizes with **RMSNorm** (as Llama does), not LayerNorm: it skips the "
             "mean and the bias, dividing each vector by its root mean square "
             "$\\sqrt{\\tfrac{1}{D}\\sum_j x_j^2 + \\varepsilon}$ and then multiplying by the gain γ. "
-            "This page takes LayerNorms apart; open a model with LayerNorm to see them, and "
-            "Architecture contrasts to compare the two."
+            "This page takes LayerNorms apart: open a model with LayerNorm to see them (the "
+            "Training page trains one with either, under Customise the shape)."
         )
         st.latex(
             r"\mathrm{RMSNorm}(x)_i = \frac{x_i}{\sqrt{\frac{1}{D}\sum_j x_j^2 + \varepsilon}}\,\gamma_i"
@@ -52,8 +52,9 @@ if cfg.norm_kind != "layernorm":
     else:
         st.info(
             "This model has **no normalization** at all: nothing rescales the vectors between "
-            "its layers, so there is no LayerNorm here to take apart. Architecture contrasts "
-            "trains models with and without it, to show what it is for."
+            "its layers, so there is no LayerNorm here to take apart. Train the same shape "
+            "with and without one on the Training page and compare their curves on Compare "
+            "models to see what it is for."
         )
     st.stop()
 

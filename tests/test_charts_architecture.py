@@ -194,3 +194,21 @@ def test_boxes_do_not_overlap_and_long_models_wrap_into_rows():
             assert apart_x or apart_y, (a.text, b.text)
     ys = [y for _, y in marks["stream"]]
     assert ys[0] == 0.0 and ys[-1] == marks["rows"][-1]  # one stream from the first row to the last
+
+
+def test_home_sentences_name_each_part_the_config_has_and_no_part_it_lacks():
+    from ui.charts.architecture import model_sentences
+
+    gpt2 = model_sentences(GPTConfig(vocab_size=65))
+    assert "adds its output back" in gpt2 and "final LN" in gpt2 and "RoPE" not in gpt2
+    llama = model_sentences(
+        GPTConfig(
+            vocab_size=65, norm_kind="rmsnorm", pos="rope", mlp="gated", act="silu", n_kv_heads=2
+        )
+    )
+    assert "RMSNorm" in llama and "final RMS" in llama and "RoPE" in llama and "SwiGLU" in llama
+    assert "grouped-query" in llama and "2 key-value head(s), each shared by 2" in llama
+    off = model_sentences(GPTConfig(vocab_size=65, norm_kind="none", residual=False, pos="alibi"))
+    assert "adds its output back" not in off and "replaces it" in off
+    assert "no normalization" in off and "final LN" not in off and "ALiBi" in off
+    assert "multi-query" in model_sentences(GPTConfig(vocab_size=65, n_kv_heads=1))

@@ -269,7 +269,7 @@ def _custom_shape(preset_name: str) -> tuple[dict[str, Any], str | None]:
 def _block_parts(base: GPTConfig) -> dict[str, Any]:
     """The parts of the block modern models changed, or that a contrast switches off."""
     st.caption(
-        "The block's parts: what each is for is measured on Architecture contrasts. A gated MLP "
+        "The block's parts, each one the lectures explain or modern models changed. A gated MLP "
         "keeps about as many weights with 8/3 × d_model neurons; fewer key-value heads than heads "
         "is grouped-query attention (1: multi-query)."
     )

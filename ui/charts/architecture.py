@@ -118,6 +118,70 @@ def _ln_hover(cfg: GPTConfig, where: str) -> str:
 NORM_SHORT = {"layernorm": "LN", "rmsnorm": "RMS"}  # a norm box's label: LN1, RMS1, final LN
 
 
+def _norm_sentence(cfg: GPTConfig) -> str:
+    readers = "attention reads" if cfg.attn_only else "attention and the MLP read"
+    if cfg.norm_kind == "none":
+        return "This model has **no normalization**: nothing rescales the vectors between layers."
+    name, short = {"layernorm": ("LayerNorm", "LN"), "rmsnorm": ("RMSNorm", "RMS")}[cfg.norm_kind]
+    llama = " (RMSNorm, as in Llama: divide by the root mean square, no mean taken away)"
+    kind = llama if cfg.norm_kind == "rmsnorm" else ""
+    if cfg.norm == "pre":
+        return (
+            f"This model is **pre-LN**: each block normalises its input ({short}{kind}) before "
+            f"{readers} it, and a final {short} comes before the unembedding."
+        )
+    return (
+        f"This model is **post-LN** (as in the original Transformer): {name}{kind} is applied to "
+        f"the stream after each {'sum' if cfg.residual else 'sublayer'}, and there is no final "
+        f"{short}."
+    )
+
+
+def model_sentences(cfg: GPTConfig) -> str:
+    """Home's paragraph about the model on screen, each sentence decided by its config."""
+    blocks = "attention only (no MLP)" if cfg.attn_only else "attention followed by an MLP"
+    text = (
+        f"Token ids are looked up in the **embedding** (a vector of d_model = {cfg.d_model} "
+        f"numbers per token), then pass through {cfg.n_layer} **blocks**, each of them {blocks}. "
+    )
+    if cfg.residual:
+        text += "Each part reads the **residual stream** (the blue line) and adds its output back to it. "
+    else:
+        text += (
+            "Each part reads the stream (the blue line) and, with the **residual connections "
+            "switched off**, replaces it with its output (the = signs) instead of adding to it. "
+        )
+    text += _norm_sentence(cfg) + " "
+    if cfg.pos in ATTN_POSITIONS:
+        how = {
+            "rope": "attention rotates each query and key by its position (**RoPE**)",
+            "alibi": "each attention head lowers a score more the farther back the key is (**ALiBi**)",
+        }[cfg.pos]
+        text += f"No position vectors are added to the embeddings: {how}. "
+    if cfg.n_kv_heads < cfg.n_head:
+        kind = "multi-query" if cfg.n_kv_heads == 1 else "grouped-query"
+        text += (
+            f"Its attention is **{kind}**: {cfg.n_kv_heads} key-value head(s), each shared by "
+            f"{cfg.n_head // cfg.n_kv_heads} query heads, so the KV cache is smaller. "
+        )
+    if cfg.mlp == "gated" and not cfg.attn_only:
+        name = "SwiGLU" if cfg.act == "silu" else f"gated {ACT_LABELS[cfg.act]}"
+        text += (
+            f"Its MLPs are **gated** ({name}): a second projection decides how much of each "
+            "neuron passes. "
+        )
+    if not cfg.causal:
+        text += (
+            "Its attention has **no causal mask**: every token also sees the tokens after it, "
+            "so it can copy the token it is asked to predict (a contrast model, not a predictor). "
+        )
+    return text + (
+        "The **unembedding** turns each position's final vector into one score (logit) per token "
+        "of the vocabulary; the last position's scores are the guess for the next token. Hover "
+        "over a box for its weights' shapes."
+    )
+
+
 def blocks_drawn(n_layer: int) -> list[int | None]:
     """Which blocks are drawn, None standing for the '⋯' of the ones left out.
 

@@ -2,10 +2,10 @@
 
 Each GPTConfig option is something the lectures contrast (pre- vs post-LN, learned vs sinusoidal vs
 no positions, tied vs separate unembedding, attention-only blocks, GELU vs ReLU; GELU's tanh
-approximation is there for GPT-2's own weights), or a part modern models changed and the
-Architecture contrasts page trains side by side: LayerNorm vs RMSNorm vs none, residual
-connections on or off, a gated (SwiGLU) MLP, rotary (RoPE) and ALiBi positions, grouped-query
-attention (n_kv_heads). Every page that shows one lets the student compare.
+approximation is there for GPT-2's own weights), or a part the lectures justify or modern models
+changed: LayerNorm vs RMSNorm vs none, residual connections on or off, a gated (SwiGLU) MLP,
+rotary (RoPE) and ALiBi positions, grouped-query attention (n_kv_heads). Every page that shows
+one lets the student compare.
 Not here: the tokenizer (tokenization.py) and the corpora (data.py).
 """
 
