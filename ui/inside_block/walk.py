@@ -10,6 +10,7 @@ from ui import cache, parts, present, state
 from ui.charts import block as charts
 from ui.frame import PageContext
 from ui.inside_block.common import block_choice, checks_of, walk
+from viz_model.analysis import block as blk
 from viz_model.analysis.claims import md_escape as md
 
 
@@ -60,47 +61,68 @@ def draw(ctx: PageContext) -> None:
 
 
 def steps_in_words(ctx: PageContext) -> None:
-    """The block's steps in the lecture's names (pre-LN), or this post-LN model's own."""
+    """The block's steps in the lecture's names (pre-LN), or this model's own: post-LN, RMSNorm,
+    no normalization, no residual connections (the steps `block_walk` computes)."""
     cfg = ctx.config
-    if cfg.norm != "pre":
+    label = blk.norm_label(cfg)  # "" without normalization
+    norm = f"\\mathrm{{{label}}}"
+    if cfg.norm != "pre" and label:
+        first = "x + a" if cfg.residual else "a"
+        second = "t_3 + m" if cfg.residual else "m"
         st.markdown(
-            "This model is **post-LN** (the 2017 original): the LayerNorm sits on the stream after "
-            "each add. The lecture's t1..t5 name a pre-LN block, so the steps here have their own "
-            "names: $a = \\mathrm{Attn}(x)$, $t_3 = \\mathrm{LN}(x + a)$, $m = \\mathrm{MLP}(t_3)$, "
-            "$h = \\mathrm{LN}(t_3 + m)$."
+            f"This model is **post-LN** (the 2017 original): the {label} sits on the stream after "
+            "each sublayer. The lecture's t1..t5 name a pre-LN block, so the steps here have their "
+            f"own names: $a = \\mathrm{{Attn}}(x)$, $t_3 = {norm}({first})$, "
+            f"$m = \\mathrm{{MLP}}(t_3)$, $h = {norm}({second})$."
         )
         return
+    if cfg.norm_kind == "layernorm" and cfg.residual:
+        kind = "A **pre-LN block** (GPT-2 and this model)"
+    else:
+        parts = [f"a **{label}** before each sublayer" if label else "**no normalization**"]
+        parts += [] if cfg.residual else ["**no residual connections**"]
+        kind = "This model's block, with " + " and ".join(parts) + ","
     st.markdown(
-        "A **pre-LN block** (GPT-2 and this model) in the lecture's names. Each step works on "
-        "one token's vector $x$ of $D = " + str(cfg.d_model) + "$ numbers; only attention "
-        "looks at the other tokens."
+        f"{kind} in the lecture's names. Each step works on one token's vector $x$ of "
+        f"$D = {cfg.d_model}$ numbers; only attention looks at the other tokens."
     )
-    lines = [
-        ("t_1 = \\mathrm{LayerNorm}(x)", "x on a standard scale"),
-        (
-            "t_2 = \\mathrm{MultiHeadAttention}(t_1)",
-            "what attention brings from "
-            + ("earlier tokens" if cfg.causal else "the other tokens (no causal mask)"),
-        ),
-        ("h = t_3 = x + t_2", "the block's output (`resid_post`): no MLP in this model")
-        if cfg.attn_only
-        else ("t_3 = x + t_2", "the residual stream half-way (`resid_mid`)"),
-    ]
-    if not cfg.attn_only:
-        lines += [
-            ("t_4 = \\mathrm{LayerNorm}(t_3)", "$t_3$ on a standard scale, for the MLP"),
-            ("t_5 = \\mathrm{MLP}(t_4)", "what the MLP adds"),
-            ("h = t_3 + t_5", "the block's output (`resid_post`)"),
-        ]
+    t1, t4 = ("t_1", "t_4") if label else ("x", "t_3")
+    lines = [(f"t_1 = {norm}(x)", "x on a standard scale")] if label else []
+    attends = "earlier tokens" if cfg.causal else "the other tokens (no causal mask)"
+    lines.append(
+        (f"t_2 = \\mathrm{{MultiHeadAttention}}({t1})", f"what attention brings from {attends}")
+    )
+    t3 = "x + t_2" if cfg.residual else "t_2"
+    if cfg.attn_only:
+        lines.append((f"h = t_3 = {t3}", "the block's output (`resid_post`): no MLP in this model"))
+    else:
+        stream = "the residual stream" if cfg.residual else "the stream"
+        lines.append((f"t_3 = {t3}", f"{stream} half-way (`resid_mid`)"))
+        if label:
+            lines.append((f"t_4 = {norm}(t_3)", "$t_3$ on a standard scale, for the MLP"))
+        writes = "adds" if cfg.residual else "writes in its place"
+        lines.append((f"t_5 = \\mathrm{{MLP}}({t4})", f"what the MLP {writes}"))
+        h = "t_3 + t_5" if cfg.residual else "t_5"
+        lines.append((f"h = {h}", "the block's output (`resid_post`)"))
     st.markdown("\n".join(f"- ${f}$: {words}" for f, words in lines))
 
 
 def lengths_in_words(ctx: PageContext, x_norm: float, h_norm: float) -> str:
     cfg = ctx.config
-    return f"The token enters with length **{x_norm:.2f}** and leaves with **{h_norm:.2f}**. " + (
-        "A LayerNorm resets the length to about √D · |γ| whatever came in; "
-        + ("attention adds" if cfg.attn_only else "attention and the MLP each add")
-        + " a vector to the stream, which never replaces what was there."
-        if cfg.norm == "pre"
-        else "Each LayerNorm resets the stream's length, so the output's is set by γ."
-    )
+    label = blk.norm_label(cfg) or "norm"
+    adds = "attention adds" if cfg.attn_only else "attention and the MLP each add"
+    if not cfg.residual:
+        how = (
+            "Without residual connections each sublayer's output replaces the stream, so the "
+            "output's length is whatever the last sublayer writes."
+        )
+    elif cfg.norm_kind == "none":
+        how = f"Nothing rescales the stream in this model: {adds} a vector to it."
+    elif cfg.norm == "pre":
+        how = (
+            f"A {label} resets the length of what a sublayer reads to about √D · |γ| whatever "
+            f"came in; {adds} a vector to the stream, which never replaces what was there."
+        )
+    else:
+        how = f"Each {label} resets the stream's length, so the output's is set by γ."
+    return f"The token enters with length **{x_norm:.2f}** and leaves with **{h_norm:.2f}**. " + how
