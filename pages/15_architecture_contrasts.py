@@ -1,6 +1,9 @@
 """Architecture contrasts: two small bundled models that differ in one design choice, side by side
-with the numbers that show what the choice does (no causal mask; one attention layer or two)."""
+with the numbers that show what the choice does (no causal mask; one attention layer or two; the
+parts modern models changed: RMSNorm, SwiGLU, RoPE and ALiBi past the context, multi-query
+attention's KV cache)."""
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -16,10 +19,12 @@ from viz_model.analysis import contrasts as ct
 from viz_model.analysis import dynamics as dyn
 from viz_model.analysis import layernorm as lnx
 from viz_model.analysis import training as tr
+from viz_model.analysis import variants as vr
 from viz_model.analysis.residual import layer_labels
 from viz_model.bundles.checkpoint import Bundle
 from viz_model.bundles.files import CheckpointError
 from viz_model.model.sampling import SamplingSettings, generate
+from viz_model.text.data import TokenData, load_text
 
 CONTINUATION = 120  # tokens each model writes after the prompt
 # What each same-shape contrast teaches (the "loss" contrasts of analysis/contrasts.py).
@@ -40,6 +45,29 @@ LESSONS = {
     "nopos": "A model with **no position embedding** at all still has one clue to order: the "
     "causal mask. Position t averages over t+1 tokens, so how spread its attention is tells it "
     "roughly where it is. The loss says how much of word order that recovers.",
+    "rmsnorm": "**RMSNorm** (Llama) drops two things from LayerNorm: the centring and the bias. It "
+    "divides each vector by its root mean square, sqrt(mean(x²) + ε), and multiplies by a gain "
+    "γ: one statistic instead of two. Zhang and Sennrich (2019), who proposed it, found it trains "
+    "about as well for less computation. Below, the two trained by the same command.",
+    "swiglu": "A **gated MLP** (SwiGLU, in PaLM and Llama) multiplies a SiLU gate, "
+    "SiLU(W_gate x), number by number with a second projection W_in x before W_out maps back. "
+    "With 8/3 × d_model neurons instead of 4 × it holds about as many weights (three matrices "
+    "instead of two, see the parameters). Shazeer (2020) found such gated units lower the loss "
+    "at equal size; below, whether this tiny pair agrees.",
+    "rope": "**Rotary positions** (RoPE; Su et al. 2021, used by Llama) add nothing to the "
+    "embeddings: each query and key is rotated, pair of dimensions by pair, by an angle "
+    "proportional to its position, so a score depends on how far apart two tokens are, not on "
+    "where they are. Nothing stops the model from reading past its training context; the last "
+    "chart shows how well it does there.",
+    "alibi": "**ALiBi** (Press et al. 2022) gives the vectors no positions at all: each head "
+    "subtracts m × (distance between query and key) from its scores, with a fixed slope m per "
+    "head, so far tokens count less. It was designed to be trained on short windows and read on "
+    "longer ones; the last chart tests that on windows twice the training context.",
+    "mqa": "**Multi-query attention** (Shazeer 2019; grouped-query attention in Llama 2 is the "
+    "step between) keeps every query head but lets them all share one key head and one value "
+    "head. Generation keeps the keys and values of every token seen so far (the KV cache), so "
+    "that memory shrinks by the number of heads, and the attention maps can still differ per "
+    "head, since the queries do. Below: the loss it costs, and the memory it saves.",
     "tied": "**Tied embeddings** use one matrix twice: the token embedding W_E reads tokens in, "
     "and its transpose writes the logits out (GPT-2 does this). It saves V x d parameters and "
     "puts tokens that are used alike near each other on both ends.",
@@ -246,6 +274,61 @@ def norm_lengths(ids: tuple[int, ...]) -> None:
     )
 
 
+@cache.per_model
+def val_profile(bundle_id: str, length: int) -> np.ndarray:
+    """The loss at each position of validation windows `length` long (analysis/variants.py)."""
+    b = cache.bundle(bundle_id)
+    val = TokenData.from_text(
+        load_text(b.meta["data"]), b.tokenizer, b.meta["data"]["val_fraction"]
+    )
+    return vr.extrapolation(b.model, val.val, length)
+
+
+def past_the_context() -> None:
+    n_ctx = sides[0][2].config.n_ctx
+    length = 2 * n_ctx
+    st.markdown(
+        f"**Past the context.** Both read windows of {length} characters of the validation text, "
+        f"twice the {n_ctx} they trained on ({vr.WINDOWS} windows, the loss at each position "
+        "averaged). A model with a table of positions has no vector for position "
+        f"{n_ctx} and beyond, so its line stops there."
+    )
+    profiles = [(name, val_profile(bid, length)) for name, bid, _ in sides]
+    fig = cache.figure(
+        charts.loss_lines,
+        profiles,
+        "position t (predicting token t+1)",
+        "Loss at each position of windows twice the training context",
+        mark=(n_ctx - 0.5, f"trained up to {n_ctx}"),
+    )
+    present.plot(fig, key="ctr_extrapolate")
+    for (name, profile), (_, _, b) in zip(profiles, sides, strict=True):
+        st.markdown("- " + vr.extrapolation_claim(name, profile, n_ctx, b.config.pos).text)
+
+
+def kv_memory() -> None:
+    measured = [(name, vr.kv_bytes_per_token(b.model), b.config.n_kv_heads) for name, _, b in sides]
+    st.markdown("**The KV cache.** " + vr.kv_claim(measured).text)
+    lengths = [256, 1024, 4096, 16384]
+    fig = cache.figure(
+        charts.kv_memory_lines,
+        [(name, per_token) for name, per_token, _ in measured],
+        lengths[-1],
+        "Memory of the KV cache, one sequence",
+    )
+    present.plot(fig, key="ctr_kv")
+    rows = {
+        name: {f"{T:,} tokens": f"{per_token * T / 2**20:,.2f} MiB" for T in lengths}
+        for name, per_token, _ in measured
+    }
+    st.dataframe(pd.DataFrame(rows).T, width="stretch")
+    st.caption(
+        "Memory of the cache for one sequence of each length: bytes per token, measured from the "
+        "model's own cache, times the tokens (these tiny models read at most "
+        f"{sides[0][2].config.n_ctx}; the longer lengths show what the same shapes would need)."
+    )
+
+
 def loss_contrast() -> None:
     st.markdown(LESSONS[key])
     tokens = cmp.read_prompt(sides[0][2].tokenizer, sides[0][2].config.n_ctx, ctx.prompt)
@@ -268,6 +351,10 @@ def loss_contrast() -> None:
     st.caption("Losses in nats per character; the same command, data and seed for both.")
     if contrast.differs == "norm":
         norm_lengths(ids)
+    elif contrast.measure == "extrapolate":
+        past_the_context()
+    elif contrast.measure == "kv":
+        kv_memory()
     fig = cache.figure(
         charts.loss_lines,
         list(zip(contrast.models, losses, strict=True)),

@@ -116,3 +116,41 @@ def test_same_shape_contrasts_show_the_setting_the_size_and_the_losses(models_di
         for block, length in zip(load_bundle(MODELS / other).model.blocks, post[1:], strict=True):
             gain = torch.cat([block.ln2.weight, block.ln2.bias]).norm().item()
             assert length == pytest.approx(gain, rel=0.15)
+
+
+@pytest.mark.parametrize("key", ["rope", "alibi"])
+def test_positions_past_the_context_are_measured_and_said(models_dir, key):
+    from viz_model.analysis import variants as vr
+    from viz_model.text.data import TokenData, load_text
+
+    at = app_test(models_dir, PAGE, prompt=PROMPT, query={"ctr": key})
+    assert not at.exception and not at.error
+    usual, variant = ct.CONTRASTS[key].models
+    figure = next(f for f in plotly_figures(at) if "twice the training context" in str(f))
+    lines = {t["name"]: plotly_array(t["y"]) for t in figure["data"]}
+    shown = " ".join(m.value for m in at.markdown)
+    for name in (usual, variant):
+        b = load_bundle(MODELS / name)
+        data = b.meta["data"]
+        val = TokenData.from_text(load_text(data), b.tokenizer, data["val_fraction"]).val
+        profile = vr.extrapolation(b.model, val, 2 * b.config.n_ctx)
+        np_line = lines[name]
+        assert np_line[: b.config.n_ctx] == pytest.approx(profile[: b.config.n_ctx], abs=1e-4)
+        claim = vr.extrapolation_claim(name, profile, b.config.n_ctx, b.config.pos)
+        assert claim.text.replace("**", "") in shown.replace("**", "")
+
+
+def test_multi_query_attention_shows_the_caches_measured_memory(models_dir):
+    from viz_model.analysis import variants as vr
+
+    at = app_test(models_dir, PAGE, prompt=PROMPT, query={"ctr": "mqa"})
+    assert not at.exception and not at.error
+    usual, mqa = (load_bundle(MODELS / n) for n in ct.CONTRASTS["mqa"].models)
+    assert (usual.config.n_kv_heads, mqa.config.n_kv_heads) == (4, 1)
+    measured = [
+        (name, vr.kv_bytes_per_token(b.model), b.config.n_kv_heads)
+        for name, b in zip(ct.CONTRASTS["mqa"].models, (usual, mqa), strict=True)
+    ]
+    claim = vr.kv_claim(measured)
+    assert "4.0 times less" in claim.text
+    assert any(claim.text in m.value for m in at.markdown)

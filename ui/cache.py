@@ -40,7 +40,7 @@ from viz_model.bundles.checkpoint import Bundle
 from viz_model.bundles.load import load_bundle
 
 F = TypeVar("F", bound=Callable[..., Any])
-MODELS = 16  # per_model's default bound: the 10 bundled models and a few trained here
+MODELS = 24  # per_model's default bound: the 15 bundled models and a few trained here
 PROMPT_NAMES = frozenset({"ids", "prompt", "tokens", "text"})
 
 __all__ = ["MODELS", "activations", "bundle", "figure", "logits", "per_model", "per_prompt"]

@@ -87,7 +87,7 @@ POSITION_LABELS = {
     "alibi": "ALiBi",
 }
 NORM_KIND_LABELS = {"layernorm": "LayerNorm (GPT-2)", "rmsnorm": "RMSNorm (Llama)", "none": "none"}
-MLP_LABELS = {"standard": "standard", "gated": "gated (SwiGLU with SiLU)"}
+MLP_LABELS = {"standard": "standard", "gated": "gated (GLU)"}
 PRESET_DEPENDENT = (*(f"t_{k}" for k in CUSTOM_KEYS), "t_batch", "t_lr")
 
 
@@ -225,7 +225,7 @@ def _custom_shape(preset_name: str) -> tuple[dict[str, Any], str | None]:
     base = preset(preset_name, 2)
     st.caption(
         f"The model's shape, starting from the {preset_name} preset's (the MLP keeps "
-        "4 × d_model neurons). Each choice is one the lessons contrast."
+        "4 × d_model neurons, 8/3 × when gated). Each choice is one the lessons contrast."
     )
     c1, c2, c3 = st.columns(3)
     fields = {
@@ -298,8 +298,9 @@ def _block_parts(base: GPTConfig) -> dict[str, Any]:
     }
     if parts["residual"]:  # the default: said by leaving it out, as the command line does
         del parts["residual"]
-    if parts["mlp"] == "gated" and parts["act"] == "gelu":
-        st.caption("Gated with GELU is GeGLU; choose SiLU for Llama's SwiGLU.")
+    if parts["mlp"] == "gated":
+        name = {"silu": "SwiGLU, as in Llama", "gelu": "GeGLU", "relu": "ReGLU"}.get(parts["act"])
+        st.caption(f"A gated MLP with this nonlinearity is {name or 'a GLU'}; SiLU makes SwiGLU.")
     return parts
 
 

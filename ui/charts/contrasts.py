@@ -6,6 +6,7 @@ page's two colours (charts/compare.py), so model A and model B look the same on 
 - `loss_lines`: each model's loss at each position, one line each, with an optional mark.
 - `copy_lines`: per position of a random sequence written twice, each model's mean loss, with the
   point where the second copy starts (where copying becomes possible).
+- `kv_memory_lines`: each model's KV cache memory against the tokens it holds.
 
 Arrays in (analysis/contrasts.py), plotly figures out.
 """
@@ -103,4 +104,33 @@ def copy_lines(named: Sequence[tuple[str, np.ndarray]], k: int, title: str = "")
     (token k+1, the second of the second copy)."""
     return loss_lines(
         named, "position i (predicting token i+1)", title, (k - 0.5, "copying possible →")
+    )
+
+
+def kv_memory_lines(
+    named: Sequence[tuple[str, float]], max_tokens: int, title: str = ""
+) -> go.Figure:
+    """The KV cache's memory (MiB, one sequence) against the tokens it holds, from each model's
+    measured bytes per token (analysis/variants.kv_bytes_per_token), log-scaled on both axes."""
+    tokens = np.unique(np.geomspace(1, max_tokens, 60).round().astype(int))
+    traces = [
+        go.Scatter(
+            x=tokens,
+            y=per_token * tokens / 2**20,
+            mode="lines",
+            name=plotly_labels([name])[0],
+            line=dict(color=colour, width=2.5),
+            hovertemplate="%{x:,} tokens<br>%{y:.3g} MiB<extra></extra>",
+        )
+        for (name, per_token), colour in zip(named, MODEL_COLOURS, strict=False)
+    ]
+    return go.Figure(
+        traces,
+        layout=house_layout(
+            title,
+            HEIGHT,
+            xaxis=dict(title="tokens in the cache (context length)", type="log"),
+            yaxis=dict(title="KV cache (MiB)", type="log"),
+            legend=dict(orientation="h", y=-0.22),
+        ),
     )

@@ -42,7 +42,9 @@ class Contrast:
     title: str
     models: tuple[str, str]
     differs: str  # the one config field that differs, e.g. "causal"
-    measure: str  # "look_ahead", "copy" or "loss" (validation loss, parameters, curves)
+    # "look_ahead", "copy" or "loss" (validation loss, parameters, curves); "extrapolate" and
+    # "kv" are "loss" and then the loss past the context, or the KV cache's memory.
+    measure: str
 
 
 CONTRASTS: dict[str, Contrast] = {
@@ -81,6 +83,37 @@ CONTRASTS: dict[str, Contrast] = {
         ("shakespeare-tiny", "shakespeare-tied"),
         "tie_embeddings",
         "loss",
+    ),
+    # The parts modern models changed (issue 25); analysis/variants.py measures the last three.
+    "rmsnorm": Contrast(
+        "RMSNorm beside LayerNorm",
+        ("shakespeare-tiny", "shakespeare-rmsnorm"),
+        "norm_kind",
+        "loss",
+    ),
+    "swiglu": Contrast(
+        "A gated (SwiGLU) MLP",
+        ("shakespeare-tiny", "shakespeare-swiglu"),
+        "mlp",
+        "loss",
+    ),
+    "rope": Contrast(
+        "Rotary positions (RoPE), and past the context",
+        ("shakespeare-tiny", "shakespeare-rope"),
+        "pos",
+        "extrapolate",
+    ),
+    "alibi": Contrast(
+        "ALiBi, and past the context",
+        ("shakespeare-tiny", "shakespeare-alibi"),
+        "pos",
+        "extrapolate",
+    ),
+    "mqa": Contrast(
+        "Multi-query attention and the KV cache",
+        ("shakespeare-tiny", "shakespeare-mqa"),
+        "n_kv_heads",
+        "kv",
     ),
 }
 
