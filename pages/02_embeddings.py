@@ -241,6 +241,15 @@ st.caption(
     "bright band beside it when nearby positions have similar vectors. Learned positions only "
     "become smooth with enough training."
 )
+st.markdown(
+    "Modern models often add no position vectors at all and give positions inside attention "
+    "instead: rotary positions (RoPE) turn queries and keys by position, ALiBi lowers the scores "
+    "of far tokens. Both can read past the context they trained on; whether they read well there "
+    "is measured on two tiny models:"
+)
+left, right = st.columns(2)
+parts.contrast_link("rope", "RoPE beside learned positions", container=left)
+parts.contrast_link("alibi", "ALiBi beside learned positions", container=right)
 
 # ---- the exercise -------------------------------------------------------------------------------
 

@@ -49,6 +49,7 @@ if cfg.norm_kind != "layernorm":
         st.latex(
             r"\mathrm{RMSNorm}(x)_i = \frac{x_i}{\sqrt{\frac{1}{D}\sum_j x_j^2 + \varepsilon}}\,\gamma_i"
         )
+        parts.contrast_link("rmsnorm", "RMSNorm beside LayerNorm, trained side by side")
     else:
         st.info(
             "This model has **no normalization** at all: nothing rescales the vectors between "
@@ -203,6 +204,9 @@ st.markdown(
     "harder to train. The chart below shows the first effect: the average length of the "
     "residual vector at each point of two models, on your prompt."
 )
+left, right = st.columns(2)
+parts.contrast_link("norm", "Pre-LN beside post-LN, trained side by side", container=left)
+parts.contrast_link("rmsnorm", "RMSNorm (Llama) beside LayerNorm", container=right)
 
 
 def config_file(path) -> dict | None:

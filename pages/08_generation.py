@@ -293,6 +293,9 @@ def draw_attention(seq: list[int]) -> None:
 def draw_kv_comparison(seq: list[int], stepper: dict) -> None:
     st.subheader("Generation with and without the KV cache")
     st.markdown(gen.kv_cache_idea(cfg.causal))
+    parts.contrast_link(
+        "mqa", "What the cache costs in memory, and how multi-query attention cuts it"
+    )
     room = cfg.n_ctx - len(seq)
     st.caption(
         f"The context holds {cfg.n_ctx} tokens and the text has {len(seq)}, so "

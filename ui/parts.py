@@ -19,6 +19,7 @@ from typing import Any
 
 import streamlit as st
 
+from ui import nav
 from ui.charts.common import show_whitespace
 from viz_model.analysis.claims import md_escape
 from viz_model.analysis.tokens import token_text
@@ -67,3 +68,10 @@ def scroll_to(anchor: str) -> None:
     """Bring the heading with this anchor into view (e.g. the live panel after Start, which on a
     1024x768 projector was below the screen, under the set-up form)."""
     st.html(_SCROLL_JS % json.dumps(anchor), unsafe_allow_javascript=True)
+
+
+def contrast_link(key: str, label: str, container: Any = st) -> None:
+    """A link to one contrast of Architecture contrasts (ctr=key in its URL): where a page's "why"
+    is answered by two models trained side by side."""
+    page = nav.find("Architecture_contrasts")
+    container.page_link(page.file, label=label, icon=page.icon, query_params={"ctr": key})

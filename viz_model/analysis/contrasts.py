@@ -32,6 +32,7 @@ import torch.nn.functional as F
 
 from viz_model.analysis.claims import Claim
 from viz_model.analysis.dynamics import Measures, measure
+from viz_model.model.config import GPTConfig
 from viz_model.model.gpt import GPT
 
 
@@ -118,11 +119,23 @@ CONTRASTS: dict[str, Contrast] = {
 }
 
 
+def with_defaults(config: dict) -> dict:
+    """A GPTConfig dict as GPTConfig reads it: the fields an older bundle's lacks take their
+    defaults (a config written before RMSNorm existed is a LayerNorm model) and the derived
+    ones their values (n_kv_heads 0 is n_head). A config GPTConfig refuses is kept as it is."""
+    try:
+        return GPTConfig.from_dict(config).to_dict()
+    except (TypeError, ValueError):
+        return dict(config)
+
+
 def closest_twin(own: dict, others: dict[str, dict], field: str) -> str | None:
     """The name of the model config (a GPTConfig dict) in `others` whose `field` differs from
     `own`'s and that differs in the fewest other fields (the first such, in order; a field a
-    config lacks, from an older bundle, counts as the same); None if no config differs in
+    config lacks, from an older bundle, takes its default); None if no config differs in
     `field`. E.g. for a pre-LN model its post-LN twin of the same shape."""
+    own = with_defaults(own)
+    others = {n: with_defaults(c) for n, c in others.items()}
     differing = {n: c for n, c in others.items() if c.get(field) != own.get(field)}
     if not differing:
         return None
@@ -132,7 +145,8 @@ def closest_twin(own: dict, others: dict[str, dict], field: str) -> str | None:
 
 def differences(a: dict, b: dict, field: str) -> list[str]:
     """The config fields (a GPTConfig dict) other than `field` in which a and b differ, as
-    'n_layer 4 against 2', in a's key order; a field one lacks counts as the same."""
+    'n_layer 4 against 2', in a's key order; a field one lacks takes its default."""
+    a, b = with_defaults(a), with_defaults(b)
     return [f"{k} {a[k]} against {b[k]}" for k in a if k != field and k in b and a[k] != b[k]]
 
 
