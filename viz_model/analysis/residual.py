@@ -144,9 +144,11 @@ def direct_logit_attribution(
     """
     if not supports_attribution(model):
         raise ValueError(
-            "direct logit attribution needs a pre-LN model with residual connections: otherwise "
-            "a norm or a replaced stream sits between the outputs and the logits, so they do "
-            "not add up to them"
+            "direct logit attribution needs a pre-LN model: in a post-LN model a LayerNorm sits "
+            "after the last MLP, inside the block, so the outputs do not add up to the logits"
+            if model.cfg.residual
+            else "direct logit attribution needs residual connections: without them each block "
+            "replaces the stream, so the outputs do not add up to the logits"
         )
     cfg = model.cfg
     ln = model.ln_final
