@@ -100,6 +100,19 @@ def test_post_ln_models_are_refused(ids):
         direct_logit_attribution(model, cache, 0, 0)
 
 
+def test_models_without_residual_connections_are_refused_and_rmsnorm_ones_attributed(ids):
+    model = tiny_model(residual=False)
+    assert not supports_attribution(model)
+    _, cache = model.run_with_cache(ids)
+    with pytest.raises(ValueError, match="residual connections"):
+        direct_logit_attribution(model, cache, 0, 0)
+    for kind in ("rmsnorm", "none"):  # no centring, or no final norm at all: still exact
+        model = tiny_model(norm_kind=kind)
+        logits, cache = model.run_with_cache(ids)
+        att = direct_logit_attribution(model, cache, 3, 5)
+        assert sum(att.values) + att.ln_bias == pytest.approx(float(logits[3, 5]), abs=1e-4)
+
+
 def test_page_helpers_agree_with_the_parts(model, ids):
     from viz_model.analysis.residual import attribution_for, lens_report
 
