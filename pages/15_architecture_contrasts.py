@@ -57,12 +57,12 @@ LESSONS = {
     "rope": "**Rotary positions** (RoPE; Su et al. 2021, used by Llama) add nothing to the "
     "embeddings: each query and key is rotated, pair of dimensions by pair, by an angle "
     "proportional to its position, so a score depends on how far apart two tokens are, not on "
-    "where they are. Nothing stops the model from reading past its training context; the last "
+    "where they are. Nothing stops the model from reading past its training context; the second "
     "chart shows how well it does there.",
     "alibi": "**ALiBi** (Press et al. 2022) gives the vectors no positions at all: each head "
     "subtracts m × (distance between query and key) from its scores, with a fixed slope m per "
     "head, so far tokens count less. It was designed to be trained on short windows and read on "
-    "longer ones; the last chart tests that on windows twice the training context.",
+    "longer ones; the second chart tests that on windows twice the training context.",
     "mqa": "**Multi-query attention** (Shazeer 2019; grouped-query attention in Llama 2 is the "
     "step between) keeps every query head but lets them all share one key head and one value "
     "head. Generation keeps the keys and values of every token seen so far (the KV cache), so "
@@ -300,6 +300,7 @@ def past_the_context() -> None:
         "position t (predicting token t+1)",
         "Loss at each position of windows twice the training context",
         mark=(n_ctx - 0.5, f"trained up to {n_ctx}"),
+        markers=False,
     )
     present.plot(fig, key="ctr_extrapolate")
     for (name, profile), (_, _, b) in zip(profiles, sides, strict=True):
@@ -351,10 +352,6 @@ def loss_contrast() -> None:
     st.caption("Losses in nats per character; the same command, data and seed for both.")
     if contrast.differs == "norm":
         norm_lengths(ids)
-    elif contrast.measure == "extrapolate":
-        past_the_context()
-    elif contrast.measure == "kv":
-        kv_memory()
     fig = cache.figure(
         charts.loss_lines,
         list(zip(contrast.models, losses, strict=True)),
@@ -362,6 +359,10 @@ def loss_contrast() -> None:
         "Loss at each position of the prompt",
     )
     present.plot(fig, key="ctr_prompt_loss")
+    if contrast.measure == "extrapolate":
+        past_the_context()
+    elif contrast.measure == "kv":
+        kv_memory()
 
 
 st.subheader(contrast.title)

@@ -65,16 +65,17 @@ def loss_lines(
     x_title: str,
     title: str = "",
     mark: tuple[float, str] | None = None,
+    markers: bool = True,
 ) -> go.Figure:
     """Each model's loss (one value per position) as a line in its colour; `mark` = (x, text)
-    draws a dotted vertical line there, labelled."""
+    draws a dotted vertical line there, labelled; markers=False for long lines."""
     traces = [
         go.Scatter(
             x=list(range(len(loss))),
             y=np.asarray(loss, dtype=float),
-            mode="lines+markers",
+            mode="lines+markers" if markers else "lines",
             name=plotly_labels([name])[0],
-            line=dict(color=colour, width=2.5),
+            line=dict(color=colour, width=2.5 if markers else 1.8),
             marker=dict(size=5),
             hovertemplate="position %{x}<br>loss %{y:.2f} nats<extra></extra>",
         )
