@@ -342,7 +342,7 @@ def loss_contrast() -> None:
     for (name, _, b), loss in zip(sides, losses, strict=True):
         train, val = last_losses(b)
         rows[name] = {
-            contrast.differs: str(getattr(b.config, contrast.differs)),
+            **{f: str(getattr(b.config, f)) for f in (contrast.differs, *contrast.with_it)},
             "parameters": f"{b.model.n_params():,}",
             "training loss (last step)": fmt(train),
             "validation loss": fmt(val),

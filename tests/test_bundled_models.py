@@ -30,6 +30,11 @@ EXPECTED = (
     "shakespeare-sinusoidal",
     "shakespeare-tied",
     "shakespeare-tiny",
+    "shakespeare-rmsnorm",
+    "shakespeare-swiglu",
+    "shakespeare-rope",
+    "shakespeare-alibi",
+    "shakespeare-mqa",
 )
 BUNDLES = sorted(p.name for p in MODELS.iterdir() if p.is_dir()) if MODELS.is_dir() else []
 
@@ -44,7 +49,10 @@ def test_assets_fit_the_size_budget():
     # 760,276; shakespeare- nomask 1,131,079, tiny 1,131,058, postln 1,129,544, sinusoidal
     # 1,065,244, nopos 1,065,242, tied 1,091,357; and the Scaling page's sweep results,
     # assets/scaling/shakespeare-char.json, 4,834 (assets/ then 32,891,289 bytes, 31.4 MiB).
-    assert total < 32 * 2**20, f"assets/ holds {total / 2**20:.1f} MB"
+    # 40 MiB since the parts modern models changed (issue 25, 2026-11-27) added 5,418,042 bytes:
+    # shakespeare- rmsnorm 1,128,398, swiglu 1,126,496, rope 1,066,172, alibi 1,065,501, mqa
+    # 1,031,475 (assets/ then 38,345,477 bytes, 36.6 MiB).
+    assert total < 40 * 2**20, f"assets/ holds {total / 2**20:.1f} MB"
 
 
 @pytest.mark.parametrize("name", BUNDLES)
@@ -109,7 +117,7 @@ def test_induction_model_copies_the_second_half():
 def test_each_contrast_pairs_two_bundles_that_differ_in_its_one_field(key):
     contrast = CONTRASTS[key]
     usual, changed = (load_bundle(MODELS / name).config.to_dict() for name in contrast.models)
-    assert {f for f in usual if usual[f] != changed[f]} == {contrast.differs}
+    assert {f for f in usual if usual[f] != changed[f]} == {contrast.differs, *contrast.with_it}
 
 
 def test_the_unmasked_model_cheats_in_training_and_fails_when_generating():

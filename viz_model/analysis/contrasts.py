@@ -46,6 +46,8 @@ class Contrast:
     # "look_ahead", "copy" or "loss" (validation loss, parameters, curves); "extrapolate" and
     # "kv" are "loss" and then the loss past the context, or the KV cache's memory.
     measure: str
+    # fields that change with `differs` by design (a SwiGLU MLP's SiLU and its 8/3 x width)
+    with_it: tuple[str, ...] = ()
 
 
 CONTRASTS: dict[str, Contrast] = {
@@ -97,6 +99,7 @@ CONTRASTS: dict[str, Contrast] = {
         ("shakespeare-tiny", "shakespeare-swiglu"),
         "mlp",
         "loss",
+        ("act", "d_mlp"),
     ),
     "rope": Contrast(
         "Rotary positions (RoPE), and past the context",
