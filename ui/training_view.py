@@ -14,7 +14,7 @@ from ui import cache, present, state
 from ui.charts import training as charts
 from viz_model.analysis import training as tr
 from viz_model.model.config import TrainConfig
-from viz_model.training.loop import ADAM_EPS
+from viz_model.training.optim import ADAM_EPS
 
 BASELINES_NOTE = (
     "Grey lines: what counting alone scores on the same validation text. **blind guess**: every "
@@ -115,7 +115,7 @@ def draw_samples(history: list[dict], key: str) -> None:
 
 
 def draw_update_rule(train_config: dict | None) -> None:
-    """The update the run was trained with (train.AdamW, its schedule and clipping), with the
+    """The update the run was trained with (training/optim.py, its schedule and clipping), with the
     numbers of its own TrainConfig, as Streamlit's LaTeX, in an expander."""
     try:
         cfg = TrainConfig.from_dict(train_config or {})

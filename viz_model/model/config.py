@@ -101,6 +101,7 @@ class GPTConfig:
 
 
 STEPS_WHEN_TIMED = 1_000_000  # --minutes without --steps: the time limit ends the run
+OPTIMIZERS = ("adamw", "sgd")  # training/optim.py writes out each update
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,11 @@ class TrainConfig:
     beta1: float = 0.9
     beta2: float = 0.99
     grad_clip: float = 1.0
+    optimizer: str = "adamw"  # one of OPTIMIZERS: AdamW, or SGD with momentum
+    momentum: float = 0.9  # SGD's momentum (0: plain gradient descent); AdamW has beta1 instead
+    # Steps between records of gradient health (each layer's gradient norm and update size,
+    # training/health.py); 0: never. The total gradient norm is recorded at every step.
+    health_every: int = 10
     eval_every: int = 100
     eval_batches: int = 20
     sample_every: int = 250
@@ -132,6 +138,10 @@ class TrainConfig:
         _check_range("max_steps", self.max_steps, 1, 10_000_000)
         _check_range("batch_size", self.batch_size, 1, 4096)
         _check_range("warmup_steps", self.warmup_steps, 0, 10_000_000)
+        _check_range("health_every", self.health_every, 0, 10_000_000)
+        _check_choice("optimizer", self.optimizer, OPTIMIZERS)
+        if not isinstance(self.momentum, int | float) or not 0.0 <= self.momentum < 1.0:
+            raise ValueError(f"momentum must be in [0, 1), got {self.momentum!r}")
         for name in ("lr", "min_lr", "weight_decay", "grad_clip", "time_limit"):
             value = getattr(self, name)
             if not isinstance(value, int | float) or value < 0:

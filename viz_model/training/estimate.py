@@ -30,7 +30,7 @@ import torch.nn.functional as F
 
 from viz_model.model.config import GPTConfig, TrainConfig
 from viz_model.model.gpt import GPT
-from viz_model.training.loop import AdamW, make_optimizer
+from viz_model.training.optim import AdamW, make_optimizer
 
 FLOAT_BYTES = 4  # float32
 # Per parameter: the weight, its gradient, and AdamW's two running moments (exp_avg, exp_avg_sq).
