@@ -23,6 +23,7 @@ def test_the_gradient_figure_has_a_line_per_layer_the_whole_gradient_and_the_cap
     assert np.mean(fig.data[-1].y) == 0.5
     assert [a.text for a in fig.layout.annotations] == ["clipping cap 1"]
     assert fig.layout.shapes[0].y0 == 1.0
+    assert fig.layout.annotations[0].y == 0.0  # log10(1): the label sits on its line
     unclipped = gradient_norms(gh.grad_health(history(), 0.0), marked_step=40)
     assert not unclipped.layout.annotations  # no cap drawn when clipping is off
     assert unclipped.layout.shapes[0].x0 == 40  # the marked step
@@ -35,3 +36,4 @@ def test_the_update_figure_draws_each_layers_ratio_and_the_rule_of_thumb():
     assert set(fig.data[0].y) == {2e-3}
     assert fig.layout.shapes[0].y0 == gh.RULE_OF_THUMB
     assert "rule of thumb" in fig.layout.annotations[0].text
+    assert fig.layout.annotations[0].y == -3.0  # a log axis places labels at log10 of y

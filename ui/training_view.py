@@ -160,7 +160,7 @@ def _health(version: Hashable, grad_clip: float, _history: list[dict]) -> gh.Gra
 
 
 HEALTH_NOTE = (
-    "How long the gradient is in each layer before clipping, and how far one step moves each "
+    "How big the gradient is in each layer before clipping, and how far one step moves each "
     "layer's weights, on log axes. Lines far apart by depth: the gradient **vanishes** (or "
     "grows) on its way down to block 0. Lines that climb by orders of magnitude: it is "
     "**exploding**. The black line above the red cap: **clipping** is at work, and the step "
@@ -205,7 +205,7 @@ def draw_grad_health(
     st.markdown("\n".join(f"- {claim(health).text}" for claim in claims))
     st.caption(
         f"The whole gradient's norm is recorded at every step, each layer's every "
-        f"{cfg.health_every:,} steps (`--health-every`). Blocks have the same shape, so their "
+        f"{cfg.health_every:,} steps (the run's --health-every). Blocks have the same shape, so their "
         f"norms compare directly; the embeddings and the output layer (dashed, grey) do not. "
         f"**Vanishing** is said when, over the last quarter of the records, the top block's "
         f"median norm is at least {gh.DEPTH_RATIO:g} times block 0's; **exploding** when the "

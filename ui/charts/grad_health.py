@@ -8,6 +8,8 @@ Arrays in (analysis/grad_health.GradHealth), plotly figures out.
 
 from __future__ import annotations
 
+import math
+
 import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 
@@ -55,6 +57,23 @@ def _layer_traces(h: GradHealth, values, what: str) -> list[go.Scatter]:
     ]
 
 
+def _level(fig: go.Figure, y: float, text: str, colour: str, dash: str) -> None:
+    """A labelled horizontal line at y on the log axis. The label is placed by hand: plotly puts
+    an add_hline annotation at y itself, which a log axis reads as 10^y."""
+    fig.add_hline(y=y, line=dict(color=colour, dash=dash, width=1.5))
+    fig.add_annotation(
+        x=1,
+        xref="paper",
+        xanchor="right",
+        y=math.log10(y),
+        yref="y",
+        yanchor="bottom",
+        text=text,
+        showarrow=False,
+        font=dict(color=colour),
+    )
+
+
 def _mark(fig: go.Figure, step: int | None) -> go.Figure:
     if step is not None:
         fig.add_vline(x=step, line=dict(color=MARK_COLOUR, dash="dot", width=1.5))
@@ -66,7 +85,9 @@ def _layout(title: str, y_title: str) -> dict:
         title,
         HEIGHT,
         xaxis=dict(title="step"),
-        yaxis=dict(title=y_title, type="log", exponentformat="power"),
+        # one label a decade, plain digits: plotly's in-between digits and superscript powers
+        # are drawn under the 12 px floor (charts/common.TICK_FONT)
+        yaxis=dict(title=y_title, type="log", dtick=1, exponentformat="e"),
         legend=dict(orientation="h", y=-0.2),
     )
 
@@ -88,12 +109,7 @@ def gradient_norms(h: GradHealth, marked_step: int | None = None, title: str = "
     )
     fig = go.Figure(traces, layout=_layout(title, "gradient norm before clipping"))
     if h.clip > 0:
-        fig.add_hline(
-            y=h.clip,
-            line=dict(color=ACCENT, dash="dash", width=1.5),
-            annotation=dict(text=f"clipping cap {h.clip:g}", font=dict(color=ACCENT)),
-            annotation_position="top right",
-        )
+        _level(fig, h.clip, f"clipping cap {h.clip:g}", ACCENT, "dash")
     return _mark(fig, marked_step)
 
 
@@ -104,10 +120,5 @@ def update_ratios(h: GradHealth, marked_step: int | None = None, title: str = ""
         _layer_traces(h, h.update, "update ratio"),
         layout=_layout(title, "update ratio ‖Δw‖ / ‖w‖"),
     )
-    fig.add_hline(
-        y=RULE_OF_THUMB,
-        line=dict(color=REFERENCE_COLOUR, dash="dot", width=1.5),
-        annotation=dict(text=f"rule of thumb {RULE_OF_THUMB:g}", font=dict(color=REFERENCE_COLOUR)),
-        annotation_position="bottom right",
-    )
+    _level(fig, RULE_OF_THUMB, f"rule of thumb {RULE_OF_THUMB:g}", REFERENCE_COLOUR, "dot")
     return _mark(fig, marked_step)

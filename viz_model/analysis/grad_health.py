@@ -303,9 +303,9 @@ def update_claim(h: GradHealth | None) -> Claim:
     what = "the blocks'" if h.blocks else "the layers'"
     said = (
         f"At step {int(h.steps[row]):,}, where the learning rate peaked ({h.lr[row]:.3g}), one "
-        f"step changed {what} weights by {low:.1e} to {high:.1e} of their size (median "
-        f"{mid:.1e}); a common rule of thumb (Stanford's CS231n notes) puts it near "
-        f"{RULE_OF_THUMB:.0e}."
+        f"step changed {what} weights by {low:.2g} to {high:.2g} of their size (median "
+        f"{mid:.2g}); a common rule of thumb (Stanford's CS231n notes) puts it near "
+        f"{RULE_OF_THUMB:g}."
     )
     if mid > RULE_OF_THUMB * UPDATE_BAND:
         return Claim(
