@@ -44,7 +44,8 @@ from viz_model.model.config import PRESET_TRAINING, PRESETS, GPTConfig, TrainCon
 from viz_model.model.gpt import GPT
 from viz_model.text.data import TokenData, load_corpus
 from viz_model.text.tokenization import Tokenizer
-from viz_model.training.loop import evaluate, lr_at, make_optimizer, train
+from viz_model.training.loop import evaluate, lr_at, train
+from viz_model.training.optim import make_optimizer
 
 MODELS = Path(__file__).resolve().parent.parent / "assets" / "models"
 EVAL_WINDOWS = 640  # validation windows per measurement, for every model alike

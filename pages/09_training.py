@@ -27,8 +27,9 @@ st.markdown(
 )
 st.latex(r"L = -\frac{1}{N}\sum_{t=1}^{N} \ln p_\theta(x_{t+1} \mid x_{\le t})")
 st.markdown(
-    "The step is not plain gradient descent ($\\theta \\leftarrow \\theta - \\eta\\,g$). The "
-    "jobs here train with **AdamW**, as GPT-3 and nanoGPT do: the gradient $g_t$ is first scaled down when "
+    "The step need not be plain gradient descent ($\\theta \\leftarrow \\theta - \\eta\\,g$). "
+    "By default the jobs here train with **AdamW**, as GPT-3 and nanoGPT do (**SGD with "
+    "momentum** is the other choice in the settings): the gradient $g_t$ is first scaled down when "
     "its length passes a cap (clipping), each weight moves by a running mean of its gradient "
     "$m_t$ divided by the root of a running mean of its square $v_t$ (so every weight takes "
     "steps of at most about $\\eta$, however large or small its gradient), both corrected "
@@ -43,6 +44,12 @@ st.latex(
     r"\theta_t = \theta_{t-1} - \eta_t \Big(\frac{m_t/(1-\beta_1^t)}"
     r"{\sqrt{v_t/(1-\beta_2^t)} + \epsilon} + \lambda\,\theta_{t-1}\Big)"
 )
+st.markdown(
+    "**SGD with momentum** keeps one running sum of the gradients, $b_t$, and moves every "
+    "weight by $\\eta_t$ times it: a weight with a large gradient takes a large step, so SGD "
+    "needs a far larger learning rate than AdamW."
+)
+st.latex(r"b_t = \mu\, b_{t-1} + g_t,\qquad \theta_t = \theta_{t-1} - \eta_t\, b_t")
 
 auth = teacher.password_field("t_password")
 with st.expander("Set up a new run", expanded=not jobs.list_runs()):
@@ -94,6 +101,8 @@ training_view.draw_curves(
 )
 training_view.draw_claims(bundle.history, baselines, causal=ctx.config.causal)
 training_view.draw_update_rule(bundle.train_config)
+st.subheader("Gradient health")
+training_view.draw_grad_health(bundle.history, final_id, bundle.train_config, key="hist")
 st.subheader("What it wrote as it learned")
 st.caption(
     "Text sampled from the weights at that step, from the same start each time (a newline): "

@@ -1,13 +1,14 @@
 """Training dynamics: each head's role against training step, read from the model's snapshots, with
-the loss on repeated text on the same axis (the moment an induction head forms), and copy
-accuracy against the loss (is emergence in the model, or a mirage of the metric?)."""
+the loss on repeated text on the same axis (the moment an induction head forms), copy accuracy
+against the loss (is emergence in the model, or a mirage of the metric?), and the gradient's health
+along training, by layer (recorded while it trained, no snapshot needed)."""
 
 import pandas as pd
 import streamlit as st
 
 import ui
 from serving import models
-from ui import cache, present, state
+from ui import cache, present, state, training_view
 from ui.charts import dynamics as charts
 from ui.charts.common import show_whitespace
 from viz_model.analysis import dynamics as dyn
@@ -18,6 +19,16 @@ from viz_model.bundles.files import CheckpointError
 
 ctx = ui.context()
 final_id, chosen_step = models.split_step(ctx.bundle_id)  # the sidebar's step, None = final
+
+
+def gradient_health() -> None:
+    """The gradient's health along training, from the history (Training draws the same)."""
+    st.subheader("Gradient health along training")
+    training_view.draw_grad_health(
+        ctx.bundle.history, final_id, ctx.bundle.train_config, key="dyn", marked_step=chosen_step
+    )
+    if chosen_step is not None:
+        st.caption(f"Dotted: the sidebar's step {chosen_step:,}.")
 
 
 @cache.per_model(spinner="Measuring every saved step of this model…")
@@ -52,6 +63,7 @@ if d is None:
         "so is every run trained on the Training page).",
         icon=":material/history:",
     )
+    gradient_health()
     st.stop()
 
 heads = d.head_names()
@@ -149,3 +161,5 @@ with st.expander("The numbers: accuracy and loss, step by step"):
         ).round(3),
         hide_index=True,
     )
+
+gradient_health()

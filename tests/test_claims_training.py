@@ -14,7 +14,8 @@ from serving import jobs
 from tests.claims_models import CLAIM_MODELS, CLASS_TRAINED, claim_bundle
 from viz_model.analysis import training as tr
 from viz_model.model.config import TrainConfig
-from viz_model.training.loop import ADAM_EPS, lr_at, make_optimizer
+from viz_model.training.loop import lr_at
+from viz_model.training.optim import ADAM_EPS, make_optimizer
 from viz_model.training.settings import RunSettings
 
 

@@ -72,6 +72,10 @@ def test_memory_is_16_bytes_a_parameter_plus_activations_linear_in_batch(overrid
     assert per_sequence > 0 and m3 - m2 == per_sequence
     assert m1 - per_sequence == 16 * n_params  # what is left at batch 0: the weights' part
     assert memory_parts(cfg, 5).state == 16 * n_params
+    sgd = TrainConfig(optimizer="sgd")  # one momentum buffer instead of AdamW's two moments
+    assert memory_parts(cfg, 5, sgd).state == 12 * n_params
+    plain = TrainConfig(optimizer="sgd", momentum=0.0)  # nothing kept: weights and gradients
+    assert memory_estimate(cfg, 1, plain) == m1 - 8 * n_params
 
 
 def _saved_bytes(cfg: GPTConfig, batch: int) -> int:

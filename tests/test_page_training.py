@@ -68,3 +68,78 @@ def test_a_model_name_from_the_url_is_shown_as_typed_not_as_markdown(models_dir)
     assert not at.exception
     message = next(e.value for e in at.error if "There is no model called" in e.value)
     assert "\\*\\*x\\*\\*\\[link\\](http\\://e.vil)" in message  # no markup, no autolink
+
+
+def _run_bundle(out: Path, **train_overrides) -> Path:
+    """A small bundle trained by the loop itself (so its history holds gradient health)."""
+    import torch
+
+    from viz_model.model.config import GPTConfig
+    from viz_model.model.gpt import GPT
+    from viz_model.text.data import TokenData, load_corpus
+    from viz_model.text.tokenization import Tokenizer
+    from viz_model.training.loop import train
+
+    text = load_corpus("shakespeare")[:20_000]
+    tok = Tokenizer.train(text, "char")
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=tok.vocab_size, n_ctx=32, d_model=32, n_layer=2, n_head=4))
+    base = dict(max_steps=40, batch_size=8, eval_every=20, eval_batches=2, sample_tokens=0,
+                n_snapshots=3, health_every=5, threads=1)  # fmt: skip
+    cfg = TrainConfig(**{**base, **train_overrides})
+    for _ in train(model, TokenData.from_text(text, tok), cfg, out, tok):
+        pass
+    return out
+
+
+def _rule(at, optimizer: str):
+    """The expander "The update it was trained with (<optimizer>, ...)" and its formulas."""
+    box = next(
+        e
+        for e in at.expander
+        if e.label.startswith(f"The update it was trained with ({optimizer},")
+    )
+    return box, " ".join(element.value for element in box.latex)
+
+
+def test_an_sgd_model_shows_sgds_update_with_its_momentum_and_no_warm_up(tmp_path):
+    folder = _run_bundle(tmp_path / "m" / "sgd-run", optimizer="sgd", lr=0.2, min_lr=0.02,
+                         momentum=0.8, weight_decay=0.0, warmup_steps=0)  # fmt: skip
+    at = app_test(folder.parent, PAGE)
+    assert not at.exception
+    box, formulas = _rule(at, "SGD with momentum")
+    assert r"b_t = 0.8\, b_{t-1} + g_t" in formulas and r"\eta_t\, b_t" in formulas
+    assert "m_t" not in formulas and r"\beta_1" not in formulas  # not AdamW's
+    assert "no warm-up" in formulas and "0.2" in formulas
+    assert "No warm-up" in " ".join(c.value for c in box.caption)
+
+
+def test_an_adamw_model_with_warm_up_shows_adamws_update_and_the_warm_up(tmp_path):
+    folder = _run_bundle(tmp_path / "m" / "adamw-run", warmup_steps=7, lr=2e-3)
+    at = app_test(folder.parent, PAGE)
+    assert not at.exception
+    box, formulas = _rule(at, "AdamW")
+    assert "m_t" in formulas and "b_t" not in formulas
+    assert "W = 7" in formulas and r"2 \times 10^{-3} \cdot t / W" in formulas
+    assert "over the first 7 steps" in " ".join(c.value for c in box.caption)
+
+
+def test_a_model_with_gradient_health_draws_it_by_layer_and_says_what_it_shows(tmp_path):
+    folder = _run_bundle(tmp_path / "m" / "health-run", grad_clip=0.5)
+    at = app_test(folder.parent, PAGE)
+    assert not at.exception
+    figures = {tuple(t.get("name") for t in f["data"]): f for f in plotly_figures(at)}
+    layers = ("embeddings", "block 0", "block 1", "final LN + unembedding")
+    grads = figures[(*layers, "whole gradient")]
+    assert grads["layout"]["yaxis"]["type"] == "log"
+    assert plotly_array(grads["data"][1]["x"]).tolist() == [1, 5, 10, 15, 20, 25, 30, 35, 40]
+    assert figures[layers]["layout"]["yaxis"]["type"] == "log"  # the update ratios
+    said = " ".join(m.value for m in at.markdown)
+    assert "block 0" in said and ("Clipping was **active**" in said or "never acted" in said)
+    assert "rule of thumb" in said
+
+
+def test_a_model_trained_before_gradient_health_says_it_was_not_recorded(models_dir):
+    at = app_test(models_dir, PAGE)  # test-char: a history of losses only
+    assert not at.exception
+    assert any("recorded no gradient health" in c.value for c in at.caption)

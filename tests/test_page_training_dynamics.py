@@ -95,7 +95,7 @@ def test_a_class_trained_model_that_never_copies_says_so_and_draws_no_dashed_lin
     text = " ".join(m.value for m in at.markdown)
     assert "This model never learned to copy" in text
     assert "half learned" not in text + " ".join(c.value for c in at.caption)
-    roles, accuracy = plotly_figures(at)
+    roles, accuracy, *_gradient_health = plotly_figures(at)
     for fig in (roles, accuracy):
         names = [t.get("name") or "" for t in fig["data"]]
         assert not any(name.startswith("copying half learned") for name in names)

@@ -3,6 +3,7 @@ grows, paused, stepped, given a new learning rate, stopped, and then offered on 
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 
@@ -45,6 +46,11 @@ def test_a_run_grows_pauses_steps_and_stops_into_the_model_picker(models_dir, ro
     where = "on the CPU" if view.device == "cpu" else f"on the GPU ({view.device})"
     assert f"tokens/s {where}" in _progress_text(at)  # the run's device, as its worker said
     first = _live_steps(at)
+    health = next(e for e in at.expander if e.label.startswith("Gradient health"))
+    drawn = [json.loads(chart.proto.spec) for chart in health.get("plotly_chart")]
+    names = {trace.get("name") for fig in drawn for trace in fig["data"]}
+    assert {"whole gradient", "block 0", "block 1"} <= names  # the tiny preset's two blocks
+    assert any(e.label.startswith("The update it trains with (AdamW,") for e in at.expander)
     wait_for("live-one", lambda v: v.step >= view.step + 20, "20 more steps")
     at.run()
     assert _live_steps(at) > first  # the curve grew between two refreshes

@@ -311,3 +311,36 @@ def test_huge_figures_fit_their_metrics(runs):
     params = metric(at, "Parameters")
     assert params.endswith(" B") and len(params) <= 7, params
     assert len(metric(at, "Memory")) <= 7
+
+
+def test_choosing_sgd_offers_its_momentum_and_learning_rate_and_the_run_gets_them(runs):
+    from viz_model.model.config import OPTIMIZER_TRAINING, PRESET_TRAINING
+
+    at = page({**TINY_TASK, "t_preset": "quick"})
+    assert at.number_input(key=widget_key("t_lr")).value == PRESET_TRAINING["quick"]["lr"]
+    assert not [n for n in at.number_input if n.label == "Momentum"]  # AdamW has none
+    at.selectbox(key=widget_key("t_opt")).set_value("sgd").run()
+    assert not at.exception and not at.error
+    assert at.number_input(key=widget_key("t_lr")).value == OPTIMIZER_TRAINING["sgd"]["lr"]
+    at.number_input(key=widget_key("t_momentum")).set_value(0.5).run()
+    assert at.query_params["t_opt"] in ("sgd", ["sgd"])
+    memory = next(m for m in at.metric if m.label == "Memory").proto.help
+    assert "momentum buffer; 12 bytes a parameter" in memory  # not AdamW's 16
+    at.selectbox(key=widget_key("t_opt")).set_value("adamw").run()  # back: AdamW's rate again
+    assert at.number_input(key=widget_key("t_lr")).value == PRESET_TRAINING["quick"]["lr"]
+    at.selectbox(key=widget_key("t_opt")).set_value("sgd").run()
+    at.number_input(key=widget_key("t_momentum")).set_value(0.5).run()
+    at.radio(key=widget_key("t_budget")).set_value("steps").run()
+    at.number_input(key=widget_key("t_steps")).set_value(5).run()
+    at.text_input(key=widget_key("t_name")).set_value("sgd-run").run()
+    start_button(at).click().run()
+    try:
+        assert not at.exception and not at.error
+        train = jobs.read("sgd-run", history=False).settings["train"]
+        assert train["optimizer"] == "sgd" and train["momentum"] == 0.5
+        cfg = RunSettings.from_dict(jobs.read("sgd-run", history=False).settings).train_config()
+        assert cfg.weight_decay == OPTIMIZER_TRAINING["sgd"]["weight_decay"]
+    finally:
+        if jobs.read("sgd-run", history=False).live:
+            jobs.stop("sgd-run", auth=jobs.Auth())
+        _wait_until_done("sgd-run")

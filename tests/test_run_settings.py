@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from viz_model.model.config import PRESET_TRAINING, STEPS_WHEN_TIMED
+from viz_model.model.config import (
+    OPTIMIZER_TRAINING,
+    PRESET_TRAINING,
+    STEPS_WHEN_TIMED,
+    TrainConfig,
+)
 from viz_model.training.cli import build_parser, settings_from_args
 from viz_model.training.settings import RunSettings, new_run, settings_to_argv
 
@@ -37,6 +42,10 @@ EXAMPLES = [
             "n_kv_heads": 2,
             "residual": False,
         },
+    ),
+    RunSettings(
+        corpus="shakespeare",
+        train={"optimizer": "sgd", "momentum": 0.5, "lr": 0.2, "health_every": 3},
     ),
 ]
 
@@ -101,3 +110,22 @@ def test_new_run_builds_the_model_the_settings_describe(tmp_path):
     again = new_run(settings, tmp_path / "y", "cmd")  # seeded: the same initial weights
     other = again.model.state_dict()
     assert all(tensor.equal(other[name]) for name, tensor in run.model.state_dict().items())
+
+
+def test_the_optimizer_flags_reach_the_training_config():
+    parse = build_parser().parse_args
+    base = ["--corpus", "shakespeare", "--preset", "quick", "--out", "runs/x"]
+    sgd = settings_from_args(parse([*base, "--optimizer", "sgd", "--momentum", "0.5"]))
+    cfg = sgd.train_config()
+    assert (cfg.optimizer, cfg.momentum) == ("sgd", 0.5)
+    for field, value in OPTIMIZER_TRAINING["sgd"].items():  # SGD's own rate, over the preset's
+        assert getattr(cfg, field) == value
+    assert cfg.warmup_steps == PRESET_TRAINING["quick"]["warmup_steps"]  # the preset's still
+    own = settings_from_args(parse([*base, "--optimizer", "sgd", "--lr", "0.5"])).train_config()
+    assert own.lr == 0.5 and own.weight_decay == OPTIMIZER_TRAINING["sgd"]["weight_decay"]
+    adamw = settings_from_args(parse(base)).train_config()
+    assert adamw.optimizer == "adamw" and adamw.lr == PRESET_TRAINING["quick"]["lr"]
+    every = settings_from_args(parse([*base, "--health-every", "0"])).train_config()
+    assert every.health_every == 0 and adamw.health_every == TrainConfig().health_every
+    with pytest.raises(SystemExit):
+        parse([*base, "--optimizer", "adam"])

@@ -31,13 +31,12 @@ from viz_model.text.data import TokenData, load_corpus
 from viz_model.text.tokenization import Tokenizer
 from viz_model.training.cli import build_parser, main
 from viz_model.training.loop import (
-    ADAM_EPS,
     lr_at,
-    make_optimizer,
     resume_state,
     snapshot_steps,
     train,
 )
+from viz_model.training.optim import ADAM_EPS, make_optimizer
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -465,7 +464,7 @@ def test_snapshot_at_keeps_the_asked_steps_besides_the_log_spaced_ones(tmp_path)
 
 
 def test_the_loops_adamw_is_torchs_adamw_step_for_step():
-    """train.AdamW (the update the Training page shows) against torch.optim.AdamW, same groups."""
+    """optim.AdamW (the update the Training page shows) against torch.optim.AdamW, same groups."""
     ours, ref = tiny_model(dropout=0.0).train(), tiny_model(dropout=0.0).train()
     cfg = TrainConfig(lr=3e-3, weight_decay=0.1, beta1=0.8, beta2=0.95)
     opt = make_optimizer(ours, cfg)
@@ -500,3 +499,108 @@ def test_the_loops_adamw_is_torchs_adamw_step_for_step():
 def test_a_char_tokenizers_quick_encoding_is_its_encode(text):
     tok = Tokenizer.train("abc\nhél ", "char")  # some characters of `text` are unknown
     assert data_module._char_ids(text * 3, tok).tolist() == tok.encode(text * 3)
+
+
+@pytest.mark.parametrize("momentum", [0.9, 0.0])
+def test_the_loops_sgd_is_torchs_sgd_step_for_step(momentum):
+    """optim.SGD (with momentum, or plain) against torch.optim.SGD, same groups and weight decay."""
+    ours, ref = tiny_model(dropout=0.0).train(), tiny_model(dropout=0.0).train()
+    cfg = TrainConfig(optimizer="sgd", lr=0.05, momentum=momentum, weight_decay=0.1)
+    opt = make_optimizer(ours, cfg)
+    params = list(ref.parameters())
+    torch_opt = torch.optim.SGD(
+        [
+            {"params": [p for p in params if p.dim() >= 2], "weight_decay": cfg.weight_decay},
+            {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
+        ],
+        lr=cfg.lr,
+        momentum=momentum,
+    )
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(6):
+        x = torch.randint(VOCAB, (2, 16), generator=gen)
+        for model, o in ((ours, opt), (ref, torch_opt)):
+            loss = F.cross_entropy(model(x).flatten(0, 1), x.flatten())
+            o.zero_grad(set_to_none=True)
+            loss.backward()
+            o.step()
+    for a, b in zip(ours.parameters(), ref.parameters(), strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-7)
+    assert all(
+        not torch.equal(a, b)
+        for a, b in zip(ours.parameters(), tiny_model().parameters(), strict=True)
+    )
+    assert bool(opt.state) == (momentum != 0)  # a momentum buffer only when there is momentum
+
+
+def test_the_optimizer_setting_chooses_the_optimiser_and_is_checked():
+    model = tiny_model()
+    assert type(make_optimizer(model, TrainConfig())).__name__ == "AdamW"
+    sgd = make_optimizer(model, TrainConfig(optimizer="sgd", momentum=0.5))
+    assert type(sgd).__name__ == "SGD" and sgd.param_groups[0]["momentum"] == 0.5
+    with pytest.raises(ValueError, match="optimizer must be one of adamw, sgd"):
+        TrainConfig(optimizer="adam")
+    with pytest.raises(ValueError, match="momentum must be in"):
+        TrainConfig(optimizer="sgd", momentum=1.0)
+    assert TrainConfig.from_dict({"lr": 2e-3}).optimizer == "adamw"  # an old bundle's config
+
+
+def test_gradient_health_is_recorded_every_k_steps_and_matches_its_definition(corpus):
+    """grad_norm every step is clipping's own (the norm before it); per-layer norms every k steps
+    add up to it; update ratios are the relative change of each layer's weights."""
+    tok, data = corpus
+    model = small_model(tok.vocab_size)
+    cfg = quick_cfg(max_steps=12, eval_every=0, sample_tokens=0, health_every=5, grad_clip=0.5)
+    weights = []
+    records = []
+    for rec in train(model, data, cfg, None, tok):
+        records.append(rec)
+        weights.append({k: v.detach().clone() for k, v in model.named_parameters()})
+    assert all(r.grad_norm is not None and r.grad_norm > 0 for r in records)
+    health = [r.step for r in records if r.grad_layers is not None]
+    assert health == [1, 5, 10]
+    assert [r.step for r in records if r.update_layers is not None] == health
+    layers = list(records[0].grad_layers)
+    assert layers == ["embed", "blocks.0", "blocks.1", "unembed"]
+    for r in records:
+        if r.grad_layers is not None:  # the layers make up the whole gradient, before clipping
+            total = math.sqrt(sum(v**2 for v in r.grad_layers.values()))
+            assert total == pytest.approx(r.grad_norm, rel=1e-3)
+    # update ratio of block 1 at step 10: from the weights after step 9 to those after step 10
+    names = [n for n in weights[0] if n.startswith("blocks.1.")]
+    before = torch.cat([weights[8][n].flatten() for n in names])
+    after = torch.cat([weights[9][n].flatten() for n in names])
+    expected = float((after - before).norm() / before.norm())
+    assert records[9].update_layers["blocks.1"] == pytest.approx(expected, rel=1e-3)
+    off = list(
+        train(
+            small_model(tok.vocab_size),
+            data,
+            quick_cfg(max_steps=3, health_every=0, eval_every=0, sample_tokens=0),
+            None,
+            tok,
+        )
+    )
+    assert all(r.grad_layers is None and r.grad_norm is not None for r in off)
+
+
+def test_a_tied_model_counts_its_shared_matrix_once_in_the_embeddings():
+    from viz_model.training.health import HealthProbe, group_of
+
+    probe = HealthProbe(tiny_model(tie_embeddings=True))
+    shared = probe.groups["embed"][0]
+    assert all(p is not shared for p in probe.groups["unembed"])
+    assert group_of("blocks.12.mlp.fc_in.weight") == "blocks.12"
+    assert list(probe.groups) == ["embed", "blocks.0", "blocks.1", "unembed"]
+
+
+def test_an_sgd_run_trains_and_its_bundle_says_so(corpus, tmp_path):
+    tok, data = corpus
+    cfg = quick_cfg(optimizer="sgd", lr=0.3, min_lr=0.03, momentum=0.9, weight_decay=0.0)
+    records = list(train(small_model(tok.vocab_size), data, cfg, tmp_path, tok))
+    first = sum(r.train_loss for r in records[:5]) / 5
+    last = sum(r.train_loss for r in records[-5:]) / 5
+    assert last < first - 0.3, (first, last)
+    saved = load_bundle(tmp_path)
+    assert saved.train_config["optimizer"] == "sgd" and saved.train_config["momentum"] == 0.9
+    assert "grad_norm" in saved.history[0] and "grad_layers" in saved.history[0]

@@ -190,6 +190,8 @@ SECTIONS: dict[str, list[Page]] = {
                 "t_minutes",
                 "t_steps",
                 "t_seed",
+                "t_opt",
+                "t_momentum",
                 "t_name",
                 "t_probe",
                 "t_layer",

@@ -115,6 +115,10 @@ def _watch(name: str, auth: jobs.Auth) -> None:
     training_view.draw_curves(view.history, version, baselines, _tokens_per_step(view), key="live")
     causal = bundle.config.causal if bundle is not None else True
     training_view.draw_claims(view.history, baselines, view.estimate, causal)
+    train_config = _train_config(view, bundle)
+    with st.expander("Gradient health: each layer's gradient and update, as it trains"):
+        training_view.draw_grad_health(view.history, version, train_config, key="live")
+    training_view.draw_update_rule(train_config, "The update it trains with")
     _samples(view)
     _probe(view, bundle)
     if not view.live and view.has_bundle:
@@ -256,6 +260,17 @@ def _train_more(view: jobs.RunView, auth: jobs.Auth, locked: bool) -> None:
 
 
 # ---- what the model has learned so far ------------------------------------------------------------
+
+
+def _train_config(view: jobs.RunView, bundle) -> dict | None:
+    """The run's TrainConfig as a dict: its bundle's once saved (a new peak lr or more steps
+    included), else its settings'; None when neither can be read."""
+    if bundle is not None and bundle.train_config:
+        return bundle.train_config
+    try:
+        return RunSettings.from_dict(view.settings).train_config().to_dict()
+    except (TypeError, ValueError):
+        return None
 
 
 def _tokens_per_step(view: jobs.RunView) -> int:

@@ -20,6 +20,7 @@ import streamlit as st
 
 from serving import jobs
 from ui import cache, classroom, state
+from viz_model.analysis.training import OPTIMIZER_NAMES
 from viz_model.model.config import (
     ACT_LABELS,
     ACTS,
@@ -31,6 +32,8 @@ from viz_model.model.config import (
     MLPS,
     NORM_KINDS,
     NORMS,
+    OPTIMIZER_TRAINING,
+    OPTIMIZERS,
     POSITIONS,
     PRESET_TRAINING,
     PRESETS,
@@ -49,6 +52,7 @@ from viz_model.text.data import (
 )
 from viz_model.text.tokenization import DEFAULT_VOCAB
 from viz_model.training import estimate
+from viz_model.training.optim import state_floats
 from viz_model.training.settings import RunSettings, estimate_params, model_shape
 
 SOURCES = {"corpus": "Shakespeare", "task": "A synthetic task", "own": "Your own text"}
@@ -305,9 +309,9 @@ def _block_parts(base: GPTConfig) -> dict[str, Any]:
 
 
 def _training(preset_name: str) -> tuple[dict[str, Any], float | None]:
-    """(TrainConfig overrides, minutes or None); defaults from the preset's own training."""
+    """(TrainConfig overrides, minutes or None); defaults from the preset's own training, then
+    the optimiser's (SGD's learning rate)."""
     st.markdown("**Training**")
-    defaults = {**TrainConfig().to_dict(), **PRESET_TRAINING.get(preset_name, {})}
     a, b = st.columns(2)
     budget = state.radio(
         "Train for", "t_budget", list(BUDGETS), "minutes", format_func=BUDGETS.get, container=a
@@ -316,9 +320,12 @@ def _training(preset_name: str) -> tuple[dict[str, Any], float | None]:
         amount = state.number_input("Minutes", "t_minutes", 0.1, 600.0, 1.0, step=0.5, container=b)
     else:
         amount = state.number_input("Steps", "t_steps", 1, 1_000_000, 500, step=100, container=b)
-    batch = state.number_input(
-        "Batch size", "t_batch", 1, MAX_BATCH, defaults["batch_size"], container=a
-    )
+    optimizer = _optimizer(a)
+    defaults = {
+        **TrainConfig().to_dict(),
+        **PRESET_TRAINING.get(preset_name, {}),
+        **OPTIMIZER_TRAINING.get(optimizer, {}),
+    }
     lr = state.number_input(
         "Learning rate",
         "t_lr",
@@ -329,11 +336,52 @@ def _training(preset_name: str) -> tuple[dict[str, Any], float | None]:
         format="%g",
         container=b,
     )
-    seed = state.number_input("Seed", "t_seed", 0, 2**31 - 1, 0, container=a)
+    batch = state.number_input(
+        "Batch size", "t_batch", 1, MAX_BATCH, defaults["batch_size"], container=a
+    )
+    seed = state.number_input("Seed", "t_seed", 0, 2**31 - 1, 0, container=b)
     train = {"batch_size": batch, "lr": lr, "seed": seed}
+    if optimizer == "sgd":
+        momentum = state.number_input(
+            "Momentum",
+            "t_momentum",
+            0.0,
+            0.99,
+            float(defaults["momentum"]),
+            step=0.05,
+            container=a,
+            help="The share of the previous step kept in the next; 0 is plain gradient descent.",
+        )
+        train.update(optimizer=optimizer, momentum=momentum)
+        st.caption(
+            "SGD moves every weight by the learning rate times its gradient, so it needs a far "
+            f"larger rate than AdamW ({OPTIMIZER_TRAINING['sgd']['lr']:g} unless you change it), "
+            f"and trains here without weight decay. The update is under the run once it starts."
+        )
     if budget == "steps":
         return {**train, "max_steps": amount}, None
     return train, amount
+
+
+def _optimizer(container) -> str:
+    """The optimiser; choosing another resets the learning rate to the new one's default."""
+    name = state.selectbox(
+        "Optimiser",
+        "t_opt",
+        list(OPTIMIZERS),
+        "adamw",
+        format_func=OPTIMIZER_NAMES.get,
+        container=container,
+        help="AdamW scales each weight's step by its own gradient history; SGD with momentum "
+        "steps along a running sum of the gradients.",
+    )
+    seen = st.session_state.get("_t_opt_seen")
+    if seen is not None and seen != name:
+        st.session_state.pop("t_lr", None)
+        if "t_lr" in st.query_params:
+            del st.query_params["t_lr"]
+    st.session_state["_t_opt_seen"] = name
+    return name
 
 
 # ---- what it will cost ------------------------------------------------------------------------
@@ -365,7 +413,7 @@ def _costs(settings: RunSettings, text: str | None) -> tuple[list[str], dict | N
         st.error(str(exc))
         return [str(exc)], None
     batch = train.batch_size
-    memory = estimate.memory_parts(cfg, batch)
+    memory = estimate.memory_parts(cfg, batch, train)
     refusals = _cap_refusals(params, settings.minutes, memory.total)
     timed_batch = max(1, min(batch, MEASURE_TOKENS // cfg.n_ctx))
     speed = None
@@ -395,8 +443,9 @@ def _costs(settings: RunSettings, text: str | None) -> tuple[list[str], dict | N
     c4.metric(
         "Memory",
         _gb(memory.total),
-        help=f"{_gb(memory.state)} for the weights, their gradients and AdamW's two moments "
-        f"(16 bytes a parameter), {_gb(memory.activations)} for one step's activations.",
+        help=f"{_gb(memory.state)} for the weights, their gradients and what the optimiser keeps "
+        f"({_optimiser_state(train)}), "
+        f"{_gb(memory.activations)} for one step's activations.",
     )
     st.caption(about_time)
     st.caption(
@@ -411,6 +460,16 @@ def _costs(settings: RunSettings, text: str | None) -> tuple[list[str], dict | N
         promised = {"steps_per_s": list(steps_per_s), "threads": limits.threads}
         promised["measured"] = speed.to_dict()
     return refusals, promised
+
+
+def _optimiser_state(train: TrainConfig) -> str:
+    """What the optimiser keeps per parameter, and the bytes a parameter needs in all."""
+    total = (estimate.WEIGHT_AND_GRAD_FLOATS + state_floats(train)) * estimate.FLOAT_BYTES
+    if train.optimizer == "sgd":
+        kept = "SGD's momentum buffer" if train.momentum else "nothing: plain SGD"
+    else:
+        kept = "AdamW's two running moments"
+    return f"{kept}; {total} bytes a parameter"
 
 
 def _short(x: float) -> str:

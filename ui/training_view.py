@@ -1,6 +1,7 @@
 """Drawing a training run's history: the loss curves against the counting baselines, the
-learning rate, and the samples it wrote as it learned. Used for a finished bundle and for a run
-that is still training (the Training page), so both read the same way.
+learning rate, the gradient's health, the update it was trained with, and the samples it wrote as
+it learned. Used for a finished bundle and for a run that is still training (the Training page),
+so both read the same way; the gradient's health also on Training dynamics.
 """
 
 from __future__ import annotations
@@ -11,10 +12,12 @@ import streamlit as st
 
 from serving import models
 from ui import cache, present, state
+from ui.charts import grad_health as health_charts
 from ui.charts import training as charts
+from viz_model.analysis import grad_health as gh
 from viz_model.analysis import training as tr
 from viz_model.model.config import TrainConfig
-from viz_model.training.loop import ADAM_EPS
+from viz_model.training.optim import ADAM_EPS
 
 BASELINES_NOTE = (
     "Grey lines: what counting alone scores on the same validation text. **blind guess**: every "
@@ -85,9 +88,9 @@ def draw_curves(
     )
     with st.expander("Learning rate schedule"):
         st.markdown(
-            "How big each step is: the learning rate $\\eta_t$ of AdamW's update (the formula "
-            "above). It warms up from 0 (large early steps on random weights are unstable), then "
-            "decays along a cosine so the last steps only fine-tune."
+            "How big each step is: the learning rate $\\eta_t$ of the optimiser's update (the "
+            "formula above). It warms up from 0 (large early steps on random weights are "
+            "unstable), then decays along a cosine so the last steps only fine-tune."
         )
         lr_figure = cache.figure(charts.lr_curve, curves)
         present.plot(lr_figure, key=f"{key}_lr")
@@ -114,24 +117,102 @@ def draw_samples(history: list[dict], key: str) -> None:
     st.code(texts[step], language=None, wrap_lines=True)
 
 
-def draw_update_rule(train_config: dict | None) -> None:
-    """The update the run was trained with (train.AdamW, its schedule and clipping), with the
-    numbers of its own TrainConfig, as Streamlit's LaTeX, in an expander."""
+def draw_update_rule(
+    train_config: dict | None, label: str = "The update it was trained with"
+) -> None:
+    """The update the run was trained with (training/optim.py's AdamW or SGD, the schedule and
+    the clipping), with the numbers of its own TrainConfig, as Streamlit's LaTeX, in an expander."""
     try:
         cfg = TrainConfig.from_dict(train_config or {})
     except (TypeError, ValueError):
         return
     timed = cfg.time_limit > 0
-    with st.expander("The update it was trained with (AdamW, with this run's numbers)"):
+    name = tr.optimizer_name(cfg)
+    with st.expander(f"{label} ({name}, with this run's numbers)"):
         rule = tr.update_rule(cfg, ADAM_EPS, timed)
         for line in rule.lines:
             st.latex(line)
-        st.caption(
+        decay = (
             f"Weight decay {cfg.weight_decay:g} applies to the weight matrices and embeddings; "
-            f"biases and LayerNorm gains have none. Batch {cfg.batch_size}: each step's gradient "
-            "averages the loss over batch × context tokens."
+            "biases and LayerNorm gains have none"
+            + (
+                " (SGD adds it to the gradient, as torch.optim.SGD does)."
+                if cfg.optimizer == "sgd"
+                else "."
+            )
+        )
+        warm = (
+            f"The learning rate warms up from 0 over the first {cfg.warmup_steps:,} steps, then "
+            "follows the cosine."
+            if cfg.warmup_steps > 0
+            else "No warm-up: the first step already takes the full learning rate."
+        )
+        st.caption(
+            f"{decay} {warm} Batch {cfg.batch_size}: each step's gradient averages the loss over "
+            "batch × context tokens."
             + (" The run was on the clock: the cosine follows the share of time used." * timed)
         )
+
+
+@cache.per_model(keep=32)
+def _health(version: Hashable, grad_clip: float, _history: list[dict]) -> gh.GradHealth | None:
+    return gh.grad_health(_history, grad_clip)
+
+
+HEALTH_NOTE = (
+    "How big the gradient is in each layer before clipping, and how far one step moves each "
+    "layer's weights, on log axes. Lines far apart by depth: the gradient **vanishes** (or "
+    "grows) on its way down to block 0. Lines that climb by orders of magnitude: it is "
+    "**exploding**. The black line above the red cap: **clipping** is at work, and the step "
+    "uses the gradient scaled down to the cap."
+)
+
+
+def draw_grad_health(
+    history: list[dict],
+    version: Hashable,
+    train_config: dict | None,
+    key: str,
+    marked_step: int | None = None,
+) -> None:
+    """The run's gradient health (analysis/grad_health.py): the two charts in tabs and what its
+    numbers say; one sentence when the run recorded none. `version` names this history (see
+    _curves); `marked_step` draws a dotted line (Training dynamics: the sidebar's step)."""
+    try:
+        cfg = TrainConfig.from_dict(train_config or {})
+    except (TypeError, ValueError):
+        cfg = TrainConfig()
+    health = _health(version, cfg.grad_clip, history)
+    if health is None:
+        st.caption(gh.NOT_RECORDED)
+        return
+    st.markdown(HEALTH_NOTE)
+    norms_tab, updates_tab = st.tabs(["Gradient norms", "Update sizes"])
+    present.plot(
+        cache.figure(health_charts.gradient_norms, health, marked_step),
+        key=f"{key}_grads",
+        container=norms_tab,
+    )
+    if health.steps.size:
+        present.plot(
+            cache.figure(health_charts.update_ratios, health, marked_step),
+            key=f"{key}_updates",
+            container=updates_tab,
+        )
+    else:
+        updates_tab.caption("No per-layer record yet.")
+    claims = (gh.depth_claim, gh.growth_claim, gh.clipping_claim, gh.update_claim)
+    st.markdown("\n".join(f"- {claim(health).text}" for claim in claims))
+    st.caption(
+        f"The whole gradient's norm is recorded at every step, each layer's every "
+        f"{cfg.health_every:,} steps (the run's --health-every). Blocks have the same shape, so their "
+        f"norms compare directly; the embeddings and the output layer (dashed, grey) do not. "
+        f"**Vanishing** is said when, over the last quarter of the records, the top block's "
+        f"median norm is at least {gh.DEPTH_RATIO:g} times block 0's; **exploding** when the "
+        f"median norm of the last quarter of the steps is at least {gh.GROWTH_RATIO:g} times the "
+        f"first quarter's (or the gradient became NaN); an update ratio is called large or small "
+        f"beyond a factor of {gh.UPDATE_BAND:g} from the rule of thumb."
+    )
 
 
 def draw_claims(

@@ -6,8 +6,8 @@
 - `samples(history)`: the text sampled at each sample step, in order.
 - `bundle_baselines(bundle)`: the counting models' validation loss on the bundle's own data,
   split as it was for training, so its curve can be read against them.
-- `update_rule(cfg)`: the update the loop takes (train.AdamW, the schedule, the clipping) as
-  LaTeX with the run's own numbers, read from the same TrainConfig the loop reads.
+- `update_rule(cfg)`: the update the loop takes (its optimiser, AdamW or SGD, the schedule, the
+  clipping) as LaTeX with the run's own numbers, read from the same TrainConfig the loop reads.
 
 Records are dicts as `train.StepRecord.to_dict` writes them: step, train_loss, lr, tokens_per_s,
 elapsed, and on some steps val_loss, val_ppl, sample, stopped. Not here: charts, files.
@@ -193,18 +193,49 @@ class UpdateRule:
     numbers: dict
 
 
+OPTIMIZER_NAMES = {"adamw": "AdamW", "sgd": "SGD with momentum"}
+
+
+def optimizer_name(cfg: TrainConfig) -> str:
+    """How the page names the run's optimiser: "AdamW", "SGD with momentum" or "SGD"."""
+    if cfg.optimizer == "sgd" and cfg.momentum == 0:
+        return "SGD"
+    return OPTIMIZER_NAMES[cfg.optimizer]
+
+
 def update_rule(cfg: TrainConfig, eps: float, timed: bool = False) -> UpdateRule:
-    """train.AdamW's update with this run's numbers: the clipped gradient, the two running means
-    with their bias correction, the decoupled weight decay, and the warm-up + cosine schedule
-    (`timed`: the cosine follows the share of the run's time used when that is further along)."""
+    """The update of the run's optimiser (training/optim.py) with this run's numbers: the clipped
+    gradient, then AdamW's two running means with their bias correction and decoupled weight decay,
+    or SGD's decay in the gradient and its momentum; then the warm-up + cosine schedule (`timed`:
+    the cosine follows the share of the run's time used when that is further along)."""
     n = tex_number
-    b1, b2, wd, clip = cfg.beta1, cfg.beta2, cfg.weight_decay, cfg.grad_clip
+    clip = cfg.grad_clip
     grad = (
         rf"g_t = \nabla_\theta L \cdot \min\!\Big(1,\ \frac{{{n(clip)}}}{{\lVert \nabla_\theta L"
         rf" \rVert}}\Big)"
         if clip > 0
         else r"g_t = \nabla_\theta L"
     )
+    steps = _sgd_lines(cfg) if cfg.optimizer == "sgd" else _adamw_lines(cfg, eps)
+    numbers = {
+        "optimizer": cfg.optimizer,
+        "weight_decay": cfg.weight_decay,
+        "grad_clip": clip,
+        "lr": cfg.lr,
+        "min_lr": cfg.min_lr,
+        "warmup_steps": cfg.warmup_steps,
+        "max_steps": cfg.max_steps,
+    }
+    if cfg.optimizer == "sgd":
+        numbers["momentum"] = cfg.momentum
+    else:
+        numbers.update(beta1=cfg.beta1, beta2=cfg.beta2, eps=eps)
+    return UpdateRule((grad, *steps, *_schedule_lines(cfg, timed)), numbers)
+
+
+def _adamw_lines(cfg: TrainConfig, eps: float) -> tuple[str, ...]:
+    n = tex_number
+    b1, b2, wd = cfg.beta1, cfg.beta2, cfg.weight_decay
     moments = (
         rf"m_t = {n(b1)}\, m_{{t-1}} + {n(1 - b1)}\, g_t,\qquad "
         rf"v_t = {n(b2)}\, v_{{t-1}} + {n(round(1 - b2, 12))}\, g_t^2"
@@ -213,30 +244,44 @@ def update_rule(cfg: TrainConfig, eps: float, timed: bool = False) -> UpdateRule
         rf"\theta_t = \theta_{{t-1}} - \eta_t \left( \frac{{m_t / (1 - {n(b1)}^t)}}"
         rf"{{\sqrt{{v_t / (1 - {n(b2)}^t)}} + {n(eps)}}} + {n(wd)}\, \theta_{{t-1}} \right)"
     )
+    return moments, step
+
+
+def _sgd_lines(cfg: TrainConfig) -> tuple[str, ...]:
+    """optim.SGD: decay added to the gradient (as torch.optim.SGD), then the momentum buffer b."""
+    n = tex_number
+    wd, mu = cfg.weight_decay, cfg.momentum
+
+    def decayed(t: str, before: str) -> str:  # the gradient at step t with the decay's pull
+        return rf"g_{t} + {n(wd)}\, \theta_{{{before}}}" if wd > 0 else f"g_{t}"
+
+    if mu == 0:
+        return (rf"\theta_t = \theta_{{t-1}} - \eta_t \big({decayed('t', 't-1')}\big)",)
+    buffer = rf"b_t = {n(mu)}\, b_{{t-1}} + {decayed('t', 't-1')},\qquad b_1 = {decayed('1', '0')}"
+    return buffer, r"\theta_t = \theta_{t-1} - \eta_t\, b_t"
+
+
+def _schedule_lines(cfg: TrainConfig, timed: bool) -> tuple[str, ...]:
+    """The learning rate: the linear warm-up (or none), then the cosine to min_lr."""
+    n = tex_number
     progress = (
         r"\tfrac{t - W}{T - W}"
         if not timed
         else r"\max\!\big(\tfrac{t - W}{T - W},\ \tfrac{\text{time used}}{\text{time allowed}}\big)"
     )
     total = f"{cfg.max_steps:,}".replace(",", "{,}")
-    warmup = rf"\eta_t = {n(cfg.lr)} \cdot t / W \quad \text{{for }} t \le W = {cfg.warmup_steps}"
+    if cfg.warmup_steps > 0:
+        warmup = (
+            rf"\eta_t = {n(cfg.lr)} \cdot t / W \quad \text{{for }} t \le W = {cfg.warmup_steps}"
+        )
+    else:
+        warmup = r"\text{no warm-up: } W = 0"
     cosine = (
         rf"\eta_t = {n(cfg.min_lr)} + \tfrac12 ({n(cfg.lr)} - {n(cfg.min_lr)})"
         r"\big(1 + \cos(\pi\, p_t)\big) \quad \text{for } t > W"
     )
     where = rf"p_t = {progress},\quad T = {total}"
-    numbers = {
-        "beta1": b1,
-        "beta2": b2,
-        "eps": eps,
-        "weight_decay": wd,
-        "grad_clip": clip,
-        "lr": cfg.lr,
-        "min_lr": cfg.min_lr,
-        "warmup_steps": cfg.warmup_steps,
-        "max_steps": cfg.max_steps,
-    }
-    return UpdateRule((grad, moments, step, warmup, cosine, where), numbers)
+    return warmup, cosine, where
 
 
 # ---- claims about a run (docs/ARCHITECTURE.md, Claims) -------------------------------------------------

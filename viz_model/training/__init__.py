@@ -1,2 +1,3 @@
-"""Training: the loop and its AdamW (loop), what a run is made of (settings), the measured speed
-estimate (estimate) and the command line (cli; `python -m viz_model.training`)."""
+"""Training: the loop (loop), its optimisers written out (optim: AdamW, SGD), the gradient-health
+records (health), what a run is made of (settings), the measured speed estimate (estimate) and the
+command line (cli; `python -m viz_model.training`)."""

@@ -25,6 +25,8 @@ from viz_model.model.config import (
     ACTS,
     MLPS,
     NORM_KINDS,
+    OPTIMIZER_TRAINING,
+    OPTIMIZERS,
     POSITIONS,
     PRESET_TRAINING,
     PRESETS,
@@ -252,7 +254,28 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         help=f"text windows per step (default {defaults.batch_size})",
     )
-    tr.add_argument("--lr", type=float, help=f"peak learning rate (default {defaults.lr})")
+    sgd = OPTIMIZER_TRAINING["sgd"]
+    tr.add_argument(
+        "--optimizer",
+        choices=OPTIMIZERS,
+        help="how a step follows the gradient: adamw (each weight moves by a running mean of its "
+        "gradient over the root of a running mean of its square, so every weight takes steps of "
+        "about the learning rate; GPT-2's and nanoGPT's choice) or sgd (each weight moves by the "
+        "learning rate times its gradient, with momentum); sgd brings its own learning rate "
+        f"{sgd['lr']:g}, min-lr {sgd['min_lr']:g} and weight decay {sgd['weight_decay']:g} unless "
+        "told otherwise (default adamw)",
+    )
+    tr.add_argument(
+        "--momentum",
+        type=float,
+        help=f"sgd only: the share of the previous step kept in the next (0: plain gradient "
+        f"descent; default {defaults.momentum})",
+    )
+    tr.add_argument(
+        "--lr",
+        type=float,
+        help=f"peak learning rate (default {defaults.lr}; with --optimizer sgd {sgd['lr']:g})",
+    )
     tr.add_argument(
         "--min-lr",
         type=float,
@@ -268,13 +291,22 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument(
         "--weight-decay",
         type=float,
-        help=f"how strongly each step pulls the weight matrices toward zero (AdamW's weight decay, a "
-        f"mild brake on memorising; default {defaults.weight_decay})",
+        help=f"how strongly each step pulls the weight matrices toward zero, a mild brake on "
+        f"memorising: adamw shrinks the weights by lr times this, sgd adds this times the weights "
+        f"to the gradient (default {defaults.weight_decay}; with --optimizer sgd "
+        f"{OPTIMIZER_TRAINING['sgd']['weight_decay']:g})",
     )
     tr.add_argument(
         "--grad-clip",
         type=float,
         help=f"largest allowed gradient norm; 0 turns clipping off (default {defaults.grad_clip})",
+    )
+    tr.add_argument(
+        "--health-every",
+        type=int,
+        help="steps between records of each layer's gradient norm and update size (gradient "
+        "health, drawn on the Training page); the whole gradient's norm before clipping is "
+        f"recorded at every step; 0: no per-layer records (default {defaults.health_every})",
     )
     tr.add_argument(
         "--eval-every",

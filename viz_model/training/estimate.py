@@ -30,11 +30,12 @@ import torch.nn.functional as F
 
 from viz_model.model.config import GPTConfig, TrainConfig
 from viz_model.model.gpt import GPT
-from viz_model.training.loop import AdamW, make_optimizer
+from viz_model.training.optim import AdamW, make_optimizer, state_floats
 
 FLOAT_BYTES = 4  # float32
-# Per parameter: the weight, its gradient, and AdamW's two running moments (exp_avg, exp_avg_sq).
-STATE_FLOATS_PER_PARAM = 4
+# Per parameter: the weight and its gradient, plus what the optimiser keeps (optim.state_floats:
+# AdamW's two running moments, SGD's momentum buffer).
+WEIGHT_AND_GRAD_FLOATS = 2
 MEASURE_TIMEOUT_S = 120.0
 REPO = Path(__file__).resolve().parents[2]
 
@@ -229,18 +230,20 @@ def activation_floats_per_token(model_cfg: GPTConfig) -> int:
     return model_cfg.n_layer * (attn + mlp) + 2 * d + 2 * v
 
 
-def memory_parts(model_cfg: GPTConfig, batch_size: int) -> Memory:
-    """Weights, gradients and AdamW's two moments (16 bytes a parameter), and one step's
-    activations (activation_floats_per_token x B x T floats)."""
-    state = STATE_FLOATS_PER_PARAM * FLOAT_BYTES * n_params(model_cfg)
+def memory_parts(model_cfg: GPTConfig, batch_size: int, train: TrainConfig | None = None) -> Memory:
+    """Weights, gradients and the optimiser's state (AdamW's two moments by default: 16 bytes a
+    parameter; SGD with momentum 12), and one step's activations (activation_floats_per_token x
+    B x T floats)."""
+    floats = WEIGHT_AND_GRAD_FLOATS + state_floats(train or TrainConfig())
+    state = floats * FLOAT_BYTES * n_params(model_cfg)
     tokens = batch_size * model_cfg.n_ctx
     return Memory(state, FLOAT_BYTES * tokens * activation_floats_per_token(model_cfg))
 
 
-def memory_estimate(model_cfg: GPTConfig, batch_size: int) -> int:
+def memory_estimate(model_cfg: GPTConfig, batch_size: int, train: TrainConfig | None = None) -> int:
     """Bytes of memory a run needs (see memory_parts and activation_floats_per_token for what is
     counted): e.g. the quick preset on 65 characters at batch 16 needs about 0.03 GB."""
-    return memory_parts(model_cfg, batch_size).total
+    return memory_parts(model_cfg, batch_size, train).total
 
 
 def available_memory() -> int | None:

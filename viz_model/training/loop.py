@@ -1,15 +1,18 @@
-"""Training as an iterator of step records (the command line is in train_cli.py).
+"""Training as an iterator of step records (the command line is in cli.py).
 
     for record in train(model, data, TrainConfig(max_steps=500), Path("runs/x"), tokenizer):
         print(record.step, record.train_loss)
 
-Each step takes one AdamW update on a random batch (weight decay on 2-D weight matrices only),
+Each step takes one update of the optimiser TrainConfig.optimizer names (AdamW, or SGD with
+momentum: optim.py writes both out; weight decay on 2-D weight matrices only) on a random batch,
 with a learning rate that warms up linearly and then follows a cosine down to `min_lr`, and with
-the gradient's norm clipped. Every `eval_every` steps the loop measures the validation loss
-(model.eval(), no gradients, the fused attention path), every `sample_every` steps it writes a
-short sample, and at log-spaced steps it saves a float16 snapshot of the weights so a page can
-scrub back through training. The bundle (checkpoint.save_bundle) is rewritten at every evaluation
-and at the end, so stopping at any time leaves a loadable model.
+the gradient's norm clipped. Every step records the gradient's norm before clipping, and every
+`health_every` steps each layer's gradient norm and update size too (health.py), so a page can
+show vanishing, exploding and clipped gradients. Every `eval_every` steps the loop measures the
+validation loss (model.eval(), no gradients, the fused attention path), every `sample_every`
+steps it writes a short sample, and at log-spaced steps it saves a float16 snapshot of the weights
+so a page can scrub back through training. The bundle (checkpoint.save_bundle) is rewritten at
+every evaluation and at the end, so stopping at any time leaves a loadable model.
 
 It stops early, always leaving a loadable bundle, when the `stop` event is set (after the step in
 progress) or when the loss or the gradient stops being a finite number (the weights of the last
@@ -45,6 +48,8 @@ from viz_model.model.gpt import GPT
 from viz_model.model.sampling import SamplingSettings, generate
 from viz_model.text.data import TokenData
 from viz_model.text.tokenization import Tokenizer
+from viz_model.training.health import HealthProbe
+from viz_model.training.optim import make_optimizer
 
 EVAL_SEED = 1234  # the same validation windows at every evaluation, so the curve is not noise
 SAMPLE_SEED = 0
@@ -66,6 +71,11 @@ class StepRecord:
     sample: str | None = None
     stopped: str | None = None
     event: str | None = None  # what changed before this step: a new peak lr, a pause, a resume
+    grad_norm: float | None = None  # the whole gradient's norm before clipping (every step)
+    # every health_every steps (health.py): {layer: gradient norm before clipping} and
+    # {layer: ||w_after - w_before|| / ||w_before||}, layers from embed to unembed
+    grad_layers: dict[str, float] | None = None
+    update_layers: dict[str, float] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict without the fields that are None, e.g. {"step": 3, "train_loss": 4.1,
@@ -95,90 +105,6 @@ def snapshot_steps(max_steps: int, n: int) -> list[int]:
     if n <= 0:
         return []
     return sorted({0, *(round(max_steps ** (i / n)) for i in range(1, n + 1))})
-
-
-ADAM_EPS = 1e-8  # AdamW's epsilon (PyTorch's default; not a TrainConfig setting)
-
-
-class AdamW:
-    """The update the loop takes, written out: AdamW (Loshchilov & Hutter), decoupled weight decay.
-
-    For each parameter theta with gradient g (after clipping), at its t-th update:
-
-        theta <- theta * (1 - lr * weight_decay)          (decay; 0 for biases and LayerNorm gains)
-        m <- beta1 * m + (1 - beta1) * g                  (running mean of the gradient)
-        v <- beta2 * v + (1 - beta2) * g * g              (running mean of its square)
-        theta <- theta - lr * (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + eps)
-
-    The same arithmetic, in the same order, as torch.optim.AdamW's default CPU path (a test
-    compares the two step by step). It is written here so the formula the Training page shows is
-    this code, and because torch's optimiser imports torch._dynamo on first use, about 2 s of a
-    job's start. Same interface as far as the loop uses it: param_groups, zero_grad, step.
-    """
-
-    def __init__(
-        self,
-        groups: list[dict[str, Any]],
-        lr: float,
-        betas: tuple[float, float],
-        eps: float = ADAM_EPS,
-    ) -> None:
-        self.param_groups = [
-            {
-                "lr": lr,
-                "betas": betas,
-                "eps": eps,
-                "weight_decay": 0.0,
-                **g,
-                "params": list(g["params"]),
-            }
-            for g in groups
-        ]
-        self.state: dict[torch.Tensor, dict[str, Any]] = {}
-
-    def zero_grad(self, set_to_none: bool = True) -> None:
-        for group in self.param_groups:
-            for p in group["params"]:
-                if set_to_none:
-                    p.grad = None
-                elif p.grad is not None:
-                    p.grad.zero_()
-
-    @torch.no_grad()
-    def step(self) -> None:
-        for group in self.param_groups:
-            lr, wd, eps = group["lr"], group["weight_decay"], group["eps"]
-            beta1, beta2 = group["betas"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                state = self.state.get(p)
-                if state is None:
-                    state = self.state[p] = {
-                        "step": 0,
-                        "exp_avg": torch.zeros_like(p),
-                        "exp_avg_sq": torch.zeros_like(p),
-                    }
-                state["step"] += 1
-                t, m, v, g = state["step"], state["exp_avg"], state["exp_avg_sq"], p.grad
-                p.mul_(1 - lr * wd)
-                m.lerp_(g, 1 - beta1)
-                v.mul_(beta2).addcmul_(g, g, value=1 - beta2)
-                denom = (v.sqrt() / math.sqrt(1 - beta2**t)).add_(eps)
-                p.addcdiv_(m, denom, value=-lr / (1 - beta1**t))
-
-
-def make_optimizer(model: torch.nn.Module, cfg: TrainConfig) -> AdamW:
-    """AdamW with weight decay on the 2-D weight matrices (and embeddings), none on biases and
-    LayerNorm gains, as in GPT-2 and nanoGPT."""
-    params = [p for p in model.parameters() if p.requires_grad]
-    decay = [p for p in params if p.dim() >= 2]
-    no_decay = [p for p in params if p.dim() < 2]
-    groups = [
-        {"params": decay, "weight_decay": cfg.weight_decay},
-        {"params": no_decay, "weight_decay": 0.0},
-    ]
-    return AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2))
 
 
 @torch.no_grad()
@@ -258,6 +184,7 @@ def train(
     gen = torch.Generator().manual_seed(cfg.seed + start_step)
     opt = make_optimizer(model, cfg)
     params = [p for group in opt.param_groups for p in group["params"]]
+    probe = HealthProbe(model)
     history = [dict(r) for r in (resume_history or [])]
     meta = dict(meta or {})
     prev_elapsed = float(history[-1]["elapsed"]) if history else 0.0
@@ -334,17 +261,22 @@ def train(
         loss = F.cross_entropy(logits.flatten(0, 1), y.flatten())
         loss_value = loss.item()
         problem = None
+        health = cfg.health_every > 0 and (step == 1 or step % cfg.health_every == 0)
+        grads = moved = None
         if not math.isfinite(loss_value):
             problem = f"loss became {'NaN' if math.isnan(loss_value) else 'infinite'}"
         else:
             opt.zero_grad(set_to_none=True)
             loss.backward()
+            grads = probe.grad_norms() if health else None  # before clipping scales them
             clip = cfg.grad_clip if cfg.grad_clip > 0 else float("inf")
             norm = float(torch.nn.utils.clip_grad_norm_(params, clip))
             if not math.isfinite(norm):
                 problem = "the gradient became NaN or infinite"
             else:
+                before = probe.weights() if health else None
                 opt.step()
+                moved = probe.update_ratios(before) if before is not None else None
         if problem is not None:
             yield halt(problem, step, step - 1)  # this step's update was not taken
             return
@@ -362,6 +294,9 @@ def train(
             tokens_per_s=round(rate),
             elapsed=round(elapsed, 2),
             event=event,
+            grad_norm=float(f"{norm:.4g}"),
+            grad_layers=grads,
+            update_layers=moved,
         )
         if last or (cfg.eval_every > 0 and step % cfg.eval_every == 0):
             val = evaluate(model, data, cfg.batch_size, cfg.eval_batches)

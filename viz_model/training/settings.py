@@ -22,7 +22,14 @@ from typing import Any
 import torch
 
 from viz_model.bundles.files import CheckpointError
-from viz_model.model.config import PRESET_TRAINING, STEPS_WHEN_TIMED, GPTConfig, TrainConfig, preset
+from viz_model.model.config import (
+    OPTIMIZER_TRAINING,
+    PRESET_TRAINING,
+    STEPS_WHEN_TIMED,
+    GPTConfig,
+    TrainConfig,
+    preset,
+)
 from viz_model.model.gpt import GPT
 from viz_model.text import ngram
 from viz_model.text.data import (
@@ -109,9 +116,14 @@ class RunSettings:
         return {"text_file": str(self.text_file), **split}
 
     def train_config(self) -> TrainConfig:
-        """The preset's training settings, then `train`, then the clock (ValueError if invalid)."""
+        """The preset's training settings, then the optimiser's (config.OPTIMIZER_TRAINING: SGD's
+        learning rate and weight decay), then `train`, then the clock (ValueError if invalid)."""
         return TrainConfig(
-            **{**PRESET_TRAINING.get(self.preset, {}), **timed(self.train, self.minutes, True)}
+            **{
+                **PRESET_TRAINING.get(self.preset, {}),
+                **OPTIMIZER_TRAINING.get(self.train.get("optimizer", ""), {}),
+                **timed(self.train, self.minutes, True),
+            }
         )
 
     def model_config(self, vocab_size: int) -> GPTConfig:
@@ -255,6 +267,9 @@ TRAIN_FLAGS = {
     "warmup": "warmup_steps",
     "weight_decay": "weight_decay",
     "grad_clip": "grad_clip",
+    "optimizer": "optimizer",
+    "momentum": "momentum",
+    "health_every": "health_every",
     "eval_every": "eval_every",
     "eval_batches": "eval_batches",
     "sample_every": "sample_every",
