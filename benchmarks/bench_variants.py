@@ -17,7 +17,7 @@ import torch
 
 from benchmarks.bench_engine import train_step_fn
 from benchmarks.common import alternate, emit
-from viz_model.model.config import GPTConfig
+from viz_model.model.config import LLAMA_BLOCK, GPTConfig
 from viz_model.model.gpt import GPT
 
 SHAPE = dict(vocab_size=65, n_ctx=64, d_model=128, n_layer=2, n_head=4)
@@ -32,14 +32,7 @@ VARIANTS = {
     "alibi": {"pos": "alibi"},
     "gqa_2": {"n_kv_heads": 2},
     "mqa": {"n_kv_heads": 1},
-    "llama": {
-        "norm_kind": "rmsnorm",
-        "mlp": "gated",
-        "act": "silu",
-        "pos": "rope",
-        "bias": False,
-        "n_kv_heads": 2,
-    },
+    "llama": {**LLAMA_BLOCK, "n_kv_heads": 2},
 }
 
 

@@ -247,9 +247,9 @@ st.markdown(
     "of far tokens. Both can read past the context they trained on; whether they read well there "
     "is measured on two tiny models:"
 )
-left, right = st.columns(2)
-parts.contrast_link("rope", "RoPE beside learned positions", container=left)
-parts.contrast_link("alibi", "ALiBi beside learned positions", container=right)
+parts.contrast_links(
+    ("rope", "RoPE beside learned positions"), ("alibi", "ALiBi beside learned positions")
+)
 
 # ---- the exercise -------------------------------------------------------------------------------
 

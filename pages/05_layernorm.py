@@ -204,9 +204,10 @@ st.markdown(
     "harder to train. The chart below shows the first effect: the average length of the "
     "residual vector at each point of two models, on your prompt."
 )
-left, right = st.columns(2)
-parts.contrast_link("norm", "Pre-LN beside post-LN, trained side by side", container=left)
-parts.contrast_link("rmsnorm", "RMSNorm (Llama) beside LayerNorm", container=right)
+parts.contrast_links(
+    ("norm", "Pre-LN beside post-LN, trained side by side"),
+    ("rmsnorm", "RMSNorm (Llama) beside LayerNorm"),
+)
 
 
 def config_file(path) -> dict | None:

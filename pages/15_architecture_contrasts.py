@@ -63,6 +63,11 @@ LESSONS = {
     "subtracts m × (distance between query and key) from its scores, with a fixed slope m per "
     "head, so far tokens count less. It was designed to be trained on short windows and read on "
     "longer ones; the second chart tests that on windows twice the training context.",
+    "llama": "**Llama's block** (Touvron et al. 2023) changes four parts of GPT-2's at once: "
+    "RMSNorm for LayerNorm, a SwiGLU MLP for the GELU one, rotary positions for the learned "
+    "table, and no biases. Here its MLP is made 196 neurons wide so that the two models hold the "
+    "same number of parameters (within 0.1%): any difference in the loss comes from how the "
+    "weights are used, not how many there are. One seed each, so a small difference is noise.",
     "mqa": "**Multi-query attention** (Shazeer 2019; grouped-query attention in Llama 2 is the "
     "step between) keeps every query head but lets them all share one key head and one value "
     "head. Generation keeps the keys and values of every token seen so far (the KV cache), so "

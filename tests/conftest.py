@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from viz_model.model.config import GPTConfig
+from viz_model.model.config import LLAMA_BLOCK, GPTConfig
 from viz_model.model.gpt import GPT
 
 VOCAB = 23
@@ -139,14 +139,7 @@ VARIANTS = {
     "rope": {"pos": "rope"},
     "alibi": {"pos": "alibi"},
     "gqa": {"n_kv_heads": 2},
-    "llama": {
-        "norm_kind": "rmsnorm",
-        "mlp": "gated",
-        "act": "silu",
-        "pos": "rope",
-        "bias": False,
-        "n_kv_heads": 1,
-    },
+    "llama": {**LLAMA_BLOCK, "n_kv_heads": 1},
 }
 
 

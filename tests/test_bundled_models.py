@@ -35,6 +35,7 @@ EXPECTED = (
     "shakespeare-rope",
     "shakespeare-alibi",
     "shakespeare-mqa",
+    "shakespeare-llama",
 )
 BUNDLES = sorted(p.name for p in MODELS.iterdir() if p.is_dir()) if MODELS.is_dir() else []
 
@@ -153,3 +154,9 @@ def test_the_unmasked_model_generates_from_the_whole_window_each_step():
         with torch.no_grad():
             logits = b.model(torch.tensor(seq[: len(prompt) + i]))[-1]
         assert step.prob == pytest.approx(torch.softmax(logits, -1)[step.token].item(), abs=1e-4)
+
+
+def test_the_llama_style_block_holds_as_many_parameters_as_gpt2s():
+    # the Architecture contrasts page says "within 0.1%"
+    gpt2, llama = (load_bundle(MODELS / n).model.n_params() for n in CONTRASTS["llama"].models)
+    assert abs(llama - gpt2) / gpt2 < 0.001

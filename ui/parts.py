@@ -70,6 +70,12 @@ def scroll_to(anchor: str) -> None:
     st.html(_SCROLL_JS % json.dumps(anchor), unsafe_allow_javascript=True)
 
 
+def contrast_links(*links: tuple[str, str]) -> None:
+    """contrast_link for each (key, label), side by side in columns."""
+    for column, (key, label) in zip(st.columns(len(links)), links, strict=True):
+        contrast_link(key, label, container=column)
+
+
 def contrast_link(key: str, label: str, container: Any = st) -> None:
     """A link to one contrast of Architecture contrasts (ctr=key in its URL): where a page's "why"
     is answered by two models trained side by side."""

@@ -113,6 +113,13 @@ CONTRASTS: dict[str, Contrast] = {
         "pos",
         "extrapolate",
     ),
+    "llama": Contrast(
+        "A Llama-style block beside GPT-2's, at equal parameters",
+        ("shakespeare-tiny", "shakespeare-llama"),
+        "norm_kind",
+        "loss",
+        ("mlp", "act", "d_mlp", "pos", "bias"),
+    ),
     "mqa": Contrast(
         "Multi-query attention and the KV cache",
         ("shakespeare-tiny", "shakespeare-mqa"),

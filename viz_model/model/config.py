@@ -26,6 +26,8 @@ POSITIONS = ("learned", "sinusoidal", "none", "rope", "alibi")
 NORMS = ("pre", "post")  # where the normalization sits
 NORM_KINDS = ("layernorm", "rmsnorm", "none")  # what it is
 MLPS = ("standard", "gated")  # gated: act(W_gate x) * (W_in x), SwiGLU with act="silu"
+# Llama's block against GPT-2's (Touvron et al. 2023): the overrides a GPTConfig takes for it.
+LLAMA_BLOCK = dict(norm_kind="rmsnorm", mlp="gated", act="silu", pos="rope", bias=False)
 # A model whose positions come from no table may read this many times its context (evaluated
 # past n_ctx, the length-extrapolation lesson); pages still crop prompts to n_ctx.
 EXTRAPOLATE = 8
