@@ -48,10 +48,12 @@ python -m viz_model.training --task repeat --preset attn-only-2l --n-layer 1 --s
   --snapshots 3 --threads 1 --quiet --out assets/models/induction-1l
 # The Shakespeare ones are shakespeare-tiny's command with one flag added.
 # The parts modern models changed (issue 25) are the same: RMSNorm, a SwiGLU MLP (8/3 x d-model
-# neurons: about as many weights), RoPE and ALiBi positions, multi-query attention.
+# neurons: about as many weights), RoPE and ALiBi positions, multi-query attention, and Llama's
+# whole block with 196 neurons, so that it holds as many parameters as shakespeare-tiny.
 for variant in "tiny" "nomask --no-causal-mask" "postln --norm post" "sinusoidal --pos sinusoidal" \
   "nopos --pos none" "tied --tie-embeddings" "rmsnorm --norm-kind rmsnorm" \
-  "swiglu --mlp gated --act silu" "rope --pos rope" "alibi --pos alibi" "mqa --n-kv-heads 1"; do
+  "swiglu --mlp gated --act silu" "rope --pos rope" "alibi --pos alibi" "mqa --n-kv-heads 1" \
+  "llama --norm-kind rmsnorm --mlp gated --act silu --d-mlp 196 --pos rope --no-bias"; do
   read -r name flag <<<"$variant"  # flag: the rest of the line, one or two options
   python -m viz_model.training --corpus shakespeare --tokenizer char --preset tiny --n-ctx 128 \
     ${flag:+$flag} --steps 1500 --batch-size 16 --lr 3e-3 --warmup 50 --eval-every 250 \
