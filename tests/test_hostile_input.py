@@ -88,6 +88,13 @@ def _start_disabled(at, runs) -> None:
     assert not list(runs.glob("*/settings.json"))  # no run was made
 
 
+def _layernorm_kept(at, runs) -> None:
+    # a value the form does not offer falls back to the default, said by the widget itself
+    assert at.selectbox(key=widget_key("t_norm_kind")).value == "layernorm"
+    assert at.selectbox(key=widget_key("t_mlp")).value == "standard"
+    assert at.selectbox(key=widget_key("t_pos")).value == "learned"
+
+
 def _one_layer(at, runs) -> None:
     assert at.number_input(key=widget_key("t_n_layer")).value == 1  # the lowest the field allows
 
@@ -157,6 +164,8 @@ ROWS = [
     Row("zero layers", TRAINING, {**CUSTOM, "t_n_layer": "0"}, check=_one_layer),
     Row("huge layers and width", TRAINING, {**CUSTOM, "t_n_layer": "100000", "t_d_model": "100000"}, "VIZ_MAX_PARAMS", check=_start_disabled),
     Row("heads not dividing the width", TRAINING, {**CUSTOM, "t_n_head": "5", "t_d_model": "64"}, "must be divisible by n_head", check=_start_disabled),
+    Row("key-value heads not dividing the heads", TRAINING, {**CUSTOM, "t_n_kv_heads": "3"}, "multiple of n_kv_heads", check=_start_disabled),
+    Row("an unknown block part in a link", TRAINING, {**CUSTOM, "t_norm_kind": "<b>batch</b>", "t_mlp": "moe", "t_pos": "xpos"}, check=_layernorm_kept),
     # ---- bundles on disk: every page opens a model ----
     *(
         Row(f"bundle with {case}", EVERY, {"model": f"bad-{how}"}, (f"Could not open the model “bad-{how}”", words, "Still showing"))
