@@ -7,12 +7,14 @@ import math
 import os
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from serving import models
 from tests.apptest_util import ROOT
+from tests.conftest import tiny_model
 from ui import nav, state
 from ui.frame import _context, loss_note, model_card, val_loss
 from viz_model.analysis.next_token import crop_to_context
@@ -221,6 +223,27 @@ def test_model_card_matches_the_bundle(bundle):
     assert card["heads"].startswith(f"{cfg.n_head} ")
     assert card["context"] == f"{cfg.n_ctx} tokens"
     assert card["tokenizer"] == f"char, {bundle.tokenizer.vocab_size:,} tokens"
+
+
+def test_the_model_card_names_the_blocks_parts():
+    def card(**shape) -> dict[str, str]:
+        model = tiny_model(**shape)
+        fake = SimpleNamespace(
+            config=model.cfg,
+            model=model,
+            tokenizer=SimpleNamespace(kind="char", vocab_size=model.cfg.vocab_size),
+            meta={},
+            history=[],
+        )
+        return dict(model_card(fake))
+
+    assert card()["layers"] == "2 (attention + MLP, pre-LN)"
+    llama = card(norm_kind="rmsnorm", mlp="gated", act="silu", pos="rope", n_kv_heads=2)
+    assert llama["layers"] == "2 (attention + MLP, pre-RMSNorm, SwiGLU)"
+    assert llama["heads"].endswith(", 2 key-value") and llama["context"].endswith("RoPE positions")
+    off = card(norm_kind="none", residual=False, pos="alibi")
+    assert off["layers"] == "2 (attention + MLP, no norm, no residual)"
+    assert off["context"] == "16 tokens, ALiBi positions"
 
 
 def test_val_loss_from_history_then_meta(bundle):

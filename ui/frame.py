@@ -274,17 +274,33 @@ def val_loss(bundle: Bundle) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
+# How the sidebar's model card names positions that are not a learned table.
+POSITION_NOTES = {
+    "sinusoidal": ", sine-wave positions",
+    "none": ", no positions",
+    "rope": ", RoPE positions",
+    "alibi": ", ALiBi positions",
+}
+
+
 def model_card(bundle: Bundle, step: int | None = None) -> list[tuple[str, str]]:
     """(field, value) rows describing a model in a few words, for the sidebar; with `step`, the
     snapshot saved at that training step (its losses then, not the final ones)."""
     cfg, tok = bundle.config, bundle.tokenizer
     blocks = "attention only" if cfg.attn_only else "attention + MLP"
+    norm = {"layernorm": f"{cfg.norm}-LN", "rmsnorm": f"{cfg.norm}-RMSNorm", "none": "no norm"}
+    parts = [blocks, norm[cfg.norm_kind]]
+    parts += [] if cfg.residual else ["no residual"]
+    parts += ["SwiGLU" if cfg.act == "silu" else "gated"] if cfg.mlp == "gated" else []
+    heads = f"{cfg.n_head} per layer (d_head {cfg.d_head})"
+    if cfg.n_kv_heads < cfg.n_head:
+        heads += f", {cfg.n_kv_heads} key-value"
     rows = [
         ("parameters", f"{bundle.model.n_params():,}"),
-        ("layers", f"{cfg.n_layer} ({blocks}, {cfg.norm}-LN)"),
-        ("heads", f"{cfg.n_head} per layer (d_head {cfg.d_head})"),
+        ("layers", f"{cfg.n_layer} ({', '.join(parts)})"),
+        ("heads", heads),
         ("d_model", f"{cfg.d_model}"),
-        ("context", f"{cfg.n_ctx} tokens"),
+        ("context", f"{cfg.n_ctx} tokens" + POSITION_NOTES.get(cfg.pos, "")),
         ("tokenizer", f"{tok.kind}, {tok.vocab_size:,} tokens"),
     ]
     if isinstance(source := bundle.meta.get("source"), str):  # e.g. a Hugging Face folder
