@@ -325,7 +325,7 @@ st.caption(
     "4.8e-07 means 4.8 × 10⁻⁷ = 0.00000048."
 )
 same_token = i == j or ctx.ids[i] == ctx.ids[j]
-st.markdown(emb.swap_claim(off, on, runs.get("off_layer1"), cfg.causal, same_token).text)
+st.markdown(emb.swap_claim(off, on, runs.get("off_layer1"), cfg.causal, same_token, cfg.pos).text)
 st.markdown(
     "Below: how much each of the last token's layer-0 attention output numbers changes when the "
     "two tokens are swapped (swapped minus original), both charts on the same scale."

@@ -42,6 +42,7 @@ from viz_model.analysis.head_roles import (
     head_roles,
 )
 from viz_model.model.mask import attention_mask
+from viz_model.model.positions import alibi_slopes
 from viz_model.model.scale import grid_layers, view_tokens
 
 RANDOM_SEED = 0
@@ -303,13 +304,16 @@ with arithmetic:
             "k and v with plain arithmetic, then compared with what the model recorded while it ran."
         )
 
-        st.markdown(f"**1. The query vector q** of {qlabel} ({E} numbers, d_head = {E})")
+        turned = " after RoPE turned it by its position" if run.rotated else ""
+        st.markdown(f"**1. The query vector q** of {qlabel}{turned} ({E} numbers, d_head = {E})")
         _table(_vector_table(arith.q, [qlabel], "q"))
 
         seen = arith.visible
         key_labels = [lab for lab, k in zip(labels, seen, strict=True) if k]
         st.markdown(
-            "**2. Each key k, and its dot product with q**: q·k = Σᵢ q[i]·k[i], "
+            "**2. Each key k"
+            + (", turned by its own position," if run.rotated else "")
+            + " and its dot product with q**: q·k = Σᵢ q[i]·k[i], "
             + (
                 f"for the {len(key_labels)} tokens up to the query."
                 if cfg.causal
@@ -325,15 +329,23 @@ with arithmetic:
             if cfg.causal
             else "this model adds no mask (0 for every key); "
         )
+        alibi = (
+            "add ALiBi's penalty, −m·(distance from the query), with this head's slope "
+            f"m = {alibi_slopes(cfg.n_head)[head]:.4g}; "
+            if arith.bias is not None
+            else ""
+        )
         st.markdown(
             f"**3. Scale, mask, softmax.** Divide by √d_head = √{E} = {math.sqrt(E):.4f} so scores do "
-            f"not grow with the vector length; {mask_step}"
+            f"not grow with the vector length; {alibi}{mask_step}"
             "softmax: weight = exp(score) / Σ exp(score) over the row."
         )
+        columns = {"q·k": arith.dots, "÷ √d_head": arith.dots / math.sqrt(E)}
+        if arith.bias is not None:
+            columns["+ ALiBi"] = arith.scaled
         steps = pd.DataFrame(
             {
-                "q·k": arith.dots,
-                "÷ √d_head": arith.scaled,
+                **columns,
                 "mask": ["0" if k else "−∞" for k in seen],
                 "score + mask": _with_minus_infinity(arith.scaled, seen),
                 "softmax weight": arith.pattern,

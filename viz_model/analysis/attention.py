@@ -28,6 +28,7 @@ import torch
 from viz_model.model.config import GPTConfig
 from viz_model.model.gpt import GPT
 from viz_model.model.mask import attention_mask, is_causal
+from viz_model.model.positions import alibi_bias
 from viz_model.text.data import repeat_copy_lengths
 from viz_model.text.tokenization import Tokenizer
 
@@ -43,8 +44,11 @@ class AttentionRun:
     """What one forward pass recorded in every attention layer (L layers, H heads, T tokens).
 
     pattern, scores: (L, H, T, T), queries down and keys across; masked scores are -inf.
-    q, k, v, z: (L, T, H, E); result: (L, T, H, D), each head's write into the residual;
-    W_O: (L, H, E, D), each head's slice of the output matrix; causal: the model's mask.
+    q, k, v, z: (L, T, H, E), per query head: q and k as they meet in the dot product (after
+    RoPE's rotation when the model has it: `rotated`), k and v of a head's key-value head under
+    grouped-query attention; result: (L, T, H, D), each head's write into the residual;
+    W_O: (L, H, E, D), each head's slice of the output matrix; causal: the model's mask;
+    position_bias: (H, T, T), what ALiBi adds to each head's scores (None without ALiBi).
     """
 
     pattern: np.ndarray
@@ -56,6 +60,8 @@ class AttentionRun:
     result: np.ndarray
     W_O: np.ndarray
     causal: bool = True
+    rotated: bool = False
+    position_bias: np.ndarray | None = None
 
 
 def head_W_O(model: GPT, layer: int) -> torch.Tensor:
@@ -68,8 +74,10 @@ def head_W_O(model: GPT, layer: int) -> torch.Tensor:
 def attention_run(model: GPT, ids: list[int] | torch.Tensor) -> AttentionRun:
     """Run the model once on one sequence and keep every attention layer's internals as numpy."""
     ids = torch.as_tensor(ids, dtype=torch.long)
-    L = model.cfg.n_layer
-    parts = ("hook_pattern", "hook_attn_scores", "hook_q", "hook_k", "hook_v", "hook_z")
+    cfg = model.cfg
+    L, rotated = cfg.n_layer, cfg.pos == "rope"
+    q_name, k_name = ("hook_rot_q", "hook_rot_k") if rotated else ("hook_q", "hook_k")
+    parts = ("hook_pattern", "hook_attn_scores", q_name, k_name, "hook_v", "hook_z")
     parts += ("hook_result",)
     names = [f"blocks.{layer}.attn.{p}" for layer in range(L) for p in parts]
     _, cache = model.run_with_cache(ids, names=names)
@@ -77,18 +85,26 @@ def attention_run(model: GPT, ids: list[int] | torch.Tensor) -> AttentionRun:
     def stack(part: str) -> np.ndarray:
         return np.stack([cache.numpy(f"blocks.{layer}.attn.{part}") for layer in range(L)])
 
+    def per_head(part: str) -> np.ndarray:  # (L, T, H_kv, E) -> (L, T, H, E)
+        return np.repeat(stack(part), cfg.n_head // cfg.n_kv_heads, axis=2)
+
     with torch.no_grad():
         W_O = np.stack([head_W_O(model, layer).float().cpu().numpy() for layer in range(L)])
+    bias = None
+    if cfg.pos == "alibi":
+        bias = alibi_bias(cfg.n_head, len(ids), 0, cfg.causal).numpy()
     return AttentionRun(
         pattern=stack("hook_pattern"),
         scores=stack("hook_attn_scores"),
-        q=stack("hook_q"),
-        k=stack("hook_k"),
-        v=stack("hook_v"),
+        q=stack(q_name),
+        k=per_head(k_name),
+        v=per_head("hook_v"),
         z=stack("hook_z"),
         result=stack("hook_result"),
         W_O=W_O,
-        causal=model.cfg.causal,
+        causal=cfg.causal,
+        rotated=rotated,
+        position_bias=bias,
     )
 
 
@@ -457,7 +473,8 @@ def repeated_random_tokens(
 class QueryArithmetic:
     """Every step of one head's attention for one query token, as arrays (T keys, E = d_head).
 
-    q (E,), k (T, E), v (T, E); dots = k @ q (T,); scaled = dots / sqrt(E); visible (T,) bool,
+    q (E,), k (T, E), v (T, E); dots = k @ q (T,); scaled = dots / sqrt(E) (+ bias, ALiBi's
+    penalty for each key, when the model has it); visible (T,) bool,
     True for the keys the query may read (at or before it in a causal model, all without the
     mask); masked = scaled with -inf where hidden;
     pattern = softmax(masked) (T,); weighted_v = pattern[:, None] * v (T, E);
@@ -477,6 +494,7 @@ class QueryArithmetic:
     z: np.ndarray
     W_O: np.ndarray
     result: np.ndarray
+    bias: np.ndarray | None = None
 
     @property
     def d_head(self) -> int:
@@ -490,9 +508,11 @@ def query_arithmetic(
     W_O: np.ndarray,
     query: int,
     causal: GPTConfig | bool,
+    bias: np.ndarray | None = None,
 ) -> QueryArithmetic:
     """Recompute one head's attention for one query from its q, k, v (T, E each) and W_O (E, D),
-    under the model's mask (`causal`: its config or its flag; without a mask every key counts).
+    under the model's mask (`causal`: its config or its flag; without a mask every key counts);
+    `bias` (T,): what the model adds to this query's scores (ALiBi), None for nothing.
 
     Done in float64 with plain numpy, so a student can compare it with what the model recorded.
     """
@@ -502,7 +522,7 @@ def query_arithmetic(
         raise IndexError(f"query {query} is outside 0..{T - 1}")
     q_row = q64[query]
     dots = k64 @ q_row
-    scaled = dots / math.sqrt(E)
+    scaled = dots / math.sqrt(E) + (0.0 if bias is None else np.asarray(bias, dtype=np.float64))
     visible = attention_mask(causal, T)[query]
     masked = np.where(visible, scaled, -np.inf)
     shifted = np.exp(masked - masked[visible].max())
@@ -523,6 +543,7 @@ def query_arithmetic(
         z=z,
         W_O=w64,
         result=z @ w64,
+        bias=None if bias is None else np.asarray(bias, dtype=np.float64),
     )
 
 
@@ -535,6 +556,7 @@ def run_query_arithmetic(run: AttentionRun, layer: int, head: int, query: int) -
         run.W_O[layer, head],
         query,
         run.causal,
+        None if run.position_bias is None else run.position_bias[head, query],
     )
 
 

@@ -165,6 +165,7 @@ def swap_claim(
     off_layer1: SwapResult | None,
     causal: bool,
     same_token: bool,
+    pos: str = "learned",
 ) -> Claim:
     """What swapping two earlier tokens did to the last token's attention output, in words:
     positions zeroed (layer 0, and layer 1 when the model has one), positions on. Each change is
@@ -184,6 +185,21 @@ def swap_claim(
             "was: nothing can change. Pick two different tokens."
         )
         return Claim(text, False, numbers)
+    if pos in INSIDE_ATTENTION:  # nothing to zero: the positions act inside attention
+        numbers["inside_attention"] = 1.0
+        moved = off.max_diff > limit
+        text = (
+            f"This model's positions act inside attention ({pos}), so there are no position "
+            f"vectors to zero and the invariance does not apply: the two outputs "
+            + (
+                f"differ by {off.max_diff:.2g}, more than float rounding ({limit:.0e}) explains, "
+                "since attention itself weighs tokens by their distance."
+                if moved
+                else f"agree to about {off.max_diff:.0e}: this swap does not show the positions "
+                "at work."
+            )
+        )
+        return Claim(text, moved, numbers)
     parts, made = [], True
     if off.max_diff <= limit:
         parts.append(

@@ -224,7 +224,7 @@ def swap_changes_output(subject: Subject, i: int = 0, j: int = -2) -> Truth:
     off, on = _swap(subject, i, j)
     cfg = subject.bundle.config
     same = subject.ids[i] == subject.ids[j] or i == j
-    claim = emb.swap_claim(off, on if cfg.adds_positions else None, None, cfg.causal, same)
+    claim = emb.swap_claim(off, on if cfg.adds_positions else None, None, cfg.causal, same, cfg.pos)
     changed = off.max_diff > emb.rounding_limit(off)
     labels = [tk.token_text(subject.bundle.tokenizer, subject.ids[k]) for k in (i, j)]
     why = f"Swapping {_shown(labels[0])} (position {i}) and {_shown(labels[1])} (position {j}). "
