@@ -28,27 +28,49 @@ if not nx.has_mlp(ctx.model):
     )
     st.stop()
 
-st.markdown(
-    "After attention, each block of a transformer usually has an **MLP** (multi-layer "
-    "perceptron): it works on every token "
-    f"on its own, maps the vector from $d_\\text{{model}}$ = {cfg.d_model} to $d_\\text{{mlp}}$ = "
-    f"{cfg.d_mlp} numbers, applies a nonlinearity, and maps it back to $d_\\text{{model}}$. "
-    "Each of the $d_\\text{mlp}$ middle numbers is a "
-    "**neuron**; its **activation** says how strongly it fires on this token. The nonlinearity "
-    f"here is {ACT_LABELS[cfg.act]}, which lets positive values through and "
-    + (
-        "sets negative ones to zero"
-        if cfg.act == "relu"
-        else "squashes negative ones to nearly zero (never below −0.17)"
+GATED = cfg.mlp == "gated"
+# The lowest value each nonlinearity can give (SiLU's is at x = -1.28).
+ACT_MINIMUM = {"gelu": -0.17, "gelu_tanh": -0.17, "silu": -0.28}
+if GATED:
+    gate = "SwiGLU, as in Llama" if cfg.act == "silu" else f"gated {ACT_LABELS[cfg.act]}"
+    st.markdown(
+        "After attention, each block of a transformer usually has an **MLP** (multi-layer "
+        "perceptron): it works on every token on its own. This model's MLP is **gated** "
+        f"({gate}): it makes two projections of the token's {cfg.d_model} numbers to "
+        f"$d_\\text{{mlp}}$ = {cfg.d_mlp}, passes one (the *gate*) through "
+        f"{ACT_LABELS[cfg.act]} and multiplies it number by number with the other, then maps the "
+        "products back. Each product is a **neuron**; its **activation** can be strongly "
+        "negative as well as positive, since the ungated half carries its sign. This page ranks "
+        "and shows neurons by their largest positive activations, so a neuron that speaks "
+        "mostly in negatives looks weaker here than it is."
     )
-    + ". An activation is graded, not a switch: (nearly) zero when the neuron does not respond, "
-    "and the larger, the more strongly it does."
-)
-st.latex(
-    r"\text{mlp}(x) = W_{\text{out}}\; "
-    r"\underbrace{\text{act}(W_{\text{in}}\, x + b_{\text{in}})}_{\text{neurons: } d_\text{mlp}"
-    r" \text{ activations}} + b_{\text{out}}"
-)
+    st.latex(
+        r"\text{mlp}(x) = W_{\text{out}}\; \underbrace{\big(\text{act}(W_{\text{gate}}\, x) "
+        r"\odot W_{\text{in}}\, x\big)}_{\text{neurons: } d_\text{mlp} \text{ activations}}"
+    )
+else:
+    st.markdown(
+        "After attention, each block of a transformer usually has an **MLP** (multi-layer "
+        "perceptron): it works on every token "
+        f"on its own, maps the vector from $d_\\text{{model}}$ = {cfg.d_model} to $d_\\text{{mlp}}$ = "
+        f"{cfg.d_mlp} numbers, applies a nonlinearity, and maps it back to $d_\\text{{model}}$. "
+        "Each of the $d_\\text{mlp}$ middle numbers is a "
+        "**neuron**; its **activation** says how strongly it fires on this token. The nonlinearity "
+        f"here is {ACT_LABELS[cfg.act]}, which lets positive values through and "
+        + (
+            "sets negative ones to zero"
+            if cfg.act == "relu"
+            else "squashes negative ones to nearly zero (never below "
+            f"{ACT_MINIMUM.get(cfg.act, 0):+.2f})".replace("-", "−")
+        )
+        + ". An activation is graded, not a switch: (nearly) zero when the neuron does not respond, "
+        "and the larger, the more strongly it does."
+    )
+    st.latex(
+        r"\text{mlp}(x) = W_{\text{out}}\; "
+        r"\underbrace{\text{act}(W_{\text{in}}\, x + b_{\text{in}})}_{\text{neurons: } d_\text{mlp}"
+        r" \text{ activations}} + b_{\text{out}}"
+    )
 M = cfg.d_mlp
 
 
@@ -223,7 +245,7 @@ def one_neuron(layer: int, post: np.ndarray, default: int) -> None:
 
 def about_ranking(layer: int, neuron: int) -> None:
     """How the opening neuron was chosen, how many are dead, and a flag on a dead or positional one."""
-    dead = nx.dead_neurons_claim(ranking.peak[layer], N_WINDOWS)
+    dead = nx.dead_neurons_claim(ranking.peak[layer], N_WINDOWS, GATED)
     st.caption(
         f"The page opens on layer {layer}'s clearest neuron, **{ranking.best(layer)}**: the one "
         f"whose {N_EXAMPLES} best snippets peak highest, discounted when those peaks sit at the "
@@ -231,7 +253,7 @@ def about_ranking(layer: int, neuron: int) -> None:
         "snippet, whatever that token is, reacts to the position, not the text). " + dead.text
     )
     peak = float(ranking.peak[layer, neuron])
-    if ranking.dead[layer, neuron]:
+    if ranking.dead[layer, neuron] and not GATED:
         st.warning(
             f"Neuron {neuron} is dead: its largest activation on the {N_WINDOWS} snippets is "
             f"{round(peak, 2) + 0.0:.2f}, below {dead.numbers['threshold']:.2g}. The snippets "

@@ -9,6 +9,7 @@ import torch
 from tests.conftest import tiny_model
 from viz_model.analysis.neurons import (
     corpus_windows,
+    dead_neurons_claim,
     has_mlp,
     neuron_activations,
     neuron_maxima,
@@ -177,3 +178,10 @@ def test_rank_neurons_flags_and_skips_dead_neurons():
     assert r.dead[0].tolist() == [True, True, False, False, False, False, False]
     assert r.score[0, 1] > r.score[0, 2] == 0  # the dead neuron 1 would win on score alone
     assert r.best(0) == 2
+
+
+def test_no_neuron_of_a_gated_mlp_is_called_dead():
+    peaks = np.array([3.0, 2.0, 0.01, 0.0])  # two would be dead in a plain MLP
+    assert dead_neurons_claim(peaks, 100).numbers["dead"] == 2
+    gated = dead_neurons_claim(peaks, 100, gated=True)
+    assert not gated.made and "none is called dead" in gated.text

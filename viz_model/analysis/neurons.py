@@ -284,10 +284,17 @@ def corpus_search(
 # ---- claims (docs/ARCHITECTURE.md, Claims) ------------------------------------------------------------------
 
 
-def dead_neurons_claim(peaks: np.ndarray, n_windows: int) -> Claim:
+def dead_neurons_claim(peaks: np.ndarray, n_windows: int, gated: bool = False) -> Claim:
     """How many of a layer's neurons are dead: their peak over the corpus sample (M,) stays below
-    `dead_threshold` (0.1, and a tenth of the layer's median peak)."""
+    `dead_threshold` (0.1, and a tenth of the layer's median peak). In a gated MLP an activation
+    is a product that may be as strongly negative as positive, so no neuron is called dead."""
     limit, median = dead_threshold(peaks), float(np.median(peaks))
+    if gated:
+        text = (
+            "In a gated MLP a neuron's activation can be as strongly negative as positive, so a "
+            "low positive peak does not make a neuron dead: none is called dead here."
+        )
+        return Claim(text, False, {"threshold": limit, "median_peak": median, "gated": 1.0})
     dead, m = int((peaks < limit).sum()), int(peaks.size)
     numbers = {"dead": dead, "neurons": m, "threshold": limit, "median_peak": median}
     numbers |= {"windows": n_windows}
