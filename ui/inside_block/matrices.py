@@ -103,9 +103,12 @@ def circuits(ctx: PageContext, layer: int, head: int) -> None:
             title="Singular values of the circuits",
         )
     )
+    label = blk.norm_label(cfg) if cfg.norm == "pre" else ""  # post-LN: W_E as it is
+    through = f"through the block's {label}, " if label else ""
     st.markdown(
-        "**Through the vocabulary.** Feed the head each token's own embedding (through the "
-        "block's LayerNorm, no position, no earlier layer: the *direct path*) and read the "
+        "**Through the vocabulary.** Feed the head each token's own embedding ("
+        + through
+        + "no position, no earlier layer: the *direct path*) and read the "
         "circuits as token-to-token tables: QK, how much a query token prefers each key token; "
         "OV times the unembedding $W_U$, which output tokens a token pushes up when the head "
         "reads it. Below, the prompt's own tokens; each row's mean is taken away, since a softmax "
