@@ -178,14 +178,14 @@ def depth_claim(h: GradHealth | None) -> Claim:
     if ratio >= DEPTH_RATIO:
         return Claim(
             f"{over}: the gradient reaching block 0 is {ratio:,.0f} times smaller than at the "
-            "top. It **vanishes** on its way down, so the first blocks learn slowly.",
+            "top: it **vanishes** on its way down.",
             True,
             numbers,
         )
     if ratio <= 1 / DEPTH_RATIO:
         return Claim(
             f"{over}: the gradient reaching block 0 is {1 / ratio:,.0f} times larger than at the "
-            "top. It **grows** on its way down.",
+            "top: it **grows** on its way down.",
             True,
             numbers,
         )

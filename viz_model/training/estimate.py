@@ -230,9 +230,7 @@ def activation_floats_per_token(model_cfg: GPTConfig) -> int:
     return model_cfg.n_layer * (attn + mlp) + 2 * d + 2 * v
 
 
-def memory_parts(
-    model_cfg: GPTConfig, batch_size: int, train: TrainConfig | None = None
-) -> Memory:
+def memory_parts(model_cfg: GPTConfig, batch_size: int, train: TrainConfig | None = None) -> Memory:
     """Weights, gradients and the optimiser's state (AdamW's two moments by default: 16 bytes a
     parameter; SGD with momentum 12), and one step's activations (activation_floats_per_token x
     B x T floats)."""
