@@ -90,16 +90,12 @@ def _layer_order(records: list[dict]) -> tuple[str, ...]:
 
 
 def _table(records: list[dict], field: str, layers: tuple[str, ...]) -> np.ndarray:
-    return np.array(
-        [
-            [
-                float(v) if _number(v := (r.get(field) or {}).get(name)) else np.nan
-                for name in layers
-            ]
-            for r in records
-        ],
-        dtype=float,
-    ).reshape(len(records), len(layers))
+    """(records x layers) of one per-layer field; NaN where a value is missing or not a number."""
+    rows = []
+    for r in records:
+        values = r.get(field) if isinstance(r.get(field), dict) else {}
+        rows.append([float(v) if _number(v := values.get(name)) else np.nan for name in layers])
+    return np.array(rows, dtype=float).reshape(len(records), len(layers))
 
 
 def grad_health(history: list[dict], grad_clip: float = 0.0) -> GradHealth | None:
