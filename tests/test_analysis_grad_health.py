@@ -67,11 +67,13 @@ def test_blocks_are_ordered_by_number_and_odd_names_do_not_break_the_reading():
             },
         },  # fmt: skip
         {"step": 2, "grad_norm": "nan?", "grad_layers": "not a dict"},
+        {"step": 3, "grad_norm": 2.0, "grad_layers": {"blocks.2": 1.0}, "update_layers": [1, 2]},
     ]
     h = gh.grad_health(records, 0.0)
     assert h.layers == ("embed", "blocks.2", "blocks.10", "blocks.x", "unembed")
     assert math.isnan(h.grad[0, 0])  # a value that is not a number is not recorded
-    assert h.norm.tolist() == [1.0]
+    assert h.norm.tolist() == [1.0, 2.0]
+    assert np.isnan(h.update).all()  # update ratios that are not a mapping are not recorded
 
 
 @pytest.mark.parametrize(

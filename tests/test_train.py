@@ -463,21 +463,17 @@ def test_snapshot_at_keeps_the_asked_steps_besides_the_log_spaced_ones(tmp_path)
         TrainConfig(max_steps=9, snapshot_at=(4, 10))
 
 
-def test_the_loops_adamw_is_torchs_adamw_step_for_step():
-    """optim.AdamW (the update the Training page shows) against torch.optim.AdamW, same groups."""
-    ours, ref = tiny_model(dropout=0.0).train(), tiny_model(dropout=0.0).train()
-    cfg = TrainConfig(lr=3e-3, weight_decay=0.1, beta1=0.8, beta2=0.95)
-    opt = make_optimizer(ours, cfg)
-    params = list(ref.parameters())
-    torch_opt = torch.optim.AdamW(
-        [
-            {"params": [p for p in params if p.dim() >= 2], "weight_decay": cfg.weight_decay},
-            {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
-        ],
-        lr=cfg.lr,
-        betas=(cfg.beta1, cfg.beta2),
-        eps=ADAM_EPS,
-    )
+def _decay_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
+    """torch.optim's parameter groups as make_optimizer makes them: no decay on 1-D parameters."""
+    params = list(model.parameters())
+    return [
+        {"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
+        {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
+    ]
+
+
+def _same_steps(ours: GPT, opt, ref: GPT, torch_opt) -> None:
+    """Six steps of both on the same batches: every weight equal after them, and every one moved."""
     gen = torch.Generator().manual_seed(0)
     for _ in range(6):
         x = torch.randint(VOCAB, (2, 16), generator=gen)
@@ -488,11 +484,21 @@ def test_the_loops_adamw_is_torchs_adamw_step_for_step():
             o.step()
     for a, b in zip(ours.parameters(), ref.parameters(), strict=True):
         torch.testing.assert_close(a, b, rtol=0, atol=1e-7)
-    moved = [
-        not torch.equal(a, b)
-        for a, b in zip(ours.parameters(), tiny_model().parameters(), strict=True)
-    ]
-    assert all(moved)  # every parameter was updated
+    start = tiny_model().parameters()
+    assert all(not torch.equal(a, b) for a, b in zip(ours.parameters(), start, strict=True))
+
+
+def test_the_loops_adamw_is_torchs_adamw_step_for_step():
+    """optim.AdamW (the update the Training page shows) against torch.optim.AdamW, same groups."""
+    ours, ref = tiny_model(dropout=0.0).train(), tiny_model(dropout=0.0).train()
+    cfg = TrainConfig(lr=3e-3, weight_decay=0.1, beta1=0.8, beta2=0.95)
+    torch_opt = torch.optim.AdamW(
+        _decay_groups(ref, cfg.weight_decay),
+        lr=cfg.lr,
+        betas=(cfg.beta1, cfg.beta2),
+        eps=ADAM_EPS,
+    )
+    _same_steps(ours, make_optimizer(ours, cfg), ref, torch_opt)
 
 
 @pytest.mark.parametrize("text", ["a\r\nb\n", "héllo 😀 \x00 \u2028x~~", "abc\n\nabc"])
@@ -507,29 +513,8 @@ def test_the_loops_sgd_is_torchs_sgd_step_for_step(momentum):
     ours, ref = tiny_model(dropout=0.0).train(), tiny_model(dropout=0.0).train()
     cfg = TrainConfig(optimizer="sgd", lr=0.05, momentum=momentum, weight_decay=0.1)
     opt = make_optimizer(ours, cfg)
-    params = list(ref.parameters())
-    torch_opt = torch.optim.SGD(
-        [
-            {"params": [p for p in params if p.dim() >= 2], "weight_decay": cfg.weight_decay},
-            {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
-        ],
-        lr=cfg.lr,
-        momentum=momentum,
-    )
-    gen = torch.Generator().manual_seed(0)
-    for _ in range(6):
-        x = torch.randint(VOCAB, (2, 16), generator=gen)
-        for model, o in ((ours, opt), (ref, torch_opt)):
-            loss = F.cross_entropy(model(x).flatten(0, 1), x.flatten())
-            o.zero_grad(set_to_none=True)
-            loss.backward()
-            o.step()
-    for a, b in zip(ours.parameters(), ref.parameters(), strict=True):
-        torch.testing.assert_close(a, b, rtol=0, atol=1e-7)
-    assert all(
-        not torch.equal(a, b)
-        for a, b in zip(ours.parameters(), tiny_model().parameters(), strict=True)
-    )
+    torch_opt = torch.optim.SGD(_decay_groups(ref, cfg.weight_decay), lr=cfg.lr, momentum=momentum)
+    _same_steps(ours, opt, ref, torch_opt)
     assert bool(opt.state) == (momentum != 0)  # a momentum buffer only when there is momentum
 
 

@@ -205,7 +205,7 @@ def draw_grad_health(
     st.markdown("\n".join(f"- {claim(health).text}" for claim in claims))
     st.caption(
         f"The whole gradient's norm is recorded at every step, each layer's every "
-        f"{cfg.health_every:,} steps (the run's --health-every). Blocks have the same shape, so their "
+        f"{cfg.health_every:,} steps (`health_every`). Blocks have the same shape, so their "
         f"norms compare directly; the embeddings and the output layer (dashed, grey) do not. "
         f"**Vanishing** is said when, over the last quarter of the records, the top block's "
         f"median norm is at least {gh.DEPTH_RATIO:g} times block 0's; **exploding** when the "

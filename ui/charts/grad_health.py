@@ -71,6 +71,7 @@ def _level(fig: go.Figure, y: float, text: str, colour: str, dash: str) -> None:
         text=text,
         showarrow=False,
         font=dict(color=colour),
+        bgcolor="rgba(255, 255, 255, 0.8)",
     )
 
 
@@ -80,10 +81,14 @@ def _mark(fig: go.Figure, step: int | None) -> go.Figure:
     return fig
 
 
-def _layout(title: str, y_title: str) -> dict:
+LEGEND_ROW_PX = 20  # the legend puts about two layers a row under the plot
+
+
+def _layout(title: str, y_title: str, n_traces: int) -> dict:
+    """Log y by decades; taller for a deep model, so its legend does not squeeze the plot."""
     return house_layout(
         title,
-        HEIGHT,
+        HEIGHT + LEGEND_ROW_PX * max(0, (n_traces - 5) // 2),
         xaxis=dict(title="step"),
         # one label a decade, plain digits: plotly's in-between digits and superscript powers
         # are drawn under the 12 px floor (charts/common.TICK_FONT)
@@ -107,7 +112,7 @@ def gradient_norms(h: GradHealth, marked_step: int | None = None, title: str = "
             hovertemplate="whole gradient<br>step %{x:,.0f}<br>norm %{y:.3g}<extra></extra>",
         )
     )
-    fig = go.Figure(traces, layout=_layout(title, "gradient norm before clipping"))
+    fig = go.Figure(traces, layout=_layout(title, "gradient norm before clipping", len(traces)))
     if h.clip > 0:
         _level(fig, h.clip, f"clipping cap {h.clip:g}", ACCENT, "dash")
     return _mark(fig, marked_step)
@@ -118,7 +123,7 @@ def update_ratios(h: GradHealth, marked_step: int | None = None, title: str = ""
     thumb's 1e-3 as a horizontal line."""
     fig = go.Figure(
         _layer_traces(h, h.update, "update ratio"),
-        layout=_layout(title, "update ratio ‖Δw‖ / ‖w‖"),
+        layout=_layout(title, "update ratio ‖Δw‖ / ‖w‖", len(h.layers)),
     )
     _level(fig, RULE_OF_THUMB, f"rule of thumb {RULE_OF_THUMB:g}", REFERENCE_COLOUR, "dot")
     return _mark(fig, marked_step)

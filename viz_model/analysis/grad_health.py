@@ -90,16 +90,12 @@ def _layer_order(records: list[dict]) -> tuple[str, ...]:
 
 
 def _table(records: list[dict], field: str, layers: tuple[str, ...]) -> np.ndarray:
-    return np.array(
-        [
-            [
-                float(v) if _number(v := (r.get(field) or {}).get(name)) else np.nan
-                for name in layers
-            ]
-            for r in records
-        ],
-        dtype=float,
-    ).reshape(len(records), len(layers))
+    """(records x layers) of one per-layer field; NaN where a value is missing or not a number."""
+    rows = []
+    for r in records:
+        values = r.get(field) if isinstance(r.get(field), dict) else {}
+        rows.append([float(v) if _number(v := values.get(name)) else np.nan for name in layers])
+    return np.array(rows, dtype=float).reshape(len(records), len(layers))
 
 
 def grad_health(history: list[dict], grad_clip: float = 0.0) -> GradHealth | None:
@@ -178,14 +174,14 @@ def depth_claim(h: GradHealth | None) -> Claim:
     if ratio >= DEPTH_RATIO:
         return Claim(
             f"{over}: the gradient reaching block 0 is {ratio:,.0f} times smaller than at the "
-            "top. It **vanishes** on its way down, so the first blocks learn slowly.",
+            "top: it **vanishes** on its way down.",
             True,
             numbers,
         )
     if ratio <= 1 / DEPTH_RATIO:
         return Claim(
             f"{over}: the gradient reaching block 0 is {1 / ratio:,.0f} times larger than at the "
-            "top. It **grows** on its way down.",
+            "top: it **grows** on its way down.",
             True,
             numbers,
         )
