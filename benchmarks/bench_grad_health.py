@@ -1,6 +1,6 @@
 """What recording gradient health costs a training run. Prints JSON.
 
-    python -m benchmarks.bench_grad_health            # quick and small presets, 600 steps each
+    python -m benchmarks.bench_grad_health            # quick and small presets, 300 steps each
     python -m benchmarks.bench_grad_health --quick    # a short run, to check it works
 
 The real loop (viz_model.training.loop.train, no bundle, no evaluations or samples, so the
@@ -98,7 +98,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="40 steps, to check it runs")
     args = parser.parse_args()
-    steps, chunk = (40, 10) if args.quick else (600, 50)
+    steps, chunk = (40, 10) if args.quick else (300, 25)
     text = load_corpus("shakespeare")
     tok = Tokenizer.train(text, "char")
     data = TokenData.from_text(text, tok)
