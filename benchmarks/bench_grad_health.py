@@ -1,6 +1,6 @@
 """What recording gradient health costs a training run. Prints JSON.
 
-    python -m benchmarks.bench_grad_health            # quick and small presets, 600 steps each
+    python -m benchmarks.bench_grad_health            # quick and small presets, 300 steps each
     python -m benchmarks.bench_grad_health --quick    # a short run, to check it works
 
 The real loop (viz_model.training.loop.train, no bundle, no evaluations or samples, so the
@@ -97,8 +97,12 @@ def record_cost(tok: Tokenizer, data: TokenData, name: str, rounds: int) -> dict
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="40 steps, to check it runs")
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: its default)")
+    parser.add_argument("--no-loops", action="store_true", help="time one record and one step only")
     args = parser.parse_args()
-    steps, chunk = (40, 10) if args.quick else (600, 50)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    steps, chunk = (40, 10) if args.quick else (300, 25)
     text = load_corpus("shakespeare")
     tok = Tokenizer.train(text, "char")
     data = TokenData.from_text(text, tok)
@@ -109,7 +113,9 @@ def main() -> None:
             "record_cost": [
                 record_cost(tok, data, name, 3 if args.quick else 10) for name in presets
             ],
-            "loops": [overhead(tok, data, name, steps, chunk) for name in presets],
+            "loops": []
+            if args.no_loops
+            else [overhead(tok, data, name, steps, chunk) for name in presets],
         },
     )
 

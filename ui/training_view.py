@@ -145,7 +145,7 @@ def draw_update_rule(
             f"The learning rate warms up from 0 over the first {cfg.warmup_steps:,} steps, then "
             "follows the cosine."
             if cfg.warmup_steps > 0
-            else "No warm-up: the first step already takes the full learning rate."
+            else "No warm-up: the rate starts at its peak and follows the cosine from step 1."
         )
         st.caption(
             f"{decay} {warm} Batch {cfg.batch_size}: each step's gradient averages the loss over "
