@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import shlex
 import shutil
 import subprocess
@@ -56,7 +57,7 @@ LRS = ("1e-3", "3e-3", "1e-2", "3e-2", "0.1")
 def runs_of(sweep: str, work: Path) -> tuple[list[tuple[str, list[str]]], dict]:
     """[(run name, CLI flags)] of a sweep and what its JSON says about the data."""
     if sweep == "depth":
-        steps = ["--steps", "400", "--eval-every", "50"]
+        steps = ["--steps", "300", "--eval-every", "50"]
         return [
             (f"{n} layers{', no residual' if off else ''}", [*steps, "--n-layer", str(n)] + off)
             for n in (2, 8)
@@ -91,12 +92,37 @@ def runs_of(sweep: str, work: Path) -> tuple[list[tuple[str, list[str]]], dict]:
     raise ValueError(f"unknown sweep {sweep!r}")
 
 
+def merged(base: list[str], flags: list[str]) -> list[str]:
+    """base's flags with the run's: a flag given in both takes the run's value in base's place,
+    so the command reads as one recipe ("--lr 0.1", never "--lr 3e-3 ... --lr 0.1").
+
+    >>> merged(["--lr", "3e-3", "--quiet"], ["--lr", "0.1", "--no-residual"])
+    ['--lr', '0.1', '--quiet', '--no-residual']
+    """
+
+    def pairs(argv: list[str]) -> dict[str, list[str]]:
+        out, i = {}, 0
+        while i < len(argv):
+            value = (
+                argv[i + 1 : i + 2]
+                if i + 1 < len(argv) and not argv[i + 1].startswith("--")
+                else []
+            )
+            out[argv[i]] = value
+            i += 1 + len(value)
+        return out
+
+    combined = pairs(base) | pairs(flags)
+    return [x for flag, value in combined.items() for x in (flag, *value)]
+
+
 def command(flags: list[str], out: Path) -> list[str]:
-    """The CLI's argv: the corpus unless the run names a text file, tiny's recipe, then the
-    run's flags (argparse keeps the last of a flag given twice); out relative to the checkout."""
+    """The CLI's argv: the corpus unless the run names a text file, tiny's recipe with the run's
+    flags; out relative to the checkout when it is inside it."""
     data = [] if "--text-file" in flags else CORPUS
     where = out.relative_to(ROOT) if out.is_relative_to(ROOT) else out
-    return [sys.executable, "-m", "viz_model.training", *data, *TINY, *flags, "--out", str(where)]
+    argv = merged([*data, *TINY], flags)
+    return [sys.executable, "-m", "viz_model.training", *argv, "--out", str(where)]
 
 
 def thinned(history: list[dict]) -> dict[str, list]:
@@ -152,6 +178,7 @@ def summary(name: str, out: Path, seconds: float, eval_train: bool) -> dict:
             "loss": [r["val_loss"] for r in history if "val_loss" in r],
         },
         "grad": grad,
+        "baselines": {k: round(v, 5) for k, v in b.meta.get("baselines", {}).items()},
         "seconds": round(seconds, 1),
     }
     if eval_train:
@@ -178,6 +205,13 @@ def both_splits(b) -> dict[str, list]:
     return out
 
 
+def _child_cpu() -> float:
+    """CPU seconds the finished child processes used (0 where the system does not say: Windows):
+    a run's cost on a shared machine, where its wall time depends on the others."""
+    t = os.times()
+    return t.children_user + t.children_system
+
+
 def run_sweep(sweep: str, work: Path) -> Path:
     """Train the sweep's runs one after another and write its JSON; returns the JSON's path."""
     runs, about = runs_of(sweep, work)
@@ -186,12 +220,14 @@ def run_sweep(sweep: str, work: Path) -> Path:
     for name, flags in runs:
         out = work / sweep / name.replace(", ", "-").replace(" ", "-")
         shutil.rmtree(out, ignore_errors=True)
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), _child_cpu()
         done = subprocess.run(command(flags, out), cwd=ROOT)
         if done.returncode not in (0, 2):  # 2: stopped early on a NaN, which is a result here
             raise SystemExit(f"{name}: the training CLI failed ({done.returncode})")
-        results.append(summary(name, out, time.perf_counter() - t0, sweep == "dropout"))
-        print(f"{sweep}: {name} done in {results[-1]['seconds']} s", flush=True)
+        result = summary(name, out, time.perf_counter() - t0, sweep == "dropout")
+        result["cpu_seconds"] = round(_child_cpu() - cpu0, 1)
+        results.append(result)
+        print(f"{sweep}: {name} done in {result['seconds']} s", flush=True)
     doc = {
         "sweep": sweep,
         "title": SWEEPS[sweep].title,
@@ -200,6 +236,7 @@ def run_sweep(sweep: str, work: Path) -> Path:
         **about,
         "script": f"python scripts/contrast_sweeps.py --only {sweep}",
         "seconds": round(time.perf_counter() - started, 1),
+        "cpu_seconds": round(sum(r["cpu_seconds"] for r in results), 1),
         "runs": results,
     }
     OUT_DIR.mkdir(parents=True, exist_ok=True)

@@ -96,6 +96,23 @@ def test_depth_claim_says_what_it_lacks():
     assert not sw.depth_claim(sweep(run(n_layer=2))).made
 
 
+def test_baseline_claim_places_the_loss_against_letter_frequencies_and_bigrams():
+    base = {"unigram": 3.32, "bigram": 2.50, "blind guess": 4.34}
+
+    def at(v: float) -> sw.Run:
+        r = run("8n", final_val=v)
+        return sw.Run(**{**r.__dict__, "baselines": base})
+
+    stuck = sw.baseline_claim(at(3.32 - M + 0.01))
+    assert stuck.made and "nothing more" in stuck.text and "3.32" in stuck.text
+    assert sw.baseline_claim(at(3.5)).made  # worse than the unigram: nothing more either
+    better = sw.baseline_claim(at(2.50 - M - 0.01))
+    assert better.made and "more than the previous character" in better.text
+    for v in (3.32 - M - 0.01, 2.50 - M + 0.01):
+        assert not sw.baseline_claim(at(v)).made
+    assert not sw.baseline_claim(run()).made  # no baselines recorded
+
+
 def _grads(bottom: float, top: float) -> dict[str, float]:
     return {"embed": 1.0, "blocks.0": bottom, "blocks.1": 0.5, "blocks.2": top, "unembed": 1.0}
 

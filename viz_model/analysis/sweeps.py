@@ -11,7 +11,8 @@ losses, gradient health), and what may be said about them.
   untrained model's loss), or "barely" (in between).
 - Claims (docs/ARCHITECTURE.md, Claims), each a function of the file's numbers with a neutral
   sentence when the finding does not show beyond its margin: `depth_claim` (deeper is worse
-  only without residual connections), `depth_gradient_claim` (block 0's gradient against the
+  only without residual connections), `baseline_claim` (a run's final loss against the n-gram
+  baselines: did it learn more than letter frequencies?), `depth_gradient_claim` (block 0's gradient against the
   top block's, beyond a factor), `lr_claim` (a learning rate where the run without
   normalization diverges and the LayerNorm one trains), `gap_claim` and `overfit_claim` (the
   train/validation gap with and without dropout), `warmup_claim` (warm-up's effect for one
@@ -26,7 +27,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -86,6 +87,8 @@ class Run:
     seconds: float  # wall time of the run, start to saved
     eval_train: Curve | None = None  # dropout sweep: the training split, without dropout
     eval_val: Curve | None = None  # and the validation split, from the same weights
+    # the n-gram baselines on the same held-out text: {"unigram": 3.32, "bigram": 2.50, ...}
+    baselines: dict[str, float] = field(default_factory=dict)
 
     @property
     def nonfinite(self) -> bool:
@@ -140,6 +143,7 @@ def _run(d: dict) -> Run:
         seconds=float(d.get("seconds", 0.0)),
         eval_train=_curve(ev, "train") if ev else None,
         eval_val=_curve(ev, "val") if ev else None,
+        baselines={str(k): float(v) for k, v in (d.get("baselines") or {}).items()},
     )
 
 
@@ -292,6 +296,28 @@ def depth_claim(sweep: Sweep) -> Claim:
         False,
         numbers,
     )
+
+
+def baseline_claim(r: Run) -> Claim:
+    """Where the run's final validation loss sits against the n-gram baselines on the same
+    held-out text: within MARGIN of the unigram's (letter frequencies) or above it, below the
+    bigram's (more than the previous character), or between the two."""
+    uni, bi = r.baselines.get("unigram"), r.baselines.get("bigram")
+    if uni is None or bi is None or r.final_val is None:
+        return Claim(f"**{r.name}**: no baselines to compare with.", False, {})
+    v = r.final_val
+    numbers = {"val": v, "unigram": uni, "bigram": bi, "margin": MARGIN}
+    said = (
+        f"**{r.name}** ends at {v:.2f} nats; predicting each character by its frequency alone "
+        f"(unigram) scores {uni:.2f}, by the one before it (bigram) {bi:.2f}"
+    )
+    if v >= uni - MARGIN:
+        return Claim(
+            f"{said}: it learned the letter frequencies and **nothing more**.", True, numbers
+        )
+    if v < bi - MARGIN:
+        return Claim(f"{said}: it uses more than the previous character.", True, numbers)
+    return Claim(f"{said}: between the two.", False, numbers)
 
 
 def depth_gradient_claim(r: Run, factor: float = DEPTH_RATIO) -> Claim:
