@@ -51,7 +51,7 @@ TINY = shlex.split(
     "--sample-every 0 --snapshots 1 --threads 1 --quiet"
 )
 DROPOUT_CHARS = 20_000  # the small text of the dropout sweep: the corpus's first characters
-LRS = ("1e-3", "3e-3", "1e-2", "3e-2", "0.1")
+LRS = ("0.001", "0.003", "0.01", "0.03", "0.1")
 
 
 def runs_of(sweep: str, work: Path) -> tuple[list[tuple[str, list[str]]], dict]:
@@ -241,8 +241,18 @@ def run_sweep(sweep: str, work: Path) -> Path:
     }
     OUT_DIR.mkdir(parents=True, exist_ok=True)
     path = OUT_DIR / f"{sweep}.json"
-    path.write_text(json.dumps(doc, indent=1, allow_nan=False) + "\n")
+    write_results(path, doc)
     return path
+
+
+def write_results(path: Path, doc: dict) -> None:
+    """The sweep's JSON with one run a line: small (no indentation of the curves) and a diff
+    that shows which runs changed."""
+    head = {k: v for k, v in doc.items() if k != "runs"}
+    runs = ",\n".join(json.dumps(r, allow_nan=False, separators=(",", ":")) for r in doc["runs"])
+    text = json.dumps(head, indent=1, allow_nan=False)[:-2] + ',\n "runs": [\n' + runs + "\n ]\n}\n"
+    json.loads(text)  # the file must stay JSON
+    path.write_text(text, encoding="utf-8")
 
 
 def main() -> int:

@@ -51,10 +51,10 @@ class SweepInfo:
 
 
 SWEEPS: dict[str, SweepInfo] = {
-    "depth": SweepInfo("Depth needs residual connections (results of a sweep)"),
-    "layernorm-lr": SweepInfo("LayerNorm and the learning rate (results of a sweep)"),
-    "dropout": SweepInfo("Dropout on a small text (results of a sweep)"),
-    "optimizers": SweepInfo("SGD and AdamW, with and without warm-up (results of a sweep)"),
+    "depth": SweepInfo("Depth and residual connections"),
+    "layernorm-lr": SweepInfo("LayerNorm and the learning rate"),
+    "dropout": SweepInfo("Dropout on a small text"),
+    "optimizers": SweepInfo("SGD and AdamW, with and without warm-up"),
 }
 
 
@@ -147,9 +147,10 @@ def _run(d: dict) -> Run:
     )
 
 
-def load_sweep(key: str, folder: Path = SWEEPS_DIR) -> Sweep:
-    """The sweep `key` (one of SWEEPS) from its file; ValueError when it is missing or damaged."""
-    path = Path(folder) / f"{key}.json"
+def load_sweep(key: str, folder: Path | None = None) -> Sweep:
+    """The sweep `key` (one of SWEEPS) from its file in `folder` (default SWEEPS_DIR);
+    ValueError when it is missing or damaged."""
+    path = Path(folder or SWEEPS_DIR) / f"{key}.json"
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
         runs = tuple(_run(r) for r in doc["runs"])
