@@ -133,17 +133,27 @@ def test_depth_gradient_claim_needs_the_factor_either_way():
 # ---- LayerNorm across learning rates ----------------------------------------------------------
 
 
-def test_outcome_reads_nan_stops_blow_ups_and_training():
-    assert sw.outcome(run(stopped="loss became NaN at step 12; kept the weights of step 11")) == (
-        "diverged"
-    )
+def test_outcome_reads_nan_stops_blow_ups_training_and_stalls():
+    nan = run(stopped="loss became NaN at step 12; kept the weights of step 11")
+    assert sw.outcome(nan) == "diverged"
     assert sw.outcome(run(initial=4.3, final_train=4.3)) == "diverged"  # no better than untrained
-    assert sw.outcome(run(initial=4.3, final_train=4.0, final_val=4.3 - sw.TRAINED_DROP)) == (
-        "trained"
-    )
-    assert sw.outcome(run(initial=4.3, final_train=4.0, final_val=3.5)) == "barely"
+    base = {"unigram": 3.32}
+    trained = run(initial=4.3, final_train=3.0, final_val=3.32 - M - 0.01)
+    assert sw.outcome(sw.Run(**{**trained.__dict__, "baselines": base})) == "trained"
+    stalled = run(initial=4.3, final_train=3.3, final_val=3.32 - M + 0.01)
+    assert sw.outcome(sw.Run(**{**stalled.__dict__, "baselines": base})) == "stalled"
+    assert sw.outcome(stalled) == "trained"  # no baseline: below the untrained loss suffices
     stopped = run(stopped="stopped on request after step 5", final_train=2.0, final_val=2.0)
     assert not stopped.nonfinite and sw.outcome(stopped) == "trained"
+
+
+def test_large_factors_are_said_in_words():
+    assert [sw.times(x) for x in (14.2, 2300, 4.08e6, 4.08e9)] == [
+        "14",
+        "2,300",
+        "4.1 million",
+        "4.1 billion",
+    ]
 
 
 def lr_sweep(none_at_high: sw.Run) -> sw.Sweep:

@@ -132,11 +132,6 @@ def layernorm_lr(sweep: sw.Sweep) -> None:
     )
     present.plot(fig, key="ctr_sweep_rates")
     st.markdown(sw.lr_claim(sweep).text)
-    st.caption(
-        f"Diverged: the run stopped on a NaN, or its training loss over the last tenth of the "
-        f"steps ended no lower than the untrained model's ({untrained:.2f}). Trained: its "
-        f"validation loss ended at least {sw.TRAINED_DROP:g} nat below that."
-    )
     rates = sorted({sw.lr(r) for r in sweep.runs})
     named = []
     for kind, heading in (("layernorm", "LayerNorm"), ("none", "no normalization")):
@@ -226,6 +221,11 @@ SECTIONS = {
 }
 
 
+def _unigram(sweep: sw.Sweep) -> str:
+    values = {r.baselines.get("unigram") for r in sweep.runs} - {None}
+    return ", ".join(f"{v:.2f}" for v in sorted(values)) or "–"
+
+
 def _params(r: sw.Run) -> str:
     try:
         return f"{count_params(GPTConfig.from_dict(r.model))[0]:,}"
@@ -241,19 +241,20 @@ def rows(sweep: sw.Sweep) -> dict[str, dict[str, str]]:
     """{run: {column: value}}: the numbers behind the section, one row per run."""
     out = {}
     for r in sweep.runs:
-        row = {
-            "parameters": _params(r),
-            "steps": f"{r.steps:,}",
-            "outcome": sw.outcome(r),
-            "untrained (step 1)": _loss(r.initial_loss),
-            "highest training": _loss(r.peak_train),
-            "training (last tenth)": _loss(r.final_train),
-            "validation (end)": _loss(r.final_val),
-        }
+        row = {}  # the numbers that carry the lesson first: a wide table scrolls to the rest
         if (gap := sw.final_gap(r)) is not None:
+            row["gap"] = f"{gap[2]:.3f}"
             row["training text, no dropout"] = _loss(gap[0])
             row["held-out text"] = _loss(gap[1])
-            row["gap"] = f"{gap[2]:.3f}"
+        row |= {
+            "validation (end)": _loss(r.final_val),
+            "training (last tenth)": _loss(r.final_train),
+            "outcome": sw.outcome(r),
+            "highest training": _loss(r.peak_train),
+            "untrained (step 1)": _loss(r.initial_loss),
+            "steps": f"{r.steps:,}",
+            "parameters": _params(r),
+        }
         row["stopped early"] = r.stopped or "no"
         row["seconds"] = f"{r.seconds:,.0f}"
         out[r.name] = row
@@ -265,8 +266,12 @@ def table(sweep: sw.Sweep) -> None:
     st.dataframe(pd.DataFrame(rows(sweep)).T, width="stretch")
     st.caption(
         f"{UNIT} Untrained: the training loss at step 1. Training (last tenth): the mean over "
-        "the last tenth of the steps, measured while training. Seconds: each run's wall time "
-        "on one thread of a shared machine."
+        "the last tenth of the steps, measured while training. Outcome: **diverged** when the "
+        "run stopped on a NaN or its training loss (last tenth) ended no lower than its "
+        f"untrained loss; **trained** when its validation loss ended more than {sw.MARGIN} "
+        f"nats below the unigram baseline's ({_unigram(sweep)}: each character predicted by "
+        "its frequency alone); **stalled** in between. Seconds: each run's wall time on one "
+        "thread of a shared machine."
         + (
             " Training text, no dropout and held-out text: both measured here at the last "
             "step, without dropout."

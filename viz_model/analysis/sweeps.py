@@ -7,8 +7,9 @@ losses, gradient health), and what may be said about them.
 - `load_sweep(key)`: a sweep's file as a `Sweep` of `Run`s; a missing or damaged file raises
   ValueError with a plain message.
 - `outcome(run)`: "diverged" (stopped on a NaN, or its training loss ended no lower than the
-  untrained model's), "trained" (its validation loss ended at least TRAINED_DROP nats below the
-  untrained model's loss), or "barely" (in between).
+  untrained model's), "trained" (its validation loss ended more than MARGIN below the unigram
+  baseline's, the loss of predicting each character by its frequency alone: it learned more than
+  letter frequencies), or "stalled" (in between).
 - Claims (docs/ARCHITECTURE.md, Claims), each a function of the file's numbers with a neutral
   sentence when the finding does not show beyond its margin: `depth_claim` (deeper is worse
   only without residual connections), `baseline_claim` (a run's final loss against the n-gram
@@ -39,7 +40,6 @@ from viz_model.text.data import ASSETS_DIR
 SWEEPS_DIR = ASSETS_DIR / "contrasts"  # scripts/contrast_sweeps.py writes <key>.json here
 BIN_STEPS = 10  # the training curve is kept as the mean of every 10 steps
 MARGIN = 0.05  # nats: a loss is "lower" or "higher" than another's beyond this
-TRAINED_DROP = 1.0  # nats below the untrained model's loss: the run "trained"
 NONFINITE = ("NaN", "infinite")  # the loop's words when it stops on a number that is not finite
 
 
@@ -200,12 +200,15 @@ def warmup(r: Run) -> int:
 
 
 def outcome(r: Run) -> str:
-    """ "diverged", "trained" or "barely" (see the module's docstring)."""
+    """ "diverged", "trained" or "stalled" (see the module's docstring); a run without a
+    unigram baseline counts as trained when its validation loss is below its untrained loss
+    by more than MARGIN."""
     if r.nonfinite or r.final_train >= r.initial_loss:
         return "diverged"
-    if r.final_val is not None and r.final_val <= r.initial_loss - TRAINED_DROP:
+    floor = r.baselines.get("unigram", r.initial_loss)
+    if r.final_val is not None and r.final_val < floor - MARGIN:
         return "trained"
-    return "barely"
+    return "stalled"
 
 
 def _find(runs: Sequence[Run], **want) -> Run | None:
@@ -243,6 +246,14 @@ def big(x: float) -> str:
     if abs(x) >= 1e6:
         return f"{x / 1e6:,.1f} million"
     return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.2f}"
+
+
+def times(x: float) -> str:
+    """A large factor in words: 14, 2,300, 4.1 million, 4.1 billion."""
+    for size, word in ((1e9, "billion"), (1e6, "million")):
+        if x >= size:
+            return f"{x / size:,.1f} {word}"
+    return f"{x:,.0f}"
 
 
 # ---- depth ---------------------------------------------------------------------------------
@@ -337,14 +348,14 @@ def depth_gradient_claim(r: Run, factor: float = DEPTH_RATIO) -> Claim:
     )
     if ratio >= factor:
         return Claim(
-            f"{said}: {ratio:,.0f} times smaller at the bottom. The gradient **vanishes** on "
-            "its way down, so the first blocks barely learn.",
+            f"{said}: {times(ratio)} times smaller at the bottom. The gradient **vanishes** on "
+            "its way down: the first blocks get almost no signal from the loss.",
             True,
             numbers,
         )
     if ratio <= 1 / factor:
         return Claim(
-            f"{said}: {1 / ratio:,.0f} times larger at the bottom. The gradient **grows** on its "
+            f"{said}: {times(1 / ratio)} times larger at the bottom. The gradient **grows** on its "
             "way down.",
             True,
             numbers,
