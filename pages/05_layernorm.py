@@ -57,6 +57,7 @@ if cfg.norm_kind != "layernorm":
             "with and without one on the Training page and compare their curves on Compare "
             "models to see what it is for."
         )
+        parts.contrast_link("layernorm-lr", "LayerNorm against none, across learning rates")
     st.stop()
 
 
@@ -207,6 +208,9 @@ st.markdown(
 left, right = st.columns(2)
 parts.contrast_link("norm", "Pre-LN beside post-LN, trained side by side", container=left)
 parts.contrast_link("rmsnorm", "RMSNorm (Llama) beside LayerNorm", container=right)
+parts.contrast_link(
+    "layernorm-lr", "What LayerNorm is for: with and without, across learning rates"
+)
 
 
 def config_file(path) -> dict | None:
