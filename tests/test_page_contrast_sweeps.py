@@ -81,6 +81,7 @@ def test_layernorm_lr_marks_the_diverged_runs_and_says_where(models_dir):
     at = _open(models_dir, "layernorm-lr")
     sweep = sw.load_sweep("layernorm-lr")
     assert sw.lr_claim(sweep).text in _shown(at)
+    assert sw.lr_trained_claim(sweep).text in _shown(at)
     figure = _figure(at, "Validation loss at the end, by learning rate")
     for trace, kind in zip(figure["data"], ("layernorm", "none"), strict=True):
         runs = sorted((r for r in sweep.runs if sw.norm_kind(r) == kind), key=sw.lr)

@@ -189,6 +189,26 @@ def test_lr_claim_is_neutral_when_both_train_or_both_diverge():
     assert not claim.made and "Diverged with LayerNorm: 0.1" in claim.text
 
 
+def test_lr_trained_claim_says_which_kind_ended_lower_and_the_largest_spike():
+    def pair(x, ln_val, none_val, none_peak=4.35):
+        no = run(f"n {x}", lr=x, norm_kind="none", final_val=none_val)
+        no = sw.Run(**{**no.__dict__, "peak_train": none_peak})
+        return run(f"l {x}", lr=x, final_val=ln_val), no
+
+    s = sweep(*pair(1e-3, 2.5, 2.5 + M + 0.01), *pair(0.03, 2.7, 2.5, 126.0), key="layernorm-lr")
+    claim = sw.lr_trained_claim(s)
+    assert claim.made and "LayerNorm ended lower at 0.001" in claim.text
+    assert "no normalization ended lower at 0.03" in claim.text
+    assert "was 126 nats, 29 times the untrained" in claim.text
+    tie = sweep(*pair(1e-3, 2.5, 2.5 + M - 0.01), key="layernorm-lr")
+    claim = sw.lr_trained_claim(tie)
+    assert not claim.made and "within 0.05 nats" in claim.text
+    spike_only = sweep(*pair(1e-3, 2.5, 2.5, 2 * 4.35 + 0.1), key="layernorm-lr")
+    assert sw.lr_trained_claim(spike_only).made
+    calm = sweep(*pair(1e-3, 2.5, 2.5), key="layernorm-lr")
+    assert "was" not in sw.lr_trained_claim(calm).text  # peak at the untrained loss: no spike
+
+
 # ---- dropout -----------------------------------------------------------------------------------
 
 

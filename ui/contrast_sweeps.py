@@ -132,6 +132,7 @@ def layernorm_lr(sweep: sw.Sweep) -> None:
     )
     present.plot(fig, key="ctr_sweep_rates")
     st.markdown(sw.lr_claim(sweep).text)
+    st.markdown(sw.lr_trained_claim(sweep).text)
     rates = sorted({sw.lr(r) for r in sweep.runs})
     named = []
     for kind, heading in (("layernorm", "LayerNorm"), ("none", "no normalization")):

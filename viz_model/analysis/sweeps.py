@@ -15,7 +15,8 @@ losses, gradient health), and what may be said about them.
   only without residual connections), `baseline_claim` (a run's final loss against the n-gram
   baselines: did it learn more than letter frequencies?), `depth_gradient_claim` (block 0's gradient against the
   top block's, beyond a factor), `lr_claim` (a learning rate where the run without
-  normalization diverges and the LayerNorm one trains), `gap_claim` and `overfit_claim` (the
+  normalization diverges and the LayerNorm one trains), `lr_trained_claim` (where both trained,
+  which ended lower, and the largest spike on the way), `gap_claim` and `overfit_claim` (the
   train/validation gap with and without dropout), `warmup_claim` (warm-up's effect for one
   optimiser), `optimizer_claim` (AdamW against SGD).
 
@@ -427,6 +428,59 @@ def lr_claim(sweep: Sweep) -> Claim:
         False,
         numbers,
     )
+
+
+SPIKE = 2.0  # a training loss above this many times the untrained model's is a spike
+
+
+def lr_trained_claim(sweep: Sweep) -> Claim:
+    """Where both kinds trained: at which rates each ended lower than the other beyond MARGIN,
+    and the largest spike (a training loss above SPIKE times the untrained one) of a run that
+    still trained. Stops a reader from taking "LayerNorm allows higher rates" for "LayerNorm is
+    better at every rate"."""
+    both = [
+        (x, ln, no)
+        for x in sorted({lr(r) for r in sweep.runs})
+        if (ln := _find(sweep.runs, lr=x, norm_kind="layernorm")) is not None
+        and (no := _find(sweep.runs, lr=x, norm_kind="none")) is not None
+        and outcome(ln) == "trained" == outcome(no)
+    ]
+    if not both:
+        return Claim("At no rate tried did both kinds train.", False, {})
+    ln_lower = [x for x, ln, no in both if ln.final_val < no.final_val - MARGIN]
+    no_lower = [x for x, ln, no in both if no.final_val < ln.final_val - MARGIN]
+    numbers = {"ln_lower": float(len(ln_lower)), "none_lower": float(len(no_lower))}
+
+    def listed(xs: list[float]) -> str:
+        return ", ".join(f"{x:g}" for x in xs)
+
+    parts = []
+    if ln_lower:
+        parts.append(f"LayerNorm ended lower at {listed(ln_lower)}")
+    if no_lower:
+        parts.append(f"no normalization ended lower at {listed(no_lower)}")
+    rates = listed([x for x, _, _ in both])
+    text = f"Where both trained ({rates}): " + (
+        "; ".join(parts) + f" (by more than {MARGIN} nats on held-out text)."
+        if parts
+        else f"their held-out losses are within {MARGIN} nats of each other."
+    )
+    spikes = [
+        (r.peak_train, lr(r), r)
+        for _, ln, no in both
+        for r in (ln, no)
+        if r.peak_train > SPIKE * r.initial_loss
+    ]
+    if spikes:
+        peak, x, r = max(spikes, key=lambda t: t[0])
+        kind = "LayerNorm" if norm_kind(r) == "layernorm" else "no normalization"
+        text += (
+            f" On the way, one step's training loss with {kind} at {x:g} was {big(peak)} nats, "
+            f"{peak / r.initial_loss:,.0f} times the untrained model's, before the loss came "
+            "down."
+        )
+        numbers["spike"] = peak
+    return Claim(text, bool(parts or spikes), numbers)
 
 
 # ---- dropout -----------------------------------------------------------------------------------
