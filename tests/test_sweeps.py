@@ -147,6 +147,15 @@ def test_outcome_reads_nan_stops_blow_ups_training_and_stalls():
     assert not stopped.nonfinite and sw.outcome(stopped) == "trained"
 
 
+def test_large_losses_are_said_in_words():
+    assert [sw.big(x) for x in (2.456, 126.3, 8.46e6, 1.7256e10)] == [
+        "2.46",
+        "126",
+        "8.5 million",
+        "17.3 billion",
+    ]
+
+
 def test_large_factors_are_said_in_words():
     assert [sw.times(x) for x in (14.2, 2300, 4.08e6, 4.08e9)] == [
         "14",

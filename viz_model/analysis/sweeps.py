@@ -241,11 +241,12 @@ def _nats(x: float | None) -> str:
 
 
 def big(x: float) -> str:
-    """A loss in words that stays readable when it blew up: 2.46, 126, 7.3 million."""
+    """A loss in words that stays readable when it blew up: 2.46, 126, 7.3 million, 17.3
+    billion."""
     if not math.isfinite(x):
         return str(x)
     if abs(x) >= 1e6:
-        return f"{x / 1e6:,.1f} million"
+        return times(x)
     return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.2f}"
 
 
