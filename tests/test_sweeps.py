@@ -244,6 +244,8 @@ def test_overfit_claim_needs_the_held_out_loss_to_rise_while_training_falls():
     assert claim.made and "lowest at step 200 (1.90)" in claim.text and "overfits" in claim.text
     flat = run("d0", eval_curves=([2.0, 1.6, 1.2], [2.1, 1.9, 1.9 + M - 0.01]))
     assert not sw.overfit_claim(flat).made
+    falling = sw.overfit_claim(run("d2", eval_curves=([2.0, 1.9, 1.8], [2.2, 2.1, 2.0])))
+    assert not falling.made and "lowest at the last step, 300 (2.00)" in falling.text
     both_rise = run("d0", eval_curves=([2.0, 1.6, 1.7], [2.1, 1.9, 2.2]))
     assert not sw.overfit_claim(both_rise).made  # the training text's loss did not fall
 

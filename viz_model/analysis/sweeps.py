@@ -541,13 +541,18 @@ def overfit_claim(r: Run) -> Claim:
             True,
             numbers,
         )
-    return Claim(
-        f"**{r.name}**: the held-out loss was lowest at step {best_step:,} ({best:.2f}) and "
-        f"{last:.2f} at step {last_step:,}: it did not rise by more than {MARGIN} nats while "
-        "the training text's fell.",
-        False,
-        numbers,
-    )
+    if best_step == last_step:
+        text = (
+            f"**{r.name}**: the held-out loss was at its lowest at the last step, "
+            f"{last_step:,} ({last:.2f}): it had not begun to rise."
+        )
+    else:
+        text = (
+            f"**{r.name}**: the held-out loss was lowest at step {best_step:,} ({best:.2f}) and "
+            f"{last:.2f} at step {last_step:,}: it did not rise by more than {MARGIN} nats "
+            "while the training text's fell."
+        )
+    return Claim(text, False, numbers)
 
 
 # ---- optimisers --------------------------------------------------------------------------------
