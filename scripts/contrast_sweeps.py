@@ -85,7 +85,10 @@ def runs_of(sweep: str, work: Path) -> tuple[list[tuple[str, list[str]]], dict]:
         steps = ["--steps", "400", "--eval-every", "50"]
         sgd = ["--optimizer", "sgd", "--lr", "0.1", "--momentum", "0.9"]
         return [
-            (f"{name}, {'warm-up 50' if w else 'no warm-up'}", [*steps, *flags, "--warmup", w])
+            (
+                f"{name}, {'no warm-up' if w == '0' else f'warm-up {w}'}",
+                [*steps, *flags, "--warmup", w],
+            )
             for name, flags in (("AdamW", ["--optimizer", "adamw"]), ("SGD", sgd))
             for w in ("50", "0")
         ], {}

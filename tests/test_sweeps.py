@@ -299,6 +299,7 @@ def test_a_missing_or_damaged_file_is_a_plain_value_error(tmp_path):
 def test_every_committed_sweep_loads_and_its_numbers_agree_with_themselves(key):
     s = sw.load_sweep(key)
     assert s.runs and s.script.endswith(f"--only {key}")
+    assert len({r.name for r in s.runs}) == len(s.runs)  # a name says which run a row is
     for r in s.runs:
         assert r.command.startswith("python -m viz_model.training")
         assert r.curve.step.size and np.all(np.diff(r.curve.step) > 0)
