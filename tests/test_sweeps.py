@@ -270,6 +270,12 @@ def test_warmup_claim_each_side_of_the_margin():
     assert hurt.made and "cost 0.06" in hurt.text
     none = sw.warmup_claim(opt_sweep(2.4, 2.4 + M - 0.01, 2.8, 2.8), "adamw")
     assert not none.made and "no difference" in none.text
+    assert "no early blow-up" in none.text
+    s = opt_sweep(2.4, 2.4, 2.8, 2.8)
+    cold = next(r for r in s.runs if r.name == "a c")
+    spiked = sw.Run(**{**cold.__dict__, "peak_train": 2 * cold.initial_loss + 0.01})
+    claim = sw.warmup_claim(sw.Sweep(**{**s.__dict__, "runs": (s.runs[0], spiked)}), "adamw")
+    assert claim.made and "2 times the untrained" in claim.text
     nan = sw.warmup_claim(opt_sweep(2.4, 2.4, 2.8, 2.8, "loss became NaN at step 9"), "sgd")
     assert nan.made and "stopped on a NaN" in nan.text and "SGD with momentum" in nan.text
 

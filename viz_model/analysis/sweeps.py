@@ -562,7 +562,8 @@ OPTIMIZER_NAMES = {"adamw": "AdamW", "sgd": "SGD with momentum"}
 
 def warmup_claim(sweep: Sweep, opt: str) -> Claim:
     """For one optimiser: is the final validation loss with warm-up lower (or higher) than
-    without it, beyond MARGIN?"""
+    without it, beyond MARGIN? And did the run without warm-up blow up early (a step's training
+    loss above SPIKE times the untrained model's), what a warm-up is meant to prevent?"""
     name = OPTIMIZER_NAMES.get(opt, opt)
     runs = [r for r in sweep.runs if optimizer(r) == opt]
     warm = next((r for r in runs if warmup(r) > 0), None)
@@ -570,7 +571,14 @@ def warmup_claim(sweep: Sweep, opt: str) -> Claim:
     if warm is None or cold is None or warm.final_val is None or cold.final_val is None:
         return _missing(f"{name} runs with and without warm-up")
     d = cold.final_val - warm.final_val
-    numbers = {"warm": warm.final_val, "cold": cold.final_val, "margin": MARGIN}
+    spiked = cold.peak_train > SPIKE * cold.initial_loss
+    numbers = {
+        "warm": warm.final_val,
+        "cold": cold.final_val,
+        "cold_peak": cold.peak_train,
+        "margin": MARGIN,
+        "spike": SPIKE,
+    }
     said = (
         f"**{name}** ends at {warm.final_val:.2f} nats with a {warmup(warm)}-step warm-up and "
         f"{cold.final_val:.2f} without"
@@ -580,12 +588,23 @@ def warmup_claim(sweep: Sweep, opt: str) -> Claim:
             f"{said}; without warm-up it stopped on a NaN at step {cold.steps:,}.", True, numbers
         )
     if d > MARGIN:
-        return Claim(f"{said}: warm-up helped, by {d:.2f} nats.", True, numbers)
-    if d < -MARGIN:
-        return Claim(f"{said}: warm-up cost {-d:.2f} nats here.", True, numbers)
-    return Claim(
-        f"{said}: within {MARGIN} nats, so warm-up made no difference here.", False, numbers
-    )
+        said += f": warm-up helped, by {d:.2f} nats."
+    elif d < -MARGIN:
+        said += f": warm-up cost {-d:.2f} nats here."
+    else:
+        said += f": within {MARGIN} nats, so in the end warm-up made no difference here."
+    if spiked:
+        said += (
+            f" Without it one step's training loss reached {big(cold.peak_train)}, "
+            f"{cold.peak_train / cold.initial_loss:,.0f} times the untrained model's."
+        )
+    else:
+        said += (
+            f" Without it no step's training loss rose past {SPIKE:g} times the untrained "
+            f"model's (highest {cold.peak_train:.2f}, untrained {cold.initial_loss:.2f}): "
+            "there was no early blow-up for a warm-up to prevent."
+        )
+    return Claim(said, abs(d) > MARGIN or spiked, numbers)
 
 
 def optimizer_claim(sweep: Sweep) -> Claim:
