@@ -29,12 +29,10 @@ def _figure(at, title: str) -> dict:
     return next(f for f in plotly_figures(at) if f["layout"]["title"]["text"] == title)
 
 
-def _lines(figure: dict) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """{trace name: (x, y)} of a figure's lines (its stop markers left out)."""
+def _lines(figure: dict) -> dict[str, np.ndarray]:
+    """{trace name: y} of a figure's lines (its stop markers left out)."""
     return {
-        t["name"]: (plotly_array(t["x"]), plotly_array(t["y"]))
-        for t in figure["data"]
-        if t.get("mode") != "markers+text"
+        t["name"]: plotly_array(t["y"]) for t in figure["data"] if t.get("mode") != "markers+text"
     }
 
 
@@ -63,14 +61,14 @@ def test_depth_says_what_the_file_shows_about_depth_baselines_and_gradients(mode
         assert sw.baseline_claim(r).text in shown
     lines = _lines(_figure(at, "Training loss (mean of every 10 steps)"))
     for r in sweep.runs:
-        assert lines[r.name][1] == pytest.approx(r.curve.loss)
+        assert lines[r.name] == pytest.approx(r.curve.loss)
     deep = [r for r in sweep.runs if sw.n_layer(r) == 8]
     grads = _lines(
         _figure(at, "Gradient norm of each layer of the 8-layer models (median over the run)")
     )
     for r in deep:
         assert sw.depth_gradient_claim(r).text in shown
-        assert grads[r.name][1] == pytest.approx(r.grad_median)
+        assert grads[r.name] == pytest.approx(r.grad_median)
     # the headline: without residual connections the gradient reaching block 0 of 8 vanishes
     unres = next(r for r in deep if not sw.residual(r))
     claim = sw.depth_gradient_claim(unres)
@@ -101,7 +99,7 @@ def test_dropout_draws_both_splits_and_the_gap_from_the_file(models_dir):
     gaps = _lines(_figure(at, "The gap: held-out loss minus training loss"))
     for r in sweep.runs:
         assert sw.overfit_claim(r).text in shown
-        assert gaps[r.name][1] == pytest.approx(r.eval_val.loss - r.eval_train.loss)
+        assert gaps[r.name] == pytest.approx(r.eval_val.loss - r.eval_train.loss)
         t, v, g = sw.final_gap(r)
         assert at.dataframe[0].value.loc[r.name, "gap"] == f"{g:.3f}"
 
@@ -122,7 +120,8 @@ def test_sweep_keys_and_pair_keys_never_clash():
 def test_the_chooser_offers_the_sweeps_and_puts_one_in_the_url(models_dir):
     at = app_test(models_dir, PAGE, prompt="ROMEO:")
     radio = at.radio(key=widget_key("ctr"))
-    assert set(sw.SWEEPS) <= set(radio.options) and "mask" in radio.options
+    titles = {info.title for info in sw.SWEEPS.values()}
+    assert titles <= set(radio.options) and ct.CONTRASTS["mask"].title in radio.options
     radio.set_value("dropout").run()
     assert not at.exception and at.query_params["ctr"] in ("dropout", ["dropout"])
     assert at.subheader[0].value == sw.SWEEPS["dropout"].title

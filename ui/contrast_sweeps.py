@@ -289,6 +289,8 @@ def reproduce(sweep: sw.Sweep) -> None:
             f"{sweep.seconds / 60:,.1f} minutes here:"
         )
         st.code(sweep.script, language="bash")
+        if any("--text-file" in r.command for r in sweep.runs):
+            st.markdown(f"The script writes the text file first: {sweep.text}.")
         st.markdown("Each run alone:")
         for r in sweep.runs:
             st.code(r.command, language="bash", wrap_lines=True)
