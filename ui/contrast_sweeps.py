@@ -42,6 +42,20 @@ def show(key: str) -> None:
     reproduce(sweep)
 
 
+def _steps(sweep: sw.Sweep) -> str:
+    """ "300 steps each": the length the runs were set to (a run may have stopped sooner)."""
+    n = max(int(r.train.get("max_steps", r.steps)) for r in sweep.runs)
+    return f"{n:,} steps each"
+
+
+def _recipe(r: sw.Run) -> str:
+    """An optimiser's settings in words: "peak lr 0.1, momentum 0.9"."""
+    text = f"peak lr {sw.lr(r):g}"
+    if sw.optimizer(r) == "sgd" and "momentum" in r.train:
+        text += f", momentum {float(r.train['momentum']):g}"
+    return text
+
+
 def _end(r: sw.Run) -> str | None:
     """What an early stop says on the chart: the loop's own words."""
     return f"stopped at step {r.steps:,}: {r.stopped}" if r.stopped else None
@@ -57,8 +71,10 @@ def depth(sweep: sw.Sweep) -> None:
         "the residual connection it **replaces** the stream instead, and the gradient reaching "
         "the first block is a product of every later block's derivative; with it, each factor "
         "is the identity plus that derivative, so there is always a path on which the gradient "
-        "passes through unchanged (He et al. 2016). Below, 2 against 8 layers, each with and "
-        "without residual connections, the rest as shakespeare-tiny."
+        "passes through unchanged (He et al. 2016). Below, "
+        f"{' against '.join(str(n) for n in sorted({sw.n_layer(r) for r in sweep.runs}))} "
+        f"layers, each with and without residual connections, {_steps(sweep)}, the rest as "
+        "shakespeare-tiny."
     )
     st.latex(
         r"x_{l+1} = x_l + f_l(x_l)\ \text{(residual)} \qquad x_{l+1} = f_l(x_l)\ \text{(none)}"
@@ -107,8 +123,8 @@ def layernorm_lr(sweep: sw.Sweep) -> None:
         "by its standard deviation, then a learned gain and bias. Without it, nothing stops a "
         "large step from making the activations, and with them the next gradients, larger "
         "still. Below, the same 2-layer model with LayerNorm and with no normalization at all, "
-        "each at five peak learning rates without warm-up (the gradient is still clipped at 1, "
-        "shakespeare-tiny's recipe)."
+        f"each at {len({sw.lr(r) for r in sweep.runs})} peak learning rates without warm-up, "
+        f"{_steps(sweep)} (the gradient is still clipped at 1, shakespeare-tiny's recipe)."
     )
     st.latex(r"\mathrm{LN}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \epsilon}} + \beta")
     untrained = float(np.median([r.initial_loss for r in sweep.runs]))
@@ -157,7 +173,8 @@ def dropout(sweep: sw.Sweep) -> None:
         "evaluated, nothing is dropped. On a text small enough to memorise, the loss on the "
         "training text keeps falling while the loss on held-out text stops following it: the "
         f"gap is what was memorised. Below, {sweep.text} (90% to train on, 10% held out), "
-        "dropout 0 against 0.2, the rest as shakespeare-tiny."
+        f"dropout {' against '.join(f'{p:g}' for p in sorted({sw.dropout(r) for r in sweep.runs}))}, "
+        f"{_steps(sweep)}, the rest as shakespeare-tiny."
     )
     lines = []
     gap_lines = []
@@ -191,12 +208,15 @@ def optimizers(sweep: sw.Sweep) -> None:
         "running mean square, so every weight moves by about the learning rate whatever its "
         "gradient's scale (and shrinks the weights a little: weight decay). A **warm-up** "
         "raises the learning rate from 0 over the first steps, while Adam's running means are "
-        "still estimates of a few gradients. Below, the same model trained four ways."
+        "still estimates of a few gradients. Below, the same model trained "
+        f"{len(sweep.runs)} ways, {_steps(sweep)}: "
+        + "; ".join(f"{r.name} ({_recipe(r)})" for r in sweep.runs)
+        + "."
     )
-    st.latex(
-        r"\text{SGD: } v \leftarrow \mu v + g,\ w \leftarrow w - \eta v \qquad "
-        r"\text{AdamW: } w \leftarrow w - \eta\Big(\frac{\hat m}{\sqrt{\hat v} + \epsilon}"
-        r" + \lambda w\Big)"
+    st.latex(  # two lines: one overflows the ~560 px main column of a 1024 px projector
+        r"\begin{gathered}\text{SGD: } v \leftarrow \mu v + g,\quad w \leftarrow w - \eta v"
+        r"\\ \text{AdamW: } w \leftarrow w - \eta\Big(\frac{\hat m}{\sqrt{\hat v} + \epsilon}"
+        r" + \lambda w\Big)\end{gathered}"
     )
     lines = [
         _line(
