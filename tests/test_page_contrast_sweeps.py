@@ -72,7 +72,7 @@ def test_depth_says_what_the_file_shows_about_depth_baselines_and_gradients(mode
     # the headline: without residual connections the gradient reaching block 0 of 8 vanishes
     unres = next(r for r in deep if not sw.residual(r))
     claim = sw.depth_gradient_claim(unres)
-    assert claim.made == (claim.numbers["ratio"] >= claim.numbers["factor"])
+    assert claim.made == (claim.numbers["ratio"] >= claim.numbers["threshold"])
 
 
 def test_layernorm_lr_marks_the_diverged_runs_and_says_where(models_dir):

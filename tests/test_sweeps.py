@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from viz_model.analysis import sweeps as sw
+from viz_model.analysis.claims import times
 from viz_model.analysis.grad_health import DEPTH_RATIO
 
 M = sw.MARGIN
@@ -157,7 +158,7 @@ def test_large_losses_are_said_in_words():
 
 
 def test_large_factors_are_said_in_words():
-    assert [sw.times(x) for x in (14.2, 2300, 4.08e6, 4.08e9)] == [
+    assert [times(x) for x in (14.2, 2300, 4.08e6, 4.08e9)] == [
         "14",
         "2,300",
         "4.1 million",

@@ -34,8 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
-from viz_model.analysis.claims import Claim
-from viz_model.analysis.grad_health import DEPTH_RATIO, layer_label
+from viz_model.analysis.claims import Claim, times
+from viz_model.analysis.grad_health import across_depth, layer_label
 from viz_model.text.data import ASSETS_DIR
 
 SWEEPS_DIR = ASSETS_DIR / "contrasts"  # scripts/contrast_sweeps.py writes <key>.json here
@@ -250,14 +250,6 @@ def big(x: float) -> str:
     return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.2f}"
 
 
-def times(x: float) -> str:
-    """A large factor in words: 14, 2,300, 4.1 million, 4.1 billion."""
-    for size, word in ((1e9, "billion"), (1e6, "million")):
-        if x >= size:
-            return f"{x / size:,.1f} {word}"
-    return f"{x:,.0f}"
-
-
 # ---- depth ---------------------------------------------------------------------------------
 
 
@@ -334,40 +326,20 @@ def baseline_claim(r: Run) -> Claim:
     return Claim(f"{said}: between the two.", False, numbers)
 
 
-def depth_gradient_claim(r: Run, factor: float = DEPTH_RATIO) -> Claim:
-    """Block 0's median gradient norm over the run against the top block's, beyond `factor`
-    either way (the blocks have the same shape, so their norms compare like for like)."""
+def depth_gradient_claim(r: Run) -> Claim:
+    """Block 0's median gradient norm over the run against the top block's, beyond
+    grad_health.DEPTH_RATIO either way (the blocks have the same shape, so their norms compare
+    like for like): the Training page's reading (grad_health.across_depth) of a sweep's run."""
     blocks = [i for i, name in enumerate(r.grad_layers) if name.startswith("blocks.")]
     if len(blocks) < 2 or not np.all(np.isfinite(r.grad_median[blocks])):
         return Claim(f"**{r.name}**: no gradient norms of two blocks were recorded.", False, {})
     bottom, top = float(r.grad_median[blocks[0]]), float(r.grad_median[blocks[-1]])
-    ratio = top / bottom if bottom > 0 else math.inf
-    numbers = {"bottom": bottom, "top": top, "ratio": ratio, "factor": factor}
     top_name = layer_label(r.grad_layers[blocks[-1]])
-    said = (
-        f"**{r.name}**: the median gradient norm over the run is {bottom:.3g} at block 0 and "
-        f"{top:.3g} at {top_name}"
+    over = (
+        f"**{r.name}**: over the run, the gradient reaching block 0 has a median norm of "
+        f"{bottom:.3g} and {top_name}'s {top:.3g}"
     )
-    if ratio >= factor:
-        return Claim(
-            f"{said}: {times(ratio)} times smaller at the bottom. The gradient **vanishes** on "
-            "its way down: the first blocks get almost no signal from the loss.",
-            True,
-            numbers,
-        )
-    if ratio <= 1 / factor:
-        return Claim(
-            f"{said}: {times(1 / ratio)} times larger at the bottom. The gradient **grows** on its "
-            "way down.",
-            True,
-            numbers,
-        )
-    return Claim(
-        f"{said}: within a factor of {factor:.0f} of each other ({ratio:.2g} times), so it "
-        "neither vanishes nor grows much across depth.",
-        False,
-        numbers,
-    )
+    return across_depth(over, bottom, top, top_name, {})
 
 
 # ---- LayerNorm across learning rates ----------------------------------------------------------
