@@ -306,7 +306,8 @@ def reproduce(sweep: sw.Sweep) -> None:
         st.markdown(
             f"One command trains the whole sweep, one run after another, and writes the file "
             f"this section reads (assets/contrasts/{sweep.key}.json); it took "
-            f"{sweep.seconds / 60:,.1f} minutes here:"
+            f"{sweep.seconds / 60:,.1f} minutes when these were made, on one thread of a shared "
+            "2-core machine:"
         )
         st.code(sweep.script, language="bash")
         if any("--text-file" in r.command for r in sweep.runs):

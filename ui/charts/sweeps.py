@@ -305,7 +305,10 @@ def layer_gradients(
             HEIGHT,
             xaxis=dict(title="layer, input to output", categoryorder="array", categoryarray=order),
             yaxis=dict(title="median gradient norm (log)", **_norm_axis(values)),
-            legend=dict(orientation="h", y=-0.3),
+            # inside, bottom right: below the plot it met the slanted layer names
+            legend=dict(
+                x=1, xanchor="right", y=0, yanchor="bottom", bgcolor="rgba(255,255,255,0.8)"
+            ),
         ),
     )
 
