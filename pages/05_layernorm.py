@@ -57,6 +57,7 @@ if cfg.norm_kind != "layernorm":
             "with and without one on the Training page and compare their curves on Compare "
             "models to see what it is for."
         )
+        parts.contrast_link("layernorm-lr", "LayerNorm against none, across learning rates")
     st.stop()
 
 
@@ -207,6 +208,9 @@ st.markdown(
 parts.contrast_links(
     ("norm", "Pre-LN beside post-LN, trained side by side"),
     ("rmsnorm", "RMSNorm (Llama) beside LayerNorm"),
+)
+parts.contrast_link(
+    "layernorm-lr", "What LayerNorm is for: with and without, across learning rates"
 )
 
 

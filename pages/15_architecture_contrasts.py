@@ -9,7 +9,7 @@ import streamlit as st
 
 import ui
 from serving import models
-from ui import cache, present, state
+from ui import cache, contrast_sweeps, present, state
 from ui.charts import compare as cmp_charts
 from ui.charts import contrasts as charts
 from ui.charts import layernorm as ln_charts
@@ -18,6 +18,7 @@ from viz_model.analysis import compare as cmp
 from viz_model.analysis import contrasts as ct
 from viz_model.analysis import dynamics as dyn
 from viz_model.analysis import layernorm as lnx
+from viz_model.analysis import sweeps as sw
 from viz_model.analysis import training as tr
 from viz_model.analysis import variants as vr
 from viz_model.analysis.residual import layer_labels
@@ -81,18 +82,21 @@ SAMPLING = SamplingSettings(temperature=0.8)
 
 ctx = ui.context()
 st.markdown(
-    "Each lecture claim about a design choice, tested on two tiny models trained by the same "
+    "Each lecture claim about a design choice, tested on tiny models trained by the same "
     "command except for that one choice (the commands are at the foot of the page). The sidebar's "
-    "model plays no part here; the sidebar's **prompt** does."
+    "model plays no part here; the sidebar's **prompt** does, for the pairs of bundled models."
 )
 key = state.radio(
     "Contrast",
     "ctr",
-    list(ct.CONTRASTS),
+    [*ct.CONTRASTS, *sw.SWEEPS],  # a sweep's results, read from a file: ui/contrast_sweeps.py
     "mask",
-    format_func=lambda k: ct.CONTRASTS[k].title,
+    format_func=lambda k: ct.CONTRASTS[k].title if k in ct.CONTRASTS else sw.SWEEPS[k].title,
     horizontal=True,
 )
+if key in sw.SWEEPS:
+    contrast_sweeps.show(key)
+    st.stop()
 contrast = ct.CONTRASTS[key]
 found = models.discover()
 missing = [name for name in contrast.models if name not in found]

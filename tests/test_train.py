@@ -32,6 +32,7 @@ from viz_model.text.tokenization import Tokenizer
 from viz_model.training.cli import build_parser, main
 from viz_model.training.loop import (
     lr_at,
+    perplexity,
     resume_state,
     snapshot_steps,
     train,
@@ -90,6 +91,11 @@ def test_loss_falls_in_a_few_dozen_steps(corpus, tmp_path):
     assert bundle.meta["step"] == 40 and bundle.meta["val_loss"] == vals[-1]
     assert bundle.snapshot_steps() == snapshot_steps(40, 3) == [0, 3, 12, 40]
     assert bundle.train_config["max_steps"] == 40
+
+
+def test_a_validation_loss_too_large_for_its_perplexity_is_recorded_not_a_crash():
+    assert perplexity(math.log(6.4)) == pytest.approx(6.4)
+    assert perplexity(800.0) is None  # e^800 overflows a float: a run blowing up at lr 0.1
 
 
 def test_lr_schedule_warms_up_then_follows_a_cosine_to_min_lr():

@@ -46,3 +46,11 @@ def md_escape(text: str) -> str:
     """User or token text made safe inside a claim's Markdown: every character Markdown could
     read as syntax is backslash-escaped ("*" prints as itself). The one escaper the app uses."""
     return "".join("\\" + c if c in MARKDOWN_SPECIAL else c for c in text)
+
+
+def times(x: float) -> str:
+    """A factor in words a student can read: 14, 2,300, 4.1 million, 4.1 billion."""
+    for size, word in ((1e9, "billion"), (1e6, "million")):
+        if x >= size:
+            return f"{x / size:,.1f} {word}"
+    return f"{x:,.0f}"

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from viz_model.analysis.claims import Claim
+from viz_model.analysis.claims import Claim, times
 from viz_model.analysis.training import MAX_POINTS, binned_mean
 
 DEPTH_RATIO = 10.0  # top block / block 0: beyond this factor, "vanishing" (or "growing")
@@ -157,30 +157,32 @@ def depth_claim(h: GradHealth | None) -> Claim:
     late = slice(h.steps.size - _quarter(h.steps.size), None)
     bottom = float(np.nanmedian(h.grad[late, blocks[0]]))
     top = float(np.nanmedian(h.grad[late, blocks[-1]]))
-    ratio = top / bottom if bottom > 0 else math.inf
-    numbers = {
-        "first_step": float(h.steps[late][0]),
-        "last_step": float(h.steps[-1]),
-        "bottom": bottom,
-        "top": top,
-        "ratio": ratio,
-        "threshold": DEPTH_RATIO,
-    }
     top_name = layer_label(h.layers[blocks[-1]])
     over = (
         f"Over {_steps(h.steps[late][0], h.steps[-1])} (the last quarter of the records), the "
         f"gradient reaching block 0 has a median norm of {bottom:.3g} and {top_name}'s {top:.3g}"
     )
+    steps = {"first_step": float(h.steps[late][0]), "last_step": float(h.steps[-1])}
+    return across_depth(over, bottom, top, top_name, steps)
+
+
+def across_depth(over: str, bottom: float, top: float, top_name: str, numbers: dict) -> Claim:
+    """Block 0's gradient norm against the top block's, beyond DEPTH_RATIO either way: vanishing,
+    growing, or neither. `over` is the sentence's start, saying which norms were compared (the
+    medians of which records); `numbers` what it states besides. Used by `depth_claim` and by
+    the depth sweep's claim (analysis/sweeps.py)."""
+    ratio = top / bottom if bottom > 0 else math.inf
+    numbers = {**numbers, "bottom": bottom, "top": top, "ratio": ratio, "threshold": DEPTH_RATIO}
     if ratio >= DEPTH_RATIO:
         return Claim(
-            f"{over}: the gradient reaching block 0 is {ratio:,.0f} times smaller than at the "
+            f"{over}: the gradient reaching block 0 is {times(ratio)} times smaller than at the "
             "top: it **vanishes** on its way down.",
             True,
             numbers,
         )
     if ratio <= 1 / DEPTH_RATIO:
         return Claim(
-            f"{over}: the gradient reaching block 0 is {1 / ratio:,.0f} times larger than at the "
+            f"{over}: the gradient reaching block 0 is {times(1 / ratio)} times larger than at the "
             "top: it **grows** on its way down.",
             True,
             numbers,

@@ -10,7 +10,6 @@ that would train it again. This module prints; the loop (train.py) does not.
 from __future__ import annotations
 
 import argparse
-import math
 import signal
 import sys
 import threading
@@ -34,7 +33,7 @@ from viz_model.model.config import (
     TrainConfig,
 )
 from viz_model.text.data import TASKS, VAL_FRACTION
-from viz_model.training.loop import train
+from viz_model.training.loop import perplexity, train
 from viz_model.training.settings import (
     DEFAULT_PRESET,
     MODEL_FLAGS,
@@ -543,10 +542,19 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"done: step {saved.get('step')}, train loss {last.train_loss}, val loss "
         f"{saved.get('val_loss')} (perplexity "
-        f"{math.exp(saved['val_loss']) if saved.get('val_loss') else float('nan'):.2f}), "
+        f"{_ppl(saved.get('val_loss'))}), "
         f"{saved.get('wall_time')} s, {last.tokens_per_s:,.0f} tokens/s; bundle in {out}"
     )
     if last.stopped:
         print(f"stopped early: {last.stopped}")
         return 130 if stop.is_set() else 2
     return 0
+
+
+def _ppl(loss: float | None) -> str:
+    """A validation loss's perplexity for the summary line: "6.40", or "nan" when there is none,
+    "too large" past a float."""
+    if not loss:
+        return "nan"
+    ppl = perplexity(loss)
+    return "too large" if ppl is None else f"{ppl:.2f}"

@@ -98,6 +98,15 @@ def lr_at(step: int, cfg: TrainConfig, time_fraction: float = 0.0) -> float:
     return cfg.min_lr + 0.5 * (1.0 + math.cos(math.pi * progress)) * (cfg.lr - cfg.min_lr)
 
 
+def perplexity(loss: float) -> float | None:
+    """e^loss, rounded; None when it is too large for a float (a loss past ~709 nats, a run
+    blowing up), so a diverging run is recorded instead of crashing the loop."""
+    try:
+        return round(math.exp(loss), 4)
+    except OverflowError:
+        return None
+
+
 def snapshot_steps(max_steps: int, n: int) -> list[int]:
     """Step 0 (the untrained model) and `n` log-spaced steps ending at max_steps (fewer when
     small steps collide): step round(max_steps ** (i / n)) for i = 1..n, e.g.
@@ -305,7 +314,7 @@ def train(
                 yield halt(problem, step, step)  # this step's update was taken
                 return
             last_val = round(val, 5)
-            record.val_loss, record.val_ppl = last_val, round(math.exp(val), 4)
+            record.val_loss, record.val_ppl = last_val, perplexity(val)
             good_state, good_step = _copy_state(model), step
         if cfg.sample_tokens > 0 and (
             last or (cfg.sample_every > 0 and step % cfg.sample_every == 0)
