@@ -9,7 +9,10 @@ class's view and latest question (two primary-key reads a class, however many st
 teacher's action on this process wakes it at once (`forget`). When what a student's box last
 showed is out of date, it runs the teacher's page in that session (a move) or reruns that
 fragment (a question), exactly as the browser would; one not taken up within RETRY_S (Streamlit
-drops a fragment rerun that meets a running page) is asked again. The thread keeps this process's
+drops a fragment rerun that meets a running page) is asked again. A move's page runs go MOVING_MAX
+at a time, the next as one ends (`ran`, from the end of every page run): a process runs one
+Python thread at a time, so fifty runs begun together all end late, while a few at a time bring
+most screens early and the last no later. The thread keeps this process's
 copies of each followed class fresh, so a box reads them, not the database, and it writes the
 heartbeats of every registered session still connected, in one transaction every HEARTBEAT_S.
 
@@ -28,6 +31,7 @@ from __future__ import annotations
 import threading
 import time
 import urllib.parse
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +46,8 @@ WATCH_S = 0.1  # how often the thread looks whether a class moved (a change chec
 RETRY_S = 5.0  # a rerun asked for and not taken up (the box did not run since): ask again
 VIEW_TTL_S = 0.5  # a session reads a class's view (and question) from this process's copy
 REFRESH_S = 0.25  # the watcher renews those copies (within VIEW_TTL_S) while nothing changes
+MOVING_MAX = 4  # a move's page runs under way at once in this process; the next starts as one ends
+MOVING_S = 2.0  # a page run that has not said it ended by then frees its place
 HEARTBEAT_S = 5.0  # the connected sessions' "here, on this page" (the dashboard's 15 s window)
 SEAT = "seat"  # URL key: a student's member token (ui/classroom.SEAT)
 Mark = tuple[
@@ -71,6 +77,8 @@ _thread: list[threading.Thread] = []
 _views: TTLCache = TTLCache(maxsize=64, ttl=VIEW_TTL_S)  # class id -> View
 _questions: TTLCache = TTLCache(maxsize=64, ttl=VIEW_TTL_S)  # class id -> latest Question
 _wake = threading.Event()  # a teacher's action on this process: look now, not at the next tick
+_waiting: OrderedDict[str, tuple[Follower, classes.View]] = OrderedDict()  # moves not yet begun
+_moving: dict[str, float] = {}  # session id -> when its move's page run was asked for
 
 
 # ---- this process's copies of a class's view and question --------------------------------------
@@ -304,8 +312,50 @@ def _nudge_class(
                 continue
             f.nudged, f.nudged_at = shows, now
             moved = f.following and view.page and not view.ended and shows[0] != f.shown[0]
-            if not (_move(f, view) if moved else _nudge(f)):
+            if moved:
+                with _lock:
+                    _waiting[f.session_id] = (f, view)
+            elif not _nudge(f):
                 unregister(f.session_id)
+    _start_moves()
+
+
+def ran() -> None:
+    """This session's page run ended (ui/classroom.after_run): its place goes to the next move."""
+    if not _moving:
+        return
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    with _lock:
+        was = _moving.pop(ctx.session_id, None) if ctx is not None else None
+    if was is not None:
+        _start_moves()
+
+
+def _start_moves() -> None:
+    """Begin waiting moves while fewer than MOVING_MAX page runs are under way. Fifty page runs
+    begun at once share this process's core (one Python thread at a time) and all end late; a
+    few at a time, each student's screen arrives as soon as the core has drawn it."""
+    now = time.monotonic()
+    begin = []
+    with _lock:
+        for sid in [s for s, at in _moving.items() if now - at > MOVING_S]:
+            del _moving[sid]
+        while _waiting and len(_moving) < MOVING_MAX:
+            sid, (f, view) = _waiting.popitem(last=False)
+            now_shown = _followers.get(sid)
+            if now_shown is None or not now_shown.following or now_shown.shown[0] == view.version:
+                continue  # gone, stopped following, or there already (a box that polled)
+            _moving[sid] = now
+            begin.append((f, view))
+    gone = [f for f, view in begin if not _move(f, view)]
+    for f in gone:
+        with _lock:
+            _moving.pop(f.session_id, None)
+        unregister(f.session_id)
+    if gone:
+        _start_moves()
 
 
 def _heartbeats(followers: list[Follower]) -> None:

@@ -285,9 +285,12 @@ def sidebar(page: nav.Page, box: Any) -> None:
 
 
 def after_run(page: nav.Page) -> None:
-    """After the page ran (or stopped): the teacher's view as the page left it. Not when the run
-    is being replaced by another (a rerun or a page switch is under way)."""
+    """After the page ran (or stopped): a student's place in the class's moves goes to the next
+    (ui/class_watch.py); the teacher's view as the page left it, not when the run is being
+    replaced by another (a rerun or a page switch is under way)."""
     m = st.session_state.get(_KEY)
+    if m is not None and not m.teacher:
+        class_watch.ran()
     if m is None or not m.teacher or isinstance(sys.exc_info()[1], RerunException):
         return
     publish(m, page)
