@@ -445,7 +445,9 @@ def _answer_form(box, m: Membership, q: questions.Question) -> None:
         box.warning(md_escape(str(error)))
         return
     m.answers[q.id] = questions.check_value(q, value)[0]  # as stored
-    box.success("Sent. Wait for the reveal.")
+    # The box again, now with the answer given and no form (the form drawn in this run stays
+    # until the next one).
+    st.rerun(scope="fragment" if _in_fragment_rerun() else "app")
 
 
 def shown(q: questions.Question, value: str | None) -> str:
