@@ -423,6 +423,22 @@ def my_answer(m: Membership, q: questions.Question) -> str | None:
     return m.answers.get(q.id)
 
 
+def stop_asked(key: tuple[str, int]) -> lesson.RoomAsks | None:
+    """For a student whose class's question is the lesson stop `key`'s: whether it is revealed
+    and this student's answer (the lesson panel, app.py: one form, the class's, which the teacher
+    collects). None for a teacher, outside a class, or for another question."""
+    m = st.session_state.get(_KEY)
+    if m is None or m.teacher:
+        return None
+    try:
+        q = latest_question(m.class_id)
+        if q is None or (q.lesson_id, q.step) != key:
+            return None
+        return lesson.RoomAsks(q.truth is not None, my_answer(m, q))
+    except (ClassRefused, ClassStateError):
+        return None
+
+
 def _answer_form(box, m: Membership, q: questions.Question) -> None:
     with box.form(f"class_answer_{q.id}", border=False):
         if q.options:
