@@ -20,7 +20,7 @@ lesson.enter(here)
 class_box = st.sidebar.container()  # a live class's box: above the model and the prompt
 ctx = ui.frame(here)
 classroom.sidebar(here, class_box)
-lesson.panel(ctx, here)
+lesson.panel(ctx, here, room=classroom.stop_asked)
 try:
     page.run()
 finally:

@@ -7,7 +7,8 @@
 cores), waits until each answers /_stcore/health, opens every page once on each for every model
 but the runs trained here (serving/warm.py; --no-warm skips it), then HAProxy (Debian's `haproxy`, run as this
 user, no root) on address:port with the config filled in from serving/haproxy.cfg.template. It
-prints the address and stays in the foreground, restarting an app process that dies; Ctrl-C, or
+prints the address and stays in the foreground, restarting an app process that dies (out of
+HAProxy's turn, through its runtime API, until it is warmed again); Ctrl-C, or
 `stop` from another shell (through the pid file in the state folder), stops them all. Each app
 process is stopped as a Ctrl-C on `streamlit run` would be (SIGINT to its process group), so the
 training jobs it started save and stop too. Runs are shared on disk (VIZ_RUNS_DIR passes through),
@@ -26,6 +27,7 @@ import string
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -34,6 +36,7 @@ REPO = Path(__file__).resolve().parent.parent
 TEMPLATE = Path(__file__).with_name("haproxy.cfg.template")
 HEALTH = "/_stcore/health"
 MAX_RESTARTS = 5  # of one app process, before the launcher leaves it down
+SOCKET = "haproxy.sock"  # HAProxy's runtime API, in the state folder
 STARTUP_S = 180  # a cold start imports torch and Streamlit: slow on a busy 2-core machine
 
 
@@ -59,8 +62,29 @@ def render_config(processes: int, port: int, address: str, backend_port: int, pi
         for i in range(processes)
     )
     return string.Template(TEMPLATE.read_text()).substitute(
-        processes=processes, port=port, address=address, pidfile=pidfile, servers=servers
+        processes=processes,
+        port=port,
+        address=address,
+        pidfile=pidfile,
+        socket=pidfile.with_name(SOCKET),
+        servers=servers,
     )
+
+
+def tell_proxy(folder: Path, command: str) -> str:
+    """One command to HAProxy's runtime API (its socket in the state folder); its answer, '' when
+    HAProxy cannot be reached (the caller carries on without it)."""
+    answer = b""
+    try:
+        with socket.socket(socket.AF_UNIX) as s:
+            s.settimeout(5)
+            s.connect(str(folder / SOCKET))
+            s.sendall(command.encode() + b"\n")
+            while chunk := s.recv(4096):
+                answer += chunk
+    except OSError:
+        return ""
+    return answer.decode(errors="replace")
 
 
 def healthy(url: str) -> bool:
@@ -220,7 +244,7 @@ def start(args: argparse.Namespace) -> None:
             f"stop --port {args.port}` stops it",
             flush=True,
         )
-        supervise(apps, proxy, folder)
+        supervise(apps, proxy, folder, warm=not args.no_warm)
     except KeyboardInterrupt:
         print("stopping the class server ...", flush=True)
     finally:
@@ -260,22 +284,46 @@ def _wait_proxy(args: argparse.Namespace, proxy: subprocess.Popen, folder: Path)
         time.sleep(0.2)
 
 
-def supervise(apps: dict[int, subprocess.Popen], proxy: subprocess.Popen, folder: Path) -> None:
+def supervise(
+    apps: dict[int, subprocess.Popen], proxy: subprocess.Popen, folder: Path, warm: bool = True
+) -> None:
     """Until interrupted: restart an app process that died (HAProxy sends its browsers to the
     others meanwhile); give up if HAProxy itself exits."""
     restarts = dict.fromkeys(apps, 0)
+    names = {port: f"s{i + 1}" for i, port in enumerate(apps)}  # HAProxy's, in render_config
     while proxy.poll() is None:
         for port, proc in apps.items():
             if proc.poll() is not None and restarts[port] < MAX_RESTARTS:
                 restarts[port] += 1
                 print(f"app on port {port} exited ({proc.returncode}); restarting it", flush=True)
+                tell_proxy(folder, f"set server streamlit/{names[port]} state maint")
                 apps[port] = start_app(port, folder / f"app-{port}.log")
                 write_pids(folder, apps, proxy)
+                threading.Thread(
+                    target=_come_back,
+                    args=(port, apps[port], names[port], folder, warm),
+                    daemon=True,
+                ).start()
             elif proc.poll() is not None and restarts[port] == MAX_RESTARTS:
                 restarts[port] += 1  # a crash loop: say so once, and let the others serve
                 print(f"app on port {port} keeps exiting; see {folder}/app-{port}.log", flush=True)
         time.sleep(1)
     raise ServeError(f"HAProxy exited ({proxy.returncode}); see {folder}/haproxy.log")
+
+
+def _come_back(port: int, proc: subprocess.Popen, name: str, folder: Path, warm: bool) -> None:
+    """A restarted app, warmed as at the start before HAProxy gives it a browser again: a fresh
+    process's first request meets Streamlit's legacy router and its "Page not found" notice
+    (docs/ARCHITECTURE.md, Pages and navigation), and its first views load the models."""
+    try:
+        wait_ready({port: proc}, folder)
+        if warm:  # as at the start (--no-warm: not then either)
+            _warm([port])
+    except Exception as error:  # noqa: BLE001  said, and HAProxy's own checks decide
+        print(f"app on port {port}: {error}", flush=True)
+    if proc.poll() is None:  # one that exited again is restarted, and taken out again
+        tell_proxy(folder, f"set server streamlit/{name} state ready")
+        print(f"app on port {port} is back", flush=True)
 
 
 def write_pids(folder: Path, apps: dict[int, subprocess.Popen], proxy) -> None:

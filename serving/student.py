@@ -127,6 +127,8 @@ class Student:
                     )
             elif kind == "navigation":
                 self.pages = [page.url_pathname for page in fwd.navigation.app_pages]
+            elif kind == "page_not_found":  # the notice a browser would show over the page
+                seen.exceptions.append(f"page not found: {fwd.page_not_found.page_name!r}")
             elif kind == "script_finished":
                 return True
         return False

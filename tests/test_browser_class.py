@@ -425,8 +425,8 @@ def test_a_killed_process_s_student_is_still_in_the_class_and_follows(served, br
     The student's process is killed: the browser reconnects by itself (HAProxy sends it to the
     process alive), the student is still in the class (the seat in the address), and the
     teacher's next move reaches them. (The teacher's own process killed: the teacher's browser
-    comes back as the teacher by its cookie; a restarted process's first request is Streamlit's
-    "Page not found" notice over the page, docs/ARCHITECTURE.md, Pages and navigation.)"""
+    comes back as the teacher by its cookie; a restarted process is out of HAProxy's turn until
+    it is warmed, so no browser meets a fresh process's "Page not found" notice.)"""
     url = served["url"]
     teacher, student = _new_page(browser), _new_page(browser, 1024, 768)
     for p in (teacher, student):

@@ -619,3 +619,22 @@ def test_heartbeats_in_one_write_set_each_students_page_and_following(db):
     shown = board.dashboard(info.id, now=now)
     assert (shown.connected, shown.following) == (2, 1)  # cy sent none; an unknown token: nothing
     assert shown.pages == {"Attention": 1, "Next_token": 1}
+
+
+def test_a_change_check_sees_every_commit_and_says_nothing_moved_when_none_came(db):
+    info, _ = a_class()
+    changed = store.Changes()
+    assert changed()  # the first look cannot know: read
+    classes.set_view(info.teacher_key, info.id, "Attention", {"layer": "1"})
+    assert changed()
+    if db.startswith("sqlite"):  # elsewhere it cannot tell, and always says read
+        assert not changed()
+        classes.view(info.id)  # a read is no change
+        assert not changed()
+        answered = in_another_process(
+            "import json; from serving.classroom import classes\n"
+            f"classes.set_view({info.teacher_key!r}, {info.id}, 'Next_token', {{}})\n"
+            "print(json.dumps(True))"
+        )
+        assert answered and changed() and not changed()  # another process's commit too
+    changed.close()

@@ -13,14 +13,18 @@ import pytest
 
 from serving import jobs
 from serving.classroom import classes, questions, store
-from tests.apptest_util import app_test, first_bundle
+from tests.apptest_util import ROOT, app_test, first_bundle
+from tests.test_page_lessons import DEMO
 from ui import class_page, classroom
-from ui.state import widget_key
+from ui import lesson as ui_lesson
+from ui.state import to_url, widget_key
 from viz_model.bundles.load import load_bundle
 from viz_model.lessons.kinds import subject_for
+from viz_model.lessons.lesson_file import load_lessons
 from viz_model.lessons.registry import ANSWERS
 
 CLASS_PAGE = "pages/18_class.py"
+MODELS = ROOT / "assets" / "models"
 
 
 @pytest.fixture
@@ -148,6 +152,47 @@ def test_a_student_answers_once_and_sees_the_reveal(models_dir, a_class):
     at.run()
     assert "the answer is **L0 H1**" in "\n".join(w.value for w in at.sidebar.warning)
     assert "You said L1 H0" in "\n".join(w.value for w in at.sidebar.warning)
+
+
+def test_at_a_lesson_stop_asked_of_the_room_a_student_answers_in_one_form_the_class_s(
+    a_class, monkeypatch, tmp_path
+):
+    (tmp_path / "lessons").mkdir()
+    (tmp_path / "lessons" / "demo.toml").write_text(DEMO)
+    monkeypatch.setenv(ui_lesson.LESSONS_ENV, str(tmp_path / "lessons"))
+    me = classes.join(a_class.code, "Ada", "test")
+    at = app_test(MODELS, query={classroom.SEAT: me.token})
+    (lesson,), _ = load_lessons(tmp_path / "lessons", ui_lesson.catalogue())
+    stop = lesson.stops[0]  # the teacher's view at the stop, as the teacher's session publishes it
+    view = {"lesson": "demo", "step": 1, "model": stop.model, "prompt": stop.prompt, **stop.view}
+    classes.set_view(
+        a_class.teacher_key, a_class.id, "Next_token", {k: to_url(v) for k, v in view.items()}
+    )
+    classroom.forget(a_class.id)
+    at.run()  # the student follows to the stop
+    assert at.title[0].value.endswith("Next token")
+    assert _buttons(at) == ["Commit my answer"]  # no question in the class yet: the lesson's
+    subject = subject_for(load_bundle(MODELS / stop.model), stop.prompt)
+    truth = ANSWERS[stop.answer](subject, stop.args)
+    q = questions.ask_stop(a_class.teacher_key, a_class.id, lesson, 1, truth)
+    classroom.forget(a_class.id)
+    at.run()
+    assert not at.exception
+    assert _buttons(at) == ["Send my answer"]  # one form: the class's, which the teacher collects
+    assert "answer it in the class box" in "\n".join(i.value for i in at.main.info)
+    at.sidebar.text_input[0].input(truth.value)
+    next(b for b in at.sidebar.button if b.label == "Send my answer").click().run()
+    assert questions.distribution(q.id).total == 1
+    questions.reveal(a_class.teacher_key, q.id, truth.value)
+    classroom.forget(a_class.id)
+    at.run()
+    assert _buttons(at) == []  # revealed: the panel shows the model's answer, with the class's
+    assert "right" in at.main.success[0].value  # answer, and asks nothing again
+
+
+def _buttons(at) -> list[str]:
+    """The labels of the answer forms' submit buttons, in the page and the sidebar."""
+    return [b.label for b in at.button if b.label in ("Commit my answer", "Send my answer")]
 
 
 def test_a_number_answer_within_the_tolerance_is_right(a_class):

@@ -3,11 +3,18 @@
 A student's class box is a fragment (ui/classroom.py). Rerun by the browser on a timer, it cost
 every student a script run a second for a class doing nothing (benchmarks/README.md, A live
 class): about as much server time as the class's own page views. Instead each box registers its
-session here when it runs, and this thread reads each class's view and latest question twice a
-second (two primary-key reads a class, however many students) and, when what a student's box
-last showed is out of date, asks Streamlit to rerun that fragment in that session, exactly as the
-browser's timer would. The box then applies the move. The thread also writes the heartbeats of
-every registered session still connected, in one transaction every HEARTBEAT_S.
+session here when it runs, and this thread looks every WATCH_S whether the class database changed
+(on SQLite a counter read, no table: serving/classroom/store.Changes), and only then reads each
+class's view and latest question (two primary-key reads a class, however many students); a
+teacher's action on this process wakes it at once (`forget`). When what a student's box last
+showed is out of date, it runs the teacher's page in that session (a move) or reruns that
+fragment (a question), exactly as the browser would; one not taken up within RETRY_S (Streamlit
+drops a fragment rerun that meets a running page) is asked again. A move's page runs go MOVING_MAX
+at a time, the next as one ends (`ran`, from the end of every page run): a process runs one
+Python thread at a time, so fifty runs begun together all end late, while a few at a time bring
+most screens early and the last no later. The thread keeps this process's
+copies of each followed class fresh, so a box reads them, not the database, and it writes the
+heartbeats of every registered session still connected, in one transaction every HEARTBEAT_S.
 
 Streamlit has no public API for a rerun started by the server. This uses three of its internals,
 held by the exact Streamlit pin in requirements.txt and checked by the live-class browser test:
@@ -24,18 +31,23 @@ from __future__ import annotations
 import threading
 import time
 import urllib.parse
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from cachetools import TTLCache
 
-from serving.classroom import classes, questions
+from serving.classroom import classes, questions, store
 from serving.classroom.store import ClassRefused, ClassStateError
 from ui import lesson, nav
 
-WATCH_S = 0.5  # how often the thread reads each class's view and question
+WATCH_S = 0.1  # how often the thread looks whether a class moved (a change check, then reads)
+RETRY_S = 5.0  # a rerun asked for and not taken up (the box did not run since): ask again
 VIEW_TTL_S = 0.5  # a session reads a class's view (and question) from this process's copy
+REFRESH_S = 0.25  # the watcher renews those copies (within VIEW_TTL_S) while nothing changes
+MOVING_MAX = 4  # a move's page runs under way at once in this process; the next starts as one ends
+MOVING_S = 2.0  # a page run that has not said it ended by then frees its place
 HEARTBEAT_S = 5.0  # the connected sessions' "here, on this page" (the dashboard's 15 s window)
 SEAT = "seat"  # URL key: a student's member token (ui/classroom.SEAT)
 Mark = tuple[
@@ -54,14 +66,19 @@ class Follower:
     page: str
     following: bool
     shown: Mark  # what the box showed: a different mark in the database means rerun it
-    nudged: Mark | None = None  # the mark a rerun was last asked for (asked once)
+    nudged: Mark | None = None  # the mark a rerun was last asked for (asked again after RETRY_S)
+    nudged_at: float = 0.0
 
 
 _lock = threading.Lock()
 _followers: dict[str, Follower] = {}  # session id -> Follower
+_generation = [0]  # grows with every register and unregister: the watcher compares the boxes
 _thread: list[threading.Thread] = []
 _views: TTLCache = TTLCache(maxsize=64, ttl=VIEW_TTL_S)  # class id -> View
 _questions: TTLCache = TTLCache(maxsize=64, ttl=VIEW_TTL_S)  # class id -> latest Question
+_wake = threading.Event()  # a teacher's action on this process: look now, not at the next tick
+_waiting: OrderedDict[str, tuple[Follower, classes.View]] = OrderedDict()  # moves not yet begun
+_moving: dict[str, float] = {}  # session id -> when its move's page run was asked for
 
 
 # ---- this process's copies of a class's view and question --------------------------------------
@@ -89,10 +106,12 @@ def latest_question(class_id: int) -> questions.Question | None:
 
 
 def forget(class_id: int, *more: TTLCache) -> None:
-    """Drop this process's copies of a class (its view, question, and those in `more`)."""
+    """Drop this process's copies of a class (its view, question, and those in `more`) after a
+    teacher's action, and have the watcher look at once."""
     with _lock:
         for copies in (_views, _questions, *more):
             copies.pop(class_id, None)
+    _wake.set()
 
 
 def mark(view: classes.View, question: questions.Question | None, following: bool) -> Mark:
@@ -150,6 +169,7 @@ def register(class_id: int, token: str, page: str, following: bool, shown: Mark)
     found = Follower(session_id, fragment_id, class_id, token, page, following, shown)
     with _lock:
         _followers[session_id] = found
+        _generation[0] += 1
         if not _thread or not _thread[0].is_alive():
             _thread[:] = [threading.Thread(target=_watch, name="class-watch", daemon=True)]
             _thread[0].start()
@@ -159,6 +179,7 @@ def register(class_id: int, token: str, page: str, following: bool, shown: Mark)
 def unregister(session_id: str) -> None:
     with _lock:
         _followers.pop(session_id, None)
+        _generation[0] += 1
 
 
 def _running_ids() -> tuple[str, str] | None:
@@ -236,41 +257,105 @@ def _rerun(f: Follower, change: Callable[[Any], Any]) -> bool:
 
 
 def _watch() -> None:
-    beat_at = 0.0
+    beat_at = looked_at = 0.0
+    looked_gen = -1
+    changed = store.Changes()
+    known: dict[int, tuple[classes.View, questions.Question | None]] = {}  # class id -> last read
     while True:
-        time.sleep(WATCH_S)
-        with _lock:
-            followers = list(_followers.values())
-        if not followers:
+        _wake.wait(WATCH_S)
+        _wake.clear()
+        if not _followers:
+            known.clear()
             continue
         try:
-            _nudge_class(followers)
-            if time.monotonic() - beat_at >= HEARTBEAT_S:
-                beat_at = time.monotonic()
+            if changed():
+                known.clear()
+            now = time.monotonic()
+            # An idle tick is the change check alone: the boxes are compared again when a class
+            # changed, a box registered, or every REFRESH_S (the copies' freshness, the retries).
+            if known and looked_gen == _generation[0] and now - looked_at < REFRESH_S:
+                continue
+            with _lock:
+                followers, looked_gen = list(_followers.values()), _generation[0]
+            looked_at = now
+            _nudge_class(followers, known)
+            if now - beat_at >= HEARTBEAT_S:
+                beat_at = now
                 _heartbeats(followers)
         except Exception:  # noqa: BLE001  a watcher that dies stops every follower: keep going
             continue
 
 
-def _nudge_class(followers: list[Follower]) -> None:
-    """Read each class once and rerun the boxes that show it out of date."""
-    for class_id in {f.class_id for f in followers}:
-        try:
-            view, question = classes.view(class_id), questions.latest_question(class_id)
-        except (ClassRefused, ClassStateError):
-            continue
-        with _lock:  # the boxes about to rerun read these, not a stale copy
+def _nudge_class(
+    followers: list[Follower], known: dict[int, tuple[classes.View, questions.Question | None]]
+) -> None:
+    """Read each class the database may have changed (those not in `known`), refresh this
+    process's copies, and rerun the boxes that show a class out of date."""
+    ids = {f.class_id for f in followers}
+    for gone in set(known) - ids:
+        del known[gone]
+    now = time.monotonic()
+    for class_id in ids:
+        if class_id not in known:
+            try:
+                known[class_id] = classes.view(class_id), questions.latest_question(class_id)
+            except (ClassRefused, ClassStateError):
+                continue
+        view, question = known[class_id]
+        with _lock:  # fresh while the watcher looks: a box reads these, not the database
             _views[class_id], _questions[class_id] = view, question
         for f in followers:
             if f.class_id != class_id:
                 continue
-            now = mark(view, question, f.following)
-            if now == f.shown or now == f.nudged:
+            shows = mark(view, question, f.following)
+            if shows == f.shown or (shows == f.nudged and now - f.nudged_at < RETRY_S):
                 continue
-            f.nudged = now
-            moved = f.following and view.page and not view.ended and now[0] != f.shown[0]
-            if not (_move(f, view) if moved else _nudge(f)):
+            f.nudged, f.nudged_at = shows, now
+            moved = f.following and view.page and not view.ended and shows[0] != f.shown[0]
+            if moved:
+                with _lock:
+                    _waiting[f.session_id] = (f, view)
+            elif not _nudge(f):
                 unregister(f.session_id)
+    _start_moves()
+
+
+def ran() -> None:
+    """This session's page run ended (ui/classroom.after_run): its place goes to the next move."""
+    if not _moving:
+        return
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    with _lock:
+        was = _moving.pop(ctx.session_id, None) if ctx is not None else None
+    if was is not None:
+        _start_moves()
+
+
+def _start_moves() -> None:
+    """Begin waiting moves while fewer than MOVING_MAX page runs are under way. Fifty page runs
+    begun at once share this process's core (one Python thread at a time) and all end late; a
+    few at a time, each student's screen arrives as soon as the core has drawn it."""
+    now = time.monotonic()
+    begin = []
+    with _lock:
+        for sid in [s for s, at in _moving.items() if now - at > MOVING_S]:
+            del _moving[sid]
+        while _waiting and len(_moving) < MOVING_MAX:
+            sid, (f, view) = _waiting.popitem(last=False)
+            now_shown = _followers.get(sid)
+            if now_shown is None or not now_shown.following or now_shown.shown[0] == view.version:
+                continue  # gone, stopped following, or there already (a box that polled)
+            _moving[sid] = now
+            begin.append((f, view))
+    gone = [f for f, view in begin if not _move(f, view)]
+    for f in gone:
+        with _lock:
+            _moving.pop(f.session_id, None)
+        unregister(f.session_id)
+    if gone:
+        _start_moves()
 
 
 def _heartbeats(followers: list[Follower]) -> None:

@@ -44,7 +44,7 @@ from viz_model.training.settings import RunSettings
 SEAT = class_watch.SEAT  # URL key: a student's member token
 PRIVATE = frozenset({SEAT, "present", "join"})  # URL keys that are one browser's, never followed
 POLL_S = 1.0  # a student box's timer where the watcher cannot push (ui/class_watch.py)
-SAFETY_S = 30.0  # its timer where the watcher pushes: a slow safety net
+SAFETY_S = 120.0  # its timer where the watcher pushes (and asks again): a net for a lost watcher
 PUBLISH_S = 0.5  # the teacher's fragment: catches a view a run did not finish publishing
 DASHBOARD_TTL_S = 2.0  # the teacher's counts: live enough, and a class's runs read rarely
 HEARTBEAT_S = 5.0  # a student's "I am here, on this page" (a write): the dashboard's 15 s window
@@ -74,6 +74,7 @@ class Membership:
     seen_version: int = 0  # the teacher's view version this session last applied (students)
     published: str = ""  # what this session last published (teachers): page + params as text
     answers: dict[int, str] = field(default_factory=dict)  # question id -> this student's answer
+    looked_up: set[int] = field(default_factory=set)  # questions whose answer was read (once)
     beat_at: float = 0.0  # the last heartbeat (students without a watcher)
     beat_page: str = ""
 
@@ -284,9 +285,12 @@ def sidebar(page: nav.Page, box: Any) -> None:
 
 
 def after_run(page: nav.Page) -> None:
-    """After the page ran (or stopped): the teacher's view as the page left it. Not when the run
-    is being replaced by another (a rerun or a page switch is under way)."""
+    """After the page ran (or stopped): a student's place in the class's moves goes to the next
+    (ui/class_watch.py); the teacher's view as the page left it, not when the run is being
+    replaced by another (a rerun or a page switch is under way)."""
     m = st.session_state.get(_KEY)
+    if m is not None and not m.teacher:
+        class_watch.ran()
     if m is None or not m.teacher or isinstance(sys.exc_info()[1], RerunException):
         return
     publish(m, page)
@@ -392,15 +396,11 @@ def _question_box(box, m: Membership, q: questions.Question | None) -> None:
     """The teacher's question: a form until answered, then the answer given, then the reveal."""
     if q is None:
         return
-    mine = m.answers.get(q.id)
-    if mine is None:
-        try:  # not answered in this session: perhaps before a reload, on another process
-            mine = questions.my_answer(m.secret, q.id)
-        except (ClassRefused, ClassStateError) as error:
-            box.caption(md_escape(str(error)))
-            return
-        if mine is not None:
-            m.answers[q.id] = mine
+    try:
+        mine = my_answer(m, q)
+    except (ClassRefused, ClassStateError) as error:
+        box.caption(md_escape(str(error)))
+        return
     box.markdown(f"**The teacher asks:** {md_escape(q.prompt)}")
     if q.truth is not None:
         _revealed(box, q, mine)
@@ -410,6 +410,33 @@ def _question_box(box, m: Membership, q: questions.Question | None) -> None:
         box.caption("The teacher has closed this question.")
     else:
         _answer_form(box, m, q)
+
+
+def my_answer(m: Membership, q: questions.Question) -> str | None:
+    """This student's answer to `q`: this session's, else (a reload, perhaps on another process)
+    the database's, read once a question: this session's form is the only way to answer after."""
+    if q.id not in m.answers and q.id not in m.looked_up:
+        found = questions.my_answer(m.secret, q.id)
+        m.looked_up.add(q.id)
+        if found is not None:
+            m.answers[q.id] = found
+    return m.answers.get(q.id)
+
+
+def stop_asked(key: tuple[str, int]) -> lesson.RoomAsks | None:
+    """For a student whose class's question is the lesson stop `key`'s: whether it is revealed
+    and this student's answer (the lesson panel, app.py: one form, the class's, which the teacher
+    collects). None for a teacher, outside a class, or for another question."""
+    m = st.session_state.get(_KEY)
+    if m is None or m.teacher:
+        return None
+    try:
+        q = latest_question(m.class_id)
+        if q is None or (q.lesson_id, q.step) != key:
+            return None
+        return lesson.RoomAsks(q.truth is not None, my_answer(m, q))
+    except (ClassRefused, ClassStateError):
+        return None
 
 
 def _answer_form(box, m: Membership, q: questions.Question) -> None:
@@ -430,10 +457,13 @@ def _answer_form(box, m: Membership, q: questions.Question) -> None:
     try:
         questions.answer(m.secret, q.id, value)
     except (ClassRefused, ClassStateError) as error:
+        m.looked_up.discard(q.id)  # answered in another tab, say: the next run reads it
         box.warning(md_escape(str(error)))
         return
     m.answers[q.id] = questions.check_value(q, value)[0]  # as stored
-    box.success("Sent. Wait for the reveal.")
+    # The box again, now with the answer given and no form (the form drawn in this run stays
+    # until the next one).
+    st.rerun(scope="fragment" if _in_fragment_rerun() else "app")
 
 
 def shown(q: questions.Question, value: str | None) -> str:

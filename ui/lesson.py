@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +44,15 @@ PANEL_KEY = "lesson_panel"  # the panel's container: .st-key-lesson_panel, kept 
 # widgets stay, so the page can still be read for what it is about.
 MASKED = ("stPlotlyChart", "stVegaLiteChart", "stDataFrame", "stTable", "stMetric", "stMarkdown",
           "stAlert", "stCaption", "stCode", "stJson", "stExpander")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class RoomAsks:
+    """In a live class, the teacher has asked the room this stop's question (ui/classroom.py):
+    the class's form is the one answered, the panel shows none of its own."""
+
+    revealed: bool
+    answer: str | None  # this student's answer in the class, as stored
 
 
 @dataclass(frozen=True)
@@ -199,8 +209,13 @@ def measure(ctx: PageContext, kind: str, args: dict) -> Truth:
         return truth(ctx.bundle_id, tuple(ctx.ids), ctx.prompt, kind, text)
 
 
-def panel(ctx: PageContext | None, page: nav.Page) -> None:
-    """The lesson's box above the page: where the class is, the question, the reveal."""
+def panel(
+    ctx: PageContext | None,
+    page: nav.Page,
+    room: Callable[[tuple[str, int]], RoomAsks | None] | None = None,
+) -> None:
+    """The lesson's box above the page: where the class is, the question, the reveal. `room`
+    says whether a live class asked this stop's question (then it is answered there)."""
     place = current()
     if place is None:
         return
@@ -224,12 +239,20 @@ def panel(ctx: PageContext | None, page: nav.Page) -> None:
             )
         answers = st.session_state.setdefault(_ANSWERS, {})
         t = truth_for(ctx, stop)
+        asked = room(place.key) if room is not None and place.key not in answers else None
         if place.key in answers:
             _reveal(t, answers[place.key])
+        elif asked is not None and asked.revealed:
+            _reveal(t, asked.answer)
+        elif asked is not None:
+            st.info(
+                "Your teacher has asked the room this question: answer it in the class box in "
+                "the sidebar. The model's answer shows here when the teacher reveals it."
+            )
         else:
             _ask(place, t)
-            if stop.hide:
-                _mask()
+        if stop.hide and place.key not in answers and not (asked and asked.revealed):
+            _mask()
 
 
 def _header(place: Place) -> None:

@@ -19,6 +19,7 @@ Not here: what the tables mean to a class (classes.py, questions.py, board.py).
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import threading
@@ -157,9 +158,14 @@ runs = Table(
 
 def database_url() -> str:
     """VIZ_CLASS_DB when it is set, else SQLite in the runs folder (<runs_root>/class.sqlite3)."""
-    env = os.environ.get(DB_ENV, "").strip()
-    if env:
-        return env
+    return _url(os.environ.get(DB_ENV, ""), os.environ.get(jobs.RUNS_ENV, ""))
+
+
+@functools.lru_cache(maxsize=16)
+def _url(db_env: str, runs_env: str) -> str:
+    """Keyed by the two settings a URL is made of: every database call asks, a path is built once."""
+    if db_env.strip():
+        return db_env.strip()
     return f"sqlite:///{jobs.runs_root() / SQLITE_FILE}"
 
 
@@ -274,6 +280,40 @@ def reading(url: str | None = None) -> Iterator[Connection]:
     made = engine(url)
     with _translated(made.url), made.connect() as conn:
         yield conn
+
+
+class Changes:
+    """Whether the class database may have changed since this object last looked, for a thread
+    that polls it often (ui/class_watch.py). On SQLite, `PRAGMA data_version` on a connection of
+    its own, which moves whenever another connection commits (a few microseconds, no table read);
+    on any other database, or when it cannot tell, always True. One thread uses one object."""
+
+    def __init__(self, url: str | None = None):
+        self._url = url
+        self._engine: Engine | None = None
+        self._conn = None  # a pooled DBAPI connection, kept for these looks only
+        self._seen: int | None = None
+
+    def __call__(self) -> bool:
+        try:
+            made = engine(self._url)
+            if made.dialect.name != "sqlite":
+                return True
+            if made is not self._engine:  # first look, another database, or disposed
+                self.close()
+                self._engine, self._conn = made, made.raw_connection()
+            version = self._conn.driver_connection.execute("PRAGMA data_version").fetchone()[0]
+        except Exception:  # noqa: BLE001  whatever the fault, the caller reads and finds out
+            self.close()
+            return True
+        changed, self._seen = version != self._seen, version
+        return changed
+
+    def close(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(Exception):
+                self._conn.close()
+        self._engine, self._conn, self._seen = None, None, None
 
 
 @contextlib.contextmanager
