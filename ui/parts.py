@@ -71,9 +71,10 @@ def scroll_to(anchor: str) -> None:
 
 
 def contrast_links(*links: tuple[str, str]) -> None:
-    """contrast_link for each (key, label), side by side in columns."""
-    for column, (key, label) in zip(st.columns(len(links)), links, strict=True):
-        contrast_link(key, label, container=column)
+    """contrast_link for each (key, label), one under another (side by side, a label is cut
+    short in a 1024 px column)."""
+    for key, label in links:
+        contrast_link(key, label)
 
 
 def contrast_link(key: str, label: str, container: Any = st) -> None:
