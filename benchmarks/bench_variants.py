@@ -17,23 +17,12 @@ import torch
 
 from benchmarks.bench_engine import train_step_fn
 from benchmarks.common import alternate, emit
-from viz_model.model.config import LLAMA_BLOCK, GPTConfig
+from viz_model.model.config import BLOCK_VARIANTS, GPTConfig
 from viz_model.model.gpt import GPT
 
 SHAPE = dict(vocab_size=65, n_ctx=64, d_model=128, n_layer=2, n_head=4)
 BATCH = 16
-VARIANTS = {
-    "gpt2": {},
-    "rmsnorm": {"norm_kind": "rmsnorm"},
-    "no_norm": {"norm_kind": "none"},
-    "no_residual": {"residual": False},
-    "swiglu": {"mlp": "gated", "act": "silu"},
-    "rope": {"pos": "rope"},
-    "alibi": {"pos": "alibi"},
-    "gqa_2": {"n_kv_heads": 2},
-    "mqa": {"n_kv_heads": 1},
-    "llama": {**LLAMA_BLOCK, "n_kv_heads": 2},
-}
+VARIANTS = {"gpt2": {}, **BLOCK_VARIANTS, "mqa": {"n_kv_heads": 1}}
 
 
 def main() -> None:

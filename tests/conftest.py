@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from viz_model.model.config import LLAMA_BLOCK, GPTConfig
+from viz_model.model.config import BLOCK_VARIANTS, LLAMA_BLOCK, GPTConfig
 from viz_model.model.gpt import GPT
 
 VOCAB = 23
@@ -131,14 +131,9 @@ VARIANTS = {
     "attn_only": {"attn_only": True},
     "relu_nobias": {"act": "relu", "bias": False},
     "no_mask": {"causal": False},
-    # What modern models changed, and the parts switched off (issue 25, Architecture contrasts).
-    "rmsnorm": {"norm_kind": "rmsnorm"},
-    "no_norm": {"norm_kind": "none"},
-    "no_residual": {"residual": False},
-    "swiglu": {"mlp": "gated", "act": "silu"},
-    "rope": {"pos": "rope"},
-    "alibi": {"pos": "alibi"},
-    "gqa": {"n_kv_heads": 2},
+    # What modern models changed, and the parts switched off (issue 25, Architecture contrasts),
+    # with multi-query attention inside the Llama-style block.
+    **BLOCK_VARIANTS,
     "llama": {**LLAMA_BLOCK, "n_kv_heads": 1},
 }
 

@@ -28,6 +28,18 @@ NORM_KINDS = ("layernorm", "rmsnorm", "none")  # what it is
 MLPS = ("standard", "gated")  # gated: act(W_gate x) * (W_in x), SwiGLU with act="silu"
 # Llama's block against GPT-2's (Touvron et al. 2023): the overrides a GPTConfig takes for it.
 LLAMA_BLOCK = dict(norm_kind="rmsnorm", mlp="gated", act="silu", pos="rope", bias=False)
+# One of each part the lectures justify or modern models changed, as GPTConfig overrides: what
+# the engine's invariants run on (tests/conftest.py) and the speed benchmark times.
+BLOCK_VARIANTS: dict[str, dict] = {
+    "rmsnorm": {"norm_kind": "rmsnorm"},
+    "no_norm": {"norm_kind": "none"},
+    "no_residual": {"residual": False},
+    "swiglu": {"mlp": "gated", "act": "silu"},
+    "rope": {"pos": "rope"},
+    "alibi": {"pos": "alibi"},
+    "gqa": {"n_kv_heads": 2},
+    "llama": {**LLAMA_BLOCK, "n_kv_heads": 2},
+}
 # A model whose positions come from no table may read this many times its context (evaluated
 # past n_ctx, the length-extrapolation lesson); pages still crop prompts to n_ctx.
 EXTRAPOLATE = 8
