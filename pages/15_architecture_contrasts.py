@@ -316,8 +316,14 @@ def past_the_context() -> None:
         st.markdown("- " + vr.extrapolation_claim(name, profile, n_ctx, b.config.pos).text)
 
 
+@cache.per_model
+def kv_per_token(bundle_id: str) -> float:
+    """Bytes the model's KV cache holds per token (a forward with a real cache, once a model)."""
+    return vr.kv_bytes_per_token(cache.bundle(bundle_id).model)
+
+
 def kv_memory() -> None:
-    measured = [(name, vr.kv_bytes_per_token(b.model), b.config.n_kv_heads) for name, _, b in sides]
+    measured = [(name, kv_per_token(bid), b.config.n_kv_heads) for name, bid, b in sides]
     st.markdown("**The KV cache.** " + vr.kv_claim(measured).text)
     lengths = [256, 1024, 4096, 16384]
     fig = cache.figure(

@@ -224,14 +224,14 @@ def growth_claim(h: GradHealth | None) -> Claim:
     )
     if ratio >= GROWTH_RATIO:
         return Claim(
-            f"The gradient norm (before clipping) grew {ratio:,.0f}-fold, {span}: the gradients "
+            f"The gradient norm (before clipping) grew {times(ratio)}-fold, {span}: the gradients "
             "are **exploding**.",
             True,
             numbers,
         )
     if ratio <= 1 / GROWTH_RATIO:
         return Claim(
-            f"The gradient norm (before clipping) fell {1 / ratio:,.0f}-fold, {span}.",
+            f"The gradient norm (before clipping) fell {times(1 / ratio)}-fold, {span}.",
             False,
             numbers,
         )
