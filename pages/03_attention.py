@@ -490,7 +490,8 @@ elif scores.eligible["induction"] < MIN_ELIGIBLE:
         state.set_value("rrt", True)
         st.rerun()
 
-rows = head_roles(scores, random_scores)
+all_rows = head_roles(scores, random_scores)  # once a run: the table and the chosen head's claim
+rows = all_rows
 if len(shown_layers) < cfg.n_layer:  # the grid's layers, so the table stays a screen or two
     rows = [r for r in rows if r["layer"] in shown_layers]
     st.caption(f"Layers {first}–{shown_layers[-1]}, as in the grid above: choose others there.")
@@ -532,7 +533,7 @@ shown_roles.index = pd.Index([h.translate(unbroken) for h in shown_roles.index],
 shown_roles["role"] = [r.translate(unbroken) for r in shown_roles["role"]]
 st.table(shown_roles)
 
-chosen = next((r for r in head_roles(scores, random_scores) if r["head"] == name), None)
+chosen = next((r for r in all_rows if r["head"] == name), None)
 if chosen is not None:
     st.markdown(chosen["claim"].text)
 
