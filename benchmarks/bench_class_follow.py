@@ -88,6 +88,8 @@ class Tab:
         self.exceptions: list[str] = []
         self.radio_id = ""  # the answer form's widgets, when drawn
         self.submit_id = ""
+        self.unfollow_id = ""  # the class box's "Stop following" button, when drawn
+        self.follow_again_seen = False  # the box offered "Follow the teacher": following stopped
         self.form_at: float | None = None
         self.acked_at: float | None = None
         self.submitted_at: float | None = None
@@ -187,6 +189,10 @@ class Tab:
             self.form_at = self.form_at or time.perf_counter()
         elif kind == "button" and element.button.is_form_submitter and not self.submit_id:
             self.submit_id = element.button.id
+        elif kind == "button" and element.button.label == "Stop following":
+            self.unfollow_id = element.button.id
+        elif kind == "button" and element.button.label == "Follow the teacher":
+            self.follow_again_seen = True
         elif kind in ("alert", "markdown") and self.submitted_at and not self.acked_at:
             body = getattr(element, kind).body
             if "Sent. Wait for the reveal" in body or "Your answer:" in body:
@@ -274,18 +280,36 @@ async def settle(tabs: list[Tab], page: str, params: dict[str, str], limit: floa
     return sum(t.at(page, params) for t in tabs)
 
 
-async def phase(
-    url: str, pids: list[int], tokens: list[str], args, teacher, following: bool
-) -> dict:
-    """One phase: the class arrives, settles, then `args.moves` moves; delays and CPU."""
+async def stop_following(tabs: list[Tab], limit: float = 60) -> int:
+    """Each seated student presses the class box's "Stop following" (a rerun of the box's
+    fragment with the button's trigger, as the browser sends it); how many the box then offered
+    to follow again."""
+    for tab in tabs:
+        if tab.unfollow_id:
+            await tab.send(
+                fragment_id=next(iter(tab.fragment_timers), ""),
+                widgets=[(tab.unfollow_id, "trigger_value", True)],
+            )
+    deadline = time.perf_counter() + limit
+    while time.perf_counter() < deadline and not all(t.follow_again_seen for t in tabs):
+        await asyncio.sleep(0.2)
+    return sum(t.follow_again_seen for t in tabs)
+
+
+async def phase(url: str, pids: list[int], tokens: list[str], args, teacher, mode: str) -> dict:
+    """One phase: the class arrives, settles, then `args.moves` moves; delays and CPU.
+    mode: "following", "seated" (in the class, following stopped, clicking by itself) or
+    "baseline" (no seat: students clicking by themselves, no class at all)."""
     from serving.classroom import classes
 
+    following = mode == "following"
     tabs = [Tab(url, timers=True) for _ in tokens]
     key, class_id = teacher
-    if following:
-        classes.set_view(key, class_id, FIRST[0], FIRST[1])
-    await arrive(tabs, tokens if following else [None] * len(tabs), args.arrive)
+    classes.set_view(key, class_id, FIRST[0], FIRST[1])
+    seats = tokens if mode != "baseline" else [None] * len(tabs)
+    await arrive(tabs, seats, args.arrive)
     settled = await settle(tabs, FIRST[0], FIRST[1], 60)
+    stopped = await stop_following(tabs) if mode == "seated" else None
     await asyncio.sleep(2.0)  # the arrival's tail: off the clock
     rng = random.Random(2)
     moves = []
@@ -299,6 +323,8 @@ async def phase(
             classes.set_view(key, class_id, page, params)
             t0 = time.perf_counter()
         else:
+            if mode == "seated":  # the teacher moves; the class, not following, clicks along
+                classes.set_view(key, class_id, page, params)
             t0 = time.perf_counter()
             query = urllib.parse.urlencode(params)
 
@@ -335,8 +361,10 @@ async def phase(
     per_process = [round(b - a, 1) for a, b in zip(cpu0, cpu1, strict=True)]
     seconds = wall1 - wall0
     result = {
+        "mode": mode,
         "following": following,
         "settled_students": settled,
+        "stopped_following": stopped,
         "backends": {
             b: sum(t.backend == b for t in tabs) for b in sorted({t.backend for t in tabs})
         },
@@ -458,36 +486,37 @@ def main() -> None:
     parser.add_argument("--arrive", type=float, default=10.0, help="the class arrives over, s")
     parser.add_argument("--no-answers", dest="answers", action="store_false")
     parser.add_argument(
-        "--phases", nargs="+", default=["baseline", "following"], choices=["baseline", "following"]
+        "--phases",
+        nargs="+",
+        default=["baseline", "seated", "following"],
+        choices=["baseline", "seated", "following"],
+        help="baseline: no class; seated: the same class, following stopped; following",
+    )
+    parser.add_argument(
+        "--database",
+        choices=["sqlite", "postgresql"],
+        default="sqlite",
+        help="postgresql: a throwaway local server (serving/classroom/local_postgres.py)",
     )
     args = parser.parse_args()
 
     from serving import jobs
-    from serving.classroom import classes, store
+    from serving.classroom import store
+    from serving.classroom.local_postgres import LocalPostgres
 
     runs = tempfile.mkdtemp(prefix="bench-follow-runs-")
     os.environ[jobs.RUNS_ENV] = runs
     os.environ.pop(store.DB_ENV, None)
     os.environ.pop(jobs.PASSWORD_ENV, None)
-    info = classes.start_class(jobs.Auth(), "follow benchmark")
-    tokens = [classes.join(info.code, "", f"c{i}").token for i in range(args.students)]
-    teacher = (info.teacher_key, info.id)
-    env = dict(os.environ)
-    results = {}
-    with class_server(args.processes, env, warm_up=False) as (url, pids, ports):
-        asyncio.run(warm(ports))
-        for name in args.phases:
-            results[name] = asyncio.run(
-                phase(url, pids, tokens, args, teacher, following=name == "following")
-            )
-    summary = {}
-    if "baseline" in results and "following" in results:
-        base, follow = results["baseline"]["server_cpu_s"], results["following"]["server_cpu_s"]
-        summary = {
-            "cpu_ratio_following_to_baseline": round(follow / base, 2) if base else None,
-            "target_95pct_within_2s_met": results["following"]["share_within_2s"] >= 0.95,
-            "target_cpu_at_most_1.10x_met": bool(base) and follow / base <= 1.10,
-        }
+    if args.database == "postgresql":
+        with LocalPostgres() as pg:
+            os.environ[store.DB_ENV] = pg.new_database("follow")
+            results = run_phases(args)
+            store.dispose()  # its pooled connections closed before the server stops
+        database = "PostgreSQL 15 (a local throwaway server, fsync off)"
+    else:
+        results = run_phases(args)
+        database = "SQLite (WAL) in the shared runs folder"
     emit(
         "class_follow",
         {
@@ -496,11 +525,46 @@ def main() -> None:
             "moves": args.moves,
             "every_s": args.every,
             "views": [f"{p}?{urllib.parse.urlencode(q)}" for p, q in VIEWS],
-            "database": "SQLite (WAL) in the shared runs folder",
+            "database": database,
             **results,
-            **summary,
+            **cpu_summary(results),
         },
     )
+
+
+def run_phases(args) -> dict:
+    """The class made through the database API, the server started and warmed, each phase."""
+    from serving import jobs
+    from serving.classroom import classes
+
+    info = classes.start_class(jobs.Auth(), "follow benchmark")
+    tokens = [classes.join(info.code, "", f"c{i}").token for i in range(args.students)]
+    teacher = (info.teacher_key, info.id)
+    results = {}
+    with class_server(args.processes, dict(os.environ), warm_up=False) as (url, pids, ports):
+        asyncio.run(warm(ports))
+        for name in args.phases:
+            results[name] = asyncio.run(phase(url, pids, tokens, args, teacher, mode=name))
+    return results
+
+
+def cpu_summary(results: dict) -> dict:
+    """Following's CPU against the same class not following (seated; the issue's target) and
+    against students with no class at all (baseline), and whether the targets are met."""
+    out = {}
+    follow = results.get("following")
+    if follow is None:
+        return out
+    for name in ("seated", "baseline"):
+        if name in results and results[name]["server_cpu_s"]:
+            out[f"cpu_ratio_following_to_{name}"] = round(
+                follow["server_cpu_s"] / results[name]["server_cpu_s"], 2
+            )
+    against = out.get("cpu_ratio_following_to_seated", out.get("cpu_ratio_following_to_baseline"))
+    out["target_95pct_within_2s_met"] = follow["share_within_2s"] >= 0.95
+    if against is not None:
+        out["target_cpu_at_most_1.10x_met"] = against <= 1.10
+    return out
 
 
 if __name__ == "__main__":

@@ -12,13 +12,10 @@ from __future__ import annotations
 import json
 import math
 import os
-import pwd
 import shutil
-import socket
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -29,6 +26,7 @@ from sqlalchemy import func, select
 from serving import jobs
 from serving.classroom import board, classes, questions, store
 from serving.classroom.classes import RateLimited
+from serving.classroom.local_postgres import LocalPostgres, free_port, pg_bin
 from serving.classroom.questions import AlreadyAnswered
 from serving.classroom.store import ClassRefused, ClassStateError
 from viz_model.analysis.ngrams import LN2, bits_per_char, validation_chars_per_token
@@ -42,21 +40,7 @@ from viz_model.training.settings import RunSettings
 REPO = Path(__file__).resolve().parent.parent
 
 
-def _pg_bin() -> Path:
-    """VIZ_PG_BIN, else Debian's newest /usr/lib/postgresql/<version>/bin, else initdb's folder."""
-    if os.environ.get("VIZ_PG_BIN"):
-        return Path(os.environ["VIZ_PG_BIN"])
-    found = sorted(
-        Path("/usr/lib/postgresql").glob("*/bin/initdb"),
-        key=lambda p: int(p.parts[-3]) if p.parts[-3].isdigit() else 0,
-    )
-    if found:
-        return found[-1].parent
-    initdb = shutil.which("initdb")
-    return Path(initdb).parent if initdb else Path("/usr/lib/postgresql/15/bin")
-
-
-PG_BIN = _pg_bin()
+PG_BIN = pg_bin()
 OPEN = jobs.Auth()  # a server without a teacher password
 
 
@@ -66,60 +50,11 @@ def _no_postgres(reason: str):
     pytest.skip(reason)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Postgres:
-    """A throwaway PostgreSQL server: data and socket in a temporary folder, 127.0.0.1 only."""
-
-    def __init__(self):
-        self.folder = Path(tempfile.mkdtemp(prefix="viz-pg-"))
-        self.port = _free_port()
-        self.as_user: list[str] = []
-        if os.geteuid() == 0:  # initdb refuses root: run the server as postgres
-            user = pwd.getpwnam("postgres")
-            os.chown(self.folder, user.pw_uid, user.pw_gid)
-            self.as_user = ["runuser", "-u", "postgres", "--"]
-        self.data = self.folder / "data"
-
-    def run(self, *argv: str) -> None:
-        done = subprocess.run([*self.as_user, *argv], capture_output=True, text=True, timeout=120)
-        if done.returncode:
-            raise RuntimeError(f"{argv[0]} failed: {done.stdout}{done.stderr}")
-
-    def start(self) -> None:
-        self.run(
-            str(PG_BIN / "initdb"), "-D", str(self.data), "-U", "viz", "--auth=trust", "-E", "UTF8"
-        )
-        options = (
-            f"-h 127.0.0.1 -p {self.port} -k {self.folder} -c fsync=off -c max_connections=300"
-        )
-        self.run(str(PG_BIN / "pg_ctl"), "start", "-w", "-D", str(self.data), "-o", options,
-                 "-l", str(self.folder / "server.log"))  # fmt: skip
-
-    def stop(self) -> None:
-        try:
-            self.run(str(PG_BIN / "pg_ctl"), "stop", "-D", str(self.data), "-m", "fast", "-w")
-        finally:
-            shutil.rmtree(self.folder, ignore_errors=True)
-
-    def new_database(self, name: str) -> str:
-        import psycopg
-
-        with psycopg.connect(f"host=127.0.0.1 port={self.port} user=viz dbname=postgres",
-                             autocommit=True) as conn:  # fmt: skip
-            conn.execute(f'CREATE DATABASE "{name}"')
-        return f"postgresql+psycopg://viz@127.0.0.1:{self.port}/{name}"
-
-
 @pytest.fixture(scope="session")
 def postgres():
     if not (PG_BIN / "initdb").is_file():
         _no_postgres(f"PostgreSQL is not installed ({PG_BIN}; apt-get install postgresql)")
-    server = Postgres()
+    server = LocalPostgres()
     try:
         server.start()
     except (RuntimeError, OSError, subprocess.TimeoutExpired) as error:
@@ -592,7 +527,7 @@ def test_a_locked_sqlite_database_gives_a_class_state_error_a_teacher_can_read(t
 
 
 def test_an_unreachable_postgresql_gives_a_class_state_error(tmp_path):
-    port = _free_port()  # nothing listens there
+    port = free_port()  # nothing listens there
     url = f"postgresql+psycopg://viz@127.0.0.1:{port}/viz?connect_timeout=2"
     with pytest.raises(ClassStateError, match=f"cannot be reached.*127.0.0.1:{port}|{port}"):
         classes.find_class("ABCDEF", db=url)
