@@ -10,7 +10,7 @@ import streamlit as st
 
 import ui
 from ui import cache, parts, present, state
-from ui.charts.common import show_whitespace
+from ui.charts.common import frozen, show_whitespace
 from ui.charts.embeddings import pca_scatter, position_heatmap, similarity_heatmap, swap_chart
 from ui.charts.tokens import token_chips_html
 from viz_model.analysis import embeddings as emb
@@ -73,22 +73,25 @@ def swap_runs(bundle_id: str, ids: tuple[int, ...], i: int, j: int) -> dict[str,
     return runs
 
 
-# Figures are cached as objects (never mutated, only drawn), keyed by the arguments they are built
-# from: building a plotly figure costs more than drawing it, and most of this page's pictures
-# depend only on the model.
+# Figures are cached as frozen objects (never mutated, only drawn), keyed by the arguments they are
+# built from: building a plotly figure costs more than drawing it, and most of this page's pictures
+# depend only on the model. Frozen (ui/charts/common.FrozenFigure), st.plotly_chart does not turn
+# them into a dict again on every run: about 2 ms a figure, 7 figures a run for every student.
 
 
 @cache.per_prompt
 def token_figure(bundle_id: str, token: int) -> go.Figure:
     result = token_pca(bundle_id)
     near = neighbours(bundle_id, token)
-    return pca_scatter(
-        result.projected,
-        vocab_labels(bundle_id),
-        result.explained,
-        token,
-        list(near.ids),
-        max_points=MAX_SCATTER_TOKENS,
+    return frozen(
+        pca_scatter(
+            result.projected,
+            vocab_labels(bundle_id),
+            result.explained,
+            token,
+            list(near.ids),
+            max_points=MAX_SCATTER_TOKENS,
+        )
     )
 
 
@@ -99,8 +102,8 @@ def position_figures(bundle_id: str, pos: str) -> tuple[go.Figure, go.Figure] | 
         return None
     return (
         # titles short enough for half a 1024 px column
-        position_heatmap(table, f"This model's P ({pos})"),
-        similarity_heatmap(sim, "Cosine similarity of positions"),
+        frozen(position_heatmap(table, f"This model's P ({pos})")),
+        frozen(similarity_heatmap(sim, "Cosine similarity of positions")),
     )
 
 
@@ -108,8 +111,8 @@ def position_figures(bundle_id: str, pos: str) -> tuple[go.Figure, go.Figure] | 
 def sinusoid_figures(n_ctx: int, d_model: int) -> tuple[go.Figure, go.Figure]:
     sinus = sinusoidal_positions(n_ctx, d_model).numpy()
     return (
-        position_heatmap(sinus, "Sinusoidal P (the formula)", zmax=1.0),
-        similarity_heatmap(emb.cosine_matrix(sinus), "Cosine similarity of positions"),
+        frozen(position_heatmap(sinus, "Sinusoidal P (the formula)", zmax=1.0)),
+        frozen(similarity_heatmap(emb.cosine_matrix(sinus), "Cosine similarity of positions")),
     )
 
 
@@ -118,9 +121,9 @@ def swap_figures(bundle_id: str, ids: tuple[int, ...], i: int, j: int) -> list[g
     runs = swap_runs(bundle_id, ids, i, j)
     off, on = runs["off"], runs.get("on")
     ymax = max(r.max_diff for r in (off, on) if r is not None) or None
-    figs = [swap_chart(off.original, off.swapped, "Positions zeroed", ymax)]
+    figs = [frozen(swap_chart(off.original, off.swapped, "Positions zeroed", ymax))]
     if on is not None:
-        figs.append(swap_chart(on.original, on.swapped, "Positions on", ymax))
+        figs.append(frozen(swap_chart(on.original, on.swapped, "Positions on", ymax)))
     return figs
 
 

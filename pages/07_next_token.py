@@ -60,8 +60,9 @@ top = nt.top_tokens(dist, n_bars, partial(token_text, ctx.tokenizer))
 
 # ---- the picture ------------------------------------------------------------------------------
 last = show_whitespace(ctx.pieces[-1])
-present.plot(
-    charts.distribution_bars(
+present.plot(  # built once per distinct view and shared: a class's followers draw the same one
+    cache.figure(
+        charts.distribution_bars,
         top.labels,
         top.base_probs,
         top.scaled_probs,

@@ -60,8 +60,11 @@ def prompt_probability(ctx: PageContext, surprisal: np.ndarray) -> None:
         st.warning(note.text)
     _metrics(log_p, "prompt")
     present.plot(
-        charts.contribution_chart(
-            ctx.labels, log_p, "Each token's log₂ p (bars) and the running log₁₀ P (line)"
+        cache.figure(
+            charts.contribution_chart,
+            ctx.labels,
+            log_p,
+            "Each token's log₂ p (bars) and the running log₁₀ P (line)",
         ),
         key="tt_prompt_probability",
     )
@@ -111,11 +114,12 @@ def in_training_text(ctx: PageContext, last_logits: np.ndarray) -> None:
     kn = models.kn_distribution(used, len(used) + 1)
     counts_p = table.probs()
     present.plot(
-        charts.estimate_bars(
+        cache.figure(
+            charts.estimate_bars,
             [token_text(tok, t) for t in ids],
-            [counts_p[t] for t in ids] if table.defined else None,
-            [kn[t] for t in ids],
-            [gpt[t] for t in ids],
+            [float(counts_p[t]) for t in ids] if table.defined else None,
+            [float(kn[t]) for t in ids],
+            [float(gpt[t]) for t in ids],
             title=f"After the last {len(used)} tokens: the training text's counts and the GPT",
         ),
         key="tt_estimates",
@@ -164,7 +168,12 @@ def generation_checks(ctx: PageContext, seq: list[int], n_prompt: int) -> None:
         for i, t in enumerate(generated)
     ]
     present.plot(
-        charts.contribution_chart(labels, log_p, "The generated text's probability, compounding"),
+        cache.figure(
+            charts.contribution_chart,
+            labels,
+            log_p,
+            "The generated text's probability, compounding",
+        ),
         key="tt_running_probability",
     )
     memorisation(ctx, seq, n_prompt)
