@@ -40,12 +40,14 @@ from sqlalchemy import (
     event,
     exc,
     select,
+    text,
 )
 from sqlalchemy.engine import Connection, make_url
 
 from serving import jobs
 
 DB_ENV = "VIZ_CLASS_DB"
+CHANNEL = "viz_class"  # PostgreSQL: the NOTIFY channel every write transaction signals
 SQLITE_FILE = "class.sqlite3"
 SCHEMA_VERSION = "1"
 BUSY_TIMEOUT_S = 10.0  # SQLite: how long a write waits for another process's before giving up
@@ -272,6 +274,8 @@ def writing(url: str | None = None) -> Iterator[Connection]:
     made = engine(url)
     with _translated(made.url), made.execution_options(**{_WRITE: True}).begin() as conn:
         yield conn
+        if made.dialect.name == "postgresql":  # delivered at commit to every listener (Changes)
+            conn.execute(text(f"NOTIFY {CHANNEL}"))
 
 
 @contextlib.contextmanager
@@ -284,30 +288,49 @@ def reading(url: str | None = None) -> Iterator[Connection]:
 
 class Changes:
     """Whether the class database may have changed since this object last looked, for a thread
-    that polls it often (ui/class_watch.py). On SQLite, `PRAGMA data_version` on a connection of
-    its own, which moves whenever another connection commits (a few microseconds, no table read);
-    on any other database, or when it cannot tell, always True. One thread uses one object."""
+    that polls it often (ui/class_watch.py), without reading a table:
+    - SQLite: `PRAGMA data_version` on a connection of its own, which moves whenever another
+      connection commits (a few microseconds);
+    - PostgreSQL: a connection of its own that LISTENs on CHANNEL, which every write transaction
+      NOTIFYs at its commit (`writing`); a look drains what arrived, without waiting.
+    The first look, any other database, and any fault say True (the caller reads and finds out).
+    One thread uses one object."""
 
     def __init__(self, url: str | None = None):
         self._url = url
         self._engine: Engine | None = None
-        self._conn = None  # a pooled DBAPI connection, kept for these looks only
+        self._conn = None  # SQLite: a pooled DBAPI connection; PostgreSQL: a psycopg one
         self._seen: int | None = None
 
     def __call__(self) -> bool:
         try:
             made = engine(self._url)
-            if made.dialect.name != "sqlite":
+            if made.dialect.name not in ("sqlite", "postgresql"):
                 return True
             if made is not self._engine:  # first look, another database, or disposed
                 self.close()
-                self._engine, self._conn = made, made.raw_connection()
+                self._engine, self._conn = made, self._connect(made)
+                return True
+            if made.dialect.name == "postgresql":
+                return any([True for _ in self._conn.notifies(timeout=0)])  # drain them all
             version = self._conn.driver_connection.execute("PRAGMA data_version").fetchone()[0]
         except Exception:  # noqa: BLE001  whatever the fault, the caller reads and finds out
             self.close()
             return True
         changed, self._seen = version != self._seen, version
         return changed
+
+    def _connect(self, made: Engine):
+        if made.dialect.name == "sqlite":
+            conn = made.raw_connection()
+            self._seen = conn.driver_connection.execute("PRAGMA data_version").fetchone()[0]
+            return conn
+        import psycopg  # loaded only with a PostgreSQL class database
+
+        conninfo = made.url.set(drivername="postgresql").render_as_string(hide_password=False)
+        conn = psycopg.connect(conninfo, autocommit=True, connect_timeout=5)
+        conn.execute(f"LISTEN {CHANNEL}")
+        return conn
 
     def close(self) -> None:
         if self._conn is not None:
