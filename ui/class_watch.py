@@ -4,9 +4,9 @@ A student's class box is a fragment (ui/classroom.py). Rerun by the browser on a
 every student a script run a second for a class doing nothing (benchmarks/README.md, A live
 class): about as much server time as the class's own page views. Instead each box registers its
 session here when it runs, and this thread looks every WATCH_S whether the class database changed
-(on SQLite a counter read, no table: serving/classroom/store.Changes), and only then reads each
-class's view and latest question (two primary-key reads a class, however many students); a
-teacher's action on this process wakes it at once (`forget`). When what a student's box last
+(a counter read on SQLite, a notification on PostgreSQL, no table read:
+serving/classroom/store.Changes), and only then reads each class's view and latest question
+(two primary-key reads a class, however many students); a teacher's action on this process wakes it at once (`forget`). When what a student's box last
 showed is out of date, it runs the teacher's page in that session (a move) or reruns that
 fragment (a question), exactly as the browser would; one not taken up within RETRY_S (Streamlit
 drops a fragment rerun that meets a running page) is asked again. A move's page runs go MOVING_MAX
