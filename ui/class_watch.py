@@ -7,8 +7,9 @@ session here when it runs, and this thread looks every WATCH_S whether the class
 (a counter read on SQLite, a notification on PostgreSQL, no table read:
 serving/classroom/store.Changes), and only then reads each class's view and latest question
 (two primary-key reads a class, however many students); a teacher's action on this process
-wakes it at once (`forget`). When what a student's box last showed is out of date, it runs the teacher's page in that session (a move) or reruns that
-fragment (a question), exactly as the browser would; one not taken up within RETRY_S (Streamlit
+wakes it at once (`forget`). When what a student's box last showed is out of date, it runs the
+teacher's page in that session (a move) or reruns that fragment (a question), exactly as the
+browser would; one not taken up within RETRY_S (Streamlit
 drops a fragment rerun that meets a running page) is asked again. A move's page runs go MOVING_MAX
 at a time, the next as one ends (`ran`, from the end of every page run): a process runs one
 Python thread at a time, so fifty runs begun together all end late, while a few at a time bring
