@@ -243,6 +243,14 @@ SECTIONS: dict[str, list[Page]] = {
             ),
         ),
         Page(
+            "pages/22_adversarial.py",
+            "Adversarial_suffix",
+            "Adversarial suffix",
+            ":material/bug_report:",
+            "A few tokens, found by gradient search, that make the model say what you choose.",
+            view_keys=("adv_target", "adv_len", "adv_steps", "adv_k"),
+        ),
+        Page(
             "pages/12_training_dynamics.py",
             "Training_dynamics",
             "Training dynamics",

@@ -1,0 +1,110 @@
+"""analysis/adversarial.py on a tiny seeded GPT: the gradient is the one-hot's, the search only
+climbs and its recorded probabilities are the model's, an exhaustive step is the best single
+swap, the shared model gets no gradient, and the claims say what the numbers say."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from tests.conftest import tiny_model
+from viz_model.analysis import adversarial as adv
+
+PROMPT = [1, 4, 2, 7, 3]
+TARGET = 5
+
+
+@pytest.fixture(scope="module")
+def model():
+    return tiny_model(seed=3)
+
+
+def _p(model, ids, target=TARGET) -> float:
+    with torch.no_grad():
+        return float(F.softmax(model(torch.tensor(ids))[-1], -1)[target])
+
+
+def test_the_gradient_predicts_a_swap_to_first_order(model):
+    suffix = (0, 0, 0)
+    grad = adv.suffix_gradient(model, PROMPT, suffix, TARGET)  # (L, V)
+    V = model.cfg.vocab_size
+    assert grad.shape == (3, V)
+    # The linearisation's directional derivative equals a finite difference of the embedding.
+    W_E = model.W_E.detach()
+    i, v, eps = 1, 6, 1e-3
+    base = torch.tensor([*PROMPT, *suffix])
+
+    def loss_with(delta: torch.Tensor) -> float:
+        def shift(act, hook):
+            act = act.clone()
+            act[0, len(PROMPT) + i] += delta
+            return act
+
+        with torch.no_grad():
+            logits = model.run_with_hooks(base[None], fwd_hooks=[("hook_embed", shift)])
+        return float(-F.log_softmax(logits[0, -1], -1)[TARGET])
+
+    direction = W_E[v] - W_E[suffix[i]]
+    numeric = (loss_with(eps * direction) - loss_with(-eps * direction)) / (2 * eps)
+    assert numeric == pytest.approx(grad[i, v] - grad[i, suffix[i]], rel=1e-2, abs=1e-4)
+
+
+def test_the_search_only_climbs_and_its_numbers_are_the_model_s(model):
+    result = adv.search(model, PROMPT, TARGET, suffix_len=3, steps=6, top_k=4)
+    assert all(b >= a for a, b in itertools.pairwise(result.p_target))
+    assert result.p_target[-1] > result.p_target[0]
+    assert result.p_target[-1] == pytest.approx(_p(model, list(result.final)), rel=1e-5)
+    assert len(result.suffixes) == len(result.p_target)
+    assert result.evaluated == 1 + 3 * 4 * (len(result.suffixes) - 1 + result.stopped_early)
+
+
+def test_an_exhaustive_step_finds_the_best_single_swap(model):
+    V = model.cfg.vocab_size
+    result = adv.search(model, PROMPT, TARGET, suffix_len=2, steps=1, top_k=V)
+    start = (0, 0)
+    swaps = [start[:i] + (v,) + start[i + 1 :] for i in range(2) for v in range(V) if v != start[i]]
+    best = max(_p(model, PROMPT + list(s)) for s in swaps)
+    assert result.p_target[-1] == pytest.approx(max(best, result.p_target[0]), rel=1e-5)
+
+
+def test_the_shared_model_gets_no_gradient(model):
+    adv.search(model, PROMPT, TARGET, suffix_len=2, steps=2, top_k=3)
+    assert all(p.grad is None for p in model.parameters())
+
+
+def test_a_long_prompt_is_cropped_on_the_left_to_leave_room():
+    small = tiny_model(seed=0, n_ctx=8)
+    result = adv.search(small, list(range(1, 8)) * 2, TARGET, suffix_len=3, steps=1, top_k=2)
+    assert len(result.final) == 8 and result.prompt == tuple((list(range(1, 8)) * 2)[-5:])
+    with pytest.raises(ValueError, match="no room"):
+        adv.search(small, PROMPT, TARGET, suffix_len=8)
+
+
+def test_suffix_attention_is_the_pattern_s_mass_on_the_suffix(model):
+    ids = [*PROMPT, 2, 2, 2]
+    shares = adv.suffix_attention(model, ids, 3)
+    _, cache = model.run_with_cache(torch.tensor(ids), names=["blocks.0.attn.hook_pattern"])
+    expected = cache["blocks.0.attn.hook_pattern"][:, -1, -3:].sum(-1).mean()
+    assert shares.shape == (model.cfg.n_layer,)
+    assert shares[0] == pytest.approx(float(expected))
+    assert np.all((shares >= 0) & (shares <= 1 + 1e-6))
+
+
+def test_the_claims_follow_their_numbers():
+    rose = adv.SuffixSearch((1,), ((0,), (3,)), (0.01, 0.05), 10, False)
+    assert adv.search_claim(rose, "x").made
+    assert "from 1.00% to 5.00%" in adv.search_claim(rose, "x").text
+    flat = adv.SuffixSearch((1,), ((0,), (3,)), (0.01, 0.015), 10, True)
+    claim = adv.search_claim(flat, "x")
+    assert not claim.made and "no proposed swap helped" in claim.text
+    moved = adv.attention_claim(np.array([0.2, 0.5]), np.array([0.25, 0.8]))
+    assert (
+        moved.made
+        and "layer 1" in moved.text
+        and "from 50% (the starting suffix) to 80%" in moved.text
+    )
+    assert not adv.attention_claim(np.array([0.2, 0.5]), np.array([0.25, 0.55])).made

@@ -1,0 +1,181 @@
+"""An adversarial suffix: a few tokens appended to a prompt, searched so that the model predicts a
+chosen target next (Zou et al. 2023, "Universal and Transferable Adversarial Attacks", GCG).
+
+Greedy coordinate gradient, one step:
+1. the gradient of -log p(target | prompt + suffix) with respect to the one-hot vector of each
+   suffix token (through the embedding matrix: e = onehot @ W_E), shape (L, V);
+2. for each suffix position, the `top_k` tokens whose swap the gradient says lowers the loss most;
+3. every one of those L x top_k single-token swaps run for real (a batch of forward passes), and
+   the best one kept if it beats the current suffix; otherwise the search stops (a local optimum
+   for single swaps among the candidates).
+The gradient only proposes; the forward passes decide, so p(target) never goes down.
+
+Also `suffix_attention`: how much of its attention the last position puts on the suffix, per
+layer; compared with the starting suffix's, since the most recent tokens draw attention anyway.
+
+Shapes: T tokens, L suffix length, V vocabulary, B candidates. GPT models only (the gradient
+reaches the embeddings through the hook `hook_embed`). Not here: sampling (model/sampling.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from viz_model.analysis.claims import Claim
+from viz_model.model.hooks import custom
+
+BATCH = 256  # candidate sequences per forward pass
+LIFT_FACTOR = 2.0  # a "raised" claim needs p(target) at least this many times higher
+
+
+@dataclass(frozen=True)
+class SuffixSearch:
+    prompt: tuple[int, ...]  # the prompt as read (cropped on the left to leave room for L)
+    suffixes: tuple[tuple[int, ...], ...]  # the suffix before the first step and after each
+    p_target: tuple[float, ...]  # p(target | prompt + suffix) for each of them
+    evaluated: int  # candidate sequences run forward
+    stopped_early: bool  # no candidate swap beat the suffix before the last step
+
+    @property
+    def final(self) -> tuple[int, ...]:
+        return self.prompt + self.suffixes[-1]
+
+
+@torch.no_grad()
+def target_log_probs(model, batch: torch.Tensor, target: int) -> torch.Tensor:
+    """(B,) log p(target) after each sequence of `batch` (B, T), in chunks of BATCH."""
+    out = []
+    for chunk in batch.split(BATCH):
+        logits = model(chunk)[:, -1].float()  # (b, V)
+        out.append(F.log_softmax(logits, dim=-1)[:, target])
+    return torch.cat(out)
+
+
+def suffix_gradient(model, prompt: Sequence[int], suffix: Sequence[int], target: int) -> np.ndarray:
+    """(L, V) d(-log p(target)) / d(one-hot of each suffix token): the first-order change of the
+    loss if position i took token v (relative to its current token). The shared model's weights
+    get no gradient (autograd.grad on the one-hot only)."""
+    ids = torch.tensor([*prompt, *suffix])[None]  # (1, T)
+    W_E = model.W_E.detach()  # (V, D)
+    onehot = F.one_hot(torch.tensor(list(suffix)), W_E.shape[0]).float().requires_grad_(True)
+    start = len(prompt)
+
+    def embed_suffix(act: torch.Tensor, hook) -> torch.Tensor:  # act (1, T, D)
+        return torch.cat([act[:, :start], (onehot @ W_E)[None]], dim=1)
+
+    with torch.enable_grad():
+        logits = model.run_with_hooks(ids, fwd_hooks=custom("hook_embed", embed_suffix))
+        loss = -F.log_softmax(logits[0, -1].float(), dim=-1)[target]
+        (grad,) = torch.autograd.grad(loss, onehot)
+    return grad.numpy()
+
+
+def search(
+    model,
+    prompt: Sequence[int],
+    target: int,
+    suffix_len: int = 6,
+    steps: int = 15,
+    top_k: int = 8,
+    init_id: int = 0,
+) -> SuffixSearch:
+    """Greedy coordinate gradient from a suffix of `init_id`s; deterministic (no sampling: every
+    proposed swap is tried). The prompt is cropped on the left to fit the model's context."""
+    room = model.cfg.n_ctx - suffix_len
+    if room < 1:
+        raise ValueError(
+            f"a suffix of {suffix_len} leaves no room in a context of {model.cfg.n_ctx}"
+        )
+    prompt = tuple(prompt)[-room:]
+    suffix = (init_id,) * suffix_len
+    best = float(target_log_probs(model, torch.tensor([prompt + suffix]), target)[0])
+    suffixes, probs, evaluated, early = [suffix], [float(np.exp(best))], 1, False
+    for _ in range(steps):
+        grad = suffix_gradient(model, prompt, suffix, target)  # (L, V)
+        candidates = []
+        for i in range(suffix_len):
+            order = np.argsort(grad[i])  # most negative first: the loss should fall most
+            picks = [int(v) for v in order if v != suffix[i]][:top_k]
+            candidates += [suffix[:i] + (v,) + suffix[i + 1 :] for v in picks]
+        scores = target_log_probs(model, torch.tensor([prompt + c for c in candidates]), target)
+        evaluated += len(candidates)
+        j = int(scores.argmax())
+        if float(scores[j]) <= best:
+            early = True
+            break
+        suffix, best = candidates[j], float(scores[j])
+        suffixes.append(suffix)
+        probs.append(float(np.exp(best)))
+    return SuffixSearch(prompt, tuple(suffixes), tuple(probs), evaluated, early)
+
+
+def search_claim(result: SuffixSearch, target_label: str) -> Claim:
+    """What the search did to p(target), in numbers; made when it rose LIFT_FACTOR times or more."""
+    first, last = result.p_target[0], result.p_target[-1]
+    steps = len(result.suffixes) - 1
+    numbers = {"p before": first, "p after": last, "steps": float(steps), "factor": LIFT_FACTOR}
+    how = (
+        f"after {steps} accepted swap{'s' * (steps != 1)}"
+        + (" (then no proposed swap helped)" if result.stopped_early else "")
+        + f", {result.evaluated:,} candidate texts run"
+    )
+    if last >= LIFT_FACTOR * first:
+        return Claim(
+            f"**The suffix raised p({target_label}) from {first:.2%} to {last:.2%}**, {how}.",
+            True,
+            numbers,
+        )
+    return Claim(
+        f"The search moved p({target_label}) only from {first:.2%} to {last:.2%}, {how}: less "
+        f"than {LIFT_FACTOR:g} times. Try a longer suffix or more steps.",
+        False,
+        numbers,
+    )
+
+
+@torch.no_grad()
+def suffix_attention(model, ids: Sequence[int], suffix_len: int) -> np.ndarray:
+    """(n_layer,) the share of the last position's attention (mean over heads) on the suffix's
+    positions, per layer."""
+    names = [f"blocks.{i}.attn.hook_pattern" for i in range(model.cfg.n_layer)]
+    _, cache = model.run_with_cache(torch.tensor(list(ids)), names=names)
+    return np.array([float(cache[n][:, -1, -suffix_len:].sum(-1).mean()) for n in names])
+
+
+ATTENTION_MARGIN = 0.10  # a change of attention share worth a sentence: 10 percentage points
+
+
+def attention_claim(before: np.ndarray, after: np.ndarray) -> Claim:
+    """Per layer, the last position's attention share on the suffix with the starting suffix
+    (`before`) and the one found (`after`). The suffix is the most recent tokens, which many
+    heads look at anyway, so the baseline is the starting suffix, not uniform attention."""
+    change = after - before
+    layer = int(np.argmax(np.abs(change)))
+    numbers = {
+        "before": float(before[layer]),
+        "after": float(after[layer]),
+        "layer": float(layer),
+        "margin": ATTENTION_MARGIN,
+    }
+    if abs(change[layer]) >= ATTENTION_MARGIN:
+        way = "more" if change[layer] > 0 else "less"
+        return Claim(
+            f"In layer {layer} the last position's attention on the suffix went from "
+            f"{before[layer]:.0%} (the starting suffix) to {after[layer]:.0%}: the tokens found "
+            f"draw {way} of its attention than the ones they replaced.",
+            True,
+            numbers,
+        )
+    return Claim(
+        f"The suffix found draws about as much of the last position's attention as the starting "
+        f"one did (the largest change, in layer {layer}: {before[layer]:.0%} to "
+        f"{after[layer]:.0%}, under {ATTENTION_MARGIN:.0%} points): the most recent tokens get "
+        "much attention whatever they are, so what changed is what they carry.",
+        False,
+        numbers,
+    )
