@@ -24,7 +24,7 @@ def climb_chart(p_target: Sequence[float], target_label: str) -> go.Figure:
         house_layout(
             f"p({plotly_text(target_label)} next) as the suffix is searched",
             xaxis=dict(title="accepted swaps", dtick=1 if len(steps) <= 20 else None),
-            yaxis=dict(title="probability of the target", type="log", tickformat=".1%"),
+            yaxis=dict(title="probability of the target", type="log", tickformat=".2~%"),
             showlegend=False,
         ),
     )
