@@ -49,6 +49,12 @@ DEFAULT_MB, DEFAULT_TTL_S, SWEEP_S = 256, 3600.0, 60.0
 CATEGORY = "viz_shared"
 
 
+# plotly.graph_objects resolves each name through a lazy module __getattr__ (an import_module
+# call every time): looked up once here, not once per value nbytes walks.
+_FIGURE = go.Figure
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
+
 def nbytes(value: Any) -> int:
     """About how many bytes `value` holds: arrays and tensors by their data, containers summed."""
     if isinstance(value, np.ndarray):
@@ -58,8 +64,10 @@ def nbytes(value: Any) -> int:
     if isinstance(value, dict):
         return sys.getsizeof(value) + sum(nbytes(k) + nbytes(v) for k, v in value.items())
     if isinstance(value, list | tuple | set | frozenset):
+        if all(type(v) in _PLAIN for v in value):  # labels, ids: sized without a call each
+            return sys.getsizeof(value) + sum(map(sys.getsizeof, value))
         return sys.getsizeof(value) + sum(nbytes(v) for v in value)
-    if isinstance(value, go.Figure):  # a FrozenFigure's dict shares its arrays: cheap to make
+    if isinstance(value, _FIGURE):  # a FrozenFigure's dict shares its arrays: cheap to make
         return nbytes(value.to_dict())
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         fields = dataclasses.fields(value)
