@@ -81,6 +81,21 @@ def head_heatmap(
 
 
 @cache.per_prompt
+def head_outlined(
+    bundle_id: str,
+    ids: tuple[int, ...],
+    labels: tuple[str, ...],
+    layer: int,
+    head: int,
+    scores: bool,
+    query: int | None,
+) -> go.Figure:
+    """head_heatmap with the query's row outlined: cached too, so the students of a class who
+    open the same view share one copy instead of each making it (a few ms a run)."""
+    return outline_query(head_heatmap(bundle_id, ids, labels, layer, head, scores), query)
+
+
+@cache.per_prompt
 def head_lines(
     bundle_id: str, ids: tuple[int, ...], labels: tuple[str, ...], layer: int, head: int, query: int
 ) -> go.Figure:
@@ -227,7 +242,6 @@ left, right = st.columns([3, 2]) if T <= SIDE_BY_SIDE_MAX_T else (st.container()
 with left:
     if view == "scores":
         st.subheader(f"{name}: scores before softmax")
-        fig = head_heatmap(ctx.bundle_id, ids, label_key, layer, head, True)
         st.caption(
             "Each cell is q·k/√d_head. Red is a high score (the query matches that key), blue a "
             "low one. "
@@ -240,7 +254,6 @@ with left:
         )
     else:
         st.subheader(f"{name}: attention pattern")
-        fig = head_heatmap(ctx.bundle_id, ids, label_key, layer, head, False)
         st.caption(
             "Row = the token doing the looking (query), column = the token looked at (key). "
             "Each row sums to 1. "
@@ -251,7 +264,8 @@ with left:
             )
             + "The red outline is the query token chosen above."
         )
-    present.plot(outline_query(fig, query), key="attn_heatmap")
+    outlined = head_outlined(ctx.bundle_id, ids, label_key, layer, head, view == "scores", query)
+    present.plot(outlined, key="attn_heatmap")
 with right:
     st.subheader("Who looks at whom")
     st.caption(
