@@ -108,3 +108,26 @@ def test_the_context_claim_on_every_claim_model_matches_its_profile(name, claim_
     assert n["between_last"] == pytest.approx(float(profile.between[-1]))
     assert claim.made == (n["between_embed"] - n["between_last"] > cx.APART)
     assert f"{n['between_last']:.2f}" in claim.text and f"{n['to_layer0_last']:.2f}" in claim.text
+    baseline = cx.anisotropy(resid, windows.ids)
+    drift = cx.anisotropy_claim(profile.between, baseline, "it")
+    d = drift.numbers
+    assert drift.made == (d["baseline_last"] - d["baseline_embed"] > cx.APART)
+    assert f"{d['baseline_embed']:.2f} at `embed` and {d['baseline_last']:.2f}" in drift.text
+
+
+def test_the_anisotropy_baseline_compares_different_tokens_only():
+    """Each token's vector is its own axis, the same at every position: two different tokens are
+    orthogonal (baseline 0), while a shared offset added at the second station shows up."""
+    rng = np.random.default_rng(0)
+    ids = rng.integers(0, 5, (6, 20))
+    eye = np.eye(8)
+    first = eye[ids]  # (N, W, D): token t is axis t
+    second = first + 2 * eye[7]  # every vector drifts along one shared axis
+    resid = np.stack([first, second])  # (S=2, N, W, D)
+    baseline = cx.anisotropy(resid, ids)
+    assert baseline[0] == pytest.approx(0.0)
+    assert baseline[1] == pytest.approx(0.8)  # (0 + 4) / (sqrt(5) sqrt(5))
+    drift = cx.anisotropy_claim(np.array([0.9, 0.95]), baseline, "x")
+    assert drift.made and "+0.15 above any two tokens" in drift.text
+    one_token = cx.anisotropy(resid, np.zeros_like(ids))
+    assert np.isnan(one_token).all()

@@ -528,9 +528,10 @@ def context_similarity(
     to_layer0_min: np.ndarray,
     between: np.ndarray,
     title: str = "",
+    baseline: np.ndarray | None = None,
 ) -> go.Figure:
-    """By station: the mean (and least) cosine of each occurrence to its own layer-0 vector, and
-    the mean cosine between two different occurrences."""
+    """By station: the mean (and least) cosine of each occurrence to its own layer-0 vector, the
+    mean cosine between two different occurrences, and (baseline) between two different tokens."""
     fig = go.Figure(
         [
             go.Scatter(
@@ -556,12 +557,24 @@ def context_similarity(
             ),
         ]
     )
+    if baseline is not None:
+        fig.add_trace(
+            go.Scatter(
+                x=stations,
+                y=baseline,
+                mode="lines",
+                name="any two different tokens",
+                line=dict(color="#7f7f7f", dash="dash"),
+            )
+        )
     base_layout(fig, title, height=SMALL_HEIGHT + 80)
-    fig.update_yaxes(
-        title="cosine similarity", range=[min(0, float(to_layer0_min.min())) - 0.02, 1.02]
+    low = min(
+        [0.0, float(to_layer0_min.min())]
+        + ([float(baseline.min())] if baseline is not None else [])
     )
+    fig.update_yaxes(title="cosine similarity", range=[low - 0.02, 1.02])
     fig.update_xaxes(type="category")
-    fig.update_layout(legend=dict(x=0.98, xanchor="right", y=0.98, bgcolor="rgba(255,255,255,0.7)"))
+    fig.update_layout(legend=dict(orientation="h", y=-0.22))  # below: the lines reach every corner
     return fig
 
 

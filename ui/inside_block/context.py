@@ -3,6 +3,7 @@ training text, followed up the residual stream layer by layer."""
 
 from __future__ import annotations
 
+import numpy as np
 import streamlit as st
 
 from ui import cache, present, state
@@ -20,6 +21,13 @@ def corpus_resid(bundle_id: str) -> tuple:
     b = cache.bundle(bundle_id)
     windows = cx.windows_for(b.model, b.tokenizer, cx.corpus_text(b.meta))
     return windows, cx.resid_by_station(b.model, windows.ids)
+
+
+@cache.per_model(keep=2)
+def baseline_of(bundle_id: str) -> np.ndarray:
+    """(S,) the mean cosine between two different tokens at each station (anisotropy)."""
+    windows, resid = corpus_resid(bundle_id)
+    return cx.anisotropy(resid, windows.ids)
 
 
 @cache.per_prompt
@@ -56,6 +64,7 @@ def draw(ctx: PageContext) -> None:
         return
     stations = layer_labels(cfg.n_layer)
     profile = cx.context_profile(c.vectors)
+    baseline = baseline_of(ctx.bundle_id)
     points, shares = cx.layer_projections(c.vectors)
     groups = [vocab_label(ctx, t) if t >= 0 else "other" for t in cx.previous_groups(c.previous)]
     present.plot(
@@ -66,9 +75,12 @@ def draw(ctx: PageContext) -> None:
             profile.to_layer0_min,
             profile.between,
             title=f"“{name}” in {n} contexts: how alike its vectors are, by layer",
+            baseline=baseline if np.isfinite(baseline).all() else None,
         )
     )
     st.markdown(cx.context_claim(profile.between, profile.to_layer0, n).text)
+    if np.isfinite(baseline).all():
+        st.markdown(cx.anisotropy_claim(profile.between, baseline, f"“{md(name)}”").text)
     present.plot(
         cache.figure(
             charts.context_projections,

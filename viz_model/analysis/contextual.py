@@ -143,6 +143,59 @@ def context_profile(vectors: np.ndarray) -> Profile:
     return Profile(to0.mean(1), to0.min(1), between)
 
 
+ANISOTROPY_PAIRS = 400  # random pairs of different tokens for the baseline
+
+
+def anisotropy(resid: np.ndarray, windows_ids: np.ndarray, seed: int = 0) -> np.ndarray:
+    """(S,) the mean cosine between the vectors of two *different* tokens at random places of the
+    windows (after MIN_LEFT tokens), per station: what any two vectors share at that layer
+    (Ethayarajh 2019's baseline). resid (S, N, W, D) from resid_by_station on windows_ids (N, W).
+    """
+    rng = np.random.default_rng(seed)
+    N, W = windows_ids.shape
+    first = min(MIN_LEFT, W - 1)
+
+    def places() -> np.ndarray:  # (2P, 2): (window, position) rows
+        count = ANISOTROPY_PAIRS * 2
+        return np.stack([rng.integers(0, N, count), rng.integers(first, W, count)], 1)
+
+    a, b = places(), places()
+    differ = windows_ids[a[:, 0], a[:, 1]] != windows_ids[b[:, 0], b[:, 1]]
+    a, b = a[differ][:ANISOTROPY_PAIRS], b[differ][:ANISOTROPY_PAIRS]
+    if len(a) == 0:  # a text of one token: no two different tokens to compare
+        return np.full(resid.shape[0], np.nan)
+    va = _unit(resid[:, a[:, 0], a[:, 1]].astype(np.float64))  # (S, P, D)
+    vb = _unit(resid[:, b[:, 0], b[:, 1]].astype(np.float64))
+    return (va * vb).sum(-1).mean(1)
+
+
+def anisotropy_claim(between: np.ndarray, baseline: np.ndarray, name: str) -> Claim:
+    """Why similarity can rise toward the last layer: every vector drifts toward a shared
+    direction. Made when the baseline (any two different tokens) rises by more than APART from
+    the embedding to the last block; the token's contexts are then read against it."""
+    b0, bl, mine = float(baseline[0]), float(baseline[-1]), float(between[-1])
+    numbers = {"baseline_embed": b0, "baseline_last": bl, "between_last": mine, "apart": APART}
+    start = (
+        f"Any two different tokens have cosine {b0:.2f} at `embed` and {bl:.2f} after the last "
+        "block (the dashed line)"
+    )
+    if bl - b0 > APART:
+        return Claim(
+            f"{start}: all vectors drift toward a shared direction as they go up (*anisotropy*), "
+            f"so a high cosine there says less than it seems. Against that baseline the contexts "
+            f"of {name} are {mine - bl:+.2f} above any two tokens at the last layer.",
+            True,
+            numbers,
+        )
+    return Claim(
+        f"{start}: no shared drift of more than {APART}, so the cosines above compare with "
+        f"about the same baseline at every layer ({name}'s contexts: {mine - bl:+.2f} above it "
+        "at the last).",
+        False,
+        numbers,
+    )
+
+
 def layer_projections(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(S, n, 2) each station's vectors by that station's own PCA, and (S, 2) the variance
     shares of its two directions."""
