@@ -131,3 +131,35 @@ def test_the_anisotropy_baseline_compares_different_tokens_only():
     assert drift.made and "+0.15 above any two tokens" in drift.text
     one_token = cx.anisotropy(resid, np.zeros_like(ids))
     assert np.isnan(one_token).all()
+
+
+def test_groups_and_fills_read_what_a_teacher_types():
+    assert cx.parse_groups("kind, good |cruel,\n base, ") == [["kind", "good"], ["cruel", "base"]]
+    assert cx.parse_groups(" | a") == [["a"]]
+    assert cx.fill("You are {}. {}", "kind") == "You are kind. {}"
+
+
+def test_template_vectors_are_each_prompt_s_last_token_at_every_station():
+    model = tiny_model(seed=1)
+    prompts = [[1, 2, 3], [4, 5]]
+    vectors = cx.template_vectors(model, prompts)
+    assert vectors.shape == (model.cfg.n_layer + 1, 2, model.cfg.d_model)
+    _, cache = model.run_with_cache(torch.tensor([4, 5]), names=cx.stations(model))
+    last = cache[cx.stations(model)[-1]][-1].numpy()
+    np.testing.assert_allclose(vectors[-1, 1], last, rtol=1e-6)
+
+
+def test_separation_tells_apart_groups_that_differ_and_not_shuffled_ones():
+    rng = np.random.default_rng(0)
+    labels = np.array([0] * 8 + [1] * 8)
+    apart = rng.normal(size=(1, 16, 6)) * 0.3 + np.where(labels[None, :, None] == 0, 1.0, -1.0)
+    mixed = rng.normal(size=(1, 16, 6))
+    vectors = np.concatenate([mixed, apart])  # station 0: noise, station 1: two clusters
+    accuracy = cx.separation(vectors, labels)
+    chance = cx.separation_chance(vectors, labels, shuffles=50)
+    assert accuracy[1] == 1.0 and accuracy[1] > chance[1]
+    assert accuracy[0] <= chance[0] + 0.2  # noise is about as good as shuffled labels
+    claim = cx.template_claim(["embed", "after block 0"], accuracy, chance, 16)
+    assert claim.made and "`after block 0`" in claim.text and "100%" in claim.text
+    none = cx.template_claim(["embed"], np.array([0.5]), np.array([0.7]), 16)
+    assert not none.made and "No layer tells these groups apart" in none.text

@@ -288,3 +288,37 @@ def test_two_sessions_with_different_prompts_never_share_a_figure(models_dir):
     # the singular values are the head's weights alone: the same for both prompts, rightly shared
     first.run()  # the first student's rerun, after the second's figures were cached
     assert plotly_figures(first) == a
+
+
+def test_template_prompts_are_measured_and_their_claim_recomputes(models_dir):
+    query = {"part": "template", "tpl": "I am {}.", "tpl_fill": "glad, good, kind | sad, bad, vile"}
+    at = app_test(models_dir, PAGE, prompt=PROMPT, query=query)
+    assert not at.exception and not at.error
+    from viz_model.analysis import contextual as cx
+
+    bundle = load_bundle(models_dir / "test-char")
+    words = ["glad", "good", "kind", "sad", "bad", "vile"]
+    prompts = [bundle.tokenizer.encode(f"I am {w}.") for w in words]
+    vectors = cx.template_vectors(bundle.model, prompts)
+    labels = np.array([0, 0, 0, 1, 1, 1])
+    accuracy, chance = cx.separation(vectors, labels), cx.separation_chance(vectors, labels)
+    stations = ["embed"] + [f"after block {i}" for i in range(bundle.config.n_layer)]
+    claim = cx.template_claim(stations, accuracy, chance, 6)
+    assert claim.text in [m.value for m in at.markdown]
+    table = at.dataframe[0].value
+    assert list(table["groups told apart (leave one out)"]) == [f"{a:.0%}" for a in accuracy]
+
+
+@pytest.mark.parametrize(
+    "tpl, fill, says",
+    [
+        ("No slot here", "a, b | c, d", "needs a slot"),
+        ("I am {}.", "a, b, c", "Give two groups"),
+        ("I am {}.", "a | c, d", "Give two groups"),
+    ],
+)
+def test_template_input_that_cannot_be_measured_says_why(models_dir, tpl, fill, says):
+    query = {"part": "template", "tpl": tpl, "tpl_fill": fill}
+    at = app_test(models_dir, PAGE, prompt=PROMPT, query=query)
+    assert not at.exception
+    assert any(says in i.value for i in at.info)

@@ -304,6 +304,8 @@ SECTIONS: dict[str, list[Page]] = {
                 "blk_head",
                 "blk_pos",
                 "ctx_token",
+                "tpl",
+                "tpl_fill",
                 "gd_eta",
                 "gd_pos",
                 "lk_query",

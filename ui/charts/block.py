@@ -481,6 +481,7 @@ def context_projections(
     groups: list[str],
     snippets: list[str],
     title: str = "",
+    legend_title: str = "before it:",
 ) -> go.Figure:
     """Small multiples, one per station: the occurrences (S, n, 2) by that station's own PCA,
     coloured by group (e.g. the token before), the context in the hover."""
@@ -518,7 +519,7 @@ def context_projections(
     fig.update_annotations(font=dict(size=12))
     fig.update_xaxes(showticklabels=False, zeroline=False)
     fig.update_yaxes(showticklabels=False, zeroline=False)
-    fig.update_layout(legend=dict(orientation="h", y=-0.02, yanchor="top", x=0, title="before it:"))
+    fig.update_layout(legend=dict(orientation="h", y=-0.02, yanchor="top", x=0, title=legend_title))
     return fig
 
 

@@ -247,3 +247,82 @@ def context_claim(between: np.ndarray, to_layer0: np.ndarray, n: int) -> Claim:
         False,
         numbers,
     )
+
+
+# ---- prompts from a template ------------------------------------------------------------------
+
+SLOT = "{}"
+MAX_FILLERS = 30
+SHUFFLES = 200  # label shuffles for the chance level of the separation
+
+
+def parse_groups(text: str) -> list[list[str]]:
+    """ "kind, noble | cruel, base" -> [["kind", "noble"], ["cruel", "base"]]: groups split by
+    "|", fillers by commas or new lines, blanks dropped."""
+    groups = []
+    for part in text.split("|"):
+        words = [w.strip() for w in part.replace("\n", ",").split(",")]
+        groups.append([w for w in words if w])
+    return [g for g in groups if g]
+
+
+def fill(template: str, filler: str) -> str:
+    """The template with its first SLOT replaced by the filler."""
+    return template.replace(SLOT, filler, 1)
+
+
+def template_vectors(model: GPT, prompts: list[list[int]]) -> np.ndarray:
+    """(S, n, D): each prompt's residual vector at its last token, at every station."""
+    names = stations(model)
+    out = []
+    for ids in prompts:
+        _, cache = model.run_with_cache(torch.as_tensor(ids[-model.cfg.n_ctx :]), names=names)
+        out.append(np.stack([cache[n][-1].float().numpy() for n in names]))
+    return np.stack(out, axis=1)
+
+
+def separation(vectors: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """(S,) leave-one-out accuracy of the nearest group mean (cosine), per station: how well the
+    last token's vector tells the groups apart, on prompts it was not given."""
+    unit = _unit(vectors.astype(np.float64))  # (S, n, D)
+    groups = np.unique(labels)
+    right = np.zeros(unit.shape[0])
+    for i in range(unit.shape[1]):
+        keep = np.arange(unit.shape[1]) != i
+        means = np.stack([unit[:, keep & (labels == g)].mean(1) for g in groups], 1)  # (S, G, D)
+        guess = groups[np.argmax((_unit(means) * unit[:, i : i + 1]).sum(-1), axis=1)]
+        right += guess == labels[i]
+    return right / unit.shape[1]
+
+
+def separation_chance(
+    vectors: np.ndarray, labels: np.ndarray, shuffles: int = SHUFFLES, seed: int = 0
+) -> np.ndarray:
+    """(S,) the 95th percentile of `separation` with the group labels shuffled: what telling
+    random groups apart reaches by luck on these prompts."""
+    rng = np.random.default_rng(seed)
+    runs = np.stack([separation(vectors, rng.permutation(labels)) for _ in range(shuffles)])
+    return np.quantile(runs, 0.95, axis=0)
+
+
+def template_claim(stations_: list[str], accuracy: np.ndarray, chance: np.ndarray, n: int) -> Claim:
+    """The station whose vectors tell the groups apart best, claimed only above the shuffled
+    labels' 95th percentile there."""
+    best = int(np.argmax(accuracy - chance))
+    numbers = {"accuracy": float(accuracy[best]), "chance95": float(chance[best]), "n": float(n)}
+    where = f"`{stations_[best]}`"
+    if accuracy[best] > chance[best]:
+        return Claim(
+            f"**At {where} the last token's vector tells the groups apart**: the nearest group "
+            f"mean is right for {accuracy[best]:.0%} of the {n} prompts, each left out of its "
+            f"group's mean, where shuffled groups reach {chance[best]:.0%} (95th percentile).",
+            True,
+            numbers,
+        )
+    return Claim(
+        f"No layer tells these groups apart better than shuffled groups do (best: {where}, "
+        f"{accuracy[best]:.0%} right against {chance[best]:.0%} for shuffled groups, 95th "
+        "percentile). Try more fillers, or groups that differ in what the model has read.",
+        False,
+        numbers,
+    )
