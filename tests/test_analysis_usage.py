@@ -75,7 +75,9 @@ def test_the_continuation_past_the_context_is_scored_with_a_sliding_window():
 
 
 def _run(base_after, forced_after) -> ForcedRun:
-    return ForcedRun(0, [0] * 4, np.array([1.0, *base_after]), [1] * 4, np.array([5.0, *forced_after]))
+    return ForcedRun(
+        0, [0] * 4, np.array([1.0, *base_after]), [1] * 4, np.array([5.0, *forced_after])
+    )
 
 
 @pytest.mark.parametrize(
@@ -93,8 +95,8 @@ def test_the_forced_claim_is_conditional_on_the_measured_difference(base, forced
 
 
 def test_repetition_metrics_on_hand_made_sequences():
-    assert repeated_share("a b c a b c".split(), 3) == pytest.approx(1 / 4)
-    assert repeated_share("a b c d".split(), 3) == 0
+    assert repeated_share(["a", "b", "c", "a", "b", "c"], 3) == pytest.approx(1 / 4)
+    assert repeated_share(["a", "b", "c", "d"], 3) == 0
     assert np.isnan(repeated_share(["a"], 3))
     assert longest_repeat("the cat the cat") == len("the cat")
     assert longest_repeat("abcdef") == 0

@@ -23,6 +23,8 @@ import torch
 from viz_model.model.gpt import GPT, KVCache
 from viz_model.model.sampling import SamplingSettings, next_token_distribution, pick
 
+GREEDY = SamplingSettings(temperature=0.0)
+
 
 def context_length(model: torch.nn.Module) -> int | None:
     """How many tokens the model reads at most (a GPT's n_ctx); None when it has no limit."""
@@ -109,7 +111,7 @@ def decode(
     model: torch.nn.Module,
     ids: list[int],
     n_new: int,
-    settings: SamplingSettings = SamplingSettings(temperature=0.0),
+    settings: SamplingSettings = GREEDY,
     seed: int = 0,
     penalty: float = 1.0,
     use_kv_cache: bool = True,
