@@ -20,13 +20,14 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 import torch
 
 from viz_model.analysis.claims import Claim
 from viz_model.analysis.next_token import surprisal
-from viz_model.model.decoding import LogitStream, context_length, crop, decode, device_of
+from viz_model.model.decoding import Beam, LogitStream, context_length, crop, decode, device_of
 from viz_model.model.sampling import SamplingSettings
 
 SAME_TOL = 1e-4  # nats: one pass and T passes "give the same numbers" within float rounding
@@ -51,7 +52,9 @@ def surprisal_sequential(model: torch.nn.Module, ids: list[int]) -> np.ndarray:
     """The same numbers from T - 1 forward passes, one per prefix x_<t, as generation would run."""
     out = np.full(len(ids), np.nan)
     for t in range(1, len(ids)):
-        logp = torch.log_softmax(torch.tensor(logits_of(model, ids[:t])[-1], dtype=torch.float64), -1)
+        logp = torch.log_softmax(
+            torch.tensor(logits_of(model, ids[:t])[-1], dtype=torch.float64), -1
+        )
         out[t] = -float(logp[ids[t]])
     return out
 
@@ -194,7 +197,9 @@ def force_token(
         raise ValueError(f"the forced position must be in 0..{n_new - 1}, got {position}")
     baseline = decode(model, ids, n_new)
     head = baseline[:position] + [int(token)]
-    forced = head + decode(model, list(ids) + head, n_new - position - 1) if n_new > len(head) else head
+    forced = (
+        head + decode(model, list(ids) + head, n_new - position - 1) if n_new > len(head) else head
+    )
     return ForcedRun(
         position,
         baseline,
@@ -210,7 +215,9 @@ def forced_claim(run: ForcedRun) -> Claim:
     base, forced = run.after
     numbers = {"after": len(base), "threshold": EFFECT_NATS}
     if len(base) == 0:
-        return Claim("Nothing followed the forced token: force it earlier to see its effect.", False, numbers)
+        return Claim(
+            "Nothing followed the forced token: force it earlier to see its effect.", False, numbers
+        )
     mb, mf = float(base.mean()), float(forced.mean())
     diff = mf - mb
     numbers.update(baseline_mean=mb, forced_mean=mf, difference=diff)
@@ -327,6 +334,46 @@ def repetition_claim(stats: dict[str, RepetitionStats]) -> Claim:
     return Claim(
         f"Here greedy decoding did not repeat itself clearly more than the others (phrases written "
         f"before: {said}; a difference of {REPEAT_MARGIN:.0%} or more would count).",
+        False,
+        numbers,
+    )
+
+
+# ---- beam search ------------------------------------------------------------------------------
+
+
+def beam_parents(steps: list[list[Beam]]) -> list[list[int]]:
+    """For each step, the index in the step before of the beam each beam extended (step 0: 0)."""
+    out = [[0] * len(steps[0])] if steps else []
+    for before, after in pairwise(steps):
+        where = {b.tokens: i for i, b in enumerate(before)}
+        out.append([where[b.tokens[:-1]] for b in after])
+    return out
+
+
+def beam_claim(best: Beam, greedy: Beam, width: int) -> Claim:
+    """How the best beam's total log-probability compares with greedy's at the same length."""
+    diff = best.logprob - greedy.logprob
+    numbers = {"width": width, "beam": best.logprob, "greedy": greedy.logprob, "difference": diff}
+    if best.tokens == greedy.tokens:
+        return Claim(
+            f"With width {width}, beam search ends on greedy's own continuation "
+            f"(log p = {best.logprob:.2f}): here no path through a less likely token paid off.",
+            False,
+            numbers,
+        )
+    if diff > 0:
+        return Claim(
+            f"Beam search (width {width}) found a continuation {diff:.2f} nats more likely than "
+            f"greedy's (log p = {best.logprob:.2f} against {greedy.logprob:.2f}), "
+            f"{math.exp(diff):.1f} times as probable: it kept a path greedy dropped.",
+            True,
+            numbers,
+        )
+    return Claim(
+        f"Beam search (width {width}) ended {-diff:.2f} nats below greedy (log p = "
+        f"{best.logprob:.2f} against {greedy.logprob:.2f}): a beam keeps only the best prefixes "
+        "so far, and here it pruned greedy's path; beam search is not guaranteed to beat greedy.",
         False,
         numbers,
     )
