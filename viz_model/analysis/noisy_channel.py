@@ -50,7 +50,7 @@ def edit_distance(a: str, b: str, limit: int | None = None) -> int:
         if limit is not None and min(row) > limit:
             return limit + 1
         prev2, prev = prev, row
-    return prev[-1]
+    return prev[-1] if limit is None else min(prev[-1], limit + 1)
 
 
 def vocabulary(text: str) -> dict[str, int]:
