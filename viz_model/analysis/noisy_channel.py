@@ -25,7 +25,8 @@ from viz_model.analysis.scoring import candidate_logps
 
 MAX_DISTANCE = 2
 MAX_CANDIDATES = 60  # scored at most: the closest first, then the most frequent
-WORD = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)*")  # letters, with inner apostrophes (o'er)
+# letters of any alphabet, with inner apostrophes (o'er)
+WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)*")
 
 
 def edit_distance(a: str, b: str, limit: int | None = None) -> int:
