@@ -63,3 +63,12 @@ def test_the_rankings_and_the_claim_follow_total_and_per_token_scores():
 def test_candidate_text_is_escaped_in_the_claim():
     claim = ranking_claim([Score("*x*", np.array([-1.0])), Score("y", np.array([-5.0]))])
     assert "\\*x\\*" in claim.text
+
+
+def test_rankings_that_share_a_winner_but_not_the_rest_are_said_to_differ():
+    best = Score(" a", np.array([-0.1]))
+    short = Score(" b", np.array([-2.0]))  # total -2: second by total, third per token
+    long = Score(" c d e", np.array([-1.0, -1.0, -1.0]))  # total -3, -1 a token
+    claim = ranking_claim([best, short, long])
+    assert claim.made and "first" in claim.text and "differently" in claim.text
+    assert "“c d e” (3 tokens) is number 2 per token and number 3 by total" in claim.text

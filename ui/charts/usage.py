@@ -125,10 +125,10 @@ def beam_tree(
     beam it extended; the best final beam's path and greedy's path drawn over them."""
     fig = go.Figure()
     xs, ys = [], []
-    for t in range(1, len(step_logprobs)):
+    for t in range(len(step_logprobs)):  # step 0 is the prompt itself, at log p = 0
         for j, parent in enumerate(parents[t]):
             xs += [t, t + 1, None]
-            ys += [step_logprobs[t - 1][parent], step_logprobs[t][j], None]
+            ys += [step_logprobs[t - 1][parent] if t else 0.0, step_logprobs[t][j], None]
     fig.add_trace(
         go.Scatter(
             x=xs,
@@ -156,8 +156,8 @@ def beam_tree(
     best = _path(parents)
     fig.add_trace(
         go.Scatter(
-            x=list(range(1, len(best) + 1)),
-            y=[step_logprobs[t][j] for t, j in enumerate(best)],
+            x=list(range(len(best) + 1)),
+            y=[0.0] + [step_logprobs[t][j] for t, j in enumerate(best)],
             mode="lines+markers",
             line=dict(color=BLUE, width=3),
             name="best beam",
@@ -165,15 +165,17 @@ def beam_tree(
     )
     fig.add_trace(
         go.Scatter(
-            x=list(range(1, len(greedy_logprobs) + 1)),
-            y=list(greedy_logprobs),
+            x=list(range(len(greedy_logprobs) + 1)),
+            y=[0.0, *greedy_logprobs],
             mode="lines",
             line=dict(color=ACCENT, dash="dash", width=2),
             name="greedy",
         )
     )
     fig.update_layout(
-        xaxis=_axis("step (tokens generated)", dtick=1 if len(step_logprobs) <= 20 else None),
+        xaxis=_axis(
+            "tokens generated (0: the prompt)", dtick=1 if len(step_logprobs) <= 20 else None
+        ),
         yaxis=_axis("log p(continuation | prompt)"),
         legend=dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right"),
     )
@@ -191,7 +193,7 @@ def _path(parents: Sequence[Sequence[int]]) -> list[int]:
 def score_bars(texts: Sequence[str], values: Sequence[float], title: str, axis: str) -> go.Figure:
     """Horizontal bars of one score per candidate, the best on top."""
     order = np.argsort(-np.asarray(values, dtype=float), kind="stable")
-    labels = [plotly_text(texts[i]).replace(" ", "␣") for i in order]
+    labels = [plotly_text(texts[i]) for i in order]
     vals = [float(values[i]) for i in order]
     colours = [BLUE if k == 0 else GREY for k in range(len(order))]
     fig = go.Figure(

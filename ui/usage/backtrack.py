@@ -69,7 +69,7 @@ def draw(ctx: PageContext) -> None:
         options,
         options[-1],
         container=c3,
-        format_func=lambda i: f"“{parts.token_label(tok, i)}”  p = {p_of[i]:.3f}",
+        format_func=lambda i: f"“{parts.token_label(tok, i)}”  p = {p_of[i]:.2g}",
         help=f"The {len(options)} most likely tokens at that step; the default is the least "
         "likely of them.",
     )

@@ -55,21 +55,25 @@ def draw(ctx: PageContext) -> None:
     )
     n = len(ids) - 1
     m1, m2, m3 = st.columns(3)
-    m1.metric(
-        "Teacher forcing", f"{result.seconds_one_pass * 1000:.1f} ms", "1 pass", delta_color="off"
-    )
-    m2.metric(
-        "The same, position by position",
-        f"{result.seconds_sequential * 1000:.0f} ms",
-        f"{n} passes",
-        delta_color="off",
-    )
-    m3.metric(
-        "Free running",
-        f"{result.seconds_free * 1000:.0f} ms",
-        f"{result.passes_free} passes",
-        delta_color="off",
-    )
+    for col, label, seconds, passes, help_text in (
+        (m1, "Teacher forcing", result.seconds_one_pass, 1, "One pass over the true text."),
+        (m2, "Pass by pass", result.seconds_sequential, n, "The same losses, one prefix a pass."),
+        (
+            m3,
+            "Free running",
+            result.seconds_free,
+            result.passes_free,
+            "Greedy, fed its own tokens.",
+        ),
+    ):
+        col.metric(
+            label,
+            f"{seconds * 1000:.1f} ms",
+            f"{passes} pass{'es' * (passes != 1)}",
+            delta_color="off",
+            delta_arrow="off",
+            help=help_text,
+        )
     c1, c2 = st.columns([3, 1], vertical_alignment="center")
     c1.caption(
         f"Wall-clock times measured on this server when this view was computed ({ctx.name}, one "

@@ -7,6 +7,7 @@ import streamlit as st
 
 from ui import cache, parts, present, state
 from ui.charts import usage as charts
+from ui.charts.common import show_whitespace
 from ui.frame import PageContext
 from viz_model.analysis import noisy_channel as nc
 from viz_model.analysis.claims import md_escape
@@ -114,7 +115,7 @@ def draw(ctx: PageContext) -> None:
             if len(result) >= nc.MAX_CANDIDATES
             else ""
         )
-        + f"; each scored as the word and the character after it, “{md_escape(after).replace(chr(10), '↵')}”."
+        + f"; each scored as the word and the character after it, “{md_escape(show_whitespace(after))}”."
     )
     top = result[:SHOWN]
     present.plot(

@@ -85,7 +85,7 @@ def draw(ctx: PageContext) -> None:
             return
     result = scores(ctx.bundle_id, tuple(prompt_ids[-n_ctx:]), tuple(encoded))
     b1, b2 = st.columns(2)
-    labels = [s.text for s in result]
+    labels = [s.text.strip() or s.text for s in result]  # the toggle says where spaces go
     with b1:
         present.plot(
             cache.figure(

@@ -88,18 +88,24 @@ def ranking_claim(scores: list[Score]) -> Claim:
         "per_token_best_tokens": b.n_tokens,
     }
     if by_total[0] == by_token[0]:
-        agree = "Both scores agree" + (
-            " on the whole order" if by_total == by_token else " on the first place"
+        head = f"Both scores put “{md_escape(a.text.strip())}” first ({a.total:.2f} in total, " + (
+            f"{a.per_token:.2f} per token)"
         )
+        if by_total == by_token:
+            return Claim(head + ", and they agree on the whole order.", False, numbers)
+        # the candidate the total pushes furthest down, against its place per token
+        moved = max(range(len(scores)), key=lambda i: by_total.index(i) - by_token.index(i))
+        m = scores[moved]
         return Claim(
-            f"{agree}: “{md_escape(a.text)}” is most likely, in total ({a.total:.2f}) and per "
-            f"token ({a.per_token:.2f}).",
-            False,
+            head + f", but they order the rest differently: “{md_escape(m.text.strip())}” "
+            f"({m.n_tokens} token{'s' * (m.n_tokens != 1)}) is number {by_token.index(moved) + 1} per token and number "
+            f"{by_total.index(moved) + 1} by total.",
+            True,
             numbers,
         )
     return Claim(
-        f"The two scores disagree. By total log-probability “{md_escape(a.text)}” wins "
-        f"({a.total:.2f} over {a.n_tokens} tokens); per token “{md_escape(b.text)}” wins "
+        f"The two scores disagree. By total log-probability “{md_escape(a.text.strip())}” wins "
+        f"({a.total:.2f} over {a.n_tokens} tokens); per token “{md_escape(b.text.strip())}” wins "
         f"({b.per_token:.2f} a token over {b.n_tokens})."
         + (
             " The total charges every extra token, so the shorter candidate came first by it."
