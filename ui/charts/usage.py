@@ -235,7 +235,7 @@ def fewshot_curve(
     fig.add_hline(
         y=chance,
         line=dict(color=ACCENT, dash="dash"),
-        annotation=dict(text=f"chance {chance:.0%}", font=dict(size=TICK_FONT, color=ACCENT)),
+        annotation=dict(text=f"chance {chance:.1%}", font=dict(size=TICK_FONT, color=ACCENT)),
     )
     fig.update_layout(
         xaxis=_axis("examples in the prompt", dtick=1),

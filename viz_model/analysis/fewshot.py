@@ -138,7 +138,7 @@ def fewshot_claim(curve: FewShotCurve) -> Claim:
     rose = last - first > Z * rise_se
     above = last > curve.chance + Z * numbers["last_se"]
     chance = (
-        f"chance, for a model that knows the format but must guess the rule, is {curve.chance:.0%}"
+        f"chance, for a model that knows the format but must guess the rule, is {curve.chance:.1%}"
     )
     said = f"{first:.0%} with no example, {last:.0%} with {k}"
     if rose and above:
