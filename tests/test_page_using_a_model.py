@@ -105,3 +105,16 @@ def test_the_fewshot_model_measures_accuracy_against_examples():
     assert not at.exception, at.exception
     assert _charts(at) == ["use_fewshot_curve"]
     assert "chance" in _texts(at)
+
+
+def test_a_model_not_trained_on_the_task_offers_to_open_the_task_model():
+    at = open_link(
+        ROOT / "assets" / "models",
+        PAGE,
+        {"model": "shakespeare-tiny", "prompt": PROMPT, "use_part": "fewshot"},
+    )
+    assert not at.exception and _charts(at) == []
+    at.button(key="use_open_task_model").click().run()
+    assert not at.exception, at.exception
+    assert at.session_state["model"] == "fewshot-tiny"
+    assert _charts(at) == ["use_fewshot_curve"]
