@@ -144,8 +144,8 @@ def fewshot_claim(curve: FewShotCurve) -> Claim:
     if rose and above:
         return Claim(
             f"Accuracy rises with the examples in the prompt: {said} (of {curve.n_prompts} "
-            f"prompts each), well above chance ({chance}). The model infers the rule from its "
-            "prompt.",
+            f"prompts each), above chance by more than {Z:g} standard errors ({chance}): the "
+            "examples in its prompt help it find the rule.",
             True,
             numbers,
         )
