@@ -7,6 +7,7 @@ import streamlit as st
 
 from ui import cache, parts, present, state
 from ui.charts import usage as charts
+from ui.charts.common import show_whitespace
 from ui.frame import PageContext
 from viz_model.analysis import scoring
 from viz_model.analysis.claims import md_escape
@@ -140,5 +141,5 @@ def _warn_unknown(ctx: PageContext, texts: list[str], encoded: list[list[int]]) 
         }
     )
     if bad:
-        shown = ", ".join(f"“{md_escape(c)}”" for c in bad[:12])
+        shown = ", ".join(f"“{md_escape(show_whitespace(c))}”" for c in bad[:12])
         st.warning(f"Characters this model does not know, read as `<unk>`: {shown}.")
