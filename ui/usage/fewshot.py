@@ -10,6 +10,8 @@ from ui import cache, parts, present, state
 from ui.charts import usage as charts
 from ui.frame import PageContext
 from viz_model.analysis import fewshot
+from viz_model.analysis.claims import md_escape
+from viz_model.model.decoding import decode
 from viz_model.text.data import FEWSHOT_RULES, fewshot_pair
 
 TASK_MODEL = (
@@ -22,6 +24,13 @@ EXAMPLE_PROMPT = "abc>cba hed>deh fgb>"
 def curve(bundle_id: str, k_max: int, n_prompts: int, seed: int) -> fewshot.FewShotCurve:
     b = cache.bundle(bundle_id)
     return fewshot.fewshot_curve(b.model, b.tokenizer.encode, k_max, n_prompts, seed)
+
+
+@cache.per_prompt
+def model_answer(bundle_id: str, prompt: str, n: int) -> str:
+    """The model's greedy answer of n tokens after the prompt."""
+    b = cache.bundle(bundle_id)
+    return b.tokenizer.decode(decode(b.model, b.tokenizer.encode(prompt), n))
 
 
 def _open_task_model() -> None:
@@ -77,9 +86,14 @@ def draw(ctx: PageContext) -> None:
     )
     claim = fewshot.fewshot_claim(result)
     (st.success if claim.made else st.info)(claim.text)
-    example = fewshot.make_prompts(min(2, k_max), 1, seed)[0]
-    st.markdown("One of the prompts with two examples, and its answer:")
-    st.code(example[0].strip("\n") + example[1], language=None)
+    prompt, answer = fewshot.make_prompts(min(2, k_max), 1, seed)[0]
+    said = model_answer(ctx.bundle_id, prompt, len(answer))
+    verdict = "right" if said == answer else f"wrong: the rule gives “{answer}”"
+    st.markdown(
+        f"One of the prompts with two examples: the model answers **“{md_escape(said)}”** "
+        f"({verdict})."
+    )
+    st.code(prompt.strip("\n") + said, language=None)
     with parts.numbers_behind_it():
         parts.numbers_table(
             "Accuracy and the mean loss of an answer letter for each number of examples:",
