@@ -7,6 +7,8 @@ from __future__ import annotations
 import pytest
 
 from tests.apptest_util import ROOT, app_test, open_link
+from tests.test_page_view_keys import FRAME
+from ui import nav
 from ui.state import widget_key
 from ui.usage import PARTS
 
@@ -39,6 +41,8 @@ def test_every_part_renders_its_chart_and_a_computed_sentence(models_dir, part):
     assert at.success or at.info or at.warning  # the part's claim, or its message
     if part == "fewshot":
         assert "was not trained on this task" in _texts(at)
+    written = set(at.query_params.keys()) - FRAME
+    assert written <= set(nav.find("Using_a_model").view_keys), written
 
 
 def test_choices_go_into_the_url(models_dir):
