@@ -26,8 +26,9 @@ def draw(ctx: PageContext) -> None:
         "Greedy decoding takes the most likely token every time, and a small model's most likely "
         "continuation often leads back into a phrase it has just written, and round the same loop "
         "again. Sampling breaks loops by chance. The **repetition penalty** of CTRL (Keskar et al., "
-        "2019) breaks them on purpose: before each choice, every token already generated has its "
-        "logit $z_i$ divided by $\\theta$ when positive and multiplied by $\\theta$ when negative."
+        "2019), in the form libraries apply it, breaks them on purpose: before each choice, every "
+        "token already generated has its logit $z_i$ divided by $\\theta$ when positive and "
+        "multiplied by $\\theta$ when negative, so for $\\theta > 1$ it always becomes less likely."
     )
     st.latex(
         r"z_i' = \begin{cases} z_i / \theta & z_i > 0 \\ z_i \, \theta & z_i \le 0 \end{cases}"

@@ -90,9 +90,10 @@ class LogitStream:
 
 
 def penalize_repeats(logits: torch.Tensor, seen: set[int], theta: float) -> torch.Tensor:
-    """CTRL's repetition penalty (Keskar et al. 2019): each token already generated has its logit
-    divided by theta when positive and multiplied by theta when negative, so theta > 1 always
-    makes it less likely. theta = 1 changes nothing.
+    """CTRL's repetition penalty (Keskar et al. 2019) as libraries apply it: each token already
+    generated has its logit divided by theta when positive and multiplied by theta when negative
+    (CTRL itself divided every such logit), so theta > 1 always makes it less likely. theta = 1
+    changes nothing.
 
     >>> penalize_repeats(torch.tensor([2.0, -1.0, 3.0]), {0, 1}, 2.0).tolist()
     [1.0, -2.0, 3.0]
