@@ -72,3 +72,10 @@ def test_rankings_that_share_a_winner_but_not_the_rest_are_said_to_differ():
     claim = ranking_claim([best, short, long])
     assert claim.made and "first" in claim.text and "differently" in claim.text
     assert "“c d e” (3 tokens) is number 2 per token and number 3 by total" in claim.text
+
+
+def test_a_model_that_reads_ahead_is_scored_one_pass_a_token_as_generated():
+    model = tiny_model(seed=4, causal=False)
+    candidate = [9, 9, 4]
+    logps = scoring.candidate_logps(model, PROMPT, candidate)
+    np.testing.assert_allclose(logps, _sequential_logps(model, PROMPT, candidate), atol=1e-5)

@@ -123,3 +123,12 @@ def test_the_three_decoders_are_seeded_and_greedy_is_the_plain_decode():
     a = usage.compare_decoders(model, IDS, 10, 1.0, 7, 1.5)
     b = usage.compare_decoders(model, IDS, 10, 1.0, 7, 1.5)
     assert a == b and a["greedy"] == usage.decode(model, IDS, 10)
+
+
+def test_a_continuation_of_a_model_that_reads_ahead_is_scored_as_generated():
+    model = tiny_model(causal=False)
+    new = usage.decode(model, IDS[:5], 4)
+    s = usage.continuation_surprisal(model, IDS[:5], new)
+    for i, token in enumerate(new):
+        logits = usage.logits_of(model, IDS[:5] + new[:i])[-1]
+        assert s[i] == pytest.approx(-(logits[token] - np.log(np.exp(logits).sum())), abs=1e-4)

@@ -11,7 +11,7 @@ from ui.charts import usage as charts
 from ui.frame import PageContext
 from viz_model.analysis import fewshot
 from viz_model.analysis.claims import md_escape
-from viz_model.model.decoding import decode
+from viz_model.model.decoding import decode, is_causal
 from viz_model.text.data import FEWSHOT_RULES, fewshot_pair
 
 TASK_MODEL = (
@@ -61,6 +61,12 @@ def draw(ctx: PageContext) -> None:
                 icon=":material/swap_horiz:",
                 on_click=_open_task_model,
             )
+        return
+    if not is_causal(ctx.model):
+        st.info(
+            f"“{ctx.name}” reads ahead (it has no causal mask), so one pass would show it the "
+            "answers: this part measures causal models only."
+        )
         return
     k_max = fewshot.max_examples(task_len)
     c1, c2 = st.columns(2, gap="large")

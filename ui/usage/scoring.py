@@ -11,6 +11,7 @@ from ui.charts.common import show_whitespace
 from ui.frame import PageContext
 from viz_model.analysis import scoring
 from viz_model.analysis.claims import md_escape
+from viz_model.model.decoding import is_causal
 
 DEFAULT_PROMPT = "The opposite of love is"
 DEFAULT_CANDIDATES = "hate\ndeath\nwar\na thing of nothing"
@@ -85,6 +86,11 @@ def draw(ctx: PageContext) -> None:
         if not encoded:
             return
     result = scores(ctx.bundle_id, tuple(prompt_ids[-n_ctx:]), tuple(encoded))
+    if not is_causal(ctx.model):
+        st.caption(
+            "This model reads ahead (no causal mask): one pass would let it see each answer, so "
+            "every candidate token is scored from its own pass over the text before it."
+        )
     b1, b2 = st.columns(2)
     labels = [s.text.strip() or s.text for s in result]  # the toggle says where spaces go
     with b1:

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from viz_model.analysis.claims import Claim
-from viz_model.model.decoding import device_of
+from viz_model.model.decoding import device_of, is_causal
 from viz_model.text.data import (
     FEWSHOT_LETTERS,
     FEWSHOT_RULES,
@@ -97,6 +97,8 @@ def answer_scores(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per prompt: whether every answer character was the argmax, and the mean -log p of them.
     The prompts of one call must have one length (a batched forward, (B, T) -> (B, T, V))."""
+    if not is_causal(model):
+        raise ValueError("few-shot answers are read in one pass: the model must be causal")
     seqs = [encode(p + a) for p, a in prompts]
     n_answer = len(prompts[0][1])
     x = torch.tensor(seqs, dtype=torch.long, device=device_of(model))

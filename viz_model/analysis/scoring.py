@@ -17,7 +17,7 @@ import torch
 
 from viz_model.analysis.claims import Claim, md_escape
 from viz_model.analysis.usage import logits_of
-from viz_model.model.decoding import context_length
+from viz_model.model.decoding import context_length, is_causal
 
 MAX_CANDIDATES = 12
 
@@ -44,7 +44,8 @@ class Score:
 
 def candidate_logps(model: torch.nn.Module, prompt: list[int], candidate: list[int]) -> np.ndarray:
     """log p of each candidate token given the prompt and the candidate tokens before it, (n,),
-    from one forward pass; the prompt is cut on the left when both do not fit the context."""
+    from one forward pass (one a token for a model that reads ahead, which one pass would let see
+    the answer); the prompt is cut on the left when both do not fit the context."""
     if not prompt or not candidate:
         raise ValueError("scoring needs a prompt and a candidate of at least one token each")
     n_ctx = context_length(model)
@@ -55,8 +56,12 @@ def candidate_logps(model: torch.nn.Module, prompt: list[int], candidate: list[i
     seq = list(prompt) + list(candidate)
     if n_ctx is not None:
         seq = seq[-n_ctx:]
-    logp = torch.log_softmax(torch.tensor(logits_of(model, seq), dtype=torch.float64), -1)
     n = len(candidate)
+    if not is_causal(model):  # it would read each answer token: one pass per prefix instead
+        rows = [logits_of(model, seq[:t])[-1] for t in range(len(seq) - n, len(seq))]
+        logp = torch.log_softmax(torch.tensor(np.stack(rows), dtype=torch.float64), -1)
+        return logp[torch.arange(n), torch.tensor(seq[-n:])].numpy()
+    logp = torch.log_softmax(torch.tensor(logits_of(model, seq), dtype=torch.float64), -1)
     rows = torch.arange(len(seq) - n - 1, len(seq) - 1)  # the positions that predict c_1..c_n
     return logp[rows, torch.tensor(seq[-n:])].numpy()
 

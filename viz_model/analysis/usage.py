@@ -27,7 +27,15 @@ import torch
 
 from viz_model.analysis.claims import Claim
 from viz_model.analysis.next_token import surprisal
-from viz_model.model.decoding import Beam, LogitStream, context_length, crop, decode, device_of
+from viz_model.model.decoding import (
+    Beam,
+    LogitStream,
+    context_length,
+    crop,
+    decode,
+    device_of,
+    is_causal,
+)
 from viz_model.model.sampling import SamplingSettings
 
 SAME_TOL = 1e-4  # nats: one pass and T passes "give the same numbers" within float rounding
@@ -168,11 +176,12 @@ class ForcedRun:
 
 def continuation_surprisal(model: torch.nn.Module, ids: list[int], new: list[int]) -> np.ndarray:
     """-log p of each new token given the prompt and the new tokens before it, (len(new),): one
-    pass over the window (a text past the context is scored with a sliding window)."""
+    pass over the window (a text past the context, or a model that reads ahead, one pass a token)."""
     n_ctx = context_length(model)
     seq = list(ids) + list(new)
-    if n_ctx is None or len(seq) <= n_ctx:
+    if is_causal(model) and (n_ctx is None or len(seq) <= n_ctx):
         return surprisal(logits_of(model, seq), seq)[len(ids) :]
+    # past the context, or a model that reads ahead: each token from a pass over what came before
     stream, out = LogitStream(model, ids), []
     for token in new:
         logp = torch.log_softmax(stream.logits.double().cpu(), -1)

@@ -31,6 +31,13 @@ def context_length(model: torch.nn.Module) -> int | None:
     return getattr(getattr(model, "cfg", None), "n_ctx", None)
 
 
+def is_causal(model: torch.nn.Module) -> bool:
+    """Whether position t reads only tokens up to t, so one pass scores a whole text as it would
+    be generated. A GPT says so in its config (the no-mask lesson model does not); a model without
+    the setting (a recurrent one) is causal by construction."""
+    return bool(getattr(getattr(model, "cfg", None), "causal", True))
+
+
 def device_of(model: torch.nn.Module) -> torch.device:
     return next(model.parameters()).device
 
