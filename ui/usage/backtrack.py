@@ -96,7 +96,9 @@ def draw(ctx: PageContext) -> None:
     t1, t2 = st.columns(2)
     t1.caption("Greedy, nothing forced")
     t1.code(tok.decode(run.baseline), language=None, wrap_lines=True)
-    t2.caption(f"With “{parts.token_label(tok, token)}” forced at new token {position + 1}")
+    t2.caption(
+        f"With “{parts.md_token(token_text(tok, token))}” forced at new token {position + 1}"
+    )
     t2.code(tok.decode(run.forced), language=None, wrap_lines=True)
     with parts.numbers_behind_it():
         parts.numbers_table(
