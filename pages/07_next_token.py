@@ -130,6 +130,12 @@ else:
     claim = nt.perplexity_claim(ppl, V, ctx.config.causal)
     p2.markdown(claim.text + " Hover a token to see its numbers.")
 
+parts.page_link(
+    "Using_a_model",
+    "One forward pass gives all these surprisals at once (teacher forcing); scoring answers",
+    use_part="forcing",
+)
+
 # ---- the training text behind it (ui/training_text.py) --------------------------------------------
 training_text.prompt_probability(ctx, surprisal)
 training_text.in_training_text(ctx, last_logits)

@@ -375,6 +375,11 @@ def stepper_section() -> None:
     draw_step(steps, seq, dist, proposal)
     draw_attention(seq)
     draw_kv_comparison(seq, stepper)
+    parts.page_link(
+        "Using_a_model",
+        "Beam search, repetition and its penalty, and what a forced token does to what follows",
+        use_part="beam",
+    )
     training_text.generation_checks(ctx, seq, len(ctx.ids))  # probability, memorisation
     draw_numbers(steps, seq, dist)
 

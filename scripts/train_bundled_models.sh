@@ -46,6 +46,12 @@ fi
 python -m viz_model.training --task repeat --preset attn-only-2l --n-layer 1 --steps 4000 \
   --batch-size 32 --lr 3e-3 --min-lr 3e-4 --warmup 100 --eval-every 250 --sample-every 1000 \
   --snapshots 3 --threads 1 --quiet --out assets/models/induction-1l
+# The few-shot task model (the Using a model page, issue 26): lines of input>output pairs that all
+# follow one rule (copy, reverse, shift each letter) chosen at random per line, so only the examples
+# say which; a larger batch for fewer steps keeps its per-step history small (about 1.3 MB in all).
+python -m viz_model.training --task fewshot --task-len 48 --preset tiny --steps 3000 \
+  --batch-size 64 --lr 3e-3 --min-lr 3e-4 --warmup 100 --eval-every 500 --sample-every 1000 \
+  --snapshots 1 --health-every 0 --threads 1 --quiet --out assets/models/fewshot-tiny
 # The Shakespeare ones are shakespeare-tiny's command with one flag added.
 # The parts modern models changed (issue 25) are the same: RMSNorm, a SwiGLU MLP (8/3 x d-model
 # neurons: about as many weights), RoPE and ALiBi positions, multi-query attention, and Llama's

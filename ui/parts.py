@@ -82,3 +82,9 @@ def contrast_link(key: str, label: str, container: Any = st) -> None:
     is answered by two models trained side by side."""
     page = nav.find("Architecture_contrasts")
     container.page_link(page.file, label=label, icon=page.icon, query_params={"ctr": key})
+
+
+def page_link(url_path: str, label: str, container: Any = st, **query: str) -> None:
+    """A link to another page of the app (by its url_path), opening the view `query` names."""
+    page = nav.find(url_path)
+    container.page_link(page.file, label=label, icon=page.icon, query_params=query or None)

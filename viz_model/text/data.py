@@ -35,6 +35,9 @@ TASKS: dict[str, str] = {
     "carries included.",
     "brackets": "Balanced sequences of (), [] and {}: the model must remember which brackets "
     "are still open and close them in reverse order.",
+    "fewshot": "Lines of input>output pairs of short words, all following one rule chosen at "
+    "random per line (copy, reverse, or shift each letter): the model must infer the rule from "
+    "the pairs before it, few-shot prompting in miniature.",
 }
 
 MAX_UPLOAD_BYTES = 2_000_000
@@ -90,6 +93,9 @@ def task_text(name: str, n_examples: int = 2000, seed: int = 0, seq_len: int = 3
                   in seq_len characters (always at least two)           "8 9 10 11 12"
       "brackets": a random balanced sequence of ()[]{} of length seq_len rounded down to even
                                                                         "([]){[()]}()"
+      "fewshot":  fewshot_pairs(seq_len) "input>output" pairs of FEWSHOT_WORD_LEN letters of
+                  FEWSHOT_LETTERS, space-separated, one rule of FEWSHOT_RULES per line
+                  (seq_len=16, rule "reverse")                          "abc>cba hed>deh"
     """
     if name not in TASKS:
         known = ", ".join(TASKS)
@@ -100,7 +106,12 @@ def task_text(name: str, n_examples: int = 2000, seed: int = 0, seq_len: int = 3
         raise DataError(
             f"Sequence length must be {MIN_TASK_SEQ_LEN} to {MAX_TASK_SEQ_LEN}; got {seq_len}."
         )
-    make = {"repeat": _repeat_line, "count": _count_line, "brackets": _brackets_line}[name]
+    make = {
+        "repeat": _repeat_line,
+        "count": _count_line,
+        "brackets": _brackets_line,
+        "fewshot": _fewshot_line,
+    }[name]
     rng = random.Random(f"{name}:{seed}")
     return "".join(make(rng, seq_len) + "\n" for _ in range(n_examples))
 
@@ -149,6 +160,43 @@ def _brackets_line(rng: random.Random, seq_len: int) -> str:
     return "".join(out)
 
 
+# ---- few-shot: the rule is given only by the examples --------------------------------------
+FEWSHOT_LETTERS = "abcdefgh"
+FEWSHOT_WORD_LEN = 3
+
+
+def _shift(word: str) -> str:
+    """Each letter one further along FEWSHOT_LETTERS, the last wrapping to the first."""
+    n = len(FEWSHOT_LETTERS)
+    return "".join(FEWSHOT_LETTERS[(FEWSHOT_LETTERS.index(c) + 1) % n] for c in word)
+
+
+FEWSHOT_RULES: dict[str, Any] = {
+    "copy": lambda word: word,
+    "reverse": lambda word: word[::-1],
+    "shift": _shift,
+}
+
+
+def fewshot_pair(rule: str, word: str) -> str:
+    """One example of a rule: fewshot_pair("reverse", "abc") -> "abc>cba"."""
+    return f"{word}>{FEWSHOT_RULES[rule](word)}"
+
+
+def fewshot_pairs(seq_len: int) -> int:
+    """How many pairs fit a line of seq_len characters (a pair and its space: 2 x word + 2)."""
+    return max(1, (seq_len + 1) // (2 * FEWSHOT_WORD_LEN + 2))
+
+
+def fewshot_word(rng: random.Random) -> str:
+    return "".join(rng.choices(FEWSHOT_LETTERS, k=FEWSHOT_WORD_LEN))
+
+
+def _fewshot_line(rng: random.Random, seq_len: int) -> str:
+    rule = rng.choice(list(FEWSHOT_RULES))
+    return " ".join(fewshot_pair(rule, fewshot_word(rng)) for _ in range(fewshot_pairs(seq_len)))
+
+
 # What a perfect model of each task still cannot predict, in words (the model card shows it).
 TASK_UNPREDICTABLE: dict[str, str] = {
     "repeat": "the first copy of each line is random letters and only the second copy can be "
@@ -156,6 +204,7 @@ TASK_UNPREDICTABLE: dict[str, str] = {
     "count": "the first number of each line is random and every later one follows from it",
     "brackets": "whether to open a bracket, and which kind, is left to chance and only the closing "
     "ones follow",
+    "fewshot": "each line's rule and every input word are random, and only the outputs follow",
 }
 
 
@@ -165,6 +214,7 @@ def task_loss_floor(name: str, seq_len: int = 32) -> float:
 
     repeat: k uniform in [lo, hi], then k letters: ln(hi - lo + 1) + E[k] ln 26 over 2 E[k] + 1.
     count: the start, ln 100, over the mean line length. brackets: see _brackets_entropy.
+    fewshot: the rule, ln 3, and n words of 3 letters of 8, over n pairs of 8 characters.
     """
     if name == "repeat":
         lo, hi = repeat_copy_lengths(seq_len)
@@ -177,6 +227,12 @@ def task_loss_floor(name: str, seq_len: int = 32) -> float:
     if name == "brackets":
         length = seq_len - seq_len % 2
         return _brackets_entropy(length) / (length + 1)
+    if name == "fewshot":
+        n = fewshot_pairs(seq_len)
+        random_nats = math.log(len(FEWSHOT_RULES)) + n * FEWSHOT_WORD_LEN * math.log(
+            len(FEWSHOT_LETTERS)
+        )
+        return random_nats / (n * (2 * FEWSHOT_WORD_LEN + 2))  # the line and its newline
     raise DataError(f"Unknown task {name!r}. Tasks: {', '.join(TASKS)}.")
 
 

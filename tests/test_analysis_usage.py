@@ -1,0 +1,134 @@
+"""Teacher forcing, no backtracking and repetition (viz_model/analysis/usage.py): the math on a
+seeded tiny model and hand-made sequences, and each claim against the numbers it came from."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.conftest import tiny_model
+from viz_model.analysis import usage
+from viz_model.analysis.usage import (
+    ForcedRun,
+    RepetitionStats,
+    forced_claim,
+    longest_repeat,
+    repeated_share,
+    repetition_claim,
+)
+
+IDS = [3, 7, 1, 3, 7, 1, 9, 4, 3, 7, 12, 0]
+
+
+def test_one_teacher_forced_pass_gives_the_losses_of_t_minus_one_sequential_passes():
+    model = tiny_model()
+    one, seq = usage.surprisal_one_pass(model, IDS), usage.surprisal_sequential(model, IDS)
+    assert np.isnan(one[0]) and np.isnan(seq[0])
+    np.testing.assert_allclose(one[1:], seq[1:], atol=1e-5)
+    assert (one[1:] > 0).all()
+
+
+def test_a_model_that_sees_the_future_breaks_the_equality_and_the_claim_says_so():
+    race = usage.forcing_race(tiny_model(causal=False), IDS)
+    assert race.max_difference > usage.SAME_TOL
+    claim = usage.forcing_claim(race)
+    assert not claim.made and "disagree" in claim.text
+
+
+def test_the_race_counts_one_pass_a_generated_token_and_its_claim_follows_the_numbers():
+    race = usage.forcing_race(tiny_model(), IDS)
+    assert race.passes_free == len(IDS) - 1 == len(race.generated)
+    claim = usage.forcing_claim(race)
+    assert claim.made == (race.max_difference <= usage.SAME_TOL)
+    assert f"all {len(IDS) - 1} losses" in claim.text
+    assert ("faster" in claim.text) == (claim.numbers["ratio"] > 1)
+
+
+def test_free_running_is_greedy_on_its_own_output():
+    model = tiny_model()
+    out, passes = usage.free_running(model, IDS[:2], 5)
+    for i, token in enumerate(out):
+        assert token == int(usage.logits_of(model, IDS[:2] + out[:i])[-1].argmax())
+    assert passes == 5
+
+
+def test_forcing_a_token_keeps_the_greedy_prefix_and_scores_each_run_by_its_own_text():
+    model = tiny_model()
+    alts, probs = usage.alternatives(model, IDS[:6] + [0, 0, 0], 5)
+    assert probs == sorted(probs, reverse=True) and len(set(alts)) == 5
+    run = usage.force_token(model, IDS[:6], 8, 3, alts[-1])
+    assert run.forced[:3] == run.baseline[:3] and run.forced[3] == alts[-1]
+    assert len(run.forced) == len(run.baseline) == 8
+    s = usage.surprisal_one_pass(model, IDS[:6] + run.forced)[6:]
+    np.testing.assert_allclose(run.forced_surprisal, s, atol=1e-5)
+
+
+def test_the_continuation_past_the_context_is_scored_with_a_sliding_window():
+    model = tiny_model()  # n_ctx 16
+    new = usage.decode(model, IDS, 10)
+    s = usage.continuation_surprisal(model, IDS, new)
+    assert s.shape == (10,) and np.isfinite(s).all()
+    window = (IDS + new[:-1])[-16:]  # the 16 tokens before the last new one
+    logits = usage.logits_of(model, window)[-1]
+    last = -(logits[new[-1]] - np.log(np.exp(logits).sum()))
+    assert s[-1] == pytest.approx(last, abs=1e-4)
+
+
+def _run(base_after, forced_after) -> ForcedRun:
+    return ForcedRun(
+        0, [0] * 4, np.array([1.0, *base_after]), [1] * 4, np.array([5.0, *forced_after])
+    )
+
+
+@pytest.mark.parametrize(
+    ("base", "forced", "made", "word"),
+    [
+        ([0.5, 0.5, 0.5], [1.0, 0.9, 0.8], True, "raised"),
+        ([1.0, 1.0, 1.0], [0.5, 0.4, 0.6], True, "lowered"),
+        ([0.5, 0.5, 0.5], [0.55, 0.5, 0.52], False, "about as surprising"),
+    ],
+)
+def test_the_forced_claim_is_conditional_on_the_measured_difference(base, forced, made, word):
+    claim = forced_claim(_run(base, forced))
+    assert claim.made == made and word in claim.text
+    assert claim.numbers["difference"] == pytest.approx(np.mean(forced) - np.mean(base))
+
+
+def test_repetition_metrics_on_hand_made_sequences():
+    assert repeated_share(["a", "b", "c", "a", "b", "c"], 3) == pytest.approx(1 / 4)
+    assert repeated_share(["a", "b", "c", "d"], 3) == 0
+    assert np.isnan(repeated_share(["a"], 3))
+    assert longest_repeat("the cat the cat") == len("the cat")
+    assert longest_repeat("abcdef") == 0
+    assert longest_repeat("") == 0
+    stats = usage.repetition_stats("to be or not to be or not")
+    assert stats.repeated_phrases == pytest.approx(2 / 6)
+    assert stats.distinct_words == pytest.approx(4 / 8)
+    assert stats.longest_repeat == len("to be or not")
+
+
+def _stats(g, s, p):
+    return {k: RepetitionStats(v, 0.5, 3) for k, v in zip(usage.DECODERS, (g, s, p), strict=True)}
+
+
+def test_the_repetition_claim_names_greedy_only_when_it_repeats_clearly_more():
+    assert repetition_claim(_stats(0.4, 0.0, 0.2)).made
+    assert not repetition_claim(_stats(0.4, 0.38, 0.1)).made
+    assert not repetition_claim(_stats(0.0, 0.0, 0.0)).made
+    assert "too short" in repetition_claim(_stats(float("nan"), 0.1, 0.1)).text
+
+
+def test_the_three_decoders_are_seeded_and_greedy_is_the_plain_decode():
+    model = tiny_model()
+    a = usage.compare_decoders(model, IDS, 10, 1.0, 7, 1.5)
+    b = usage.compare_decoders(model, IDS, 10, 1.0, 7, 1.5)
+    assert a == b and a["greedy"] == usage.decode(model, IDS, 10)
+
+
+def test_a_continuation_of_a_model_that_reads_ahead_is_scored_as_generated():
+    model = tiny_model(causal=False)
+    new = usage.decode(model, IDS[:5], 4)
+    s = usage.continuation_surprisal(model, IDS[:5], new)
+    for i, token in enumerate(new):
+        logits = usage.logits_of(model, IDS[:5] + new[:i])[-1]
+        assert s[i] == pytest.approx(-(logits[token] - np.log(np.exp(logits).sum())), abs=1e-4)
