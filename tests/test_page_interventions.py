@@ -269,3 +269,25 @@ def test_the_sweep_names_heads_only_beyond_noise(models_dir):
     bundle, ids = _model(models_dir)
     stats = iv.head_sweep_stats(bundle.model, iv.validation_windows(ids, 64))
     assert any(iv.head_sweep_claim(stats).text == m.value for m in at.markdown)
+
+
+def test_facts_are_counted_with_each_layer_knocked_out_and_the_sentence_recomputes():
+    from pathlib import Path
+
+    from tests.apptest_util import open_link
+    from viz_model.analysis import facts as fa
+    from viz_model.analysis.interventions import validation_text, validation_windows
+    from viz_model.bundles.load import load_bundle
+    from viz_model.text.data import load_text
+
+    models = Path(__file__).resolve().parents[1] / "assets" / "models"
+    at = open_link(models, PAGE, {"model": "shakespeare-tiny", "exp": "Facts"}, timeout=300)
+    assert not at.exception, at.exception[0].value
+    b = load_bundle(models / "shakespeare-tiny")
+    text = load_text(b.meta["data"])
+    facts = fa.corpus_facts(text[: int(len(text) * (1 - b.meta["data"]["val_fraction"]))])
+    windows = validation_windows(b.tokenizer.encode(validation_text(b.meta)), b.config.n_ctx)
+    result = fa.fact_ablations(b.model, b.tokenizer.encode, b.tokenizer.decode, facts, windows)
+    assert fa.ablation_claim(result).text in [m.value for m in at.markdown]
+    table = at.dataframe[0].value
+    assert list(table["recalled"]) == ["yes" if r else "no" for r in result.clean]

@@ -53,6 +53,28 @@ def ablation(heads, mlps, neurons, how) -> iv.Ablation:
     return iv.Ablation(tuple(heads), tuple(mlps), tuple(neurons), how)
 
 
+@cache.per_model(spinner="Finding the training text's facts and knocking out each layer…", keep=4)
+def fact_ablations(bundle_id: str) -> tuple[list, object] | None:
+    """(facts, FactAblations) on the model's own training text (its training split), or None
+    when the bundle does not say what it read."""
+    from viz_model.analysis import facts as fa
+    from viz_model.text.data import VAL_FRACTION, load_text
+
+    b = cache.bundle(bundle_id)
+    data = b.meta.get("data")
+    ids, found = validation_ids(bundle_id)
+    if not data or not found:
+        return None
+    text = load_text(data)
+    train = text[: int(len(text) * (1 - data.get("val_fraction", VAL_FRACTION)))]
+    found_facts = fa.corpus_facts(train)
+    if not found_facts:
+        return found_facts, None
+    reference = iv.validation_windows(ids, b.config.n_ctx)
+    tok = b.tokenizer
+    return found_facts, fa.fact_ablations(b.model, tok.encode, tok.decode, found_facts, reference)
+
+
 @cache.per_prompt
 def ablation_effect(
     bundle_id: str,
