@@ -4,7 +4,7 @@ start. app.py serves it at / (the app's default page)."""
 import streamlit as st
 
 import ui
-from ui import cache, nav, parts, present
+from ui import cache, families, nav, parts, present
 from ui.charts.architecture import (
     architecture_figure,
     model_sentences,
@@ -23,10 +23,13 @@ st.markdown(
 )
 
 st.subheader(f"The model “{ctx.name}”")
-st.markdown(model_sentences(cfg))
-# Both figures depend on the model only: built once per model, not on every visit (15 ms a view).
-architecture = cache.figure(architecture_figure, cfg)
-present.plot(architecture, width="stretch", config={"displayModeBar": False})
+if ctx.bundle.family == "gpt":
+    st.markdown(model_sentences(cfg))
+    # Both figures depend on the model only: built once per model, not on every visit (15 ms a view).
+    architecture = cache.figure(architecture_figure, cfg)
+    present.plot(architecture, width="stretch", config={"displayModeBar": False})
+else:  # an RNN, LSTM, GRU or CNN: no blocks to draw, a paragraph instead
+    st.markdown(families.family_sentences(cfg))
 
 left, right = st.columns([3, 2], gap="large")
 with left:

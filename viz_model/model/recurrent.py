@@ -123,8 +123,9 @@ class RecurrentLM(nn.Module):
         return self.unembed.weight.T
 
     def param_counts(self) -> dict[str, int]:
-        """Parameters by component: embed, layers (cells or convolutions), layernorm, unembed."""
-        counts = dict.fromkeys(("embed", "layers", "layernorm", "unembed"), 0)
+        """Parameters by component: embed, the layers (under the family's name: "lstm", "cnn",
+        ...; cells or convolutions), layernorm, unembed."""
+        counts = dict.fromkeys(("embed", self.family, "layernorm", "unembed"), 0)
         for name, p in self.named_parameters():
             if name.startswith("embed."):
                 key = "embed"
@@ -133,7 +134,7 @@ class RecurrentLM(nn.Module):
             elif ".ln." in name or name.startswith("ln_final."):
                 key = "layernorm"
             else:
-                key = "layers"
+                key = self.family
             counts[key] += p.numel()
         return counts
 

@@ -72,6 +72,11 @@ class RecurrentConfig:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}")
 
     @property
+    def causal(self) -> bool:
+        """Always: every family here reads only the past (tests/test_recurrent.py checks it)."""
+        return True
+
+    @property
     def dilations(self) -> tuple[int, ...]:
         """The CNN's dilation per layer: 1, 2, 4, ... (WaveNet's)."""
         return tuple(2**layer for layer in range(self.n_layer))
