@@ -138,7 +138,7 @@ def test_presets_hold_about_the_gpts_weights(family):
     for name in ("tiny", "quick", "small"):
         shape = preset_shape(family, name)
         cfg = RecurrentConfig(family, 77, **shape)
-        layers = build_model(cfg).param_counts()["layers"]
+        layers = build_model(cfg).param_counts()[family]
         gpt = PRESETS[name]["n_layer"] * gpt_block_params(PRESETS[name]["d_model"])
         assert abs(layers - gpt) / gpt < 0.12, (name, layers, gpt)
     if family == "cnn":

@@ -114,3 +114,13 @@ def no_attention_note(bundle: Bundle) -> str:
         f"{a_family(family)[0].upper()}{a_family(family)[1:]} has no attention to show: the "
         f"newest token's prediction reads the past through {reads_the_past(bundle.config)}."
     )
+
+
+def no_heads_here(bundle: Bundle) -> str:
+    """Training dynamics' note for another family: what it follows, and what it shows instead."""
+    return (
+        f"This page follows each attention head's role along training (previous-token and "
+        f"induction heads forming); “{md_escape(bundle.name)}” is {a_family(bundle.family)} and "
+        "has no heads. Below: its loss along training and the health of its gradients, layer by "
+        "layer, recorded while it trained (the Training page also has the text it wrote)."
+    )

@@ -272,7 +272,7 @@ SECTIONS: dict[str, list[Page]] = {
             ":material/timeline:",
             "Each head's role against training step: whether, and when, copying is learned.",
             needs_prompt=False,
-            view_keys=("dyn_head",),
+            view_keys=("dyn_head", "dyn_x"),
             families=ANY_FAMILY,
         ),
         Page(
