@@ -28,7 +28,7 @@ from viz_model.analysis.training import final_step, losses_at
 from viz_model.bundles.checkpoint import Bundle
 from viz_model.bundles.files import CheckpointError
 from viz_model.model.config import GPTConfig
-from viz_model.model.families import LanguageModel
+from viz_model.model.families import LanguageModel, family_of
 from viz_model.model.scale import cache_bytes, view_tokens
 from viz_model.text.data import (
     MAX_TASK_SEQ_LEN,
@@ -289,7 +289,7 @@ def model_card(bundle: Bundle, step: int | None = None) -> list[tuple[str, str]]
     """(field, value) rows describing a model in a few words, for the sidebar; with `step`, the
     snapshot saved at that training step (its losses then, not the final ones)."""
     cfg, tok = bundle.config, bundle.tokenizer
-    if bundle.family != "gpt":
+    if family_of(cfg) != "gpt":
         rows = families.model_card_rows(bundle)
         return rows + (_loss_rows(bundle) if step is None else _step_rows(bundle, step))
     blocks = "attention only" if cfg.attn_only else "attention + MLP"
