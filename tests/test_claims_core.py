@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from tests.apptest_util import app_test
-from tests.claims_models import ASSETS, CLAIM_MODELS, claim_bundle
+from tests.claims_models import ASSETS, CLAIM_MODELS, GPT_CLAIM_MODELS, claim_bundle
 from viz_model.analysis import embeddings as emb
 from viz_model.analysis import generation as gen
 from viz_model.analysis import neurons as nx
@@ -38,7 +38,7 @@ def first_number(pattern: str, text: str) -> float:
 # ---- Embeddings: the swap exercise ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", CLAIM_MODELS)
+@pytest.mark.parametrize("name", GPT_CLAIM_MODELS)
 def test_the_swap_sentence_matches_its_differences_and_the_models_mask(name, claim_bundles):
     bundle = claim_bundle(claim_bundles, name)
     model, ids = bundle.model, prompt_ids(bundle)
@@ -196,7 +196,7 @@ def text_for(name, claim_bundles) -> str | None:
     return corpus_text(name, tuple(sorted(claim_bundles.items())))
 
 
-@pytest.mark.parametrize("name", CLAIM_MODELS)
+@pytest.mark.parametrize("name", GPT_CLAIM_MODELS)
 def test_the_neuron_claims_match_the_corpus_scan(name, claim_bundles):
     from viz_model.text.data import load_corpus
 
@@ -455,7 +455,7 @@ def test_claims_are_claims():
 # ---- Home: the loss note and the architecture's attention ------------------------------------------
 
 
-@pytest.mark.parametrize("name", CLAIM_MODELS)
+@pytest.mark.parametrize("name", GPT_CLAIM_MODELS)
 def test_home_says_when_attention_sees_the_future(name, claim_bundles):
     from ui.charts.architecture import architecture_figure
     from ui.frame import loss_note
