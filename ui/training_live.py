@@ -43,6 +43,7 @@ STATE_ICONS = {
     "interrupted": ":material/warning:",
 }
 OPEN_ON = ("Attention", "Next_token", "Generation")  # url paths of the pages a new model opens on
+OPEN_OTHER_ON = ("Next_token", "Generation", "Compare_models")  # for an RNN, LSTM, GRU or CNN
 
 
 def draw_runs(auth: jobs.Auth) -> None:
@@ -122,7 +123,7 @@ def _watch(name: str, auth: jobs.Auth) -> None:
     _samples(view)
     _probe(view, bundle)
     if not view.live and view.has_bundle:
-        _open_links(view)
+        _open_links(view, bundle)
 
 
 # ---- state and progress -----------------------------------------------------------------------
@@ -371,10 +372,12 @@ def _probe(view: jobs.RunView, bundle) -> None:
     )
 
 
-def _open_links(view: jobs.RunView) -> None:
+def _open_links(view: jobs.RunView, bundle) -> None:
     st.markdown(f"**{view.name}** is a model bundle now: every page's model picker lists it.")
-    cols = st.columns(len(OPEN_ON))
-    for col, page in zip(cols, map(nav.find, OPEN_ON), strict=True):
+    gpt = bundle is None or bundle.family == "gpt"  # other families cannot open on Attention
+    pages = OPEN_ON if gpt else OPEN_OTHER_ON
+    cols = st.columns(len(pages))
+    for col, page in zip(cols, map(nav.find, pages), strict=True):
         if col.button(f"Open it on {page.label}", key=f"t_open_{page.label}"):
             state.set_value("model", view.name)
             st.switch_page(page.file)
