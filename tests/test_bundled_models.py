@@ -199,3 +199,14 @@ def test_the_bundled_lstm_inspected_by_hand_equals_its_fused_cells():
     torch.testing.assert_close(found.logits, bundle.model(ids), atol=1e-4, rtol=1e-4)
     forget = found.layers[0].gates["forget"]
     assert forget.shape == (len(ids), bundle.config.d_model)
+
+
+def test_the_bundled_cnn_reads_exactly_its_receptive_field():
+    from viz_model.analysis.reach import reach_profile
+
+    bundle = load_bundle(MODELS / "shakespeare-cnn")
+    field = bundle.config.receptive_field
+    assert field == 127
+    windows = torch.randint(1, bundle.config.vocab_size, (4, 161))
+    profile = reach_profile(bundle.model, windows)
+    assert (profile[:field] > 0).all() and (profile[field:] == 0).all()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 import torch
 
@@ -221,3 +222,29 @@ def test_a_broken_recurrent_bundle_is_one_clear_error(tmp_path, tokenizer, chang
     _corrupt(path, **change)
     with pytest.raises(CheckpointError, match=message):
         load_bundle(path)
+
+
+# ---- how far back each family reads (viz_model/analysis/reach.py) -----------------------------
+
+
+def test_the_reach_profile_of_the_cnn_ends_at_its_receptive_field():
+    from viz_model.analysis.reach import distance_holding, reach_profile
+
+    model = small("cnn", kernel_size=2, n_layer=3)  # receptive field 8
+    windows = torch.randint(VOCAB, (6, 21), generator=torch.Generator().manual_seed(0))
+    profile = reach_profile(model, windows)
+    assert profile.shape == (20,)
+    field = model.cfg.receptive_field
+    assert (profile[:field] > 0).all() and (profile[field:] == 0).all()
+    assert distance_holding(profile, 1.0) == field - 1
+
+
+def test_the_reach_profile_runs_on_every_family_and_a_gpt(family):
+    from tests.conftest import tiny_model
+    from viz_model.analysis.reach import distance_holding, reach_profile
+
+    windows = torch.randint(VOCAB, (4, 13), generator=torch.Generator().manual_seed(1))
+    for model in (small(family), tiny_model()):
+        profile = reach_profile(model, windows)
+        assert profile.shape == (12,) and np.isfinite(profile).all() and profile[0] > 0
+        assert 0 <= distance_holding(profile, 0.5) <= distance_holding(profile, 0.9) < 12

@@ -22,14 +22,14 @@ OTHER_FAMILIES = FAMILIES[1:]
 FAMILY_LABELS = {"gpt": "GPT", "rnn": "RNN", "lstm": "LSTM", "gru": "GRU", "cnn": "causal CNN"}
 # One line each, for the model card and the Training page (true of every model of the family).
 FAMILY_TEXT = {
-    "gpt": "a transformer: every position attends to every earlier one in its context",
-    "rnn": "a recurrent network: one hidden vector, h_t = tanh(W_ih x_t + W_hh h_(t-1) + b), "
-    "carried from character to character",
-    "lstm": "a long short-term memory network: a hidden vector and a cell state, with input, "
-    "forget and output gates deciding what the cell keeps",
-    "gru": "a gated recurrent unit: one hidden vector, with an update gate that mixes the old "
-    "state with a new candidate and a reset gate that decides how much of the old it reads",
-    "cnn": "a causal convolutional network: stacked 1-D convolutions that read only the past, "
+    "gpt": "a transformer, where every position attends to every earlier one in its context",
+    "rnn": "a recurrent network carrying one hidden vector from character to character, "
+    "h_t = tanh(W_ih x_t + W_hh h_(t-1) + b)",
+    "lstm": "a long short-term memory network, carrying a hidden vector and a cell state, with "
+    "input, forget and output gates deciding what the cell keeps",
+    "gru": "a gated recurrent unit, carrying one hidden vector, with an update gate that mixes "
+    "the old state with a new candidate and a reset gate that decides how much of the old it reads",
+    "cnn": "a causal convolutional network, stacked 1-D convolutions that read only the past, "
     "dilated (1, 2, 4, ...) so the window they see doubles with each layer",
 }
 MAX_KERNEL = 16
