@@ -5,6 +5,8 @@ the pages that work, and keeps the model picker, so a student can switch back.""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.apptest_util import open_link
@@ -19,8 +21,9 @@ FAMILY_BUNDLES = {
 }
 LABELS = {"test-lstm": "an LSTM", "test-cnn": "a causal CNN"}
 PAGES = (None, *(page.file for page in nav.lesson_pages()))
-# Words that would be false on a model with no heads or blocks, if a page that takes it said them.
-GPT_ONLY_WORDS = ("attention head", "per head", "KV cache", "logit lens")
+# Headings that would be false on a model with no heads, blocks or KV cache, if a page that takes
+# it drew them (Generation's "Where the newest token looks", Compare's "One head of each", ...).
+GPT_ONLY_WORDS = re.compile(r"\bheads?\b|\battention\b|KV cache|logit lens|layer by layer", re.I)
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +57,8 @@ def test_every_page_shows_or_refuses_another_family(family_models, bundle, file)
     if family in page.families:
         assert "has none: it reads the past" not in shown
         assert len(at.main.children) > 2, f"{file} shows nothing on {bundle}"
+        headings = " | ".join(h.value for h in at.subheader)
+        assert not GPT_ONLY_WORDS.search(headings), headings
     else:
         assert f"is {LABELS[bundle]}" in shown and "has none" in shown
         assert page.needs in shown
