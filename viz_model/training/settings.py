@@ -155,7 +155,9 @@ class RunSettings:
             return recurrent_preset(self.family, self.preset, vocab_size, **self.model)
         gpt_only = sorted(set(self.model) - _MODEL_FIELDS)
         if gpt_only:
-            raise ValueError(f"{', '.join(gpt_only)}: not a GPT's setting")
+            raise ValueError(
+                f"{', '.join(gpt_only)}: the CNN's setting (--family cnn), not a GPT's"
+            )
         return preset(self.preset, vocab_size, **self.model)
 
 
