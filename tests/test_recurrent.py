@@ -248,3 +248,15 @@ def test_the_reach_profile_runs_on_every_family_and_a_gpt(family):
         profile = reach_profile(model, windows)
         assert profile.shape == (12,) and np.isfinite(profile).all() and profile[0] > 0
         assert 0 <= distance_holding(profile, 0.5) <= distance_holding(profile, 0.9) < 12
+
+
+def test_a_gpts_cost_per_token_grows_with_the_context_and_the_others_do_not(family):
+    from tests.conftest import tiny_config
+    from viz_model.model.families import carried_floats, macs_per_token
+
+    gpt, other = tiny_config(), small(family).cfg
+    step = macs_per_token(gpt, 101) - macs_per_token(gpt, 100)
+    assert step == 2 * gpt.n_layer * gpt.d_model  # q.k and p.v over one more token, per layer
+    assert carried_floats(gpt, 10) == 2 * gpt.n_layer * 10 * gpt.d_model
+    assert macs_per_token(other, 10) == macs_per_token(other, 10_000) > 0
+    assert carried_floats(other, 10) == carried_floats(other, 10_000) == state_floats(other)

@@ -14,7 +14,8 @@ from torch import nn
 
 from viz_model.model.config import GPTConfig
 from viz_model.model.gpt import GPT
-from viz_model.model.recurrent import RecurrentLM
+from viz_model.model.recurrent import RecurrentLM, state_floats
+from viz_model.model.recurrent import macs_per_token as recurrent_macs
 from viz_model.model.recurrent_config import FAMILIES, FAMILY_LABELS, RecurrentConfig
 
 ModelConfig = GPTConfig | RecurrentConfig
@@ -69,3 +70,26 @@ def describe_shape(cfg: ModelConfig, n_params: int) -> str:
         f"{n_params:,} parameters, {cfg.n_layer} layers, {cfg.d_model} dims, {cfg.n_head} heads, "
         f"context {cfg.n_ctx}"
     )
+
+
+def macs_per_token(cfg: ModelConfig, context: int) -> int:
+    """Multiply-adds to read one more token after `context` earlier ones, with the cache or state
+    (generation). A GPT's per layer: its projections (q, k, v, out: d(d + 2 kv) + d^2), its MLP
+    (2 d d_mlp, 3 when gated) and attention over the context (scores and the weighted sum of
+    values: 2 context d); the others' is constant (recurrent.macs_per_token). Plus the
+    unembedding, d V. E.g. a GPT's grows by 2 n_layer d a token of context; an LSTM's never."""
+    if isinstance(cfg, RecurrentConfig):
+        return recurrent_macs(cfg)
+    d, kv = cfg.d_model, cfg.n_kv_heads * cfg.d_head
+    attention = d * (d + 2 * kv) + d * d + 2 * (context + 1) * d
+    mlp = 0 if cfg.attn_only else (3 if cfg.mlp == "gated" else 2) * d * cfg.d_mlp
+    return cfg.n_layer * (attention + mlp) + d * cfg.vocab_size
+
+
+def carried_floats(cfg: ModelConfig, context: int) -> int:
+    """Numbers kept from the tokens read so far to read the next one: a GPT's KV cache (keys and
+    values of every layer for `context` tokens: 2 n_layer context kv), the others' state
+    (recurrent.state_floats: constant)."""
+    if isinstance(cfg, RecurrentConfig):
+        return state_floats(cfg)
+    return 2 * cfg.n_layer * context * cfg.n_kv_heads * cfg.d_head
