@@ -128,7 +128,7 @@ SECTIONS: dict[str, list[Page]] = {
             ":material/stacked_line_chart:",
             "What every layer adds to the running sum, and what the model would predict at each layer.",
             view_keys=("token", "pos", "lens_from"),
-            needs="residual stream, written to by attention and MLP blocks",
+            needs="attention and MLP blocks, and what each adds to the residual stream",
         ),
         Page(
             "pages/05_layernorm.py",
@@ -265,7 +265,7 @@ SECTIONS: dict[str, list[Page]] = {
                 "pos_mode",
                 "pos_seed",
             ),
-            needs="heads, MLPs and residual stream, to knock out and patch",
+            needs="attention heads and MLPs, to knock out and patch",
         ),
         Page(
             "pages/12_training_dynamics.py",
