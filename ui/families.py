@@ -41,7 +41,7 @@ def refusal(page: nav.Page, bundle: Bundle) -> str:
     needs = page.needs or "a transformer's insides"
     return (
         f"“{md_escape(bundle.name)}” is {a_family(family)}: {FAMILY_TEXT[family]}. This page looks at a "
-        f"transformer's {needs}, and {a_family(family)} has none: it reads the past through "
+        f"transformer's {needs}; {a_family(family)} has none: it reads the past through "
         f"{reads_the_past(bundle.config)}. Pick a GPT in the sidebar's model picker, or open a "
         f"page that shows this {label}:"
     )
