@@ -162,6 +162,12 @@ def test_the_kv_cache_sentence_matches_the_two_runs(name, claim_bundles):
     bundle = claim_bundle(claim_bundles, name)
     settings = SamplingSettings(temperature=1.0, top_k=0, top_p=1.0)
     result = gen.compare_kv_cache(bundle.model, prompt_ids(bundle)[:20], 8, settings, seed=0)
+    if bundle.family != "gpt":  # an RNN, LSTM, GRU or CNN: the page's claim is about its state
+        claim = gen.state_claim(result)
+        assert claim.made == result.match and result.match  # the carried state is exact
+        assert f"The {len(result.with_cache)} tokens match" in claim.text
+        assert "no keys or values to cache" in gen.state_idea(bundle.family)
+        return
     claim = gen.kv_cache_claim(result, bundle.config.causal)
     assert claim.numbers["match"] == result.match
     if bundle.config.causal:
@@ -515,3 +521,9 @@ def test_tokenization_on_a_character_model_says_it_sees_the_letters():
     (letters,) = [m.value for m in at.markdown if m.value.startswith("**Counting letters.**")]
     assert "This model's tokenizer (shakespeare-char) gives every letter its own token" in letters
     assert "The model never sees letters" not in letters
+
+
+def test_a_state_mismatch_is_reported_with_its_first_token():
+    result = gen.KVComparison([1, 2, 3], [1, 2, 4], 0.1, 0.2)
+    claim = gen.state_claim(result)
+    assert not claim.made and "from token 3 on" in claim.text
