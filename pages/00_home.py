@@ -11,9 +11,11 @@ from ui.charts.architecture import (
     param_counts_figure,
     param_rows,
 )
+from viz_model.model.recurrent_config import FAMILY_LABELS
 
 ctx = ui.context()
 cfg = ctx.config
+NET = FAMILY_LABELS[ctx.bundle.family]
 
 st.markdown(
     "This app opens up a small GPT, the same kind of model as the ones behind ChatGPT, so you can "
@@ -62,4 +64,7 @@ with right:
             section = page.section
             st.caption(section)
         st.page_link(page.file, label=page.label, icon=page.icon)
-        st.caption(page.description)
+        if ctx.bundle.family in page.families:
+            st.caption(page.description)
+        else:  # the frame would refuse it for this model: say so before the click
+            st.caption(f"{page.description} A GPT's page: not for this {NET}.")
