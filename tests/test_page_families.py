@@ -63,3 +63,22 @@ def test_every_page_shows_or_refuses_another_family(family_models, bundle, file)
         assert f"is {LABELS[bundle]}" in shown and "has none" in shown
         assert page.needs in shown
         assert any(link.label == "Generation" for link in at.get("page_link"))
+
+
+@pytest.mark.parametrize("family", ["rnn", "lstm", "gru", "cnn"])
+def test_the_refusal_names_the_family_what_the_page_needs_and_what_it_has(family):
+    from types import SimpleNamespace
+
+    from ui import families
+    from viz_model.model.recurrent_config import RecurrentConfig
+
+    cfg = RecurrentConfig(family, 30, n_layer=3, kernel_size=3)
+    bundle = SimpleNamespace(name="my_model*", family=family, config=cfg)
+    attention = next(p for p in nav.all_pages() if p.url_path == "Attention")
+    text = families.refusal(attention, bundle)
+    assert f"is {families.a_family(family)}:" in text and "my\\_model\\*" in text  # escaped
+    assert "attention heads;" in text and "has none" in text
+    if family == "cnn":
+        assert "the last 15 tokens" in text  # 1 + 2 x (1 + 2 + 4)
+    else:
+        assert "cell state" in text if family == "lstm" else "its hidden state," in text
