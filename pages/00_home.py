@@ -4,16 +4,18 @@ start. app.py serves it at / (the app's default page)."""
 import streamlit as st
 
 import ui
-from ui import cache, nav, parts, present
+from ui import cache, families, nav, parts, present
 from ui.charts.architecture import (
     architecture_figure,
     model_sentences,
     param_counts_figure,
     param_rows,
 )
+from viz_model.model.recurrent_config import FAMILY_LABELS
 
 ctx = ui.context()
 cfg = ctx.config
+NET = FAMILY_LABELS[ctx.bundle.family]
 
 st.markdown(
     "This app opens up a small GPT, the same kind of model as the ones behind ChatGPT, so you can "
@@ -23,10 +25,13 @@ st.markdown(
 )
 
 st.subheader(f"The model “{ctx.name}”")
-st.markdown(model_sentences(cfg))
-# Both figures depend on the model only: built once per model, not on every visit (15 ms a view).
-architecture = cache.figure(architecture_figure, cfg)
-present.plot(architecture, width="stretch", config={"displayModeBar": False})
+if ctx.bundle.family == "gpt":
+    st.markdown(model_sentences(cfg))
+    # Both figures depend on the model only: built once per model, not on every visit (15 ms a view).
+    architecture = cache.figure(architecture_figure, cfg)
+    present.plot(architecture, width="stretch", config={"displayModeBar": False})
+else:  # an RNN, LSTM, GRU or CNN: no blocks to draw, a paragraph instead
+    st.markdown(families.family_sentences(cfg))
 
 left, right = st.columns([3, 2], gap="large")
 with left:
@@ -59,4 +64,7 @@ with right:
             section = page.section
             st.caption(section)
         st.page_link(page.file, label=page.label, icon=page.icon)
-        st.caption(page.description)
+        if ctx.bundle.family in page.families:
+            st.caption(page.description)
+        else:  # the frame would refuse it for this model: say so before the click
+            st.caption(f"{page.description} A GPT's page: not for this {NET}.")

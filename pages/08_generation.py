@@ -7,17 +7,19 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import ui
-from ui import cache, controls, parts, present, state, training_text
+from ui import cache, controls, families, parts, present, state, training_text
 from ui.charts import next_token as charts
 from ui.charts.common import show_whitespace
 from viz_model.analysis import generation as gen
 from viz_model.analysis import next_token as nt
 from viz_model.analysis.tokens import token_text
+from viz_model.model.recurrent_config import FAMILY_LABELS
 from viz_model.model.sampling import SamplingSettings
 from viz_model.model.scale import grid_layers
 
 ctx = ui.context()
 cfg, tok = ctx.config, ctx.tokenizer
+RECURRENT = ctx.bundle.family != "gpt"  # an RNN, LSTM, GRU or CNN: no attention, no KV cache
 V = tok.vocab_size
 STATE = "gen_stepper"  # session-state key: {"key", "seed", "steps", "proposal", "kv", ...}
 URL_KEY = "gen"  # the generated tokens in the URL (gen.encode_steps)
@@ -25,7 +27,7 @@ MAX_STEPS = 500
 N_CANDIDATES = 10
 
 st.markdown(
-    "A GPT writes by repeating one move: read the text so far, give a probability to every token "
+    f"A {FAMILY_LABELS[ctx.bundle.family]} writes by repeating one move: read the text so far, give a probability to every token "
     "of the vocabulary, pick one, append it, and go again. Here you make that move yourself, one "
     "step at a time. The **sampler** draws the next token at random from the distribution "
     "(reshaped by temperature, top-k and top-p, as on the *Next token* page); at temperature 0 it is "
@@ -263,6 +265,9 @@ def draw_step(steps: list[gen.Step], seq: list[int], dist, proposal: gen.Step) -
 
 # ---- the newest token's attention -------------------------------------------------------------
 def draw_attention(seq: list[int]) -> None:
+    if RECURRENT:
+        st.caption(families.no_attention_note(ctx.bundle))
+        return
     st.subheader("Where the newest token looks, layer by layer")
     st.markdown(
         f"The newest token, “{parts.md_token(token_text(tok, seq[-1]))}”, is the one whose vector the "
@@ -291,20 +296,25 @@ def draw_attention(seq: list[int]) -> None:
 
 # ---- with and without the KV cache ------------------------------------------------------------
 def draw_kv_comparison(seq: list[int], stepper: dict) -> None:
-    st.subheader("Generation with and without the KV cache")
-    st.markdown(gen.kv_cache_idea(cfg.causal))
-    parts.contrast_link(
-        "mqa", "What the cache costs in memory, and how multi-query attention cuts it"
-    )
     room = cfg.n_ctx - len(seq)
-    st.caption(
-        f"The context holds {cfg.n_ctx} tokens and the text has {len(seq)}, so "
-        + (f"{room} more fit. " if room > 0 else "it is full. ")
-        + "Past the context the cache cannot be reused: when the oldest token drops out, every "
-        "remaining token's position and the tokens it saw change, so both ways re-run the whole "
-        "window and take about the same time. Part of each step is fixed overhead that no "
-        "cache saves; the saving grows with the context and the model."
-    )
+    if RECURRENT:
+        st.subheader("Generation with and without the carried state")
+        st.markdown(gen.state_idea(ctx.bundle.family))
+        room = 200
+    else:
+        st.subheader("Generation with and without the KV cache")
+        st.markdown(gen.kv_cache_idea(cfg.causal))
+        parts.contrast_link(
+            "mqa", "What the cache costs in memory, and how multi-query attention cuts it"
+        )
+        st.caption(
+            f"The context holds {cfg.n_ctx} tokens and the text has {len(seq)}, so "
+            + (f"{room} more fit. " if room > 0 else "it is full. ")
+            + "Past the context the cache cannot be reused: when the oldest token drops out, "
+            "every remaining token's position and the tokens it saw change, so both ways re-run "
+            "the whole window and take about the same time. Part of each step is fixed overhead "
+            "that no cache saves; the saving grows with the context and the model."
+        )
     k1, k2 = st.columns([1, 3], vertical_alignment="bottom")
     n_kv = k1.number_input(
         "Tokens to generate", 1, 500, min(room, 200) if room >= 10 else 50, key="n_kv"
@@ -316,10 +326,11 @@ def draw_kv_comparison(seq: list[int], stepper: dict) -> None:
     if stepper.get("kv"):
         result, start = stepper["kv"]
         m1, m2, m3 = st.columns(3)
-        m1.metric("With the KV cache", f"{result.seconds_with * 1000:.0f} ms")
+        carried = "the state" if RECURRENT else "the KV cache"
+        m1.metric(f"With {carried}", f"{result.seconds_with * 1000:.0f} ms")
         m2.metric("Without it", f"{result.seconds_without * 1000:.0f} ms")
         m3.metric("Speed-up", f"{result.seconds_without / max(result.seconds_with, 1e-9):.1f}×")
-        claim = gen.kv_cache_claim(result, cfg.causal)
+        claim = gen.state_claim(result) if RECURRENT else gen.kv_cache_claim(result, cfg.causal)
         if claim.made:
             st.success(claim.text, icon=":material/check_circle:")
         elif cfg.causal:

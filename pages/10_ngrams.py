@@ -1,6 +1,6 @@
 """N-grams (Shannon): language models made by counting, on the chosen model's own corpus and
 tokenizer: Shannon's approximations, the count-ratio estimate after a context (and where it is
-undefined), how sparse contexts get, and perplexity by order beside the GPTs."""
+undefined), how sparse contexts get, and perplexity by order beside the trained models (GPTs, and RNNs, LSTMs, GRUs, CNNs)."""
 
 import math
 
@@ -14,6 +14,7 @@ from ui.charts.common import show_whitespace
 from ui.frame import val_loss
 from viz_model.analysis import ngrams as ng
 from viz_model.analysis.tokens import token_text
+from viz_model.model.recurrent_config import FAMILY_LABELS
 
 LETTERS, WORDS = 160, 32  # length of each of Shannon's samples
 TOP = 10  # next tokens in the estimate chart
@@ -22,13 +23,15 @@ MAX_CONTEXT_CHARS = 200
 ctx = ui.context()
 tok = ctx.tokenizer
 V = tok.vocab_size
+NET = FAMILY_LABELS[ctx.bundle.family]  # "GPT", or "LSTM", ...: what the page calls this model
 
 st.markdown(
     "Before neural networks, a language model was a table of counts. In 1948 Claude Shannon "
     "approximated English by opening a book at random and copying what followed the last few "
     "letters: an **n-gram model** predicts the next token from the $n-1$ tokens before it, with "
-    "the **count ratio** of how often that happened in the training text. A GPT answers the same "
-    "question, $p(x_t \\mid x_{<t})$, but from all of the context and without a table."
+    "the **count ratio** of how often that happened in the training text. A neural network "
+    "(a GPT, or an RNN before it) answers the same question, $p(x_t \\mid x_{<t})$, but from "
+    "all of the context and without a table."
 )
 st.latex(
     r"P(w \mid w_{t-n+1}\dots w_{t-1}) = "
@@ -51,7 +54,7 @@ st.caption(
 )
 
 
-@cache.per_prompt(spinner="The GPT writes its sample…")
+@cache.per_prompt(spinner="The model writes its sample…")
 def gpt_sample(bundle_id: str, seed: int, n_tokens: int) -> str:
     bundle, found = cache.bundle(bundle_id), corpus.token_models(bundle_id)
     start = ng.start_ids(bundle.tokenizer, found.index)
@@ -75,8 +78,8 @@ st.markdown(
     "Each sample below is drawn from the model's own training text. **Order 0**: every letter "
     "equally likely. **Order 1**: each letter as often as it occurs. **Order 2 and 3**: each "
     "letter as often as it follows the 1 or 2 letters before it. Then the same with **words**. "
-    "The more context the counts use, the more the text looks like the corpus; the GPT's sample "
-    "is beside them. Change the seed to draw again."
+    "The more context the counts use, the more the text looks like the corpus; the sample of "
+    f"the {NET} on screen is beside them. Change the seed to draw again."
 )
 seed = state.number_input(
     "Seed", "ng_seed", 0, 999_999, 0, container=st.columns(3)[0], help="Same seed, same samples."
@@ -94,7 +97,7 @@ for pair in (rows[0:2], rows[2:4], rows[4:6]):
         draw_sample(column, title, shannon(ctx.bundle_id, unit, order, seed))
 n_gpt = max(8, round(LETTERS / models.chars_per_token))
 draw_sample(
-    st, f"The GPT “{ctx.name}” ({n_gpt} tokens, T = 1)", gpt_sample(ctx.bundle_id, seed, n_gpt)
+    st, f"The {NET} “{ctx.name}” ({n_gpt} tokens, T = 1)", gpt_sample(ctx.bundle_id, seed, n_gpt)
 )
 
 # ---- 2. the count-ratio estimate -----------------------------------------------------------------
@@ -102,7 +105,7 @@ st.subheader("2. What followed your context in the training text?")
 st.markdown(
     "Type a context. The table counts what came right after its last $n-1$ tokens in the "
     "training split; the count ratio is the n-gram estimate. A context that never occurred has "
-    "no estimate at all: $0/0$. The GPT's distribution is defined for every context, because "
+    f"no estimate at all: $0/0$. The {NET}'s distribution is defined for every context, because "
     "similar contexts get similar vectors and so share what was learned about each other "
     "(Bengio et al., 2003, the argument for embeddings). **Kneser-Ney** smoothing is counting's "
     "answer: it always mixes in the estimate of a shorter context, and falls back on it when the "
@@ -147,7 +150,7 @@ else:
     if not table.defined:
         st.warning(
             f"**Undefined.** This context never occurred in the training text: the count ratio "
-            f"is 0/0, so an n-gram model of order {len(used) + 1} has nothing to say. The GPT "
+            f"is 0/0, so an n-gram model of order {len(used) + 1} has nothing to say. The {NET} "
             "still gives a distribution, and Kneser-Ney falls back on shorter contexts.",
             icon=":material/block:",
         )
@@ -157,14 +160,20 @@ else:
             [counts_p[t] for t in labels_ids] if table.defined else None,
             [kn[t] for t in labels_ids],
             [gpt[t] for t in labels_ids],
-            title=f"P(next token | the last {len(used)} tokens): counts, smoothed counts, the GPT",
+            title=f"P(next token | the last {len(used)} tokens): counts, smoothed counts, the {NET}",
+            model_label=NET,
         ),
         key="ng_estimates",
     )
+    reach = getattr(ctx.config, "receptive_field", None)  # the CNN's; None: all it was given
+    reads = (
+        f"the last {reach} tokens of the context you typed (its receptive field)"
+        if reach is not None and reach < ctx.config.n_ctx
+        else f"the whole context you typed (up to {ctx.config.n_ctx} tokens)"
+    )
     st.caption(
-        f"The counts and Kneser-Ney see the last {len(used)} tokens; the GPT reads the whole "
-        f"context you typed (up to its {ctx.config.n_ctx} tokens). The tokens shown: the most "
-        "frequent after the context and the GPT's most likely."
+        f"The counts and Kneser-Ney see the last {len(used)} tokens; the {NET} reads {reads}. "
+        f"The tokens shown: the most frequent after the context and the {NET}'s most likely."
     )
     with st.expander("The counts behind the ratio", expanded=table.defined):
         if table.defined:
@@ -176,7 +185,7 @@ else:
                         "count ratio": f"{int(table.counts[t])}/{table.total}",
                         "P (counts)": float(counts_p[t]),
                         "P (Kneser-Ney)": float(kn[t]),
-                        "P (GPT)": float(gpt[t]),
+                        f"P ({NET})": float(gpt[t]),
                     }
                     for t in top_count
                 ],
@@ -201,10 +210,10 @@ present.plot(
 )
 
 # ---- 4. perplexity by order ------------------------------------------------------------------------
-st.subheader("4. How good is counting? Perplexity by order, beside the GPTs")
+st.subheader("4. How good is counting? Perplexity by order, beside the trained models")
 scores = models.scores
 st.markdown(
-    "Each n-gram model is scored like the GPT: the average $-\\log_2 p$ of each validation "
+    "Each n-gram model is scored like a trained model: the average $-\\log_2 p$ of each validation "
     "token, in **bits**. Unseen counts would cost infinitely many bits, so counts are smoothed. "
     "**Add-k** adds $k$ to every count ($k$ picked on the last 10% of the training split, never "
     "on validation): simple, but it spreads mass evenly over all $V$ tokens, so with longer "
@@ -222,7 +231,7 @@ bpc_ng = {name: [x / models.chars_per_token for x in v] for name, v in bpt_ng.it
 own = val_loss(ctx.bundle)
 causal = ctx.config.causal  # a model without the causal mask saw the token it was scored on
 gpt_token = {ctx.name: own / ng.LN2} if own is not None and causal else {}
-gpt_char, lookahead = {}, []
+gpt_char, lookahead, kinds = {}, [], {ctx.name: NET}
 same = corpus.same_corpus_models(ctx.bundle)
 for name, bid in sorted(same.items(), key=lambda item: item[0] != ctx.name):  # this model first
     if not cache.bundle(bid).config.causal:
@@ -231,6 +240,7 @@ for name, bid in sorted(same.items(), key=lambda item: item[0] != ctx.name):  # 
     bpc = corpus.gpt_bits_per_char(bid)
     if bpc is not None:
         gpt_char[name] = bpc
+        kinds[name] = FAMILY_LABELS[cache.bundle(bid).family]
 versus = ng.gpt_vs_counts_claim(
     ctx.name, None if own is None else own / ng.LN2, scores.orders, bpt_ng["Kneser-Ney"], causal
 )
@@ -243,6 +253,7 @@ present.plot(
         gpt_token,
         "bits per token",
         f"Per {tok.kind} token (this model)",
+        kinds,
     ),
     key="ng_per_token",
     container=p1,
@@ -255,6 +266,7 @@ present.plot(
         gpt_char,
         "bits per character",
         "Per character (every model)",
+        kinds,
     ),
     key="ng_per_char",
     container=p2,
@@ -288,8 +300,8 @@ with parts.numbers_behind_it():
         hide_index=True,
     )
     st.markdown(
-        "GPTs in bits per character: "
-        + ", ".join(f"{name} {v:.3f}" for name, v in gpt_char.items())
+        "Trained models in bits per character: "
+        + ", ".join(f"{name} ({kinds[name]}) {v:.3f}" for name, v in gpt_char.items())
         + f". Building the counts and the index took {models.seconds['count']:.2f} s "
         f"(encoding the text {models.seconds['encode']:.2f} s) and holds "
         f"{models.nbytes / 1e6:.1f} MB."

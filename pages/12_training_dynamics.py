@@ -8,7 +8,7 @@ import streamlit as st
 
 import ui
 from serving import models
-from ui import cache, present, state, training_view
+from ui import cache, families, present, state, training_view
 from ui.charts import dynamics as charts
 from ui.charts.common import show_whitespace
 from viz_model.analysis import dynamics as dyn
@@ -36,6 +36,17 @@ def measured(final_id: str) -> dyn.Dynamics | None:
     """Role scores and losses on the probe at every saved step, once per bundle (None: no
     snapshots). Snapshots are read straight from disk so they do not crowd the model cache."""
     return dyn.bundle_dynamics(cache.bundle(final_id))
+
+
+if ctx.bundle.family != "gpt":  # an RNN, LSTM, GRU or CNN: no heads to follow; its curves
+    st.info(families.no_heads_here(ctx.bundle), icon=":material/info:")
+    batch = int((ctx.bundle.train_config or {}).get("batch_size", 1))
+    baselines = training_view.baselines_of(final_id)
+    training_view.draw_curves(
+        ctx.bundle.history, final_id, baselines, batch * ctx.config.n_ctx, key="dyn"
+    )
+    gradient_health()
+    st.stop()
 
 
 st.markdown(

@@ -10,13 +10,14 @@ import streamlit as st
 
 import ui
 from serving import models
-from ui import cache, corpus, present, state
+from ui import cache, corpus, families, present, state
 from ui.charts import compare as charts
 from ui.charts.common import token_labels
 from viz_model.analysis import compare as cmp
 from viz_model.analysis import training as tr
 from viz_model.bundles.checkpoint import Bundle
 from viz_model.bundles.files import CheckpointError
+from viz_model.model.recurrent_config import FAMILY_LABELS
 
 TOP_K = 8
 
@@ -106,6 +107,7 @@ for (name, bid, b), (tokens, scores) in zip(sides, read, strict=True):
     rows.append(
         {
             "model": name,
+            "family": FAMILY_LABELS[b.family],
             "tokenizer": f"{b.tokenizer.kind} ({b.tokenizer.vocab_size:,})",
             "parameters": f"{b.model.n_params():,}",
             "prompt tokens": f"{len(tokens.ids)}"
@@ -175,22 +177,26 @@ else:
     st.markdown(f"The prompt, cut: “…{cmp.shown(cut.text[-40:])}”")
     st.markdown(cmp.boundary_claim(cut, boundary).text)
 
-st.subheader("One head of each")
-columns = st.columns(2)
-for i, (col, (name, bid, b), (tokens, _)) in enumerate(zip(columns, sides, read, strict=True)):
-    side = "ab"[i]
-    c1, c2 = col.columns(2)
-    layer = state.slider("Layer", f"cmp_layer_{side}", 0, b.config.n_layer - 1, 0, container=c1)
-    head = state.slider("Head", f"cmp_head_{side}", 0, b.config.n_head - 1, 0, container=c2)
-    hook = f"blocks.{layer}.attn.hook_pattern"
-    pattern = cache.activations(bid, tuple(tokens.ids), (hook,))[hook][head]  # (T, T)
-    fig = cache.figure(  # built once per pattern and labels; drawing a built one is cheap
-        charts.half_width_pattern,
-        pattern,
-        token_labels(tokens.texts),
-        title=f"{name}: L{layer} H{head}",
-    )
-    present.plot(fig, key=f"cmp_attn_{i}", container=col)
+if any(b.family == "gpt" for _, _, b in sides):  # an RNN, LSTM, GRU or CNN has no heads
+    st.subheader("One head of each")
+    columns = st.columns(2)
+    for i, (col, (name, bid, b), (tokens, _)) in enumerate(zip(columns, sides, read, strict=True)):
+        side = "ab"[i]
+        if b.family != "gpt":
+            col.caption(f"“{name}”: {families.no_attention_note(b)}")
+            continue
+        c1, c2 = col.columns(2)
+        layer = state.slider("Layer", f"cmp_layer_{side}", 0, b.config.n_layer - 1, 0, container=c1)
+        head = state.slider("Head", f"cmp_head_{side}", 0, b.config.n_head - 1, 0, container=c2)
+        hook = f"blocks.{layer}.attn.hook_pattern"
+        pattern = cache.activations(bid, tuple(tokens.ids), (hook,))[hook][head]  # (T, T)
+        fig = cache.figure(  # built once per pattern and labels; drawing a built one is cheap
+            charts.half_width_pattern,
+            pattern,
+            token_labels(tokens.texts),
+            title=f"{name}: L{layer} H{head}",
+        )
+        present.plot(fig, key=f"cmp_attn_{i}", container=col)
 
 st.subheader("How they trained")
 c1, c2 = st.columns(2)

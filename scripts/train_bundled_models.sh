@@ -69,3 +69,14 @@ done
 # assets/ must stay under 32 MiB (tests/test_bundled_models.py): the BPE bundle keeps the snapshots of steps 0, 1170 and the last
 # step, not the one of step 34.
 rm -f assets/models/shakespeare-bpe/snapshots/step_000034.safetensors
+
+# The other families (issue 26): an RNN (tanh), an LSTM, a GRU and a causal CNN on
+# shakespeare-tiny's data, tokenizer and budget. --family picks the preset's shape for that family
+# (viz_model/model/recurrent_config.preset_shape: the GPT preset's number of weights in its
+# layers; the CNN 6 layers dilated 1..32 with kernel 3, reading the last 127 characters).
+for family in rnn lstm gru cnn; do
+  python -m viz_model.training --family "$family" --corpus shakespeare --tokenizer char \
+    --preset tiny --n-ctx 128 --steps 1500 --batch-size 16 --lr 3e-3 --warmup 50 \
+    --eval-every 250 --sample-every 500 --snapshots 1 --threads 1 --quiet \
+    --out "assets/models/shakespeare-$family"
+done

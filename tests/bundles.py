@@ -9,7 +9,8 @@ import torch
 
 from viz_model.bundles.checkpoint import save_bundle, save_snapshot
 from viz_model.model.config import GPTConfig
-from viz_model.model.gpt import GPT
+from viz_model.model.families import build_model
+from viz_model.model.recurrent_config import RecurrentConfig
 from viz_model.text.data import TokenData, load_corpus
 from viz_model.text.tokenization import Tokenizer
 
@@ -18,14 +19,19 @@ def build_test_bundle(
     out: Path, steps: int = 150, kind: str = "char", seed: int = 0, **shape: object
 ) -> Path:
     """Train a 2-layer model for `steps` steps on 60k characters of Shakespeare and save a bundle.
-    `shape`: GPTConfig fields over the default (e.g. pos="rope", norm_kind="rmsnorm")."""
+    `shape`: GPTConfig fields over the default (e.g. pos="rope", norm_kind="rmsnorm"), or
+    family="lstm" (rnn, gru, cnn) and RecurrentConfig fields for a model of another family."""
     torch.manual_seed(seed)
     text = load_corpus("shakespeare")[:60_000]
     tok = Tokenizer.train(text, kind, vocab_size=300 if kind == "bpe" else None)
     data = TokenData.from_text(text, tok)
-    base = dict(vocab_size=tok.vocab_size, n_ctx=64, d_model=48, n_layer=2, n_head=4)
-    cfg = GPTConfig(**{**base, **shape})
-    model = GPT(cfg)
+    if "family" in shape:
+        base = dict(vocab_size=tok.vocab_size, n_ctx=64, d_model=48, n_layer=2)
+        cfg = RecurrentConfig(**{**base, **shape})
+    else:
+        base = dict(vocab_size=tok.vocab_size, n_ctx=64, d_model=48, n_layer=2, n_head=4)
+        cfg = GPTConfig(**{**base, **shape})
+    model = build_model(cfg)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
     gen = torch.Generator().manual_seed(seed)
     history = []

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.claims_models import CLAIM_MODELS, claim_bundle
+from tests.claims_models import CLAIM_MODELS, GPT_CLAIM_MODELS, claim_bundle
 from ui.charts.attention import masked_cells
 from ui.frame import DEFAULT_PROMPT
 from viz_model.analysis import block as blk
@@ -90,7 +90,7 @@ def _check_claims(bundle, scores, ids, induction=None) -> list:
     return claims
 
 
-@pytest.mark.parametrize("name", CLAIM_MODELS)
+@pytest.mark.parametrize("name", GPT_CLAIM_MODELS)
 def test_head_role_claims_beat_their_chance_on_the_prompt_and_the_random_sequence(
     name, claim_bundles
 ):
@@ -122,7 +122,7 @@ def test_even_attention_on_the_same_tokens_is_never_a_role(name, claim_bundles):
         assert not head_role_claim(scores, 0, 0).made
 
 
-@pytest.mark.parametrize("name", CLAIM_MODELS)
+@pytest.mark.parametrize("name", GPT_CLAIM_MODELS)
 def test_the_charts_and_the_arithmetic_use_the_models_own_mask(name, claim_bundles):
     bundle = claim_bundle(claim_bundles, name)
     ids = _prompt_ids(bundle)[:12]

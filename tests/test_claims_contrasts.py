@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.claims_models import ASSETS, CLAIM_MODELS, claim_bundle
+from tests.claims_models import ASSETS, GPT_CLAIM_MODELS, claim_bundle
 from viz_model.analysis import contrasts as ct
 from viz_model.analysis import layernorm as lnx
 from viz_model.analysis import residual as rs
@@ -40,7 +40,7 @@ def stream_means(b: Bundle, ids: list[int]) -> np.ndarray:
 
 
 # ---- Residual stream: the norm sentence ---------------------------------------------------------
-@pytest.mark.parametrize("name", CLAIM_MODELS)
+@pytest.mark.parametrize("name", GPT_CLAIM_MODELS)
 def test_the_residual_norm_sentence_matches_the_measured_lengths(name, claim_bundles):
     b = claim_bundle(claim_bundles, name)
     ids = prompt_ids(b)
@@ -81,7 +81,7 @@ def test_the_spread_claim_on_constructed_norms():
 
 
 # ---- LayerNorm: the output's length, the post-LN stream, like with like ---------------------------
-@pytest.mark.parametrize("name", CLAIM_MODELS)
+@pytest.mark.parametrize("name", GPT_CLAIM_MODELS)
 def test_each_layernorm_output_length_claim_matches_its_weights(name, claim_bundles):
     b = claim_bundle(claim_bundles, name)
     ids = prompt_ids(b)
@@ -102,7 +102,7 @@ def test_each_layernorm_output_length_claim_matches_its_weights(name, claim_bund
         assert "√D · rms(γ) = ‖γ‖" in claim.text  # one statement of the rule, the right one
 
 
-@pytest.mark.parametrize("name", CLAIM_MODELS)
+@pytest.mark.parametrize("name", GPT_CLAIM_MODELS)
 def test_the_stream_length_claims_match_the_lengths(name, claim_bundles):
     b = claim_bundle(claim_bundles, name)
     ids = prompt_ids(b)
@@ -131,7 +131,7 @@ def _configs(extra: dict[str, dict] | None = None) -> dict[str, dict]:
     return found | (extra or {})
 
 
-@pytest.mark.parametrize("name", CLAIM_MODELS)
+@pytest.mark.parametrize("name", GPT_CLAIM_MODELS)
 def test_the_layernorm_page_compares_like_with_like(name, claim_bundles):
     b = claim_bundle(claim_bundles, name)
     configs = _configs({name: b.config.to_dict()})

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from tests.apptest_util import app_test
-from tests.claims_models import ASSETS, CLAIM_MODELS, claim_bundle
+from tests.claims_models import ASSETS, CLAIM_MODELS, GPT_CLAIM_MODELS, claim_bundle
 from viz_model.analysis import embeddings as emb
 from viz_model.analysis import generation as gen
 from viz_model.analysis import neurons as nx
@@ -38,7 +38,7 @@ def first_number(pattern: str, text: str) -> float:
 # ---- Embeddings: the swap exercise ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", CLAIM_MODELS)
+@pytest.mark.parametrize("name", GPT_CLAIM_MODELS)
 def test_the_swap_sentence_matches_its_differences_and_the_models_mask(name, claim_bundles):
     bundle = claim_bundle(claim_bundles, name)
     model, ids = bundle.model, prompt_ids(bundle)
@@ -162,6 +162,12 @@ def test_the_kv_cache_sentence_matches_the_two_runs(name, claim_bundles):
     bundle = claim_bundle(claim_bundles, name)
     settings = SamplingSettings(temperature=1.0, top_k=0, top_p=1.0)
     result = gen.compare_kv_cache(bundle.model, prompt_ids(bundle)[:20], 8, settings, seed=0)
+    if bundle.family != "gpt":  # an RNN, LSTM, GRU or CNN: the page's claim is about its state
+        claim = gen.state_claim(result)
+        assert claim.made == result.match and result.match  # the carried state is exact
+        assert f"The {len(result.with_cache)} tokens match" in claim.text
+        assert "no keys or values to cache" in gen.state_idea(bundle.family)
+        return
     claim = gen.kv_cache_claim(result, bundle.config.causal)
     assert claim.numbers["match"] == result.match
     if bundle.config.causal:
@@ -196,7 +202,7 @@ def text_for(name, claim_bundles) -> str | None:
     return corpus_text(name, tuple(sorted(claim_bundles.items())))
 
 
-@pytest.mark.parametrize("name", CLAIM_MODELS)
+@pytest.mark.parametrize("name", GPT_CLAIM_MODELS)
 def test_the_neuron_claims_match_the_corpus_scan(name, claim_bundles):
     from viz_model.text.data import load_corpus
 
@@ -455,7 +461,7 @@ def test_claims_are_claims():
 # ---- Home: the loss note and the architecture's attention ------------------------------------------
 
 
-@pytest.mark.parametrize("name", CLAIM_MODELS)
+@pytest.mark.parametrize("name", GPT_CLAIM_MODELS)
 def test_home_says_when_attention_sees_the_future(name, claim_bundles):
     from ui.charts.architecture import architecture_figure
     from ui.frame import loss_note
@@ -515,3 +521,9 @@ def test_tokenization_on_a_character_model_says_it_sees_the_letters():
     (letters,) = [m.value for m in at.markdown if m.value.startswith("**Counting letters.**")]
     assert "This model's tokenizer (shakespeare-char) gives every letter its own token" in letters
     assert "The model never sees letters" not in letters
+
+
+def test_a_state_mismatch_is_reported_with_its_first_token():
+    result = gen.KVComparison([1, 2, 3], [1, 2, 4], 0.1, 0.2)
+    claim = gen.state_claim(result)
+    assert not claim.made and "from token 3 on" in claim.text

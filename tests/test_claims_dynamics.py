@@ -14,7 +14,12 @@ import numpy as np
 import pytest
 import torch
 
-from tests.claims_models import CLAIM_MODELS, CLASS_TRAINED, claim_bundle
+from tests.claims_models import (
+    CLAIM_MODELS,
+    CLASS_TRAINED,
+    GPT_CLAIM_MODELS,
+    claim_bundle,
+)
 from viz_model.analysis import dynamics as dyn
 from viz_model.analysis.attention import ordinary_tokens
 from viz_model.analysis.training import final_step, training_steps
@@ -50,7 +55,7 @@ def _with_snapshots(measured, name: str):
     return b, d
 
 
-@pytest.mark.parametrize("name", CLAIM_MODELS)
+@pytest.mark.parametrize("name", GPT_CLAIM_MODELS)
 def test_the_copying_claim_holds_on_every_model_with_snapshots(measured, name):
     b, d = _with_snapshots(measured, name)
     claim = dyn.copying_claim(d)
@@ -108,7 +113,7 @@ def test_induction_2l_learned_to_copy_half_way_inside_its_phase_change(measured)
     assert phase.numbers["from_step"] <= claim.numbers["half_step"] <= phase.numbers["to_step"]
 
 
-@pytest.mark.parametrize("name", CLAIM_MODELS)
+@pytest.mark.parametrize("name", GPT_CLAIM_MODELS)
 def test_the_phase_change_claim_holds_on_every_model_with_snapshots(measured, name):
     _, d = _with_snapshots(measured, name)
     copying = dyn.copying_claim(d)
@@ -131,7 +136,7 @@ def test_the_phase_change_claim_holds_on_every_model_with_snapshots(measured, na
         assert f"between steps {int(n['from_step']):,} and {int(n['to_step']):,}" in claim.text
 
 
-@pytest.mark.parametrize("name", CLAIM_MODELS)
+@pytest.mark.parametrize("name", GPT_CLAIM_MODELS)
 def test_the_sharper_metric_claim_holds_on_every_model_with_snapshots(measured, name):
     _, d = _with_snapshots(measured, name)
     claim = dyn.sharper_metric_claim(d)
@@ -161,7 +166,7 @@ def _check_window(steps: np.ndarray, y: np.ndarray, t10: float, t90: float) -> N
         assert np.all((y[steps < t] - y[0]) / change < q + 1e-9)
 
 
-@pytest.mark.parametrize("name", CLAIM_MODELS)
+@pytest.mark.parametrize("name", GPT_CLAIM_MODELS)
 def test_the_whole_copy_drop_claim_holds_on_every_model_with_snapshots(measured, name):
     _, d = _with_snapshots(measured, name)
     claim = dyn.whole_copy_drop_claim(d, "“↵” (a line break)")

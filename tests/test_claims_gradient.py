@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.claims_models import CLAIM_MODELS, claim_bundle
+from tests.claims_models import GPT_CLAIM_MODELS, GPT_MODELS, claim_bundle
 from ui.frame import DEFAULT_PROMPT
 from viz_model.analysis import contextual as cx
 from viz_model.analysis import gradient as gx
@@ -27,7 +27,7 @@ def _prompt_ids(bundle) -> list[int]:
 def scans(claim_bundles):
     """name -> (ids, loss along the gradient, the step at the default lr) for each claim model."""
     out = {}
-    for name in CLAIM_MODELS:
+    for name in GPT_MODELS:
         bundle = claim_bundle(claim_bundles, name)
         ids = _prompt_ids(bundle)
         before = [p.detach().clone() for p in bundle.model.parameters()]
@@ -39,7 +39,7 @@ def scans(claim_bundles):
     return out
 
 
-@pytest.mark.parametrize("name", CLAIM_MODELS)
+@pytest.mark.parametrize("name", GPT_CLAIM_MODELS)
 def test_the_default_step_lowers_the_loss_as_the_sentence_and_first_order_say(name, scans):
     _, scan, step = scans[name]
     assert step.loss_before == pytest.approx(scan.loss)
@@ -61,7 +61,7 @@ def test_the_default_step_lowers_the_loss_as_the_sentence_and_first_order_say(na
     assert f"{step.lr:g} × {step.grad_sq:.4g}" in claim.text
 
 
-@pytest.mark.parametrize("name", CLAIM_MODELS)
+@pytest.mark.parametrize("name", GPT_CLAIM_MODELS)
 def test_every_rung_on_the_slider_prints_what_its_step_did(name, scans):
     _, scan, _ = scans[name]
     assert scan.losses[0] < scan.loss  # even the smallest η on the slider lowers the loss
@@ -89,7 +89,7 @@ def test_every_rung_on_the_slider_prints_what_its_step_did(name, scans):
 def probe_results(claim_bundles):
     """name -> (stations, property -> ProbeResult) on the first PROBE_WINDOWS snippets."""
     out = {}
-    for name in CLAIM_MODELS:
+    for name in GPT_MODELS:
         b = claim_bundle(claim_bundles, name)
         windows = cx.windows_for(b.model, b.tokenizer, cx.corpus_text(b.meta))
         texts, ids = windows.texts[:PROBE_WINDOWS], windows.ids[:PROBE_WINDOWS]
@@ -100,7 +100,7 @@ def probe_results(claim_bundles):
     return out
 
 
-@pytest.mark.parametrize("name", CLAIM_MODELS)
+@pytest.mark.parametrize("name", GPT_CLAIM_MODELS)
 def test_a_probe_claims_a_property_only_beyond_baseline_and_noise(name, probe_results):
     stations, labels, results = probe_results[name]
     assert results

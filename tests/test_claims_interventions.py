@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from serving.models import DEFAULT_MODEL
-from tests.claims_models import CLAIM_MODELS, claim_bundle
+from tests.claims_models import GPT_CLAIM_MODELS, claim_bundle
 from tests.conftest import tiny_model
 from ui.frame import DEFAULT_PROMPT
 from viz_model.analysis import interventions as iv
@@ -61,7 +61,7 @@ def _flipping_exists(model, ids, candidates) -> bool:
 # ---- patching on every model ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", CLAIM_MODELS)
+@pytest.mark.parametrize("name", GPT_CLAIM_MODELS)
 def test_patching_opens_where_the_change_flips_and_says_what_both_runs_prefer(name, claim_bundles):
     bundle = claim_bundle(claim_bundles, name)
     model, tok = bundle.model, bundle.tokenizer
@@ -126,7 +126,7 @@ def _steering_sets(bundle):
     return enc[0], enc[1]
 
 
-@pytest.mark.parametrize("name", CLAIM_MODELS)
+@pytest.mark.parametrize("name", GPT_CLAIM_MODELS)
 def test_a_steering_push_is_claimed_only_beyond_a_random_direction(name, claim_bundles):
     bundle = claim_bundle(claim_bundles, name)
     model = bundle.model
@@ -161,7 +161,7 @@ def _windows(bundle):
     return iv.validation_windows(ids, bundle.config.n_ctx, 512)
 
 
-@pytest.mark.parametrize("name", CLAIM_MODELS)
+@pytest.mark.parametrize("name", GPT_CLAIM_MODELS)
 def test_heads_are_named_only_beyond_the_noise_of_the_text(name, claim_bundles):
     bundle = claim_bundle(claim_bundles, name)
     sweep = iv.head_sweep_stats(bundle.model, _windows(bundle))
@@ -179,7 +179,7 @@ def test_heads_are_named_only_beyond_the_noise_of_the_text(name, claim_bundles):
         assert np.isfinite(sweep.se).all() and (sweep.se >= 0).all()
 
 
-@pytest.mark.parametrize("name", CLAIM_MODELS)
+@pytest.mark.parametrize("name", GPT_CLAIM_MODELS)
 def test_what_removing_positions_did_is_claimed_only_beyond_noise(name, claim_bundles):
     bundle = claim_bundle(claim_bundles, name)
     model = bundle.model

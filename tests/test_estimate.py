@@ -126,6 +126,6 @@ def test_n_params_builds_each_shape_once(monkeypatch):
 
     cfg = GPTConfig(vocab_size=37, n_ctx=16, d_model=32, n_layer=1, n_head=2, d_mlp=64)
     first = estimate.n_params(cfg)
-    monkeypatch.setattr(estimate, "GPT", None)  # a second build would fail
+    monkeypatch.setattr(estimate, "build_model", None)  # a second build would fail
     assert estimate.n_params(cfg) == first == GPT(cfg).n_params()
     assert estimate.memory_parts(cfg, 2).state == 16 * first

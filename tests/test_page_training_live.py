@@ -177,3 +177,20 @@ def test_a_refusal_outlives_the_live_refresh_that_follows_it(models_dir, root, m
     at.button(key="t_stop").click().run()  # a control that works clears the old refusal
     assert refusal not in [e.value for e in at.error]
     wait_for("refused", lambda v: v.state == "stopped", "the stop")
+
+
+def test_a_run_of_another_family_trains_and_is_watched_without_heads(models_dir, root):  # noqa: F811
+    """An LSTM started on this server: its curve, its probe without an attention tab, and links
+    to pages that can show it (not Attention)."""
+    settings = tiny()
+    lstm = type(settings)(**{**settings.to_dict(), "family": "lstm"})
+    jobs.start("lstm-one", lstm, auth=jobs.Auth())
+    wait_for("lstm-one", lambda v: v.state == "finished" and v.has_bundle, "the LSTM's 40 steps")
+    at = app_test(models_dir, PAGE, query={"t_run": "lstm-one"})
+    assert not at.exception and not at.error
+    assert load_bundle(jobs.run_dir("lstm-one", root)).family == "lstm"
+    assert "An LSTM has no attention to show" in " ".join(c.value for c in at.caption)
+    assert not [b for b in at.button if b.key == "t_open_Attention"]
+    at.button(key="t_open_Generation").click().run()
+    assert not at.exception
+    assert at.query_params["model"] in ("lstm-one", ["lstm-one"])

@@ -344,3 +344,24 @@ def test_choosing_sgd_offers_its_momentum_and_learning_rate_and_the_run_gets_the
         if jobs.read("sgd-run", history=False).live:
             jobs.stop("sgd-run", auth=jobs.Auth())
         _wait_until_done("sgd-run")
+
+
+def test_the_family_switch_follows_the_url_and_counts_that_familys_parameters(runs):
+    at = page({**TINY_TASK, "t_family": "lstm"})
+    assert not at.exception and not at.error
+    assert at.selectbox(key=widget_key("t_family")).value == "lstm"
+    text = load_text(RunSettings(task="count").data_source())
+    lstm = estimate_params(RunSettings(task="count", preset="tiny", family="lstm"), text)
+    assert metric(at, "Parameters") == f"{lstm:,}"
+    at.toggle(key=widget_key("t_custom")).set_value(True).run()
+    keys = {w.key for w in at.number_input}
+    assert widget_key("t_n_head") not in keys and widget_key("t_d_model") in keys  # no heads
+    assert "not offered" in " ".join(c.value for c in at.caption)
+    at.selectbox(key=widget_key("t_family")).set_value("cnn").run()
+    at.toggle(key=widget_key("t_custom")).set_value(True).run()
+    at.number_input(key=widget_key("t_kernel")).set_value(2).run()
+    assert not at.exception and not at.error
+    assert at.query_params["t_family"] in ("cnn", ["cnn"])
+    cnn = RunSettings(task="count", preset="tiny", family="cnn", model={"kernel_size": 2})
+    assert metric(at, "Parameters") == f"{estimate_params(cnn, text):,}"
+    assert "It reads the last 64 tokens" in " ".join(c.value for c in at.caption)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import streamlit as st
 
 from serving import models
-from ui import cache, nav, present, scrubber, state
+from ui import cache, families, nav, present, scrubber, state
 from ui.charts.common import UNK_CLOSE, UNK_OPEN, show_whitespace, token_labels
 from viz_model.analysis.claims import md_escape
 from viz_model.analysis.next_token import loss_lookahead_claim
@@ -28,7 +28,7 @@ from viz_model.analysis.training import final_step, losses_at
 from viz_model.bundles.checkpoint import Bundle
 from viz_model.bundles.files import CheckpointError
 from viz_model.model.config import GPTConfig
-from viz_model.model.gpt import GPT
+from viz_model.model.families import LanguageModel, family_of
 from viz_model.model.scale import cache_bytes, view_tokens
 from viz_model.text.data import (
     MAX_TASK_SEQ_LEN,
@@ -55,7 +55,7 @@ class PageContext:
 
     bundle: Bundle
     bundle_id: str  # cache key: folder + weights mtime
-    model: GPT
+    model: LanguageModel  # a GPT unless the page's entry takes other families (ui/nav.py)
     tokenizer: Tokenizer
     prompt: str  # as typed
     ids: list[int]  # encoded, the last n_ctx tokens (scale.view_tokens for a big model)
@@ -66,7 +66,7 @@ class PageContext:
     unknown: list[int] = field(default_factory=list)  # positions the model reads as <unk>
 
     @property
-    def config(self) -> GPTConfig:
+    def config(self) -> GPTConfig:  # a RecurrentConfig on a page that takes other families
         return self.bundle.config
 
     @property
@@ -112,6 +112,8 @@ def frame(page: nav.Page) -> PageContext:
     st.title(f"{page.icon} {title}")
     for message in errors:
         st.error(message)
+    if bundle.family not in page.families:
+        families.refuse(page, bundle)  # stops the run: the picker above stays usable
     for message in [pasted_too_much] * bool(pasted_too_much) + ctx.messages:
         st.info(message)
     if not ctx.ids:
@@ -287,6 +289,9 @@ def model_card(bundle: Bundle, step: int | None = None) -> list[tuple[str, str]]
     """(field, value) rows describing a model in a few words, for the sidebar; with `step`, the
     snapshot saved at that training step (its losses then, not the final ones)."""
     cfg, tok = bundle.config, bundle.tokenizer
+    if family_of(cfg) != "gpt":
+        rows = families.model_card_rows(bundle)
+        return rows + (_loss_rows(bundle) if step is None else _step_rows(bundle, step))
     blocks = "attention only" if cfg.attn_only else "attention + MLP"
     norm = {"layernorm": f"{cfg.norm}-LN", "rmsnorm": f"{cfg.norm}-RMSNorm", "none": "no norm"}
     parts = [blocks, norm[cfg.norm_kind]]
@@ -364,7 +369,7 @@ def loss_note(bundle: Bundle) -> str:
         "perplexity e^loss: as unsure as a fair pick among that many tokens. "
         "A blind guess gives every token the same chance."
     )
-    if (lookahead := loss_lookahead_claim(bundle.config.causal)).made:
+    if (lookahead := loss_lookahead_claim(getattr(bundle.config, "causal", True))).made:
         note += " " + lookahead.text
     task = _task_of(bundle)
     if task is not None:
@@ -410,7 +415,9 @@ def _context(bundle_id: str, bundle: Bundle, prompt: str) -> PageContext:
     if n_cut:
         pieces = pieces[n_cut:]  # a GPT reads the last n_ctx tokens, as Generation does
         why = (
-            f"this model reads at most {n_ctx:,}"
+            f"it was trained on windows of {n_ctx:,}"
+            if bundle.family != "gpt"
+            else f"this model reads at most {n_ctx:,}"
             if n_view == n_ctx
             else f"the pages look inside a model this large on at most {n_view:,} at a time "
             f"(it reads up to {n_ctx:,}; its activations on {n_view:,} tokens already take "
@@ -418,8 +425,8 @@ def _context(bundle_id: str, bundle: Bundle, prompt: str) -> PageContext:
         )
         messages.append(
             f"The prompt is {n_view + n_cut:,} tokens long, but {why}: "
-            f"like a GPT writing text, "
-            f"every page reads the last {n_view:,}; the first {n_cut:,} were cut."
+            + ("like a GPT writing text, " if bundle.family == "gpt" else "")
+            + f"every page reads the last {n_view:,}; the first {n_cut:,} were cut."
         )
     ids = [p.id for p in pieces]
     unknown = [i for i, p in enumerate(pieces) if tok.unk_id is not None and p.id == tok.unk_id]

@@ -24,6 +24,10 @@ from dataclasses import dataclass, replace
 import streamlit as st
 from streamlit.navigation.page import StreamlitPage
 
+from viz_model.model.recurrent_config import FAMILIES
+
+ANY_FAMILY = FAMILIES  # pages that need only logits, a tokenizer or a training history
+
 
 @dataclass(frozen=True)
 class Page:
@@ -38,6 +42,11 @@ class Page:
     # The page's own URL keys (ui/state.py), besides the frame's model, prompt and train_step: what
     # a lesson stop's view may set. tests/test_page_view_keys.py checks them against the page.
     view_keys: tuple[str, ...] = ()
+    # The model families the page can show (viz_model/model/recurrent_config.FAMILIES). On a model
+    # of another family the frame refuses the page in words, saying what of a transformer it
+    # looks at (`needs`, e.g. "attention heads"), and links to the pages that can show it.
+    families: tuple[str, ...] = ("gpt",)
+    needs: str = ""
 
     @property
     def title(self) -> str:
@@ -58,6 +67,7 @@ HOME = Page(
     "What the app is for, and the model at a glance.",
     needs_prompt=False,
     heading="Inside a GPT",
+    families=ANY_FAMILY,
 )
 
 SECTIONS: dict[str, list[Page]] = {
@@ -69,6 +79,7 @@ SECTIONS: dict[str, list[Page]] = {
             ":material/school:",
             "Lecture paths through the app: predict, then reveal; presenter mode; exercise sheets.",
             needs_prompt=False,
+            families=ANY_FAMILY,
         ),
         Page(
             "pages/18_class.py",
@@ -77,6 +88,7 @@ SECTIONS: dict[str, list[Page]] = {
             ":material/groups:",
             "Students follow the teacher's screen, answer questions live, and race on one leaderboard.",
             needs_prompt=False,
+            families=ANY_FAMILY,
         ),
     ],
     "Text to tokens": [
@@ -87,6 +99,7 @@ SECTIONS: dict[str, list[Page]] = {
             ":material/text_fields:",
             "How text becomes a list of token ids, and how BPE merges build the vocabulary.",
             view_keys=("vocab", "merge", "only_changes"),
+            families=ANY_FAMILY,
         ),
         Page(
             "pages/02_embeddings.py",
@@ -95,6 +108,7 @@ SECTIONS: dict[str, list[Page]] = {
             ":material/scatter_plot:",
             "Each token id looks up a vector; a position vector is added to it.",
             view_keys=("token", "swap_i", "swap_j"),
+            needs="position vectors added to each token's embedding",
         ),
     ],
     "Inside the model": [
@@ -105,6 +119,7 @@ SECTIONS: dict[str, list[Page]] = {
             ":material/visibility:",
             "Which earlier tokens each token looks at, head by head, with the arithmetic behind it.",
             view_keys=("layer", "head", "view", "query", "grid_layers", "rrt", "rrt_len"),
+            needs="attention heads",
         ),
         Page(
             "pages/04_residual_stream.py",
@@ -113,6 +128,7 @@ SECTIONS: dict[str, list[Page]] = {
             ":material/stacked_line_chart:",
             "What every layer adds to the running sum, and what the model would predict at each layer.",
             view_keys=("token", "pos", "lens_from"),
+            needs="attention and MLP blocks, and what each adds to the residual stream",
         ),
         Page(
             "pages/05_layernorm.py",
@@ -121,6 +137,7 @@ SECTIONS: dict[str, list[Page]] = {
             ":material/straighten:",
             "How each vector is centred and rescaled before attention and the MLP read it.",
             view_keys=("ln", "ln_pos"),
+            needs="LayerNorms before each attention and MLP sublayer",
         ),
         Page(
             "pages/06_mlp_neurons.py",
@@ -129,6 +146,7 @@ SECTIONS: dict[str, list[Page]] = {
             ":material/hub:",
             "Which neurons fire on which tokens, and what they write back.",
             view_keys=("mlp_layer", "neuron", "n_neurons"),
+            needs="MLP neurons",
         ),
     ],
     "Output": [
@@ -139,6 +157,7 @@ SECTIONS: dict[str, list[Page]] = {
             ":material/casino:",
             "The probability of every possible next token, and how temperature, top-k and top-p reshape it.",
             view_keys=("temperature", "top_k", "top_p", "bars", "log", "tt_k"),
+            families=ANY_FAMILY,
         ),
         Page(
             "pages/08_generation.py",
@@ -156,6 +175,7 @@ SECTIONS: dict[str, list[Page]] = {
                 "per_head",
                 "mem_min",
             ),
+            families=ANY_FAMILY,
         ),
         Page(
             "pages/19_using_a_model.py",
@@ -199,6 +219,7 @@ SECTIONS: dict[str, list[Page]] = {
                 "t_run",
                 "t_data",
                 "t_task",
+                "t_family",
                 "t_preset",
                 "t_custom",
                 "t_n_layer",
@@ -210,6 +231,7 @@ SECTIONS: dict[str, list[Page]] = {
                 "t_attn_only",
                 "t_tie_embeddings",
                 "t_dropout",
+                "t_kernel",
                 "t_tok",
                 "t_vocab",
                 "t_own",
@@ -230,6 +252,7 @@ SECTIONS: dict[str, list[Page]] = {
                 "live_x",
                 "live_sample",
             ),
+            families=ANY_FAMILY,
         ),
     ],
     "Before transformers": [
@@ -241,6 +264,7 @@ SECTIONS: dict[str, list[Page]] = {
             "Language models made by counting: Shannon's approximations, sparsity, perplexity.",
             needs_prompt=False,
             view_keys=("ng_context", "ng_k", "ng_seed"),
+            families=ANY_FAMILY,
         ),
     ],
     "Experiments": [
@@ -270,6 +294,7 @@ SECTIONS: dict[str, list[Page]] = {
                 "pos_mode",
                 "pos_seed",
             ),
+            needs="attention heads and MLPs, to knock out and patch",
         ),
         Page(
             "pages/22_adversarial.py",
@@ -286,7 +311,8 @@ SECTIONS: dict[str, list[Page]] = {
             ":material/timeline:",
             "Each head's role against training step: whether, and when, copying is learned.",
             needs_prompt=False,
-            view_keys=("dyn_head",),
+            view_keys=("dyn_head", "dyn_x"),
+            families=ANY_FAMILY,
         ),
         Page(
             "pages/13_compare_models.py",
@@ -303,6 +329,7 @@ SECTIONS: dict[str, list[Page]] = {
                 "cmp_layer_b",
                 "cmp_head_b",
             ),
+            families=ANY_FAMILY,
         ),
         Page(
             "pages/15_architecture_contrasts.py",
@@ -311,6 +338,7 @@ SECTIONS: dict[str, list[Page]] = {
             ":material/difference:",
             "Tiny models that differ in one choice: causal mask, layers, LayerNorm, positions, tying.",
             view_keys=("ctr",),
+            families=ANY_FAMILY,
         ),
         Page(
             "pages/16_scaling.py",
@@ -320,6 +348,7 @@ SECTIONS: dict[str, list[Page]] = {
             "Loss against parameters and compute, log-log: a power law, 12 L d², GPT-2 and GPT-3.",
             needs_prompt=False,
             view_keys=("scl_x",),
+            families=ANY_FAMILY,
         ),
         Page(
             "pages/14_inside_a_block.py",
@@ -339,6 +368,7 @@ SECTIONS: dict[str, list[Page]] = {
                 "gd_pos",
                 "lk_query",
             ),
+            needs="attention-and-MLP blocks",
         ),
     ],
 }

@@ -16,7 +16,7 @@ from pathlib import Path
 import streamlit as st
 
 from serving import jobs, models
-from ui import cache, nav, present, state, training_view
+from ui import cache, families, nav, present, state, training_view
 from ui.charts.attention import pattern_heatmap
 from ui.charts.common import token_labels
 from ui.charts.next_token import distribution_bars
@@ -43,6 +43,7 @@ STATE_ICONS = {
     "interrupted": ":material/warning:",
 }
 OPEN_ON = ("Attention", "Next_token", "Generation")  # url paths of the pages a new model opens on
+OPEN_OTHER_ON = ("Next_token", "Generation", "Compare_models")  # for an RNN, LSTM, GRU or CNN
 
 
 def draw_runs(auth: jobs.Auth) -> None:
@@ -122,7 +123,7 @@ def _watch(name: str, auth: jobs.Auth) -> None:
     _samples(view)
     _probe(view, bundle)
     if not view.live and view.has_bundle:
-        _open_links(view)
+        _open_links(view, bundle)
 
 
 # ---- state and progress -----------------------------------------------------------------------
@@ -314,6 +315,8 @@ def _probe_numbers(bundle_id: str, ids: tuple[int, ...], layer: int, head: int):
     top = nt.top_tokens(
         nt.distribution(logits, SamplingSettings()), PROBE_BARS, bundle.tokenizer.id_to_token
     )
+    if bundle.family != "gpt":  # an RNN, LSTM, GRU or CNN: no heads
+        return top, None
     pattern = attention_run(bundle.model, list(ids)).pattern[layer, head]
     return top, pattern
 
@@ -337,12 +340,20 @@ def _probe(view: jobs.RunView, bundle) -> None:
         height=68,
         help="A fixed prompt to watch while the run trains. Press Ctrl+Enter to apply.",
     )
-    layer = state.number_input("Layer", "t_layer", 0, cfg.n_layer - 1, 0, container=c2)
-    head = state.number_input("Head", "t_head", 0, cfg.n_head - 1, 0, container=c3)
+    gpt = bundle.family == "gpt"
+    layer, head = 0, 0
+    if gpt:
+        layer = state.number_input("Layer", "t_layer", 0, cfg.n_layer - 1, 0, container=c2)
+        head = state.number_input("Head", "t_head", 0, cfg.n_head - 1, 0, container=c3)
     ids = bundle.tokenizer.encode(probe or PROBE_DEFAULT)[-cfg.n_ctx :] or [0]
     bid, ids = bundle_id(view), tuple(ids)
     top, pattern = _probe_numbers(bid, ids, layer, head)
-    next_tab, attention_tab = st.tabs(["What comes next", f"Layer {layer}, head {head}: attention"])
+    if gpt:
+        next_tab, attention_tab = st.tabs(
+            ["What comes next", f"Layer {layer}, head {head}: attention"]
+        )
+    else:
+        next_tab, attention_tab = st.container(), None
     present.plot(
         cache.figure(
             distribution_bars, top.labels, top.base_probs, top.scaled_probs, top.probs, top.kept
@@ -350,6 +361,9 @@ def _probe(view: jobs.RunView, bundle) -> None:
         key="t_probe_next",
         container=next_tab,
     )
+    if pattern is None:
+        st.caption(families.no_attention_note(bundle))
+        return
     labels = token_labels([bundle.tokenizer.id_to_token(i) for i in ids])
     present.plot(
         cache.figure(pattern_heatmap, pattern, labels),
@@ -358,10 +372,12 @@ def _probe(view: jobs.RunView, bundle) -> None:
     )
 
 
-def _open_links(view: jobs.RunView) -> None:
+def _open_links(view: jobs.RunView, bundle) -> None:
     st.markdown(f"**{view.name}** is a model bundle now: every page's model picker lists it.")
-    cols = st.columns(len(OPEN_ON))
-    for col, page in zip(cols, map(nav.find, OPEN_ON), strict=True):
+    gpt = bundle is None or bundle.family == "gpt"  # other families cannot open on Attention
+    pages = OPEN_ON if gpt else OPEN_OTHER_ON
+    cols = st.columns(len(pages))
+    for col, page in zip(cols, map(nav.find, pages), strict=True):
         if col.button(f"Open it on {page.label}", key=f"t_open_{page.label}"):
             state.set_value("model", view.name)
             st.switch_page(page.file)

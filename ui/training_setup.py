@@ -19,7 +19,7 @@ from typing import Any
 import streamlit as st
 
 from serving import jobs
-from ui import cache, classroom, state
+from ui import cache, classroom, families, state
 from viz_model.analysis.training import OPTIMIZER_NAMES
 from viz_model.model.config import (
     ACT_LABELS,
@@ -40,6 +40,15 @@ from viz_model.model.config import (
     GPTConfig,
     TrainConfig,
     preset,
+)
+from viz_model.model.families import config_from_dict, config_to_dict
+from viz_model.model.recurrent_config import (
+    FAMILIES,
+    FAMILY_LABELS,
+    FAMILY_TEXT,
+    MAX_KERNEL,
+    RecurrentConfig,
+    preset_shape,
 )
 from viz_model.text.data import (
     CORPORA,
@@ -92,7 +101,7 @@ POSITION_LABELS = {
 }
 NORM_KIND_LABELS = {"layernorm": "LayerNorm (GPT-2)", "rmsnorm": "RMSNorm (Llama)", "none": "none"}
 MLP_LABELS = {"standard": "standard", "gated": "gated (GLU)"}
-PRESET_DEPENDENT = (*(f"t_{k}" for k in CUSTOM_KEYS), "t_batch", "t_lr")
+PRESET_DEPENDENT = (*(f"t_{k}" for k in CUSTOM_KEYS), "t_kernel", "t_batch", "t_lr")
 
 
 def draw_setup(auth: jobs.Auth) -> str | None:
@@ -104,8 +113,9 @@ def draw_setup(auth: jobs.Auth) -> str | None:
         tokenizer, vocab = _tokenizer()
     left, right = st.columns(2)
     with left:
-        preset_name, custom = _preset()
-        if source.get("task") == "repeat" and preset_name != REPEAT_PRESET and not custom:
+        family, preset_name, custom = _preset()
+        copying_gpt = family == "gpt" and preset_name != REPEAT_PRESET
+        if source.get("task") == "repeat" and copying_gpt and not custom:
             st.info(
                 f"Copying needs two attention layers and little else: choose **{REPEAT_PRESET}** "
                 "for this task: in a run of about a minute on a laptop it can form an induction head "
@@ -114,7 +124,10 @@ def draw_setup(auth: jobs.Auth) -> str | None:
             )
     with right:
         train, minutes = _training(preset_name)
-    overrides, shape_problem = _custom_shape(preset_name) if custom else ({}, None)
+    if family != "gpt":
+        overrides, shape_problem = _family_shape(family, preset_name) if custom else ({}, None)
+    else:
+        overrides, shape_problem = _custom_shape(preset_name) if custom else ({}, None)
     problems = [p for p in (data_problem, shape_problem) if p]
     settings = None
     if not problems:
@@ -127,6 +140,7 @@ def draw_setup(auth: jobs.Auth) -> str | None:
                 model=overrides,
                 train=train,
                 minutes=minutes,
+                family=family,
             )
         except ValueError as exc:
             problems.append(str(exc))
@@ -204,24 +218,95 @@ def _tokenizer() -> tuple[str, int | None]:
     return kind, vocab
 
 
-def _preset() -> tuple[str, bool]:
-    """The preset and whether its shape is customised; a new preset resets the fields it sets."""
+def _preset() -> tuple[str, str, bool]:
+    """The model family, the preset and whether its shape is customised; a new family or preset
+    resets the fields it sets."""
     st.markdown("**Model**")
-    name = state.selectbox("Preset", "t_preset", list(PRESETS), DEFAULT_PRESET)
-    cfg = preset(name, 2)
-    st.caption(
-        f"{PRESET_NOTES.get(name, name)}: {cfg.n_layer} layers × {cfg.n_head} heads, "
-        f"d_model {cfg.d_model}, context {cfg.n_ctx}" + (", attention only" * cfg.attn_only)
+    family = state.selectbox(
+        "Family",
+        "t_family",
+        list(FAMILIES),
+        "gpt",
+        format_func=FAMILY_LABELS.get,
+        help="The kind of network. The others train on the same data, tokenizer and budget; "
+        "each preset gives them about the GPT preset's number of weights.",
     )
+    name = state.selectbox("Preset", "t_preset", list(PRESETS), DEFAULT_PRESET)
+    if family == "gpt":
+        cfg = preset(name, 2)
+        st.caption(
+            f"{PRESET_NOTES.get(name, name)}: {cfg.n_layer} layers × {cfg.n_head} heads, "
+            f"d_model {cfg.d_model}, context {cfg.n_ctx}" + (", attention only" * cfg.attn_only)
+        )
+    else:
+        st.caption(_family_caption(RecurrentConfig(family, 2, **preset_shape(family, name))))
     seen = st.session_state.get("_t_preset_seen")
-    if seen is not None and seen != name:
+    name_seen = f"{family}/{name}"
+    if seen is not None and seen != name_seen:
         for key in PRESET_DEPENDENT:
             st.session_state.pop(key, None)
             if key in st.query_params:
                 del st.query_params[key]
-    st.session_state["_t_preset_seen"] = name
+    st.session_state["_t_preset_seen"] = name_seen
     custom = state.toggle("Customise the shape", "t_custom", False)
-    return name, custom
+    return family, name, custom
+
+
+def _family_caption(cfg: RecurrentConfig) -> str:
+    """A family's shape for the preset, in words: what it is, its layers, what it reads."""
+    text = families.a_family(cfg.family)
+    text = text[0].upper() + text[1:]
+    text += f", {FAMILY_TEXT[cfg.family]}: {cfg.n_layer} layers of width {cfg.d_model}, "
+    text += f"trained on windows of {cfg.n_ctx} tokens"
+    if cfg.receptive_field is not None:
+        text += f", reading the last {cfg.receptive_field}"
+    return text + ". Heads, positions and MLPs are a GPT's: this model has none."
+
+
+def _family_shape(family: str, preset_name: str) -> tuple[dict[str, Any], str | None]:
+    """The fields an RNN, LSTM, GRU or CNN takes, starting from its shape for the preset; the
+    GPT's other options are not offered (said in a caption)."""
+    base = RecurrentConfig(family, 2, **preset_shape(family, preset_name))
+    st.caption(
+        f"The {FAMILY_LABELS[family]}'s shape, starting from its {preset_name} preset's. Heads, "
+        "positions, the MLP and the block's parts are a transformer's, so they are not offered."
+    )
+    c1, c2, c3 = st.columns(3)
+    fields = {
+        "n_layer": state.number_input(
+            "Layers",
+            "t_n_layer",
+            1,
+            12 if family == "cnn" else MAX_LAYERS,
+            base.n_layer,
+            container=c1,
+        ),
+        "d_model": state.number_input(
+            "Width (d_model)", "t_d_model", 1, MAX_D_MODEL, base.d_model, step=16, container=c2
+        ),
+        "n_ctx": state.number_input(
+            "Training window", "t_n_ctx", 1, MAX_CTX, base.n_ctx, step=16, container=c3
+        ),
+        "dropout": state.number_input(
+            "Dropout", "t_dropout", 0.0, 0.9, float(base.dropout), step=0.05, container=c1
+        ),
+    }
+    if family == "cnn":
+        fields["kernel_size"] = state.number_input(
+            "Kernel width", "t_kernel", 2, MAX_KERNEL, base.kernel_size, container=c2
+        )
+    try:
+        cfg = RecurrentConfig(family, 2, **fields)
+    except ValueError as exc:
+        message = f"This model cannot be built: {exc}."
+        st.error(message)
+        return fields, message
+    if cfg.receptive_field is not None:
+        st.caption(
+            f"It reads the last {cfg.receptive_field} tokens: 1 + (kernel − 1) × (1 + 2 + … + "
+            f"{cfg.dilations[-1]})."
+        )
+    return fields, None
 
 
 def _custom_shape(preset_name: str) -> tuple[dict[str, Any], str | None]:
@@ -397,7 +482,8 @@ def _distinct_chars(source_json: str) -> str:
 def _speed(cfg_json: str, batch_size: int, threads: int) -> estimate.Speed:
     """This shape's speed, measured in a child process on the job's threads, once per shape
     (a failure raises, and is not cached)."""
-    return estimate.measure_speed(GPTConfig(**json.loads(cfg_json)), batch_size, threads)
+    cfg = config_from_dict(json.loads(cfg_json))
+    return estimate.measure_speed(cfg, batch_size, threads)
 
 
 def _costs(settings: RunSettings, text: str | None) -> tuple[list[str], dict | None]:
@@ -420,7 +506,7 @@ def _costs(settings: RunSettings, text: str | None) -> tuple[list[str], dict | N
     if not refusals and estimate.memory_estimate(cfg, timed_batch) <= MEASURE_MAX_BYTES:
         with st.spinner("Timing a few training steps of this model on this machine…"):
             try:
-                speed = _speed(json.dumps(cfg.to_dict()), timed_batch, limits.threads)
+                speed = _speed(json.dumps(config_to_dict(cfg)), timed_batch, limits.threads)
             except ValueError as exc:
                 st.warning(f"The speed could not be measured here ({exc}).")
     rate = speed.tokens_per_s() if speed else None

@@ -18,6 +18,7 @@ from ui.frame import PageContext
 from viz_model.analysis import next_token as nt
 from viz_model.analysis import ngrams as ng
 from viz_model.analysis.tokens import token_text
+from viz_model.model.recurrent_config import FAMILY_LABELS
 
 
 def _p_text(log_p_nats: float) -> str:
@@ -94,19 +95,20 @@ def in_training_text(ctx: PageContext, last_logits: np.ndarray) -> None:
         help="The corpus is searched for the prompt's last k tokens, as an n-gram model would.",
     )
     used = ctx.ids[-k:]
+    net = FAMILY_LABELS[ctx.bundle.family]  # "GPT", or "LSTM", ...
     table = ng.count_table(models, used)
     shown = show_whitespace("".join(token_text(tok, t) for t in used)).replace("`", "ˋ")
     st.markdown(
         f"A model only learns from its training text. Here is what that text says after "
         f"`{shown}`: it occurs **{table.total:,}** times in the training split followed by "
         "a token. The count ratios are what an n-gram model would predict; the red bars are the "
-        "GPT, which read the whole prompt."
+        f"{net}'s, after the whole prompt."
     )
     gpt = ng.softmax(last_logits)
     if not table.defined:
         st.warning(
             "These tokens never occur in the training text: the count ratio is 0/0, undefined. "
-            "The GPT still has an answer, built from contexts that resemble this one. Try fewer "
+            f"The {net} still has an answer, built from contexts that resemble this one. Try fewer "
             "tokens.",
             icon=":material/block:",
         )
@@ -120,7 +122,8 @@ def in_training_text(ctx: PageContext, last_logits: np.ndarray) -> None:
             [float(counts_p[t]) for t in ids] if table.defined else None,
             [float(kn[t]) for t in ids],
             [float(gpt[t]) for t in ids],
-            title=f"After the last {len(used)} tokens: the training text's counts and the GPT",
+            title=f"After the last {len(used)} tokens: the training text's counts and the {net}",
+            model_label=net,
         ),
         key="tt_estimates",
     )

@@ -531,6 +531,11 @@ PARAM_LABELS = {
     "mlp": "MLP",
     "layernorm": "LayerNorm",
     "unembed": "unembedding",
+    # the layers of the other families (RecurrentLM.param_counts)
+    "rnn": "RNN cells",
+    "lstm": "LSTM cells",
+    "gru": "GRU cells",
+    "cnn": "convolutions",
 }
 
 
@@ -571,4 +576,8 @@ _BAR_COLOURS = {
     "MLP": "#8e7cc3",
     "LayerNorm": "#b7b7b7",
     "unembedding": "#6fa8dc",
+    "RNN cells": "#e06666",
+    "LSTM cells": "#e06666",
+    "GRU cells": "#e06666",
+    "convolutions": "#e06666",
 }

@@ -42,8 +42,10 @@ def order_chart(
     gpt_lines: dict[str, float],
     y_title: str,
     title: str,
+    kinds: dict[str, str] | None = None,
 ) -> go.Figure:
-    """Each counting model's score against the order n (lines with markers) and each GPT's as a
+    """Each counting model's score against the order n (lines with markers) and each GPT's (or
+    LSTM's, ...: `kinds` names each line's family, "GPT" when not given) as a
     dashed horizontal line named in the legend (labels on the plot collide), so "how many words of context does counting need to match
     the GPT?" can be read off."""
     traces = [
@@ -68,14 +70,15 @@ def order_chart(
         ),
     )
     for i, (name, value) in enumerate(gpt_lines.items()):
+        kind = (kinds or {}).get(name, "GPT")
         fig.add_trace(
             go.Scatter(
                 x=[min(orders), max(orders)],
                 y=[value, value],
                 mode="lines",
-                name=f"GPT {plotly_text(name)}: {value:.2f}",
+                name=f"{kind} {plotly_text(name)}: {value:.2f}",
                 line=dict(color=GPT_COLOURS[i % len(GPT_COLOURS)], dash="dash", width=2),
-                hovertemplate=f"GPT {plotly_text(name)}: {value:.3f}<extra></extra>",
+                hovertemplate=f"{kind} {plotly_text(name)}: {value:.3f}<extra></extra>",
             )
         )
     return fig
@@ -109,11 +112,12 @@ def estimate_bars(
     kneser_ney: Sequence[float],
     gpt: Sequence[float],
     title: str,
+    model_label: str = "GPT",
 ) -> go.Figure:
     """Grouped horizontal bars per next token: the count ratio (absent when undefined), the
-    Kneser-Ney estimate and the GPT's probability."""
+    Kneser-Ney estimate and the model's probability (a GPT's, or an LSTM's, ...: model_label)."""
     y = plotly_labels([f"“{show_whitespace(label)}”" for label in labels])
-    rows = [("Kneser-Ney (smoothed counts)", kneser_ney, KN_COLOUR), ("GPT", gpt, GPT_COLOUR)]
+    rows = [("Kneser-Ney (smoothed counts)", kneser_ney, KN_COLOUR), (model_label, gpt, GPT_COLOUR)]
     if count_ratio is not None:
         rows.insert(0, ("count ratio", count_ratio, COUNT_COLOUR))
     traces = [

@@ -99,11 +99,15 @@ def curves_in(curves: Curves, chars_per_token: float | None, unit: str) -> Curve
 @dataclass(frozen=True)
 class ModelInfo:
     """What a bundle's config.json says about it, enough to choose a partner: the text it was
-    trained on (meta "corpus"), its tokenizer kind, and its shape (n_layer, d_model)."""
+    trained on (meta "corpus"), its tokenizer kind, and its shape (n_layer, d_model); its family
+    ("gpt", "lstm", ...) and its training command without the family and the output folder, so
+    an LSTM finds the GPT trained by the same command."""
 
     corpus: str | None
     tokenizer: str | None
     shape: tuple[int, int] | None
+    family: str = "gpt"
+    recipe: str | None = None
 
 
 def model_info(folder: Path) -> ModelInfo:
@@ -112,15 +116,38 @@ def model_info(folder: Path) -> ModelInfo:
         config = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
         meta, shape = config.get("meta") or {}, config.get("model") or {}
         return ModelInfo(
-            meta.get("corpus"), meta.get("tokenizer"), (shape.get("n_layer"), shape.get("d_model"))
+            meta.get("corpus"),
+            meta.get("tokenizer"),
+            (shape.get("n_layer"), shape.get("d_model")),
+            shape.get("family", "gpt"),
+            recipe(meta.get("command")),
         )
     except (OSError, ValueError, AttributeError):
         return ModelInfo(None, None, None)
 
 
+def recipe(command: object) -> str | None:
+    """A training command without its --family and --out (and their values), e.g. for
+    "... --family lstm --steps 9 --out a/b": "... --steps 9"; None for no command."""
+    if not isinstance(command, str) or not command:
+        return None
+    words, kept = command.split(), []
+    skip = False
+    for word in words:
+        if skip:
+            skip = False
+        elif word in ("--family", "--out"):
+            skip = True
+        else:
+            kept.append(word)
+    return " ".join(kept)
+
+
 def partner(name: str, infos: Mapping[str, ModelInfo]) -> str:
     """The model to open beside `name`: the one contrast that teaches most, in this order:
-    same training text and shape, another tokenizer (shakespeare-char beside shakespeare-bpe);
+    a model of another family trained by the same command (shakespeare-lstm beside
+    shakespeare-tiny); same training text and shape, another tokenizer (shakespeare-char beside
+    shakespeare-bpe);
     same text, another tokenizer; same text; then the first other model (infos' order).
 
     >>> infos = {"a": ModelInfo("x", "char", (4, 128)), "b": ModelInfo("y", "char", (4, 128)),
@@ -135,6 +162,8 @@ def partner(name: str, infos: Mapping[str, ModelInfo]) -> str:
 
     def rank(other: str) -> int:
         o = infos[other]
+        if me.recipe is not None and o.recipe == me.recipe and o.family != me.family:
+            return -1 if "gpt" in (me.family, o.family) else 0
         same_text = me.corpus is not None and o.corpus == me.corpus
         other_tokens = o.tokenizer != me.tokenizer
         if same_text and other_tokens and o.shape == me.shape:

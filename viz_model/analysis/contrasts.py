@@ -175,7 +175,11 @@ def like_pair(own_name: str, configs: dict[str, dict], field: str) -> Pair | Non
     closest twin (e.g. shakespeare-char, 4 layers of 128, has no post-LN twin; the post-LN
     shakespeare-postln has shakespeare-tiny); else the model on screen and its closest twin with
     what else differs. None when no model differs in `field`. configs: name -> GPTConfig dict,
-    the model on screen included."""
+    the model on screen included; other families' (an LSTM's) are left out: they have no "norm"
+    or "pos" to differ in."""
+    configs = {n: c for n, c in configs.items() if c.get("family", "gpt") == "gpt"}
+    if own_name not in configs:
+        return None
     own = configs[own_name]
     others = {n: c for n, c in configs.items() if n != own_name}
     twin = closest_twin(own, others, field)

@@ -148,7 +148,12 @@ def compare_kv_cache(
 @torch.no_grad()
 def newest_token_view(model: GPT, seq: list[int]) -> tuple[np.ndarray, np.ndarray, int]:
     """One forward pass over the window (the last n_ctx tokens of seq): the logits after it (V,),
-    the newest token's attention in every layer (n_layer, n_head, T), and how many were cropped."""
+    the newest token's attention in every layer (n_layer, n_head, T), and how many were cropped.
+    An RNN, LSTM, GRU or CNN reads the whole of seq, as it generates, and has no attention: the
+    logits, an empty (0, 0, T) array, and 0."""
+    if not isinstance(model, GPT):
+        ids = torch.tensor(seq, dtype=torch.long, device=model.embed.weight.device)
+        return model(ids)[-1].float().cpu().numpy(), np.zeros((0, 0, len(seq))), 0
     window, cut = crop_to_context(seq, model.cfg.n_ctx)
     names = [f"blocks.{layer}.attn.hook_pattern" for layer in range(model.cfg.n_layer)]
     ids = torch.tensor(window, dtype=torch.long, device=model.embed.weight.device)
@@ -302,6 +307,44 @@ def kv_cache_claim(result: KVComparison, causal: bool) -> Claim:
         f"The tokens differ from token {first + 1} on: with a causal mask the cache should give "
         "the same numbers up to float rounding, which can only flip a draw between two "
         "near-equal probabilities."
+    )
+    return Claim(text, False, numbers)
+
+
+def state_idea(family: str) -> str:
+    """What an RNN, LSTM, GRU or CNN carries from step to step instead of a KV cache, in words."""
+    if family == "cnn":
+        carried = (
+            "each layer's last few inputs (as many as its convolution reaches back), so each step "
+            "feeds only the newest token"
+        )
+    else:
+        carried = (
+            "its state (the hidden vector"
+            + (" and the cell state" if family == "lstm" else "")
+            + ") after the last token, so each step feeds only the newest token and updates it"
+        )
+    return (
+        "Without it, every step runs the model again over the whole text. This model has no keys "
+        f"or values to cache; it carries {carried}. Its cost per token stays the same however long "
+        "the text grows, and the state does not grow either (a GPT's KV cache grows by one token's "
+        "keys and values a step). Same seed, same settings: the tokens must be identical, only "
+        "the time differs."
+    )
+
+
+def state_claim(result: KVComparison) -> Claim:
+    """What the comparison with and without the carried state showed: the state is exact, so
+    the tokens must match (up to float rounding flipping a near-tie)."""
+    n, first = len(result.with_cache), result.first_difference
+    numbers = {"tokens": n, "match": float(result.match)}
+    numbers |= {"first_difference": -1 if first is None else first}
+    if result.match:
+        return Claim(f"The {n} tokens match, one for one.", True, numbers)
+    text = (
+        f"The tokens differ from token {first + 1} on: the carried state should give the same "
+        "numbers up to float rounding, which can only flip a draw between two near-equal "
+        "probabilities."
     )
     return Claim(text, False, numbers)
 

@@ -236,12 +236,15 @@ def bundle_points(
     found: Mapping[str, Path], bundled_dir: Path, corpus: str, tokenizer: str
 ) -> list[ScalingPoint]:
     """A point for every bundle trained on `corpus` with a `tokenizer` tokenizer (from config.json
-    alone), "bundled" when it sits in bundled_dir, else a "class run"; unreadable bundles skipped."""
+    alone), "bundled" when it sits in bundled_dir, else a "class run"; unreadable bundles skipped,
+    and models of other families (an LSTM's weights are not a GPT's N: the law is the GPT's)."""
     points = []
     for name, path in found.items():
         try:
             cfg, raw = read_config(path)
         except (CheckpointError, OSError):
+            continue
+        if not isinstance(cfg, GPTConfig):
             continue
         meta = raw.get("meta") if isinstance(raw.get("meta"), dict) else {}
         if meta.get("corpus") != corpus or meta.get("tokenizer") != tokenizer:

@@ -2,7 +2,8 @@
 
     NAME/
       model.safetensors   the weights (float32)
-      config.json         {"format_version", "model": GPTConfig, "train": TrainConfig | null,
+      config.json         {"format_version", "model": GPTConfig | RecurrentConfig (with "family";
+                           absent means "gpt"), "train": TrainConfig | null,
                            "tokenizer_sha256", "meta": {command, corpus, val_loss, ...}}
       tokenizer.json      the HF tokenizers file
       history.json        the training curve: a list of step records
@@ -33,8 +34,13 @@ from viz_model.bundles.files import (
     read_weights,
     write_json,
 )
-from viz_model.model.config import GPTConfig
-from viz_model.model.gpt import GPT
+from viz_model.model.families import (
+    LanguageModel,
+    ModelConfig,
+    config_from_dict,
+    config_to_dict,
+    family_of,
+)
 from viz_model.text.tokenization import Tokenizer
 
 FORMAT_VERSION = 1
@@ -45,9 +51,9 @@ _SNAPSHOT = re.compile(r"step_(\d+)\.safetensors$")
 @dataclass
 class Bundle:
     path: Path
-    model: GPT
+    model: LanguageModel  # a GPT, or a RecurrentLM (RNN, LSTM, GRU, causal CNN)
     tokenizer: Tokenizer
-    config: GPTConfig
+    config: ModelConfig
     train_config: dict[str, Any] | None = None
     history: list[dict[str, Any]] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
@@ -56,10 +62,15 @@ class Bundle:
     def name(self) -> str:
         return self.path.name
 
+    @property
+    def family(self) -> str:
+        """ "gpt", "rnn", "lstm", "gru" or "cnn": which pages can show this model."""
+        return family_of(self.config)
+
     def snapshot_steps(self) -> list[int]:
         return list_snapshots(self.path)
 
-    def load_snapshot(self, step: int) -> GPT:
+    def load_snapshot(self, step: int) -> LanguageModel:
         """A new model with the weights saved at `step` of training."""
         return load_snapshot(self.path, step, self.config)
 
@@ -67,19 +78,19 @@ class Bundle:
 # ---- writing ----------------------------------------------------------------------------------
 
 
-def _weights(model: GPT, dtype: torch.dtype | None = None) -> dict[str, torch.Tensor]:
+def _weights(model: LanguageModel, dtype: torch.dtype | None = None) -> dict[str, torch.Tensor]:
     sd = model.state_dict()
     return {k: (v.to(dtype) if dtype else v).detach().cpu().contiguous() for k, v in sd.items()}
 
 
-def save_weights(path: Path, model: GPT, dtype: torch.dtype | None = None) -> None:
+def save_weights(path: Path, model: LanguageModel, dtype: torch.dtype | None = None) -> None:
     tensors = _weights(model, dtype)
     atomic_write(Path(path), lambda tmp: save_file(tensors, tmp))
 
 
 def save_bundle(
     path: str | os.PathLike,
-    model: GPT,
+    model: LanguageModel,
     tokenizer: Tokenizer,
     train_config: dict[str, Any] | None = None,
     history: list[dict[str, Any]] | None = None,
@@ -98,7 +109,7 @@ def save_bundle(
     atomic_write(path / "tokenizer.json", lambda t: Path(t).write_text(tok_text, encoding="utf-8"))
     config = {
         "format_version": FORMAT_VERSION,
-        "model": model.cfg.to_dict(),
+        "model": config_to_dict(model.cfg),
         "train": train_config,
         "tokenizer_sha256": tokenizer.sha256,
         "meta": meta or {},
@@ -112,7 +123,7 @@ def save_history(path: str | os.PathLike, history: list[dict[str, Any]]) -> None
     write_json(Path(path) / "history.json", history)
 
 
-def save_snapshot(path: str | os.PathLike, model: GPT, step: int) -> Path:
+def save_snapshot(path: str | os.PathLike, model: LanguageModel, step: int) -> Path:
     """Weights at one training step, in float16 (half the size; plenty for looking back)."""
     out = Path(path) / "snapshots" / f"step_{step:06d}.safetensors"
     save_weights(out, model, torch.float16)
@@ -130,7 +141,7 @@ def list_snapshots(path: str | os.PathLike) -> list[int]:
 # ---- reading ----------------------------------------------------------------------------------
 
 
-def _read_config(path: Path) -> tuple[GPTConfig, dict[str, Any]]:
+def _read_config(path: Path) -> tuple[ModelConfig, dict[str, Any]]:
     raw = read_json(path / "config.json")
     if not isinstance(raw, dict) or "model" not in raw:
         raise CheckpointError("config.json has no 'model' section")
@@ -140,12 +151,12 @@ def _read_config(path: Path) -> tuple[GPTConfig, dict[str, Any]]:
             f"this app reads version {FORMAT_VERSION}"
         )
     try:
-        return GPTConfig.from_dict(raw["model"]), raw
+        return config_from_dict(raw["model"]), raw
     except (TypeError, ValueError) as exc:
         raise CheckpointError(f"config.json: {exc}") from exc
 
 
-def read_config(path: str | os.PathLike) -> tuple[GPTConfig, dict[str, Any]]:
+def read_config(path: str | os.PathLike) -> tuple[ModelConfig, dict[str, Any]]:
     """A bundle's model config and its whole config.json (meta included), without reading the
     weights or the tokenizer: cheap enough to look over every bundle (CheckpointError, OSError)."""
     return _read_config(Path(path))
@@ -165,7 +176,7 @@ def load_checkpoint(path: Path) -> Bundle:
     return Bundle(path, model, tokenizer, cfg, raw.get("train"), history, raw.get("meta") or {})
 
 
-def load_snapshot(path: str | os.PathLike, step: int, cfg: GPTConfig) -> GPT:
+def load_snapshot(path: str | os.PathLike, step: int, cfg: ModelConfig) -> LanguageModel:
     file = Path(path) / "snapshots" / f"step_{step:06d}.safetensors"
     if not file.is_file():
         raise CheckpointError(f"no snapshot at step {step} in {Path(path).name}")

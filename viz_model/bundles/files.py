@@ -21,8 +21,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file
 
-from viz_model.model.config import GPTConfig
-from viz_model.model.gpt import GPT
+from viz_model.model.families import LanguageModel, ModelConfig, build_model
 from viz_model.text.tokenization import Tokenizer, TokenizerError
 
 MAX_WEIGHTS_BYTES = 512 * 2**20
@@ -95,7 +94,7 @@ def read_json(path: Path) -> Any:
         raise CheckpointError(f"{path.name} is not valid JSON: {exc}") from exc
 
 
-def read_tokenizer(path: Path, cfg: GPTConfig, expected_sha: str | None) -> Tokenizer:
+def read_tokenizer(path: Path, cfg: ModelConfig, expected_sha: str | None) -> Tokenizer:
     """The tokenizer.json in `path`, checked against the model it belongs to."""
     if (path / "tokenizer.json").stat().st_size > MAX_JSON_BYTES:
         raise CheckpointError(f"tokenizer.json is larger than {MAX_JSON_BYTES // 2**20} MB")
@@ -112,8 +111,8 @@ def read_tokenizer(path: Path, cfg: GPTConfig, expected_sha: str | None) -> Toke
     return tok
 
 
-def read_weights(file: Path, cfg: GPTConfig) -> GPT:
-    """A GPT built from cfg with the weights in `file`, checked name by name and shape by shape."""
+def read_weights(file: Path, cfg: ModelConfig) -> LanguageModel:
+    """A model of cfg's family built from cfg with the weights in `file`, checked name by name and shape by shape."""
     if file.stat().st_size > MAX_WEIGHTS_BYTES:
         raise CheckpointError(f"{file.name} is larger than {MAX_WEIGHTS_BYTES // 2**20} MB")
     try:
@@ -123,10 +122,12 @@ def read_weights(file: Path, cfg: GPTConfig) -> GPT:
     return model_from_tensors(tensors, cfg, file)
 
 
-def model_from_tensors(tensors: dict[str, torch.Tensor], cfg: GPTConfig, file: Path) -> GPT:
-    """A GPT built from cfg with these weights (our names), checked name by name and shape by
-    shape; errors name `file`, where the weights came from (hf_folder.py renames GPT-2's first)."""
-    model = GPT(cfg)
+def model_from_tensors(
+    tensors: dict[str, torch.Tensor], cfg: ModelConfig, file: Path
+) -> LanguageModel:
+    """A model of cfg's family (a GPT, or an RNN, LSTM, GRU or CNN) built from cfg with these
+    weights (our names), checked name by name and shape by shape; errors name `file`, where the weights came from (hf_folder.py renames GPT-2's first)."""
+    model = build_model(cfg)
     expected = model.state_dict()
     missing = sorted(set(expected) - set(tensors))
     extra = sorted(set(tensors) - set(expected))

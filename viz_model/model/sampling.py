@@ -2,6 +2,8 @@
 
 `next_token_distribution` says which tokens each setting cut, so a page can grey them out.
 `generate_steps` yields one token at a time, with or without a KV cache; both give the same tokens.
+An RNN, LSTM, GRU or CNN (recurrent.py) carries a RecurrentState instead of a KV cache and runs
+past its training window: without the state, each step reads the whole sequence again.
 
 Not here: the model's forward pass (model.py) and surprisal/perplexity of a text (analysis).
 """
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 import torch
 
 from viz_model.model.gpt import GPT, KVCache
+from viz_model.model.recurrent import RecurrentLM
 
 
 @dataclass(frozen=True)
@@ -93,7 +96,7 @@ class GenStep:
 
 @torch.no_grad()
 def generate_steps(
-    model: GPT,
+    model: GPT | RecurrentLM,
     ids: list[int],
     max_new_tokens: int,
     settings: SamplingSettings = SamplingSettings(),
@@ -107,6 +110,9 @@ def generate_steps(
     """
     if not ids:
         raise ValueError("generation needs at least one prompt token")
+    if isinstance(model, RecurrentLM):
+        yield from _recurrent_steps(model, ids, max_new_tokens, settings, seed, use_kv_cache)
+        return
     n_ctx = model.cfg.n_ctx
     device = model.embed.weight.device
     gen = torch.Generator().manual_seed(seed) if seed is not None else None
@@ -126,8 +132,33 @@ def generate_steps(
         yield GenStep(token, float(dist.probs[token]))
 
 
+def _recurrent_steps(
+    model: RecurrentLM,
+    ids: list[int],
+    max_new_tokens: int,
+    settings: SamplingSettings,
+    seed: int | None,
+    use_state: bool,
+) -> Iterator[GenStep]:
+    """generate_steps for a RecurrentLM: with the state, feed the prompt once, then one token a
+    step; without, the whole sequence every step (the same tokens, at a growing cost)."""
+    device = model.embed.weight.device
+    gen = torch.Generator().manual_seed(seed) if seed is not None else None
+    seq = list(ids)
+    state = model.new_state() if use_state else None
+    fresh = seq
+    for _ in range(max_new_tokens):
+        window = fresh if state is not None else seq
+        logits = model(torch.tensor(window, device=device), state)[-1]
+        dist = next_token_distribution(logits, settings)
+        token = pick(dist, gen)
+        seq.append(token)
+        fresh = [token]
+        yield GenStep(token, float(dist.probs[token]))
+
+
 def generate(
-    model: GPT,
+    model: GPT | RecurrentLM,
     ids: list[int],
     max_new_tokens: int,
     settings: SamplingSettings = SamplingSettings(),

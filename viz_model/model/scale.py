@@ -52,6 +52,8 @@ def view_tokens(cfg: GPTConfig, budget: int | None = None) -> int:
     >>> view_tokens(GPTConfig(vocab_size=65, n_ctx=256, d_model=256, n_layer=6, n_head=8))
     256
     """
+    if not hasattr(cfg, "n_head"):  # an RNN, LSTM, GRU or CNN: no cache of heads, its window
+        return cfg.n_ctx
     budget = CACHE_BUDGET if budget is None else budget
     lo, hi = min(MIN_VIEW_TOKENS, cfg.n_ctx), cfg.n_ctx
     if cache_bytes(cfg, hi) <= budget:

@@ -32,6 +32,8 @@ from viz_model.model.config import (
     STEPS_WHEN_TIMED,
     TrainConfig,
 )
+from viz_model.model.families import describe_shape
+from viz_model.model.recurrent_config import FAMILIES
 from viz_model.text.data import TASKS, VAL_FRACTION
 from viz_model.training.loop import perplexity, train
 from viz_model.training.settings import (
@@ -139,7 +141,17 @@ def build_parser() -> argparse.ArgumentParser:
         "ignored for char",
     )
 
-    mod = p.add_argument_group("model shape (a preset, then any overrides)")
+    mod = p.add_argument_group("model shape (a family, a preset, then any overrides)")
+    mod.add_argument(
+        "--family",
+        choices=FAMILIES,
+        default="gpt",
+        help="the kind of model: gpt (a transformer), rnn (tanh), lstm, gru, or cnn (stacked "
+        "causal convolutions dilated 1, 2, 4, ...). The others get the preset's context and about "
+        "its number of weights (depth and width chosen to match); they take --n-ctx, --d-model, "
+        "--n-layer, --dropout and, the CNN, --kernel-size, not the GPT's other flags "
+        "(default gpt)",
+    )
     mod.add_argument(
         "--preset",
         choices=sorted(PRESETS),
@@ -157,7 +169,13 @@ def build_parser() -> argparse.ArgumentParser:
     mod.add_argument(
         "--d-model", type=int, help="width of the residual stream (the size of every token vector)"
     )
-    mod.add_argument("--n-layer", type=int, help="number of transformer blocks")
+    mod.add_argument("--n-layer", type=int, help="number of transformer blocks (or layers)")
+    mod.add_argument(
+        "--kernel-size",
+        type=int,
+        help="the CNN's convolution width (default 3): with n layers dilated 1, 2, 4, ..., its "
+        "logits read the last 1 + (kernel - 1) x (2^n - 1) tokens",
+    )
     mod.add_argument("--n-head", type=int, help="attention heads per block (must divide d-model)")
     mod.add_argument("--d-mlp", type=int, help="hidden neurons of each MLP (default 4 x d-model)")
     mod.add_argument(
@@ -426,6 +444,7 @@ def settings_from_args(args: argparse.Namespace) -> RunSettings:
         train=_given(args, TRAIN_FLAGS),
         minutes=args.minutes,
         device=args.device,
+        family=args.family,
     )
 
 
@@ -437,6 +456,8 @@ def _steps(text: str) -> tuple[int, ...]:
 def _resumed(args: argparse.Namespace, argv: list[str]) -> Run:
     fixed = [f"--{n.replace('_', '-')}" for n in _FIXED_BY_BUNDLE if getattr(args, n) is not None]
     model = _model_flags(args)
+    if args.family != "gpt":
+        fixed.append("--family")
     if model or fixed:
         given = ", ".join(fixed + sorted(model))
         raise SystemExit(
@@ -494,8 +515,7 @@ def main(argv: list[str] | None = None) -> int:
     model.to(device)
     run.meta["device"] = str(device)
     print(
-        f"model: {model.n_params():,} parameters, {model.cfg.n_layer} layers, "
-        f"{model.cfg.d_model} dims, {model.cfg.n_head} heads, context {model.cfg.n_ctx}; "
+        f"model: {describe_shape(model.cfg, model.n_params())}; "
         f"data: {run.data!r}; vocabulary {run.tokenizer.vocab_size} ({run.tokenizer.kind}); "
         f"torch threads {torch.get_num_threads()}; device {device}",
         flush=True,

@@ -28,8 +28,9 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from viz_model.model.config import GPTConfig, TrainConfig
-from viz_model.model.gpt import GPT
+from viz_model.model.config import TrainConfig
+from viz_model.model.families import ModelConfig, build_model, config_from_dict, config_to_dict
+from viz_model.model.recurrent_config import RecurrentConfig
 from viz_model.training.optim import AdamW, make_optimizer, state_floats
 
 FLOAT_BYTES = 4  # float32
@@ -41,17 +42,17 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @functools.lru_cache(maxsize=256)
-def n_params(model_cfg: GPTConfig) -> int:
-    """Parameters of a GPT of this shape, built on the meta device (no memory), once per shape.
+def n_params(model_cfg: ModelConfig) -> int:
+    """Parameters of a model (of any family) of this shape, built on the meta device (no memory), once per shape.
 
     The config is frozen, so the count is remembered: building the model still takes ~5 ms of
     Python, and the Training page asks three times per view (count, memory, the timing's memory).
     """
     with torch.device("meta"):
-        return GPT(model_cfg).n_params()
+        return build_model(model_cfg).n_params()
 
 
-def _train_step(model: GPT, opt: AdamW, x: torch.Tensor, y: torch.Tensor) -> None:
+def _train_step(model: torch.nn.Module, opt: AdamW, x: torch.Tensor, y: torch.Tensor) -> None:
     logits = model(x)  # (B, T, V)
     loss = F.cross_entropy(logits.flatten(0, 1), y.flatten())
     opt.zero_grad(set_to_none=True)
@@ -109,12 +110,12 @@ class Speed:
         }
 
 
-def time_steps(model_cfg: GPTConfig, batch_size: int, steps: int, budget_s: float) -> dict:
+def time_steps(model_cfg: ModelConfig, batch_size: int, steps: int, budget_s: float) -> dict:
     """In this process, on its current threads: up to `steps` timed training steps on random ids
     after one untimed warm-up step (stopping early once `budget_s` seconds of them have passed),
     one evaluation forward pass and one single-window forward pass. What the child prints."""
     torch.manual_seed(0)
-    model = GPT(model_cfg).train()
+    model = build_model(model_cfg).train()
     opt = make_optimizer(model, TrainConfig())
     shape = (batch_size, model_cfg.n_ctx)
     x = torch.randint(model_cfg.vocab_size, shape)
@@ -137,7 +138,7 @@ def time_steps(model_cfg: GPTConfig, batch_size: int, steps: int, budget_s: floa
 
 
 def measure_speed(
-    model_cfg: GPTConfig,
+    model_cfg: ModelConfig,
     batch_size: int,
     threads: int = 1,
     steps: int = 5,
@@ -149,7 +150,7 @@ def measure_speed(
     if batch_size < 1 or steps < 1 or threads < 1:
         raise ValueError("batch_size, steps and threads must be at least 1")
     request = {
-        "cfg": model_cfg.to_dict(),
+        "cfg": config_to_dict(model_cfg),
         "batch_size": batch_size,
         "threads": threads,
         "steps": steps,
@@ -208,7 +209,13 @@ class Memory:
         return self.state + self.activations
 
 
-def activation_floats_per_token(model_cfg: GPTConfig) -> int:
+# Floats a recurrent or convolutional layer keeps for backward per token, in units of d_model: its
+# input and output, and each gate's value (the LSTM's cell state and tanh of it too); the CNN's
+# LayerNorm's output, the convolution's output and its GELU.
+_LAYER_FLOATS = {"rnn": 3, "lstm": 9, "gru": 7, "cnn": 5}
+
+
+def activation_floats_per_token(model_cfg: ModelConfig) -> int:
     """Floats the forward pass keeps for backward, per token (B x T tokens in a batch):
 
     per attention sublayer, the LayerNorm's input and output (2D), q, k and v (3D), the heads'
@@ -218,6 +225,9 @@ def activation_floats_per_token(model_cfg: GPTConfig) -> int:
     at the end, the final LayerNorm's input and output (2D) and the logits with cross-entropy's
     softmax (2V). Not counted: dropout masks, small per-row statistics, temporaries of backward.
     """
+    if isinstance(model_cfg, RecurrentConfig):
+        d, v = model_cfg.d_model, model_cfg.vocab_size
+        return model_cfg.n_layer * _LAYER_FLOATS[model_cfg.family] * d + 2 * d + 2 * v
     d, m, h, t, v = (
         model_cfg.d_model,
         model_cfg.d_mlp,
@@ -230,7 +240,9 @@ def activation_floats_per_token(model_cfg: GPTConfig) -> int:
     return model_cfg.n_layer * (attn + mlp) + 2 * d + 2 * v
 
 
-def memory_parts(model_cfg: GPTConfig, batch_size: int, train: TrainConfig | None = None) -> Memory:
+def memory_parts(
+    model_cfg: ModelConfig, batch_size: int, train: TrainConfig | None = None
+) -> Memory:
     """Weights, gradients and the optimiser's state (AdamW's two moments by default: 16 bytes a
     parameter; SGD with momentum 12), and one step's activations (activation_floats_per_token x
     B x T floats)."""
@@ -240,7 +252,9 @@ def memory_parts(model_cfg: GPTConfig, batch_size: int, train: TrainConfig | Non
     return Memory(state, FLOAT_BYTES * tokens * activation_floats_per_token(model_cfg))
 
 
-def memory_estimate(model_cfg: GPTConfig, batch_size: int, train: TrainConfig | None = None) -> int:
+def memory_estimate(
+    model_cfg: ModelConfig, batch_size: int, train: TrainConfig | None = None
+) -> int:
     """Bytes of memory a run needs (see memory_parts and activation_floats_per_token for what is
     counted): e.g. the quick preset on 65 characters at batch 16 needs about 0.03 GB."""
     return memory_parts(model_cfg, batch_size, train).total
@@ -264,7 +278,10 @@ def _child(request_json: str) -> None:
     request = json.loads(request_json)
     torch.set_num_threads(int(request["threads"]))  # this child's own process, as the worker
     found = time_steps(
-        GPTConfig(**request["cfg"]), request["batch_size"], request["steps"], request["budget_s"]
+        config_from_dict(request["cfg"]),
+        request["batch_size"],
+        request["steps"],
+        request["budget_s"],
     )
     sys.stdout.write(json.dumps({**found, "threads": torch.get_num_threads()}) + "\n")
 

@@ -30,7 +30,13 @@ from viz_model.model.config import (
     TrainConfig,
     preset,
 )
-from viz_model.model.gpt import GPT
+from viz_model.model.families import LanguageModel, ModelConfig, build_model
+from viz_model.model.recurrent_config import (
+    FAMILIES,
+    FAMILY_LABELS,
+    RecurrentConfig,
+    recurrent_preset,
+)
 from viz_model.text import ngram
 from viz_model.text.data import (
     VAL_FRACTION,
@@ -47,6 +53,9 @@ TOKENIZERS = ("char", "bpe", "word")
 PROG = "python -m viz_model.training"  # how a bundle's meta records its command
 SOURCES = ("corpus", "task", "text_file")
 _MODEL_FIELDS = {f.name for f in dataclasses.fields(GPTConfig)} - {"vocab_size"}
+# What an RNN, LSTM, GRU or CNN may be given (recurrent_config.py); the GPT's other fields are
+# about heads, MLPs and positions, which these models do not have.
+_FAMILY_FIELDS = {f.name for f in dataclasses.fields(RecurrentConfig)} - {"vocab_size", "family"}
 _TRAIN_FIELDS = {f.name for f in dataclasses.fields(TrainConfig)} - {"time_limit"}
 
 
@@ -70,6 +79,9 @@ class RunSettings:
     train: dict[str, Any] = field(default_factory=dict)  # TrainConfig fields over the preset's
     minutes: float | None = None
     device: str = "auto"
+    # "gpt", or "rnn", "lstm", "gru", "cnn" (recurrent_config.py): `model` then takes that
+    # family's fields, over its shape for the preset (recurrent_config.preset_shape)
+    family: str = "gpt"
 
     def __post_init__(self) -> None:
         chosen = [name for name in SOURCES if getattr(self, name) is not None]
@@ -77,8 +89,18 @@ class RunSettings:
             raise ValueError("choose exactly one of a corpus, a task or a text file")
         if self.tokenizer not in TOKENIZERS:
             raise ValueError(f"tokenizer must be one of {', '.join(TOKENIZERS)}")
+        if self.family not in FAMILIES:
+            raise ValueError(f"family must be one of {', '.join(FAMILIES)}, got {self.family!r}")
+        if self.family != "gpt" and isinstance(self.model, dict):
+            gpt_only = sorted(set(self.model) - _FAMILY_FIELDS)
+            if gpt_only:
+                raise ValueError(
+                    f"{', '.join(gpt_only)}: a GPT's settings; an {FAMILY_LABELS[self.family]} "
+                    "has no attention heads, MLPs or positions (it takes "
+                    f"{', '.join(sorted(_FAMILY_FIELDS))})"
+                )
         for name, given, known in (
-            ("model", self.model, _MODEL_FIELDS),
+            ("model", self.model, _MODEL_FIELDS | _FAMILY_FIELDS),
             ("training", self.train, _TRAIN_FIELDS),
         ):
             if not isinstance(given, dict):
@@ -126,8 +148,16 @@ class RunSettings:
             }
         )
 
-    def model_config(self, vocab_size: int) -> GPTConfig:
-        """The preset's shape with `model` over it (ValueError if the combination is invalid)."""
+    def model_config(self, vocab_size: int) -> ModelConfig:
+        """The preset's shape (for another family: its shape matched to the GPT preset's weights)
+        with `model` over it (ValueError if the combination is invalid)."""
+        if self.family != "gpt":
+            return recurrent_preset(self.family, self.preset, vocab_size, **self.model)
+        gpt_only = sorted(set(self.model) - _MODEL_FIELDS)
+        if gpt_only:
+            raise ValueError(
+                f"{', '.join(gpt_only)}: the CNN's setting (--family cnn), not a GPT's"
+            )
         return preset(self.preset, vocab_size, **self.model)
 
 
@@ -146,7 +176,7 @@ def timed(train: dict[str, Any], minutes: float | None, new: bool) -> dict[str, 
 class Run:
     """Everything set up before the first step: the arguments of train.train."""
 
-    model: GPT
+    model: LanguageModel
     tokenizer: Tokenizer
     data: TokenData
     cfg: TrainConfig
@@ -167,7 +197,7 @@ def pick_device(name: str) -> torch.device:
     return torch.device(name)
 
 
-def model_shape(settings: RunSettings, text: str) -> GPTConfig:
+def model_shape(settings: RunSettings, text: str) -> ModelConfig:
     """The model a run of `settings` on `text` will build, before its tokenizer is trained: the
     vocabulary is exact for char (every distinct character of `text` plus <unk>) and the size asked
     for (an upper bound) for bpe and word. ValueError for an invalid shape."""
@@ -191,7 +221,7 @@ def new_run(settings: RunSettings, out: Path, command: str) -> Run:
     kind = settings.tokenizer
     tokenizer = Tokenizer.train(text, kind, settings.vocab_size if kind != "char" else None)
     torch.manual_seed(cfg.seed)
-    model = GPT(settings.model_config(tokenizer.vocab_size))
+    model = build_model(settings.model_config(tokenizer.vocab_size))
     meta = {
         "command": command,
         "data": source,
@@ -199,6 +229,7 @@ def new_run(settings: RunSettings, out: Path, command: str) -> Run:
         "tokenizer": tokenizer.kind,
         "vocab_size": tokenizer.vocab_size,
         "preset": settings.preset,
+        "family": settings.family,
         "example_prompts": example_prompts(text, source.get("task")),
     }
     data = TokenData.from_text(text, tokenizer, source["val_fraction"])
@@ -258,6 +289,7 @@ MODEL_FLAGS = {
     "norm_kind": "norm_kind",
     "mlp": "mlp",
     "n_kv_heads": "n_kv_heads",
+    "kernel_size": "kernel_size",
 }
 TRAIN_FLAGS = {
     "steps": "max_steps",
@@ -300,6 +332,8 @@ def settings_to_argv(settings: RunSettings, out: Path | str) -> list[str]:
     argv += ["--tokenizer", settings.tokenizer]
     if settings.vocab_size is not None:
         argv += ["--vocab-size", str(settings.vocab_size)]
+    if settings.family != "gpt":
+        argv += ["--family", settings.family]
     argv += ["--preset", settings.preset]
     for flags, given in ((MODEL_FLAGS, settings.model), (TRAIN_FLAGS, settings.train)):
         for flag, name in flags.items():

@@ -1,0 +1,84 @@
+"""Every page on models of other families (issue 26): an LSTM and a causal CNN. A page that can
+show them (ui/nav.py, `families`) finishes with no exception and no error and shows something
+of its own; every other page refuses in words that name the family and what it lacks, links to
+the pages that work, and keeps the model picker, so a student can switch back."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.apptest_util import open_link
+from tests.bundles import build_test_bundle
+from tests.conftest import made_once
+from ui import nav
+from ui.state import widget_key
+
+FAMILY_BUNDLES = {
+    "test-lstm": dict(family="lstm", d_model=32),
+    "test-cnn": dict(family="cnn", d_model=32, n_layer=3, kernel_size=3),
+}
+LABELS = {"test-lstm": "an LSTM", "test-cnn": "a causal CNN"}
+PAGES = (None, *(page.file for page in nav.lesson_pages()))
+# Headings that would be false on a model with no heads, blocks or KV cache, if a page that takes
+# it drew them (Generation's "Where the newest token looks", Compare's "One head of each", ...).
+GPT_ONLY_WORDS = re.compile(r"\bheads?\b|\battention\b|KV cache|logit lens|layer by layer", re.I)
+
+
+@pytest.fixture(scope="module")
+def family_models(tmp_path_factory):
+    def build(root):
+        for name, shape in FAMILY_BUNDLES.items():
+            build_test_bundle(root / name, steps=40, **shape)
+
+    return made_once(tmp_path_factory, "family_models", build)
+
+
+def _shown(at) -> str:
+    parts = [*at.error, *at.warning, *at.info, *at.caption, *at.markdown, *at.text]
+    return " ".join(str(p.value) for p in parts)
+
+
+def _page(file: str | None) -> nav.Page:
+    return nav.HOME if file is None else next(p for p in nav.all_pages() if p.file == file)
+
+
+@pytest.mark.parametrize("bundle", list(FAMILY_BUNDLES))
+@pytest.mark.parametrize("file", PAGES, ids=lambda p: p or "home")
+def test_every_page_shows_or_refuses_another_family(family_models, bundle, file):
+    at = open_link(family_models, file, {"model": bundle, "prompt": "ROMEO: But soft"})
+    assert not at.exception, f"{file} on {bundle}: {at.exception[0].value}"
+    assert not at.error, f"{file} on {bundle}: {[e.value for e in at.error]}"
+    page = _page(file)
+    shown = _shown(at)
+    family = FAMILY_BUNDLES[bundle]["family"]
+    assert at.sidebar.selectbox(key=widget_key("model")).value == bundle  # the picker stays
+    if family in page.families:
+        assert "has none: it reads the past" not in shown
+        assert len(at.main.children) > 2, f"{file} shows nothing on {bundle}"
+        headings = " | ".join(h.value for h in at.subheader)
+        assert not GPT_ONLY_WORDS.search(headings), headings
+    else:
+        assert f"is {LABELS[bundle]}" in shown and "has none" in shown
+        assert page.needs in shown
+        assert any(link.label == "Generation" for link in at.get("page_link"))
+
+
+@pytest.mark.parametrize("family", ["rnn", "lstm", "gru", "cnn"])
+def test_the_refusal_names_the_family_what_the_page_needs_and_what_it_has(family):
+    from types import SimpleNamespace
+
+    from ui import families
+    from viz_model.model.recurrent_config import RecurrentConfig
+
+    cfg = RecurrentConfig(family, 30, n_layer=3, kernel_size=3)
+    bundle = SimpleNamespace(name="my_model*", family=family, config=cfg)
+    attention = next(p for p in nav.all_pages() if p.url_path == "Attention")
+    text = families.refusal(attention, bundle)
+    assert f"is {families.a_family(family)}:" in text and "my\\_model\\*" in text  # escaped
+    assert "attention heads;" in text and "has none" in text
+    if family == "cnn":
+        assert "the last 15 tokens" in text  # 1 + 2 x (1 + 2 + 4)
+    else:
+        assert "cell state" in text if family == "lstm" else "its hidden state," in text
