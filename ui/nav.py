@@ -205,6 +205,7 @@ SECTIONS: dict[str, list[Page]] = {
                 "u_nc_word",
                 "u_nc_e",
             ),
+            families=ANY_FAMILY,
         ),
     ],
     "Training": [
@@ -303,6 +304,7 @@ SECTIONS: dict[str, list[Page]] = {
             ":material/bug_report:",
             "A few tokens, found by gradient search, that make the model say what you choose.",
             view_keys=("adv_target", "adv_len", "adv_steps", "adv_k"),
+            needs="embeddings, to follow the gradient to, and attention patterns",
         ),
         Page(
             "pages/12_training_dynamics.py",
