@@ -149,16 +149,58 @@ if other_budgets:
         )
         + "."
     )
+if ctx.name in others and budget_of(ctx.bundle_id)[3] is not None:
+    family, seen, params, bpc = budget_of(ctx.bundle_id)
+    notes.insert(
+        0,
+        f"The model on screen, {ctx.name} ({FAMILY_LABELS[family]}, {params:,} parameters), "
+        f"scores {bpc:.3f} bits per character after {seen or 0:,} training tokens: "
+        + (
+            "another budget, so it is not ranked; its line is in the next chart."
+            if seen != budget
+            else "the same budget as a model that stands for its family."
+        ),
+    )
 if notes:
     st.caption(" ".join(notes))
-best = min(entries, key=lambda e: e.bpc)
-if best.kind not in ("GPT", "n-gram"):
+nets = [e for e in entries if e.kind != "n-gram"]
+best_net = min(nets, key=lambda e: e.bpc)
+if best_net.kind != "GPT" and any(e.kind == "GPT" for e in nets):
     st.markdown(
         "A recurrent or convolutional model beating the GPT is not a bug: with a few million "
         "characters and about a hundred thousand parameters, an LSTM-era model is a strong "
         "baseline. The transformer won on what these numbers do not show: it trains on all "
         "positions of a sequence at once (an RNN must go token by token), so on a GPU it reads "
         "far more text in the same time, and it keeps improving as models and data grow."
+    )
+
+
+def _passes(gram_bpc: float) -> str:
+    """A sentence naming the lowest-bpc model on this text, trained on another budget, that beats
+    the n-gram by more than the margin; empty when none does."""
+    beating = [
+        (budget_of(bid)[3], name, bid)
+        for name, bid in others.items()
+        if budget_of(bid)[1] != budget
+        and budget_of(bid)[3] is not None
+        and budget_of(bid)[3] < gram_bpc - sm.BPC_MARGIN
+    ]
+    if not beating:
+        return ""
+    bpc, name, bid = min(beating)
+    return (
+        f" {name}, with {budget_of(bid)[2]:,} parameters and {budget_of(bid)[1] or 0:,} training "
+        f"tokens, scores {bpc:.3f} and passes it."
+    )
+
+
+grams = [e for e in entries if e.kind == "n-gram"]
+if grams and models is not None and grams[0].bpc < best_net.bpc and budget:
+    st.markdown(
+        f"The counting model wins here because it keeps a count for every context in all "
+        f"{models.index.n_train:,} training characters, while each network has about "
+        f"{best_net.params or 0:,} parameters and read the training text "
+        f"{budget / models.index.n_train:.1f} times." + _passes(grams[0].bpc)
     )
 
 
@@ -176,7 +218,11 @@ def reach_profile(bundle_id: str) -> np.ndarray:
 
 
 st.subheader("How far back each one looks")
-window = min(cache.bundle(b).config.n_ctx for b in group.values())
+shown = dict(sorted(group.items()))
+if ctx.name in others:  # the model on screen, trained here on this text: its own line
+    shown[ctx.name] = ctx.bundle_id
+    kinds[ctx.name] = FAMILY_LABELS[budget_of(ctx.bundle_id)[0]]
+window = min(cache.bundle(b).config.n_ctx for b in shown.values())
 st.markdown(
     "Which earlier tokens does a prediction depend on? For each model we take windows of the "
     "validation text, ask how much the log-probability of the true next token changes when the "
@@ -188,10 +234,10 @@ st.markdown(
     "LSTM's cell and the GPT's attention are meant to carry it further."
 )
 with st.spinner("Measuring each model's sensitivity to the past…"):
-    profiles = {name: reach_profile(bid)[:window] for name, bid in sorted(group.items())}
+    profiles = {name: reach_profile(bid)[:window] for name, bid in shown.items()}
 fields = {
     name: cache.bundle(bid).config.receptive_field
-    for name, bid in group.items()
+    for name, bid in shown.items()
     if budget_of(bid)[0] == "cnn"
 }
 present.plot(
