@@ -133,7 +133,7 @@ table = pd.DataFrame(
     ]
 ).set_index("model")
 st.table(table)
-other_budgets = {n: b for n, b in others.items() if budget_of(b)[1] != budget}
+other_budgets = {n: b for n, b in others.items() if budget_of(b)[1] != budget and n != ctx.name}
 variants = len(others) - len(other_budgets)
 notes = []
 if variants:
