@@ -144,6 +144,8 @@ def test_reach_claim_is_made_only_for_a_twofold_difference():
     assert claim.made and "GPT reaches farthest back" in claim.text
     assert claim.numbers["reach GPT"] == sm.reach(far)
     assert "CNN's receptive field is 7" in claim.text
+    wide = sm.reach_claim([("GPT", far, None), ("CNN", near, 63)], 40)
+    assert "receptive field is" not in wide.text and "CNN's (63) reaches past" in wide.text
     same = sm.reach_claim([("A", far, None), ("B", far, None)], 40)
     assert not same.made
 

@@ -86,13 +86,16 @@ def reach_claim(named: Sequence[tuple[str, np.ndarray, int | None]], window: int
     numbers["fraction"] = REACH_FRACTION
     numbers["window"] = float(window)
     parts = [f"{name} {r}" for name, r in reaches.items()]
-    fields = [f"{name}'s receptive field is {rf}" for name, _, rf in named if rf is not None]
+    inside = [f"{name}'s receptive field is {rf}" for name, _, rf in named if rf and rf < window]
+    covers = [f"{name}'s ({rf})" for name, _, rf in named if rf and rf >= window]
     lead = (
-        f"Measured on {window}-token windows of the validation text, the prediction still moves "
+        f"On windows of the validation text, up to k = {window - 1}, the prediction still moves "
         f"with a token k steps back at 1% of the nearest token's pull up to: {', '.join(parts)}."
     )
-    if fields:
-        lead += " " + "; ".join(fields) + ", and past it the gradient is exactly zero."
+    if inside:
+        lead += " " + "; ".join(inside) + ", and past it the gradient is exactly zero."
+    if covers:
+        lead += f" The receptive field {', '.join(covers)} reaches past every k shown."
     if len(reaches) < 2:
         return Claim(lead, False, numbers)
     far = max(reaches, key=reaches.get)
