@@ -118,3 +118,45 @@ def test_plain_gpt_picks_the_gpt_2_block():
     rows = [("b-rope", "gpt", rope), ("a-tiny", "gpt", tiny), ("lstm", "lstm", None)]
     assert sm.one_per_family(rows, on_screen="x") == {"gpt": "a-tiny", "lstm": "lstm"}
     assert sm.one_per_family(rows, on_screen="b-rope")["gpt"] == "b-rope"
+
+
+@pytest.fixture(scope="module")
+def class_lstm(tmp_path_factory):
+    """An LSTM a class trains in a minute: the tiny preset on Shakespeare characters, by the job's
+    own code (new_run, then train), 200 steps of windows 64 long: another budget than the bundles'."""
+    from tests.conftest import made_once
+    from viz_model.training.loop import train
+    from viz_model.training.settings import RunSettings, new_run
+
+    def build(root):
+        settings = RunSettings(
+            corpus="shakespeare",
+            tokenizer="char",
+            preset="tiny",
+            family="lstm",
+            model={"n_ctx": 64},
+            train={"max_steps": 200, "seed": 0, "threads": 1, "eval_every": 100,
+                   "eval_batches": 4, "sample_every": 0, "sample_tokens": 0, "n_snapshots": 2},
+        )  # fmt: skip
+        run = new_run(settings, root / "class-lstm", command="tests: a class's LSTM")
+        for _ in train(run.model, run.data, run.cfg, run.out, run.tokenizer, meta=run.meta):
+            pass
+
+    return made_once(tmp_path_factory, "sequence_class_lstm", build)
+
+
+def test_an_lstm_trained_in_class_is_named_drawn_and_its_gates_shown(class_lstm):
+    at = open_link(class_lstm, PAGE, {"model": "class-lstm", "prompt": PROMPT}, timeout=300)
+    assert not at.exception, at.exception[0].value
+    bundle = load_bundle(class_lstm / "class-lstm")
+    bpc = bundle.meta["val_loss"] / LN2
+    seen = bundle.meta["tokens_seen"]
+    captions = " ".join(c.value for c in at.caption)
+    assert (
+        f"class-lstm (LSTM, {bundle.model.n_params():,} parameters), scores {bpc:.3f}" in captions
+    )
+    assert f"after {seen:,} training tokens: another budget, so it is not ranked" in captions
+    reach = next(f for f in plotly_figures(at) if "k steps back" in str(f["layout"]))
+    assert any(t.get("name") == "class-lstm (LSTM)" for t in reach["data"])
+    assert "up to k = 63" in _markdown(at)  # its windows are 64 long: every line is cut there
+    assert "**class-lstm**, layer 0: Mean gate values" in _markdown(at)
