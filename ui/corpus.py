@@ -25,7 +25,10 @@ SPINNER = "Counting and indexing the training text (once per corpus and tokenize
 def source_of(bundle: Bundle) -> dict | None:
     """The bundle's data source as training stored it, or None when it does not say."""
     source = bundle.meta.get("data")
-    return source if isinstance(source, dict) and source else None
+    if not (isinstance(source, dict) and source):
+        return None
+    # Bundles trained before the split was recorded held out the default share: the same text
+    return {"val_fraction": VAL_FRACTION, **source}
 
 
 def describe(source: dict) -> str:

@@ -267,6 +267,17 @@ SECTIONS: dict[str, list[Page]] = {
             view_keys=("ng_context", "ng_k", "ng_seed"),
             families=ANY_FAMILY,
         ),
+        Page(
+            "pages/20_sequence_models.py",
+            "Sequence_models",
+            "RNNs, LSTMs and CNNs",
+            ":material/linear_scale:",
+            "The GPT beside an RNN, LSTM, GRU and CNN on the same text: bits per character, how "
+            "far back each looks, an LSTM's gates, the cost of one more token.",
+            heading="Sequence models before the transformer",
+            view_keys=("seq_gate", "seq_layer"),
+            families=ANY_FAMILY,
+        ),
     ],
     "Experiments": [
         Page(

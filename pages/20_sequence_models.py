@@ -1,0 +1,376 @@
+"""Sequence models: the GPT beside the RNN, LSTM, GRU and causal CNN trained on the same text and
+budget: bits per character, how far back each uses the past, the gates of an LSTM or GRU on the
+prompt, and what reading one more token costs as the context grows."""
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+import torch
+
+import ui
+from ui import cache, corpus, present, state
+from ui.charts import sequence_models as charts
+from ui.charts.common import token_labels
+from viz_model.analysis import ngrams as ng
+from viz_model.analysis import sequence_models as sm
+from viz_model.analysis.tokens import token_text
+from viz_model.analysis.variants import windows as val_windows
+from viz_model.model.recurrent_cells import inspect
+from viz_model.model.recurrent_config import FAMILY_LABELS
+from viz_model.text.data import TokenData, load_text
+
+WINDOWS = 32  # validation windows averaged for the sensitivity (fewer leave each line noisy)
+SHOWN_UNITS = 24  # the gate heatmap's rows: the units that vary most along the prompt
+COUNTED_LENGTHS = (16, 64, 256, 1024, 4096)  # context lengths for the counted memory
+TIMED_LENGTHS = (8, 32, 127)  # a GPT of the bundled shape reads at most 128 tokens
+
+ctx = ui.context()
+
+st.markdown(
+    "Before the transformer, language models read text one token at a time and carried what "
+    "they needed forward. A **recurrent network** (RNN) keeps one hidden vector $h_t$ and "
+    "updates it at every token; an **LSTM** adds a cell state $c_t$ with gates that decide what "
+    "to forget, what to write and what to show; a **GRU** does the same with two gates; a "
+    "**causal CNN** reads a fixed window of earlier tokens through stacked convolutions. All of "
+    "them answer the GPT's question, $p(x_t \\mid x_{<t})$, and all were trained here by the "
+    "same command on the same text."
+)
+st.latex(r"\text{RNN: } h_t = \tanh(W_{ih} x_t + W_{hh} h_{t-1} + b)")
+st.latex(r"\text{LSTM: } c_t = f_t \odot c_{t-1} + i_t \odot g_t, \quad h_t = o_t \odot \tanh(c_t)")
+
+
+# ---- the models on this text --------------------------------------------------------------------
+
+
+@cache.per_model
+def budget_of(bundle_id: str) -> tuple[str, int | None, int, float | None]:
+    """(family, tokens seen in training, parameters, bits per validation character)."""
+    b = cache.bundle(bundle_id)
+    seen = b.meta.get("tokens_seen")
+    return (
+        b.family,
+        int(seen) if seen is not None else None,
+        sum(p.numel() for p in b.model.parameters()),
+        corpus.gpt_bits_per_char(bundle_id),
+    )
+
+
+def peers() -> tuple[dict[str, str], int | None, dict[str, str]]:
+    """The models on this model's text with the same tokenizer kind, trained on the same number
+    of tokens (the budget with the most families; the model on screen's on a tie), one per family
+    (the model on screen for its own; a plain GPT before a variant): (name -> bundle id, that
+    budget, the others on this text)."""
+    same = {
+        name: bid
+        for name, bid in corpus.same_corpus_models(ctx.bundle).items()
+        if cache.bundle(bid).tokenizer.kind == ctx.tokenizer.kind
+        and cache.bundle(bid).config.causal
+    }
+    families: dict[int | None, set[str]] = {}
+    for bid in same.values():
+        family, seen, _, _ = budget_of(bid)
+        families.setdefault(seen, set()).add(family)
+    own = budget_of(ctx.bundle_id)[1]
+    budget = max(families, key=lambda b: (len(families[b]), b == own), default=None)
+    rows = [
+        (name, budget_of(bid)[0], cache.bundle(bid).config)
+        for name, bid in same.items()
+        if budget_of(bid)[1] == budget
+    ]
+    chosen = {name: same[name] for name in sm.one_per_family(rows, ctx.name).values()}
+    return chosen, budget, {n: b for n, b in same.items() if n not in chosen}
+
+
+group, budget, others = peers()
+if len({budget_of(b)[0] for b in group.values()}) < 2:
+    st.info(
+        f"No models of two different families were trained on “{ctx.name}”'s text with the same "
+        "budget, so there is nothing to set side by side. The bundled Shakespeare models are: "
+        "pick `shakespeare-tiny` (a GPT) in the sidebar, or train an RNN, LSTM, GRU or CNN on the "
+        "Training page with the same settings."
+    )
+    st.stop()
+
+kinds = {name: FAMILY_LABELS[budget_of(bid)[0]] for name, bid in group.items()}
+st.subheader("Same text, same budget")
+models = corpus.token_models(ctx.bundle_id)
+entries = [
+    sm.Entry(name, kinds[name], budget_of(bid)[3], budget_of(bid)[2])
+    for name, bid in sorted(group.items())
+    if budget_of(bid)[3] is not None
+]
+if models is not None and ctx.tokenizer.kind == "char":
+    order = int(np.argmin(models.scores.kneser_ney))
+    best_gram = models.scores.kneser_ney[order] / ng.LN2 / models.chars_per_token
+    entries.append(
+        sm.Entry(f"{models.scores.orders[order]}-gram (Kneser-Ney)", "n-gram", best_gram)
+    )
+present.plot(
+    cache.figure(
+        charts.bpc_bars,
+        [e.name for e in entries],
+        [e.kind for e in entries],
+        [float(e.bpc) for e in entries],
+    ),
+    key="seq_bpc",
+)
+st.markdown(sm.bpc_claim(entries).text)
+st.caption(
+    f"Each network read {budget:,} training tokens of the same text (one seed each: another "
+    "seed moves each number by a few hundredths). Bits per character are each model's last "
+    "recorded validation loss; the n-gram is the best order of the N-grams page, counted on "
+    "the training split."
+)
+table = pd.DataFrame(
+    [
+        {
+            "model": e.name,
+            "family": e.kind,
+            "parameters": f"{e.params:,}" if e.params else "–",
+            "bits per character": f"{e.bpc:.3f}",
+        }
+        for e in sorted(entries, key=lambda e: e.bpc)
+    ]
+).set_index("model")
+st.table(table)
+other_budgets = {n: b for n, b in others.items() if budget_of(b)[1] != budget and n != ctx.name}
+variants = len(others) - len(other_budgets)
+notes = []
+if variants:
+    notes.append(
+        f"{variants} more models on this text share the budget: GPTs with one part changed "
+        "(the Architecture contrasts page); the plain GPT stands for them here."
+    )
+if other_budgets:
+    notes.append(
+        "Trained on other budgets, so not compared: "
+        + ", ".join(
+            f"{n} ({budget_of(b)[1] or 0:,} tokens)" for n, b in sorted(other_budgets.items())
+        )
+        + "."
+    )
+if ctx.name in others and budget_of(ctx.bundle_id)[3] is not None:
+    family, seen, params, bpc = budget_of(ctx.bundle_id)
+    notes.insert(
+        0,
+        f"The model on screen, {ctx.name} ({FAMILY_LABELS[family]}, {params:,} parameters), "
+        f"scores {bpc:.3f} bits per character after {seen or 0:,} training tokens: "
+        + (
+            "another budget, so it is not ranked; its line is in the next chart."
+            if seen != budget
+            else "the same budget as a model that stands for its family."
+        ),
+    )
+if notes:
+    st.caption(" ".join(notes))
+nets = [e for e in entries if e.kind != "n-gram"]
+best_net = min(nets, key=lambda e: e.bpc)
+if best_net.kind != "GPT" and any(e.kind == "GPT" for e in nets):
+    st.markdown(
+        "A recurrent or convolutional model beating the GPT is not a bug: with a few million "
+        "characters and about a hundred thousand parameters, an LSTM-era model is a strong "
+        "baseline. The transformer won on what these numbers do not show: it trains on all "
+        "positions of a sequence at once (an RNN must go token by token), so on a GPU it reads "
+        "far more text in the same time, and it keeps improving as models and data grow."
+    )
+
+
+def _passes(gram_bpc: float) -> str:
+    """A sentence naming the lowest-bpc model on this text, trained on another budget, that beats
+    the n-gram by more than the margin; empty when none does."""
+    beating = [
+        (budget_of(bid)[3], name, bid)
+        for name, bid in others.items()
+        if budget_of(bid)[1] != budget
+        and budget_of(bid)[3] is not None
+        and budget_of(bid)[3] < gram_bpc - sm.BPC_MARGIN
+    ]
+    if not beating:
+        return ""
+    bpc, name, bid = min(beating)
+    return (
+        f" {name}, with {budget_of(bid)[2]:,} parameters and {budget_of(bid)[1] or 0:,} training "
+        f"tokens, scores {bpc:.3f} and passes it."
+    )
+
+
+grams = [e for e in entries if e.kind == "n-gram"]
+if grams and models is not None and grams[0].bpc < best_net.bpc and budget:
+    st.markdown(
+        f"The counting model wins here because it keeps a count for every context in all "
+        f"{models.index.n_train:,} training characters, while each network has about "
+        f"{best_net.params or 0:,} parameters and read the training text "
+        f"{budget / models.index.n_train:.1f} times." + _passes(grams[0].bpc)
+    )
+
+
+# ---- how far back -------------------------------------------------------------------------------
+
+
+@cache.per_model(keep=8)
+def reach_profile(bundle_id: str) -> np.ndarray:
+    """(n_ctx,) gradient sensitivity by distance, on validation windows of the training length."""
+    b = cache.bundle(bundle_id)
+    val = TokenData.from_text(
+        load_text(b.meta["data"]), b.tokenizer, b.meta["data"]["val_fraction"]
+    )
+    return sm.sensitivity(b.model, val_windows(val.val, b.config.n_ctx, WINDOWS))
+
+
+st.subheader("How far back each one looks")
+shown = dict(sorted(group.items()))
+if ctx.name in others:  # the model on screen, trained here on this text: its own line
+    shown[ctx.name] = ctx.bundle_id
+    kinds[ctx.name] = FAMILY_LABELS[budget_of(ctx.bundle_id)[0]]
+window = min(cache.bundle(b).config.n_ctx for b in shown.values())
+st.markdown(
+    "Which earlier tokens does a prediction depend on? For each model we take windows of the "
+    "validation text, ask how much the log-probability of the true next token changes when the "
+    "embedding of the token $k$ steps back changes (the size of the gradient "
+    "$\\lVert \\partial \\log p(x_T \\mid x_{<T}) / \\partial e_{T-1-k} \\rVert$), average over "
+    f"{WINDOWS} windows, and divide by the value at $k=0$ (the last token read). A CNN cannot see "
+    "past its receptive field, so its gradient there is exactly zero; an RNN squeezes the past "
+    "through one vector and its gradient shrinks with every step (the *vanishing gradient*); the "
+    "LSTM's cell and the GPT's attention are meant to carry it further."
+)
+with st.spinner("Measuring each model's sensitivity to the past…"):
+    profiles = {name: reach_profile(bid)[:window] for name, bid in shown.items()}
+fields = {
+    name: cache.bundle(bid).config.receptive_field
+    for name, bid in shown.items()
+    if budget_of(bid)[0] == "cnn"
+}
+present.plot(
+    cache.figure(charts.reach_chart, profiles, kinds, fields, sm.REACH_FRACTION),
+    key="seq_reach",
+)
+st.markdown(
+    sm.reach_claim(
+        [(name, profiles[name], fields.get(name)) for name in sorted(profiles)], window
+    ).text
+)
+
+
+# ---- gates ----------------------------------------------------------------------------------------
+
+
+def gate_model() -> tuple[str, str] | None:
+    """The model on screen when it has gates, else the first LSTM (then GRU) of the group."""
+    if ctx.bundle.family in ("lstm", "gru"):
+        return ctx.name, ctx.bundle_id
+    for family in ("lstm", "gru"):
+        for name, bid in sorted(group.items()):
+            if budget_of(bid)[0] == family:
+                return name, bid
+    return None
+
+
+@cache.per_prompt
+def traced_gates(bundle_id: str, ids: tuple[int, ...], layer: int) -> dict[str, np.ndarray]:
+    trace = inspect(cache.bundle(bundle_id).model, torch.tensor(ids)).layers[layer]
+    return {name: g.numpy() for name, g in trace.gates.items()}
+
+
+st.subheader("Inside an LSTM: its gates on your prompt")
+gated = gate_model()
+if gated is None:
+    st.info("No LSTM or GRU was trained on this text with this budget, so there are no gates.")
+else:
+    g_name, g_bid = gated
+    g_bundle = cache.bundle(g_bid)
+    g_ids = g_bundle.tokenizer.encode(ctx.prompt)[-g_bundle.config.n_ctx :]
+    if len(g_ids) < 2:
+        st.info("Type a prompt of at least two characters to see the gates move.")
+    else:
+        family = g_bundle.family
+        names = ["forget", "input", "output", "cell"] if family == "lstm" else ["update", "reset"]
+        c1, c2 = st.columns(2)
+        gate = state.radio("Gate", "seq_gate", names, names[0], horizontal=True, container=c1)
+        layer = state.selectbox(
+            "Layer", "seq_layer", list(range(g_bundle.config.n_layer)), 0, container=c2
+        )
+        gates = traced_gates(g_bid, tuple(g_ids), layer)
+        values = gates[gate]  # (T, D)
+        units = np.argsort(-values.std(axis=0))[:SHOWN_UNITS]
+        labels = token_labels([token_text(g_bundle.tokenizer, t) for t in g_ids])
+        present.plot(
+            cache.figure(
+                charts.gate_heatmap, values[:, units], labels, gate, [int(u) for u in units]
+            ),
+            key="seq_gates",
+        )
+        summary = sm.gate_summary({k: torch.tensor(v) for k, v in gates.items()})
+        st.markdown(f"**{g_name}**, layer {layer}: " + sm.gate_claim(family, summary).text)
+        st.caption(
+            "A gate is a sigmoid, between 0 and 1, one per unit and token: the forget gate "
+            "multiplies the old cell state (1 keeps it, 0 wipes it), the input gate scales what "
+            "is written, the output gate what the cell shows as $h_t$. A GRU's update gate mixes "
+            "the old state with a new candidate; its reset gate decides how much of the old it "
+            "reads. Rows are the units whose gate varies most along this prompt."
+        )
+
+
+# ---- cost -------------------------------------------------------------------------------------------
+
+
+@cache.per_model(keep=8)
+def step_times(bundle_id: str) -> tuple[float, ...]:
+    """Seconds of one generation step after each of TIMED_LENGTHS tokens (measured once a server)."""
+    model = cache.bundle(bundle_id).model
+    return tuple(sm.step_seconds(model, T) for T in TIMED_LENGTHS)
+
+
+st.subheader("What reading one more token costs")
+st.markdown(
+    "To predict the next token, a recurrent model needs only its state: the same few numbers "
+    "whatever the length of the text so far. A GPT keeps the keys and values of every earlier "
+    "token (its KV cache) and compares the new query with all of them; reading a whole text at "
+    "once it fills a $T \\times T$ table of attention scores per head. Counted from each model's "
+    "shape:"
+)
+rows, memory = [], {}
+for name, bid in sorted(group.items()):
+    model = cache.bundle(bid).model
+    counted = [sm.memory_floats(model, T) for T in COUNTED_LENGTHS]
+    memory[name] = [c.get("kv cache", c.get("state", 0)) for c in counted]
+    for T, c in zip(COUNTED_LENGTHS, counted, strict=True):
+        rows.append((name, T, c))
+present.plot(
+    cache.figure(
+        charts.cost_chart,
+        COUNTED_LENGTHS,
+        memory,
+        kinds,
+        "numbers kept per sequence",
+        "Memory carried to read one more token (counted)",
+    ),
+    key="seq_memory",
+)
+st.markdown(sm.cost_claim(rows).text)
+scores = {
+    name: f"{c['attention scores']:,}"
+    for name, T, c in rows
+    if COUNTED_LENGTHS[-1] == T and c["attention scores"]
+}
+if scores:
+    st.caption(
+        f"Reading {COUNTED_LENGTHS[-1]:,} tokens at once, a GPT's attention fills "
+        + ", ".join(f"{v} scores ({k})" for k, v in scores.items())
+        + " (layers × heads × T × T); a recurrent model none."
+    )
+with st.expander("Measured: one generation step on this server"):
+    timed = {name: step_times(bid) for name, bid in sorted(group.items())}
+    st.table(
+        pd.DataFrame(
+            {
+                f"after {T} tokens (ms)": [f"{timed[n][i] * 1e3:.2f}" for n in timed]
+                for i, T in enumerate(TIMED_LENGTHS)
+            },
+            index=pd.Index([f"{n} ({kinds[n]})" for n in timed], name="model"),
+        )
+    )
+    st.caption(
+        "Best of 5 runs of one step, one thread, measured once per server and model. At these "
+        "toy sizes fixed costs (Python, small matrix products) dominate, so the GPT's growth "
+        "with T is small here; the counted memory above is what grows without bound."
+    )

@@ -1,0 +1,163 @@
+"""analysis/sequence_models.py on tiny seeded models of every family: the gradient sensitivity
+(zero past a CNN's receptive field, untouched shared model), reach, the memory counted against
+the real caches and states, and the claims against the numbers they state."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from tests.conftest import tiny_model
+from viz_model.analysis import sequence_models as sm
+from viz_model.model.families import build_model
+from viz_model.model.gpt import KVCache
+from viz_model.model.recurrent_cells import inspect
+from viz_model.model.recurrent_config import RecurrentConfig
+
+V, T = 11, 24
+
+
+def family_model(family: str, **overrides) -> torch.nn.Module:
+    torch.manual_seed(0)
+    cfg = RecurrentConfig(family=family, vocab_size=V, n_ctx=T, d_model=16, n_layer=2, **overrides)
+    return build_model(cfg).eval()
+
+
+def windows(n: int = 6, length: int = T) -> torch.Tensor:
+    return torch.randint(0, V, (n, length + 1), generator=torch.Generator().manual_seed(1))
+
+
+def test_a_cnn_is_blind_exactly_past_its_receptive_field():
+    model = family_model("cnn", kernel_size=3)
+    field = model.cfg.receptive_field  # 1 + 2 x (1 + 2) = 7
+    profile = sm.sensitivity(model, windows())
+    assert field == 7
+    assert np.all(profile[:field] > 0)
+    assert np.all(profile[field:] == 0)
+    assert sm.reach(profile) <= field - 1
+
+
+@pytest.mark.parametrize("family", ["rnn", "lstm", "gru"])
+def test_a_recurrent_model_feels_the_first_token_of_the_window(family):
+    profile = sm.sensitivity(family_model(family), windows())
+    assert profile.shape == (T,)
+    assert profile[-1] > 0  # the first token still reaches the last prediction through the state
+
+
+def test_a_gpt_feels_every_token_of_its_window():
+    model = tiny_model(n_ctx=T, vocab_size=V)
+    profile = sm.sensitivity(model, windows())
+    assert np.all(profile > 0)
+
+
+def test_sensitivity_leaves_the_shared_model_as_it_was():
+    model = family_model("lstm")
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    sm.sensitivity(model, windows())
+    for name, p in model.named_parameters():
+        assert p.grad is None
+        assert torch.equal(p, before[name])
+    assert not model.embed._forward_hooks
+
+
+def test_sensitivity_is_the_gradient_of_the_last_log_probability():
+    """For one window, by hand: embeddings as a leaf fed through the same layers."""
+    model = family_model("gru")
+    w = windows(1)
+    profile = sm.sensitivity(model, w)
+    emb = model.embed(w[:, :-1]).detach().requires_grad_(True)  # (1, T, D)
+    x = emb
+    for block in model.blocks:
+        x, _ = block(x)
+    log_p = torch.log_softmax(model.unembed(model.ln_final(x))[0, -1], -1)[w[0, -1]]
+    (grad,) = torch.autograd.grad(log_p, emb)
+    np.testing.assert_allclose(profile, grad[0].norm(dim=-1).flip(0).numpy(), rtol=1e-5)
+
+
+def test_reach_reads_the_profile():
+    assert sm.reach(np.array([1.0, 0.5, 0.02, 0.009, 0.011])) == 4
+    assert sm.reach(np.array([1.0, 0.005, 0.0])) == 0
+    assert sm.reach(np.zeros(4)) == 0
+
+
+@pytest.mark.parametrize("family", ["rnn", "lstm", "gru", "cnn"])
+def test_memory_counted_equals_the_state_the_model_carries(family):
+    model = family_model(family)
+    state = model.new_state()
+    model(windows(1)[:, :T], state)
+    carried = 0
+    for layer in state.layers:
+        for tensor in layer if isinstance(layer, tuple) else (layer,):
+            carried += tensor.numel()
+    assert sm.memory_floats(model, T)["state"] == carried
+    assert sm.memory_floats(model, 4 * T)["state"] == carried  # the same at any length
+
+
+@pytest.mark.parametrize("overrides", [{}, {"n_kv_heads": 1}])
+def test_memory_counted_equals_a_gpt_s_kv_cache(overrides):
+    model = tiny_model(n_ctx=T, vocab_size=V, **overrides)
+    cache = KVCache(model.cfg.n_layer)
+    model(windows(1)[:, :T], kv_cache=cache)
+    held = sum(k.numel() + v.numel() for k, v in zip(cache.k, cache.v, strict=True))
+    counted = sm.memory_floats(model, T)
+    assert counted["kv cache"] == held
+    assert counted["attention scores"] == model.cfg.n_layer * model.cfg.n_head * T * T
+
+
+def test_step_seconds_times_a_step_for_every_family():
+    for model in [tiny_model(n_ctx=T, vocab_size=V), family_model("lstm"), family_model("cnn")]:
+        seconds = sm.step_seconds(model, T - 1, repeats=2)
+        assert 0 < seconds < 5
+
+
+def test_gate_summary_of_an_lstm_is_its_gates_means():
+    model = family_model("lstm")
+    gates = inspect(model, windows(1)[0, :T]).layers[0].gates
+    summary = sm.gate_summary(gates)
+    assert set(summary.means) == {"input", "forget", "output"}
+    assert summary.means["forget"] == pytest.approx(float(gates["forget"].mean()))
+    assert summary.keep_share == pytest.approx(float((gates["forget"] > sm.KEEP).float().mean()))
+    claim = sm.gate_claim("lstm", summary)
+    assert claim.made and f"forget {summary.means['forget']:.2f}" in claim.text
+    assert not sm.gate_claim("rnn", sm.gate_summary({})).made
+
+
+def test_bpc_claim_orders_and_keeps_its_margin():
+    entries = [
+        sm.Entry("a", "LSTM", 2.10),
+        sm.Entry("b", "RNN", 2.40),
+        sm.Entry("c", "GPT", 2.05),
+        sm.Entry("5-gram", "n-gram", 2.30),
+    ]
+    claim = sm.bpc_claim(entries)
+    assert claim.made and claim.text.startswith("**c (GPT)")
+    assert "0.350 fewer than b (RNN)" in claim.text
+    assert "2 of 3 networks beat it" in claim.text
+    close = sm.bpc_claim([sm.Entry("a", "LSTM", 2.10), sm.Entry("b", "RNN", 2.11)])
+    assert not close.made and "within 0.02" in close.text
+
+
+def test_reach_claim_is_made_only_for_a_twofold_difference():
+    far, near = np.geomspace(1, 1e-4, 40), np.geomspace(1, 1e-9, 40)
+    claim = sm.reach_claim([("GPT", far, None), ("CNN", near, 7)], 40)
+    assert claim.made and "GPT reaches farthest back" in claim.text
+    assert claim.numbers["reach GPT"] == sm.reach(far)
+    assert "CNN's receptive field is 7" in claim.text
+    wide = sm.reach_claim([("GPT", far, None), ("CNN", near, 63)], 40)
+    assert "receptive field is" not in wide.text and "CNN's (63) reaches past" in wide.text
+    same = sm.reach_claim([("A", far, None), ("B", far, None)], 40)
+    assert not same.made
+
+
+def test_cost_claim_names_what_grows():
+    rows = [
+        ("GPT", 16, {"kv cache": 100}),
+        ("GPT", 64, {"kv cache": 400}),
+        ("LSTM", 16, {"state": 64}),
+        ("LSTM", 64, {"state": 64}),
+    ]
+    claim = sm.cost_claim(rows)
+    assert claim.made and "grow for GPT (100 to 400)" in claim.text
+    assert "stay the same for LSTM (64 to 64)" in claim.text
+    assert not sm.cost_claim(rows[2:]).made

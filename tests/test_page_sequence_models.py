@@ -1,0 +1,162 @@
+"""The Sequence models page on the bundled models (AppTest): one model per family on the same
+text and budget, its sentences recomputed from the bundles' own numbers, the gates of the model
+on screen when it has them, and the words it says when there is nothing to compare."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.apptest_util import open_link, plotly_figures
+from viz_model.analysis import sequence_models as sm
+from viz_model.analysis.ngrams import LN2
+from viz_model.bundles.load import load_bundle
+
+PAGE = "pages/20_sequence_models.py"
+MODELS = Path(__file__).resolve().parent.parent / "assets" / "models"
+FAMILY_BUNDLES = {
+    "GPT": "shakespeare-tiny",
+    "RNN": "shakespeare-rnn",
+    "LSTM": "shakespeare-lstm",
+    "GRU": "shakespeare-gru",
+    "causal CNN": "shakespeare-cnn",
+}
+PROMPT = "ROMEO:\nBut soft, what light"
+
+
+def _markdown(at) -> str:
+    return "\n".join(m.value for m in at.markdown)
+
+
+@pytest.fixture(scope="module")
+def on_tiny():
+    at = open_link(MODELS, PAGE, {"model": "shakespeare-tiny", "prompt": PROMPT}, timeout=300)
+    assert not at.exception, at.exception[0].value
+    return at
+
+
+def test_one_model_per_family_is_compared_with_its_recorded_bits_per_character(on_tiny):
+    bars = next(f for f in plotly_figures(on_tiny) if "Bits per character" in str(f["layout"]))
+    shown = dict(zip(bars["data"][0]["y"], bars["data"][0]["x"], strict=True))
+    for kind, name in FAMILY_BUNDLES.items():
+        bpc = load_bundle(MODELS / name).meta["val_loss"] / LN2  # characters are the tokens
+        assert shown[f"{name} ({kind})"] == pytest.approx(bpc, abs=1e-3)
+    gpts = [label for label in shown if label.endswith("(GPT)")]
+    assert gpts == ["shakespeare-tiny (GPT)"]  # the variants share the budget but not the chart
+
+
+def test_the_ranking_sentence_names_the_lowest_and_highest(on_tiny):
+    bpc = {n: load_bundle(MODELS / n).meta["val_loss"] / LN2 for n in FAMILY_BUNDLES.values()}
+    best, worst = min(bpc, key=bpc.get), max(bpc, key=bpc.get)
+    text = _markdown(on_tiny)
+    assert f"**{best} (" in text and f"fewer than {worst} (" in text
+    assert f"{bpc[best] - bpc[worst]:.3f}".lstrip("-") in text
+
+
+def test_the_cnn_is_blind_past_its_receptive_field_and_the_sentence_says_so(on_tiny):
+    field = load_bundle(MODELS / "shakespeare-cnn").config.receptive_field
+    assert f"shakespeare-cnn's receptive field is {field}" in _markdown(on_tiny)
+    reach = next(f for f in plotly_figures(on_tiny) if "k steps back" in str(f["layout"]))
+    cnn = next(t for t in reach["data"] if t.get("name", "").startswith("shakespeare-cnn"))
+    y = np.array([np.nan if v is None else v for v in _values(cnn["y"])], dtype=float)
+    assert np.all(np.isnan(y[field:]))  # exactly zero there: off a log axis
+    assert np.all(y[:field] > 0)
+
+
+def _values(y):
+    """A plotly array: a list, or numpy's base64 typed array."""
+    if isinstance(y, dict):
+        import base64
+
+        return np.frombuffer(base64.b64decode(y["bdata"]), dtype=np.dtype(y["dtype"]))
+    return y
+
+
+def test_memory_grows_only_for_the_gpt(on_tiny):
+    text = _markdown(on_tiny)
+    assert "grow for shakespeare-tiny" in text
+    for name in ("shakespeare-rnn", "shakespeare-lstm", "shakespeare-gru", "shakespeare-cnn"):
+        assert name in text.split("stay the same for")[1]
+
+
+def test_the_gates_are_the_lstm_s_and_its_sentence_its_numbers(on_tiny):
+    text = _markdown(on_tiny)
+    assert "**shakespeare-lstm**, layer 0: Mean gate values on this prompt" in text
+    assert any("forget gate at each token" in str(f["layout"]) for f in plotly_figures(on_tiny))
+
+
+def test_a_gru_on_screen_shows_its_own_gates():
+    at = open_link(
+        MODELS,
+        PAGE,
+        {"model": "shakespeare-gru", "prompt": PROMPT, "seq_gate": "reset"},
+        timeout=300,
+    )
+    assert not at.exception
+    assert "**shakespeare-gru**, layer 0" in _markdown(at)
+    assert any("reset gate at each token" in str(f["layout"]) for f in plotly_figures(at))
+
+
+def test_a_model_with_no_other_family_on_its_text_says_so():
+    at = open_link(MODELS, PAGE, {"model": "induction-1l", "prompt": "abcabc"}, timeout=300)
+    assert not at.exception
+    assert any("nothing to set side by side" in i.value for i in at.info)
+
+
+def test_a_one_character_prompt_leaves_the_gates_for_later():
+    at = open_link(MODELS, PAGE, {"model": "shakespeare-lstm", "prompt": "R"}, timeout=300)
+    assert not at.exception
+    assert any("at least two characters" in i.value for i in at.info)
+
+
+def test_plain_gpt_picks_the_gpt_2_block():
+    tiny = load_bundle(MODELS / "shakespeare-tiny").config
+    rope = load_bundle(MODELS / "shakespeare-rope").config
+    assert sm.is_plain_gpt(tiny) and not sm.is_plain_gpt(rope)
+    rows = [("b-rope", "gpt", rope), ("a-tiny", "gpt", tiny), ("lstm", "lstm", None)]
+    assert sm.one_per_family(rows, on_screen="x") == {"gpt": "a-tiny", "lstm": "lstm"}
+    assert sm.one_per_family(rows, on_screen="b-rope")["gpt"] == "b-rope"
+
+
+@pytest.fixture(scope="module")
+def class_lstm(tmp_path_factory):
+    """An LSTM a class trains in a minute: the tiny preset on Shakespeare characters, by the job's
+    own code (new_run, then train), 200 steps of windows 64 long: another budget than the bundles'."""
+    from tests.conftest import made_once
+    from viz_model.training.loop import train
+    from viz_model.training.settings import RunSettings, new_run
+
+    def build(root):
+        settings = RunSettings(
+            corpus="shakespeare",
+            tokenizer="char",
+            preset="tiny",
+            family="lstm",
+            model={"n_ctx": 64},
+            train={"max_steps": 200, "seed": 0, "threads": 1, "eval_every": 100,
+                   "eval_batches": 4, "sample_every": 0, "sample_tokens": 0, "n_snapshots": 2},
+        )  # fmt: skip
+        run = new_run(settings, root / "class-lstm", command="tests: a class's LSTM")
+        for _ in train(run.model, run.data, run.cfg, run.out, run.tokenizer, meta=run.meta):
+            pass
+
+    return made_once(tmp_path_factory, "sequence_class_lstm", build)
+
+
+def test_an_lstm_trained_in_class_is_named_drawn_and_its_gates_shown(class_lstm):
+    at = open_link(class_lstm, PAGE, {"model": "class-lstm", "prompt": PROMPT}, timeout=300)
+    assert not at.exception, at.exception[0].value
+    bundle = load_bundle(class_lstm / "class-lstm")
+    bpc = bundle.meta["val_loss"] / LN2
+    seen = bundle.meta["tokens_seen"]
+    captions = " ".join(c.value for c in at.caption)
+    assert (
+        f"class-lstm (LSTM, {bundle.model.n_params():,} parameters), scores {bpc:.3f}" in captions
+    )
+    assert f"after {seen:,} training tokens: another budget, so it is not ranked" in captions
+    reach = next(f for f in plotly_figures(at) if "k steps back" in str(f["layout"]))
+    assert any(t.get("name") == "class-lstm (LSTM)" for t in reach["data"])
+    assert "up to k = 63" in _markdown(at)  # its windows are 64 long: every line is cut there
+    assert "**class-lstm**, layer 0: Mean gate values" in _markdown(at)

@@ -1,0 +1,172 @@
+"""Figures of the Sequence models page: bits per character of each family, how far back each
+uses the past, an LSTM's or GRU's gates along a prompt, and memory and time per token against
+context length. Pure builders: numbers in, a plotly figure out."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ui.charts.common import (
+    SEQUENTIAL,
+    colorbar_below,
+    every_tick,
+    house_layout,
+    plotly_labels,
+    plotly_text,
+)
+
+# One colour per family, the same in every chart of the page.
+FAMILY_COLOURS = {
+    "GPT": "#1f77b4",
+    "RNN": "#ff7f0e",
+    "LSTM": "#2ca02c",
+    "GRU": "#9467bd",
+    "causal CNN": "#8c564b",
+    "n-gram": "#7f7f7f",
+}
+
+
+def _colour(kind: str) -> str:
+    return FAMILY_COLOURS.get(kind, "#17becf")
+
+
+def bpc_bars(names: Sequence[str], kinds: Sequence[str], bpc: Sequence[float]) -> go.Figure:
+    """Horizontal bars, best (lowest) at the top, one colour per family."""
+    order = np.argsort(bpc)[::-1]  # plotly draws the first bar at the bottom
+    labels = [f"{plotly_text(names[i])} ({kinds[i]})" for i in order]
+    return go.Figure(
+        go.Bar(
+            x=[bpc[i] for i in order],
+            y=labels,
+            orientation="h",
+            marker_color=[_colour(kinds[i]) for i in order],
+            text=[f"{bpc[i]:.3f}" for i in order],
+            textposition="outside",
+            hovertemplate="%{y}<br>%{x:.3f} bits per character<extra></extra>",
+        ),
+        house_layout(
+            "Bits per character of the validation text (lower is better)",
+            height=120 + 34 * len(names),
+            xaxis=dict(title="bits per character", range=[0, max(bpc) * 1.18]),
+            yaxis=dict(automargin=True),
+            showlegend=False,
+        ),
+    )
+
+
+def reach_chart(
+    profiles: dict[str, np.ndarray],
+    kinds: dict[str, str],
+    fields: dict[str, int],
+    reach_fraction: float,
+) -> go.Figure:
+    """Sensitivity against distance k (log-y), each model's line scaled to its k = 0 value; a
+    dotted line at each CNN's receptive field, past which its line stops (exactly zero)."""
+    fig = go.Figure()
+    for name, profile in profiles.items():
+        scaled = profile / profile[0] if profile[0] > 0 else profile
+        shown = np.where(scaled > 0, scaled, np.nan)  # log axis: zero is "off the chart"
+        fig.add_trace(
+            go.Scatter(
+                x=np.arange(len(profile)),
+                y=shown,
+                mode="lines",
+                name=f"{plotly_text(name)} ({kinds[name]})",
+                line=dict(color=_colour(kinds[name]), width=2),
+                hovertemplate="k = %{x} back<br>%{y:.2e} of the nearest token's<extra></extra>",
+            )
+        )
+    length = max((len(p) for p in profiles.values()), default=1)
+    for name, field in fields.items():
+        if field < length:
+            fig.add_vline(
+                x=field - 0.5,
+                line=dict(color=_colour(kinds[name]), dash="dot"),
+                annotation_text=f"{plotly_text(name)}'s receptive field",
+                annotation_position="bottom left",
+                annotation_font_size=12,
+            )
+    fig.add_hline(
+        y=reach_fraction,
+        line=dict(color="#555", dash="dash", width=1),
+        annotation_text=f"{reach_fraction:.0%}: the reach in the sentence below",
+        annotation_position="top right",
+        annotation_font_size=12,
+    )
+    fig.update_layout(
+        house_layout(
+            "How much the next-token prediction moves with a token k steps back",
+            xaxis=dict(title="k: tokens back from the last one read", range=[0, length - 1]),
+            yaxis=dict(
+                title="gradient / the nearest token's",
+                type="log",
+                exponentformat="power",
+                range=[-10, 0.3],  # log10: below 1e-10 a token no longer matters at all
+            ),
+            legend=dict(orientation="h", y=-0.25),
+        )
+    )
+    return fig
+
+
+def gate_heatmap(values: np.ndarray, labels: Sequence[str], gate: str, units: Sequence[int]):
+    """One gate (T, U) along the prompt: tokens across, the chosen units down, 0..1."""
+    signed = gate == "cell"
+    return go.Figure(
+        go.Heatmap(
+            z=values.T,
+            x=plotly_labels(labels),
+            y=[f"unit {u}" for u in units],
+            colorscale="RdBu" if signed else SEQUENTIAL,
+            zmid=0 if signed else None,
+            zmin=None if signed else 0,
+            zmax=None if signed else 1,
+            colorbar=colorbar_below(gate),
+            hovertemplate="%{x}<br>%{y}<br>" + gate + " %{z:.2f}<extra></extra>",
+        ),
+        house_layout(
+            f"The {gate} {'state' if signed else 'gate'} at each token (the units that vary most)",
+            height=140 + 16 * len(units),
+            xaxis=every_tick(list(labels)),
+            yaxis=dict(autorange="reversed"),
+        ),
+    )
+
+
+def cost_chart(
+    lengths: Sequence[int],
+    series: dict[str, Sequence[float]],
+    kinds: dict[str, str],
+    y_title: str,
+    title: str,
+) -> go.Figure:
+    """One line per model against context length, log-log."""
+    fig = go.Figure()
+    for name, ys in series.items():
+        fig.add_trace(
+            go.Scatter(
+                x=list(lengths),
+                y=list(ys),
+                mode="lines+markers",
+                name=f"{plotly_text(name)} ({kinds[name]})",
+                line=dict(color=_colour(kinds[name]), width=2),
+                hovertemplate="%{x} tokens<br>%{y:,.3g}<extra></extra>",
+            )
+        )
+    fig.update_layout(
+        house_layout(
+            title,
+            xaxis=dict(
+                title="context length (tokens already read)",
+                type="log",
+                tickvals=list(lengths),
+                ticktext=[f"{n:,}" for n in lengths],
+            ),
+            yaxis=dict(title=y_title, type="log", dtick=1),  # a label per power of ten only
+            legend=dict(orientation="h", y=-0.25),
+        )
+    )
+    return fig

@@ -1,0 +1,316 @@
+"""Sequence models side by side: how far back each one uses the past, what its gates do, and what
+reading one more token costs as the context grows (the "Sequence models" page).
+
+- `sensitivity(model, windows)`: for each distance k, how much the log-probability of the next
+  token at a window's last position moves with the token embedding k steps back: the norm of the
+  gradient d log p(x_T | x_<T) / d e_(T-1-k), averaged over validation windows. A causal CNN's is
+  exactly zero past its receptive field; an RNN's decays with k; a GPT's need not.
+- `reach(profile)`: the farthest distance whose sensitivity is still 1% of the nearest one's.
+- `gate_summary(trace)`: an LSTM's or GRU's gates along a prompt, in numbers for the sentences.
+- `step_cost(model, T)`: the time of one generation step after T tokens (a recurrent state, the
+  CNN's window or the GPT's KV cache), and the numbers it carries; `memory_floats(cfg, T)` counts
+  them without running anything.
+
+Shapes: N windows, T tokens, D d_model. Every sentence is a Claim of the numbers it states.
+
+Not here: the models (model/recurrent.py, model/gpt.py), the hand-written cells that expose the
+gates (model/recurrent_cells.py), the bits per character (analysis/ngrams.py).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from viz_model.analysis.claims import Claim
+from viz_model.model.config import GPTConfig
+from viz_model.model.families import family_of
+from viz_model.model.recurrent_config import FAMILY_LABELS
+
+REACH_FRACTION = 0.01  # "still used" while the sensitivity is at least 1% of the nearest token's
+BPC_MARGIN = 0.02  # bits per character: closer than this, two models are "about equal"
+
+
+# ---- how far back: gradient sensitivity ---------------------------------------------------------
+
+
+def sensitivity(model: torch.nn.Module, windows: torch.Tensor) -> np.ndarray:
+    """(T,) the mean over windows (N, T + 1) of ||d log p(x_T | x_<T) / d e_(T-1-k)||, k = 0..T-1:
+    index k is the token k steps before the last one read (k = 0: the last token itself).
+
+    Runs on a copy of the model, so the gradient touches neither the shared model's parameters
+    nor any hook another session might be using."""
+    probe = copy.deepcopy(model).eval()
+    for p in probe.parameters():
+        p.requires_grad_(False)
+    seen: list[torch.Tensor] = []
+
+    def keep(_module, _inputs, out: torch.Tensor) -> torch.Tensor:
+        out = out.detach().requires_grad_(True)  # (N, T, D): the leaf we differentiate against
+        seen.append(out)
+        return out
+
+    probe.embed.register_forward_hook(keep)
+    x, target = windows[:, :-1], windows[:, -1]  # (N, T), (N,)
+    with torch.enable_grad():
+        logits = probe(x)[:, -1]  # (N, V): the prediction after the whole window
+        log_p = F.log_softmax(logits.float(), dim=-1).gather(1, target[:, None]).sum()
+        (grad,) = torch.autograd.grad(log_p, seen[0])  # (N, T, D)
+    per_position = grad.norm(dim=-1).mean(0)  # (T,), position t
+    return per_position.flip(0).numpy()  # index k = T - 1 - t
+
+
+def reach(profile: np.ndarray, fraction: float = REACH_FRACTION) -> int:
+    """The farthest distance k whose sensitivity is at least `fraction` of the nearest token's
+    (k = 0); 0 when even k = 1 is below it."""
+    nearest = float(profile[0])
+    if not nearest > 0:
+        return 0
+    above = np.nonzero(profile >= fraction * nearest)[0]
+    return int(above.max())
+
+
+def reach_claim(named: Sequence[tuple[str, np.ndarray, int | None]], window: int) -> Claim:
+    """Which model uses the farthest past, from (name, profile, receptive field or None) rows.
+    Made when the farthest reach is at least twice the nearest (a difference worth a sentence)."""
+    reaches = {name: reach(profile) for name, profile, _ in named}
+    numbers = {f"reach {name}": float(r) for name, r in reaches.items()}
+    numbers["fraction"] = REACH_FRACTION
+    numbers["window"] = float(window)
+    parts = [f"{name} {r}" for name, r in reaches.items()]
+    inside = [f"{name}'s receptive field is {rf}" for name, _, rf in named if rf and rf < window]
+    covers = [f"{name}'s ({rf})" for name, _, rf in named if rf and rf >= window]
+    lead = (
+        f"On windows of the validation text, up to k = {window - 1}, the prediction still moves "
+        f"with a token k steps back at 1% of the nearest token's pull up to: {', '.join(parts)}."
+    )
+    if inside:
+        lead += " " + "; ".join(inside) + ", and past it the gradient is exactly zero."
+    if covers:
+        lead += f" The receptive field {', '.join(covers)} reaches past every k shown."
+    if len(reaches) < 2:
+        return Claim(lead, False, numbers)
+    far = max(reaches, key=reaches.get)
+    near = min(reaches, key=reaches.get)
+    if reaches[far] >= 2 * max(reaches[near], 1):
+        return Claim(
+            f"{lead} **{far} reaches farthest back ({reaches[far]} tokens); {near} the least "
+            f"({reaches[near]}).**",
+            True,
+            numbers,
+        )
+    return Claim(f"{lead} No model here reaches twice as far back as another.", False, numbers)
+
+
+# ---- which models stand for their family -------------------------------------------------------
+
+# The GPT's parts the architecture contrasts change one at a time (model/config.BLOCK_VARIANTS):
+# a GPT with all of them at their defaults is "the GPT" of a comparison between families.
+PLAIN_GPT_FIELDS = (
+    "pos",
+    "norm",
+    "norm_kind",
+    "residual",
+    "mlp",
+    "act",
+    "attn_only",
+    "causal",
+    "tie_embeddings",
+)
+
+
+def is_plain_gpt(cfg) -> bool:
+    """A GPT-2-style block: every contrasted part at GPTConfig's default, a key-value head per head."""
+    if not isinstance(cfg, GPTConfig):
+        return False
+    defaults = {f.name: f.default for f in dataclasses.fields(GPTConfig)}
+    return cfg.n_kv_heads == cfg.n_head and all(
+        getattr(cfg, name) == defaults[name] for name in PLAIN_GPT_FIELDS
+    )
+
+
+def one_per_family(candidates: Sequence[tuple[str, str, object]], on_screen: str) -> dict[str, str]:
+    """From (name, family, config) rows, one name per family: the model on screen for its own
+    family, else (for GPTs) a plain GPT before a variant, else the first name in order."""
+
+    def rank(row: tuple[str, str, object]) -> tuple[bool, bool, str]:
+        name, family, cfg = row
+        return (name != on_screen, family == "gpt" and not is_plain_gpt(cfg), name)
+
+    chosen: dict[str, str] = {}
+    for name, family, _ in sorted(candidates, key=rank):
+        chosen.setdefault(family, name)
+    return chosen
+
+
+# ---- bits per character on the same text and budget --------------------------------------------
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One model (or n-gram) in the comparison: bits per validation character."""
+
+    name: str
+    kind: str  # "GPT", "LSTM", ..., or "n-gram"
+    bpc: float
+    params: int | None = None
+
+
+def bpc_claim(entries: Sequence[Entry]) -> Claim:
+    """Best and worst by bits per character, and the networks against the best n-gram."""
+    nets = [e for e in entries if e.kind != "n-gram" and math.isfinite(e.bpc)]
+    grams = [e for e in entries if e.kind == "n-gram" and math.isfinite(e.bpc)]
+    numbers = {f"bpc {e.name}": e.bpc for e in [*nets, *grams]}
+    numbers["margin"] = BPC_MARGIN
+    if len(nets) < 2:
+        return Claim("Fewer than two networks trained on this text are here to compare.", False)
+    ranked = sorted(nets, key=lambda e: e.bpc)
+    best, worst = ranked[0], ranked[-1]
+    if worst.bpc - best.bpc < BPC_MARGIN:
+        text = (
+            f"All {len(nets)} networks are within {BPC_MARGIN} bits per character of each "
+            f"other ({best.bpc:.3f} to {worst.bpc:.3f}): on this budget the family made no "
+            "difference worth stating."
+        )
+        made = False
+    else:
+        order = " < ".join(f"{e.name} {e.bpc:.3f}" for e in ranked)
+        text = (
+            f"**{best.name} ({best.kind}) predicts this text best: {best.bpc:.3f} bits per "
+            f"character, {worst.bpc - best.bpc:.3f} fewer than {worst.name} ({worst.kind}).** "
+            f"In order: {order}."
+        )
+        made = True
+    if grams:
+        gram = min(grams, key=lambda e: e.bpc)
+        beaten = [e.name for e in nets if e.bpc < gram.bpc - BPC_MARGIN]
+        text += f" The best counting model, {gram.name}, scores {gram.bpc:.3f}; " + (
+            f"{len(beaten)} of {len(nets)} networks beat it."
+            if beaten
+            else "no network here beats it by more than the margin."
+        )
+    return Claim(text, made, numbers)
+
+
+# ---- gates along a prompt ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GateSummary:
+    """Mean of each gate over the prompt and units of one layer, and the share of forget-gate
+    values above 0.9 (a cell that keeps what it holds)."""
+
+    means: dict[str, float]
+    keep_share: float | None  # LSTM forget > 0.9; GRU update > 0.9 (keeps the old state)
+
+
+KEEP = 0.9
+
+
+def gate_summary(gates: dict[str, torch.Tensor]) -> GateSummary:
+    """gates: name -> (T, D) activations of one layer (model/recurrent_cells.LayerTrace.gates)."""
+    means = {name: float(g.mean()) for name, g in gates.items() if name != "cell"}
+    keeper = gates.get("forget", gates.get("update"))
+    share = None if keeper is None else float((keeper > KEEP).float().mean())
+    return GateSummary(means, share)
+
+
+def gate_claim(family: str, summary: GateSummary) -> Claim:
+    """What the gates did on this prompt, in numbers; neutral for a family without gates."""
+    if summary.keep_share is None:
+        return Claim(f"An {FAMILY_LABELS.get(family, family)} has no gates to show.", False)
+    name = "forget" if family == "lstm" else "update"
+    what = (
+        "the cell keeps what it holds" if family == "lstm" else "the old state is kept, not mixed"
+    )
+    means = ", ".join(f"{g} {v:.2f}" for g, v in summary.means.items())
+    text = (
+        f"Mean gate values on this prompt: {means}. In {summary.keep_share:.0%} of the "
+        f"(token, unit) places the {name} gate is above {KEEP}, where {what}."
+    )
+    numbers = {f"mean {g}": v for g, v in summary.means.items()}
+    numbers["keep share"] = summary.keep_share
+    return Claim(text, True, numbers)
+
+
+# ---- what one more token costs ------------------------------------------------------------------
+
+
+def memory_floats(model: torch.nn.Module, T: int) -> dict[str, int]:
+    """Numbers kept to read token T + 1 after T tokens, per sequence, counted from the config:
+    "state" (a recurrent state or the CNN's window: constant in T) or "kv cache" (a GPT: 2 x
+    layers x T x key-value width), and "attention scores" (a GPT's full forward over T tokens:
+    layers x heads x T x T, the T x T table)."""
+    cfg = model.cfg
+    if family_of(model) != "gpt":
+        from viz_model.model.recurrent import state_floats
+
+        return {"state": state_floats(cfg), "attention scores": 0}
+    kv_width = cfg.n_kv_heads * cfg.d_head  # keys and values per token per layer, each
+    return {
+        "kv cache": 2 * cfg.n_layer * T * kv_width,
+        "attention scores": cfg.n_layer * cfg.n_head * T * T,
+    }
+
+
+@torch.no_grad()
+def step_seconds(model: torch.nn.Module, T: int, repeats: int = 5, seed: int = 0) -> float:
+    """Best of `repeats` times (s) of one generation step after T random tokens: the recurrent
+    families and the CNN continue their state, a GPT its KV cache. T must fit the model
+    (a GPT: T < max_len)."""
+    g = torch.Generator().manual_seed(seed)
+    vocab = model.cfg.vocab_size
+    ids = torch.randint(0, vocab, (1, T + 1), generator=g)
+    best = math.inf
+    for _ in range(repeats):
+        if family_of(model) == "gpt":
+            from viz_model.model.gpt import KVCache
+
+            state = KVCache(model.cfg.n_layer)
+            model(ids[:, :T], kv_cache=state)
+            start = time.perf_counter()
+            model(ids[:, T:], kv_cache=state)
+        else:
+            state = model.new_state()
+            model(ids[:, :T], state)
+            start = time.perf_counter()
+            model(ids[:, T:], state)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def cost_claim(rows: Sequence[tuple[str, int, dict[str, int]]]) -> Claim:
+    """From (name, T, memory_floats) rows at two or more lengths: which models' memory grows
+    with the context and by how much, counted."""
+    by_name: dict[str, list[tuple[int, int]]] = {}
+    for name, T, floats in rows:
+        kept = floats.get("kv cache", floats.get("state", 0))
+        by_name.setdefault(name, []).append((T, kept))
+    growing, flat = [], []
+    numbers: dict[str, float] = {}
+    for name, points in by_name.items():
+        points.sort()
+        (t0, m0), (t1, m1) = points[0], points[-1]
+        numbers[f"{name} at {t0}"], numbers[f"{name} at {t1}"] = float(m0), float(m1)
+        (growing if m1 > m0 else flat).append(f"{name} ({m0:,} to {m1:,})")
+    if not growing or not flat:
+        return Claim(
+            "Every model here keeps " + ("a growing" if growing else "the same") + " memory "
+            "as the context grows.",
+            False,
+            numbers,
+        )
+    return Claim(
+        f"From the shortest to the longest context, the numbers kept to read one more token "
+        f"grow for {', '.join(growing)} and stay the same for {', '.join(flat)}.",
+        True,
+        numbers,
+    )
