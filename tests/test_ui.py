@@ -196,7 +196,7 @@ def test_no_page_file_is_served_where_a_page_url_is():
 def test_the_old_links_keep_their_paths():
     assert [p.url_path for p in nav.all_pages()] == [
         "", "Lessons", "Class", "Tokenization", "Embeddings", "Attention", "Residual_stream", "LayerNorm",
-        "MLP_neurons", "Next_token", "Generation", "Using_a_model", "Training", "N-grams", "Interventions",
+        "MLP_neurons", "Next_token", "Generation", "Using_a_model", "Training", "N-grams", "Sequence_models", "Interventions",
         "Adversarial_suffix", "Training_dynamics", "Compare_models", "Architecture_contrasts", "Scaling",
         "Inside_a_block",
     ]  # fmt: skip

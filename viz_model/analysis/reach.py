@@ -15,6 +15,8 @@ Not here: the models (model/), what a page says about the profile (a claim of it
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -23,7 +25,13 @@ from torch import nn
 
 def _embedding_grads(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """x (N, T) ids, y (N,) the token after each window -> (N, T) the gradient norm of
-    ln p(y | x) with respect to each position's token embedding."""
+    ln p(y | x) with respect to each position's token embedding.
+
+    Runs on a copy of the model: the shared, cached model gets neither a hook (another session
+    may be running it at this moment) nor a gradient."""
+    probe = copy.deepcopy(model).eval()
+    for p in probe.parameters():
+        p.requires_grad_(False)
     kept: list[torch.Tensor] = []
 
     def keep(_module, _inputs, out):  # the embedding's output, made a leaf whose grad we read
@@ -31,17 +39,11 @@ def _embedding_grads(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torc
         kept.append(out)
         return out
 
-    handle = model.embed.register_forward_hook(keep)
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.enable_grad():
-            logits = model(x)[:, -1]  # (N, V) after the last token of each window
-            log_p = F.log_softmax(logits.float(), dim=-1).gather(1, y[:, None]).sum()
-            (grad,) = torch.autograd.grad(log_p, kept[0])  # (N, T, D)
-    finally:
-        handle.remove()
-        model.train(was_training)
+    probe.embed.register_forward_hook(keep)
+    with torch.enable_grad():
+        logits = probe(x)[:, -1]  # (N, V) after the last token of each window
+        log_p = F.log_softmax(logits.float(), dim=-1).gather(1, y[:, None]).sum()
+        (grad,) = torch.autograd.grad(log_p, kept[0])  # (N, T, D)
     return grad.norm(dim=-1)  # (N, T)
 
 

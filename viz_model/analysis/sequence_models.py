@@ -19,7 +19,6 @@ gates (model/recurrent_cells.py), the bits per character (analysis/ngrams.py).
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import math
 import time
@@ -28,9 +27,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from viz_model.analysis.claims import Claim
+from viz_model.analysis.reach import reach_profile
 from viz_model.model.config import GPTConfig
 from viz_model.model.families import family_of
 from viz_model.model.recurrent_config import FAMILY_LABELS
@@ -43,29 +42,9 @@ BPC_MARGIN = 0.02  # bits per character: closer than this, two models are "about
 
 
 def sensitivity(model: torch.nn.Module, windows: torch.Tensor) -> np.ndarray:
-    """(T,) the mean over windows (N, T + 1) of ||d log p(x_T | x_<T) / d e_(T-1-k)||, k = 0..T-1:
-    index k is the token k steps before the last one read (k = 0: the last token itself).
-
-    Runs on a copy of the model, so the gradient touches neither the shared model's parameters
-    nor any hook another session might be using."""
-    probe = copy.deepcopy(model).eval()
-    for p in probe.parameters():
-        p.requires_grad_(False)
-    seen: list[torch.Tensor] = []
-
-    def keep(_module, _inputs, out: torch.Tensor) -> torch.Tensor:
-        out = out.detach().requires_grad_(True)  # (N, T, D): the leaf we differentiate against
-        seen.append(out)
-        return out
-
-    probe.embed.register_forward_hook(keep)
-    x, target = windows[:, :-1], windows[:, -1]  # (N, T), (N,)
-    with torch.enable_grad():
-        logits = probe(x)[:, -1]  # (N, V): the prediction after the whole window
-        log_p = F.log_softmax(logits.float(), dim=-1).gather(1, target[:, None]).sum()
-        (grad,) = torch.autograd.grad(log_p, seen[0])  # (N, T, D)
-    per_position = grad.norm(dim=-1).mean(0)  # (T,), position t
-    return per_position.flip(0).numpy()  # index k = T - 1 - t
+    """(T,) the mean over windows (N, T + 1) of ||d log p(x_T | x_<T) / d e_(T-1-k)||, k = 0..T-1
+    (analysis/reach.py, on a copy of the model): index k is the token k steps before the last."""
+    return reach_profile(model, windows)
 
 
 def reach(profile: np.ndarray, fraction: float = REACH_FRACTION) -> int:
