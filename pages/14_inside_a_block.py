@@ -9,7 +9,7 @@ radio that picks a part."""
 import streamlit as st
 
 import ui
-from ui import state
+from ui import parts
 from ui.inside_block import PARTS
 
 ctx = ui.context()
@@ -21,14 +21,4 @@ st.markdown(
     "contextual layer by layer; what a straight line can read from it (probes); one step of "
     "training by gradient descent; and where prompts you write from a template land."
 )
-part = state.radio(
-    "Part",
-    "part",
-    list(PARTS),
-    "walk",
-    format_func=lambda p: PARTS[p][0],
-    horizontal=True,
-    label_visibility="collapsed",
-)
-_, draw = PARTS[part]
-draw(ctx)
+parts.chosen_part(PARTS, "part", "walk")(ctx)

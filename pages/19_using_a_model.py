@@ -7,7 +7,7 @@ part (one part computes per run, so a page run stays cheap)."""
 import streamlit as st
 
 import ui
-from ui import state
+from ui import parts
 from ui.usage import PARTS
 
 ctx = ui.context()
@@ -19,14 +19,4 @@ st.markdown(
     "a decoder (greedy, sampling, beam search) turns the probabilities into text; a task becomes "
     "a question of which continuation is likeliest; and a prior over words helps correct typos."
 )
-part = state.radio(
-    "Part",
-    "use_part",
-    list(PARTS),
-    "forcing",
-    format_func=lambda p: PARTS[p][0],
-    horizontal=True,
-    label_visibility="collapsed",
-)
-_, draw = PARTS[part]
-draw(ctx)
+parts.chosen_part(PARTS, "use_part", "forcing")(ctx)

@@ -13,13 +13,13 @@ with the one escaper the app uses (viz_model/analysis/claims.md_escape).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import streamlit as st
 
-from ui import nav
+from ui import nav, state
 from ui.charts.common import show_whitespace
 from viz_model.analysis.claims import md_escape
 from viz_model.analysis.tokens import token_text
@@ -88,3 +88,20 @@ def page_link(url_path: str, label: str, container: Any = st, **query: str) -> N
     """A link to another page of the app (by its url_path), opening the view `query` names."""
     page = nav.find(url_path)
     container.page_link(page.file, label=label, icon=page.icon, query_params=query or None)
+
+
+def chosen_part(
+    parts: dict[str, tuple[str, Callable[..., None]]], key: str, default: str
+) -> Callable[..., None]:
+    """A page made of parts: a row of radio buttons naming them (the choice in the URL under
+    `key`), and the chosen part's draw function."""
+    part = state.radio(
+        "Part",
+        key,
+        list(parts),
+        default,
+        format_func=lambda p: parts[p][0],
+        horizontal=True,
+        label_visibility="collapsed",
+    )
+    return parts[part][1]
