@@ -9,9 +9,9 @@ import streamlit as st
 
 from ui import cache, present, state
 from ui.charts import block as charts
+from ui.charts.common import plotly_text
 from ui.frame import PageContext
 from viz_model.analysis import contextual as cx
-from viz_model.analysis.claims import md_escape as md
 from viz_model.analysis.residual import layer_labels
 
 DEFAULT_TEMPLATE = "My lord, you are {}."
@@ -74,7 +74,7 @@ def draw(ctx: PageContext) -> None:
         return
     vectors, points, shares, accuracy, chance = measured(ctx.bundle_id, prompts, labels)
     stations = layer_labels(ctx.config.n_layer)
-    names = [f"{md(groups[0][0])}, …", f"{md(groups[1][0])}, …"]
+    names = [f"{plotly_text(groups[0][0])}, …", f"{plotly_text(groups[1][0])}, …"]  # a legend
     present.plot(
         cache.figure(
             charts.context_projections,
