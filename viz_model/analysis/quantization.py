@@ -1,0 +1,295 @@
+"""What quantising a model's weights changes, measured on its validation text (issue 27).
+
+- `measure(model, val_ids, tokenizer, specs)`: for float32 and each precision, the bytes, bits per
+  character on WINDOWS windows of validation text, the share of positions whose top-1 next token
+  agrees with float32's, and the mean KL divergence from float32's distribution (bits per token).
+- `cost_claim`, `compare_claim`, `smallest_claim`, `size_claim`: sentences computed from those
+  numbers; a difference in bits per character is said only beyond NOISE_SE standard errors of the
+  per-window differences (paired: the same windows under both), else a neutral sentence.
+- `grid_levels`, `zero_share`, `row_error`: one matrix's values against its quantisation grid.
+
+Not here: the quantisation itself (model/quantize.py), pages and charts.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from viz_model.analysis.claims import Claim
+from viz_model.analysis.variants import windows
+from viz_model.model.gpt import GPT
+from viz_model.model.quantize import (
+    QuantSpec,
+    SizeCount,
+    float32_size,
+    outlier_mask,
+    qmax,
+    quantize_matrix,
+    quantize_model,
+    scales_for,
+)
+from viz_model.text.tokenization import Tokenizer
+
+WINDOWS = 32  # validation windows measured (the standard error below is over these)
+MAX_LENGTH = 128  # tokens a window (a model's context, when shorter)
+CHUNK = 8  # windows through the model at once (logits of a big vocabulary are large)
+NOISE_SE = 2.0  # a difference is said only beyond this many standard errors
+LN2 = math.log(2.0)
+
+
+@dataclass(frozen=True)
+class Precision:
+    """One way of storing the model, measured. window_bpc: (n,) bits per character per window."""
+
+    spec: QuantSpec
+    size: SizeCount
+    bits_per_char: float
+    window_bpc: np.ndarray
+    agree: float  # share of positions whose top-1 token equals float32's
+    kl_bits: float  # mean KL(p_float32 || p_this) in bits per token
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def nbytes(self) -> int:
+        return self.size.total
+
+
+@dataclass(frozen=True)
+class Measured:
+    """float32 first, then each precision asked for; n_positions predicted per model."""
+
+    rows: tuple[Precision, ...]
+    n_windows: int
+    length: int
+
+    @property
+    def reference(self) -> Precision:
+        return self.rows[0]
+
+    @property
+    def n_positions(self) -> int:
+        return self.n_windows * self.length
+
+    def get(self, name: str) -> Precision | None:
+        return next((r for r in self.rows if r.name == name), None)
+
+
+def window_chars(tokenizer: Tokenizer, targets: torch.Tensor) -> np.ndarray:
+    """(n,) the characters each window's predicted tokens stand for (1 a token for characters)."""
+    return np.array([max(len(tokenizer.decode(row.tolist())), 1) for row in targets], float)
+
+
+KEEP_REFERENCE = 50_000_000  # float32's log-probabilities kept between models up to this size
+
+
+@torch.no_grad()
+def _log_probs(model: GPT, xs: torch.Tensor) -> torch.Tensor:
+    return F.log_softmax(model(xs).float(), -1)  # (c, T, V)
+
+
+@torch.no_grad()
+def _scores(model: GPT, copy: GPT, x: torch.Tensor, y: torch.Tensor, kept: list):
+    """Per window (n,): summed loss in nats, positions agreeing at top-1, summed KL in nats.
+    `kept` holds float32's log-probabilities per chunk once computed (when they fit)."""
+    nll, agree, kl = [], [], []
+    for j, i in enumerate(range(0, len(x), CHUNK)):
+        xs, ys = x[i : i + CHUNK], y[i : i + CHUNK]
+        ref = kept[j] if j < len(kept) else _log_probs(model, xs)
+        if j == len(kept) and x.shape[1] * len(x) * ref.shape[-1] <= KEEP_REFERENCE:
+            kept.append(ref)
+        out = ref if copy is model else _log_probs(copy, xs)
+        nll.append(-out.gather(-1, ys[..., None])[..., 0].sum(1))
+        agree.append((out.argmax(-1) == ref.argmax(-1)).sum(1))
+        kl.append((ref.exp() * (ref - out)).sum(-1).clamp_min(0).sum(1))
+    return (torch.cat(t).double().numpy() for t in (nll, agree, kl))
+
+
+def measure(
+    model: GPT,
+    val_ids: torch.Tensor,
+    tokenizer: Tokenizer,
+    specs: list[QuantSpec],
+    n_windows: int = WINDOWS,
+) -> Measured:
+    """float32 and each spec on the same validation windows (analysis/variants.windows)."""
+    length = min(model.cfg.n_ctx, MAX_LENGTH)
+    batch = windows(val_ids, length, n_windows)  # (n, length + 1)
+    x, y = batch[:, :-1], batch[:, 1:]
+    chars = window_chars(tokenizer, y)
+    rows, kept = [], []
+    for spec in [QuantSpec(32), *specs]:
+        copy, size = (
+            (model, float32_size(model)) if spec.bits == 32 else quantize_model(model, spec)
+        )
+        nll, agree, kl = _scores(model, copy, x, y, kept)
+        rows.append(
+            Precision(
+                spec,
+                size,
+                float(nll.sum() / LN2 / chars.sum()),
+                nll / LN2 / chars,
+                float(agree.sum() / y.numel()),
+                float(kl.sum() / LN2 / y.numel()),
+            )
+        )
+    return Measured(tuple(rows), len(x), length)
+
+
+# ---- claims -----------------------------------------------------------------------------------
+
+
+def paired_noise(a: np.ndarray, b: np.ndarray) -> float:
+    """NOISE_SE standard errors of the mean per-window difference a - b (0 for one window)."""
+    d = np.asarray(a, float) - np.asarray(b, float)
+    if d.size < 2:
+        return 0.0
+    return float(NOISE_SE * d.std(ddof=1) / math.sqrt(d.size))
+
+
+def _pct(share: float) -> str:
+    return f"{100 * share:.1f}%" if share >= 0.001 or share == 0 else f"{100 * share:.2f}%"
+
+
+def cost_claim(measured: Measured, name: str) -> Claim:
+    """What storing the model as `name` costs against float32: the top-1 changes and the bits per
+    character, said as a cost only beyond noise."""
+    ref, row = measured.reference, measured.get(name)
+    if row is None:
+        raise KeyError(name)
+    diff = row.bits_per_char - ref.bits_per_char
+    noise = paired_noise(row.window_bpc, ref.window_bpc)
+    changed = 1.0 - row.agree
+    numbers = {
+        "diff": diff,
+        "noise": noise,
+        "changed": changed,
+        "bpc": row.bits_per_char,
+        "bpc_float32": ref.bits_per_char,
+        "kl_bits": row.kl_bits,
+    }
+    head = f"**{row.spec.label}** changes the top token at {_pct(changed)} of positions"
+    n = measured.n_windows
+    if abs(diff) > noise:
+        verb = "costs" if diff > 0 else "saves"
+        text = (
+            f"{head} and {verb} {abs(diff):.3f} bits per character ({ref.bits_per_char:.3f} → "
+            f"{row.bits_per_char:.3f}), beyond twice the standard error over {n} windows "
+            f"({noise:.4f})."
+        )
+        return Claim(text, True, numbers)
+    text = (
+        f"{head}; its {row.bits_per_char:.3f} bits per character are within noise of float32's "
+        f"{ref.bits_per_char:.3f} (the difference, {diff:+.4f}, is under twice its standard "
+        f"error over {n} windows, {noise:.4f})."
+    )
+    return Claim(text, False, numbers)
+
+
+def compare_claim(measured: Measured, without: str, with_: str, choice: str) -> Claim:
+    """Two precisions that differ in one choice (`choice`: "keeping outliers aside", "one scale
+    per row"): each one's bits per character against float32, and whether the choice helps,
+    said only when the two differ beyond noise (paired over the same windows)."""
+    ref, a, b = measured.reference, measured.get(without), measured.get(with_)
+    if a is None or b is None:
+        raise KeyError(without if a is None else with_)
+    loss_a, loss_b = a.bits_per_char - ref.bits_per_char, b.bits_per_char - ref.bits_per_char
+    gap = a.bits_per_char - b.bits_per_char
+    noise = paired_noise(a.window_bpc, b.window_bpc)
+    numbers = {"loss_without": loss_a, "loss_with": loss_b, "gap": gap, "noise": noise}
+    head = (
+        f"Against float32, **{a.spec.label}** costs {loss_a:+.3f} bits per character and "
+        f"**{b.spec.label}** {loss_b:+.3f}"
+    )
+    if abs(gap) > noise:
+        verdict = "helps" if gap > 0 else "hurts"
+        text = (
+            f"{head}: {choice} {verdict} here, by {abs(gap):.3f} bits per character (beyond "
+            f"twice the standard error of the difference over {measured.n_windows} windows, "
+            f"{noise:.4f})."
+        )
+        return Claim(text, True, numbers)
+    text = (
+        f"{head}: on this model {choice} makes no difference beyond noise (difference "
+        f"{gap:+.4f}, twice its standard error {noise:.4f})."
+    )
+    return Claim(text, False, numbers)
+
+
+def smallest_claim(measured: Measured) -> Claim:
+    """The smallest precision whose bits per character are within noise of float32's (or better)."""
+    ref = measured.reference
+    fine = [
+        r
+        for r in measured.rows[1:]
+        if r.bits_per_char - ref.bits_per_char <= paired_noise(r.window_bpc, ref.window_bpc)
+    ]
+    if not fine:
+        text = (
+            "Every precision measured here loses bits per character beyond noise against float32."
+        )
+        return Claim(text, False, {"float32_bytes": float(ref.nbytes)})
+    best = min(fine, key=lambda r: r.nbytes)
+    numbers = {
+        "bytes": float(best.nbytes),
+        "float32_bytes": float(ref.nbytes),
+        "ratio": ref.nbytes / best.nbytes,
+    }
+    text = (
+        f"The smallest copy whose bits per character are within noise of float32's (or better) is "
+        f"**{best.spec.label}**: "
+        f"{best.nbytes:,} bytes against {ref.nbytes:,}, {ref.nbytes / best.nbytes:.1f} times "
+        f"smaller, with the top token changed at {_pct(1 - best.agree)} of positions."
+    )
+    return Claim(text, True, numbers)
+
+
+def size_claim(measured: Measured, name: str) -> Claim:
+    """Bytes of `name` against float32's, with what they are made of."""
+    ref, row = measured.reference, measured.get(name)
+    if row is None:
+        raise KeyError(name)
+    s = row.size
+    parts = f"{s.matrices:,} for the matrices"
+    parts += f", {s.scales:,} for the scales" if s.scales else ""
+    parts += f", {s.outliers:,} for the outliers" if s.outliers else ""
+    parts += f", {s.float32_parts:,} for the LayerNorms and biases kept in float32"
+    text = (
+        f"**{row.spec.label}** takes {row.nbytes:,} bytes ({parts}), "
+        f"{ref.nbytes / row.nbytes:.1f} times fewer than float32's {ref.nbytes:,}."
+    )
+    return Claim(text, True, {"bytes": float(row.nbytes), "float32_bytes": float(ref.nbytes)})
+
+
+# ---- one matrix against its grid --------------------------------------------------------------
+
+
+def grid_levels(w: torch.Tensor, bits: int, per: str, outliers: bool, row: int = 0) -> np.ndarray:
+    """The values a weight can take after quantisation (q * s for every code q): the one grid of
+    the matrix (per="tensor") or row `row`'s grid (per="channel")."""
+    w = w.detach().float()
+    dense = torch.where(outlier_mask(w), torch.zeros_like(w), w) if outliers else w
+    scales = scales_for(dense, bits, per)
+    scale = float(scales[row] if per == "channel" else scales[0])
+    top = qmax(bits)
+    return np.arange(-top, top + 1, dtype=float) * scale
+
+
+def zero_share(w: torch.Tensor, spec: QuantSpec) -> float:
+    """The share of the matrix's weights (outliers aside) stored as code 0, i.e. rounded to zero."""
+    q = quantize_matrix(w, spec)
+    dense = ~q.outliers
+    return float(((q.codes == 0) & dense).sum() / dense.sum())
+
+
+def row_error(w: torch.Tensor, spec: QuantSpec) -> np.ndarray:
+    """(rows,) root-mean-square error of each row after quantisation (same units as w)."""
+    q = quantize_matrix(w, spec)
+    return (q.values - w.detach().float()).pow(2).mean(1).sqrt().numpy()
