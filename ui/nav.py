@@ -35,7 +35,7 @@ class Page:
     needs_prompt: bool = True  # without a prompt the frame says so and the page is not run
     heading: str = ""  # the page's title when it is not the label
     section: str = ""
-    # The page's own URL keys (ui/state.py), besides the frame's model, prompt and train_step: what
+    # The page's own URL keys (ui/state.py), besides the frame's model, prompt, train_step, quant: what
     # a lesson stop's view may set. tests/test_page_view_keys.py checks them against the page.
     view_keys: tuple[str, ...] = ()
 
@@ -283,6 +283,15 @@ SECTIONS: dict[str, list[Page]] = {
             "Loss against parameters and compute, log-log: a power law, 12 L d², GPT-2 and GPT-3.",
             needs_prompt=False,
             view_keys=("scl_x",),
+        ),
+        Page(
+            "pages/21_quantization.py",
+            "Quantization",
+            "Quantization",
+            ":material/compress:",
+            "The weights in float16, int8, int4: bytes, bits per character, and any page on the copy.",
+            needs_prompt=False,
+            view_keys=("q_matrix", "q_bits", "q_grid", "q_row", "q_open"),
         ),
         Page(
             "pages/14_inside_a_block.py",

@@ -33,6 +33,7 @@ from viz_model.model.quantize import (
     quantize_model,
     scales_for,
 )
+from viz_model.text.data import VAL_FRACTION, DataError, TokenData, load_corpus, load_text
 from viz_model.text.tokenization import Tokenizer
 
 WINDOWS = 32  # validation windows measured (the standard error below is over these)
@@ -40,6 +41,7 @@ MAX_LENGTH = 128  # tokens a window (a model's context, when shorter)
 CHUNK = 8  # windows through the model at once (logits of a big vocabulary are large)
 NOISE_SE = 2.0  # a difference is said only beyond this many standard errors
 LN2 = math.log(2.0)
+FALLBACK_CORPUS = "shakespeare"
 
 
 @dataclass(frozen=True)
@@ -141,6 +143,25 @@ def measure(
             )
         )
     return Measured(tuple(rows), len(x), length)
+
+
+def validation_ids(meta: dict, tokenizer: Tokenizer) -> tuple[torch.Tensor, str]:
+    """(the validation split of the text the model trained on, encoded as training did; a note
+    saying what text it is). A model whose text cannot be read here (a Hugging Face folder, a run
+    whose uploaded text is gone) is measured on the Shakespeare corpus's validation split."""
+    source = meta.get("data") if isinstance(meta.get("data"), dict) else None
+    if source is not None:
+        try:
+            fraction = float(source.get("val_fraction", VAL_FRACTION))
+            data = TokenData.from_text(load_text(source), tokenizer, fraction)
+            return data.val, "the validation split of its own training text"
+        except (OSError, KeyError, TypeError, ValueError, DataError):
+            pass
+    data = TokenData.from_text(load_corpus(FALLBACK_CORPUS), tokenizer, VAL_FRACTION)
+    return data.val, (
+        f"the validation split of the {FALLBACK_CORPUS} corpus (this model's own training text "
+        "is not at hand)"
+    )
 
 
 # ---- claims -----------------------------------------------------------------------------------
@@ -293,3 +314,63 @@ def row_error(w: torch.Tensor, spec: QuantSpec) -> np.ndarray:
     """(rows,) root-mean-square error of each row after quantisation (same units as w)."""
     q = quantize_matrix(w, spec)
     return (q.values - w.detach().float()).pow(2).mean(1).sqrt().numpy()
+
+
+GRIDS = {  # the histogram's grid choices: (per, outliers kept aside)
+    "tensor": ("tensor", False),
+    "tensor-outliers": ("tensor", True),
+    "row": ("channel", False),
+}
+
+
+@dataclass(frozen=True)
+class MatrixView:
+    """One matrix against one grid: the weights drawn (all, or one row's), the grid's values,
+    the weights kept aside in float16, and what share of the rest rounds to code 0."""
+
+    weights: np.ndarray
+    levels: np.ndarray
+    kept_aside: np.ndarray
+    zero_share: float
+    spread: float  # max|w| over the standard deviation of w, for the weights drawn
+    spec: QuantSpec
+
+
+def matrix_view(w: torch.Tensor, bits: int, grid: str, row: int = 0) -> MatrixView:
+    """`w` (rows, cols) against the b-bit grid `grid` (GRIDS): the whole matrix for one scale per
+    matrix, row `row` for one scale per row."""
+    per, outliers = GRIDS[grid]
+    w = w.detach().float()
+    spec = QuantSpec(bits, per, outliers)
+    stored = quantize_matrix(w, spec)
+    if per == "channel":
+        drawn, codes, aside = w[row], stored.codes[row], torch.zeros(0)
+    else:
+        drawn, codes, aside = w.flatten(), stored.codes.flatten(), w[stored.outliers]
+        codes = codes[~stored.outliers.flatten()]
+    values = drawn.numpy().astype(float)
+    return MatrixView(
+        values,
+        grid_levels(w, bits, per, outliers, row),
+        aside.numpy().astype(float),
+        float((codes == 0).float().mean()),
+        float(np.abs(values).max() / max(values.std(), 1e-12)),
+        spec,
+    )
+
+
+def row_errors(w: torch.Tensor, bits: int) -> dict[str, np.ndarray]:
+    """(rows,) RMS error per row at `bits` for each of the four schemes, by the spec's label."""
+    specs = [QuantSpec(bits, per, out) for per in ("channel", "tensor") for out in (False, True)]
+    return {spec.label: row_error(w, spec) for spec in specs}
+
+
+def spread(w: torch.Tensor) -> float:
+    """max|w| over the standard deviation of w: how far the largest weight stands out."""
+    w = w.detach().float()
+    return float(w.abs().max() / w.std().clamp_min(1e-12))
+
+
+def widest(weights: dict[str, torch.Tensor]) -> str:
+    """The name of the matrix whose largest weight stands furthest out (the page's first view)."""
+    return max(weights, key=lambda n: spread(weights[n]))

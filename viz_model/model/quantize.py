@@ -69,6 +69,11 @@ class QuantSpec:
         )
 
     @property
+    def scheme(self) -> str:
+        """The label without the width: "one scale per row", ...; "float" for float32/16."""
+        return self.label.split(", ", 1)[1] if self.is_int else "float"
+
+    @property
     def label(self) -> str:
         """In words: "int4, one scale per row, outliers in float16"."""
         if not self.is_int:
