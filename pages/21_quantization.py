@@ -109,8 +109,8 @@ st.caption(
     f"{result.n_positions:,} predictions a precision. Bits per character: the loss in bits over "
     "the characters predicted. Top-1 agrees: the share of positions where the most likely next "
     "token is float32's. KL: how far, on average, each next-token distribution moved from "
-    "float32's. A difference is called a cost only beyond twice its standard error over the "
-    "windows (the same windows for every precision)."
+    "float32's. A difference in bits per character is said only beyond twice its standard error "
+    f"over the windows (the same windows for every precision) and beyond {qa.MIN_DIFF:g}."
 )
 with st.expander("The numbers", expanded=False):
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")

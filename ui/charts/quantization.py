@@ -20,7 +20,32 @@ SCHEME_STYLE = {  # scheme -> (colour, marker, dash)
     "one scale per matrix, outliers in float16": ("#ff9896", "square-open", "dot"),
     "float": ("#2ca02c", "diamond", "solid"),
 }
+LABELLED = ("one scale per row", "float")  # the lines whose points carry their width's name
 AXIS_FONT = dict(tickfont=dict(size=TICK_FONT))
+
+
+def byte_ticks(values: Sequence[float]) -> tuple[list[float], list[str]]:
+    """1-2-5 steps over the values' range, written 200k, 1M, 2M (plotly's own log labels
+    between powers of ten are drawn under the 12 px floor).
+
+    >>> byte_ticks([240_000, 3_300_000])
+    ([200000, 500000, 1000000, 2000000, 5000000], ['200k', '500k', '1M', '2M', '5M'])
+    """
+    lo, hi = min(values), max(values)
+    ticks = []
+    for exp in range(int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi))) + 1):
+        ticks += [m * 10**exp for m in (1, 2, 5)]
+    below = max([t for t in ticks if t <= lo], default=ticks[0])
+    above = min([t for t in ticks if t >= hi], default=ticks[-1])
+    kept = [t for t in ticks if below <= t <= above]
+    return kept, [_short(t) for t in kept]
+
+
+def _short(n: float) -> str:
+    for unit, size in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if n >= size:
+            return f"{n / size:g}{unit}"
+    return f"{n:g}"
 
 
 def size_figure(
@@ -46,7 +71,7 @@ def size_figure(
                 else "lines+markers",
                 name=scheme if scheme != "float" else "float32, float16",
                 text=[names[i].split("-")[0] for i in idx],
-                textposition="middle right" if scheme == "float" else "top center",
+                textposition="top center" if scheme == "float" else "top right",
                 textfont=dict(size=TICK_FONT),
                 marker=dict(color=colour, symbol=symbol, size=10),
                 line=dict(color=colour, dash=dash, width=1.5),
@@ -55,11 +80,25 @@ def size_figure(
                 "<extra></extra>",
             )
         )
+    tickvals, ticktext = byte_ticks(nbytes)
+    span = np.log10(tickvals[-1]) - np.log10(tickvals[0])
+    x_range = [np.log10(tickvals[0]) - 0.03 * span, np.log10(tickvals[-1]) + 0.03 * span]
     fig = go.Figure(traces)
     fig.update_layout(
         **house_layout(title, HEIGHT),
-        xaxis=dict(title="bytes (log scale)", type="log", **AXIS_FONT),
-        yaxis=dict(title="bits per character (lower is better)", **AXIS_FONT),
+        xaxis=dict(
+            title="bytes (log scale)",
+            type="log",
+            tickvals=tickvals,
+            ticktext=ticktext,
+            range=x_range,
+            **AXIS_FONT,
+        ),
+        yaxis=dict(
+            title="bits per character (lower is better)",
+            range=[0, max(bits_per_char) * 1.12],
+            **AXIS_FONT,
+        ),
         legend=dict(orientation="h", y=-0.22, x=0, font=dict(size=TICK_FONT)),
     )
     return fig
@@ -100,7 +139,7 @@ def grid_histogram(
         barmode="overlay",
         shapes=shapes,
         xaxis=dict(title="weight value (dotted: the values the grid can store)", **AXIS_FONT),
-        yaxis=dict(title="how many weights (log)", type="log", **AXIS_FONT),
+        yaxis=dict(title="how many weights (log)", type="log", dtick=1, **AXIS_FONT),
         legend=dict(orientation="h", y=-0.22, x=0, font=dict(size=TICK_FONT)),
     )
     return fig
@@ -125,7 +164,7 @@ def row_error_figure(errors: Mapping[str, np.ndarray], title: str) -> go.Figure:
     fig.update_layout(
         **house_layout(title, HEIGHT),
         xaxis=dict(title="row (output channel)", **AXIS_FONT),
-        yaxis=dict(title="RMS error of the row", type="log", **AXIS_FONT),
+        yaxis=dict(title="RMS error of the row", rangemode="tozero", **AXIS_FONT),
         legend=dict(orientation="h", y=-0.22, x=0, font=dict(size=TICK_FONT)),
     )
     return fig

@@ -40,6 +40,7 @@ WINDOWS = 32  # validation windows measured (the standard error below is over th
 MAX_LENGTH = 128  # tokens a window (a model's context, when shorter)
 CHUNK = 8  # windows through the model at once (logits of a big vocabulary are large)
 NOISE_SE = 2.0  # a difference is said only beyond this many standard errors
+MIN_DIFF = 0.001  # ... and beyond this many bits per character (finer is not printed)
 LN2 = math.log(2.0)
 FALLBACK_CORPUS = "shakespeare"
 
@@ -168,11 +169,17 @@ def validation_ids(meta: dict, tokenizer: Tokenizer) -> tuple[torch.Tensor, str]
 
 
 def paired_noise(a: np.ndarray, b: np.ndarray) -> float:
-    """NOISE_SE standard errors of the mean per-window difference a - b (0 for one window)."""
+    """The smallest difference in bits per character said to be one: NOISE_SE standard errors of
+    the mean per-window difference a - b, and at least MIN_DIFF (what three decimals show)."""
     d = np.asarray(a, float) - np.asarray(b, float)
-    if d.size < 2:
-        return 0.0
-    return float(NOISE_SE * d.std(ddof=1) / math.sqrt(d.size))
+    se = float(d.std(ddof=1) / math.sqrt(d.size)) if d.size > 1 else 0.0
+    return max(NOISE_SE * se, MIN_DIFF)
+
+
+def _threshold(noise: float, n: int) -> str:
+    return (
+        f"threshold {noise:.4f}: twice the standard error over {n} windows, at least {MIN_DIFF:g}"
+    )
 
 
 def _pct(share: float) -> str:
@@ -202,14 +209,12 @@ def cost_claim(measured: Measured, name: str) -> Claim:
         verb = "costs" if diff > 0 else "saves"
         text = (
             f"{head} and {verb} {abs(diff):.3f} bits per character ({ref.bits_per_char:.3f} → "
-            f"{row.bits_per_char:.3f}), beyond twice the standard error over {n} windows "
-            f"({noise:.4f})."
+            f"{row.bits_per_char:.3f}; {_threshold(noise, n)})."
         )
         return Claim(text, True, numbers)
     text = (
         f"{head}; its {row.bits_per_char:.3f} bits per character are within noise of float32's "
-        f"{ref.bits_per_char:.3f} (the difference, {diff:+.4f}, is under twice its standard "
-        f"error over {n} windows, {noise:.4f})."
+        f"{ref.bits_per_char:.3f} (difference {diff:+.4f}; {_threshold(noise, n)})."
     )
     return Claim(text, False, numbers)
 
@@ -232,14 +237,13 @@ def compare_claim(measured: Measured, without: str, with_: str, choice: str) -> 
     if abs(gap) > noise:
         verdict = "helps" if gap > 0 else "hurts"
         text = (
-            f"{head}: {choice} {verdict} here, by {abs(gap):.3f} bits per character (beyond "
-            f"twice the standard error of the difference over {measured.n_windows} windows, "
-            f"{noise:.4f})."
+            f"{head}: {choice} {verdict} here, by {abs(gap):.3f} bits per character "
+            f"({_threshold(noise, measured.n_windows)})."
         )
         return Claim(text, True, numbers)
     text = (
         f"{head}: on this model {choice} makes no difference beyond noise (difference "
-        f"{gap:+.4f}, twice its standard error {noise:.4f})."
+        f"{gap:+.4f}; {_threshold(noise, measured.n_windows)})."
     )
     return Claim(text, False, numbers)
 
