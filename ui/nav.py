@@ -285,15 +285,6 @@ SECTIONS: dict[str, list[Page]] = {
             view_keys=("scl_x",),
         ),
         Page(
-            "pages/21_quantization.py",
-            "Quantization",
-            "Quantization",
-            ":material/compress:",
-            "The weights in float16, int8, int4: bytes, bits per character, and any page on the copy.",
-            needs_prompt=False,
-            view_keys=("q_matrix", "q_bits", "q_grid", "q_row", "q_open"),
-        ),
-        Page(
             "pages/14_inside_a_block.py",
             "Inside_a_block",
             "Inside a block",
@@ -309,6 +300,15 @@ SECTIONS: dict[str, list[Page]] = {
                 "gd_pos",
                 "lk_query",
             ),
+        ),
+        Page(
+            "pages/21_quantization.py",
+            "Quantization",
+            "Quantization",
+            ":material/compress:",
+            "The weights in float16, int8, int4: bytes, bits per character, and any page on the copy.",
+            needs_prompt=False,
+            view_keys=("q_matrix", "q_bits", "q_grid", "q_row", "q_open"),
         ),
     ],
 }
