@@ -208,8 +208,8 @@ chosen = state.selectbox(
     format_func=lambda n: next(s.label for s in all_specs() if s.name == n),
 )
 targets = [nav.find("Attention"), nav.find("Residual_stream"), nav.find("Next_token")]
-for col, target in zip(st.columns(len(targets)), targets, strict=True):
-    if col.button(
+for target in targets:  # one under another: side by side, a label is cut in a 1024 px column
+    if st.button(
         f"{target.label} on the {chosen} copy", icon=target.icon, key=f"q_go_{target.url_path}"
     ):
         state.set_value(QUANT_KEY, chosen)

@@ -28,7 +28,8 @@ def options() -> list[str]:
 
 
 def label(name: str) -> str:
-    return "float32 (as trained)" if name == FLOAT32 else parse_spec(name).label
+    """What the select shows (the model card gives the long form)."""
+    return "float32 (as trained)" if name == FLOAT32 else parse_spec(name).short
 
 
 def _bad_url_value() -> str:

@@ -69,6 +69,14 @@ class QuantSpec:
         )
 
     @property
+    def short(self) -> str:
+        """For a narrow select: "int4 per row + outliers", "int8 per matrix", "float16"."""
+        if not self.is_int:
+            return self.name
+        per = "per row" if self.per == "channel" else "per matrix"
+        return f"int{self.bits} {per}" + (" + outliers" if self.outliers else "")
+
+    @property
     def scheme(self) -> str:
         """The label without the width: "one scale per row", ...; "float" for float32/16."""
         return self.label.split(", ", 1)[1] if self.is_int else "float"
