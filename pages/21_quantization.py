@@ -36,7 +36,8 @@ st.markdown(
     f"{100 * OUTLIER_FRACTION:g}% of each matrix aside in float16 (with their positions, as SpQR "
     "and SqueezeLLM do) lets the grid fit the rest. Only the matrices are quantised: LayerNorm "
     "gains and biases stay in float32 (and are counted at 4 bytes). The sidebar's **Precision** "
-    "opens every other page on a quantised copy; this page always starts from the float32 weights."
+    "opens every other page on a quantised copy; this page always starts from the weights as "
+    "trained (at the sidebar's training step)."
 )
 
 

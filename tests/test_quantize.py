@@ -9,6 +9,7 @@ import math
 import pytest
 import torch
 
+from serving import models
 from tests.conftest import tiny_model
 from viz_model.model import quantize as q
 from viz_model.model.quantize import QuantSpec
@@ -133,3 +134,15 @@ def test_names_parse_back_and_bad_ones_are_refused():
     for bad in ["int5", "int8-row", "", "float64", "<b>int8</b>"]:
         with pytest.raises(ValueError):
             q.parse_spec(bad)
+
+
+def test_a_quantised_copy_has_an_id_that_combines_with_a_step(tmp_path):
+    final = models.bundle_id(tmp_path)
+    snap = models.bundle_id(tmp_path, 30)
+    assert models.split_precision(models.with_precision(final, "int4")) == (final, "int4")
+    both = models.with_precision(snap, "int8-tensor")
+    assert models.split_precision(both) == (snap, "int8-tensor")
+    assert models.split_step(both) == (final, 30)  # pages asking for the step still get it
+    assert models.path_of(both) == tmp_path
+    assert models.with_precision(both, "int2") == models.with_precision(snap, "int2")
+    assert models.split_precision(final) == (final, None)

@@ -1,5 +1,5 @@
 """The frame every page is drawn in: page config, the shared sidebar (model picker, training step,
-prompt, model card), the page's title, and the PageContext the page works from.
+precision, prompt, model card), the page's title, and the PageContext the page works from.
 
     ui.frame(nav.find(page.url_path))   # app.py, once a run, between st.navigation and page.run()
     ctx = ui.context()                  # the first call on every page
