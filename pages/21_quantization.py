@@ -61,20 +61,20 @@ except ValueError as exc:  # a validation text shorter than one window
     st.warning(f"This model's validation text is too short to measure on: {exc}.")
     st.stop()
 ref = result.reference
+short_of = {spec.name: spec.short for spec in all_specs()}
 
 # ---- the table and the chart --------------------------------------------------------------------
 
 st.subheader("Bytes against bits per character")
 rows = [
     {
-        "precision": r.spec.label,
-        "URL name": r.name,
+        "precision": r.spec.short,
         "bytes": r.nbytes,
         "× smaller": round(ref.nbytes / r.nbytes, 2),
-        "bits per character": round(r.bits_per_char, 4),
-        "Δ vs float32": round(r.bits_per_char - ref.bits_per_char, 4),
+        "bits/char": round(r.bits_per_char, 4),
+        "Δ bits/char": round(r.bits_per_char - ref.bits_per_char, 4),
         "top-1 agrees": f"{100 * r.agree:.1f}%",
-        "KL (bits/token)": round(r.kl_bits, 5),
+        "KL bits/token": round(r.kl_bits, 5),
     }
     for r in result.rows
 ]
@@ -87,6 +87,7 @@ fig = cache.figure(
     f"“{ctx.name}” stored {len(result.rows)} ways",
 )
 present.plot(fig, key="quant_size")
+st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", height=35 * len(rows) + 38)
 st.markdown(
     "\n".join(
         "- " + claim.text
@@ -113,8 +114,7 @@ st.caption(
     "float32's. A difference in bits per character is said only beyond twice its standard error "
     f"over the windows (the same windows for every precision) and beyond {qa.MIN_DIFF:g}."
 )
-with st.expander("The numbers", expanded=False):
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+
 
 # ---- one matrix against its grid ----------------------------------------------------------------
 
@@ -193,6 +193,42 @@ st.caption(
     "for the matrix gives every row the step the matrix's largest weight sets; one scale per "
     "row gives a row with small weights a fine grid."
 )
+
+# ---- the error through the layers, on the prompt -----------------------------------------------
+
+st.subheader("How the error adds up through the layers")
+DRIFT_COPIES = ("int8", "int4", "int4-outliers", "int4-tensor", "int4-tensor-outliers")
+
+
+@cache.per_prompt
+def layer_drift(bundle_id: str, ids: tuple[int, ...], copies: tuple[str, ...]) -> dict:
+    """Each copy's residual stream against the unquantised one at each station (analysis)."""
+    model = cache.bundle(bundle_id).model
+    return {
+        name: qa.drift(model, cache.bundle(models.with_precision(bundle_id, name)).model, list(ids))
+        for name in copies
+    }
+
+
+if not ctx.ids:
+    st.info("Type a prompt in the sidebar to see the error through the layers on it.")
+else:
+    drifts = layer_drift(base_id, tuple(ctx.ids), DRIFT_COPIES)
+    labels = ["embeddings"] + [f"after block {i}" for i in range(ctx.config.n_layer)]
+    fig = cache.figure(
+        charts.drift_figure,
+        {short_of[name]: values for name, values in drifts.items()},
+        tuple(labels),
+        "The quantised copies' residual stream against float32's",
+    )
+    present.plot(fig, key="quant_drift")
+    st.markdown(
+        "Each point: the mean over the prompt's tokens of ‖x_copy − x‖ / ‖x‖, how far the copy's "
+        "vector is from float32's as a share of its length.\n\n- "
+        + "\n- ".join(
+            qa.drift_claim(short_of[name], drifts[name]).text for name in ("int8", "int4")
+        )
+    )
 
 # ---- any page on a quantised copy ----------------------------------------------------------------
 

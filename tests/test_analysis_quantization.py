@@ -158,3 +158,25 @@ def test_the_widest_matrix_is_the_one_with_the_furthest_weight():
     w[0, 0] = 50 * w.std()
     weights = {**weights, "blocks.1.attn.out.weight": w}
     assert qa.widest(weights) == "blocks.1.attn.out.weight"
+
+
+def test_drift_is_zero_against_itself_and_grows_with_fewer_bits(ids):
+    model = tiny_model()
+    same = qa.drift(model, model, ids.tolist())
+    assert same.shape == (model.cfg.n_layer + 1,) and np.all(same == 0)
+    int8 = qa.drift(model, q.quantized_copy(model, QuantSpec(8)), ids.tolist())
+    int2 = qa.drift(model, q.quantized_copy(model, QuantSpec(2)), ids.tolist())
+    assert np.all(int8 < int2) and np.all(int8 > 0)
+    _, cache = model.run_with_cache(ids, names=qa.stations(model.cfg.n_layer))
+    copy = q.quantized_copy(model, QuantSpec(4))
+    _, other = copy.run_with_cache(ids, names=qa.stations(model.cfg.n_layer))
+    last = qa.stations(model.cfg.n_layer)[-1]
+    expected = ((other[last] - cache[last]).norm(dim=-1) / cache[last].norm(dim=-1)).mean()
+    assert qa.drift(model, copy, ids.tolist())[-1] == pytest.approx(float(expected), rel=1e-5)
+
+
+def test_the_drift_claim_says_growth_only_past_its_factor():
+    grows = qa.drift_claim("int4", np.array([0.01, 0.015, 0.03]))
+    assert grows.made and "grows through the layers" in grows.text and "3.0%" in grows.text
+    flat = qa.drift_claim("int4", np.array([0.1, 0.15, 0.19]))
+    assert not flat.made and "does not build up" in flat.text

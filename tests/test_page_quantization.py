@@ -26,13 +26,17 @@ def test_the_page_draws_its_measurements(models_dir):
     at = app_test(models_dir, PAGE)
     assert not at.exception
     figures = plotly_figures(at)
-    assert len(figures) == 3  # bytes against bits per character, the grid, the row errors
+    assert len(figures) == 4  # bytes against bits per character, the grid, row errors, drift
+    drift = figures[3]
+    assert [t["name"] for t in drift["data"]][:2] == ["int8 per row", "int4 per row"]
+    assert len(drift["data"][0]["x"]) == 3  # the embeddings and after each of 2 blocks
     size = figures[0]
     names = [n for trace in size["data"] for n in trace["customdata"]]
     assert {"float32", "float16", "int8", "int4-tensor-outliers", "int2"} <= set(names)
     text = " ".join(m.value for m in at.markdown)
     assert "**int8, one scale per row** takes" in text
     assert "changes the top token at" in text
+    assert "residual stream of **int4 per row** differs from float32's" in text
     # the test model carries no training text: the page says which text stands in
     assert any("shakespeare corpus" in c.value for c in at.caption)
     table = at.dataframe[0].value

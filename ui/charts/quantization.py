@@ -168,3 +168,42 @@ def row_error_figure(errors: Mapping[str, np.ndarray], title: str) -> go.Figure:
         legend=dict(orientation="h", y=-0.22, x=0, font=dict(size=TICK_FONT)),
     )
     return fig
+
+
+DRIFT_COLOURS = ("#2ca02c", "#1f77b4", "#17becf", "#d62728", "#ff9896")
+PERCENT_TICKS = (0.0001, 0.001, 0.01, 0.1, 1.0)
+
+
+def drift_figure(
+    series: Mapping[str, np.ndarray], stations: Sequence[str], title: str
+) -> go.Figure:
+    """Each copy's residual stream against float32's at each station, as a share of its length
+    (log axis, labelled in percent)."""
+    traces = [
+        go.Scatter(
+            x=list(stations),
+            y=values,
+            mode="lines+markers",
+            name=label,
+            line=dict(color=DRIFT_COLOURS[i % len(DRIFT_COLOURS)], width=2),
+            hovertemplate="%{x}: %{y:.2%}<extra>" + label + "</extra>",
+        )
+        for i, (label, values) in enumerate(series.items())
+    ]
+    finite = [v for values in series.values() for v in values if v > 0]
+    lo, hi = (min(finite), max(finite)) if finite else (1e-3, 1.0)
+    ticks = [t for t in PERCENT_TICKS if lo / 10 <= t <= hi * 10]
+    fig = go.Figure(traces)
+    fig.update_layout(
+        **house_layout(title, HEIGHT),
+        xaxis=dict(title="residual stream", **AXIS_FONT),
+        yaxis=dict(
+            title="difference from float32 (log)",
+            type="log",
+            tickvals=ticks,
+            ticktext=[f"{100 * t:g}%" for t in ticks],
+            **AXIS_FONT,
+        ),
+        legend=dict(orientation="h", y=-0.25, x=0, font=dict(size=TICK_FONT)),
+    )
+    return fig

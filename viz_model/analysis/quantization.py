@@ -378,3 +378,53 @@ def spread(w: torch.Tensor) -> float:
 def widest(weights: dict[str, torch.Tensor]) -> str:
     """The name of the matrix whose largest weight stands furthest out (the page's first view)."""
     return max(weights, key=lambda n: spread(weights[n]))
+
+
+# ---- how the error adds up through the layers -------------------------------------------------
+
+DRIFT_GROWTH = (
+    2.0  # the error "grows through the layers" when the last block's is this many times the first's
+)
+
+
+def stations(n_layer: int) -> list[str]:
+    """The residual stream's hook names from the embeddings to after the last block."""
+    return [f"blocks.{i}.hook_resid_pre" for i in range(n_layer)] + [
+        f"blocks.{n_layer - 1}.hook_resid_post"
+    ]
+
+
+@torch.no_grad()
+def drift(model: GPT, copy: GPT, ids: list[int]) -> np.ndarray:
+    """(n_layer + 1,) the copy's residual stream against the model's at each station, as the mean
+    over positions of ||x_copy - x|| / ||x||: 0.05 means 5% of the vector's length."""
+    names = stations(model.cfg.n_layer)
+    x = torch.tensor(list(ids), dtype=torch.long)
+    _, a = model.run_with_cache(x, names=names)
+    _, b = copy.run_with_cache(x, names=names)
+    out = []
+    for name in names:
+        ref, got = a[name].float(), b[name].float()  # (T, D)
+        out.append(float(((got - ref).norm(dim=-1) / ref.norm(dim=-1).clamp_min(1e-12)).mean()))
+    return np.array(out)
+
+
+def drift_claim(label: str, values: np.ndarray) -> Claim:
+    """Whether the copy's error grows through the layers: the last station's relative difference
+    against the first's (the embeddings), said to grow only beyond DRIFT_GROWTH times."""
+    first, last = float(values[0]), float(values[-1])
+    numbers = {"first": first, "last": last, "growth": DRIFT_GROWTH}
+    head = (
+        f"On your prompt the residual stream of **{label}** differs from float32's by "
+        f"{100 * first:.1f}% after the embeddings and {100 * last:.1f}% after the last block"
+    )
+    if last > DRIFT_GROWTH * max(first, 1e-12):
+        text = (
+            f"{head}: the error grows through the layers (each block reads a stream that is "
+            "already off, and adds its own rounding)."
+        )
+        return Claim(text, True, numbers)
+    text = (
+        f"{head}: within {DRIFT_GROWTH:g} times, so here it does not build up through the layers."
+    )
+    return Claim(text, False, numbers)
