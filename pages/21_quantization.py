@@ -69,12 +69,12 @@ st.subheader("Bytes against bits per character")
 rows = [
     {
         "precision": r.spec.short,
-        "bytes": r.nbytes,
-        "× smaller": round(ref.nbytes / r.nbytes, 2),
-        "bits/char": round(r.bits_per_char, 4),
-        "Δ bits/char": round(r.bits_per_char - ref.bits_per_char, 4),
-        "top-1 agrees": f"{100 * r.agree:.1f}%",
-        "KL bits/token": round(r.kl_bits, 5),
+        "bytes": f"{r.nbytes:,}",
+        "×": f"{ref.nbytes / r.nbytes:.1f}",
+        "bits/char": f"{r.bits_per_char:.3f}",
+        "Δ": f"{r.bits_per_char - ref.bits_per_char:+.4f}",
+        "top-1": f"{100 * r.agree:.1f}%",
+        "KL": f"{r.kl_bits:.4f}",
     }
     for r in result.rows
 ]
@@ -108,10 +108,10 @@ st.markdown(
 )
 st.caption(
     f"Measured on {result.n_windows} windows of {result.length} tokens from {text_note}: "
-    f"{result.n_positions:,} predictions a precision. Bits per character: the loss in bits over "
-    "the characters predicted. Top-1 agrees: the share of positions where the most likely next "
-    "token is float32's. KL: how far, on average, each next-token distribution moved from "
-    "float32's. A difference in bits per character is said only beyond twice its standard error "
+    f"{result.n_positions:,} predictions a precision. ×: how many times fewer bytes than "
+    "float32. Bits/char: the loss in bits over the characters predicted; Δ: its change from "
+    "float32. Top-1: the share of positions where the most likely next token is float32's. KL: "
+    "how far, on average, each next-token distribution moved from float32's, in bits per token. A difference in bits per character is said only beyond twice its standard error "
     f"over the windows (the same windows for every precision) and beyond {qa.MIN_DIFF:g}."
 )
 

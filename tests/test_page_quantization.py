@@ -40,9 +40,8 @@ def test_the_page_draws_its_measurements(models_dir):
     # the test model carries no training text: the page says which text stands in
     assert any("shakespeare corpus" in c.value for c in at.caption)
     table = at.dataframe[0].value
-    assert len(table) == len(names) and table["bytes"].iloc[0] == 4 * int(
-        _card(at).split("parameters: **")[1].split("**")[0].replace(",", "")
-    )
+    n_params = int(_card(at).split("parameters: **")[1].split("**")[0].replace(",", ""))
+    assert len(table) == len(names) and table["bytes"].iloc[0] == f"{4 * n_params:,}"
 
 
 def test_the_grid_view_follows_its_choices(models_dir):

@@ -171,7 +171,7 @@ def row_error_figure(errors: Mapping[str, np.ndarray], title: str) -> go.Figure:
 
 
 DRIFT_COLOURS = ("#2ca02c", "#1f77b4", "#17becf", "#d62728", "#ff9896")
-PERCENT_TICKS = (0.0001, 0.001, 0.01, 0.1, 1.0)
+PERCENT_TICKS = (0.0001, 0.0003, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0)
 
 
 def drift_figure(
@@ -192,7 +192,7 @@ def drift_figure(
     ]
     finite = [v for values in series.values() for v in values if v > 0]
     lo, hi = (min(finite), max(finite)) if finite else (1e-3, 1.0)
-    ticks = [t for t in PERCENT_TICKS if lo / 10 <= t <= hi * 10]
+    ticks = [t for t in PERCENT_TICKS if lo / 3 <= t <= hi * 3]
     fig = go.Figure(traces)
     fig.update_layout(
         **house_layout(title, HEIGHT),
