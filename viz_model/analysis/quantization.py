@@ -206,7 +206,7 @@ def cost_claim(measured: Measured, name: str) -> Claim:
     head = f"**{row.spec.label}** changes the top token at {_pct(changed)} of positions"
     n = measured.n_windows
     if abs(diff) > noise:
-        verb = "costs" if diff > 0 else "saves"
+        verb = "costs" if diff > 0 else "lowers the loss by"
         text = (
             f"{head} and {verb} {abs(diff):.3f} bits per character ({ref.bits_per_char:.3f} → "
             f"{row.bits_per_char:.3f}; {_threshold(noise, n)})."
@@ -231,8 +231,8 @@ def compare_claim(measured: Measured, without: str, with_: str, choice: str) -> 
     noise = paired_noise(a.window_bpc, b.window_bpc)
     numbers = {"loss_without": loss_a, "loss_with": loss_b, "gap": gap, "noise": noise}
     head = (
-        f"Against float32, **{a.spec.label}** costs {loss_a:+.3f} bits per character and "
-        f"**{b.spec.label}** {loss_b:+.3f}"
+        f"Against float32, **{a.spec.label}** changes bits per character by {loss_a:+.3f} and "
+        f"**{b.spec.label}** by {loss_b:+.3f}"
     )
     if abs(gap) > noise:
         verdict = "helps" if gap > 0 else "hurts"
