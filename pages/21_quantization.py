@@ -12,7 +12,14 @@ from ui import cache, nav, present, state
 from ui.charts import quantization as charts
 from ui.precision import KEY as QUANT_KEY
 from viz_model.analysis import quantization as qa
-from viz_model.model.quantize import INT_BITS, OUTLIER_FRACTION, all_specs, matrices
+from viz_model.model.quantize import (
+    INT_BITS,
+    OUTLIER_FRACTION,
+    all_specs,
+    matrices,
+    parse_spec,
+    quantized_copy,
+)
 
 ctx = ui.context()
 base_id = models.split_precision(ctx.bundle_id)[0]  # the float32 weights (at the sidebar's step)
@@ -200,14 +207,20 @@ st.subheader("How the error adds up through the layers")
 DRIFT_COPIES = ("int8", "int4", "int4-outliers", "int4-tensor", "int4-tensor-outliers")
 
 
+@cache.per_model(keep=4)
+def copies_of(bundle_id: str, names: tuple[str, ...]) -> dict:
+    """The quantised copies this section compares, kept apart from the sidebar's bundle cache
+    (five copies for every model a teacher opens here would push models out of it)."""
+    model = cache.bundle(bundle_id).model
+    return {name: quantized_copy(model, parse_spec(name)) for name in names}
+
+
 @cache.per_prompt
-def layer_drift(bundle_id: str, ids: tuple[int, ...], copies: tuple[str, ...]) -> dict:
+def layer_drift(bundle_id: str, ids: tuple[int, ...], names: tuple[str, ...]) -> dict:
     """Each copy's residual stream against the unquantised one at each station (analysis)."""
     model = cache.bundle(bundle_id).model
-    return {
-        name: qa.drift(model, cache.bundle(models.with_precision(bundle_id, name)).model, list(ids))
-        for name in copies
-    }
+    copies = copies_of(bundle_id, names)
+    return {name: qa.drift(model, copies[name], list(ids)) for name in names}
 
 
 if not ctx.ids:
