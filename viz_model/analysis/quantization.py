@@ -425,6 +425,7 @@ def drift_claim(label: str, values: np.ndarray) -> Claim:
         )
         return Claim(text, True, numbers)
     text = (
-        f"{head}: within {DRIFT_GROWTH:g} times, so here it does not build up through the layers."
+        f"{head}: not more than {DRIFT_GROWTH:g} times the first, so here it does not build up "
+        "through the layers."
     )
     return Claim(text, False, numbers)
