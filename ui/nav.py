@@ -35,8 +35,8 @@ class Page:
     needs_prompt: bool = True  # without a prompt the frame says so and the page is not run
     heading: str = ""  # the page's title when it is not the label
     section: str = ""
-    # The page's own URL keys (ui/state.py), besides the frame's model, prompt and train_step: what
-    # a lesson stop's view may set. tests/test_page_view_keys.py checks them against the page.
+    # The page's own URL keys (ui/state.py), besides the frame's model, prompt, train_step and quant:
+    # what a lesson stop's view may set. tests/test_page_view_keys.py checks them against the page.
     view_keys: tuple[str, ...] = ()
 
     @property
