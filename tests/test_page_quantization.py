@@ -77,6 +77,10 @@ def test_the_button_opens_attention_on_the_quantised_copy(models_dir):
     quantised = _pattern(at)
     assert quantised.shape == float32.shape
     assert not np.allclose(np.nan_to_num(quantised), np.nan_to_num(float32), atol=1e-3)
+    # back to float32: the shared model the copy was made from is unchanged
+    at.selectbox(key=widget_key("quant")).set_value("float32").run()
+    assert "precision:" not in _card(at)
+    assert np.array_equal(np.nan_to_num(_pattern(at)), np.nan_to_num(float32))
 
 
 def test_a_precision_combines_with_a_training_step(models_dir):
