@@ -77,7 +77,9 @@ def test_the_button_opens_attention_on_the_quantised_copy(models_dir):
     quantised = _pattern(at)
     assert quantised.shape == float32.shape
     assert not np.allclose(np.nan_to_num(quantised), np.nan_to_num(float32), atol=1e-3)
-    # back to float32: the shared model the copy was made from is unchanged
+    # back to float32: the shared model the copy was made from is unchanged (AppTest reruns the
+    # page it was switched to last, so switch to Attention as the browser already is)
+    at.switch_page(ATTENTION).run()
     at.selectbox(key=widget_key("quant")).set_value("float32").run()
     assert "precision:" not in _card(at)
     assert np.array_equal(np.nan_to_num(_pattern(at)), np.nan_to_num(float32))
