@@ -146,3 +146,17 @@ def test_a_quantised_copy_has_an_id_that_combines_with_a_step(tmp_path):
     assert models.path_of(both) == tmp_path
     assert models.with_precision(both, "int2") == models.with_precision(snap, "int2")
     assert models.split_precision(final) == (final, None)
+
+
+def test_the_docstring_examples_run():
+    import doctest
+
+    import serving.models
+    import ui.charts.quantization
+    import viz_model.analysis.quantization
+    import viz_model.model.quantize
+
+    for module in (viz_model.model.quantize, viz_model.analysis.quantization, serving.models):
+        result = doctest.testmod(module)
+        assert result.attempted >= 1 and result.failed == 0, module.__name__
+    assert doctest.testmod(ui.charts.quantization).failed == 0

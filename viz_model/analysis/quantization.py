@@ -39,6 +39,8 @@ from viz_model.text.tokenization import Tokenizer
 WINDOWS = 32  # validation windows measured (the standard error below is over these)
 MAX_LENGTH = 128  # tokens a window (a model's context, when shorter)
 CHUNK = 8  # windows through the model at once (logits of a big vocabulary are large)
+PARAM_TOKENS = 2e10  # parameters x tokens a precision is measured on, at most: GPT-2 small gets
+MIN_LENGTH = 16  # 32 windows of 16 tokens, a bundled model its whole 32 x 128
 NOISE_SE = 2.0  # a difference is said only beyond this many standard errors
 MIN_DIFF = 0.001  # ... and beyond this many bits per character (finer is not printed)
 LN2 = math.log(2.0)
@@ -115,6 +117,17 @@ def _scores(model: GPT, copy: GPT, x: torch.Tensor, y: torch.Tensor, kept: list)
     return (torch.cat(t).double().numpy() for t in (nll, agree, kl))
 
 
+def window_length(n_ctx: int, n_params: int, n_windows: int = WINDOWS) -> int:
+    """Tokens a window: the context up to MAX_LENGTH, fewer for a big model (PARAM_TOKENS), at
+    least MIN_LENGTH (or the context, when shorter).
+
+    >>> window_length(128, 830_000), window_length(1024, 124_000_000), window_length(8, 10**9)
+    (128, 16, 8)
+    """
+    affordable = int(PARAM_TOKENS // (n_params * n_windows))
+    return min(n_ctx, MAX_LENGTH, max(MIN_LENGTH, affordable))
+
+
 def measure(
     model: GPT,
     val_ids: torch.Tensor,
@@ -123,7 +136,7 @@ def measure(
     n_windows: int = WINDOWS,
 ) -> Measured:
     """float32 and each spec on the same validation windows (analysis/variants.windows)."""
-    length = min(model.cfg.n_ctx, MAX_LENGTH)
+    length = window_length(model.cfg.n_ctx, model.n_params(), n_windows)
     batch = windows(val_ids, length, n_windows)  # (n, length + 1)
     x, y = batch[:, :-1], batch[:, 1:]
     chars = window_chars(tokenizer, y)
