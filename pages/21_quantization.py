@@ -53,7 +53,7 @@ def measured(bundle_id: str) -> tuple[qa.Measured, str]:
     """Every precision of the model on WINDOWS validation windows, and what text they are."""
     b = cache.bundle(bundle_id)
     val, note = validation(models.split_step(bundle_id)[0])
-    return qa.measure(b.model, val, b.tokenizer, all_specs()), note
+    return qa.measure(b.model, val, b.tokenizer, qa.specs_for(b.model.n_params())), note
 
 
 @cache.per_model

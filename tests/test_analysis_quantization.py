@@ -180,3 +180,10 @@ def test_the_drift_claim_says_growth_only_past_its_factor():
     assert grows.made and "grows through the layers" in grows.text and "3.0%" in grows.text
     flat = qa.drift_claim("int4", np.array([0.1, 0.15, 0.19]))
     assert not flat.made and "does not build up" in flat.text
+
+
+def test_a_big_model_is_measured_on_the_schemes_the_sentences_name():
+    assert qa.specs_for(1_000_000) == q.all_specs()
+    core = qa.specs_for(124_000_000)
+    assert [s.name for s in core] == [s.name for s in q.all_specs() if s.name in qa.CORE]
+    assert set(qa.CORE) == {s.name for s in core}

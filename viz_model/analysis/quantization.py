@@ -26,6 +26,7 @@ from viz_model.model.gpt import GPT
 from viz_model.model.quantize import (
     QuantSpec,
     SizeCount,
+    all_specs,
     float32_size,
     outlier_mask,
     qmax,
@@ -115,6 +116,17 @@ def _scores(model: GPT, copy: GPT, x: torch.Tensor, y: torch.Tensor, kept: list)
         agree.append((out.argmax(-1) == ref.argmax(-1)).sum(1))
         kl.append((ref.exp() * (ref - out)).sum(-1).clamp_min(0).sum(1))
     return (torch.cat(t).double().numpy() for t in (nll, agree, kl))
+
+
+BIG_PARAMS = 20_000_000  # past this, quantising all 17 ways takes minutes: the core schemes only
+CORE = ("float16", "int8", "int8-tensor", "int4", "int4-outliers", "int4-tensor")
+CORE += ("int4-tensor-outliers", "int2")  # every scheme the page's sentences name
+
+
+def specs_for(n_params: int) -> list[QuantSpec]:
+    """Every scheme, or for a model past BIG_PARAMS the CORE ones (GPT-2 small: ~7 s each)."""
+    specs = all_specs()
+    return specs if n_params <= BIG_PARAMS else [s for s in specs if s.name in CORE]
 
 
 def window_length(n_ctx: int, n_params: int, n_windows: int = WINDOWS) -> int:
