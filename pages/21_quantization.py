@@ -204,7 +204,6 @@ st.caption(
 # ---- the error through the layers, on the prompt -----------------------------------------------
 
 st.subheader("How the error adds up through the layers")
-DRIFT_COPIES = ("int8", "int4", "int4-outliers", "int4-tensor", "int4-tensor-outliers")
 
 
 @cache.per_model(keep=4)
@@ -226,7 +225,7 @@ def layer_drift(bundle_id: str, ids: tuple[int, ...], names: tuple[str, ...]) ->
 if not ctx.ids:
     st.info("Type a prompt in the sidebar to see the error through the layers on it.")
 else:
-    drifts = layer_drift(base_id, tuple(ctx.ids), DRIFT_COPIES)
+    drifts = layer_drift(base_id, tuple(ctx.ids), qa.drift_copies(ctx.model.n_params()))
     labels = ["embeddings"] + [f"after block {i}" for i in range(ctx.config.n_layer)]
     fig = cache.figure(
         charts.drift_figure,

@@ -187,3 +187,5 @@ def test_a_big_model_is_measured_on_the_schemes_the_sentences_name():
     core = qa.specs_for(124_000_000)
     assert [s.name for s in core] == [s.name for s in q.all_specs() if s.name in qa.CORE]
     assert set(qa.CORE) == {s.name for s in core}
+    assert qa.drift_copies(124_000_000) == ("int8", "int4")
+    assert set(qa.drift_copies(1_000_000)) <= set(qa.CORE)

@@ -407,9 +407,15 @@ def widest(weights: dict[str, torch.Tensor]) -> str:
 
 # ---- how the error adds up through the layers -------------------------------------------------
 
-DRIFT_GROWTH = (
-    2.0  # the error "grows through the layers" when the last block's is this many times the first's
-)
+# The error "grows through the layers" when the last block's is this many times the embeddings'.
+DRIFT_GROWTH = 2.0
+DRIFT_COPIES = ("int8", "int4", "int4-outliers", "int4-tensor", "int4-tensor-outliers")
+
+
+def drift_copies(n_params: int) -> tuple[str, ...]:
+    """The copies compared through the layers; past BIG_PARAMS only the two the sentences name
+    (each copy is a whole float32 model in memory)."""
+    return DRIFT_COPIES if n_params <= BIG_PARAMS else DRIFT_COPIES[:2]
 
 
 def stations(n_layer: int) -> list[str]:
