@@ -57,7 +57,8 @@ def measured(bundle_id: str) -> tuple[qa.Measured, str]:
 
 
 @cache.per_model
-def validation(final_id: str):
+def validation(final_id: str) -> tuple:
+    """The validation tokens of the model's text (encoded once per model), and what text."""
     b = cache.bundle(final_id)
     return qa.validation_ids(b.meta, b.tokenizer)
 
@@ -118,8 +119,9 @@ st.caption(
     f"{result.n_positions:,} predictions a precision. ×: how many times fewer bytes than "
     "float32. Bits/char: the loss in bits over the characters predicted; Δ: its change from "
     "float32. Top-1: the share of positions where the most likely next token is float32's. KL: "
-    "how far, on average, each next-token distribution moved from float32's, in bits per token. A difference in bits per character is said only beyond twice its standard error "
-    f"over the windows (the same windows for every precision) and beyond {qa.MIN_DIFF:g}."
+    "how far, on average, each next-token distribution moved from float32's, in bits per token. "
+    "A difference in bits per character is said only beyond twice its standard error over the "
+    f"windows (the same windows for every precision) and beyond {qa.MIN_DIFF:g}."
 )
 
 
