@@ -95,6 +95,7 @@ def test_outliers_keep_their_float16_values_and_set_no_scale():
     assert aside.outliers[3, 5]
     assert torch.equal(aside.values[aside.outliers], w[aside.outliers].half().float())
     assert aside.scales[0] < plain.scales[0] / 5  # the big weight no longer stretches the grid
+    assert aside.nbytes == math.ceil(w.numel() / 2) + 2 + 6 * max(1, k)
     rest = ~aside.outliers
     assert (aside.values - w)[rest].pow(2).mean() < (plain.values - w)[rest].pow(2).mean() / 10
 

@@ -135,10 +135,22 @@ class QuantizedMatrix:
     bits: int
 
     @property
+    def code_bytes(self) -> int:
+        """The codes packed at `bits` bits each."""
+        return math.ceil(self.codes.numel() * self.bits / 8)
+
+    @property
+    def scale_bytes(self) -> int:
+        return SCALE_BYTES * self.scales.numel()
+
+    @property
+    def outlier_bytes(self) -> int:
+        """Each outlier's float16 value and int32 index."""
+        return OUTLIER_BYTES * int(self.outliers.sum())
+
+    @property
     def nbytes(self) -> int:
-        """Codes packed at `bits` bits, float16 scales, each outlier's value and index."""
-        codes = math.ceil(self.codes.numel() * self.bits / 8)
-        return codes + SCALE_BYTES * self.scales.numel() + OUTLIER_BYTES * int(self.outliers.sum())
+        return self.code_bytes + self.scale_bytes + self.outlier_bytes
 
 
 def qmax(bits: int) -> int:
@@ -226,9 +238,9 @@ def quantize_model(model: GPT, spec: QuantSpec) -> tuple[GPT, SizeCount]:
         if spec.is_int:
             q = quantize_matrix(w, spec)
             state[name] = q.values
-            counts[0] += math.ceil(q.codes.numel() * q.bits / 8)
-            counts[1] += SCALE_BYTES * q.scales.numel()
-            counts[2] += OUTLIER_BYTES * int(q.outliers.sum())
+            counts[0] += q.code_bytes
+            counts[1] += q.scale_bytes
+            counts[2] += q.outlier_bytes
         else:
             state[name] = dequantized(w, spec)
             counts[0] += w.numel() * spec.bits // 8
