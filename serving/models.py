@@ -3,7 +3,8 @@
 A bundle is a folder holding config.json (see viz_model/bundles/checkpoint.py). We look in assets/models/
 (bundled), runs/ (trained on this server; VIZ_RUNS_DIR moves it: a training job's run folder is
 itself a bundle) and every folder listed in the env var VIZ_MODEL_DIRS (os.pathsep-separated;
-tests use it). A listed folder may itself be a bundle. When two bundles
+tests use it). An id may end in "#step" (a training snapshot) and then "#q=<precision>" (a
+quantised copy, ui/cache.py builds it). A listed folder may itself be a bundle. When two bundles
 share a name, the first found wins. Nothing here imports streamlit.
 """
 
@@ -71,12 +72,39 @@ def bundle_id(path: Path, step: int | None = None) -> str:
     return f"{Path(path)}@{mtime}" + ("" if step is None else f"#{int(step)}")
 
 
-def split_step(bundle_id: str) -> tuple[str, int | None]:
-    """(the final model's id, the snapshot step or None).
+PRECISION_MARK = "#q="  # "<path>@<mtime>[#step]#q=<precision>": a quantised copy
 
-    >>> split_step("/srv/runs/a@5#30"), split_step("/srv/runs/a@5")
-    (('/srv/runs/a@5', 30), ('/srv/runs/a@5', None))
+
+def with_precision(bundle_id: str, precision: str) -> str:
+    """The id of a copy of the model stored at `precision` (viz_model/model/quantize.py names:
+    "int8", "int4-outliers", "float16"). It goes last, so it combines with a step: the weights
+    saved at that step, quantised.
+
+    >>> with_precision("/srv/runs/a@5", "int8"), with_precision("/srv/runs/a@5#30", "int4")
+    ('/srv/runs/a@5#q=int8', '/srv/runs/a@5#30#q=int4')
     """
+    return f"{split_precision(bundle_id)[0]}{PRECISION_MARK}{precision}"
+
+
+def split_precision(bundle_id: str) -> tuple[str, str | None]:
+    """(the id without its precision, the precision or None).
+
+    >>> split_precision("/srv/runs/a@5#30#q=int4"), split_precision("/srv/runs/a@5")
+    (('/srv/runs/a@5#30', 'int4'), ('/srv/runs/a@5', None))
+    """
+    base, sep, precision = bundle_id.rpartition(PRECISION_MARK)
+    if sep and precision and "@" in base:
+        return base, precision
+    return bundle_id, None
+
+
+def split_step(bundle_id: str) -> tuple[str, int | None]:
+    """(the final model's id, the snapshot step or None); a precision suffix is set aside.
+
+    >>> split_step("/srv/runs/a@5#30"), split_step("/srv/runs/a@5"), split_step("/a@5#30#q=int8")
+    (('/srv/runs/a@5', 30), ('/srv/runs/a@5', None), ('/a@5', 30))
+    """
+    bundle_id = split_precision(bundle_id)[0]
     base, sep, step = bundle_id.rpartition("#")
     if sep and step.isdigit() and "@" in base:
         return base, int(step)

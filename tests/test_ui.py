@@ -198,13 +198,15 @@ def test_the_old_links_keep_their_paths():
         "", "Lessons", "Class", "Tokenization", "Embeddings", "Attention", "Residual_stream", "LayerNorm",
         "MLP_neurons", "Next_token", "Generation", "Using_a_model", "Training", "N-grams", "Sequence_models", "Interventions",
         "Adversarial_suffix", "Training_dynamics", "Compare_models", "Architecture_contrasts", "Scaling",
-        "Inside_a_block",
+        "Inside_a_block", "Quantization",
     ]  # fmt: skip
 
 
 def test_the_pages_that_need_no_prompt_say_so():
     free = {p.url_path for p in nav.all_pages() if not p.needs_prompt}
-    assert free == {"", "Lessons", "Class", "Training", "N-grams", "Training_dynamics", "Scaling"}
+    assert free == {
+        "", "Lessons", "Class", "Training", "N-grams", "Training_dynamics", "Scaling", "Quantization",
+    }  # fmt: skip
 
 
 # ---- the model card and the prompt as tokens --------------------------------------------------

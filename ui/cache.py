@@ -33,11 +33,13 @@ import plotly.graph_objects as go
 import streamlit as st
 import torch
 
-from serving.models import path_of, split_step
+from serving.models import path_of, split_precision, split_step
 from ui.charts.common import FrozenFigure, frozen
 from ui.shared_cache import call_key, freeze, get_or_compute, per_prompt
 from viz_model.bundles.checkpoint import Bundle
+from viz_model.bundles.files import CheckpointError
 from viz_model.bundles.load import load_bundle
+from viz_model.model.quantize import float32_size, parse_spec, quantize_model
 
 F = TypeVar("F", bound=Callable[..., Any])
 MODELS = 24  # per_model's default bound: the 15 bundled models and a few trained here
@@ -86,13 +88,36 @@ def bundle(bundle_id: str) -> Bundle:
 
     A snapshot's id ("...#step") gives the same bundle (config, tokenizer, history) with the
     model as it was at that training step, so every page can look back through training.
+    A quantised copy's id ("...#q=int4", after any "#step") gives a new model computing with the
+    quantised weights (viz_model/model/quantize.py), and meta["precision"] says how it is stored.
     Models are never mutated once served: pages record activations per call (run_with_cache).
     """
+    plain_id, precision = split_precision(bundle_id)
+    if precision is not None:
+        return _quantized(bundle(plain_id), precision)
     final_id, step = split_step(bundle_id)
     if step is None:
         return load_bundle(path_of(bundle_id))
     final = bundle(final_id)
     return dataclasses.replace(final, model=final.load_snapshot(step))
+
+
+def _quantized(source: Bundle, precision: str) -> Bundle:
+    """A copy of `source` whose model is stored at `precision`; the source is never changed."""
+    if getattr(source, "family", "gpt") != "gpt":
+        raise CheckpointError(f"quantisation applies to GPT models, not {source.family}")
+    try:
+        spec = parse_spec(precision)
+    except ValueError as exc:
+        raise CheckpointError(str(exc)) from exc
+    model, size = quantize_model(source.model, spec)
+    stored = {
+        "name": spec.name,
+        "label": spec.label,
+        "bytes": size.total,
+        "float32_bytes": float32_size(source.model).total,
+    }
+    return dataclasses.replace(source, model=model, meta={**source.meta, "precision": stored})
 
 
 @per_prompt

@@ -1,5 +1,5 @@
 """The frame every page is drawn in: page config, the shared sidebar (model picker, training step,
-prompt, model card), the page's title, and the PageContext the page works from.
+precision, prompt, model card), the page's title, and the PageContext the page works from.
 
     ui.frame(nav.find(page.url_path))   # app.py, once a run, between st.navigation and page.run()
     ctx = ui.context()                  # the first call on every page
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import streamlit as st
 
 from serving import models
-from ui import cache, families, nav, present, scrubber, state
+from ui import cache, families, nav, precision, present, scrubber, state
 from ui.charts.common import UNK_CLOSE, UNK_OPEN, show_whitespace, token_labels
 from viz_model.analysis.claims import md_escape
 from viz_model.analysis.next_token import loss_lookahead_claim
@@ -103,6 +103,8 @@ def frame(page: nav.Page) -> PageContext:
     bundle_id, bundle, step = scrubber.pick_training_step(
         st.session_state["model"], bundle_id, bundle
     )
+    bundle_id, bundle, _, quant_errors = precision.pick_precision(bundle_id, bundle)
+    errors += quant_errors
     prompt, pasted_too_much = _prompt_box()
     ctx = _context(bundle_id, bundle, prompt)
     _offer_examples(bundle, ctx)
@@ -379,6 +381,7 @@ def loss_note(bundle: Bundle) -> str:
 
 def draw_model_card(bundle: Bundle, step: int | None = None) -> None:
     rows = model_card(bundle, step)
+    rows += precision.card_rows(bundle, any("loss" in name for name, _ in rows))
     lines = "  \n".join(f"{name}: **{value}**" for name, value in rows)
     with st.sidebar.expander(f"About “{bundle.name}”", expanded=True):
         st.markdown(lines)

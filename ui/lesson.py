@@ -35,7 +35,8 @@ from viz_model.lessons.truth import Truth, visible_token
 LESSONS_DIR = Path(__file__).resolve().parent.parent / "assets" / "lessons"
 LESSONS_ENV = "VIZ_LESSONS_DIR"  # another folder of lessons (a teacher's own; tests)
 LESSON, STEP = "lesson", "step"  # the URL keys
-FRAME_KEYS = frozenset({"train_step"})  # the frame's own keys a view may set, besides model, prompt
+# the frame's own keys a view may set, besides model, prompt: the training step, the precision
+FRAME_KEYS = frozenset({"train_step", "quant"})
 _APPLIED = "_lesson_applied"  # (lesson id, step) whose view this session last applied
 _ANSWERS = "_lesson_answers"  # {(lesson id, step): the student's answer, or None: just shown}
 PANEL_KEY = "lesson_panel"  # the panel's container: .st-key-lesson_panel, kept out of the mask

@@ -39,8 +39,8 @@ class Page:
     needs_prompt: bool = True  # without a prompt the frame says so and the page is not run
     heading: str = ""  # the page's title when it is not the label
     section: str = ""
-    # The page's own URL keys (ui/state.py), besides the frame's model, prompt and train_step: what
-    # a lesson stop's view may set. tests/test_page_view_keys.py checks them against the page.
+    # The page's own URL keys (ui/state.py), besides the frame's model, prompt, train_step and quant:
+    # what a lesson stop's view may set. tests/test_page_view_keys.py checks them against the page.
     view_keys: tuple[str, ...] = ()
     # The model families the page can show (viz_model/model/recurrent_config.FAMILIES). On a model
     # of another family the frame refuses the page in words, saying what of a transformer it
@@ -382,6 +382,15 @@ SECTIONS: dict[str, list[Page]] = {
                 "lk_query",
             ),
             needs="attention-and-MLP blocks",
+        ),
+        Page(
+            "pages/21_quantization.py",
+            "Quantization",
+            "Quantization",
+            ":material/compress:",
+            "The weights in float16, int8, int4: bytes, bits per character, and any page on the copy.",
+            needs_prompt=False,
+            view_keys=("q_matrix", "q_bits", "q_grid", "q_row", "q_open"),
         ),
     ],
 }
