@@ -391,6 +391,7 @@ SECTIONS: dict[str, list[Page]] = {
             "The weights in float16, int8, int4: bytes, bits per character, and any page on the copy.",
             needs_prompt=False,
             view_keys=("q_matrix", "q_bits", "q_grid", "q_row", "q_open"),
+            needs="weight matrices, quantised here for a GPT only",
         ),
     ],
 }
