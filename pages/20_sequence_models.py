@@ -17,7 +17,7 @@ from viz_model.analysis.tokens import token_text
 from viz_model.analysis.variants import windows as val_windows
 from viz_model.model.recurrent_cells import inspect
 from viz_model.model.recurrent_config import FAMILY_LABELS
-from viz_model.text.data import TokenData, load_text
+from viz_model.text.data import VAL_FRACTION, TokenData, load_text
 
 WINDOWS = 32  # validation windows averaged for the sensitivity (fewer leave each line noisy)
 SHOWN_UNITS = 24  # the gate heatmap's rows: the units that vary most along the prompt
@@ -134,7 +134,7 @@ table = pd.DataFrame(
 ).set_index("model")
 st.table(table)
 other_budgets = {n: b for n, b in others.items() if budget_of(b)[1] != budget and n != ctx.name}
-variants = len(others) - len(other_budgets)
+variants = sum(budget_of(b)[1] == budget for b in others.values())
 notes = []
 if variants:
     notes.append(
@@ -198,8 +198,9 @@ grams = [e for e in entries if e.kind == "n-gram"]
 if grams and models is not None and grams[0].bpc < best_net.bpc and budget:
     st.markdown(
         f"The counting model wins here because it keeps a count for every context in all "
-        f"{models.index.n_train:,} training characters, while each network has about "
-        f"{best_net.params or 0:,} parameters and read the training text "
+        f"{models.index.n_train:,} training characters, while each network has "
+        f"{min(e.params or 0 for e in nets):,} to {max(e.params or 0 for e in nets):,} "
+        "parameters and read the training text "
         f"{budget / models.index.n_train:.1f} times." + _passes(grams[0].bpc)
     )
 
@@ -212,7 +213,7 @@ def reach_profile(bundle_id: str) -> np.ndarray:
     """(n_ctx,) gradient sensitivity by distance, on validation windows of the training length."""
     b = cache.bundle(bundle_id)
     val = TokenData.from_text(
-        load_text(b.meta["data"]), b.tokenizer, b.meta["data"]["val_fraction"]
+        load_text(b.meta["data"]), b.tokenizer, b.meta["data"].get("val_fraction", VAL_FRACTION)
     )
     return sm.sensitivity(b.model, val_windows(val.val, b.config.n_ctx, WINDOWS))
 
@@ -347,6 +348,16 @@ present.plot(
     key="seq_memory",
 )
 st.markdown(sm.cost_claim(rows).text)
+gpt_contexts = [
+    f"{name} itself reads at most {cache.bundle(bid).config.n_ctx:,} tokens"
+    for name, bid in sorted(group.items())
+    if budget_of(bid)[0] == "gpt" and cache.bundle(bid).config.n_ctx < COUNTED_LENGTHS[-1]
+]
+if gpt_contexts:
+    st.caption(
+        "; ".join(gpt_contexts) + ": past that, the count is what a GPT of its shape with a "
+        "longer context would keep."
+    )
 scores = {
     name: f"{c['attention scores']:,}"
     for name, T, c in rows

@@ -123,7 +123,7 @@ def test_gate_summary_of_an_lstm_is_its_gates_means():
     assert not sm.gate_claim("rnn", sm.gate_summary({})).made
 
 
-def test_bpc_claim_orders_and_keeps_its_margin():
+def test_bpc_claim_orders_ties_and_keeps_its_margin():
     entries = [
         sm.Entry("a", "LSTM", 2.10),
         sm.Entry("b", "RNN", 2.40),
@@ -131,9 +131,13 @@ def test_bpc_claim_orders_and_keeps_its_margin():
         sm.Entry("5-gram", "n-gram", 2.30),
     ]
     claim = sm.bpc_claim(entries)
-    assert claim.made and claim.text.startswith("**c (GPT)")
+    assert claim.made and claim.text.startswith("**c (GPT) is the best network")
     assert "0.350 fewer than b (RNN)" in claim.text
-    assert "2 of 3 networks beat it" in claim.text
+    assert "2 of 3 networks beat the best counting model" in claim.text
+    tie = sm.bpc_claim([sm.Entry("a", "RNN", 2.261), sm.Entry("b", "GRU", 2.264), *entries[1:2]])
+    assert tie.made and "tie: a (RNN, 2.261) and b (GRU, 2.264)" in tie.text
+    worse = sm.bpc_claim([*entries[:3], sm.Entry("6-gram", "n-gram", 1.9)])
+    assert "Every network scores worse than the best counting model, 6-gram: 1.900" in worse.text
     close = sm.bpc_claim([sm.Entry("a", "LSTM", 2.10), sm.Entry("b", "RNN", 2.11)])
     assert not close.made and "within 0.02" in close.text
 
@@ -143,7 +147,7 @@ def test_reach_claim_is_made_only_for_a_twofold_difference():
     claim = sm.reach_claim([("GPT", far, None), ("CNN", near, 7)], 40)
     assert claim.made and "GPT reaches farthest back" in claim.text
     assert claim.numbers["reach GPT"] == sm.reach(far)
-    assert "CNN's receptive field is 7" in claim.text
+    assert "CNN reads only the last 7 tokens (its receptive field): from k = 7 on" in claim.text
     wide = sm.reach_claim([("GPT", far, None), ("CNN", near, 63)], 40)
     assert "receptive field is" not in wide.text and "CNN's (63) reaches past" in wide.text
     same = sm.reach_claim([("A", far, None), ("B", far, None)], 40)

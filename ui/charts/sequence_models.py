@@ -10,6 +10,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ui.charts.common import (
+    COLUMN_TICKS_MAX_T,
     SEQUENTIAL,
     colorbar_below,
     every_tick,
@@ -130,7 +131,7 @@ def gate_heatmap(values: np.ndarray, labels: Sequence[str], gate: str, units: Se
         house_layout(
             f"The {gate} {'state' if signed else 'gate'} at each token (the units that vary most)",
             height=140 + 16 * len(units),
-            xaxis=every_tick(list(labels)),
+            xaxis=every_tick(list(labels), max_t=COLUMN_TICKS_MAX_T),  # more would overlap
             yaxis=dict(autorange="reversed"),
         ),
     )
@@ -145,14 +146,22 @@ def cost_chart(
 ) -> go.Figure:
     """One line per model against context length, log-log."""
     fig = go.Figure()
-    for name, ys in series.items():
+    dashes = [
+        "solid",
+        "dash",
+        "dot",
+        "dashdot",
+        "longdash",
+        "longdashdot",
+    ]  # equal lines stay apart
+    for i, (name, ys) in enumerate(series.items()):
         fig.add_trace(
             go.Scatter(
                 x=list(lengths),
                 y=list(ys),
                 mode="lines+markers",
                 name=f"{plotly_text(name)} ({kinds[name]})",
-                line=dict(color=_colour(kinds[name]), width=2),
+                line=dict(color=_colour(kinds[name]), width=2, dash=dashes[i % len(dashes)]),
                 hovertemplate="%{x} tokens<br>%{y:,.3g}<extra></extra>",
             )
         )

@@ -65,14 +65,21 @@ def reach_claim(named: Sequence[tuple[str, np.ndarray, int | None]], window: int
     numbers["fraction"] = REACH_FRACTION
     numbers["window"] = float(window)
     parts = [f"{name} {r}" for name, r in reaches.items()]
-    inside = [f"{name}'s receptive field is {rf}" for name, _, rf in named if rf and rf < window]
+    # a model with receptive field rf reads k = 0 .. rf - 1; the chart shows k = 0 .. window - 1
+    inside = [
+        f"{name} reads only the last {rf} tokens (its receptive field): from k = {rf} on, its "
+        "gradient is exactly zero and its line stops"
+        for name, _, rf in named
+        if rf and rf < window
+    ]
     covers = [f"{name}'s ({rf})" for name, _, rf in named if rf and rf >= window]
     lead = (
-        f"On windows of the validation text, up to k = {window - 1}, the prediction still moves "
-        f"with a token k steps back at 1% of the nearest token's pull up to: {', '.join(parts)}."
+        f"On windows of the validation text, up to k = {window - 1}: the farthest k at which a "
+        f"token still pulls the prediction at 1% or more of the nearest token's pull (the line "
+        f"may dip below 1% on the way) is {', '.join(parts)}."
     )
     if inside:
-        lead += " " + "; ".join(inside) + ", and past it the gradient is exactly zero."
+        lead += " " + "; ".join(inside) + "."
     if covers:
         lead += f" The receptive field {', '.join(covers)} reaches past every k shown."
     if len(reaches) < 2:
@@ -144,7 +151,8 @@ class Entry:
 
 
 def bpc_claim(entries: Sequence[Entry]) -> Claim:
-    """Best and worst by bits per character, and the networks against the best n-gram."""
+    """The best network by bits per character (networks within BPC_MARGIN of it tie: one seed
+    moves each by about that much), the worst, and the networks against the best n-gram."""
     nets = [e for e in entries if e.kind != "n-gram" and math.isfinite(e.bpc)]
     grams = [e for e in entries if e.kind == "n-gram" and math.isfinite(e.bpc)]
     numbers = {f"bpc {e.name}": e.bpc for e in [*nets, *grams]}
@@ -153,6 +161,8 @@ def bpc_claim(entries: Sequence[Entry]) -> Claim:
         return Claim("Fewer than two networks trained on this text are here to compare.", False)
     ranked = sorted(nets, key=lambda e: e.bpc)
     best, worst = ranked[0], ranked[-1]
+    order = " < ".join(f"{e.name} {e.bpc:.3f}" for e in ranked)
+    tied = [e for e in ranked if e.bpc - best.bpc < BPC_MARGIN]
     if worst.bpc - best.bpc < BPC_MARGIN:
         text = (
             f"All {len(nets)} networks are within {BPC_MARGIN} bits per character of each "
@@ -160,22 +170,36 @@ def bpc_claim(entries: Sequence[Entry]) -> Claim:
             "difference worth stating."
         )
         made = False
-    else:
-        order = " < ".join(f"{e.name} {e.bpc:.3f}" for e in ranked)
+    elif len(tied) > 1:
+        names = " and ".join(f"{e.name} ({e.kind}, {e.bpc:.3f})" for e in tied)
         text = (
-            f"**{best.name} ({best.kind}) predicts this text best: {best.bpc:.3f} bits per "
-            f"character, {worst.bpc - best.bpc:.3f} fewer than {worst.name} ({worst.kind}).** "
+            f"**The best networks here tie: {names}, within {BPC_MARGIN} bits per character, "
+            f"which one seed can move; {worst.name} ({worst.kind}) is {worst.bpc - best.bpc:.3f} "
+            f"behind.** In order: {order}."
+        )
+        made = True
+    else:
+        text = (
+            f"**{best.name} ({best.kind}) is the best network on this text: {best.bpc:.3f} bits "
+            f"per character, {worst.bpc - best.bpc:.3f} fewer than {worst.name} ({worst.kind}).** "
             f"In order: {order}."
         )
         made = True
     if grams:
         gram = min(grams, key=lambda e: e.bpc)
         beaten = [e.name for e in nets if e.bpc < gram.bpc - BPC_MARGIN]
-        text += f" The best counting model, {gram.name}, scores {gram.bpc:.3f}; " + (
-            f"{len(beaten)} of {len(nets)} networks beat it."
-            if beaten
-            else "no network here beats it by more than the margin."
-        )
+        if beaten:
+            text += f" {len(beaten)} of {len(nets)} networks beat the best counting model, {gram.name} ({gram.bpc:.3f})."
+        elif best.bpc > gram.bpc + BPC_MARGIN:
+            text += (
+                f" Every network scores worse than the best counting model, {gram.name}: "
+                f"{gram.bpc:.3f} against the best network's {best.bpc:.3f}."
+            )
+        else:
+            text += (
+                f" The best counting model, {gram.name}, scores {gram.bpc:.3f}: within the "
+                "margin of the best network."
+            )
     return Claim(text, made, numbers)
 
 
