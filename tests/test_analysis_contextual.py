@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.claims_models import CLAIM_MODELS, claim_bundle
+from tests.claims_models import GPT_CLAIM_MODELS, claim_bundle
 from tests.conftest import tiny_model
 from viz_model.analysis import contextual as cx
 from viz_model.analysis.neurons import Windows
@@ -93,9 +93,14 @@ def test_a_move_every_context_shares_is_not_called_the_contexts_doing():
     assert "pulled" not in claim.text and "0.92" in claim.text and "0.32" in claim.text
     apart = cx.context_claim(np.array([0.9, 0.5, 0.3]), np.array([1.0, 0.6, 0.4]), 40)
     assert apart.made and "pulled the occurrences apart" in apart.text
+    assert "fell to 0.30 after the last block" in apart.text
+    # the review's shakespeare-char: apart in the middle, alike again at the end
+    middle = cx.context_claim(np.array([0.83, 0.49, 0.54, 0.63, 0.85]), np.ones(5), 80)
+    assert middle.made and "fell to 0.49 after block 0" in middle.text
+    assert "then they grow alike again (0.85 at the end)" in middle.text
 
 
-@pytest.mark.parametrize("name", CLAIM_MODELS)
+@pytest.mark.parametrize("name", GPT_CLAIM_MODELS)
 def test_the_context_claim_on_every_claim_model_matches_its_profile(name, claim_bundles):
     b = claim_bundle(claim_bundles, name)
     windows = cx.windows_for(b.model, b.tokenizer, cx.corpus_text(b.meta))
@@ -106,7 +111,8 @@ def test_the_context_claim_on_every_claim_model_matches_its_profile(name, claim_
     n = claim.numbers
     assert n["between_embed"] == pytest.approx(float(profile.between[0]))
     assert n["between_last"] == pytest.approx(float(profile.between[-1]))
-    assert claim.made == (n["between_embed"] - n["between_last"] > cx.APART)
+    assert n["between_least"] == pytest.approx(float(profile.between[1:].min()))
+    assert claim.made == (n["between_embed"] - n["between_least"] > cx.APART)
     assert f"{n['between_last']:.2f}" in claim.text and f"{n['to_layer0_last']:.2f}" in claim.text
     baseline = cx.anisotropy(resid, windows.ids)
     drift = cx.anisotropy_claim(profile.between, baseline, "it")

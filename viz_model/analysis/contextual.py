@@ -221,29 +221,45 @@ APART = 0.1
 def context_claim(between: np.ndarray, to_layer0: np.ndarray, n: int) -> Claim:
     """Did the blocks make the token's vectors differ by context? between[s]: mean cosine between
     two contexts at station s; to_layer0[s]: mean cosine to its own layer-0 vector. Claimed when
-    the contexts are more than APART less alike after the last block than at the embedding.
+    at some station after the embedding the contexts are more than APART less alike than at the
+    embedding (the least alike station is named; a later return toward alike is said too).
 
     >>> context_claim(np.array([0.95, 0.92]), np.array([1.0, 0.32]), 80).made  # a common move
     False
     """
     first, last, home = float(between[0]), float(between[-1]), float(to_layer0[-1])
-    numbers = {"between_embed": first, "between_last": last, "to_layer0_last": home, "apart": APART}
+    low = 1 + int(np.argmin(between[1:])) if len(between) > 1 else 0
+    least = float(between[low])
+    numbers = {
+        "between_embed": first,
+        "between_least": least,
+        "least_station": float(low),
+        "between_last": last,
+        "to_layer0_last": home,
+        "apart": APART,
+    }
     start = (
         f"At `embed` the {n} vectors differ only by their position (cosine {first:.2f} between "
         f"two contexts). After the last block that cosine is {last:.2f}, and each vector is on "
         f"average {home:.2f} like its own starting vector"
     )
-    if first - last > APART:
+    if first - least > APART:
+        where = "after the last block" if low == len(between) - 1 else f"after block {low - 1}"
+        back = (
+            f", then they grow alike again ({last:.2f} at the end)" if last - least > APART else ""
+        )
         return Claim(
-            f"{start}: the contexts have pulled the occurrences apart (the cosine fell by more "
-            f"than {APART}), so the same token now has a different vector in each context.",
+            f"{start}. The contexts pulled the occurrences apart: the cosine fell to "
+            f"{least:.2f} {where}, more than {APART} below the embedding's{back}. The same token "
+            "has a different vector in each context.",
             True,
             numbers,
         )
     return Claim(
-        f"{start}. The vectors moved, but all in about the same direction: between contexts the "
-        f"cosine fell by no more than {APART}, so this model's blocks add much the same to this "
-        "token whatever surrounds it.",
+        f"{start}. The vectors moved, but all in about the same direction: at no layer did the "
+        f"cosine between contexts fall more than {APART} below the embedding's (its lowest "
+        f"{least:.2f}), so this model's blocks add much the same to this token whatever "
+        "surrounds it.",
         False,
         numbers,
     )
