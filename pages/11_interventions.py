@@ -491,10 +491,9 @@ def facts_section() -> None:
         st.info("No word of the training text is frequent and predictable enough to be a fact.")
         return
     known = int(result.clean.sum())
-    mlp = None if result.mlp is None else [int(r.sum()) for r in result.mlp]
+    lost = fa.lost_counts(result)
     present.plot(
-        charts.facts_by_layer([int(r.sum()) for r in result.attention], mlp, known),
-        key="facts_layers",
+        charts.facts_by_layer(lost["attention"], lost.get("mlp"), known), key="facts_layers"
     )
     st.markdown(fa.ablation_claim(result).text)
     st.caption(

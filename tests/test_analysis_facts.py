@@ -108,3 +108,10 @@ def test_the_claim_on_bundled_models_matches_its_numbers(name):
         gap = n["mlp lost"] - n["attention lost"]
         assert claim.made == (abs(gap) > fa.margin(int(n["known"])))
     assert f"recalls {int(n['known'])} of 12 facts" in claim.text
+
+
+def test_lost_counts_are_facts_known_and_then_missed():
+    clean = [True, True, False, True]
+    result = _result(clean, [[False, True, True, True], [True] * 4], [[True] * 4, [False] * 4])
+    lost = fa.lost_counts(result)
+    assert lost == {"attention": [1, 0], "mlp": [0, 3]}  # a newly recalled fact is not counted

@@ -246,20 +246,22 @@ def steering_push(
 
 
 def facts_by_layer(attention: list[int], mlp: list[int] | None, known: int) -> go.Figure:
-    """Facts still recalled with each layer's attention (and MLP) knocked out, against all of
-    them recalled with nothing knocked out (the dashed line)."""
+    """Of the facts recalled with nothing knocked out, how many each layer's attention (and MLP)
+    knock-out loses, against all of them (the dashed line)."""
     layers = [f"layer {i}" for i in range(len(attention))]
     bars = [go.Bar(x=layers, y=attention, name="attention knocked out", marker_color="#1f77b4")]
     if mlp is not None:
         bars.append(go.Bar(x=layers, y=mlp, name="MLP knocked out", marker_color="#ff7f0e"))
+    for bar in bars:
+        bar.update(text=[str(v) for v in bar.y], textposition="outside")
     fig = go.Figure(bars)
-    base_layout(fig, "Facts still recalled, one layer knocked out at a time")
+    base_layout(fig, "Facts lost, one layer knocked out at a time")
     fig.add_hline(
         y=known,
         line=dict(color="#555", dash="dash"),
-        annotation_text=f"nothing knocked out: {known}",
+        annotation_text=f"all {known} recalled with nothing knocked out",
         annotation_font_size=12,
     )
     fig.update_layout(barmode="group", legend=dict(orientation="h", y=-0.2))
-    fig.update_yaxes(title="facts recalled", range=[0, max(known, 1) * 1.15])
+    fig.update_yaxes(title="facts lost", range=[0, max(known, 1) * 1.2])
     return fig

@@ -142,6 +142,16 @@ def _lost(rows: np.ndarray, clean: np.ndarray) -> list[int]:
     return [int((clean & ~row).sum()) for row in rows]
 
 
+def lost_counts(result: FactAblations) -> dict[str, list[int]]:
+    """Per layer, the facts recalled with nothing knocked out that each knock-out loses (a
+    knock-out that makes the model recall a fact it missed does not make up for one lost):
+    {"attention": [...], "mlp": [...] when the model has MLPs}."""
+    out = {"attention": _lost(result.attention, result.clean)}
+    if result.mlp is not None:
+        out["mlp"] = _lost(result.mlp, result.clean)
+    return out
+
+
 def ablation_claim(result: FactAblations) -> Claim:
     """Which kind of layer the recalled facts need most: the worst MLP layer against the worst
     attention layer, in facts lost among those recalled clean; made beyond `margin`. With more
