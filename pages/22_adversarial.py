@@ -107,11 +107,11 @@ rank_before = ranked.index(target) + 1
 m1, m2, m3 = st.columns(3)
 m1.metric(
     "p(target) before",
-    f"{result.p_target[0]:.2%}",
+    adv.probability_text(result.p_target[0]),
     help=f"After the prompt and the starting suffix (spaces). After the prompt alone the target "
     f"is the model's choice number {rank_before} of {len(ranked):,}.",
 )
-m2.metric("p(target) after", f"{result.p_target[-1]:.2%}")
+m2.metric("p(target) after", adv.probability_text(result.p_target[-1]))
 m3.metric("Candidate texts run", f"{result.evaluated:,}")
 st.markdown(adv.search_claim(result, f"“{md_escape(label)}”").text)
 present.plot(cache.figure(charts.climb_chart, result.p_target, label), key="adv_climb")
@@ -130,7 +130,7 @@ with st.expander("The suffix after each accepted swap"):
         {
             "step": list(range(len(result.suffixes))),
             "suffix": ["".join(shown(i) for i in s) for s in result.suffixes],
-            "p(target)": [f"{p:.3%}" for p in result.p_target],
+            "p(target)": [adv.probability_text(p) for p in result.p_target],
         }
     )
 

@@ -95,16 +95,28 @@ def test_suffix_attention_is_the_pattern_s_mass_on_the_suffix(model):
 
 
 def test_the_claims_follow_their_numbers():
-    rose = adv.SuffixSearch((1,), ((0,), (3,)), (0.01, 0.05), 10, False)
+    rose = adv.SuffixSearch((1,), ((0,), (3,)), (0.01, 0.5), 10, False)
     assert adv.search_claim(rose, "x").made
-    assert "from 1.00% to 5.00%" in adv.search_claim(rose, "x").text
+    assert "from 1.0% to 50.0%" in adv.search_claim(rose, "x").text
+    unlikely = adv.SuffixSearch((1,), ((0,), (3,)), (2e-5, 1.1e-4), 10, False)
+    failed = adv.search_claim(unlikely, "x")
+    assert not failed.made and "failed to make x likely" in failed.text
+    assert "from 2.0e-05 to 0.011%" in failed.text
     flat = adv.SuffixSearch((1,), ((0,), (3,)), (0.01, 0.015), 10, True)
     claim = adv.search_claim(flat, "x")
     assert not claim.made and "no proposed swap helped" in claim.text
     moved = adv.attention_claim(np.array([0.2, 0.5]), np.array([0.25, 0.8]))
-    assert (
-        moved.made
-        and "layer 1" in moved.text
-        and "from 50% (the starting suffix) to 80%" in moved.text
-    )
+    assert moved.made and "layer 1" in moved.text
+    assert "from 50% (the starting suffix) to 80%" in moved.text
     assert not adv.attention_claim(np.array([0.2, 0.5]), np.array([0.25, 0.55])).made
+    # the review's case: 13% to 22% is under 10 points but 1.7 times: it counts
+    assert adv.attention_claim(np.array([0.13]), np.array([0.22])).made
+
+
+def test_probabilities_read_at_any_size():
+    assert [adv.probability_text(p) for p in (0.88, 0.012, 3.4e-4, 2.1e-5)] == [
+        "88.0%",
+        "1.2%",
+        "0.034%",
+        "2.1e-05",
+    ]

@@ -30,8 +30,8 @@ def test_the_page_prints_the_search_it_ran(where, models_dir):
     tok = bundle.tokenizer
     ids = tok.encode(PROMPT)
     result = adv.search(bundle.model, ids, tok.encode("e")[0], 3, 4, 8, tok.encode(" ")[0])
-    assert _metric(at, "p(target) before") == f"{result.p_target[0]:.2%}"
-    assert _metric(at, "p(target) after") == f"{result.p_target[-1]:.2%}"
+    assert _metric(at, "p(target) before") == adv.probability_text(result.p_target[0])
+    assert _metric(at, "p(target) after") == adv.probability_text(result.p_target[-1])
     assert adv.search_claim(result, "“e”").text in [m.value for m in at.markdown]
     climb = next(f for f in plotly_figures(at) if "as the suffix is searched" in str(f["layout"]))
     assert len(climb["data"][0]["x"]) == len(result.p_target)

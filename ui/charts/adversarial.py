@@ -19,12 +19,12 @@ def climb_chart(p_target: Sequence[float], target_label: str) -> go.Figure:
             y=list(p_target),
             mode="lines+markers",
             line=dict(color=ACCENT, width=2),
-            hovertemplate="step %{x}<br>p = %{y:.3%}<extra></extra>",
+            hovertemplate="step %{x}<br>p = %{y:.2e}<extra></extra>",
         ),
         house_layout(
             f"p({plotly_text(target_label)} next) as the suffix is searched",
             xaxis=dict(title="accepted swaps", dtick=1 if len(steps) <= 20 else None),
-            yaxis=dict(title="probability of the target", type="log", tickformat=".2~%"),
+            yaxis=dict(title="probability of the target", type="log", exponentformat="power"),
             showlegend=False,
         ),
     )

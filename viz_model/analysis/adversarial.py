@@ -114,25 +114,49 @@ def search(
     return SuffixSearch(prompt, tuple(suffixes), tuple(probs), evaluated, early)
 
 
+def probability_text(p: float) -> str:
+    """A probability readable at any size: 88.0%, 1.2%, 0.034%, 2.1e-05."""
+    if p >= 0.01:
+        return f"{p:.1%}"
+    if p >= 1e-4:
+        return f"{p:.3%}"
+    return f"{p:.1e}"
+
+
+LIKELY = 0.1  # the target "made likely" from here on; below it the climb is said as a failure
+
+
 def search_claim(result: SuffixSearch, target_label: str) -> Claim:
-    """What the search did to p(target), in numbers; made when it rose LIFT_FACTOR times or more."""
+    """What the search did to p(target), in numbers. Made when p rose LIFT_FACTOR times or more
+    and reached LIKELY; a rise that leaves the target unlikely is said as the failure it is."""
     first, last = result.p_target[0], result.p_target[-1]
     steps = len(result.suffixes) - 1
-    numbers = {"p before": first, "p after": last, "steps": float(steps), "factor": LIFT_FACTOR}
+    numbers = {
+        "p before": first,
+        "p after": last,
+        "steps": float(steps),
+        "factor": LIFT_FACTOR,
+        "likely": LIKELY,
+    }
     how = (
         f"after {steps} accepted swap{'s' * (steps != 1)}"
         + (" (then no proposed swap helped)" if result.stopped_early else "")
         + f", {result.evaluated:,} candidate texts run"
     )
+    moved = f"from {probability_text(first)} to {probability_text(last)}"
+    if last >= LIFT_FACTOR * first and last >= LIKELY:
+        return Claim(f"**The suffix raised p({target_label}) {moved}**, {how}.", True, numbers)
     if last >= LIFT_FACTOR * first:
         return Claim(
-            f"**The suffix raised p({target_label}) from {first:.2%} to {last:.2%}**, {how}.",
-            True,
+            f"The search failed to make {target_label} likely: p rose {moved} "
+            f"({last / first:.0f} times), {how}, but stays under {LIKELY:.0%}. Try a longer "
+            "suffix or more steps.",
+            False,
             numbers,
         )
     return Claim(
-        f"The search moved p({target_label}) only from {first:.2%} to {last:.2%}, {how}: less "
-        f"than {LIFT_FACTOR:g} times. Try a longer suffix or more steps.",
+        f"The search moved p({target_label}) only {moved}, {how}: less than {LIFT_FACTOR:g} "
+        "times. Try a longer suffix or more steps.",
         False,
         numbers,
     )
@@ -148,21 +172,28 @@ def suffix_attention(model, ids: Sequence[int], suffix_len: int) -> np.ndarray:
 
 
 ATTENTION_MARGIN = 0.10  # a change of attention share worth a sentence: 10 percentage points
+ATTENTION_RATIO = 1.5  # ... or half as much again, when it moved 5 points or more
 
 
 def attention_claim(before: np.ndarray, after: np.ndarray) -> Claim:
     """Per layer, the last position's attention share on the suffix with the starting suffix
     (`before`) and the one found (`after`). The suffix is the most recent tokens, which many
-    heads look at anyway, so the baseline is the starting suffix, not uniform attention."""
+    heads look at anyway, so the baseline is the starting suffix, not uniform attention. A
+    change counts when it is ATTENTION_MARGIN or more, or 5 points and ATTENTION_RATIO times."""
     change = after - before
-    layer = int(np.argmax(np.abs(change)))
+    ratio = np.maximum(after, before) / np.maximum(np.minimum(after, before), 1e-9)
+    counts = (np.abs(change) >= ATTENTION_MARGIN) | (
+        (np.abs(change) >= 0.05) & (ratio >= ATTENTION_RATIO)
+    )
+    layer = int(np.argmax(np.abs(change) * (1 + counts)))  # the largest change that counts
     numbers = {
         "before": float(before[layer]),
         "after": float(after[layer]),
         "layer": float(layer),
         "margin": ATTENTION_MARGIN,
+        "ratio": ATTENTION_RATIO,
     }
-    if abs(change[layer]) >= ATTENTION_MARGIN:
+    if counts[layer]:
         way = "more" if change[layer] > 0 else "less"
         return Claim(
             f"In layer {layer} the last position's attention on the suffix went from "
@@ -174,8 +205,8 @@ def attention_claim(before: np.ndarray, after: np.ndarray) -> Claim:
     return Claim(
         f"The suffix found draws about as much of the last position's attention as the starting "
         f"one did (the largest change, in layer {layer}: {before[layer]:.0%} to "
-        f"{after[layer]:.0%}, under {ATTENTION_MARGIN:.0%} points): the most recent tokens get "
-        "much attention whatever they are, so what changed is what they carry.",
+        f"{after[layer]:.0%}): the most recent tokens get much attention whatever they are, so "
+        "what changed is what they carry.",
         False,
         numbers,
     )
