@@ -145,6 +145,16 @@ def test_groups_and_fills_read_what_a_teacher_types():
     assert cx.fill("You are {}. {}", "kind") == "You are kind. {}"
 
 
+def test_the_filler_s_last_token_is_found_in_the_filled_prompt():
+    from viz_model.text.tokenization import Tokenizer
+
+    tok = Tokenizer.train("My lord, you are kind. cruel", "char")
+    ends = cx.filler_ends(tok, "My lord, you are {}.", ["kind", "cruel"])
+    for (ids, end), word in zip(ends, ["kind", "cruel"], strict=True):
+        assert tok.decode(ids) == f"My lord, you are {word}."
+        assert tok.decode(ids[: end + 1]).endswith(word)  # the position is the filler's end
+
+
 def test_template_vectors_are_each_prompt_s_last_token_at_every_station():
     model = tiny_model(seed=1)
     prompts = [[1, 2, 3], [4, 5]]
@@ -153,6 +163,9 @@ def test_template_vectors_are_each_prompt_s_last_token_at_every_station():
     _, cache = model.run_with_cache(torch.tensor([4, 5]), names=cx.stations(model))
     last = cache[cx.stations(model)[-1]][-1].numpy()
     np.testing.assert_allclose(vectors[-1, 1], last, rtol=1e-6)
+    at_first = cx.template_vectors(model, prompts, at=[0, 0])
+    first = cache[cx.stations(model)[-1]][0].numpy()
+    np.testing.assert_allclose(at_first[-1, 1], first, rtol=1e-6)
 
 
 def test_separation_tells_apart_groups_that_differ_and_not_shuffled_ones():

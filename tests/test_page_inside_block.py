@@ -298,8 +298,8 @@ def test_template_prompts_are_measured_and_their_claim_recomputes(models_dir):
 
     bundle = load_bundle(models_dir / "test-char")
     words = ["glad", "good", "kind", "sad", "bad", "vile"]
-    prompts = [bundle.tokenizer.encode(f"I am {w}.") for w in words]
-    vectors = cx.template_vectors(bundle.model, prompts)
+    ends = cx.filler_ends(bundle.tokenizer, "I am {}.", words)
+    vectors = cx.template_vectors(bundle.model, [i for i, _ in ends], [e for _, e in ends])
     labels = np.array([0, 0, 0, 1, 1, 1])
     accuracy, chance = cx.separation(vectors, labels), cx.separation_chance(vectors, labels)
     stations = ["embed"] + [f"after block {i}" for i in range(bundle.config.n_layer)]

@@ -19,10 +19,15 @@ DEFAULT_FILLERS = "kind, gentle, noble, good, sweet, fair | cruel, false, vile, 
 
 
 @cache.per_prompt
-def measured(bundle_id: str, prompts: tuple[tuple[int, ...], ...], labels: tuple[int, ...]):
+def measured(
+    bundle_id: str,
+    prompts: tuple[tuple[int, ...], ...],
+    at: tuple[int, ...],
+    labels: tuple[int, ...],
+):
     """(vectors (S, n, D), 2D points (S, n, 2), variance shares (S, 2), accuracy (S,), chance (S,))."""
     model = cache.bundle(bundle_id).model
-    vectors = cx.template_vectors(model, [list(p) for p in prompts])
+    vectors = cx.template_vectors(model, [list(p) for p in prompts], list(at))
     points, shares = cx.layer_projections(vectors)
     y = np.array(labels)
     return vectors, points, shares, cx.separation(vectors, y), cx.separation_chance(vectors, y)
@@ -31,7 +36,8 @@ def measured(bundle_id: str, prompts: tuple[tuple[int, ...], ...], labels: tuple
 def draw(ctx: PageContext) -> None:
     st.markdown(
         "Write one sentence with a slot, `{}`, and two groups of words to put in it. Each filled "
-        "prompt goes through the model, and we keep the residual vector of its **last token**, "
+        "prompt goes through the model, and we keep the residual vector of the **filler's last "
+        "token** (a character model: its last letter, having read the sentence up to it), "
         "layer by layer. Words that mean alike in the text the model read should land near each "
         "other; whether a layer *separates* the groups is measured, not eyeballed: each prompt is "
         "left out in turn and given to the nearer group mean (cosine), against the same test "
@@ -68,11 +74,13 @@ def draw(ctx: PageContext) -> None:
         st.info("Each group needs at least two fillers among the first ones used.")
         return
     texts = [cx.fill(template, w) for w in words]
-    prompts = tuple(tuple(ctx.tokenizer.encode(t)) for t in texts)
-    if any(len(p) == 0 for p in prompts):
+    ends = cx.filler_ends(ctx.tokenizer, template, words)
+    if any(len(ids) == 0 for ids, _ in ends):
         st.info("A filled prompt has no tokens for this model: write a template with some text.")
         return
-    vectors, points, shares, accuracy, chance = measured(ctx.bundle_id, prompts, labels)
+    prompts = tuple(tuple(ids) for ids, _ in ends)
+    at = tuple(end for _, end in ends)
+    vectors, points, shares, accuracy, chance = measured(ctx.bundle_id, prompts, at, labels)
     stations = layer_labels(ctx.config.n_layer)
     names = [f"{plotly_text(groups[0][0])}, …", f"{plotly_text(groups[1][0])}, …"]  # a legend
     present.plot(
@@ -83,7 +91,7 @@ def draw(ctx: PageContext) -> None:
             stations,
             [names[y] for y in labels],
             texts,
-            title="Each filled prompt's last-token vector in 2D (each panel its own PCA)",
+            title="Each filler's last-token vector in 2D (each panel its own PCA)",
             legend_title="group:",
         )
     )

@@ -287,13 +287,31 @@ def fill(template: str, filler: str) -> str:
     return template.replace(SLOT, filler, 1)
 
 
-def template_vectors(model: GPT, prompts: list[list[int]]) -> np.ndarray:
-    """(S, n, D): each prompt's residual vector at its last token, at every station."""
+def filler_ends(tokenizer, template: str, fillers: list[str]) -> list[tuple[list[int], int]]:
+    """(the filled prompt's ids, the position of the filler's last token) for each filler: the
+    prompt's ids up to the slot plus the filler are encoded alone, and their last token is the
+    filler's (for a character or BPE tokenizer the prompt's ids begin the same way)."""
+    before = template.split(SLOT, 1)[0]
+    out = []
+    for filler in fillers:
+        ids = list(tokenizer.encode(fill(template, filler)))
+        end = len(tokenizer.encode(before + filler)) - 1
+        out.append((ids, min(max(end, 0), len(ids) - 1)))
+    return out
+
+
+def template_vectors(
+    model: GPT, prompts: list[list[int]], at: list[int] | None = None
+) -> np.ndarray:
+    """(S, n, D): each prompt's residual vector at position `at[i]` (default its last token), at
+    every station. Prompts longer than the context keep their last n_ctx tokens."""
     names = stations(model)
     out = []
-    for ids in prompts:
-        _, cache = model.run_with_cache(torch.as_tensor(ids[-model.cfg.n_ctx :]), names=names)
-        out.append(np.stack([cache[n][-1].float().numpy() for n in names]))
+    for i, ids in enumerate(prompts):
+        cut = max(0, len(ids) - model.cfg.n_ctx)
+        where = (len(ids) - 1 if at is None else at[i]) - cut
+        _, cache = model.run_with_cache(torch.as_tensor(ids[cut:]), names=names)
+        out.append(np.stack([cache[n][max(where, 0)].float().numpy() for n in names]))
     return np.stack(out, axis=1)
 
 
@@ -329,7 +347,7 @@ def template_claim(stations_: list[str], accuracy: np.ndarray, chance: np.ndarra
     where = f"`{stations_[best]}`"
     if accuracy[best] > chance[best]:
         return Claim(
-            f"**At {where} the last token's vector tells the groups apart**: the nearest group "
+            f"**At {where} the filler's vector tells the groups apart**: the nearest group "
             f"mean is right for {accuracy[best]:.0%} of the {n} prompts, each left out of its "
             f"group's mean, where shuffled groups reach {chance[best]:.0%} (95th percentile).",
             True,
