@@ -75,10 +75,16 @@ def draw(ctx: PageContext) -> None:
             help=help_text,
         )
     c1, c2 = st.columns([3, 1], vertical_alignment="center")
+    carried = (
+        "no KV cache. A KV cache makes each generation pass cheaper, but it is still one pass "
+        "a token."
+        if ctx.bundle.family == "gpt"
+        else "each prefix read again from its start, no state carried. Carrying the state (as "
+        "Generation does) makes each step cheaper, but it is still one step a token."
+    )
     c1.caption(
-        f"Wall-clock times measured on this server when this view was computed ({ctx.name}, one "
-        "forward pass at a time, no KV cache). A KV cache makes each generation pass cheaper, "
-        "but it is still one pass a token."
+        f"Wall-clock times measured on this server when this view was computed ({ctx.name}, the "
+        f"best of {usage.TIMING_REPEATS} runs each, one forward pass at a time, {carried}"
     )
     c2.button(
         "Measure again",
