@@ -43,7 +43,7 @@ with left:
     st.markdown(
         f"The model has **{total:,}** parameters, the numbers training adjusts; the largest "
         f"share, {biggest[2]:.0%}, "
-        f"sits in the {biggest[0]} weights. A LayerNorm has only a scale and a shift per "
+        f"sits in the weights of the {biggest[0]}. A LayerNorm has only a scale and a shift per "
         "dimension (an RMSNorm only the scale), so it barely counts."
     )
     shares = cache.figure(param_counts_figure, counts)

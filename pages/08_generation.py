@@ -13,7 +13,6 @@ from ui.charts.common import show_whitespace
 from viz_model.analysis import generation as gen
 from viz_model.analysis import next_token as nt
 from viz_model.analysis.tokens import token_text
-from viz_model.model.recurrent_config import FAMILY_LABELS
 from viz_model.model.sampling import SamplingSettings
 from viz_model.model.scale import grid_layers
 
@@ -27,7 +26,7 @@ MAX_STEPS = 500
 N_CANDIDATES = 10
 
 st.markdown(
-    f"A {FAMILY_LABELS[ctx.bundle.family]} writes by repeating one move: read the text so far, give a probability to every token "
+    f"{families.a_family(ctx.bundle.family)[:1].upper()}{families.a_family(ctx.bundle.family)[1:]} writes by repeating one move: read the text so far, give a probability to every token "
     "of the vocabulary, pick one, append it, and go again. Here you make that move yourself, one "
     "step at a time. The **sampler** draws the next token at random from the distribution "
     "(reshaped by temperature, top-k and top-p, as on the *Next token* page); at temperature 0 it is "
