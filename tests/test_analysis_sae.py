@@ -206,12 +206,6 @@ def test_steering_by_nothing_changes_nothing_and_steering_hard_changes_the_text(
     assert pushed != plain
 
 
-def test_snippet_marks_the_token_and_escapes_text():
-    out = S.snippet_html(["<b>", "a", "&", "c"], 2, before=1, after=1)
-    assert out == "a<mark>&amp;</mark>c"
-    assert "<b>" not in S.snippet_html(["<b>", "x"], 1)
-
-
 def _metrics(clean, spliced, ablated, dead=0):
     return S.SAEMetrics(0.9, 16.0, dead, 256, clean, spliced, ablated, 1000)
 
@@ -242,3 +236,33 @@ def test_hook_name_checks_the_site():
     assert S.hook_name(2, "mlp_out") == "blocks.2.hook_mlp_out"
     with pytest.raises(ValueError):
         S.hook_name(0, "attn")
+
+
+def test_the_lab_trains_measures_and_tabulates_on_a_text():
+    from viz_model.text.tokenization import Tokenizer
+
+    text = "".join(f"line {i}: the cat sat on the mat, and the dog ran off.\n" for i in range(300))
+    tok = Tokenizer.train(text, "char")
+    model = tiny_model(seed=7, vocab_size=tok.vocab_size)
+    cfg = S.SAEConfig(n_features=48, k=4, batch_size=128, resample_every=5)
+    lab = S.lab(model, tok, text, NAME, cfg, n_tokens=3000)
+    m = lab.metrics
+    assert m.tokens >= 1000 and 0 < m.l0 <= 4 and m.n_features == 48
+    assert m.fve == pytest.approx(S.fve(*_held_out(model, lab, tok, text)), abs=1e-9)
+    assert lab.browse.ids.shape == (len(lab.browse.texts), 16)
+    assert lab.table.freq.shape == (48,)
+    f = S.alive_by_frequency(lab.table)[0]
+    rows = torch.as_tensor(lab.browse.ids[lab.table.top_window[f][:2]])
+    along = S.feature_in_windows(model, lab.sae, NAME, rows, f)
+    assert along.shape == (2, 16)
+    assert along[0, lab.table.top_position[f][0]] == pytest.approx(lab.table.top_values[f][0])
+
+
+def _held_out(model, lab, tok, text):
+    """The held-out activations and their reconstruction, rebuilt as `lab` cuts them."""
+    from viz_model.text.data import TokenData
+
+    data = TokenData.from_text(text, tok)
+    held = S.random_windows(data.val, S.EVAL_TOKENS, model.cfg.n_ctx, 1)
+    acts = S.collect(model, held[:, :-1], NAME)
+    return acts, S.reconstruct(lab.sae, acts)

@@ -25,7 +25,6 @@ Not here: the page and its charts; comparing features across training snapshots;
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,9 +35,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from viz_model.analysis.claims import Claim
+from viz_model.analysis.neurons import Windows, corpus_windows
 from viz_model.model.gpt import GPT
 from viz_model.model.hooks import HookFn, custom
 from viz_model.model.sampling import SamplingSettings, generate
+from viz_model.text.data import TokenData
+from viz_model.text.tokenization import Tokenizer
 
 SITES = {"resid_post": "the residual stream after block", "mlp_out": "the MLP output of block"}
 RESAMPLE_SCALE = 0.2  # a resampled encoder row's length, relative to the alive rows' mean length
@@ -469,12 +471,55 @@ def steered(
     return plain, pushed
 
 
-def snippet_html(texts: list[str], position: int, before: int = 30, after: int = 6) -> str:
-    """A window's token texts around `position`, the token itself marked (<mark>), escaped."""
-    left = "".join(texts[max(0, position - before) : position])
-    right = "".join(texts[position + 1 : position + 1 + after])
-    mark = html.escape(texts[position])
-    return f"{html.escape(left)}<mark>{mark}</mark>{html.escape(right)}"
+@torch.no_grad()
+def feature_in_windows(
+    model: GPT, sae: SparseAutoencoder, name: str, windows: torch.Tensor, feature: int
+) -> np.ndarray:
+    """One feature's activation at every token of some windows (n, T): (n, T)."""
+    f = sae.encode(collect(model, windows, name))[:, feature]
+    return f.view(windows.shape).numpy()
+
+
+# ---- the lab: everything the page shows, in one call ------------------------------------------
+
+BROWSE_WINDOWS = 256  # windows of the training text searched for each feature's top snippets
+EVAL_TOKENS = 8192  # held-out tokens the metrics are measured on
+
+
+@dataclass(frozen=True)
+class Lab:
+    """A trained SAE on hook `name` and what was measured: training log, held-out metrics, the
+    feature table over browsing windows of the training text (ids (N, T) and each token's text)."""
+
+    name: str
+    sae: SparseAutoencoder
+    log: TrainLog
+    metrics: SAEMetrics
+    table: FeatureTable
+    browse: Windows
+
+
+def lab(
+    model: GPT,
+    tokenizer: Tokenizer,
+    text: str,
+    name: str,
+    cfg: SAEConfig,
+    n_tokens: int,
+    progress: Callable[[float], None] | None = None,
+) -> Lab:
+    """Train an SAE on about n_tokens activations at `name` from random windows of the training
+    split of `text`, measure it on held-out windows of its validation split, and tabulate its
+    features over windows spread evenly through `text`."""
+    data = TokenData.from_text(text, tokenizer)
+    n_ctx = model.cfg.n_ctx
+    acts = collect(model, random_windows(data.train, n_tokens, n_ctx, cfg.seed)[:, :-1], name)
+    sae, log = train_sae(acts, cfg, progress)
+    held_out = random_windows(data.val, EVAL_TOKENS, n_ctx, cfg.seed + 1)
+    metrics = evaluate(model, sae, name, held_out, acts.mean(0), log.dead)
+    browse = corpus_windows(text, tokenizer, BROWSE_WINDOWS, min(64, n_ctx))
+    table = feature_table(model, sae, name, torch.as_tensor(browse.ids))
+    return Lab(name, sae, log, metrics, table, browse)
 
 
 # ---- claims ------------------------------------------------------------------------------------
