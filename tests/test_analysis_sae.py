@@ -266,3 +266,11 @@ def _held_out(model, lab, tok, text):
     held = S.random_windows(data.val, S.EVAL_TOKENS, model.cfg.n_ctx, 1)
     acts = S.collect(model, held[:, :-1], NAME)
     return acts, S.reconstruct(lab.sae, acts)
+
+
+def test_the_steering_claim_finds_the_first_difference():
+    same = S.steering_claim([1, 2, 3], [1, 2, 3], 2.0)
+    assert not same.made and "same" in same.text
+    parted = S.steering_claim([1, 2, 3], [1, 5, 3], 2.0)
+    assert parted.made and parted.numbers["first_difference"] == 1
+    assert "first 1 generated token and" in parted.text

@@ -582,3 +582,24 @@ def dead_claim(m: SAEMetrics, window_tokens: int) -> Claim:
         True,
         numbers,
     )
+
+
+def steering_claim(plain: list[int], pushed: list[int], alpha: float) -> Claim:
+    """Where the steered text first leaves the plain one (same seed, so only the push differs)."""
+    n = min(len(plain), len(pushed))
+    first = next((i for i in range(n) if plain[i] != pushed[i]), None)
+    numbers = {"alpha": alpha, "first_difference": -1 if first is None else first, "tokens": n}
+    if first is None:
+        return Claim(
+            f"With strength {alpha:g} the {n} generated tokens are the same with and without "
+            "the push: at this strength the feature does not change what is sampled.",
+            False,
+            numbers,
+        )
+    return Claim(
+        f"With strength {alpha:g} the two texts share their first {first} generated token"
+        f"{'' if first == 1 else 's'} and then part: from there on, every difference comes from "
+        "the added feature direction (the sampling seed is the same).",
+        True,
+        numbers,
+    )
