@@ -36,11 +36,12 @@ st.markdown(
     "does not."
 )
 st.latex(
-    r"f = \mathrm{ReLU}\big(W_{enc}(x - b_{dec})/s + b_{enc}\big)\ \text{(only the top } k"
-    r"\text{ kept)},\qquad \hat x = s\,W_{dec} f + b_{dec}"
+    r"f = \mathrm{ReLU}\big(W_{enc}\,(x - b_{dec})/s + b_{enc}\big)"
+    r"\quad\text{(only the } k \text{ largest kept)}"
 )
+st.latex(r"\hat x = s\,W_{dec}\, f + b_{dec} = b_{dec} + s \sum_i f_i\, d_i")
 st.caption(
-    "W_dec's columns have length 1: the directions. s is a fixed scale that makes the "
+    "W_dec's columns d_i have length 1: the directions. s is a fixed scale that makes the "
     "activations about 1 per dimension. Training minimises the squared error |x − x̂|²; "
     "sparsity comes from keeping only the k largest pre-activations of each token (top-k). "
     "Features that stop firing are re-initialised toward tokens the SAE reconstructs badly "
@@ -153,20 +154,19 @@ with st.spinner(f"Training an SAE on {n_train:,} tokens of the training text (20
 m, log = lab.metrics, lab.log
 
 st.subheader("How good is the dictionary?")
-m1, m2, m3, m4 = st.columns(4)
+m1, m2, m3 = st.columns(3)
 m1.metric(
     "Variance explained",
     f"{m.fve:.1%}",
     help="1 − Σ|x − x̂|² / Σ|x − mean x|² over held-out tokens: the share of the activations' "
     "spread the reconstruction keeps.",
 )
-m2.metric("Active per token (L0)", f"{m.l0:.1f}", help=f"of {m.n_features:,} features")
+m2.metric("Active per token", f"{m.l0:.1f}", help=f"L0: features above 0, of {m.n_features:,}")
 m3.metric("Alive / dead", f"{m.n_alive:,} / {m.n_dead:,}")
-m4.metric(
-    "Loss: clean → spliced",
-    f"{m.clean_loss:.3f} → {m.spliced_loss:.3f}",
-    help=f"nats per token; with the activation replaced by its mean: {m.ablated_loss:.3f}",
-)
+l1, l2, l3 = st.columns(3)
+l1.metric("Loss, clean", f"{m.clean_loss:.3f}", help="nats per token on the held-out windows")
+l2.metric("Loss, SAE spliced in", f"{m.spliced_loss:.3f}", help="x replaced by x̂ at every token")
+l3.metric("Loss, mean-ablated", f"{m.ablated_loss:.3f}", help="x replaced by its mean activation")
 st.markdown(S.splice_claim(m).text)
 st.markdown(S.dead_claim(m, log.dead_window_tokens).text)
 st.caption(
@@ -214,34 +214,33 @@ rows = [
 ]
 st.html(snippets_html(rows))
 
-left, right = st.columns(2)
 raised, lowered = S.promoted_tokens(ctx.model, lab.sae, feature, k=8)
-with left:
-    bars = cache.figure(
-        direction_bars,
-        [token_text(tok, i) for i, _ in raised],
-        np.array([v for _, v in raised]),
-        [token_text(tok, i) for i, _ in lowered],
-        np.array([v for _, v in lowered]),
-        "What its direction says about the next token",
-    )
-    present.plot(bars, key="sae_promoted")
-    st.caption(
-        "The feature's decoder direction through the final LayerNorm's centring and gain and "
-        "the unembedding W_U: the logit change per unit of activation, red raised, blue lowered. "
-        "It ignores the later blocks, which also read the direction."
-    )
-with right:
-    values = along(spec, tuple(ctx.ids))[:, feature]
+bars = cache.figure(
+    direction_bars,
+    [token_text(tok, i) for i, _ in raised],
+    np.array([v for _, v in raised]),
+    [token_text(tok, i) for i, _ in lowered],
+    np.array([v for _, v in lowered]),
+    f"The next tokens feature {feature} promotes and suppresses",
+)
+present.plot(bars, key="sae_promoted")
+st.caption(
+    "The feature's decoder direction read through the final LayerNorm's centring and gain and "
+    "the unembedding W_U: the change in each token's logit per unit of activation, red raised, "
+    "blue lowered. It skips the blocks after this one, which also read the direction."
+)
+values = along(spec, tuple(ctx.ids))[:, feature]
+top = int(np.argmax(values))
+if values[top] > 0:
     present.plot(cache.figure(charts.along_prompt, values, ctx.labels, feature), key="sae_along")
-    top = int(np.argmax(values))
     st.caption(
-        f"Fires on {int((values > 0).sum())} of your prompt's {len(values)} tokens"
-        + (
-            f"; most at {show_whitespace(ctx.labels[top])} ({values[top]:.2f})."
-            if values[top] > 0
-            else "."
-        )
+        f"Feature {feature} fires on {int((values > 0).sum())} of your prompt's {len(values)} "
+        f"tokens; most at token {top}, “{show_whitespace(ctx.pieces[top])}” ({values[top]:.2f})."
+    )
+else:
+    st.caption(
+        f"Feature {feature} does not fire on any of your prompt's {len(values)} tokens: put "
+        "text like its snippets above into the prompt to see it along the text."
     )
 
 st.subheader("Steer with the feature")
@@ -251,7 +250,7 @@ alpha = state.slider(
     "sae_alpha",
     -10.0,
     10.0,
-    4.0,
+    2.0,
     step=0.5,
     container=s1,
     help="α times the feature's largest activation seen, along its direction, added at "

@@ -274,3 +274,4 @@ def test_the_steering_claim_finds_the_first_difference():
     parted = S.steering_claim([1, 2, 3], [1, 5, 3], 2.0)
     assert parted.made and parted.numbers["first_difference"] == 1
     assert "first 1 generated token and" in parted.text
+    assert "differ from the first generated token" in S.steering_claim([1], [2], 1.0).text

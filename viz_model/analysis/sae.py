@@ -596,10 +596,14 @@ def steering_claim(plain: list[int], pushed: list[int], alpha: float) -> Claim:
             False,
             numbers,
         )
+    shared = (
+        "differ from the first generated token"
+        if first == 0
+        else f"share their first {first} generated token{'' if first == 1 else 's'} and then part"
+    )
     return Claim(
-        f"With strength {alpha:g} the two texts share their first {first} generated token"
-        f"{'' if first == 1 else 's'} and then part: from there on, every difference comes from "
-        "the added feature direction (the sampling seed is the same).",
+        f"With strength {alpha:g} the two texts {shared}: from there on, every difference comes "
+        "from the added feature direction (the sampling seed is the same).",
         True,
         numbers,
     )
