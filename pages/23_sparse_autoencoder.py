@@ -125,12 +125,13 @@ def trained(spec: Spec) -> S.Lab:
 
 
 @cache.per_prompt
-def feature_snippets(spec: Spec, feature: int) -> np.ndarray:
+def feature_snippets(spec: Spec, feature: int) -> tuple[list[tuple[int, int]], np.ndarray]:
+    """The feature's top windows, one each: (window, position) pairs and activations (n, T)."""
     found = trained(spec)
-    rows = torch.as_tensor(found.browse.ids[found.table.top_window[feature][:N_SNIPPETS]])
-    return S.feature_in_windows(
-        cache.bundle(spec.bundle_id).model, found.sae, spec.hook, rows, feature
-    )
+    where = S.top_snippets(found.table, feature, N_SNIPPETS)
+    rows = torch.as_tensor(found.browse.ids[[w for w, _ in where]])
+    model = cache.bundle(spec.bundle_id).model
+    return where, S.feature_in_windows(model, found.sae, spec.hook, rows, feature)
 
 
 @cache.per_prompt
@@ -201,17 +202,8 @@ st.markdown(
     "through the training text (the strongest token outlined, every token shaded by the "
     "feature's activation):"
 )
-acts = feature_snippets(spec, feature)
-rows = [
-    (lab.browse.texts[w], acts[i], int(p))
-    for i, (w, p) in enumerate(
-        zip(
-            lab.table.top_window[feature][: len(acts)],
-            lab.table.top_position[feature][: len(acts)],
-            strict=True,
-        )
-    )
-]
+where, acts = feature_snippets(spec, feature)
+rows = [(lab.browse.texts[w], acts[i], p) for i, (w, p) in enumerate(where)]
 st.html(snippets_html(rows))
 
 raised, lowered = S.promoted_tokens(ctx.model, lab.sae, feature, k=8)

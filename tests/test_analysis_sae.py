@@ -177,6 +177,11 @@ def test_the_feature_table_matches_brute_force(model, windows):
         for v, w, p in zip(*top, strict=True):
             assert f[w * T + p, feat] == pytest.approx(v, abs=1e-5)
         np.testing.assert_allclose(table.top_values[feat], np.sort(f[:, feat])[::-1][:4], atol=1e-5)
+    for feat in range(48):
+        snips = S.top_snippets(table, feat, 3)
+        assert len({w for w, _ in snips}) == len(snips) <= 3
+        if table.top_values[feat][0] > 0:
+            assert snips[0] == (table.top_window[feat][0], table.top_position[feat][0])
     alive = S.alive_by_frequency(table)
     assert all(table.freq[i] > 0 for i in alive)
     assert [table.freq[i] for i in alive] == sorted((table.freq[i] for i in alive), reverse=True)
@@ -252,7 +257,7 @@ def test_the_lab_trains_measures_and_tabulates_on_a_text():
     assert lab.browse.ids.shape == (len(lab.browse.texts), 16)
     assert lab.table.freq.shape == (48,)
     f = S.alive_by_frequency(lab.table)[0]
-    rows = torch.as_tensor(lab.browse.ids[lab.table.top_window[f][:2]])
+    rows = torch.as_tensor(lab.browse.ids[[w for w, _ in S.top_snippets(lab.table, f, 2)]])
     along = S.feature_in_windows(model, lab.sae, NAME, rows, f)
     assert along.shape == (2, 16)
     assert along[0, lab.table.top_position[f][0]] == pytest.approx(lab.table.top_values[f][0])

@@ -418,6 +418,21 @@ def feature_table(
     )
 
 
+def top_snippets(table: FeatureTable, feature: int, n: int) -> list[tuple[int, int]]:
+    """Up to n (window, position) pairs of the feature's top activations, one per window (its
+    strongest token there), strongest first: a window where it fires on five tokens shows once."""
+    seen: dict[int, int] = {}
+    for w, p, v in zip(
+        table.top_window[feature],
+        table.top_position[feature],
+        table.top_values[feature],
+        strict=True,
+    ):
+        if v > 0 and int(w) not in seen:
+            seen[int(w)] = int(p)
+    return list(seen.items())[:n]
+
+
 def alive_by_frequency(table: FeatureTable) -> list[int]:
     """The features that fired on the browsing windows, most frequent first."""
     order = np.argsort(-table.freq, kind="stable")
@@ -482,6 +497,7 @@ def feature_in_windows(
 
 # ---- the lab: everything the page shows, in one call ------------------------------------------
 
+TOP_KEPT = 24  # top activations kept per feature: enough for 6 distinct windows, mostly
 BROWSE_WINDOWS = 256  # windows of the training text searched for each feature's top snippets
 EVAL_TOKENS = 8192  # held-out tokens the metrics are measured on
 
@@ -518,7 +534,7 @@ def lab(
     held_out = random_windows(data.val, EVAL_TOKENS, n_ctx, cfg.seed + 1)
     metrics = evaluate(model, sae, name, held_out, acts.mean(0), log.dead)
     browse = corpus_windows(text, tokenizer, BROWSE_WINDOWS, min(64, n_ctx))
-    table = feature_table(model, sae, name, torch.as_tensor(browse.ids))
+    table = feature_table(model, sae, name, torch.as_tensor(browse.ids), k=TOP_KEPT)
     return Lab(name, sae, log, metrics, table, browse)
 
 
