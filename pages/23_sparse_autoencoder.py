@@ -16,6 +16,7 @@ from ui.charts.neurons import direction_bars, snippets_html
 from viz_model.analysis import sae as S
 from viz_model.analysis.tokens import token_text
 from viz_model.model.sampling import SamplingSettings
+from viz_model.text.data import VAL_FRACTION
 
 FEATURES = (256, 512, 1024, 2048)
 TOP_K = (4, 8, 16, 32)
@@ -116,7 +117,9 @@ def _trained(
     bundle = cache.bundle(bundle_id)
     config = S.SAEConfig(n_features=n_features, k=k, seed=seed)
     hook = S.hook_name(layer, site)
-    return S.lab(bundle.model, bundle.tokenizer, corpus.text_of(bundle), hook, config, n_train)
+    held_out = corpus.source_of(bundle).get("val_fraction", VAL_FRACTION)
+    text = corpus.text_of(bundle)
+    return S.lab(bundle.model, bundle.tokenizer, text, hook, config, n_train, val_fraction=held_out)
 
 
 def trained(spec: Spec) -> S.Lab:
@@ -217,9 +220,9 @@ bars = cache.figure(
 )
 present.plot(bars, key="sae_promoted")
 st.caption(
-    "The feature's decoder direction read through the final LayerNorm's centring and gain and "
-    "the unembedding W_U: the change in each token's logit per unit of activation, red raised, "
-    "blue lowered. It skips the blocks after this one, which also read the direction."
+    f"The feature's decoder direction read through {S.readout_path(ctx.model)}: the change in "
+    "each token's logit per unit of activation, red raised, blue lowered. It skips the blocks "
+    "after this one, which also read the direction."
 )
 values = along(spec, tuple(ctx.ids))[:, feature]
 top = int(np.argmax(values))

@@ -196,6 +196,21 @@ def test_promoted_tokens_are_the_direction_through_the_final_norms_gain_and_w_u(
     assert raised[0][1] == pytest.approx(float(logits.max().detach()), abs=1e-5)
 
 
+@pytest.mark.parametrize(
+    ("overrides", "words"),
+    [({}, "LayerNorm"), ({"norm": "post"}, "no final norm"), ({"norm_kind": "rmsnorm"}, "RMSNorm")],
+)
+def test_the_readout_path_names_the_models_final_norm(overrides, words):
+    model = tiny_model(**overrides)
+    assert words in S.readout_path(model)
+    sae = S.SparseAutoencoder(model.cfg.d_model, 8, seed=4)
+    raised, _ = S.promoted_tokens(model, sae, 1, k=1)
+    d = sae.direction(1)
+    if model.ln_final is not None:
+        d = (d - d.mean() if "LayerNorm" in words else d) * model.ln_final.weight
+    assert raised[0][0] == int((d @ model.W_U).argmax())
+
+
 def test_activations_along_a_prompt_are_the_encoded_activations(model):
     sae = S.SparseAutoencoder(model.cfg.d_model, 16, seed=5)
     along = S.activations_along(model, sae, NAME, [1, 2, 3, 4])

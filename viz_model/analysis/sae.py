@@ -39,7 +39,7 @@ from viz_model.analysis.neurons import Windows, corpus_windows
 from viz_model.model.gpt import GPT
 from viz_model.model.hooks import HookFn, custom
 from viz_model.model.sampling import SamplingSettings, generate
-from viz_model.text.data import TokenData
+from viz_model.text.data import VAL_FRACTION, TokenData
 from viz_model.text.tokenization import Tokenizer
 
 SITES = {"resid_post": "the residual stream after block", "mlp_out": "the MLP output of block"}
@@ -456,6 +456,16 @@ def promoted_tokens(model: GPT, sae: SparseAutoencoder, feature: int, k: int = 1
     return pairs[:k], pairs[::-1][:k]
 
 
+def readout_path(model: GPT) -> str:
+    """What `promoted_tokens` reads a direction through, in words, for this model's final norm."""
+    ln = model.ln_final
+    if ln is None:
+        return "the unembedding W_U (this model has no final norm)"
+    if hasattr(ln, "hook_mean"):
+        return "the final LayerNorm's centring and gain, then the unembedding W_U"
+    return "the final RMSNorm's gain, then the unembedding W_U"
+
+
 @torch.no_grad()
 def activations_along(model: GPT, sae: SparseAutoencoder, name: str, ids: list[int]) -> np.ndarray:
     """Every feature's activation at every token of a prompt: (T, F)."""
@@ -523,11 +533,13 @@ def lab(
     cfg: SAEConfig,
     n_tokens: int,
     progress: Callable[[float], None] | None = None,
+    val_fraction: float = VAL_FRACTION,
 ) -> Lab:
     """Train an SAE on about n_tokens activations at `name` from random windows of the training
     split of `text`, measure it on held-out windows of its validation split, and tabulate its
-    features over windows spread evenly through `text`."""
-    data = TokenData.from_text(text, tokenizer)
+    features over windows spread evenly through `text`. val_fraction: the share of the text the
+    model held out in training (its bundle's meta["data"]), so "held out" means the same here."""
+    data = TokenData.from_text(text, tokenizer, val_fraction)
     n_ctx = model.cfg.n_ctx
     acts = collect(model, random_windows(data.train, n_tokens, n_ctx, cfg.seed)[:, :-1], name)
     sae, log = train_sae(acts, cfg, progress)
