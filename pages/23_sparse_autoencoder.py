@@ -2,14 +2,15 @@
 model's own training text, its reconstruction measured in the model's loss, and its features read:
 top snippets, promoted tokens, activation along the prompt, steering."""
 
-from dataclasses import astuple, dataclass
+from dataclasses import astuple, dataclass, replace
 
 import numpy as np
 import streamlit as st
 import torch
 
 import ui
-from ui import cache, corpus, present, state
+from serving import models
+from ui import cache, corpus, present, scrubber, state
 from ui.charts import sae as charts
 from ui.charts.common import show_whitespace
 from ui.charts.neurons import direction_bars, snippets_html
@@ -138,6 +139,17 @@ def feature_snippets(spec: Spec, feature: int) -> tuple[list[tuple[int, int]], n
 
 
 @cache.per_prompt
+def matched(spec: Spec, other: Spec) -> S.Matches:
+    """The SAE on screen's features matched against another's (another training step's)."""
+    return S.match_labs(
+        cache.bundle(spec.bundle_id).model,
+        trained(spec),
+        cache.bundle(other.bundle_id).model,
+        trained(other),
+    )
+
+
+@cache.per_prompt
 def along(spec: Spec, ids: tuple[int, ...]) -> np.ndarray:
     found = trained(spec)
     return S.activations_along(cache.bundle(spec.bundle_id).model, found.sae, spec.hook, list(ids))
@@ -259,6 +271,39 @@ g1.code(tok.decode(plain), language=None, wrap_lines=True)
 g2.markdown(f"**With feature {feature} × {alpha:g}**")
 g2.code(tok.decode(pushed), language=None, wrap_lines=True)
 st.markdown(S.steering_claim(plain, pushed, float(alpha)).text)
+
+st.subheader("Across training")
+options, final = scrubber.step_options(ctx.bundle)
+final_id, here = models.split_step(ctx.bundle_id)
+here = final if here is None else here
+others = [step for step in options if step != here]
+if not others:
+    st.caption("This model kept no other training snapshot to compare with.")
+elif state.toggle(
+    "Train a second SAE, same settings, on the model at another training step, and match the "
+    "features",
+    "sae_cmp",
+):
+    middle = others[len(others) // 2]
+    other = state.select_slider("Training step to compare with", "sae_snap", others, middle)
+    other_spec = replace(spec, bundle_id=final_id if other == final else f"{final_id}#{other}")
+    with st.spinner(f"Training an SAE on the model at step {other:,} and matching features…"):
+        found = matched(spec, other_spec)
+    st.markdown(S.match_claim(found.r, found.chance, found.alive, other).text)
+    j = int(found.best[feature])
+    st.markdown(S.feature_match_claim(feature, found, other).text)
+    other_lab = trained(other_spec)
+    where_b, acts_b = feature_snippets(other_spec, j)
+    if where_b:
+        st.markdown(f"Where its closest feature at step {other:,}, feature {j}, fires hardest:")
+        rows_b = [(other_lab.browse.texts[w], acts_b[i], p) for i, (w, p) in enumerate(where_b)]
+        st.html(snippets_html(rows_b))
+    st.caption(
+        f"Matched by how the two SAEs' activations correlate over the same "
+        f"{S.MATCH_WINDOWS * lab.browse.ids.shape[1]:,} tokens of the training text (not by their "
+        "directions: the residual stream's axes can turn between training steps). Chance: the "
+        "same matching with one side's tokens shuffled."
+    )
 
 st.info(
     "What this is not: an SAE trained here in half a minute on a small model is small and "

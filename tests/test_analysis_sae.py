@@ -295,3 +295,47 @@ def test_the_steering_claim_finds_the_first_difference():
     assert parted.made and parted.numbers["first_difference"] == 1
     assert "first 1 generated token and" in parted.text
     assert "differ from the first generated token" in S.steering_claim([1], [2], 1.0).text
+
+
+def test_best_matches_find_a_shuffled_and_rescaled_dictionary():
+    gen = torch.Generator().manual_seed(0)
+    a = torch.relu(torch.randn(2000, 12, generator=gen))  # 12 features over 2000 tokens
+    perm = torch.randperm(12, generator=gen)
+    b = a[:, perm] * 3.0  # B's feature j is A's feature perm[j], three times as large
+    idx, r = S.best_matches(a, b)
+    assert np.allclose(r, 1.0, atol=1e-5)
+    assert [int(perm[j]) for j in idx] == list(range(12))
+    chance = S.chance_matches(a, b)
+    assert (chance < 0.2).all()
+    alive = np.ones(12, bool)
+    claim = S.match_claim(r, chance, alive, step=500)
+    assert claim.made and "12 of the 12" in claim.text and "step 500" in claim.text
+
+
+def test_the_match_claim_is_neutral_at_chance():
+    r, chance = np.array([0.9, 0.8, 0.1]), np.array([0.9, 0.75, 0.0])
+    claim = S.match_claim(r, chance, np.ones(3, bool), step=10)
+    assert not claim.made and claim.numbers["matched"] == claim.numbers["chance"] == 2
+    assert not S.match_claim(np.zeros(3), np.zeros(3), np.ones(3, bool), 10).made
+    # only alive features count
+    assert S.match_claim(r, np.zeros(3), np.array([False, True, True]), 10).numbers["alive"] == 2
+
+
+def test_the_feature_match_claim_says_same_only_at_the_threshold():
+    m = S.Matches(np.array([3, 1]), np.array([0.7, 0.69]), np.zeros(2), np.ones(2, bool))
+    same, other = S.feature_match_claim(0, m, 100), S.feature_match_claim(1, m, 100)
+    assert same.made and "feature 3" in same.text and "0.70" in same.text
+    assert not other.made and "no counterpart" in other.text
+
+
+def test_matching_a_lab_with_itself_finds_every_firing_feature(model, windows):
+    from viz_model.text.tokenization import Tokenizer
+
+    text = "".join(f"line {i}: the cat sat on the mat.\n" for i in range(200))
+    tok = Tokenizer.train(text, "char")
+    m = tiny_model(seed=8, vocab_size=tok.vocab_size)
+    lab = S.lab(m, tok, text, NAME, S.SAEConfig(n_features=32, k=4, batch_size=128), 2000)
+    found = S.match_labs(m, lab, m, lab)
+    alive = found.alive
+    assert alive.any() and np.allclose(found.r[alive], 1.0, atol=1e-4)
+    assert S.match_claim(found.r, found.chance, alive, 0).made

@@ -69,3 +69,29 @@ def test_a_chosen_feature_and_strength_come_from_the_url():
     at = open_link(MODELS, PAGE, query, timeout=600)
     assert not at.exception, at.exception[0].value
     assert any("With strength 0 the" in md.value and "same" in md.value for md in at.markdown)
+
+
+def test_the_comparison_with_a_snapshot_prints_the_matching_it_ran():
+    query = {
+        "model": "shakespeare-char",
+        "prompt": PROMPT,
+        **SMALL,
+        "sae_cmp": "true",
+        "sae_snap": "34",
+    }
+    at = open_link(MODELS, PAGE, query, timeout=600)
+    assert not at.exception, at.exception[0].value
+    bundle = load_bundle(MODELS / "shakespeare-char")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        cfg = S.SAEConfig(n_features=256, k=8, seed=0)
+        text = load_text(bundle.meta["data"])
+        early = bundle.load_snapshot(34)
+        lab = S.lab(bundle.model, bundle.tokenizer, text, S.hook_name(0), cfg, 25_000)
+        lab_early = S.lab(early, bundle.tokenizer, text, S.hook_name(0), cfg, 25_000)
+        found = S.match_labs(bundle.model, lab, early, lab_early)
+    finally:
+        torch.set_num_threads(threads)
+    printed = [md.value for md in at.markdown]
+    assert S.match_claim(found.r, found.chance, found.alive, 34).text in printed

@@ -295,6 +295,8 @@ SECTIONS: dict[str, list[Page]] = {
                 "sae_feat",
                 "sae_alpha",
                 "sae_gen_seed",
+                "sae_cmp",
+                "sae_snap",
             ),
         ),
         Page(

@@ -550,6 +550,106 @@ def lab(
     return Lab(name, sae, log, metrics, table, browse)
 
 
+# ---- across training snapshots ----------------------------------------------------------------
+
+MATCH_CORR = 0.7  # two features "are the same" when their activations correlate at least this much
+MATCH_WINDOWS = 64  # browsing windows the two SAEs' activations are correlated over
+
+
+@torch.no_grad()
+def feature_acts(
+    model: GPT, sae: SparseAutoencoder, name: str, windows: torch.Tensor
+) -> torch.Tensor:
+    """Every feature's activation at every token of windows (N, T): (N * T, F)."""
+    return torch.cat(
+        [sae.encode(collect(model, windows[i : i + 16], name)) for i in range(0, len(windows), 16)]
+    )
+
+
+def _standardise(a: torch.Tensor) -> torch.Tensor:
+    """Columns centred and scaled to unit length (a silent column stays 0)."""
+    a = a - a.mean(0)
+    return a / a.norm(dim=0).clamp_min(1e-12)
+
+
+def best_matches(acts_a: torch.Tensor, acts_b: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+    """For each feature of A (columns of (n, F_a)), the feature of B ((n, F_b), the same tokens)
+    whose activations correlate most with it, and that correlation: ((F_a,) ids, (F_a,) r).
+    Correlation over tokens does not care how each model's residual basis is turned, which a
+    cosine between decoder directions of two different models would."""
+    corr = _standardise(acts_a).T @ _standardise(acts_b)  # (F_a, F_b)
+    r, idx = corr.max(1)
+    return idx.numpy(), r.numpy()
+
+
+def chance_matches(acts_a: torch.Tensor, acts_b: torch.Tensor, seed: int = 0) -> np.ndarray:
+    """best_matches' correlations when B's tokens are shuffled: what matching finds by chance."""
+    perm = torch.randperm(acts_b.shape[0], generator=torch.Generator().manual_seed(seed))
+    return best_matches(acts_a, acts_b[perm])[1]
+
+
+@dataclass(frozen=True)
+class Matches:
+    """Each feature of lab A's SAE against lab B's: its best match in B (F_a,), their correlation
+    (F_a,), the same with B's tokens shuffled (F_a,), and which of A's features fired at all."""
+
+    best: np.ndarray
+    r: np.ndarray
+    chance: np.ndarray
+    alive: np.ndarray
+
+
+def match_labs(model_a: GPT, lab_a: Lab, model_b: GPT, lab_b: Lab) -> Matches:
+    """Match two SAEs on one hook (say, of two training snapshots of a model) by how their
+    features' activations correlate over lab A's first MATCH_WINDOWS browsing windows."""
+    windows = torch.as_tensor(lab_a.browse.ids[:MATCH_WINDOWS])
+    acts_a = feature_acts(model_a, lab_a.sae, lab_a.name, windows)
+    acts_b = feature_acts(model_b, lab_b.sae, lab_b.name, windows)
+    best, r = best_matches(acts_a, acts_b)
+    alive = (acts_a > 0).any(0).numpy()
+    return Matches(best, r, chance_matches(acts_a, acts_b), alive)
+
+
+def feature_match_claim(feature: int, m: Matches, step: int) -> Claim:
+    """Whether one feature of the SAE on screen has a counterpart in the other SAE."""
+    j, r = int(m.best[feature]), float(m.r[feature])
+    numbers = {"feature": feature, "match": j, "r": r, "threshold": MATCH_CORR}
+    said = (
+        f"Feature {feature} here is closest to feature {j} of the step-{step:,} SAE "
+        f"(correlation {r:.2f})"
+    )
+    if r >= MATCH_CORR:
+        return Claim(f"{said}: at or above {MATCH_CORR}, the same feature.", True, numbers)
+    return Claim(f"{said}: below {MATCH_CORR}, so it has no counterpart there.", False, numbers)
+
+
+def match_claim(r: np.ndarray, chance: np.ndarray, alive: np.ndarray, step: int) -> Claim:
+    """How many alive features of the SAE on screen have a counterpart in the SAE of the snapshot
+    at `step` (correlation >= MATCH_CORR), against the same count with the tokens shuffled."""
+    alive = np.asarray(alive, bool)
+    n, found, by_chance = (
+        int(alive.sum()),
+        int((r[alive] >= MATCH_CORR).sum()),
+        int((chance[alive] >= MATCH_CORR).sum()),
+    )
+    numbers = {"alive": n, "matched": found, "chance": by_chance, "threshold": MATCH_CORR}
+    measured = (
+        f"{found:,} of the {n:,} features that fire here have a counterpart in the SAE trained on "
+        f"the model at step {step:,} (activations correlated at {MATCH_CORR} or more over the same "
+        f"tokens); with the tokens shuffled, {by_chance:,} do"
+    )
+    if found > by_chance and found > 0:
+        return Claim(
+            f"{measured}: those {found:,} were already there at step {step:,}.", True, numbers
+        )
+    return Claim(
+        f"{measured}: no more than chance, so the two dictionaries share no features this test "
+        "can see.",
+        False,
+        numbers,
+    )
+
+
 # ---- claims ------------------------------------------------------------------------------------
 
 GOOD_RECOVERY = 0.8  # a reconstruction "keeps most of what the layer is worth" above this
