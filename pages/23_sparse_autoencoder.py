@@ -6,7 +6,6 @@ from dataclasses import astuple, dataclass, replace
 
 import numpy as np
 import streamlit as st
-import torch
 
 import ui
 from serving import models
@@ -133,7 +132,7 @@ def feature_snippets(spec: Spec, feature: int) -> tuple[list[tuple[int, int]], n
     """The feature's top windows, one each: (window, position) pairs and activations (n, T)."""
     found = trained(spec)
     where = S.top_snippets(found.table, feature, N_SNIPPETS)
-    rows = torch.as_tensor(found.browse.ids[[w for w, _ in where]])
+    rows = found.browse.ids[[w for w, _ in where]]
     model = cache.bundle(spec.bundle_id).model
     return where, S.feature_in_windows(model, found.sae, spec.hook, rows, feature)
 

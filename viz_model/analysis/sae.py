@@ -498,9 +498,11 @@ def steered(
 
 @torch.no_grad()
 def feature_in_windows(
-    model: GPT, sae: SparseAutoencoder, name: str, windows: torch.Tensor, feature: int
+    model: GPT, sae: SparseAutoencoder, name: str, windows: torch.Tensor | np.ndarray, feature: int
 ) -> np.ndarray:
-    """One feature's activation at every token of some windows (n, T): (n, T)."""
+    """One feature's activation at every token of some windows (n, T), ids as a tensor or an
+    array: (n, T)."""
+    windows = torch.tensor(np.asarray(windows))  # a copy: a cached array is read-only
     f = sae.encode(collect(model, windows, name))[:, feature]
     return f.view(windows.shape).numpy()
 
@@ -602,7 +604,9 @@ class Matches:
 def match_labs(model_a: GPT, lab_a: Lab, model_b: GPT, lab_b: Lab) -> Matches:
     """Match two SAEs on one hook (say, of two training snapshots of a model) by how their
     features' activations correlate over lab A's first MATCH_WINDOWS browsing windows."""
-    windows = torch.as_tensor(lab_a.browse.ids[:MATCH_WINDOWS])
+    windows = torch.tensor(
+        lab_a.browse.ids[:MATCH_WINDOWS]
+    )  # a copy: the cached array is read-only
     acts_a = feature_acts(model_a, lab_a.sae, lab_a.name, windows)
     acts_b = feature_acts(model_b, lab_b.sae, lab_b.name, windows)
     best, r = best_matches(acts_a, acts_b)
