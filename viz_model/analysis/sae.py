@@ -709,7 +709,7 @@ def dead_claim(m: SAEMetrics, window_tokens: int) -> Claim:
         )
     return Claim(
         f"{m.n_dead:,} of {m.n_features:,} features did not fire once on the last "
-        f"{window_tokens:,} training tokens (dead, after resampling): the dictionary in use has "
+        f"{window_tokens:,} training tokens (dead): the dictionary in use has "
         f"{m.n_alive:,} directions.",
         True,
         numbers,
