@@ -187,12 +187,7 @@ st.markdown(S.dead_claim(m, log.dead_window_tokens).text)
 st.caption(
     f"Trained on {log.tokens:,} activations at `{spec.hook}` from random windows of the "
     f"training split ({len(log.mse):,} steps of {log.tokens // max(1, len(log.mse)):,}); "
-    f"measured on {m.tokens:,} held-out tokens of the validation split. "
-    + (
-        f"Resampled: {', '.join(f'{n} at step {s}' for s, n in log.resampled)}."
-        if log.resampled
-        else "No feature needed resampling."
-    )
+    f"measured on {m.tokens:,} held-out tokens of the validation split. " + S.resampling_note(log)
 )
 with st.expander("The training curve"):
     curve = cache.figure(charts.training_curve, log.mse, tuple(s for s, _ in log.resampled))

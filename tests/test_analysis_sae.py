@@ -117,6 +117,14 @@ def test_training_resamples_features_that_never_fire():
     cfg = S.SAEConfig(n_features=64, k=1, batch_size=128, resample_every=8)
     _, log = S.train_sae(x, cfg)
     assert log.resampled and all(n > 0 for _, n in log.resampled)
+    assert log.checks >= len(log.resampled) and S.resampling_note(log).startswith("Resampled: ")
+
+
+def test_the_resampling_note_says_when_it_never_ran():
+    x, _ = planted(n=1024)
+    _, log = S.train_sae(x, S.SAEConfig(n_features=16, k=2, batch_size=128, resample_every=50))
+    assert log.checks == 0 and "never ran" in S.resampling_note(log)
+    assert "this run had 8" in S.resampling_note(log)
 
 
 def test_a_perfect_reconstruction_spliced_in_gives_exactly_the_clean_loss(model, windows):

@@ -182,6 +182,8 @@ class TrainLog:
     tokens: int
     dead_window_tokens: int  # "dead" means: did not fire on the last this many training tokens
     dead: np.ndarray  # (F,) bool, at the end of training
+    checks: int = 0  # how many times training looked for dead features to resample
+    resample_every: int = 0  # steps between those looks
 
 
 def _loss(sae: SparseAutoencoder, x: torch.Tensor, l1: float) -> tuple[torch.Tensor, ...]:
@@ -211,7 +213,7 @@ def train_sae(
     per_epoch = max(1, acts.shape[0] // cfg.batch_size)
     steps = per_epoch * cfg.epochs
     last_fired = torch.full((cfg.n_features,), -1)  # the last step each one fired, -1 never
-    mse_log, l0_log, resampled = [], [], []
+    mse_log, l0_log, resampled, checks = [], [], [], 0
     order = torch.randperm(acts.shape[0], generator=gen)
     for step in range(steps):
         if step and step % per_epoch == 0:
@@ -230,6 +232,7 @@ def train_sae(
         l0_log.append(float((f > 0).sum(-1).float().mean()))
         due = step and step % cfg.resample_every == 0 and step < RESAMPLE_UNTIL * steps
         if due:
+            checks += 1
             dead = last_fired <= step - cfg.resample_every
             if dead.any():
                 pool = acts[torch.randint(0, acts.shape[0], (RESAMPLE_POOL,), generator=gen)]
@@ -246,6 +249,8 @@ def train_sae(
         tokens=steps * cfg.batch_size,
         dead_window_tokens=window * cfg.batch_size,
         dead=(last_fired < steps - window).numpy(),
+        checks=checks,
+        resample_every=cfg.resample_every,
     )
     return sae.eval(), log
 
@@ -657,6 +662,18 @@ def match_claim(r: np.ndarray, chance: np.ndarray, alive: np.ndarray, step: int)
 # ---- claims ------------------------------------------------------------------------------------
 
 GOOD_RECOVERY = 0.8  # a reconstruction "keeps most of what the layer is worth" above this
+
+
+def resampling_note(log: TrainLog) -> str:
+    """What resampling did, in words (a fact about this run, not a finding about the model)."""
+    if log.resampled:
+        return "Resampled: " + ", ".join(f"{n} at step {s}" for s, n in log.resampled) + "."
+    if not log.checks:
+        return (
+            f"Resampling never ran: it looks for dead features every {log.resample_every} steps "
+            f"in the first {RESAMPLE_UNTIL:.0%} of training, and this run had {len(log.mse)}."
+        )
+    return f"Resampling looked {log.checks} time{'s' * (log.checks > 1)} and found no dead feature."
 
 
 def splice_claim(m: SAEMetrics) -> Claim:
