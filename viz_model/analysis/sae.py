@@ -387,7 +387,7 @@ def evaluate(
 class FeatureTable:
     """Over browsing windows (N, T): each feature's firing frequency (F,) (share of tokens where it
     is > 0), its largest activation (F,), and its top activations: values, window and position
-    (F, k), largest first."""
+    (F, k), largest first (these two past each window's first MIN_LEFT tokens)."""
 
     freq: np.ndarray
     max_act: np.ndarray
@@ -396,20 +396,32 @@ class FeatureTable:
     top_position: np.ndarray
 
 
+MIN_LEFT = 8  # a top snippet has at least this many tokens before its token (when windows allow)
+
+
 @torch.no_grad()
 def feature_table(
-    model: GPT, sae: SparseAutoencoder, name: str, windows: torch.Tensor, k: int = 8
+    model: GPT,
+    sae: SparseAutoencoder,
+    name: str,
+    windows: torch.Tensor,
+    k: int = 8,
+    min_left: int = MIN_LEFT,
 ) -> FeatureTable:
     """Run the browsing windows (N, T) through the model and the SAE, keeping per feature only
-    its count and its k largest activations (never the whole (N * T, F) table at once)."""
+    its count and its k largest activations (never the whole (N * T, F) table at once). The top
+    activations skip each window's first min_left positions: a window starts mid-text, so its
+    first tokens are read without their context, and a snippet there would show none."""
     N, T = windows.shape
+    left = min(min_left, T - 1)
     counts = torch.zeros(sae.n_features)
     best_v = torch.full((k, sae.n_features), -1.0)
     best_i = torch.zeros((k, sae.n_features), dtype=torch.long)
     for i in range(0, N, 16):
         f = sae.encode(collect(model, windows[i : i + 16], name))  # (n * T, F)
         counts += (f > 0).sum(0)
-        v = torch.cat([best_v, f])
+        early = torch.arange(f.shape[0]) % T < left
+        v = torch.cat([best_v, f.masked_fill(early[:, None], -1.0)])
         at = torch.cat([best_i, torch.arange(i * T, i * T + f.shape[0])[:, None].expand_as(f)])
         top = v.topk(k, dim=0)
         best_v, best_i = top.values, at.gather(0, top.indices)
