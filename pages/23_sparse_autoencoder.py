@@ -23,6 +23,7 @@ TOP_K = (4, 8, 16, 32)
 TRAIN_TOKENS = (25_000, 50_000, 100_000, 200_000)
 MAX_PARAMS = 30_000_000  # larger models take minutes to read 100k tokens on a CPU core
 N_SNIPPETS, STEER_TOKENS = 6, 80
+SITE_LABELS = {"resid_post": "residual stream after it", "mlp_out": "its MLP output"}
 
 ctx = ui.context()
 tok, cfg = ctx.tokenizer, ctx.config
@@ -74,9 +75,7 @@ site = state.radio(
     sites,
     "resid_post",
     container=c1,
-    format_func=lambda s: {"resid_post": "residual stream after it", "mlp_out": "its MLP output"}[
-        s
-    ],
+    format_func=SITE_LABELS.get,
 )
 n_features = state.select_slider("Dictionary size F", "sae_f", FEATURES, 512, container=c2)
 k = state.select_slider(
