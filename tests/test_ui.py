@@ -197,8 +197,8 @@ def test_the_old_links_keep_their_paths():
     assert [p.url_path for p in nav.all_pages()] == [
         "", "Lessons", "Class", "Tokenization", "Embeddings", "Attention", "Residual_stream", "LayerNorm",
         "MLP_neurons", "Next_token", "Generation", "Using_a_model", "Training", "N-grams", "Sequence_models", "Interventions",
-        "Adversarial_suffix", "Training_dynamics", "Compare_models", "Architecture_contrasts", "Scaling",
-        "Inside_a_block", "Quantization",
+        "Adversarial_suffix", "Sparse_autoencoder", "Training_dynamics", "Compare_models",
+        "Architecture_contrasts", "Scaling", "Inside_a_block", "Quantization",
     ]  # fmt: skip
 
 

@@ -1,0 +1,308 @@
+"""Sparse autoencoder: a dictionary of directions learned from one layer's activations on the
+model's own training text, its reconstruction measured in the model's loss, and its features read:
+top snippets, promoted tokens, activation along the prompt, steering."""
+
+from dataclasses import astuple, dataclass, replace
+
+import numpy as np
+import streamlit as st
+
+import ui
+from serving import models
+from ui import cache, corpus, present, scrubber, state
+from ui.charts import sae as charts
+from ui.charts.common import show_whitespace
+from ui.charts.neurons import direction_bars, snippets_html
+from viz_model.analysis import sae as S
+from viz_model.analysis.tokens import token_text
+from viz_model.model.sampling import SamplingSettings
+from viz_model.text.data import VAL_FRACTION
+
+FEATURES = (256, 512, 1024, 2048)
+TOP_K = (4, 8, 16, 32)
+TRAIN_TOKENS = (25_000, 50_000, 100_000, 200_000)
+MAX_PARAMS = 30_000_000  # larger models take minutes to read 100k tokens on a CPU core
+N_SNIPPETS, STEER_TOKENS = 6, 80
+SITE_LABELS = {"resid_post": "residual stream after it", "mlp_out": "its MLP output"}
+
+ctx = ui.context()
+tok, cfg = ctx.tokenizer, ctx.config
+
+st.markdown(
+    "A layer of width D can hold more than D features if each is used rarely: a token needs only "
+    "a few at a time, so many directions can share the space with little interference "
+    "(**superposition**). A **sparse autoencoder** (SAE) tries to undo it: it learns a "
+    "dictionary of F > D directions and rewrites each activation x as a sum of a few of them. "
+    "Each feature's activation f_i says how much of direction i the token carries, and most are "
+    "0. If the dictionary is good, each direction means one thing, which a single neuron often "
+    "does not."
+)
+st.latex(
+    r"f = \mathrm{ReLU}\big(W_{enc}\,(x - b_{dec})/s + b_{enc}\big)"
+    r"\quad\text{(only the } k \text{ largest kept)}"
+)
+st.latex(r"\hat x = s\,W_{dec}\, f + b_{dec} = b_{dec} + s \sum_i f_i\, d_i")
+st.caption(
+    "W_dec's columns d_i have length 1: the directions. s is a fixed scale that makes the "
+    "activations about 1 per dimension. Training minimises the squared error |x − x̂|²; "
+    "sparsity comes from keeping only the k largest pre-activations of each token (top-k). "
+    "Features that stop firing are re-initialised toward tokens the SAE reconstructs badly "
+    "(resampling, as in Anthropic's “Towards Monosemanticity”)."
+)
+
+text = corpus.text_of(ctx.bundle)
+if text is None:
+    st.info(
+        "This model's training text cannot be found (the model does not say what it was "
+        "trained on, or an uploaded file is gone), so there is nothing to train an SAE on."
+    )
+    st.stop()
+if ctx.model.n_params() > MAX_PARAMS:
+    st.info(
+        f"This model has {ctx.model.n_params():,} parameters: reading enough tokens to train an "
+        "SAE would take minutes here. Choose a smaller model."
+    )
+    st.stop()
+
+sites = ["resid_post"] if cfg.attn_only else ["resid_post", "mlp_out"]
+c1, c2, c3 = st.columns(3)
+layer = state.slider(
+    "Block", "sae_layer", 0, cfg.n_layer - 1, cfg.n_layer // 2 - (cfg.n_layer > 1), container=c1
+)
+site = state.radio(
+    "Activation",
+    "sae_site",
+    sites,
+    "resid_post",
+    container=c1,
+    format_func=SITE_LABELS.get,
+)
+n_features = state.select_slider("Dictionary size F", "sae_f", FEATURES, 512, container=c2)
+k = state.select_slider(
+    "Active features per token k", "sae_k", TOP_K, 16, container=c2, help="top-k sparsity"
+)
+n_train = state.select_slider(
+    "Training tokens",
+    "sae_tokens",
+    TRAIN_TOKENS,
+    100_000,
+    container=c3,
+    format_func=lambda n: f"{n // 1000}k",
+)
+seed = state.number_input("Seed", "sae_seed", 0, 999, 0, container=c3)
+
+
+@dataclass(frozen=True)
+class Spec:
+    """Everything a trained SAE depends on."""
+
+    bundle_id: str
+    layer: int
+    site: str
+    n_features: int
+    k: int
+    n_train: int
+    seed: int
+
+    @property
+    def hook(self) -> str:
+        return S.hook_name(self.layer, self.site)
+
+
+@cache.per_model(keep=2)
+def _trained(
+    bundle_id: str, layer: int, site: str, n_features: int, k: int, n_train: int, seed: int
+) -> S.Lab:
+    bundle = cache.bundle(bundle_id)
+    config = S.SAEConfig(n_features=n_features, k=k, seed=seed)
+    hook = S.hook_name(layer, site)
+    held_out = corpus.source_of(bundle).get("val_fraction", VAL_FRACTION)
+    text = corpus.text_of(bundle)
+    return S.lab(bundle.model, bundle.tokenizer, text, hook, config, n_train, val_fraction=held_out)
+
+
+def trained(spec: Spec) -> S.Lab:
+    """The SAE `spec` describes, trained once per server (plain values key the cache)."""
+    return _trained(*astuple(spec))
+
+
+@cache.per_prompt
+def feature_snippets(spec: Spec, feature: int) -> tuple[list[tuple[int, int]], np.ndarray]:
+    """The feature's top windows, one each: (window, position) pairs and activations (n, T)."""
+    found = trained(spec)
+    where = S.top_snippets(found.table, feature, N_SNIPPETS)
+    rows = found.browse.ids[[w for w, _ in where]]
+    model = cache.bundle(spec.bundle_id).model
+    return where, S.feature_in_windows(model, found.sae, spec.hook, rows, feature)
+
+
+@cache.per_prompt
+def matched(spec: Spec, other: Spec) -> S.Matches:
+    """The SAE on screen's features matched against another's (another training step's)."""
+    return S.match_labs(
+        cache.bundle(spec.bundle_id).model,
+        trained(spec),
+        cache.bundle(other.bundle_id).model,
+        trained(other),
+    )
+
+
+@cache.per_prompt
+def along(spec: Spec, ids: tuple[int, ...]) -> np.ndarray:
+    found = trained(spec)
+    return S.activations_along(cache.bundle(spec.bundle_id).model, found.sae, spec.hook, list(ids))
+
+
+@cache.per_prompt
+def steered(spec: Spec, ids: tuple[int, ...], feature: int, alpha: float, gen_seed: int):
+    found = trained(spec)
+    vector = alpha * float(found.table.max_act[feature]) * found.sae.direction(feature)
+    model = cache.bundle(spec.bundle_id).model
+    settings = SamplingSettings(temperature=0.8)
+    return S.steered(model, list(ids), spec.hook, vector, STEER_TOKENS, gen_seed, settings)
+
+
+spec = Spec(ctx.bundle_id, layer, site, n_features, k, n_train, seed)
+with st.spinner(f"Training an SAE on {n_train:,} tokens of the training text (20–40 s)…"):
+    lab = trained(spec)
+m, log = lab.metrics, lab.log
+
+st.subheader("How good is the dictionary?")
+m1, m2, m3 = st.columns(3)
+m1.metric(
+    "Variance explained",
+    f"{m.fve:.1%}",
+    help="1 − Σ|x − x̂|² / Σ|x − mean x|² over held-out tokens: the share of the activations' "
+    "spread the reconstruction keeps.",
+)
+m2.metric("Active per token", f"{m.l0:.1f}", help=f"L0: features above 0, of {m.n_features:,}")
+m3.metric("Alive / dead", f"{m.n_alive:,} / {m.n_dead:,}")
+l1, l2, l3 = st.columns(3)
+l1.metric("Loss, clean", f"{m.clean_loss:.3f}", help="nats per token on the held-out windows")
+l2.metric("Loss, SAE spliced in", f"{m.spliced_loss:.3f}", help="x replaced by x̂ at every token")
+l3.metric("Loss, mean-ablated", f"{m.ablated_loss:.3f}", help="x replaced by its mean activation")
+st.markdown(S.splice_claim(m).text)
+st.markdown(S.dead_claim(m, log.dead_window_tokens).text)
+st.caption(
+    f"Trained on {log.tokens:,} activations at `{spec.hook}` from random windows of the "
+    f"training split ({len(log.mse):,} steps of {log.tokens // max(1, len(log.mse)):,}); "
+    f"measured on {m.tokens:,} held-out tokens of the validation split. " + S.resampling_note(log)
+)
+with st.expander("The training curve"):
+    curve = cache.figure(charts.training_curve, log.mse, tuple(s for s, _ in log.resampled))
+    present.plot(curve, key="sae_curve")
+
+st.subheader("Read a feature")
+alive = S.alive_by_frequency(lab.table)
+if not alive:
+    st.warning("No feature fired on the browsing windows: train on more tokens.")
+    st.stop()
+freq, peak = lab.table.freq, lab.table.max_act
+feature = state.selectbox(
+    "Feature (most frequent first)",
+    "sae_feat",
+    alive,
+    alive[0],
+    format_func=lambda f: f"#{f}: fires on {freq[f]:.2%} of tokens, largest {peak[f]:.2f}",
+)
+st.markdown(
+    f"**Where feature {feature} fires hardest** in {len(lab.browse.texts)} windows spread "
+    "through the training text (the strongest token outlined, every token shaded by the "
+    "feature's activation):"
+)
+where, acts = feature_snippets(spec, feature)
+rows = [(lab.browse.texts[w], acts[i], p) for i, (w, p) in enumerate(where)]
+st.html(snippets_html(rows))
+
+raised, lowered = S.promoted_tokens(ctx.model, lab.sae, feature, k=8)
+bars = cache.figure(
+    direction_bars,
+    [token_text(tok, i) for i, _ in raised],
+    np.array([v for _, v in raised]),
+    [token_text(tok, i) for i, _ in lowered],
+    np.array([v for _, v in lowered]),
+    f"The next tokens feature {feature} promotes and suppresses",
+)
+present.plot(bars, key="sae_promoted")
+st.caption(
+    f"The feature's decoder direction read through {S.readout_path(ctx.model)}: the change in "
+    "each token's logit per unit of activation, red raised, blue lowered. It skips the blocks "
+    "after this one, which also read the direction."
+)
+values = along(spec, tuple(ctx.ids))[:, feature]
+top = int(np.argmax(values))
+if values[top] > 0:
+    present.plot(cache.figure(charts.along_prompt, values, ctx.labels, feature), key="sae_along")
+    st.caption(
+        f"Feature {feature} fires on {int((values > 0).sum())} of your prompt's {len(values)} "
+        f"tokens; most at token {top}, “{show_whitespace(ctx.pieces[top])}” ({values[top]:.2f})."
+    )
+else:
+    st.caption(
+        f"Feature {feature} does not fire on any of your prompt's {len(values)} tokens: put "
+        "text like its snippets above into the prompt to see it along the text."
+    )
+
+st.subheader("Steer with the feature")
+s1, s2 = st.columns(2)
+alpha = state.slider(
+    "Strength α",
+    "sae_alpha",
+    -10.0,
+    10.0,
+    2.0,
+    step=0.5,
+    container=s1,
+    help="α times the feature's largest activation seen, along its direction, added at "
+    "every position while generating.",
+)
+gen_seed = state.number_input("Sampling seed", "sae_gen_seed", 0, 999, 0, container=s2)
+plain, pushed = steered(spec, tuple(ctx.ids), feature, float(alpha), gen_seed)
+g1, g2 = st.columns(2)
+g1.markdown("**Without steering**")
+g1.code(tok.decode(plain), language=None, wrap_lines=True)
+g2.markdown(f"**With feature {feature} × {alpha:g}**")
+g2.code(tok.decode(pushed), language=None, wrap_lines=True)
+st.markdown(S.steering_claim(plain, pushed, float(alpha)).text)
+
+st.subheader("Across training")
+options, final = scrubber.step_options(ctx.bundle)
+final_id, here = models.split_step(ctx.bundle_id)
+here = final if here is None else here
+others = [step for step in options if step != here]
+if not others:
+    st.caption("This model kept no other training snapshot to compare with.")
+elif state.toggle(
+    "Train a second SAE, same settings, on the model at another training step, and match the "
+    "features",
+    "sae_cmp",
+):
+    middle = others[len(others) // 2]
+    other = state.select_slider("Training step to compare with", "sae_snap", others, middle)
+    other_spec = replace(spec, bundle_id=final_id if other == final else f"{final_id}#{other}")
+    with st.spinner(f"Training an SAE on the model at step {other:,} and matching features…"):
+        found = matched(spec, other_spec)
+    st.markdown(S.match_claim(found.r, found.chance, found.alive, other).text)
+    j = int(found.best[feature])
+    st.markdown(S.feature_match_claim(feature, found, other).text)
+    other_lab = trained(other_spec)
+    where_b, acts_b = feature_snippets(other_spec, j)
+    if where_b:
+        st.markdown(f"Where its closest feature at step {other:,}, feature {j}, fires hardest:")
+        rows_b = [(other_lab.browse.texts[w], acts_b[i], p) for i, (w, p) in enumerate(where_b)]
+        st.html(snippets_html(rows_b))
+    st.caption(
+        f"Matched by how the two SAEs' activations correlate over the same "
+        f"{S.MATCH_WINDOWS * lab.browse.ids.shape[1]:,} tokens of the training text (not by their "
+        "directions: the residual stream's axes can turn between training steps). Chance: the "
+        "same matching with one side's tokens shuffled."
+    )
+
+st.info(
+    "What this is not: an SAE trained here in half a minute on a small model is small and "
+    "quickly trained, so its features are rough: some are split or mixed, and the frequent "
+    "ones are often just “this letter” or “start of a word”. Research SAEs train on hundreds "
+    "of millions of tokens. The promoted tokens read the direction straight into the output, "
+    "skipping the blocks after this one, and steering adds a fixed vector at every position, "
+    "which can damage the text as well as push it."
+)

@@ -1,0 +1,56 @@
+"""Every sentence the Sparse autoencoder page states about the model is a claim that holds on the
+model: a small SAE trained on every claim model (tests/claims_models.py), its claims checked against
+the numbers they were decided on, and those numbers against the model run again by hand."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tests.claims_models import CLAIM_MODELS, claim_bundle
+from viz_model.analysis import sae as S
+from viz_model.text.data import DataError, load_corpus, load_text
+
+CFG = S.SAEConfig(n_features=128, k=8, batch_size=256, resample_every=10)
+
+
+def _text(bundle) -> str:
+    """The model's training text, or the bundled corpus when it does not say (a GPT-2 folder)."""
+    try:
+        return load_text(bundle.meta["data"])
+    except (KeyError, OSError, DataError):
+        return load_corpus("shakespeare")[:200_000]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.mark.parametrize("name", CLAIM_MODELS)
+def test_the_sae_claims_hold_on_every_claim_model(name, claim_bundles):
+    bundle = claim_bundle(claim_bundles, name)
+    model = bundle.model
+    layer = model.cfg.n_layer // 2
+    hook = S.hook_name(layer)
+    lab = S.lab(model, bundle.tokenizer, _text(bundle), hook, CFG, n_tokens=6000)
+    m = lab.metrics
+    splice = S.splice_claim(m)
+    worth = m.ablated_loss - m.clean_loss
+    assert splice.made == (worth > 0 and m.loss_recovered >= S.GOOD_RECOVERY)
+    assert f"{m.clean_loss:.3f}" in splice.text and f"{m.spliced_loss:.3f}" in splice.text
+    dead = S.dead_claim(m, lab.log.dead_window_tokens)
+    assert dead.made == (m.n_dead > 0) and f"{m.n_features:,}" in dead.text
+    # the losses are the model's: the clean one recomputed without any hook
+    from viz_model.text.data import TokenData
+
+    data = TokenData.from_text(_text(bundle), bundle.tokenizer)
+    held = S.random_windows(data.val, S.EVAL_TOKENS, model.cfg.n_ctx, CFG.seed + 1)
+    with torch.no_grad():
+        logits = model(held[:, :-1])
+    clean = torch.nn.functional.cross_entropy(logits.flatten(0, 1), held[:, 1:].flatten())
+    assert m.clean_loss == pytest.approx(float(clean), rel=1e-4)
+    assert 0 <= m.l0 <= CFG.k

@@ -1,0 +1,97 @@
+"""The Sparse autoencoder page (AppTest): it trains on the smallest settings on a bundled model and on
+one trained in the tests, prints the metrics and claims of the SAE it trained (the lab run again by
+hand), keeps its choices in the URL, and a model without a known training text gets words."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.apptest_util import open_link
+from tests.claims_models import CLASS_TRAINED
+from viz_model.analysis import sae as S
+from viz_model.bundles.load import load_bundle
+from viz_model.text.data import load_text
+
+PAGE = "pages/23_sparse_autoencoder.py"
+MODELS = Path(__file__).resolve().parent.parent / "assets" / "models"
+PROMPT = "ROMEO:\nBut soft"
+SMALL = {"sae_tokens": "25000", "sae_f": "256", "sae_k": "8", "sae_layer": "0"}
+
+
+def _metric(at, label: str) -> str:
+    return next(m.value for m in at.metric if m.label == label)
+
+
+def test_the_page_prints_the_sae_it_trained_on_a_bundled_model():
+    _check_page(MODELS, "shakespeare-char")
+
+
+@pytest.mark.system
+def test_the_page_prints_the_sae_it_trained_on_a_model_trained_by_a_class(claim_bundles):
+    folder = claim_bundles[CLASS_TRAINED]
+    _check_page(folder.parent, folder.name)
+
+
+def test_a_model_without_a_known_training_text_gets_words(models_dir):
+    at = open_link(models_dir, PAGE, {"model": "test-char", "prompt": PROMPT}, timeout=300)
+    assert not at.exception
+    assert any("training text cannot be found" in i.value for i in at.info)
+
+
+def _check_page(folder: Path, name: str) -> None:
+    at = open_link(folder, PAGE, {"model": name, "prompt": PROMPT, **SMALL}, timeout=600)
+    assert not at.exception, at.exception[0].value
+    bundle = load_bundle(folder / name)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the app's thread count: the same arithmetic, the same numbers
+    try:
+        cfg = S.SAEConfig(n_features=256, k=8, seed=0)
+        text = load_text(bundle.meta["data"])
+        lab = S.lab(bundle.model, bundle.tokenizer, text, S.hook_name(0), cfg, 25_000)
+    finally:
+        torch.set_num_threads(threads)
+    m = lab.metrics
+    assert _metric(at, "Variance explained") == f"{m.fve:.1%}"
+    assert _metric(at, "Alive / dead") == f"{m.n_alive:,} / {m.n_dead:,}"
+    printed = [md.value for md in at.markdown]
+    assert S.splice_claim(m).text in printed
+    assert S.dead_claim(m, lab.log.dead_window_tokens).text in printed
+    assert at.query_params["sae_tokens"] == "25000" and at.query_params["sae_f"] == "256"
+    feature = next(s for s in at.selectbox if s.label.startswith("Feature"))
+    assert feature.value == S.alive_by_frequency(lab.table)[0]
+
+
+def test_a_chosen_feature_and_strength_come_from_the_url():
+    query = {"model": "shakespeare-char", "prompt": PROMPT, **SMALL, "sae_alpha": "0"}
+    at = open_link(MODELS, PAGE, query, timeout=600)
+    assert not at.exception, at.exception[0].value
+    assert any("With strength 0 the" in md.value and "same" in md.value for md in at.markdown)
+
+
+def test_the_comparison_with_a_snapshot_prints_the_matching_it_ran():
+    query = {
+        "model": "shakespeare-char",
+        "prompt": PROMPT,
+        **SMALL,
+        "sae_cmp": "true",
+        "sae_snap": "34",
+    }
+    at = open_link(MODELS, PAGE, query, timeout=600)
+    assert not at.exception, at.exception[0].value
+    bundle = load_bundle(MODELS / "shakespeare-char")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        cfg = S.SAEConfig(n_features=256, k=8, seed=0)
+        text = load_text(bundle.meta["data"])
+        early = bundle.load_snapshot(34)
+        lab = S.lab(bundle.model, bundle.tokenizer, text, S.hook_name(0), cfg, 25_000)
+        lab_early = S.lab(early, bundle.tokenizer, text, S.hook_name(0), cfg, 25_000)
+        found = S.match_labs(bundle.model, lab, early, lab_early)
+    finally:
+        torch.set_num_threads(threads)
+    printed = [md.value for md in at.markdown]
+    assert S.match_claim(found.r, found.chance, found.alive, 34).text in printed
