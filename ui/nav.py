@@ -335,8 +335,8 @@ SECTIONS: dict[str, list[Page]] = {
                 "sae_gen_seed",
                 "sae_cmp",
                 "sae_snap",
-                needs="residual stream and MLP output, to read a dictionary from",
-        ),
+            ),
+            needs="residual stream and MLP output, to read a dictionary from",
         ),
         Page(
             "pages/12_training_dynamics.py",
