@@ -54,7 +54,7 @@ def draw(ctx: PageContext) -> None:
     )
     st.caption(
         f"Red: the share of {usage.PHRASE_WORDS}-word phrases that had already been written earlier "
-        "in the same text. Blue: distinct words over all words (1 = no word used twice)."
+        "in the same text. Blue: distinct words over all words (100% = no word used twice)."
     )
     claim = usage.repetition_claim(stats)
     (st.success if claim.made else st.info)(claim.text)
