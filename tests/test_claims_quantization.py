@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.claims_models import CLAIM_MODELS, CLASS_TRAINED, claim_bundle
+from tests.claims_models import CLASS_TRAINED, GPT_CLAIM_MODELS, claim_bundle
 from viz_model.analysis import quantization as qa
 from viz_model.model.quantize import QuantSpec
 
@@ -33,7 +33,7 @@ def measured(request, claim_bundles) -> qa.Measured:
     return _measured[name]
 
 
-@pytest.mark.parametrize("measured", CLAIM_MODELS, indirect=True)
+@pytest.mark.parametrize("measured", GPT_CLAIM_MODELS, indirect=True)
 def test_cost_claims_follow_their_numbers(measured):
     ref = measured.reference
     for spec in SPECS:
@@ -59,7 +59,7 @@ def test_what_any_trained_model_shows(measured):
         assert per_row.made and per_row.numbers["gap"] > 0.1
 
 
-@pytest.mark.parametrize("measured", CLAIM_MODELS, indirect=True)
+@pytest.mark.parametrize("measured", GPT_CLAIM_MODELS, indirect=True)
 def test_compare_and_smallest_claims_follow_their_numbers(measured):
     for without, with_ in [("int4", "int4-outliers"), ("int4-tensor", "int4-tensor-outliers")]:
         claim = qa.compare_claim(measured, without, with_, "keeping outliers aside")

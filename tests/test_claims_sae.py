@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.claims_models import CLAIM_MODELS, claim_bundle
+from tests.claims_models import GPT_CLAIM_MODELS, claim_bundle
 from viz_model.analysis import sae as S
 from viz_model.text.data import DataError, load_corpus, load_text
 
@@ -30,7 +30,7 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
-@pytest.mark.parametrize("name", CLAIM_MODELS)
+@pytest.mark.parametrize("name", GPT_CLAIM_MODELS)
 def test_the_sae_claims_hold_on_every_claim_model(name, claim_bundles):
     bundle = claim_bundle(claim_bundles, name)
     model = bundle.model

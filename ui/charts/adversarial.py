@@ -24,7 +24,8 @@ def climb_chart(p_target: Sequence[float], target_label: str) -> go.Figure:
         house_layout(
             f"p({plotly_text(target_label)} next) as the suffix is searched",
             xaxis=dict(title="accepted swaps", dtick=1 if len(steps) <= 20 else None),
-            yaxis=dict(title="probability of the target", type="log", exponentformat="power"),
+            # a label a power of ten, written 1e-05: superscripts and minor labels draw under 12 px
+            yaxis=dict(title="probability of the target", type="log", dtick=1, exponentformat="e"),
             showlegend=False,
         ),
     )

@@ -104,7 +104,8 @@ def reach_chart(
             yaxis=dict(
                 title="gradient / the nearest token's",
                 type="log",
-                exponentformat="power",
+                exponentformat="e",
+                dtick=2,  # 1e-10, 1e-08, ...: superscripts would draw under 12 px
                 range=[-10, 0.3],  # log10: below 1e-10 a token no longer matters at all
             ),
             legend=dict(orientation="h", y=-0.25),
