@@ -48,13 +48,14 @@ with left:
     )
     shares = cache.figure(param_counts_figure, counts)
     present.plot(shares, width="stretch", config={"displayModeBar": False})
-    with parts.numbers_behind_it():
-        lines = [f"| {name} | {n:,} | {share:.1%} |" for name, n, share in rows]
-        st.markdown(
-            "| component | parameters | share |\n|---|--:|--:|\n"
-            + "\n".join(lines)
-            + f"\n| **total** | **{total:,}** | 100% |"
-        )
+    with parts.numbers_behind_it() as opened:
+        if opened:  # built only while open
+            lines = [f"| {name} | {n:,} | {share:.1%} |" for name, n, share in rows]
+            st.markdown(
+                "| component | parameters | share |\n|---|--:|--:|\n"
+                + "\n".join(lines)
+                + f"\n| **total** | **{total:,}** | 100% |"
+            )
 
 with right:
     st.subheader("Where to start")

@@ -206,42 +206,43 @@ for name, examples in tk.PITFALLS:
 
 # ---- the numbers --------------------------------------------------------------------------------
 
-with parts.numbers_behind_it():
-    st.markdown(f"**Your prompt on this model's tokenizer** ({ctx.name}):")
-    pieces = ctx.tokenizer.pieces(prompt)
-    st.dataframe(
-        pd.DataFrame(
-            {
-                "position": range(len(pieces)),
-                "id": [p.id for p in pieces],
-                "text": [show_whitespace(p.text) for p in pieces],
-                "characters": [f"{p.start}–{p.end}" for p in pieces],
-            }
-        ),
-        hide_index=True,
-        width="stretch",
-    )
-    st.markdown(f"**The first 30 merges of the BPE of vocabulary {vocab}**, in rank order:")
-    st.dataframe(
-        pd.DataFrame(
-            {
-                "rank": range(1, min(30, len(merges)) + 1),
-                "left": [show_whitespace(tk.symbol_text(a)) for a, _ in merges[:30]],
-                "right": [show_whitespace(tk.symbol_text(b)) for _, b in merges[:30]],
-                "new token": [show_whitespace(tk.symbol_text(a + b)) for a, b in merges[:30]],
-            }
-        ),
-        hide_index=True,
-        width="stretch",
-    )
-    st.markdown("**The vocabulary curve**:")
-    st.dataframe(
-        pd.DataFrame(
-            {
-                "vocabulary": sizes,
-                "tokens": counts,
-                "characters per token": [round(CURVE_CHARS / n, 3) for n in counts],
-            }
-        ),
-        hide_index=True,
-    )
+with parts.numbers_behind_it() as opened:
+    if opened:  # built only while open
+        st.markdown(f"**Your prompt on this model's tokenizer** ({ctx.name}):")
+        pieces = ctx.tokenizer.pieces(prompt)
+        st.dataframe(
+            pd.DataFrame(
+                {
+                    "position": range(len(pieces)),
+                    "id": [p.id for p in pieces],
+                    "text": [show_whitespace(p.text) for p in pieces],
+                    "characters": [f"{p.start}–{p.end}" for p in pieces],
+                }
+            ),
+            hide_index=True,
+            width="stretch",
+        )
+        st.markdown(f"**The first 30 merges of the BPE of vocabulary {vocab}**, in rank order:")
+        st.dataframe(
+            pd.DataFrame(
+                {
+                    "rank": range(1, min(30, len(merges)) + 1),
+                    "left": [show_whitespace(tk.symbol_text(a)) for a, _ in merges[:30]],
+                    "right": [show_whitespace(tk.symbol_text(b)) for _, b in merges[:30]],
+                    "new token": [show_whitespace(tk.symbol_text(a + b)) for a, b in merges[:30]],
+                }
+            ),
+            hide_index=True,
+            width="stretch",
+        )
+        st.markdown("**The vocabulary curve**:")
+        st.dataframe(
+            pd.DataFrame(
+                {
+                    "vocabulary": sizes,
+                    "tokens": counts,
+                    "characters per token": [round(CURVE_CHARS / n, 3) for n in counts],
+                }
+            ),
+            hide_index=True,
+        )

@@ -339,14 +339,22 @@ for k, (column, fig) in enumerate(zip(st.columns(2, gap="large"), swap_figs, str
 
 # ---- the numbers --------------------------------------------------------------------------------
 
-with parts.numbers_behind_it():
-    st.markdown(
-        f"The last token's layer-0 attention output (`blocks.0.hook_attn_out`, its first 12 of "
-        f"{cfg.d_model} numbers), for the original and the swapped prompt:"
-    )
-    rows = {"positions zeroed, original": off.original, "positions zeroed, swapped": off.swapped}
-    if on is not None:
-        rows |= {"positions on, original": on.original, "positions on, swapped": on.swapped}
-    st.dataframe(pd.DataFrame({k: v[:12] for k, v in rows.items()}).T.round(6), width="stretch")
-    st.markdown(f"The embedding vector of `{show_whitespace(labels[token])}` (first 12 numbers):")
-    st.dataframe(pd.DataFrame([embedding_row(ctx.bundle_id, token)[:12]]).round(4), hide_index=True)
+with parts.numbers_behind_it() as opened:
+    if opened:  # built only while open
+        st.markdown(
+            f"The last token's layer-0 attention output (`blocks.0.hook_attn_out`, its first 12 of "
+            f"{cfg.d_model} numbers), for the original and the swapped prompt:"
+        )
+        rows = {
+            "positions zeroed, original": off.original,
+            "positions zeroed, swapped": off.swapped,
+        }
+        if on is not None:
+            rows |= {"positions on, original": on.original, "positions on, swapped": on.swapped}
+        st.dataframe(pd.DataFrame({k: v[:12] for k, v in rows.items()}).T.round(6), width="stretch")
+        st.markdown(
+            f"The embedding vector of `{show_whitespace(labels[token])}` (first 12 numbers):"
+        )
+        st.dataframe(
+            pd.DataFrame([embedding_row(ctx.bundle_id, token)[:12]]).round(4), hide_index=True
+        )

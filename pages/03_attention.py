@@ -168,6 +168,16 @@ def prompt_head_scores(bundle_id: str, ids: tuple[int, ...]) -> HeadScores:
     return head_scores(pattern, list(ids), b.config.causal, b.tokenizer.special_ids)
 
 
+@cache.per_prompt
+def roles_of(
+    bundle_id: str, ids: tuple[int, ...], random_ids: tuple[int, ...] | None
+) -> list[dict]:
+    """Every head's roles, scored on the prompt (induction on the repeated random sequence when
+    given): once per view, not once per run, as a class's page runs repeat it."""
+    random_scores = None if random_ids is None else prompt_head_scores(bundle_id, random_ids)
+    return head_roles(prompt_head_scores(bundle_id, ids), random_scores)
+
+
 st.markdown(
     "In a GPT, attention is how a token gathers information from the tokens before it. Each "
     "**head** "
@@ -504,7 +514,8 @@ elif scores.eligible["induction"] < MIN_ELIGIBLE:
         state.set_value("rrt", True)
         st.rerun()
 
-all_rows = head_roles(scores, random_scores)  # once a run: the table and the chosen head's claim
+random_key = None if random_ids is None else tuple(int(i) for i in random_ids)
+all_rows = roles_of(ctx.bundle_id, ids, random_key)  # the table and the chosen head's claim
 rows = all_rows
 if len(shown_layers) < cfg.n_layer:  # the grid's layers, so the table stays a screen or two
     rows = [r for r in rows if r["layer"] in shown_layers]
@@ -587,15 +598,16 @@ st.markdown(
 with st.expander("Every head in words"):
     st.markdown("\n".join(f"- {r['claim'].text}" for r in rows))
 
-with parts.numbers_behind_it():
-    which = "scores" if view == "scores" else "pattern"
-    values = run.scores[layer, head] if view == "scores" else run.pattern[layer, head]
-    sign = "−∞" if view == "scores" else "–"
-    hidden = f"; {sign} = masked" if cfg.causal else ""
-    st.markdown(f"{name}'s {which} (rows = queries, columns = keys{hidden}):")
-    text = np.array(_with_minus_infinity(values, attention_mask(cfg, T), sign)).reshape(T, T)
-    st.dataframe(pd.DataFrame(text, index=labels, columns=labels))
-    if random_ids is not None:
-        st.markdown("The repeated random sequence used for induction:")
-        pieces = [ctx.tokenizer.id_to_token(int(i)) for i in random_ids]
-        st.code(" ".join(token_labels(pieces)), language=None)
+with parts.numbers_behind_it() as opened:
+    if opened:  # built only while open
+        which = "scores" if view == "scores" else "pattern"
+        values = run.scores[layer, head] if view == "scores" else run.pattern[layer, head]
+        sign = "−∞" if view == "scores" else "–"
+        hidden = f"; {sign} = masked" if cfg.causal else ""
+        st.markdown(f"{name}'s {which} (rows = queries, columns = keys{hidden}):")
+        text = np.array(_with_minus_infinity(values, attention_mask(cfg, T), sign)).reshape(T, T)
+        st.dataframe(pd.DataFrame(text, index=labels, columns=labels))
+        if random_ids is not None:
+            st.markdown("The repeated random sequence used for induction:")
+            pieces = [ctx.tokenizer.id_to_token(int(i)) for i in random_ids]
+            st.code(" ".join(token_labels(pieces)), language=None)

@@ -288,54 +288,55 @@ def draw_attribution(position: int) -> rs.Attribution:
 
 def numbers_behind(position: int, att: rs.Attribution | None) -> None:
     final_id = int(lens.final_ids[position])
-    with parts.numbers_behind_it():
-        if att is not None:
-            token = att.token
+    with parts.numbers_behind_it() as opened:
+        if opened:  # built only while open
+            if att is not None:
+                token = att.token
+                st.markdown(
+                    f"Shares of the logit of “{name(token)}” at position {position}. Their sum plus "
+                    f"the LN bias term is **{att.values.sum() + att.ln_bias:.4f}**; the model's own "
+                    f"logit is **{att.logit:.4f}**."
+                )
+                st.dataframe(
+                    [
+                        {"component": lab, "share of the logit": float(v)}
+                        for lab, v in zip(att.labels, att.values, strict=True)
+                    ]
+                    + [{"component": "final LN bias (β · W_U)", "share of the logit": att.ln_bias}],
+                    hide_index=True,
+                )
+                st.markdown(
+                    "Each head's share (heads + the output bias = the attention layer's share):"
+                )
+                st.dataframe(
+                    [
+                        {
+                            "layer": i,
+                            **{f"head {h}": float(v) for h, v in enumerate(row)},
+                            "output bias": float(att.attn_bias[i]),
+                        }
+                        for i, row in enumerate(att.head_values)
+                    ],
+                    hide_index=True,
+                )
             st.markdown(
-                f"Shares of the logit of “{name(token)}” at position {position}. Their sum plus "
-                f"the LN bias term is **{att.values.sum() + att.ln_bias:.4f}**; the model's own "
-                f"logit is **{att.logit:.4f}**."
+                f"The logit lens at position {position}: each layer's top guess and its probability."
             )
             st.dataframe(
-                [
-                    {"component": lab, "share of the logit": float(v)}
-                    for lab, v in zip(att.labels, att.values, strict=True)
-                ]
-                + [{"component": "final LN bias (β · W_U)", "share of the logit": att.ln_bias}],
+                {
+                    "station": stations,
+                    "top guess": [name(i) for i in lens.top_ids[:, position]],
+                    "p(top guess)": lens.top_probs[:, position].round(4),
+                    f"p(“{name(final_id)}”)": lens.final_probs[:, position].round(4),
+                },
                 hide_index=True,
             )
-            st.markdown(
-                "Each head's share (heads + the output bias = the attention layer's share):"
-            )
+            st.markdown("The residual norms (rows: stations, columns: positions):")
             st.dataframe(
-                [
-                    {
-                        "layer": i,
-                        **{f"head {h}": float(v) for h, v in enumerate(row)},
-                        "output bias": float(att.attn_bias[i]),
-                    }
-                    for i, row in enumerate(att.head_values)
-                ],
+                {"station": stations}
+                | {lab: report.norms[:, t].round(3) for t, lab in enumerate(ctx.labels)},
                 hide_index=True,
             )
-        st.markdown(
-            f"The logit lens at position {position}: each layer's top guess and its probability."
-        )
-        st.dataframe(
-            {
-                "station": stations,
-                "top guess": [name(i) for i in lens.top_ids[:, position]],
-                "p(top guess)": lens.top_probs[:, position].round(4),
-                f"p(“{name(final_id)}”)": lens.final_probs[:, position].round(4),
-            },
-            hide_index=True,
-        )
-        st.markdown("The residual norms (rows: stations, columns: positions):")
-        st.dataframe(
-            {"station": stations}
-            | {lab: report.norms[:, t].round(3) for t, lab in enumerate(ctx.labels)},
-            hide_index=True,
-        )
 
 
 follow_position()

@@ -157,23 +157,24 @@ def one_layernorm() -> None:
     )
 
     # ---- the numbers behind it ------------------------------------------------------------------
-    with parts.numbers_behind_it():
-        st.markdown(f"Token {ctx.labels[position]}, dimension by dimension ({named}, `{ln}`):")
-        st.dataframe(
-            {
-                "dimension": np.arange(cfg.d_model),
-                "x (before)": x.round(4),
-                "(x − μ) / σ": n.round(4),
-                "γ": s.gamma.round(4),
-                "β": s.beta.round(4),
-                "y (after)": y.round(4),
-            },
-            hide_index=True,
-        )
-        st.markdown("Every token's mean and standard deviation before the LayerNorm:")
-        st.dataframe(
-            {"token": ctx.labels, "μ": s.mean.round(4), "σ": s.sigma.round(4)}, hide_index=True
-        )
+    with parts.numbers_behind_it() as opened:
+        if opened:  # built only while open
+            st.markdown(f"Token {ctx.labels[position]}, dimension by dimension ({named}, `{ln}`):")
+            st.dataframe(
+                {
+                    "dimension": np.arange(cfg.d_model),
+                    "x (before)": x.round(4),
+                    "(x − μ) / σ": n.round(4),
+                    "γ": s.gamma.round(4),
+                    "β": s.beta.round(4),
+                    "y (after)": y.round(4),
+                },
+                hide_index=True,
+            )
+            st.markdown("Every token's mean and standard deviation before the LayerNorm:")
+            st.dataframe(
+                {"token": ctx.labels, "μ": s.mean.round(4), "σ": s.sigma.round(4)}, hide_index=True
+            )
 
 
 one_layernorm()

@@ -209,38 +209,41 @@ def one_neuron(layer: int, post: np.ndarray, default: int) -> None:
     )
 
     # ---- the numbers behind it ------------------------------------------------------------------
-    with parts.numbers_behind_it():
-        t1, t2 = st.columns(2)
-        t1.markdown("**Promoted** (its value raises these logits)")
-        t1.dataframe(
-            {"token": [name[i] for i in up], "logit change per unit": effect[up].round(4)},
-            hide_index=True,
-            key="promoted",
-        )
-        t2.markdown("**Suppressed** (its value lowers these logits)")
-        t2.dataframe(
-            {"token": [name[i] for i in down], "logit change per unit": effect[down].round(4)},
-            hide_index=True,
-            key="suppressed",
-        )
-        st.markdown(f"Neuron {neuron} of layer {layer} on each token of your prompt:")
-        st.dataframe({"token": ctx.labels, "activation": post[:, neuron].round(4)}, hide_index=True)
-        if found is not None:
-            st.markdown("The corpus snippets above, with where the neuron peaked:")
-            st.dataframe(
-                [
-                    {
-                        "snippet": e.window,
-                        "peak token": parts.token_label(
-                            tok, int(found.windows.ids[e.window, e.position])
-                        ),
-                        "position": e.position,
-                        "activation": round(e.value, 4),
-                    }
-                    for e in examples
-                ],
+    with parts.numbers_behind_it() as opened:
+        if opened:  # built only while open
+            t1, t2 = st.columns(2)
+            t1.markdown("**Promoted** (its value raises these logits)")
+            t1.dataframe(
+                {"token": [name[i] for i in up], "logit change per unit": effect[up].round(4)},
                 hide_index=True,
+                key="promoted",
             )
+            t2.markdown("**Suppressed** (its value lowers these logits)")
+            t2.dataframe(
+                {"token": [name[i] for i in down], "logit change per unit": effect[down].round(4)},
+                hide_index=True,
+                key="suppressed",
+            )
+            st.markdown(f"Neuron {neuron} of layer {layer} on each token of your prompt:")
+            st.dataframe(
+                {"token": ctx.labels, "activation": post[:, neuron].round(4)}, hide_index=True
+            )
+            if found is not None:
+                st.markdown("The corpus snippets above, with where the neuron peaked:")
+                st.dataframe(
+                    [
+                        {
+                            "snippet": e.window,
+                            "peak token": parts.token_label(
+                                tok, int(found.windows.ids[e.window, e.position])
+                            ),
+                            "position": e.position,
+                            "activation": round(e.value, 4),
+                        }
+                        for e in examples
+                    ],
+                    hide_index=True,
+                )
 
 
 def about_ranking(layer: int, neuron: int) -> None:

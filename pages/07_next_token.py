@@ -141,20 +141,21 @@ training_text.prompt_probability(ctx, surprisal)
 training_text.in_training_text(ctx, last_logits)
 
 # ---- the numbers behind it ----------------------------------------------------------------------
-with parts.numbers_behind_it():
-    st.markdown(f"The {len(top.ids)} highest-scoring tokens after the prompt:")
-    st.dataframe(top.rows(), hide_index=True)
-    st.markdown("Each prompt token's probability and surprisal given the tokens before it:")
-    st.dataframe(
-        [
-            {
-                "position": i,
-                "token": ctx.labels[i],
-                "p": None if np.isnan(s) else float(math.exp(-s)),
-                "surprisal (nats)": None if np.isnan(s) else float(s),
-                "surprisal (bits)": None if np.isnan(s) else float(s / math.log(2)),
-            }
-            for i, s in enumerate(surprisal)
-        ],
-        hide_index=True,
-    )
+with parts.numbers_behind_it() as opened:
+    if opened:  # built only while open
+        st.markdown(f"The {len(top.ids)} highest-scoring tokens after the prompt:")
+        st.dataframe(top.rows(), hide_index=True)
+        st.markdown("Each prompt token's probability and surprisal given the tokens before it:")
+        st.dataframe(
+            [
+                {
+                    "position": i,
+                    "token": ctx.labels[i],
+                    "p": None if np.isnan(s) else float(math.exp(-s)),
+                    "surprisal (nats)": None if np.isnan(s) else float(s),
+                    "surprisal (bits)": None if np.isnan(s) else float(s / math.log(2)),
+                }
+                for i, s in enumerate(surprisal)
+            ],
+            hide_index=True,
+        )

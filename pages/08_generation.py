@@ -342,31 +342,32 @@ def draw_kv_comparison(seq: list[int], stepper: dict) -> None:
 
 # ---- the numbers behind it ----------------------------------------------------------------------
 def draw_numbers(steps: list[gen.Step], seq: list[int], dist) -> None:
-    with parts.numbers_behind_it():
-        st.markdown("Every step so far:")
-        st.dataframe(
-            [
-                {
-                    "step": i + 1,
-                    "token": parts.token_label(tok, s.token),
-                    "p when chosen": s.prob,
-                    "how": "forced" if s.forced else "sampled",
-                    "sampler's pick": parts.token_label(tok, s.sampled),
-                    "T": s.settings.temperature,
-                    "top-k": s.settings.top_k,
-                    "top-p": s.settings.top_p,
-                }
-                for i, s in enumerate(steps)
-            ],
-            hide_index=True,
-            key="history_table",
-        )
-        st.markdown("The whole text as plain text:")
-        st.code(tok.decode(seq), language=None, wrap_lines=True)
-        st.markdown(f"The candidates at step {len(steps) + 1}:")
-        st.dataframe(
-            nt.top_tokens(dist, N_CANDIDATES, partial(token_text, tok)).rows(), hide_index=True
-        )
+    with parts.numbers_behind_it() as opened:
+        if opened:  # built only while open
+            st.markdown("Every step so far:")
+            st.dataframe(
+                [
+                    {
+                        "step": i + 1,
+                        "token": parts.token_label(tok, s.token),
+                        "p when chosen": s.prob,
+                        "how": "forced" if s.forced else "sampled",
+                        "sampler's pick": parts.token_label(tok, s.sampled),
+                        "T": s.settings.temperature,
+                        "top-k": s.settings.top_k,
+                        "top-p": s.settings.top_p,
+                    }
+                    for i, s in enumerate(steps)
+                ],
+                hide_index=True,
+                key="history_table",
+            )
+            st.markdown("The whole text as plain text:")
+            st.code(tok.decode(seq), language=None, wrap_lines=True)
+            st.markdown(f"The candidates at step {len(steps) + 1}:")
+            st.dataframe(
+                nt.top_tokens(dist, N_CANDIDATES, partial(token_text, tok)).rows(), hide_index=True
+            )
 
 
 @st.fragment

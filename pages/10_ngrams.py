@@ -283,26 +283,27 @@ st.caption(
         else ""
     )
 )
-with parts.numbers_behind_it():
-    st.dataframe(
-        [
-            {
-                "n": n,
-                "add-k k": scores.k[i],
-                "add-k (nats/token)": scores.add_k[i],
-                "Kneser-Ney (nats/token)": scores.kneser_ney[i],
-                "Kneser-Ney (bits/token)": bpt_ng["Kneser-Ney"][i],
-                "Kneser-Ney (bits/char)": bpc_ng["Kneser-Ney"][i],
-                "perplexity per token (KN)": math.exp(scores.kneser_ney[i]),
-            }
-            for i, n in enumerate(scores.orders)
-        ],
-        hide_index=True,
-    )
-    st.markdown(
-        "Trained models in bits per character: "
-        + ", ".join(f"{name} ({kinds[name]}) {v:.3f}" for name, v in gpt_char.items())
-        + f". Building the counts and the index took {models.seconds['count']:.2f} s "
-        f"(encoding the text {models.seconds['encode']:.2f} s) and holds "
-        f"{models.nbytes / 1e6:.1f} MB."
-    )
+with parts.numbers_behind_it() as opened:
+    if opened:  # built only while open
+        st.dataframe(
+            [
+                {
+                    "n": n,
+                    "add-k k": scores.k[i],
+                    "add-k (nats/token)": scores.add_k[i],
+                    "Kneser-Ney (nats/token)": scores.kneser_ney[i],
+                    "Kneser-Ney (bits/token)": bpt_ng["Kneser-Ney"][i],
+                    "Kneser-Ney (bits/char)": bpc_ng["Kneser-Ney"][i],
+                    "perplexity per token (KN)": math.exp(scores.kneser_ney[i]),
+                }
+                for i, n in enumerate(scores.orders)
+            ],
+            hide_index=True,
+        )
+        st.markdown(
+            "Trained models in bits per character: "
+            + ", ".join(f"{name} ({kinds[name]}) {v:.3f}" for name, v in gpt_char.items())
+            + f". Building the counts and the index took {models.seconds['count']:.2f} s "
+            f"(encoding the text {models.seconds['encode']:.2f} s) and holds "
+            f"{models.nbytes / 1e6:.1f} MB."
+        )

@@ -76,19 +76,20 @@ def effect_picture(eff: iv.Effect, title: str, what: str) -> None:
         "next-token distribution changed hands.",
     )
     st.markdown(iv.loss_change_claim(eff, what).text)
-    with parts.numbers_behind_it():
-        st.dataframe(
-            [
-                {
-                    "token": label(i),
-                    "p before": float(eff.p_before[i]),
-                    "p after": float(eff.p_after[i]),
-                    "change": float(eff.p_after[i] - eff.p_before[i]),
-                }
-                for i in top
-            ],
-            hide_index=True,
-        )
+    with parts.numbers_behind_it(key="effect") as opened:
+        if opened:  # built only while open
+            st.dataframe(
+                [
+                    {
+                        "token": label(i),
+                        "p before": float(eff.p_before[i]),
+                        "p after": float(eff.p_after[i]),
+                        "change": float(eff.p_after[i] - eff.p_before[i]),
+                    }
+                    for i in top
+                ],
+                hide_index=True,
+            )
 
 
 # ---- ablation ---------------------------------------------------------------------------------
@@ -183,18 +184,19 @@ def ablation_section() -> None:
         )
         st.markdown(iv.head_sweep_claim(stats).text)
         st.caption("Outlined: the heads ablated above; pick a head's pill above to see its effect.")
-        with parts.numbers_behind_it():
-            st.dataframe(
-                [
-                    {
-                        "layer": a,
-                        **{f"head {h}": float(sweep[a, h]) for h in range(H)},
-                        **{f"± 2 SE, head {h}": 2 * float(stats.se[a, h]) for h in range(H)},
-                    }
-                    for a in range(L)
-                ],
-                hide_index=True,
-            )
+        with parts.numbers_behind_it(key="head_sweep") as opened:
+            if opened:  # built only while open
+                st.dataframe(
+                    [
+                        {
+                            "layer": a,
+                            **{f"head {h}": float(sweep[a, h]) for h in range(H)},
+                            **{f"± 2 SE, head {h}": 2 * float(stats.se[a, h]) for h in range(H)},
+                        }
+                        for a in range(L)
+                    ],
+                    hide_index=True,
+                )
     ux.retrain_form(ctx, chosen, ref)
 
 
@@ -312,14 +314,18 @@ def patching_section() -> None:
             fmt=".2f",
         )
     )
-    with parts.numbers_behind_it():
-        st.dataframe(
-            [
-                {"patched": r, **{ctx.labels[t]: float(result.resid[i, t]) for t in range(end + 1)}}
-                for i, r in enumerate(rows)
-            ],
-            hide_index=True,
-        )
+    with parts.numbers_behind_it(key="patching") as opened:
+        if opened:  # built only while open
+            st.dataframe(
+                [
+                    {
+                        "patched": r,
+                        **{ctx.labels[t]: float(result.resid[i, t]) for t in range(end + 1)},
+                    }
+                    for i, r in enumerate(rows)
+                ],
+                hide_index=True,
+            )
 
 
 # ---- steering ---------------------------------------------------------------------------------
@@ -380,19 +386,20 @@ def steering_section() -> None:
     left.code(shown + tok.decode(plain), language=None, wrap_lines=True)
     right.markdown(f"**With α = {strength:g} at layer {layer}**")
     right.code(shown + tok.decode(pushed), language=None, wrap_lines=True)
-    with parts.numbers_behind_it():
-        report = ux.direction_report(ctx.bundle_id, a, b, layer)
-        st.markdown(
-            f"$\\lVert v \\rVert$ = {report.norm:.2f}. Read straight through the unembedding, "
-            "the direction raises and lowers these tokens most:"
-        )
-        st.dataframe(
-            [
-                {"raised": label(up), "by": dy, "lowered": label(down), "by ": dn}
-                for (up, dy), (down, dn) in zip(report.raised, report.lowered, strict=True)
-            ],
-            hide_index=True,
-        )
+    with parts.numbers_behind_it(key="steering") as opened:
+        if opened:  # built only while open
+            report = ux.direction_report(ctx.bundle_id, a, b, layer)
+            st.markdown(
+                f"$\\lVert v \\rVert$ = {report.norm:.2f}. Read straight through the unembedding, "
+                "the direction raises and lowers these tokens most:"
+            )
+            st.dataframe(
+                [
+                    {"raised": label(up), "by": dy, "lowered": label(down), "by ": dn}
+                    for (up, dy), (down, dn) in zip(report.raised, report.lowered, strict=True)
+                ],
+                hide_index=True,
+            )
 
 
 def _prompts(text: str) -> tuple[tuple[int, ...], ...]:

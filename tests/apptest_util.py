@@ -18,6 +18,7 @@ from streamlit.util import calc_hash
 
 from serving.models import ENV_VAR
 from ui import nav
+from ui.parts import NUMBERS_KEY, numbers_key
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -95,3 +96,11 @@ def plotly_array(value) -> np.ndarray:
         shape = [int(n) for n in str(value.get("shape", len(data))).split(",")]
         return data.reshape(shape)
     return np.array(value, dtype=float)
+
+
+def open_numbers(at: AppTest, key: str = NUMBERS_KEY) -> AppTest:
+    """Open a page's "numbers behind it" section and rerun: its tables are built only while it is
+    open (ui/parts.numbers_behind_it). AppTest does not carry an expander's open state across
+    runs, so a test opens it again before each run that should draw them."""
+    at.session_state[numbers_key(key)] = True
+    return at.run()

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tests.apptest_util import app_test, plotly_array, plotly_figures
+from tests.apptest_util import app_test, open_numbers, plotly_array, plotly_figures
+from ui.parts import numbers_key
 from ui.state import widget_key
 
 PAGE = "pages/03_attention.py"
@@ -34,7 +35,8 @@ def _heatmap_values(at) -> list:
 def test_page_draws_every_chart_and_the_head_slider_changes_the_heatmap(models_dir):
     at = app_test(models_dir, PAGE, prompt="to be or not to be")
     assert not at.exception and not at.error
-    assert not at.success and len(at.dataframe) == 1  # arithmetic closed: only the numbers
+    assert not at.success and not at.dataframe  # arithmetic and numbers closed: no table built
+    at.session_state[numbers_key()] = True
     _open_arithmetic(at)
     charts = plotly_figures(at)
     assert len(charts) == 4  # heatmap, lines, one query's weights, all heads
@@ -106,7 +108,7 @@ def test_a_prompt_without_repeats_offers_the_repeated_random_test(models_dir):
 
 def test_the_induction_toggle_on_induction_2l_finds_its_induction_head(models_dir):
     """Default prompt and length: L1 H2 is induction, on letters a-z at a trained copy length."""
-    at = app_test(models_dir, PAGE, query={"model": "induction-2l"})
+    at = open_numbers(app_test(models_dir, PAGE, query={"model": "induction-2l"}))
     assert not at.exception and at.toggle(key=widget_key("rrt")).value is True  # the default
     assert at.number_input(key=widget_key("rrt_len")).value == 16  # the longest trained copy
     assert _roles(at).loc["L1 H2", "role"] == "induction"

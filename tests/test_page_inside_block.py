@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.apptest_util import app_test, plotly_array, plotly_figures
+from tests.apptest_util import app_test, open_numbers, plotly_array, plotly_figures
 from ui.state import widget_key
 from viz_model.bundles.checkpoint import save_bundle
 from viz_model.bundles.load import load_bundle
@@ -144,7 +144,7 @@ NUM = r"(-?\d+(?:\.\d+)?)"
 @pytest.mark.parametrize("eta", [-6, 0, 3])
 def test_the_chain_rule_reproduces_by_hand_from_the_numbers_printed(models_dir, eta):
     query = {"part": "gradient", "gd_eta": str(eta), "gd_pos": "4"}
-    at = app_test(models_dir, PAGE, prompt=PROMPT, query=query)
+    at = open_numbers(app_test(models_dir, PAGE, prompt=PROMPT, query=query))
     assert not at.exception
     text = "\n".join(b.value for b in at.latex)
     p, y, n, u, term = _decimals(
@@ -221,7 +221,7 @@ def test_contextual_embeddings_follow_the_chosen_token(models_dir):
 
 
 def test_probes_show_held_out_accuracy_against_the_baseline(models_dir):
-    at = app_test(models_dir, PAGE, prompt=PROMPT, query={"part": "probes"})
+    at = open_numbers(app_test(models_dir, PAGE, prompt=PROMPT, query={"part": "probes"}))
     assert not at.exception and not at.error
     fig = plotly_figures(at)[0]
     titles = [a["text"] for a in fig["layout"]["annotations"]]

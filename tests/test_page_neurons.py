@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 import re
 
-from tests.apptest_util import app_test
+from tests.apptest_util import app_test, open_numbers
+from ui.parts import numbers_key
 from ui.state import widget_key
 from viz_model.bundles.checkpoint import save_bundle
 from viz_model.bundles.load import load_bundle
@@ -26,9 +27,10 @@ def test_page_draws_heatmap_and_snippets(models_dir):
 
 
 def test_changing_the_neuron_changes_the_promoted_tokens(models_dir):
-    at = app_test(models_dir, PAGE, prompt=PROMPT, query={"neuron": "0"})
+    at = open_numbers(app_test(models_dir, PAGE, prompt=PROMPT, query={"neuron": "0"}))
     assert not at.exception
     before = at.dataframe[0].value
+    at.session_state[numbers_key()] = True
     at.number_input(key=widget_key("neuron")).set_value(7).run()
     assert not at.exception
     after = at.dataframe[0].value

@@ -9,6 +9,7 @@ import pytest
 from tests.apptest_util import ROOT, app_test, open_link
 from tests.test_page_view_keys import FRAME
 from ui import nav
+from ui.parts import numbers_key
 from ui.state import widget_key
 from ui.usage import PARTS
 
@@ -66,6 +67,7 @@ def test_a_huge_beam_width_in_a_link_is_capped_and_said_so(models_dir):
 
 def test_empty_candidates_and_an_empty_scoring_prompt_get_a_message(models_dir):
     at = app_test(models_dir, PAGE, prompt=PROMPT, query={"use_part": "scoring"})
+    at.session_state[numbers_key()] = True
     at.text_area(key=widget_key("u_sc_cands")).set_value("\n  \n").run()
     assert not at.exception
     assert any("at least one candidate" in i.value for i in at.info)
@@ -75,6 +77,7 @@ def test_empty_candidates_and_an_empty_scoring_prompt_get_a_message(models_dir):
 
 def test_candidates_disagreeing_by_length_are_ranked_both_ways(models_dir):
     at = app_test(models_dir, PAGE, prompt=PROMPT, query={"use_part": "scoring"})
+    at.session_state[numbers_key()] = True
     at.text_area(key=widget_key("u_sc_cands")).set_value("a\nthe king of all the world").run()
     table = at.dataframe[0].value
     assert set(table["candidate"]) == {" a", " the king of all the world"}

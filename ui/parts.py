@@ -1,8 +1,9 @@
 """Page parts more than one page draws: a token as text, "the numbers behind it", and a scroll
 to a heading.
 
-    with parts.numbers_behind_it():
-        parts.numbers_table("Each token's mean and sigma:", {"token": labels, "μ": mean})
+    with parts.numbers_behind_it() as opened:
+        if opened:  # built only while open
+            parts.numbers_table("Each token's mean and sigma:", {"token": labels, "μ": mean})
     st.markdown(f"The newest token, “{parts.md_token(parts.token_label(tok, i))}”, ...")
 
 A token shown to a student always has its invisible characters made visible (␣ ↵ ⇥) and its
@@ -38,11 +39,24 @@ def md_token(text: str) -> str:
     return md_escape(show_whitespace(text))
 
 
+NUMBERS_KEY = "numbers"  # numbers_behind_it's default key (a session-state key: open or not)
+
+
+def numbers_key(key: str = NUMBERS_KEY) -> str:
+    """The session-state key of a "numbers behind it" section (tests open it with it)."""
+    return f"_open_{key}"
+
+
 @contextmanager
-def numbers_behind_it(container: Any = None) -> Iterator[None]:
-    """The collapsed section under a picture that holds its numbers, the same on every page."""
-    with (container or st).expander(NUMBERS_TITLE):
-        yield
+def numbers_behind_it(container: Any = None, key: str = NUMBERS_KEY) -> Iterator[bool]:
+    """The collapsed section under a picture that holds its numbers, the same on every page;
+    yields whether it is open. Its tables are built only while it is open (Streamlit's lazy
+    expander: opening it reruns the page), so the many page runs nobody opens it in (a class
+    following the teacher: one run per student per move) do not pay for them. A page with
+    more than one gives each its own `key`."""
+    box = (container or st).expander(NUMBERS_TITLE, key=numbers_key(key), on_change="rerun")
+    with box:
+        yield bool(box.open)
 
 
 def numbers_table(caption: str | None, table: Any, **dataframe_args: Any) -> None:

@@ -194,22 +194,28 @@ def chain_rule(ctx: PageContext, s: gx.GradientStep, position: int, lr: float) -
             "a gradient through the input: autograd's number is the sum of both paths, the sum "
             "above only the unembedding's."
         )
-    with parts.numbers_behind_it():
-        st.dataframe(
-            {
-                "position t": ctx.labels[:-1],
-                "next token": [vocab_label(ctx, i) for i in ctx.ids[1:]],
-                "u_t[d]": [f"{x:f}" for x in f.u],
-                "p_t[j]": [f"{x:f}" for x in f.p],
-                "y_t[j]": f.y,
-                "(p − y) u / N": [f"{x:f}" for x in f.terms],
-            },
-            hide_index=True,
-        )
-        st.dataframe(
-            [
-                {"part": g, "‖gradient‖": round(gn, 6), "‖weights‖": round(wn, 4), "parameters": n}
-                for g, gn, wn, n in s.groups
-            ],
-            hide_index=True,
-        )
+    with parts.numbers_behind_it() as opened:
+        if opened:  # built only while open
+            st.dataframe(
+                {
+                    "position t": ctx.labels[:-1],
+                    "next token": [vocab_label(ctx, i) for i in ctx.ids[1:]],
+                    "u_t[d]": [f"{x:f}" for x in f.u],
+                    "p_t[j]": [f"{x:f}" for x in f.p],
+                    "y_t[j]": f.y,
+                    "(p − y) u / N": [f"{x:f}" for x in f.terms],
+                },
+                hide_index=True,
+            )
+            st.dataframe(
+                [
+                    {
+                        "part": g,
+                        "‖gradient‖": round(gn, 6),
+                        "‖weights‖": round(wn, 4),
+                        "parameters": n,
+                    }
+                    for g, gn, wn, n in s.groups
+                ],
+                hide_index=True,
+            )

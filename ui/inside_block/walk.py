@@ -52,12 +52,13 @@ def draw(ctx: PageContext) -> None:
         "Every step is recomputed here by hand from the block's weights (in 64-bit numbers); where "
         "the model records the same vector at a hook (`blocks.L.` + the name shown), the last column is the largest difference."
     )
-    with parts.numbers_behind_it():
-        st.dataframe(
-            {"dimension": np.arange(ctx.config.d_model)}
-            | {s: vectors[i].round(4) for i, s in enumerate(symbols)},
-            hide_index=True,
-        )
+    with parts.numbers_behind_it() as opened:
+        if opened:  # built only while open
+            st.dataframe(
+                {"dimension": np.arange(ctx.config.d_model)}
+                | {s: vectors[i].round(4) for i, s in enumerate(symbols)},
+                hide_index=True,
+            )
 
 
 def steps_in_words(ctx: PageContext) -> None:

@@ -100,25 +100,26 @@ def draw(ctx: PageContext) -> None:
         f"With “{parts.md_token(token_text(tok, token))}” forced at new token {position + 1}"
     )
     t2.code(tok.decode(run.forced), language=None, wrap_lines=True)
-    with parts.numbers_behind_it():
-        parts.numbers_table(
-            "Each new token of both runs and its surprisal (nats):",
-            [
-                {
-                    "new token": i + 1,
-                    "greedy": parts.token_label(tok, a),
-                    "its surprisal": float(sa),
-                    "with the forced token": parts.token_label(tok, b),
-                    "surprisal there": float(sb),
-                }
-                for i, (a, sa, b, sb) in enumerate(
-                    zip(
-                        run.baseline,
-                        run.baseline_surprisal,
-                        run.forced,
-                        run.forced_surprisal,
-                        strict=True,
+    with parts.numbers_behind_it() as opened:
+        if opened:  # built only while open
+            parts.numbers_table(
+                "Each new token of both runs and its surprisal (nats):",
+                [
+                    {
+                        "new token": i + 1,
+                        "greedy": parts.token_label(tok, a),
+                        "its surprisal": float(sa),
+                        "with the forced token": parts.token_label(tok, b),
+                        "surprisal there": float(sb),
+                    }
+                    for i, (a, sa, b, sb) in enumerate(
+                        zip(
+                            run.baseline,
+                            run.baseline_surprisal,
+                            run.forced,
+                            run.forced_surprisal,
+                            strict=True,
+                        )
                     )
-                )
-            ],
-        )
+                ],
+            )

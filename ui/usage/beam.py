@@ -75,17 +75,18 @@ def draw(ctx: PageContext) -> None:
         "Neural Text Degeneration*), which is why open-ended writing samples instead, and beam "
         "search is kept for tasks with one right answer, such as translation."
     )
-    with parts.numbers_behind_it():
-        parts.numbers_table(
-            "The beams after each step, best first, with log p(continuation | prompt):",
-            [
-                {
-                    "step": t + 1,
-                    "rank": r + 1,
-                    "continuation": tok.decode(list(b.tokens)),
-                    "log p": b.logprob,
-                }
-                for t, beams in enumerate(steps)
-                for r, b in enumerate(beams)
-            ],
-        )
+    with parts.numbers_behind_it() as opened:
+        if opened:  # built only while open
+            parts.numbers_table(
+                "The beams after each step, best first, with log p(continuation | prompt):",
+                [
+                    {
+                        "step": t + 1,
+                        "rank": r + 1,
+                        "continuation": tok.decode(list(b.tokens)),
+                        "log p": b.logprob,
+                    }
+                    for t, beams in enumerate(steps)
+                    for r, b in enumerate(beams)
+                ],
+            )

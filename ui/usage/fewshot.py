@@ -100,17 +100,18 @@ def draw(ctx: PageContext) -> None:
         f"({verdict})."
     )
     st.code(prompt.strip("\n") + said, language=None)
-    with parts.numbers_behind_it():
-        parts.numbers_table(
-            "Accuracy and the mean loss of an answer letter for each number of examples:",
-            [
-                {
-                    "examples": k,
-                    "answers right": float(result.accuracy[i]),
-                    "± 1 standard error": result.stderr(i),
-                    "loss per answer letter (nats)": float(result.loss[i]),
-                    "chance": result.chance,
-                }
-                for i, k in enumerate(result.ks)
-            ],
-        )
+    with parts.numbers_behind_it() as opened:
+        if opened:  # built only while open
+            parts.numbers_table(
+                "Accuracy and the mean loss of an answer letter for each number of examples:",
+                [
+                    {
+                        "examples": k,
+                        "answers right": float(result.accuracy[i]),
+                        "± 1 standard error": result.stderr(i),
+                        "loss per answer letter (nats)": float(result.loss[i]),
+                        "chance": result.chance,
+                    }
+                    for i, k in enumerate(result.ks)
+                ],
+            )

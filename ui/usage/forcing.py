@@ -104,17 +104,18 @@ def draw(ctx: PageContext) -> None:
     t1.code(tok.decode(list(ids)), language=None, wrap_lines=True)
     t2.caption("The model's own text (what generation reads)")
     t2.code(tok.decode(list(ids[:1]) + result.generated), language=None, wrap_lines=True)
-    with parts.numbers_behind_it():
-        parts.numbers_table(
-            "Each token's surprisal (nats) from the one pass and from its own pass:",
-            [
-                {
-                    "position": i,
-                    "token": labels[i],
-                    "one pass": None if math.isnan(a) else float(a),
-                    "own pass": None if math.isnan(b) else float(b),
-                    "difference": None if math.isnan(a) else float(abs(a - b)),
-                }
-                for i, (a, b) in enumerate(zip(result.one_pass, result.sequential, strict=True))
-            ],
-        )
+    with parts.numbers_behind_it() as opened:
+        if opened:  # built only while open
+            parts.numbers_table(
+                "Each token's surprisal (nats) from the one pass and from its own pass:",
+                [
+                    {
+                        "position": i,
+                        "token": labels[i],
+                        "one pass": None if math.isnan(a) else float(a),
+                        "own pass": None if math.isnan(b) else float(b),
+                        "difference": None if math.isnan(a) else float(abs(a - b)),
+                    }
+                    for i, (a, b) in enumerate(zip(result.one_pass, result.sequential, strict=True))
+                ],
+            )

@@ -128,19 +128,20 @@ def draw(ctx: PageContext) -> None:
         key="use_channel_bars",
     )
     st.success(claim.text)
-    with parts.numbers_behind_it():
-        parts.numbers_table(
-            "Every candidate, best first:",
-            [
-                {
-                    "rank": r + 1,
-                    "word": c.word,
-                    "edits": c.distance,
-                    "log p(x|y)": c.log_channel,
-                    "log p(y)": c.log_prior,
-                    "sum": c.score,
-                    "in the corpus": words[c.word],
-                }
-                for r, c in enumerate(result)
-            ],
-        )
+    with parts.numbers_behind_it() as opened:
+        if opened:  # built only while open
+            parts.numbers_table(
+                "Every candidate, best first:",
+                [
+                    {
+                        "rank": r + 1,
+                        "word": c.word,
+                        "edits": c.distance,
+                        "log p(x|y)": c.log_channel,
+                        "log p(y)": c.log_prior,
+                        "sum": c.score,
+                        "in the corpus": words[c.word],
+                    }
+                    for r, c in enumerate(result)
+                ],
+            )

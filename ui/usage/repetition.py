@@ -64,17 +64,18 @@ def draw(ctx: PageContext) -> None:
             f"**{LABELS[k]}**: longest stretch written twice: {stats[k].longest_repeat} characters"
         )
         col.code(texts[k], language=None, wrap_lines=True)
-    with parts.numbers_behind_it():
-        parts.numbers_table(
-            "The three measures of each text:",
-            [
-                {
-                    "decoder": LABELS[k],
-                    f"{usage.PHRASE_WORDS}-word phrases repeated": stats[k].repeated_phrases,
-                    "distinct words": stats[k].distinct_words,
-                    "longest stretch written twice (characters)": stats[k].longest_repeat,
-                    "tokens": len(out[k]),
-                }
-                for k in usage.DECODERS
-            ],
-        )
+    with parts.numbers_behind_it() as opened:
+        if opened:  # built only while open
+            parts.numbers_table(
+                "The three measures of each text:",
+                [
+                    {
+                        "decoder": LABELS[k],
+                        f"{usage.PHRASE_WORDS}-word phrases repeated": stats[k].repeated_phrases,
+                        "distinct words": stats[k].distinct_words,
+                        "longest stretch written twice (characters)": stats[k].longest_repeat,
+                        "tokens": len(out[k]),
+                    }
+                    for k in usage.DECODERS
+                ],
+            )

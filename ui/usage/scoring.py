@@ -114,22 +114,23 @@ def draw(ctx: PageContext) -> None:
     claim = scoring.ranking_claim(result)
     (st.warning if claim.made else st.success)(claim.text)
     by_total, by_token = scoring.rankings(result)
-    with parts.numbers_behind_it():
-        parts.numbers_table(
-            "Each candidate's tokens, total and per-token log-probability, and its rank by each:",
-            [
-                {
-                    "candidate": s.text,
-                    "tokens": s.n_tokens,
-                    "total log p": s.total,
-                    "per token": s.per_token,
-                    "rank by total": by_total.index(i) + 1,
-                    "rank per token": by_token.index(i) + 1,
-                    "each token's log p": ", ".join(f"{v:.2f}" for v in s.token_logps),
-                }
-                for i, s in enumerate(result)
-            ],
-        )
+    with parts.numbers_behind_it() as opened:
+        if opened:  # built only while open
+            parts.numbers_table(
+                "Each candidate's tokens, total and per-token log-probability, and its rank by each:",
+                [
+                    {
+                        "candidate": s.text,
+                        "tokens": s.n_tokens,
+                        "total log p": s.total,
+                        "per token": s.per_token,
+                        "rank by total": by_total.index(i) + 1,
+                        "rank per token": by_token.index(i) + 1,
+                        "each token's log p": ", ".join(f"{v:.2f}" for v in s.token_logps),
+                    }
+                    for i, s in enumerate(result)
+                ],
+            )
 
 
 def _warn_unknown(ctx: PageContext, texts: list[str], encoded: list[list[int]]) -> None:
