@@ -19,6 +19,7 @@ Not here: drawing the sidebar and the page's context (ui/frame.py).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 
 import streamlit as st
@@ -26,6 +27,7 @@ from streamlit.navigation.page import StreamlitPage
 
 from viz_model.model.recurrent_config import FAMILIES
 
+_DECLARED = "_nav_pages"  # session-state key of this session's st.Page objects (_declared_pages)
 ANY_FAMILY = FAMILIES  # pages that need only logits, a tokenizer or a training history
 
 
@@ -420,9 +422,15 @@ SECTIONS: dict[str, list[Page]] = {
 
 def all_pages() -> list[Page]:
     """Every page, Home first, in lesson order, each knowing its section."""
-    return [HOME] + [
+    return list(_all_pages())
+
+
+@functools.cache
+def _all_pages() -> tuple[Page, ...]:
+    # built once a process: every page run asks for it more than once (the frame, the links)
+    return (HOME,) + tuple(
         replace(p, section=section) for section, pages in SECTIONS.items() for p in pages
-    ]
+    )
 
 
 def lesson_pages() -> list[Page]:
@@ -443,7 +451,22 @@ def by_route(route: str) -> Page | None:
 def navigation() -> StreamlitPage:
     """Declare every page to Streamlit, in sections (Home above them, with no heading), and
     return the one this run shows."""
-    sections: dict[str, list[st.Page]] = {}
+    return st.navigation(_declared_pages(), expanded=True)
+
+
+def _declared_pages() -> dict[str, list[StreamlitPage]]:
+    """The st.Page objects of every page, made once a session: making them resolves each file's
+    path on disk, a cost every page run would pay again (a class following the teacher runs a
+    page per student per move). Not shared between sessions: st.navigation marks the page a
+    run may call on the object itself."""
+    made = st.session_state.get(_DECLARED)
+    if made is None:
+        made = st.session_state[_DECLARED] = _make_pages()
+    return made
+
+
+def _make_pages() -> dict[str, list[StreamlitPage]]:
+    sections: dict[str, list[StreamlitPage]] = {}
     for page in all_pages():
         sections.setdefault(page.section, []).append(
             st.Page(
@@ -455,4 +478,4 @@ def navigation() -> StreamlitPage:
                 help=page.description,
             )
         )
-    return st.navigation(sections, expanded=True)
+    return sections
