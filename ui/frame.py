@@ -108,7 +108,7 @@ def frame(page: nav.Page) -> PageContext:
     prompt, pasted_too_much = _prompt_box()
     ctx = _context(bundle_id, bundle, prompt)
     _offer_examples(bundle, ctx)
-    draw_model_card(bundle, step)
+    draw_model_card(bundle_id, step)
     present.apply()  # the presenter-mode toggle and the page styles
 
     st.title(f"{page.icon} {title}")
@@ -379,14 +379,24 @@ def loss_note(bundle: Bundle) -> str:
     return note
 
 
-def draw_model_card(bundle: Bundle, step: int | None = None) -> None:
+@cache.per_model
+def _card_text(bundle_id: str, step: int | None) -> tuple[str, str, str | None]:
+    """The card's title, its lines and the loss note: once per model, not once per page run
+    (counting the parameters walks every weight)."""
+    bundle = cache.bundle(bundle_id)
     rows = model_card(bundle, step)
     rows += precision.card_rows(bundle, any("loss" in name for name, _ in rows))
     lines = "  \n".join(f"{name}: **{value}**" for name, value in rows)
-    with st.sidebar.expander(f"About “{bundle.name}”", expanded=True):
+    has_loss = any(name == "validation loss" for name, _ in rows)
+    return f"About “{bundle.name}”", lines, loss_note(bundle) if has_loss else None
+
+
+def draw_model_card(bundle_id: str, step: int | None = None) -> None:
+    title, lines, note = _card_text(bundle_id, step)
+    with st.sidebar.expander(title, expanded=True):
         st.markdown(lines)
-        if any(name == "validation loss" for name, _ in rows):
-            st.caption(loss_note(bundle))
+        if note:
+            st.caption(note)
 
 
 # ---- the prompt as tokens ---------------------------------------------------------------------

@@ -74,6 +74,19 @@ def prompt_probability(ctx: PageContext, surprisal: np.ndarray) -> None:
 # ---- Next token: the prompt's last tokens in the training text ----------------------------------
 
 
+@cache.per_prompt
+def _looked_up(
+    bundle_id: str, used: tuple[int, ...]
+) -> tuple[ng.CountTable, np.ndarray, list[ng.Snippet]]:
+    """The training split's counts after `used`, the Kneser-Ney estimate and the snippets: once
+    per view, not once per page run."""
+    models = corpus.token_models(bundle_id)
+    tok = cache.bundle(bundle_id).tokenizer
+    table = ng.count_table(models, list(used))
+    kn = models.kn_distribution(list(used), len(used) + 1)
+    return table, kn, ng.snippets(models, tok, list(used))
+
+
 def in_training_text(ctx: PageContext, last_logits: np.ndarray) -> None:
     """Where the prompt's last k tokens occur in the training split, what followed them (counts,
     snippets), beside the model's probabilities after the whole prompt."""
@@ -96,7 +109,7 @@ def in_training_text(ctx: PageContext, last_logits: np.ndarray) -> None:
     )
     used = ctx.ids[-k:]
     net = FAMILY_LABELS[ctx.bundle.family]  # "GPT", or "LSTM", ...
-    table = ng.count_table(models, used)
+    table, kn, found = _looked_up(ctx.bundle_id, tuple(int(t) for t in used))
     shown = show_whitespace("".join(token_text(tok, t) for t in used)).replace("`", "ˋ")
     st.markdown(
         f"A model only learns from its training text. Here is what that text says after "
@@ -113,7 +126,6 @@ def in_training_text(ctx: PageContext, last_logits: np.ndarray) -> None:
             icon=":material/block:",
         )
     ids = list(dict.fromkeys([*table.top(8).tolist(), *np.argsort(-gpt)[:8].tolist()]))[:10]
-    kn = models.kn_distribution(used, len(used) + 1)
     counts_p = table.probs()
     present.plot(
         cache.figure(
@@ -127,7 +139,6 @@ def in_training_text(ctx: PageContext, last_logits: np.ndarray) -> None:
         ),
         key="tt_estimates",
     )
-    found = ng.snippets(models, tok, used)
     if found:
         st.caption(
             f"{len(found)} of the {table.total:,} places, spread through the training text "
