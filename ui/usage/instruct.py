@@ -72,6 +72,7 @@ def own_answers(bundle_id: str, base_id: str | None, kind: str, word: str) -> tu
 
 def _open_tuned_model() -> None:
     state.set_value("model", TUNED_MODEL)
+    state.set_value("prompt", Instruction("reverse", "bard").text)  # Tokenization shows its tokens
 
 
 def _needs_template(ctx: PageContext) -> None:
@@ -186,9 +187,10 @@ def _own(ctx: PageContext, base_id: str | None) -> None:
     before, after = own_answers(ctx.bundle_id, base_id, item.kind, item.word)
     verdict = "exact" if after.exact else f"not exact: the right answer is “{item.answer}”"
     st.markdown(
-        f"Prompt `{md_escape(item.prompt)}` → after tuning: **{md_escape(_answer_text(after))}** "
-        f"({md_escape(verdict)}); before tuning: {md_escape(_answer_text(before))}."
+        f"After tuning: **{md_escape(_answer_text(after))}** ({md_escape(verdict)}); before "
+        f"tuning: {md_escape(_answer_text(before))}. The tuned model's whole text, prompt first:"
     )
+    st.code(item.prompt + _answer_text(after), language=None)
 
 
 def draw(ctx: PageContext) -> None:
@@ -199,8 +201,9 @@ def draw(ctx: PageContext) -> None:
         "and where an answer ends, each one id the base model never had (its embedding grows "
         "by one row per token, started at the mean row). Tuning teaches a format and a "
         "behaviour: answer the instruction, then write `<|end|>`, so the model learns to stop. "
-        "Here a Shakespeare character model was tuned for a few CPU minutes on four instructions "
-        "over random letters; the words below were never in its tuning text."
+        f"The bundled “{TUNED_MODEL}” is a Shakespeare character model tuned for a few CPU "
+        "minutes on four instructions over random letters; the held-out words below were never "
+        "in its tuning text."
     )
     if not instruct.has_template(ctx.tokenizer):
         _needs_template(ctx)
