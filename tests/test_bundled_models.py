@@ -66,7 +66,11 @@ def test_assets_fit_the_size_budget():
     # bytes, 42.3 MiB).
     # The few-shot task model (issue 26, 2026-11-28) added 1,269,445 bytes: fewshot-tiny
     # (assets/ then 45,592,693 bytes, 43.5 MiB).
-    assert total < 45 * 2**20 + 1_269_445, f"assets/ holds {total / 2**20:.1f} MB"
+    # The instruction-tuned model (issue 27, 2026-11-28) added 3,585,806 bytes: shakespeare-
+    # instruct, shakespeare-char's float32 weights with three more rows and a 1,500-step history,
+    # no snapshots (its step 0 is shakespeare-char grown by extend_vocab) (assets/ then
+    # 48,977,795 bytes, 46.7 MiB).
+    assert total < 45 * 2**20 + 1_269_445 + 3_585_806, f"assets/ holds {total / 2**20:.1f} MB"
 
 
 @pytest.mark.parametrize("name", BUNDLES)
