@@ -227,17 +227,16 @@ def draw(ctx: PageContext) -> None:
     _own(ctx, base_id)
     with parts.numbers_behind_it():
         parts.numbers_table(
-            None,
+            "Shares of the held-out instructions per kind: exact (the answer, then `<|end|>`), "
+            "starts right (the answer at the start, stopped or not), and the no-skill baseline:",
             [
                 {
                     "instruction": k,
-                    "held-out items": len(after.of_kind(k)),
+                    "items": len(after.of_kind(k)),
                     "exact before": before.exact_by_kind()[k] if before else None,
                     "exact after": after.exact_by_kind()[k],
-                    "right at the start, before": before.starts_right_by_kind()[k]
-                    if before
-                    else None,
-                    "right at the start, after": after.starts_right_by_kind()[k],
+                    "starts right, before": before.starts_right_by_kind()[k] if before else None,
+                    "starts right, after": after.starts_right_by_kind()[k],
                     "baseline": instruct.baseline([a.instruction for a in after.of_kind(k)]),
                 }
                 for k in after.kinds()
