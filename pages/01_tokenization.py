@@ -60,14 +60,17 @@ def vocab_curve_figure(current: int | None) -> go.Figure:
 
 
 def chips(tokenizer: Tokenizer, text: str) -> str:
-    return token_chips_html(tk.display_tokens(tokenizer, text), tokenizer.unk_id)
+    return token_chips_html(
+        tk.display_tokens(tokenizer, text), tokenizer.unk_id, special=tokenizer.special_ids
+    )
 
 
 def counts_line(tokenizer: Tokenizer, text: str) -> str:
     c = tk.token_counts(tokenizer, text)
     unknown = f", {c.unknown} unknown" if c.unknown else ""
+    special = f", {c.special} special (one id each)" if c.special else ""
     return (
-        f"{c.chars} characters → **{c.tokens} tokens**{unknown} · "
+        f"{c.chars} characters → **{c.tokens} tokens**{unknown}{special} · "
         f"{c.chars_per_token:.2f} characters per token"
     )
 
@@ -90,7 +93,10 @@ st.latex(  # two lines: one line is wider than the column at 1024 px
 )
 st.caption(
     f"Tokenizers below are trained on the bundled {CORPUS.title()} corpus (about 1 MB). Hover over "
-    "a chip to see its id. Spaces show as ␣ and line breaks as ↵; a red outline marks `<unk>`."
+    "a chip to see its id. Spaces show as ␣ and line breaks as ↵; a red outline marks `<unk>`; "
+    "a dashed purple outline marks a **special token**: one id that stands for no text of the "
+    "corpus but for a role, like a chat template's `<|user|>` (who speaks) and `<|end|>` (where "
+    "an answer ends), or GPT-2's `<|endoftext|>`."
 )
 
 prompt = ctx.prompt

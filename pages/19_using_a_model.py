@@ -1,5 +1,5 @@
 """Using a model: teacher forcing against free running, no backtracking, repetition, beam
-search, scoring candidates, few-shot prompting and the noisy channel.
+search, scoring candidates, few-shot prompting, the noisy channel and instruction tuning.
 
 Each part is its own module under ui/usage/; this page draws the idea and the radio that picks a
 part (one part computes per run, so a page run stays cheap)."""

@@ -15,6 +15,7 @@ from viz_model.analysis.contrasts import CONTRASTS, copy_profile, look_ahead
 from viz_model.bundles.load import load_bundle
 from viz_model.model.sampling import SamplingSettings, generate, generate_steps
 from viz_model.text.data import TokenData, example_prompts, load_corpus, load_text
+from viz_model.text.instructions import SPECIAL_TOKENS, instruct_text
 from viz_model.training.loop import evaluate
 
 MODELS = Path(__file__).resolve().parent.parent / "assets" / "models"
@@ -65,7 +66,11 @@ def test_assets_fit_the_size_budget():
     # bytes, 42.3 MiB).
     # The few-shot task model (issue 26, 2026-11-28) added 1,269,445 bytes: fewshot-tiny
     # (assets/ then 45,592,693 bytes, 43.5 MiB).
-    assert total < 45 * 2**20 + 1_269_445, f"assets/ holds {total / 2**20:.1f} MB"
+    # The instruction-tuned model (issue 27, 2026-11-28) added 3,585,806 bytes: shakespeare-
+    # instruct, shakespeare-char's float32 weights with three more rows and a 1,500-step history,
+    # no snapshots (its step 0 is shakespeare-char grown by extend_vocab) (assets/ then
+    # 48,977,795 bytes, 46.7 MiB).
+    assert total < 45 * 2**20 + 1_269_445 + 3_585_806, f"assets/ holds {total / 2**20:.1f} MB"
 
 
 @pytest.mark.parametrize("name", BUNDLES)
@@ -75,9 +80,13 @@ def test_bundle_loads_and_generates(name):
     ids = generate(bundle.model, prompt, 30, SamplingSettings(temperature=0.8), seed=0)
     assert len(ids) == 30 and all(0 <= i < bundle.config.vocab_size for i in ids)
     assert isinstance(bundle.tokenizer.decode(ids), str)
-    assert bundle.meta["command"].startswith("python -m viz_model.training ")
     assert bundle.history and bundle.history[-1]["step"] == bundle.meta["step"]
     steps = bundle.snapshot_steps()
+    if "base" in bundle.meta:  # tuned from another bundle, which is its step 0: no snapshots
+        assert bundle.meta["command"].startswith("python scripts/instruction_tune.py")
+        assert steps == [] and (MODELS / bundle.meta["base"]).is_dir()
+        return
+    assert bundle.meta["command"].startswith("python -m viz_model.training ")
     assert steps[0] == 0 and steps[-1] == bundle.meta["step"]
     assert bundle.load_snapshot(steps[-1]).cfg == bundle.config
 
@@ -106,6 +115,23 @@ def test_shakespeare_char_reaches_the_target_validation_loss():
     remeasured = evaluate(bundle.model, data, train_cfg["batch_size"], train_cfg["eval_batches"])
     assert remeasured == pytest.approx(bundle.meta["val_loss"], abs=1e-3)
     assert remeasured <= 1.6
+
+
+def test_the_instruction_tuned_bundle_is_its_base_grown_by_the_template_and_its_text_rebuilds():
+    tuned = load_bundle(MODELS / "shakespeare-instruct")
+    base = load_bundle(MODELS / tuned.meta["base"])
+    assert tuned.meta["base"] == "shakespeare-char"
+    assert tuned.tokenizer.special_tokens == list(SPECIAL_TOKENS)
+    assert tuned.config.vocab_size == base.config.vocab_size + len(SPECIAL_TOKENS)
+    assert tuned.tokenizer.encode("To be, or not") == base.tokenizer.encode("To be, or not")
+    text = load_text(tuned.meta["data"])
+    assert text == instruct_text(
+        tuned.meta["data"]["task_examples"], tuned.meta["data"]["task_seed"]
+    )
+    special = set(tuned.tokenizer.special_ids) - {tuned.tokenizer.unk_id}
+    for prompt in tuned.meta["example_prompts"]:
+        ids = tuned.tokenizer.encode(prompt)
+        assert sum(i in special for i in ids) == 3 and tuned.tokenizer.unk_id not in ids
 
 
 def test_shakespeare_bpe_uses_a_bpe_vocabulary():

@@ -43,3 +43,11 @@ def test_marked_chips_get_a_thick_outline():
     html_ = token_chips_html([(1, "a"), (2, "b"), (3, "c")], marked={0, 2})
     spans = html_.split("<span")[1:]
     assert ["3px solid" in s for s in spans] == [True, False, True]
+
+
+def test_special_tokens_get_a_dashed_outline_and_say_so_on_hover_but_unk_stays_red():
+    chips = token_chips_html([(5, "<|user|>"), (1, "a"), (0, "?")], unk_id=0, special={0, 5})
+    spans = re.findall(r"<span [^>]*>[^<]*</span>", chips)
+    assert "dashed" in spans[0] and 'title="id 5: &#x27;&lt;|user|&gt;&#x27;, special"' in spans[0]
+    assert "&lt;|user|&gt;</span>" in spans[0]
+    assert "dashed" not in spans[1] and "dashed" not in spans[2]  # <unk> keeps its red outline

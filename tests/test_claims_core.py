@@ -221,7 +221,8 @@ def test_the_neuron_claims_match_the_corpus_scan(name, claim_bundles):
         assert n["dead"] == int((peaks < n["threshold"]).sum()) == int(ranking.dead[layer].sum())
         assert f"**{n['dead']} of {peaks.size}**" in claim.text and claim.made == (n["dead"] > 0)
         # A dead neuron is one that stays silent while the layer's typical neuron fires.
-        assert n["dead"] == 0 or n["threshold"] <= 0.1 * n["median_peak"] + 1e-12
+        # (float32 peaks: the threshold is a tenth of the median rounded to float32, ~1e-7 off)
+        assert n["dead"] == 0 or n["threshold"] <= 0.1 * n["median_peak"] * (1 + 1e-6)
         for neuron in {ranking.best(layer), int(np.argmax(ranking.position_share[layer]))}:
             examples = nx.top_examples(found.maxima, found.argmax, layer, neuron, 8)
             where = [e.position for e in examples]

@@ -185,7 +185,7 @@ SECTIONS: dict[str, list[Page]] = {
             "Using a model",
             ":material/build:",
             "Teacher forcing, no backtracking, repetition, beam search, scoring answers, few-shot "
-            "prompting and the noisy channel.",
+            "prompting, the noisy channel and instruction tuning.",
             heading="How a language model is used",
             view_keys=(
                 "use_part",
@@ -206,6 +206,7 @@ SECTIONS: dict[str, list[Page]] = {
                 "u_nc_text",
                 "u_nc_word",
                 "u_nc_e",
+                "u_in_own",
             ),
             families=ANY_FAMILY,
         ),

@@ -22,6 +22,8 @@ _CHIP = (
 )
 _UNK = "outline:2px solid " + ACCENT + ";"
 _MARKED = "outline:3px solid #111;font-weight:700;"
+# A special token (<|user|>, <|endoftext|>): one id standing for no text of the corpus.
+_SPECIAL = "outline:2px dashed #6d28d9;color:#4c1d95;font-weight:700;"
 
 
 def chip_title(token_id: int | None, text: str) -> str:
@@ -35,12 +37,14 @@ def token_chips_html(
     unk_id: int | None = None,
     empty: str = "(no tokens)",
     marked: Collection[int] = (),
+    special: Collection[int] = (),
 ) -> str:
     """One coloured chip per (id, text) token, id and text on hover (the title attribute).
 
     Whitespace is made visible (space ␣, newline ↵, tab ⇥) and a newline also breaks the line;
-    the tokenizer's unknown token gets a red outline, and the positions in `marked` a thick black
-    one (e.g. the two swapped tokens). All text is HTML-escaped.
+    the tokenizer's unknown token gets a red outline, the ids in `special` (a chat template's
+    <|user|>, GPT-2's <|endoftext|>) a dashed purple one and bold text, and the positions in
+    `marked` a thick black one (e.g. the two swapped tokens). All text is HTML-escaped.
     """
     if not tokens:
         return f'<div style="color:#666;font-style:italic">{html.escape(empty)}</div>'
@@ -49,9 +53,11 @@ def token_chips_html(
         style = _CHIP.format(
             bg=CHIP_COLOURS[n % len(CHIP_COLOURS)],
             extra=(_UNK if unk_id is not None and token_id == unk_id else "")
+            + (_SPECIAL if token_id in special and token_id != unk_id else "")
             + (_MARKED if n in marked else ""),
         )
-        title = html.escape(chip_title(token_id, text), quote=True)
+        title = chip_title(token_id, text)
+        title = html.escape(title + (", special" if token_id in special else ""), quote=True)
         body = html.escape(show_whitespace(text))
         chips.append(f'<span style="{style}" title="{title}">{body}</span>')
         if text.endswith("\n"):

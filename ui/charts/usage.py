@@ -273,3 +273,43 @@ def channel_bars(
         legend=dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right"),
     )
     return base_layout(fig, "", height=max(SMALL_HEIGHT, 80 + 30 * len(labels)))
+
+
+def instruct_bars(
+    kinds: Sequence[str],
+    before: Sequence[float],
+    after: Sequence[float],
+    stderr_before: Sequence[float],
+    stderr_after: Sequence[float],
+    baseline: Sequence[float],
+) -> go.Figure:
+    """Exact answers per instruction kind before and after tuning (bars with ±2 standard
+    errors), and each kind's no-skill baseline as a dash."""
+    fig = go.Figure()
+    for name, values, se, colour in (
+        ("before tuning", before, stderr_before, GREY),
+        ("after tuning", after, stderr_after, BLUE),
+    ):
+        fig.add_bar(
+            x=list(kinds),
+            y=list(values),
+            name=name,
+            marker_color=colour,
+            error_y=dict(type="data", array=[2 * s for s in se], visible=True),
+            hovertemplate="%{x}: %{y:.0%} exact<extra>" + name + "</extra>",
+        )
+    fig.add_scatter(
+        x=list(kinds),
+        y=list(baseline),
+        mode="markers",
+        name="baseline (no skill)",
+        marker=dict(symbol="line-ew", size=40, line=dict(color=ACCENT, width=3)),
+        hovertemplate="%{x}: baseline %{y:.1%}<extra></extra>",
+    )
+    fig.update_layout(
+        barmode="group",
+        xaxis=_axis("instruction"),
+        yaxis=_axis("held-out answers exact", tickformat=".0%", range=[0, 1.08]),
+        legend=dict(orientation="h", y=-0.25, font=dict(size=TICK_FONT)),
+    )
+    return base_layout(fig, "", height=SMALL_HEIGHT + 60)

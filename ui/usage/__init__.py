@@ -8,6 +8,7 @@ context that draws it: `title, draw = PARTS[name]; draw(ctx)`.
 - scoring: candidate continuations ranked by total and per-token log-probability
 - fewshot: accuracy against the number of examples in the prompt, on the few-shot task model
 - noisy: spelling correction by the noisy channel, the model as the prior p(y)
+- instruct: a chat template's special tokens, and held-out instructions before and after tuning
 
 Not here: the page's intro and part radio (pages/19_using_a_model.py), the analyses
 (viz_model.analysis.usage, scoring, fewshot, noisy_channel) and the charts (ui.charts.usage).
@@ -18,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ui.frame import PageContext
-from ui.usage import backtrack, beam, fewshot, forcing, noisy, repetition, scoring
+from ui.usage import backtrack, beam, fewshot, forcing, instruct, noisy, repetition, scoring
 
 PARTS: dict[str, tuple[str, Callable[[PageContext], None]]] = {
     "forcing": ("Teacher forcing", forcing.draw),
@@ -28,4 +29,5 @@ PARTS: dict[str, tuple[str, Callable[[PageContext], None]]] = {
     "scoring": ("Scoring answers", scoring.draw),
     "fewshot": ("Few-shot prompting", fewshot.draw),
     "noisy": ("Noisy channel", noisy.draw),
+    "instruct": ("Instruction tuning", instruct.draw),
 }

@@ -255,6 +255,7 @@ class TokenCounts:
     chars: int
     tokens: int
     unknown: int  # tokens that are the tokenizer's <unk>
+    special: int = 0  # special tokens (a chat template's <|user|>), one id each
 
     @property
     def chars_per_token(self) -> float:
@@ -264,7 +265,13 @@ class TokenCounts:
 def token_counts(tokenizer: Tokenizer, text: str) -> TokenCounts:
     ids = tokenizer.encode(text)
     unk = tokenizer.unk_id
-    return TokenCounts(len(text), len(ids), sum(i == unk for i in ids) if unk is not None else 0)
+    special = tokenizer.special_ids - {unk}
+    return TokenCounts(
+        len(text),
+        len(ids),
+        sum(i == unk for i in ids) if unk is not None else 0,
+        sum(i in special for i in ids),
+    )
 
 
 def corpus_token_count(tokenizer: Tokenizer, text: str) -> int:

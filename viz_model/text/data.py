@@ -20,6 +20,8 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
+from viz_model.text.instructions import instruct_text
+
 ASSETS_DIR = Path(__file__).resolve().parents[2] / "assets"
 CORPORA_DIR = ASSETS_DIR / "corpora"
 
@@ -38,6 +40,13 @@ TASKS: dict[str, str] = {
     "fewshot": "Lines of input>output pairs of short words, all following one rule chosen at "
     "random per line (copy, reverse, or shift each letter): the model must infer the rule from "
     "the pairs before it, few-shot prompting in miniature.",
+}
+
+# Tasks for tuning a bundled model, not for training one from scratch (the Training page lists
+# TASKS only): their text needs a tokenizer with special tokens (instructions.py).
+TUNING_TASKS: dict[str, str] = {
+    "instruct": "Chat-template turns (<|user|>reverse: bard<|assistant|>drab<|end|>) over four "
+    "word instructions on random letters; the instruction-tuned bundle is tuned on them.",
 }
 
 MAX_UPLOAD_BYTES = 2_000_000
@@ -96,9 +105,11 @@ def task_text(name: str, n_examples: int = 2000, seed: int = 0, seq_len: int = 3
       "fewshot":  fewshot_pairs(seq_len) "input>output" pairs of FEWSHOT_WORD_LEN letters of
                   FEWSHOT_LETTERS, space-separated, one rule of FEWSHOT_RULES per line
                   (seq_len=16, rule "reverse")                          "abc>cba hed>deh"
+      "instruct": one chat-template turn a line (instructions.py; seq_len unused)
+                                              "<|user|>first: cab<|assistant|>c<|end|>"
     """
-    if name not in TASKS:
-        known = ", ".join(TASKS)
+    if name not in TASKS and name not in TUNING_TASKS:
+        known = ", ".join([*TASKS, *TUNING_TASKS])
         raise DataError(f"Unknown task {name!r}. Tasks: {known}.")
     if not 1 <= n_examples <= MAX_TASK_EXAMPLES:
         raise DataError(f"Number of examples must be 1 to {MAX_TASK_EXAMPLES:,}; got {n_examples}.")
@@ -106,6 +117,8 @@ def task_text(name: str, n_examples: int = 2000, seed: int = 0, seq_len: int = 3
         raise DataError(
             f"Sequence length must be {MIN_TASK_SEQ_LEN} to {MAX_TASK_SEQ_LEN}; got {seq_len}."
         )
+    if name == "instruct":  # seq_len is not used: each turn is as long as its word makes it
+        return instruct_text(n_examples, seed)
     make = {
         "repeat": _repeat_line,
         "count": _count_line,
@@ -418,7 +431,10 @@ class TokenData:
         """
         if not text:
             raise DataError("The text is empty; there is nothing to train on.")
-        if getattr(tokenizer, "kind", None) == "char":  # one id per character: a table lookup
+        # One id per character, a table lookup; special tokens (<|user|>) need the library.
+        if getattr(tokenizer, "kind", None) == "char" and not getattr(
+            tokenizer, "special_tokens", ()
+        ):
             return cls(_char_ids(text, tokenizer), val_fraction)
         lines = text.split("\n")
         pieces = [line + "\n" for line in lines[:-1]]

@@ -7,8 +7,13 @@ unknown origin, e.g. GPT-2's). Every kind is a plain HF tokenizer, so every kind
 `tokenizer.json` that the HF library itself can load, and every encoding carries character offsets
 for highlighting. The BPE merge list in rank order is what the merge stepper walks.
 
+Special tokens (`with_special_tokens`): strings such as a chat template's "<|user|>" that always
+encode as ONE id of their own, whatever the kind, appended after the learned vocabulary so every old
+id keeps its meaning. They decode back to their own text; `special_ids` marks them as standing for
+no text of the corpus (like GPT-2's <|endoftext|> in a loaded file).
+
 Not here: a hand-written BPE (the library does the training and encoding; this file is thin glue),
-special tokens, padding and truncation, and the corpora (data.py).
+padding and truncation, and the corpora (data.py).
 """
 
 from __future__ import annotations
@@ -17,10 +22,11 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tokenizers import Regex, decoders, models, pre_tokenizers, trainers
+from tokenizers import AddedToken, Regex, decoders, models, pre_tokenizers, trainers
 from tokenizers import Tokenizer as HFTokenizer
 
 from viz_model.model.config import MAX_VOCAB
@@ -71,9 +77,14 @@ def _blank(kind: str) -> HFTokenizer:
 
 
 def _signature(data: dict) -> tuple:
-    """The parts of a tokenizer.json that decide its kind (everything but the learned vocab)."""
+    """The parts of a tokenizer.json that decide its kind (everything but the learned vocab and
+    the special tokens added to it: a char tokenizer with "<|user|>" is still a char tokenizer)."""
     keys = ("normalizer", "pre_tokenizer", "post_processor", "decoder")
-    added = tuple(t.get("content") for t in data.get("added_tokens") or [] if isinstance(t, dict))
+    added = tuple(
+        t.get("content")
+        for t in data.get("added_tokens") or []
+        if isinstance(t, dict) and (not t.get("special") or t.get("content") == UNK)
+    )
     return (data["model"].get("type"), added, *(json.dumps(data.get(k)) for k in keys))
 
 
@@ -198,6 +209,21 @@ class Tokenizer:
             raise TokenizerError(f"{path.name} is not UTF-8 text") from None
         return cls.from_json(data)
 
+    def with_special_tokens(self, tokens: Sequence[str]) -> Tokenizer:
+        """A new tokenizer with `tokens` added as special tokens, each ONE id, numbered on from the
+        last id (old ids unchanged); tokens it already has keep theirs. A model of the old
+        vocabulary needs new rows for them (model/vocab.py extend_vocab).
+        Example: char on "ab" has {<unk>: 0, a: 1, b: 2}; with ["<|end|>"], "a<|end|>" -> [1, 3]."""
+        hf = HFTokenizer.from_str(self._json)
+        new = [t for t in dict.fromkeys(tokens) if hf.token_to_id(t) is None]
+        if any(not isinstance(t, str) or not t for t in new):
+            raise TokenizerError("special tokens must be non-empty strings")
+        if hf.get_vocab_size(with_added_tokens=True) + len(new) > MAX_VOCAB:
+            raise TokenizerError(f"the vocabulary would be larger than {MAX_VOCAB}")
+        # normalized=False: matched on the raw text, so nothing (a byte-level prefix) changes them
+        hf.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in new])
+        return Tokenizer(hf, self.kind)
+
     # -- saving -----------------------------------------------------------------------------------
 
     def to_json(self) -> str:
@@ -241,6 +267,17 @@ class Tokenizer:
         added = self._data.get("added_tokens") or []
         ids = {t["id"] for t in added if isinstance(t, dict) and t.get("special")}
         return ids | ({self.unk_id} if self.unk_id is not None else set())
+
+    @property
+    def special_tokens(self) -> list[str]:
+        """The added special tokens in id order (a chat template's "<|user|>", GPT-2's
+        "<|endoftext|>"), "<unk>" excluded: each encodes as one id wherever it appears in a text."""
+        added = self._data.get("added_tokens") or []
+        return [
+            t["content"]
+            for t in sorted(added, key=lambda t: t.get("id", 0))
+            if isinstance(t, dict) and t.get("special") and t.get("content") != UNK
+        ]
 
     def id_to_token(self, i: int) -> str:
         """The token for display: byte-level "Ġthe" shows as " the"; a lone partial byte stays raw."""
