@@ -225,20 +225,23 @@ def draw(ctx: PageContext) -> None:
     _scores(before, after)
     _side_by_side(before, after)
     _own(ctx, base_id)
-    with parts.numbers_behind_it():
-        parts.numbers_table(
-            "Shares of the held-out instructions per kind: exact (the answer, then `<|end|>`), "
-            "starts right (the answer at the start, stopped or not), and the no-skill baseline:",
-            [
-                {
-                    "instruction": k,
-                    "items": len(after.of_kind(k)),
-                    "exact before": before.exact_by_kind()[k] if before else None,
-                    "exact after": after.exact_by_kind()[k],
-                    "starts right, before": before.starts_right_by_kind()[k] if before else None,
-                    "starts right, after": after.starts_right_by_kind()[k],
-                    "baseline": instruct.baseline([a.instruction for a in after.of_kind(k)]),
-                }
-                for k in after.kinds()
-            ],
-        )
+    with parts.numbers_behind_it() as opened:
+        if opened:  # built only while open
+            parts.numbers_table(
+                "Shares of the held-out instructions per kind: exact (the answer, then `<|end|>`), "
+                "starts right (the answer at the start, stopped or not), and the no-skill baseline:",
+                [
+                    {
+                        "instruction": k,
+                        "items": len(after.of_kind(k)),
+                        "exact before": before.exact_by_kind()[k] if before else None,
+                        "exact after": after.exact_by_kind()[k],
+                        "starts right, before": before.starts_right_by_kind()[k]
+                        if before
+                        else None,
+                        "starts right, after": after.starts_right_by_kind()[k],
+                        "baseline": instruct.baseline([a.instruction for a in after.of_kind(k)]),
+                    }
+                    for k in after.kinds()
+                ],
+            )
