@@ -89,6 +89,8 @@ class Watch:
             changes["tokens_per_s"] = round(share * self.job.tokens / spent) if spent > 0 else 0
             if share > 0:
                 changes["time_left"] = round(spent * (1 - share) / share, 1)
+        elif stage == "collect":
+            changes["message"] += f" ({share:.0%})"
         elif stage == "measure":
             changes.update(progress=1.0, time_left=None)
         self.status.write(force=stage == "measure", **changes)

@@ -18,6 +18,7 @@ import streamlit as st
 
 from serving import jobs, models, sae_jobs
 from ui import state, teacher
+from viz_model.analysis import sae as S
 
 JOB_KEY = "sae_job"
 IN_PAGE = "here"  # the URL value for "the SAE trained in the page run"
@@ -38,10 +39,10 @@ def settings_of(view: jobs.RunView) -> sae_jobs.SAEJob:
 
 
 def describe(view: jobs.RunView) -> str:
-    """A job's settings in a few words: 'block 1 resid_post, 4,096 features, top-16, ...'."""
+    """A job's settings in a few words: 'the residual stream after block 1, 4,096 features, ...'."""
     job = settings_of(view)
     return (
-        f"block {job.layer} {job.site}, {job.n_features:,} features, {job.sparsity()}, "
+        f"{S.SITES[job.site]} {job.layer}, {job.n_features:,} features, {job.sparsity()}, "
         f"{job.tokens // 1000:,}k tokens, seed {job.seed}"
     )
 
