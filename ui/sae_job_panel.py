@@ -60,7 +60,11 @@ def choose(bundle_id: str) -> jobs.RunView | None:
         if asked != IN_PAGE:
             st.info(f"There is no finished SAE job named “{asked}” for this model here.")
         return None
-    labels = {IN_PAGE: "Trained here, in the page", **{n: f"Job {n}" for n in finished}}
+    labels = {IN_PAGE: "Trained here, in the page"}
+    for n, view in finished.items():
+        job = settings_of(view)
+        size = f"{job.n_features:,} features, {job.sparsity()}, {job.tokens // 1000:,}k tokens"
+        labels[n] = f"Job {n} · block {job.layer}, {size}"
     name = state.selectbox(
         "Which SAE",
         JOB_KEY,
