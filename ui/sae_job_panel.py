@@ -60,6 +60,9 @@ def choose(bundle_id: str) -> jobs.RunView | None:
         if asked != IN_PAGE:
             st.info(f"There is no finished SAE job named “{asked}” for this model here.")
         return None
+    if (started := st.session_state.get(_STARTED)) in finished:  # this session's job is done:
+        state.set_value(JOB_KEY, started)  # show it (once; the select changes it back at will)
+        del st.session_state[_STARTED]
     labels = {IN_PAGE: "Trained here, in the page"}
     for n, view in finished.items():
         job = settings_of(view)
@@ -159,8 +162,10 @@ def _progress(bundle_id: str, seen: tuple[str, ...]) -> None:
 
 
 def _line(view: jobs.RunView) -> str:
-    """'Job x: training the SAE, 42%, 31,000 tokens/s, about 0:40 left'."""
-    parts = [f"Job {view.name}: {view.message or view.state}", f"{view.progress:.0%}"]
+    """'Job x: training the SAE, 42% trained, 31,000 tokens/s, about 0:40 left'."""
+    parts = [f"Job {view.name}: {view.message or view.state}"]
+    if view.progress > 0:  # training's share (reading activations says its own in the message)
+        parts.append(f"{view.progress:.0%} trained")
     if view.tokens_per_s:
         parts.append(f"{view.tokens_per_s:,.0f} tokens/s")
     if view.time_left:
