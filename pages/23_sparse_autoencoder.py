@@ -215,12 +215,13 @@ def steered(spec: Spec, ids: tuple[int, ...], feature: int, alpha: float, gen_se
 
 
 job_view = sae_job_panel.choose(ctx.bundle_id)
-sae_job_panel.watch(ctx.bundle_id)
+job_auth = sae_job_panel.password()
+sae_job_panel.watch(ctx.bundle_id, job_auth)
 if job_view is None:
     spec = choose_in_page()
     model_name = models.path_of(ctx.bundle_id).name
     sae_job_panel.launcher(
-        ctx.bundle_id, model_name, spec.layer, spec.site, spec.k, spec.l1, spec.seed
+        ctx.bundle_id, model_name, spec.layer, spec.site, spec.k, spec.l1, spec.seed, job_auth
     )
     with st.spinner(f"Training an SAE on {spec.n_train:,} tokens of the training text (20–40 s)…"):
         lab = trained(spec)

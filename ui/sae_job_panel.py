@@ -1,8 +1,9 @@
 """The Sparse autoencoder page's jobs: open a finished one, start a bigger one, watch it train.
 
     job = sae_job_panel.choose(bundle_id)        # the finished job picked (URL: sae_job), or None
-    sae_job_panel.launcher(bundle_id, name, layer, site, k, l1, seed)   # "Train as a job"
-    sae_job_panel.watch(bundle_id)               # live jobs of this model, refreshed every second
+    auth = sae_job_panel.password()              # a field only when the server has a password
+    sae_job_panel.watch(bundle_id, auth)         # live jobs of this model, refreshed every second
+    sae_job_panel.launcher(bundle_id, name, layer, site, k, l1, seed, auth)   # "Train as a job"
 
 The jobs are serving/sae_jobs.py's: a child process each, under the server's caps, lock and
 teacher password, read only from their folders, so closing the browser changes nothing and every
@@ -13,6 +14,8 @@ Not here: reading a saved lab (viz_model/analysis/sae_files.py), the page's meas
 """
 
 from __future__ import annotations
+
+import time
 
 import streamlit as st
 
@@ -26,7 +29,9 @@ JOB_FEATURES = (1024, 2048, 4096)
 JOB_TOKENS = (250_000, 500_000, 1_000_000, 2_000_000)
 REFRESH_S = 1.0
 _PASSWORD = "sae_password"
-_STARTED = "_sae_started"  # the job this session started last (shown until it ends)
+_STARTED = "_sae_started"  # the job this session started last (opened when it finishes)
+_REFUSED = "_sae_refused"  # (message, time.monotonic()) of this session's last refused Stop
+REFUSAL_S = 10.0  # how long a refusal stays on screen through the live refreshes
 
 
 def _finished(bundle_id: str) -> dict[str, jobs.RunView]:
@@ -84,8 +89,21 @@ def choose(bundle_id: str) -> jobs.RunView | None:
     return view
 
 
+def password() -> jobs.Auth:
+    """The teacher password for starting and stopping SAE jobs: a field only when the server
+    has one (never in the URL); watching needs none."""
+    return teacher.password_field(_PASSWORD)
+
+
 def launcher(
-    bundle_id: str, model_name: str, layer: int, site: str, k: int, l1: float, seed: int
+    bundle_id: str,
+    model_name: str,
+    layer: int,
+    site: str,
+    k: int,
+    l1: float,
+    seed: int,
+    auth: jobs.Auth,
 ) -> None:
     """'Train as a job': this page's block, activation, sparsity and seed, a bigger dictionary
     and more tokens, started in the background (password and caps checked by sae_jobs.start)."""
@@ -114,11 +132,13 @@ def launcher(
         job = sae_jobs.SAEJob(
             bundle_id, layer, site, n_features, k, l1 if not k else 3e-2, n_tokens, seed
         )
-        auth = teacher.password_field(_PASSWORD)
         full = jobs.cap_problems(0, None)
         if full:
             st.info("The server is busy: " + "; ".join(full) + ". Start one when a job ends.")
-        if st.button("Start the job", key="sae_start", disabled=bool(full)):
+        locked = auth.required and not auth.given
+        if locked:
+            st.caption("Starting a job needs the teacher password (above).")
+        if st.button("Start the job", key="sae_start", disabled=bool(full) or locked):
             name = sae_jobs.free_name(f"{model_name}-b{layer}-{n_features}-{job.sparsity()}")
             try:
                 sae_jobs.start(name, job, auth=auth)
@@ -139,26 +159,32 @@ def _earlier(bundle_id: str) -> None:
         st.markdown("Jobs that did not finish:\n" + "\n".join(lines))
 
 
-def watch(bundle_id: str) -> None:
+def watch(bundle_id: str, auth: jobs.Auth) -> None:
     """The live jobs of this model, with progress and Stop, in a fragment that reruns every
     second while any is live; when one ends, the whole page reruns to list it."""
     live = [v.name for v in sae_jobs.list_jobs(bundle_id=bundle_id) if v.live]
     if live:
-        st.fragment(_progress, run_every=REFRESH_S)(bundle_id, tuple(live))
+        st.fragment(_progress, run_every=REFRESH_S)(bundle_id, tuple(live), auth)
 
 
-def _progress(bundle_id: str, seen: tuple[str, ...]) -> None:
+def _progress(bundle_id: str, seen: tuple[str, ...], auth: jobs.Auth) -> None:
     live = [v for v in sae_jobs.list_jobs(bundle_id=bundle_id) if v.live]
     if tuple(v.name for v in live) != seen:
         st.rerun()  # one ended (or started elsewhere): redraw the list and the selector
-    auth = teacher.auth(st.session_state.get(_PASSWORD) or None)
+    locked = auth.required and not auth.given
     for view in live:
         st.progress(min(1.0, max(0.0, view.progress)), text=_line(view))
-        if st.button("Stop", key=f"sae_stop_{view.name}", help="Nothing is saved."):
+        stop_help = "Stop needs the teacher password (above)." if locked else "Nothing is saved."
+        if st.button("Stop", key=f"sae_stop_{view.name}", disabled=locked, help=stop_help):
             try:
                 sae_jobs.stop(view.name, auth=auth)
+                st.session_state.pop(_REFUSED, None)
             except jobs.JobError as exc:
-                st.warning(f"Not stopped: {exc}.")
+                st.session_state[_REFUSED] = (f"Not stopped: {exc}.", time.monotonic())
+    # a refusal stays for REFUSAL_S: the timer's redraw would wipe it before it is read
+    message, when = st.session_state.get(_REFUSED) or ("", 0.0)
+    if message and time.monotonic() - when < REFUSAL_S:
+        st.warning(message)
 
 
 def _line(view: jobs.RunView) -> str:
