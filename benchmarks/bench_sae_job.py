@@ -19,6 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import torch
+
 from benchmarks.common import emit
 from serving import jobs, models, sae_jobs
 from viz_model.analysis.sae_files import load_lab
@@ -30,7 +32,7 @@ MODEL, LAYER = "shakespeare-char", 1
 def run(tokens: int, features: int, k: int, l1: float, seed: int) -> dict:
     bundle_id = models.bundle_id((ASSETS_DIR / "models" / MODEL).resolve())
     job = sae_jobs.SAEJob(bundle_id, LAYER, "resid_post", features, k, l1, tokens, seed)
-    name = f"bench-{features}-{job.sparsity().replace(' ', '')}-{int(time.time())}"
+    name = sae_jobs.free_name(f"bench-{features}-{job.sparsity()}")
     start = time.perf_counter()
     sae_jobs.start(name, job, auth=jobs.Auth.resolve(os.environ.get(jobs.PASSWORD_ENV)))
     began, last = {}, None
@@ -45,6 +47,7 @@ def run(tokens: int, features: int, k: int, l1: float, seed: int) -> dict:
     wall = time.perf_counter() - start
     if view.state != "finished":
         return {"job": name, "state": view.state, "message": view.message}
+    began.pop("finished", None)  # the last stage ends when the job is seen finished
     times = list(began.values()) + [wall]
     stages = {s: round(times[i + 1] - times[i], 1) for i, s in enumerate(began)}
     lab = load_lab(view.path, d_model=128)
@@ -80,6 +83,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--runs", type=Path, help="the runs folder (default: a temporary one)")
     args = parser.parse_args()
+    torch.set_num_threads(1)  # this process only reads files; the job's threads are job_threads
     with tempfile.TemporaryDirectory() as tmp:
         os.environ[jobs.RUNS_ENV] = str(args.runs or tmp)
         os.environ.setdefault("VIZ_JOB_THREADS", "1")
