@@ -146,3 +146,27 @@ def test_a_model_that_vanished_fails_the_job_with_the_reason(root):
     assert view.state == "failed" and "the model at /nowhere/model cannot be loaded" in view.message
     with pytest.raises(JobError, match="cannot be read"):  # and start refuses it up front
         sae_jobs.start("orphan2", gone, auth=jobs.Auth())
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"site": "attn"}, "activation must be one of"),
+        ({"n_features": 0}, "dictionary size must be"),
+        ({"k": 0, "l1_coeff": -1.0}, "L1 coefficient must be above 0"),
+        ({"tokens": 10**9}, "trains on 1,000 to"),
+        ({"layer": "1"}, "must be whole numbers"),
+        ({"bundle_id": "no-id"}, "is not a model id"),
+        ({"unknown": 1}, "do not fit"),
+    ],
+)
+def test_bad_job_settings_are_refused_in_words(change, words):
+    with pytest.raises(JobError, match=words):
+        sae_jobs.SAEJob.from_dict({**SMALL.to_dict(), **change})
+
+
+def test_a_block_the_model_lacks_is_refused_and_names_are_free_slugs(root):
+    with pytest.raises(JobError, match="no block 9"):
+        sae_jobs.start("deep", sae_jobs.SAEJob(BUNDLE_ID, layer=9), auth=jobs.Auth())
+    (root / "sae" / "m-b1-1024-L1-0-01").mkdir(parents=True)
+    assert sae_jobs.free_name("m-b1-1024-L1 0.01") == "m-b1-1024-L1-0-01-2"
