@@ -122,7 +122,7 @@ def launcher(
             "and others keep working, and closing the browser does not stop it. When it "
             "finishes it appears under “Which SAE” above, for everyone using this model. It "
             "uses the block, activation, sparsity and seed chosen above. How long: 500k "
-            "activations with 1,024 features took under a minute on a busy 2-core test "
+            "activations with 1,024 features took about a minute on a busy 2-core test "
             "machine, 1M with 4,096 about 7 minutes (`benchmarks/README.md`)."
         )
         if models.split_precision(bundle_id)[1] is not None:
@@ -166,7 +166,7 @@ def _earlier(bundle_id: str) -> None:
     jobs_here = sae_jobs.list_jobs(bundle_id=bundle_id)
     ended = [v for v in jobs_here if not v.live and v.state != "finished"]
     if ended:
-        lines = [f"- {v.name}: {v.state}, {v.message}" for v in ended[:5]]
+        lines = [f"- {v.name} ({v.state}): {v.message}" for v in ended[:5]]
         st.markdown("Jobs that did not finish:\n" + "\n".join(lines))
 
 
