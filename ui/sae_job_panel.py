@@ -15,6 +15,7 @@ Not here: reading a saved lab (viz_model/analysis/sae_files.py), the page's meas
 
 from __future__ import annotations
 
+import re
 import time
 
 import streamlit as st
@@ -71,8 +72,9 @@ def choose(bundle_id: str) -> jobs.RunView | None:
         return None
     asked = st.query_params.get(JOB_KEY, IN_PAGE)
     if not finished:
-        if asked != IN_PAGE:
-            st.info(f"There is no finished SAE job named “{asked}” for this model here.")
+        if asked != IN_PAGE:  # the name from the URL is shown only when it is a plain slug
+            named = f" named “{asked}”" if re.fullmatch(r"[A-Za-z0-9_-]{1,64}", asked) else ""
+            st.info(f"There is no finished SAE job{named} for this model here.")
         return None
     if (started := st.session_state.get(_STARTED)) in finished:  # this session's job is done:
         state.set_value(JOB_KEY, started)  # show it (once; the select changes it back at will)
