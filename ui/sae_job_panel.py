@@ -145,7 +145,10 @@ def launcher(
         job = sae_jobs.SAEJob(
             bundle_id, layer, site, n_features, k, l1 if not k else 3e-2, n_tokens, seed
         )
-        full = jobs.cap_problems(0, None)
+        try:
+            full = jobs.cap_problems(0, None)
+        except jobs.JobError as exc:  # a cap set to something that is not a number
+            full = [str(exc)]
         if full:
             st.info("The server is busy: " + "; ".join(full) + ". Start one when a job ends.")
         locked = auth.required and not auth.given
