@@ -9,17 +9,20 @@ import streamlit as st
 
 import ui
 from serving import models
-from ui import cache, corpus, present, scrubber, state
+from ui import cache, corpus, present, sae_job_panel, scrubber, state
 from ui.charts import sae as charts
 from ui.charts.common import show_whitespace
 from ui.charts.neurons import direction_bars, snippets_html
 from viz_model.analysis import sae as S
+from viz_model.analysis import sae_files
 from viz_model.analysis.tokens import token_text
 from viz_model.model.sampling import SamplingSettings
 from viz_model.text.data import VAL_FRACTION
 
 FEATURES = (256, 512, 1024, 2048)
 TOP_K = (4, 8, 16, 32)
+L1_COEFFS = (0.001, 0.003, 0.01, 0.03, 0.1)
+SPARSITY = {"topk": "top-k", "l1": "L1 penalty"}
 TRAIN_TOKENS = (25_000, 50_000, 100_000, 200_000)
 MAX_PARAMS = 30_000_000  # larger models take minutes to read 100k tokens on a CPU core
 N_SNIPPETS, STEER_TOKENS = 6, 80
@@ -37,17 +40,15 @@ st.markdown(
     "0. If the dictionary is good, each direction means one thing, which a single neuron often "
     "does not."
 )
-st.latex(
-    r"f = \mathrm{ReLU}\big(W_{enc}\,(x - b_{dec})/s + b_{enc}\big)"
-    r"\quad\text{(only the } k \text{ largest kept)}"
-)
+st.latex(r"f = \mathrm{ReLU}\big(W_{enc}\,(x - b_{dec})/s + b_{enc}\big)")
 st.latex(r"\hat x = s\,W_{dec}\, f + b_{dec} = b_{dec} + s \sum_i f_i\, d_i")
 st.caption(
     "W_dec's columns d_i have length 1: the directions. s is a fixed scale that makes the "
-    "activations about 1 per dimension. Training minimises the squared error |x − x̂|²; "
-    "sparsity comes from keeping only the k largest pre-activations of each token (top-k). "
-    "Features that stop firing are re-initialised toward tokens the SAE reconstructs badly "
-    "(resampling, as in Anthropic's “Towards Monosemanticity”)."
+    "activations about 1 per dimension. Training minimises the squared error |x − x̂|²/s². "
+    "Sparsity comes either from **top-k** (only the k largest pre-activations of each token are "
+    "kept, the rest set to 0) or from an **L1 penalty** λ Σ f_i added to the loss. Features "
+    "that stop firing are re-initialised toward tokens the SAE reconstructs badly (resampling, "
+    "as in Anthropic's “Towards Monosemanticity”)."
 )
 
 text = corpus.text_of(ctx.bundle)
@@ -65,56 +66,107 @@ if ctx.model.n_params() > MAX_PARAMS:
     st.stop()
 
 sites = ["resid_post"] if cfg.attn_only else ["resid_post", "mlp_out"]
-c1, c2, c3 = st.columns(3)
-layer = state.slider(
-    "Block", "sae_layer", 0, cfg.n_layer - 1, cfg.n_layer // 2 - (cfg.n_layer > 1), container=c1
-)
-site = state.radio(
-    "Activation",
-    "sae_site",
-    sites,
-    "resid_post",
-    container=c1,
-    format_func=SITE_LABELS.get,
-)
-n_features = state.select_slider("Dictionary size F", "sae_f", FEATURES, 512, container=c2)
-k = state.select_slider(
-    "Active features per token k", "sae_k", TOP_K, 16, container=c2, help="top-k sparsity"
-)
-n_train = state.select_slider(
-    "Training tokens",
-    "sae_tokens",
-    TRAIN_TOKENS,
-    100_000,
-    container=c3,
-    format_func=lambda n: f"{n // 1000}k",
-)
-seed = state.number_input("Seed", "sae_seed", 0, 999, 0, container=c3)
 
 
 @dataclass(frozen=True)
 class Spec:
-    """Everything a trained SAE depends on."""
+    """Everything a trained SAE depends on: k > 0 for top-k, else the L1 coefficient l1; `job`
+    names a finished job's folder and its file's mtime ("" for an SAE trained in the page)."""
 
     bundle_id: str
     layer: int
     site: str
     n_features: int
     k: int
+    l1: float
     n_train: int
     seed: int
+    job: str = ""
 
     @property
     def hook(self) -> str:
         return S.hook_name(self.layer, self.site)
 
+    @property
+    def sparsity(self) -> str:
+        return f"top-{self.k}" if self.k else f"L1 λ = {self.l1:g}"
+
+
+def choose_in_page() -> Spec:
+    """The widgets for an SAE trained in the page run (every choice in the URL)."""
+    c1, c2, c3 = st.columns(3)
+    default_layer = cfg.n_layer // 2 - (cfg.n_layer > 1)
+    layer = state.slider("Block", "sae_layer", 0, cfg.n_layer - 1, default_layer, container=c1)
+    site = state.radio(
+        "Activation", "sae_site", sites, "resid_post", container=c1, format_func=SITE_LABELS.get
+    )
+    n_features = state.select_slider("Dictionary size F", "sae_f", FEATURES, 512, container=c2)
+    sparsity = state.radio(
+        "Sparsity",
+        "sae_sparsity",
+        list(SPARSITY),
+        "topk",
+        container=c2,
+        format_func=SPARSITY.get,
+        horizontal=True,
+    )
+    if sparsity == "topk":
+        k, l1 = (
+            state.select_slider("Active features per token k", "sae_k", TOP_K, 16, container=c2),
+            0.0,
+        )
+    else:
+        help_l1 = "The loss adds λ times the sum of the feature activations."
+        l1 = state.select_slider(
+            "L1 coefficient λ", "sae_l1", L1_COEFFS, 0.01, container=c2, help=help_l1
+        )
+        k = 0
+    n_train = state.select_slider(
+        "Training tokens",
+        "sae_tokens",
+        TRAIN_TOKENS,
+        100_000,
+        container=c3,
+        format_func=lambda n: f"{n // 1000}k",
+    )
+    seed = state.number_input("Seed", "sae_seed", 0, 999, 0, container=c3)
+    return Spec(ctx.bundle_id, layer, site, n_features, k, float(l1), n_train, seed)
+
+
+def job_spec(view) -> Spec:
+    """The Spec of a finished job: its settings, and its SAE file's mtime (a redo reloads)."""
+    job = sae_job_panel.settings_of(view)
+    mtime = (view.path / sae_files.SAE_FILE).stat().st_mtime_ns if view.path.is_dir() else 0
+    l1 = 0.0 if job.k else job.l1_coeff
+    return Spec(
+        ctx.bundle_id,
+        job.layer,
+        job.site,
+        job.n_features,
+        job.k,
+        l1,
+        job.tokens,
+        job.seed,
+        f"{view.path}@{mtime}",
+    )
+
 
 @cache.per_model(keep=2)
 def _trained(
-    bundle_id: str, layer: int, site: str, n_features: int, k: int, n_train: int, seed: int
+    bundle_id: str,
+    layer: int,
+    site: str,
+    n_features: int,
+    k: int,
+    l1: float,
+    n_train: int,
+    seed: int,
+    job: str,
 ) -> S.Lab:
     bundle = cache.bundle(bundle_id)
-    config = S.SAEConfig(n_features=n_features, k=k, seed=seed)
+    if job:  # a finished job's lab, read and checked (sae_files.SAEFileError if damaged)
+        return sae_files.load_lab(job.rsplit("@", 1)[0], bundle.model.cfg.d_model)
+    config = S.SAEConfig(n_features=n_features, k=k, l1_coeff=l1 or 3e-2, seed=seed)
     hook = S.hook_name(layer, site)
     held_out = corpus.source_of(bundle).get("val_fraction", VAL_FRACTION)
     text = corpus.text_of(bundle)
@@ -122,7 +174,7 @@ def _trained(
 
 
 def trained(spec: Spec) -> S.Lab:
-    """The SAE `spec` describes, trained once per server (plain values key the cache)."""
+    """The SAE `spec` describes, trained (or read) once per server (plain values key the cache)."""
     return _trained(*astuple(spec))
 
 
@@ -162,9 +214,27 @@ def steered(spec: Spec, ids: tuple[int, ...], feature: int, alpha: float, gen_se
     return S.steered(model, list(ids), spec.hook, vector, STEER_TOKENS, gen_seed, settings)
 
 
-spec = Spec(ctx.bundle_id, layer, site, n_features, k, n_train, seed)
-with st.spinner(f"Training an SAE on {n_train:,} tokens of the training text (20–40 s)…"):
-    lab = trained(spec)
+job_view = sae_job_panel.choose(ctx.bundle_id)
+job_auth = sae_job_panel.password()
+sae_job_panel.watch(ctx.bundle_id, job_auth)
+if job_view is None:
+    spec = choose_in_page()
+    model_name = models.path_of(ctx.bundle_id).name
+    sae_job_panel.launcher(
+        ctx.bundle_id, model_name, spec.layer, spec.site, spec.k, spec.l1, spec.seed, job_auth
+    )
+    with st.spinner(f"Training an SAE on {spec.n_train:,} tokens of the training text (20–40 s)…"):
+        lab = trained(spec)
+else:
+    spec = job_spec(job_view)
+    try:
+        lab = trained(spec)
+    except sae_files.SAEFileError as exc:
+        st.warning(
+            f"The SAE of job {job_view.name} cannot be opened: {exc}. Choose another SAE above, "
+            "or train one here."
+        )
+        st.stop()
 m, log = lab.metrics, lab.log
 
 st.subheader("How good is the dictionary?")
@@ -177,14 +247,23 @@ m1.metric(
 )
 m2.metric("Active per token", f"{m.l0:.1f}", help=f"L0: features above 0, of {m.n_features:,}")
 m3.metric("Alive / dead", f"{m.n_alive:,} / {m.n_dead:,}")
-l1, l2, l3 = st.columns(3)
-l1.metric("Loss, clean", f"{m.clean_loss:.3f}", help="nats per token on the held-out windows")
-l2.metric("Loss, SAE spliced in", f"{m.spliced_loss:.3f}", help="x replaced by x̂ at every token")
-l3.metric("Loss, mean-ablated", f"{m.ablated_loss:.3f}", help="x replaced by its mean activation")
-st.markdown(S.splice_claim(m).text)
+r1, r2, r3 = st.columns(3)
+r1.metric("Loss, clean", f"{m.clean_loss:.3f}", help="nats per token on the held-out windows")
+r2.metric("Loss, SAE spliced in", f"{m.spliced_loss:.3f}", help="x replaced by x̂ at every token")
+r3.metric("Loss, mean-ablated", f"{m.ablated_loss:.3f}", help="x replaced by its mean activation")
+if not spec.k:
+    st.markdown(
+        f"**L1 sparsity** (λ = {spec.l1:g}): nothing caps how many features a token uses. The "
+        "penalty pulls every activation toward 0 by the same amount, large ones too (so they "
+        "come out a little small), and training settles how many stay above 0: here a "
+        f"held-out token has **{m.l0:.1f}** active features on average, of {m.n_features:,}. "
+        "A larger λ gives fewer active features and a rougher reconstruction."
+    )
+st.markdown(S.splice_claim(m, l1=not spec.k).text)
 st.markdown(S.dead_claim(m, log.dead_window_tokens).text)
+made_by = f"Trained as job {job_view.name} on" if job_view is not None else "Trained on"
 st.caption(
-    f"Trained on {log.tokens:,} activations at `{spec.hook}` from random windows of the "
+    f"{made_by} {log.tokens:,} activations at `{spec.hook}` from random windows of the "
     f"training split ({len(log.mse):,} steps of {log.tokens // max(1, len(log.mse)):,}); "
     f"measured on {m.tokens:,} held-out tokens of the validation split. " + S.resampling_note(log)
 )
@@ -279,7 +358,16 @@ elif state.toggle(
 ):
     middle = others[len(others) // 2]
     other = state.select_slider("Training step to compare with", "sae_snap", others, middle)
-    other_spec = replace(spec, bundle_id=final_id if other == final else f"{final_id}#{other}")
+    other_id = final_id if other == final else f"{final_id}#{other}"
+    # a job's SAE is matched against one trained here: same F and sparsity, the page's tokens
+    other_spec = replace(
+        spec, bundle_id=other_id, job="", n_train=min(spec.n_train, TRAIN_TOKENS[-1])
+    )
+    if job_view is not None:
+        st.caption(
+            f"The SAE for step {other:,} is trained here, in the page, with this job's settings "
+            f"but on {other_spec.n_train:,} tokens (the most the page trains on)."
+        )
     with st.spinner(f"Training an SAE on the model at step {other:,} and matching features…"):
         found = matched(spec, other_spec)
     st.markdown(S.match_claim(found.r, found.chance, found.alive, other).text)
@@ -299,8 +387,8 @@ elif state.toggle(
     )
 
 st.info(
-    "What this is not: an SAE trained here in half a minute on a small model is small and "
-    "quickly trained, so its features are rough: some are split or mixed, and the frequent "
+    "What this is not: an SAE trained in half a minute (or a job's few minutes) on a small "
+    "model is small and quickly trained, so its features are rough: some are split or mixed, and the frequent "
     "ones are often just “this letter” or “start of a word”. Research SAEs train on hundreds "
     "of millions of tokens. The promoted tokens read the direction straight into the output, "
     "skipping the blocks after this one, and steering adds a fixed vector at every position, "

@@ -206,6 +206,10 @@ def _failed(folder: Path, message: str) -> int:
 
 def run(folder: Path) -> int:
     """Train the run in `folder` to its end; status.json says how it ended."""
+    if jobs.read_json(folder / "plan.json", {}).get("kind") == "sae":  # runs/sae/<name>/
+        from serving import sae_worker  # another kind of job: its own worker, the same command
+
+        return sae_worker.run(folder)
     with jobs.locked(folder.parent):  # jobs.start holds it until our pid and settings are written
         pass
     plan = jobs.read_json(folder / "plan.json", {})

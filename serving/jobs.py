@@ -89,6 +89,10 @@ LIVE = ("running", "paused")
 STATES = (*LIVE, "finished", "stopped", "failed", "interrupted")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 LOCK_FILE = ".jobs.lock"
+# Jobs of another kind live in their own folder under the runs root (runs/sae/<name>/: a sparse
+# autoencoder, serving/sae_jobs.py), started by launch_run(kind=...) as the same worker command,
+# under the same lock and caps: each live one holds a job slot like a training run.
+KINDS = ("sae",)
 HISTORY_FILE = "history.jsonl"  # one step record a line, appended by the worker
 ESTIMATE_FILE = "estimate.json"  # the speed the page promised before Start
 # How far two readings of one process's start time may differ: Linux derives it from the boot
@@ -373,7 +377,10 @@ def list_runs(root: Path | None = None) -> list[RunView]:
 
 
 def _live_runs(root: Path) -> list[str]:
-    return [v.name for v in list_runs(root) if v.live]
+    live = [v.name for v in list_runs(root) if v.live]
+    for kind in KINDS:  # "sae/<name>": jobs of another kind hold a slot too
+        live += [f"{kind}/{v.name}" for v in list_runs(root / kind) if v.live]
+    return live
 
 
 def _room_problem(root: Path, limits: Limits) -> str | None:
@@ -484,12 +491,17 @@ def launch_run(
     params: int,
     plan: dict[str, Any],
     fill: Callable[[Path], RunSettings],
+    kind: str = "",
 ) -> RunView:
     """The one way a run begins (start here, and retrain.py's damaged copies): refuse a bad or
     taken name and a model over the parameter cap; then, under the lock, check the room, make
     the folder, let `fill(path)` write what the run starts from and return its settings, start
-    the worker with `plan`, and write settings.json last. A failure leaves no half-made run."""
-    path = run_dir(name, root)
+    the worker with `plan`, and write settings.json last. A failure leaves no half-made run.
+    `kind` (one of KINDS) puts the folder in root/kind; the lock and the caps stay root's."""
+    if kind and kind not in KINDS:
+        raise JobError(f"unknown kind of job {kind!r}")
+    folder_root = root / kind if kind else root
+    path = run_dir(name, folder_root)
     if (REPO / "assets" / "models" / name).exists():
         raise JobError(f"{name!r} is the name of a bundled model; choose another name")
     limits = Limits.from_env()
@@ -498,6 +510,7 @@ def launch_run(
     with locked(root):
         _check_room(root, limits)
         try:
+            folder_root.mkdir(exist_ok=True)
             path.mkdir()  # exclusive: of two starts of one name, the second fails here
         except FileExistsError:
             raise JobError(f"a run named {name!r} already exists; choose another name") from None
@@ -510,7 +523,7 @@ def launch_run(
         except (OSError, CheckpointError, ValueError) as exc:  # a full disk: leave no half-run
             shutil.rmtree(path, ignore_errors=True)
             raise JobError(f"could not start {name!r}: {exc}") from None
-    return read(name, root)
+    return read(name, folder_root)
 
 
 def _launch(path: Path, plan: dict[str, Any], limits: Limits, params: int | None) -> None:

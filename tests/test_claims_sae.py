@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.claims_models import GPT_CLAIM_MODELS, claim_bundle
+from tests.claims_models import CLASS_TRAINED, GPT_CLAIM_MODELS, claim_bundle
 from viz_model.analysis import sae as S
 from viz_model.text.data import DataError, load_corpus, load_text
 
@@ -54,3 +54,25 @@ def test_the_sae_claims_hold_on_every_claim_model(name, claim_bundles):
     clean = torch.nn.functional.cross_entropy(logits.flatten(0, 1), held[:, 1:].flatten())
     assert m.clean_loss == pytest.approx(float(clean), rel=1e-4)
     assert 0 <= m.l0 <= CFG.k
+
+
+@pytest.mark.parametrize(
+    ("name", "l1"), [("shakespeare-char", 0.1), (CLASS_TRAINED, 0.003), (CLASS_TRAINED, 0.1)]
+)
+def test_the_sae_claims_hold_with_l1_sparsity(name, l1, claim_bundles):
+    """With an L1 penalty (a weak one and one so strong the reconstruction can fall below the
+    mean's): L0 is measured, not capped, and each sentence still follows its numbers."""
+    bundle = claim_bundle(claim_bundles, name)
+    cfg = S.SAEConfig(n_features=128, k=0, l1_coeff=l1, batch_size=256, resample_every=10)
+    hook = S.hook_name(bundle.model.cfg.n_layer // 2)
+    lab = S.lab(bundle.model, bundle.tokenizer, _text(bundle), hook, cfg, n_tokens=6000)
+    m = lab.metrics
+    splice = S.splice_claim(m, l1=True)
+    worth = m.ablated_loss - m.clean_loss
+    assert splice.made == (worth > 0 and m.loss_recovered >= S.GOOD_RECOVERY)
+    if m.spliced_loss > m.ablated_loss and worth > 0:
+        assert "does worse than the mean activation" in splice.text
+    elif not splice.made and worth > 0:
+        assert "a smaller L1 coefficient" in splice.text
+    assert 0 <= m.l0 <= m.n_features
+    assert S.dead_claim(m, lab.log.dead_window_tokens).made == (m.n_dead > 0)

@@ -95,3 +95,28 @@ def test_the_comparison_with_a_snapshot_prints_the_matching_it_ran():
         torch.set_num_threads(threads)
     printed = [md.value for md in at.markdown]
     assert S.match_claim(found.r, found.chance, found.alive, 34).text in printed
+
+
+def test_l1_sparsity_from_the_url_shows_its_measured_l0_and_claims():
+    query = {"model": "shakespeare-char", "prompt": PROMPT, **SMALL, "sae_sparsity": "l1"}
+    at = open_link(MODELS, PAGE, {**query, "sae_l1": "0.03"}, timeout=600)
+    assert not at.exception, at.exception[0].value
+    bundle = load_bundle(MODELS / "shakespeare-char")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        cfg = S.SAEConfig(n_features=256, k=0, l1_coeff=0.03, seed=0)
+        text = load_text(bundle.meta["data"])
+        lab = S.lab(bundle.model, bundle.tokenizer, text, S.hook_name(0), cfg, 25_000)
+    finally:
+        torch.set_num_threads(threads)
+    m = lab.metrics
+    assert _metric(at, "Active per token") == f"{m.l0:.1f}"
+    assert _metric(at, "Variance explained") == f"{m.fve:.1%}"
+    printed = [md.value for md in at.markdown]
+    assert S.splice_claim(m, l1=True).text in printed
+    assert S.dead_claim(m, lab.log.dead_window_tokens).text in printed
+    said = next(t for t in printed if t.startswith("**L1 sparsity** (λ = 0.03)"))
+    assert f"**{m.l0:.1f}** active features on average, of 256" in said
+    assert at.query_params["sae_sparsity"] == "l1" and at.query_params["sae_l1"] == "0.03"
+    assert not any(s.label.startswith("Active features per token k") for s in at.select_slider)

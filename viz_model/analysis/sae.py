@@ -20,7 +20,8 @@ Activations come from the model's own training text through a hook (`blocks.{l}.
 or `blocks.{l}.hook_mlp_out`); splicing the reconstruction back in goes through `model.intervene`,
 so the shared model is never changed.
 
-Not here: the page and its charts; comparing features across training snapshots; training as a job.
+Not here: the page and its charts; saving and loading a trained lab (`sae_files.py`); the job
+that trains one in the background (`serving/sae_jobs.py`, `serving/sae_worker.py`).
 """
 
 from __future__ import annotations
@@ -139,9 +140,16 @@ class _Enough(Exception):
 
 
 @torch.no_grad()
-def collect(model: GPT, windows: torch.Tensor, name: str, batch_size: int = 64) -> torch.Tensor:
+def collect(
+    model: GPT,
+    windows: torch.Tensor,
+    name: str,
+    batch_size: int = 64,
+    progress: Callable[[float], None] | None = None,
+) -> torch.Tensor:
     """The activation at hook `name` for every token of windows (N, T): (N * T, D) float32. The
-    forward pass stops at the hook, so blocks after it cost nothing."""
+    forward pass stops at the hook, so blocks after it cost nothing. `progress(share)` is called
+    after each batch (a job's worker reports it, and may raise there to stop)."""
     model.check_names([name])
     out: list[torch.Tensor] = []
 
@@ -155,6 +163,8 @@ def collect(model: GPT, windows: torch.Tensor, name: str, batch_size: int = 64) 
                 model(windows[i : i + batch_size])
         except _Enough:
             pass
+        if progress is not None:
+            progress(min(1.0, (i + batch_size) / len(windows)))
     return torch.cat(out)
 
 
@@ -551,17 +561,25 @@ def lab(
     name: str,
     cfg: SAEConfig,
     n_tokens: int,
-    progress: Callable[[float], None] | None = None,
+    progress: Callable[[str, float], None] | None = None,
     val_fraction: float = VAL_FRACTION,
 ) -> Lab:
     """Train an SAE on about n_tokens activations at `name` from random windows of the training
     split of `text`, measure it on held-out windows of its validation split, and tabulate its
     features over windows spread evenly through `text`. val_fraction: the share of the text the
-    model held out in training (its bundle's meta["data"]), so "held out" means the same here."""
+    model held out in training (its bundle's meta["data"]), so "held out" means the same here.
+    progress(stage, share): stage "collect" (reading activations), then "train", then "measure"."""
+
+    def report(stage: str) -> Callable[[float], None] | None:
+        return None if progress is None else lambda share: progress(stage, share)
+
     data = TokenData.from_text(text, tokenizer, val_fraction)
     n_ctx = model.cfg.n_ctx
-    acts = collect(model, random_windows(data.train, n_tokens, n_ctx, cfg.seed)[:, :-1], name)
-    sae, log = train_sae(acts, cfg, progress)
+    windows = random_windows(data.train, n_tokens, n_ctx, cfg.seed)[:, :-1]
+    acts = collect(model, windows, name, progress=report("collect"))
+    sae, log = train_sae(acts, cfg, report("train"))
+    if progress is not None:
+        progress("measure", 0.0)
     held_out = random_windows(data.val, EVAL_TOKENS, n_ctx, cfg.seed + 1)
     metrics = evaluate(model, sae, name, held_out, acts.mean(0), log.dead)
     browse = corpus_windows(text, tokenizer, BROWSE_WINDOWS, min(64, n_ctx))
@@ -688,8 +706,9 @@ def resampling_note(log: TrainLog) -> str:
     return f"Resampling looked {log.checks} time{'s' * (log.checks > 1)} and found no dead feature."
 
 
-def splice_claim(m: SAEMetrics) -> Claim:
-    """What splicing the reconstruction in costs, against what mean-ablating the hook costs."""
+def splice_claim(m: SAEMetrics, l1: bool = False) -> Claim:
+    """What splicing the reconstruction in costs, against what mean-ablating the hook costs;
+    l1: the SAE's sparsity is an L1 penalty (the remedy then is a smaller coefficient)."""
     cost, worth = m.spliced_loss - m.clean_loss, m.ablated_loss - m.clean_loss
     numbers = {
         "cost": cost,
@@ -709,6 +728,14 @@ def splice_claim(m: SAEMetrics) -> Claim:
             False,
             numbers,
         )
+    remedy = "a smaller L1 coefficient" if l1 else "a larger k"
+    if m.spliced_loss > m.ablated_loss:
+        return Claim(
+            f"{measured}. The reconstruction does worse than the mean activation: it keeps none "
+            f"of what this activation is worth; train on more tokens or with {remedy}.",
+            False,
+            numbers,
+        )
     share = f"{m.loss_recovered:.0%}"
     if m.loss_recovered >= GOOD_RECOVERY:
         return Claim(
@@ -720,7 +747,7 @@ def splice_claim(m: SAEMetrics) -> Claim:
     return Claim(
         f"{measured}. The reconstruction keeps only {share} of what this activation is worth "
         f"(below {GOOD_RECOVERY:.0%}): too rough to stand in for it; train on more tokens or "
-        "with a larger k.",
+        f"with {remedy}.",
         False,
         numbers,
     )
