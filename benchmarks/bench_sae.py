@@ -60,10 +60,17 @@ def run(tokens: int, features: int, k: int, seed: int) -> dict:
         "tokens_per_s": round(acts.shape[0] / wall),
         "resampled": log.resampled,
         "eval_tokens": m.tokens,
+        "dead_window_tokens": log.dead_window_tokens,
+        **quality(m),
+    }
+
+
+def quality(m) -> dict:
+    """An SAE's measured quality (S.Metrics), and the machine's load while it was measured."""
+    return {
         "fve": round(m.fve, 4),
         "l0": round(m.l0, 2),
         "dead": m.n_dead,
-        "dead_window_tokens": log.dead_window_tokens,
         "clean_loss": round(m.clean_loss, 4),
         "spliced_loss": round(m.spliced_loss, 4),
         "mean_ablated_loss": round(m.ablated_loss, 4),

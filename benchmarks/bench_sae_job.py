@@ -21,6 +21,7 @@ from pathlib import Path
 
 import torch
 
+from benchmarks.bench_sae import quality
 from benchmarks.common import emit
 from serving import jobs, models, sae_jobs
 from viz_model.analysis.sae_files import load_lab
@@ -62,15 +63,8 @@ def run(tokens: int, features: int, k: int, l1: float, seed: int) -> dict:
         "job_threads": view.threads,
         "wall_s": round(wall, 1),
         "stages_s": stages,
-        "fve": round(m.fve, 4),
-        "l0": round(m.l0, 2),
-        "dead": m.n_dead,
-        "clean_loss": round(m.clean_loss, 4),
-        "spliced_loss": round(m.spliced_loss, 4),
-        "mean_ablated_loss": round(m.ablated_loss, 4),
-        "loss_recovered": round(m.loss_recovered, 4),
         "resampled": lab.log.resampled,
-        "load_average_1m": round(os.getloadavg()[0], 2),
+        **quality(m),
     }
 
 
