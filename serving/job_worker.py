@@ -266,6 +266,8 @@ def _drive(
         built.meta,
         peak_lr=control.lr,
         notes=lambda: _take(events),
+        old_data=built.old_data,  # a fine-tune's forgetting (training/finetune.py)
+        on_save=built.on_save,
     )
     if control.stop:  # Stop pressed while the run was being set up: one step, then the save
         stop.set()
