@@ -143,15 +143,19 @@ def batch_losses(model, data: TokenData, cfg: TrainConfig) -> list[float]:
     return out
 
 
+def _mean_sd(values: list[float]) -> tuple[float, float]:
+    """The mean and the sample standard deviation of the per-window losses."""
+    mean = sum(values) / len(values)
+    return mean, math.sqrt(sum((v - mean) ** 2 for v in values) / max(1, len(values) - 1))
+
+
 def _before(model, tokenizer, data, old, cfg) -> dict[str, Any]:
     """The base model on the loop's evaluation windows of both texts, and its sample."""
-    new = batch_losses(model, data, cfg)
-    info: dict[str, Any] = {"val_loss": round(sum(new) / len(new), 5)}
-    if old is not None:
-        losses = batch_losses(model, old, cfg)
-        mean = sum(losses) / len(losses)
-        spread = math.sqrt(sum((v - mean) ** 2 for v in losses) / max(1, len(losses) - 1))
-        info.update(old_val_loss=round(mean, 5), old_val_sd=round(spread, 5))
+    info: dict[str, Any] = {}
+    for key, split in (("val", data), ("old_val", old)):
+        if split is not None:
+            mean, spread = _mean_sd(batch_losses(model, split, cfg))
+            info.update({f"{key}_loss": round(mean, 5), f"{key}_sd": round(spread, 5)})
     info["eval_batches"] = cfg.eval_batches
     info["sample"] = sample_text(model, tokenizer, cfg.sample_tokens) if cfg.sample_tokens else ""
     return info
