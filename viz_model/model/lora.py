@@ -106,10 +106,24 @@ def target_modules(model: nn.Module, targets: Iterable[str]) -> dict[str, nn.Lin
 
 
 def lora_count(model: nn.Module, rank: int, targets: Iterable[str]) -> int:
-    """Trainable parameters of LoRA with rank r on `targets`: r (in + out) per chosen matrix."""
-    return sum(
-        rank * (m.in_features + m.out_features) for m in target_modules(model, targets).values()
-    )
+    """Trainable parameters of LoRA with rank r on `targets`: r (in + out) per chosen matrix
+    (ValueError for a rank that is not low for them: check_rank_fits)."""
+    modules = target_modules(model, targets)
+    check_rank(rank)
+    check_rank_fits(modules, rank)
+    return sum(rank * (m.in_features + m.out_features) for m in modules.values())
+
+
+def check_rank_fits(modules: dict[str, nn.Linear], rank: int) -> None:
+    """Refuse a rank whose A and B would hold as many numbers as the matrix they adapt, or more:
+    r (in + out) >= in x out (a 64 x 64 matrix: r >= 32). That is no longer a low-rank update."""
+    for name, m in modules.items():
+        if rank * (m.in_features + m.out_features) >= m.in_features * m.out_features:
+            raise ValueError(
+                f"r = {rank} is not a low rank for {name} ({m.out_features} x {m.in_features}): "
+                f"A and B would hold {rank * (m.in_features + m.out_features):,} numbers, the "
+                f"matrix itself {m.in_features * m.out_features:,}. Choose a smaller r."
+            )
 
 
 def check_rank(rank: int) -> None:
@@ -124,6 +138,7 @@ def attach_lora(
     each chosen Linear. alpha defaults to r (scale alpha / r = 1)."""
     check_rank(rank)
     modules = target_modules(model, targets)
+    check_rank_fits(modules, rank)
     alpha = float(rank if alpha is None else alpha)
     for p in model.parameters():
         p.requires_grad_(False)

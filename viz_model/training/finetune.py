@@ -33,7 +33,8 @@ from viz_model.bundles.checkpoint import read_config
 from viz_model.bundles.files import CheckpointError, atomic_write
 from viz_model.bundles.load import load_bundle
 from viz_model.model.config import PRESET_TRAINING, TrainConfig
-from viz_model.model.lora import LoRA, attach_lora
+from viz_model.model.families import build_model
+from viz_model.model.lora import LoRA, attach_lora, lora_count
 from viz_model.text import ngram
 from viz_model.text.data import VAL_FRACTION, TokenData, example_prompts, load_text
 from viz_model.text.tokenization import Tokenizer
@@ -101,7 +102,20 @@ def check_base(settings: RunSettings, text: str) -> int:
 
     tokenizer = read_tokenizer(base, cfg, raw.get("tokenizer_sha256"))
     check_new_text(text, tokenizer, base.name)
+    if settings.lora_rank:
+        trainable_count(base, settings.lora_rank, settings.lora_targets)  # the rank fits
     return n_params(cfg)
+
+
+def trainable_count(base: Path, rank: int, targets) -> tuple[int, int]:
+    """(trainable, total) parameters of a fine-tune of `base`: LoRA's r (in + out) per chosen
+    matrix, or every weight (rank 0). Built on the meta device: no weights read, no memory.
+    ValueError for matrices the model lacks or a rank that is not low for them."""
+    cfg, _ = read_config(base)
+    with torch.device("meta"):
+        model = build_model(cfg)
+    total = model.n_params()
+    return (lora_count(model, rank, targets) if rank else total), total
 
 
 def train_config(settings: RunSettings, base_train: dict[str, Any] | None) -> TrainConfig:

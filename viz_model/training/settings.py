@@ -222,6 +222,10 @@ def model_shape(settings: RunSettings, text: str) -> ModelConfig:
     """The model a run of `settings` on `text` will build, before its tokenizer is trained: the
     vocabulary is exact for char (every distinct character of `text` plus <unk>) and the size asked
     for (an upper bound) for bpe and word. ValueError for an invalid shape."""
+    if settings.base is not None:  # a fine-tune keeps its base's shape
+        from viz_model.bundles.checkpoint import read_config
+
+        return read_config(settings.base)[0]
     if settings.tokenizer == "char":
         vocab = len(set(text)) + 1
     else:
