@@ -112,13 +112,10 @@ def _lora() -> tuple[int, tuple[str, ...], str | None]:
         "r × (in + out) numbers instead of in × out. Here alpha = r.",
     )
     st.caption("On these matrices of every block (the rest stays frozen):")
-    cols = st.columns(2)
     targets = tuple(
         t
-        for i, t in enumerate(TARGETS)
-        if state.checkbox(
-            f"{t}: {TARGET_LABELS[t]}", f"t_lora_{t}", t in DEFAULT_TARGETS, container=cols[i % 2]
-        )
+        for t in TARGETS
+        if state.checkbox(f"{t}: {TARGET_LABELS[t]}", f"t_lora_{t}", t in DEFAULT_TARGETS)
     )
     if not targets:
         message = "Choose at least one matrix for LoRA to adapt."

@@ -554,8 +554,12 @@ def _costs(settings: RunSettings, text: str | None) -> tuple[list[str], dict | N
     c1.metric(
         "Parameters",
         _count(params),
-        help=f"{params:,} parameters: exact for characters; for BPE and words, the most the "
-        "vocabulary asked for gives.",
+        help=f"{params:,} parameters: "
+        + (
+            "the model you fine-tune, all of its weights (what the server's cap counts)."
+            if settings.base is not None
+            else "exact for characters; for BPE and words, the most the vocabulary asked for gives."
+        ),
     )
     c2.metric(
         "Tokens / second",

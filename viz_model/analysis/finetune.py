@@ -23,11 +23,14 @@ Not here: training (training/finetune.py), charts (ui/charts/finetune.py).
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import torch
 
 from viz_model.analysis.claims import Claim
+from viz_model.bundles.load import load_bundle
 from viz_model.model.lora import TARGETS
+from viz_model.training.finetune import read_lora
 
 SHARE_MOST = 0.5  # "most of it": more than half the change's energy in the top r directions
 NOISE_SIGMAS = 2.0
@@ -106,3 +109,33 @@ def loss_change_claim(what: str, before: float, after: float, sd: float, n: int)
         f"the noise of the measurement ({limit:.2f} nats, from its spread over {n} windows)."
     )
     return Claim(text, False, numbers)
+
+
+# ---- a fine-tune's bundle on disk ------------------------------------------------------------
+
+
+def base_folder(info: dict, known: dict[str, Path] | None = None) -> Path | None:
+    """The base bundle a fine-tune started from: its recorded folder, else the server's model of
+    that name (a path recorded relative to another working directory), else None."""
+    recorded = Path(info.get("base", ""))
+    if recorded.is_dir():
+        return recorded
+    return (known or {}).get(info.get("base_name", ""))
+
+
+def change_spectra(
+    folder: Path, info: dict, known: dict[str, Path] | None = None
+) -> dict[str, list[float]]:
+    """{matrix: singular values} of what the fine-tune in `folder` changed: (alpha / r) B A from
+    lora.safetensors for LoRA, W_tuned - W_base for full fine-tuning ({} when its base is gone)."""
+    if info.get("mode") == "lora":
+        saved = read_lora(folder)
+        if saved is None:
+            return {}
+        tensors, rank, alpha = saved
+        return lora_spectra(tensors, alpha / rank)
+    base = base_folder(info, known)
+    if base is None:
+        return {}
+    tuned = load_bundle(folder).model.state_dict()
+    return full_change_spectra(load_bundle(base).model.state_dict(), tuned, matrix_names(tuned))
