@@ -25,14 +25,14 @@ DEFAULT_RANK = 8  # the rank a full fine-tune's change is compared with when no 
 
 
 def _text_label(source: dict | None) -> str:
-    """'Shakespeare', 'the repeat task' or 'your text (notes.txt)' from a meta["data"]."""
+    """'Shakespeare', 'the repeat task' or 'notes.txt' from a meta["data"]."""
     if not source:
-        return "unknown text"
+        return "unknown"
     if "corpus" in source:
-        return f"{source['corpus']} text"
+        return str(source["corpus"]).capitalize()
     if "task" in source:
-        return f"{source['task']} task"
-    return f"text {Path(str(source.get('text_file', ''))).name}"
+        return f"the {source['task']} task"
+    return Path(str(source.get("text_file", ""))).name
 
 
 @cache.per_model(keep=8)
@@ -67,8 +67,8 @@ def draw(bundle, final_id: str) -> None:
     if not info:
         return
     folder = models.path_of(final_id)
-    old_label = f"old text: {_text_label(info.get('old_data'))}"
-    new_label = f"new text: {_text_label(bundle.meta.get('data'))}"
+    old_label = f"old text ({_text_label(info.get('old_data'))})"
+    new_label = f"new text ({_text_label(bundle.meta.get('data'))})"
     st.subheader("What fine-tuning did")
     what = (
         f"LoRA with r = {info['rank']} on {', '.join(info['targets'])} (alpha = {info['alpha']:g})"
@@ -76,8 +76,8 @@ def draw(bundle, final_id: str) -> None:
         else "full fine-tuning (every weight)"
     )
     st.markdown(
-        f"Started from **{md_escape(info['base_name'])}** and trained on the "
-        f"{md_escape(new_label[len('new text: ') :])} with {what}: "
+        f"Started from **{md_escape(info['base_name'])}** and trained on "
+        f"{md_escape(_text_label(bundle.meta.get('data')))} with {what}: "
         f"**{info['trainable']:,}** of {info['total']:,} parameters trained "
         f"({info['trainable'] / info['total']:.1%})."
     )

@@ -59,7 +59,9 @@ def spectrum_figure(spectra: dict[str, list[float]], matrix: str, rank: int | No
     traces = []
     for label, values in spectra.items():
         kind = "lora" if label.startswith("LoRA") else "full"
-        shown = [v for v in values if v > 1e-9]  # a LoRA update's values past r are zero
+        top = max(values, default=0.0)
+        # a LoRA update's values past r are zero but for rounding (~1e-7 of the top): not drawn
+        shown = [v for v in values if v > 1e-5 * top]
         traces.append(
             go.Scatter(
                 x=list(range(1, len(shown) + 1)),
