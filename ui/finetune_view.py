@@ -143,7 +143,7 @@ def _changes(folder: Path, info: dict, data: dict | None) -> None:
             runs[_label(other[1], other[0])] = other_spectra
     lora_info = info if info["mode"] == "lora" else (other[1] if other else None)
     rank = int(lora_info["rank"]) if lora_info else DEFAULT_RANK
-    names = [n for n in mine if all(n in s for s in runs.values())] or list(mine)
+    names = list(mine)  # a matrix the other run did not change shows this run alone
     matrix = state.selectbox("Matrix", "ft_matrix", names, names[0])
     shown = {label: s[matrix] for label, s in runs.items() if matrix in s}
     st.plotly_chart(charts.spectrum_figure(shown, matrix, rank), use_container_width=True)
