@@ -111,7 +111,10 @@ def _lora() -> tuple[int, tuple[str, ...], str | None]:
         "(B starts at zero, so training starts from the model exactly): a rank-r matrix with "
         "r × (in + out) numbers instead of in × out. Here alpha = r.",
     )
-    st.caption("On these matrices of every block (the rest stays frozen):")
+    st.caption(
+        "On these matrices of every block; everything else stays frozen (their biases, the "
+        "LayerNorms and the embeddings too):"
+    )
     targets = tuple(
         t
         for t in TARGETS
