@@ -67,8 +67,6 @@ def draw(bundle, final_id: str) -> None:
     if not info:
         return
     folder = models.path_of(final_id)
-    old_label = f"old text ({_text_label(info.get('old_data'))})"
-    new_label = f"new text ({_text_label(bundle.meta.get('data'))})"
     st.subheader("What fine-tuning did")
     what = (
         f"LoRA with r = {info['rank']} on {', '.join(info['targets'])} (alpha = {info['alpha']:g})"
@@ -86,19 +84,30 @@ def draw(bundle, final_id: str) -> None:
             f"{info['unknown_characters']:,} characters of the new text were not in the base's "
             "vocabulary and were read as <unk>."
         )
-    before = info.get("before") or {}
-    _losses(bundle.history, before, old_label, new_label)
-    _samples(bundle.history, before)
+    _losses(bundle.history, info, bundle.meta.get("data"), key="hist")
+    _samples(bundle.history, info.get("before") or {})
     _changes(folder, info, bundle.meta.get("data"))
 
 
-def _losses(history: list[dict], before: dict, old_label: str, new_label: str) -> None:
+def draw_live(history: list[dict], meta: dict) -> None:
+    """A running fine-tune's losses on the old and new text (the live panel, under its curve)."""
+    if meta.get("finetune"):
+        st.markdown("**Forgetting**: the loss on the model's old text beside the new")
+        _losses(history, meta["finetune"], meta.get("data"), key="live")
+
+
+def _losses(history: list[dict], info: dict, data: dict | None, key: str) -> None:
+    before = info.get("before") or {}
+    old_label = f"old text ({_text_label(info.get('old_data'))})"
+    new_label = f"new text ({_text_label(data)})"
     evals = [r for r in history if r.get("val_loss") is not None]
     if not evals:
         st.info("No evaluation yet: the losses appear after the first one.")
         return
     st.plotly_chart(
-        charts.forgetting_figure(history, before, old_label, new_label), use_container_width=True
+        charts.forgetting_figure(history, before, old_label, new_label),
+        use_container_width=True,
+        key=f"ft_losses_{key}",
     )
     n = int(before.get("eval_batches", 0))
     last = evals[-1]
@@ -146,7 +155,9 @@ def _changes(folder: Path, info: dict, data: dict | None) -> None:
     names = list(mine)  # a matrix the other run did not change shows this run alone
     matrix = state.selectbox("Matrix", "ft_matrix", names, names[0])
     shown = {label: s[matrix] for label, s in runs.items() if matrix in s}
-    st.plotly_chart(charts.spectrum_figure(shown, matrix, rank), use_container_width=True)
+    st.plotly_chart(
+        charts.spectrum_figure(shown, matrix, rank), use_container_width=True, key="ft_spectrum"
+    )
     st.caption(
         "A weight change ΔW has singular values s₁ ≥ s₂ ≥ …: the lengths of its directions. "
         "LoRA's update (alpha / r) B A has at most r nonzero ones; a full fine-tune's "
