@@ -29,6 +29,8 @@ def test_the_lora_count_shown_is_the_engines(runs):  # noqa: F811
     assert trainable_count(BASE, 4, ("qkv", "out", "mlp_out")) == (lora.n_trainable(), total)
     assert next(m.value for m in at.metric if m.label == "Parameters") == f"{total:,}"
     assert not start_button(at).disabled
+    # the cost is the run's own: the base's batch (16) at its context (128)
+    assert "batch × context = 16 × 128" in " ".join(c.value for c in at.caption)
     at.radio(key=widget_key("t_ft")).set_value("full").run()
     assert f"Full fine-tuning: {total:,} trainable of {total:,} parameters (100.0%)" in infos(at)
 

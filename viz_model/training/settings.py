@@ -158,7 +158,13 @@ class RunSettings:
 
     def train_config(self) -> TrainConfig:
         """The preset's training settings, then the optimiser's (config.OPTIMIZER_TRAINING: SGD's
-        learning rate and weight decay), then `train`, then the clock (ValueError if invalid)."""
+        learning rate and weight decay), then `train`, then the clock (ValueError if invalid).
+        A fine-tune's: training/finetune.train_config (the base's batch, the fine-tune defaults)."""
+        if self.base is not None:
+            from viz_model.bundles.checkpoint import read_config
+            from viz_model.training.finetune import train_config
+
+            return train_config(self, read_config(self.base)[1].get("train"))
         return TrainConfig(
             **{
                 **PRESET_TRAINING.get(self.preset, {}),
