@@ -129,7 +129,8 @@ class RunSettings:
                 raise ValueError(f"unknown {name} settings: {', '.join(unknown)}")
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """Plain data as JSON gives it back (lora_targets a list)."""
+        return {**dataclasses.asdict(self), "lora_targets": list(self.lora_targets)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunSettings:
