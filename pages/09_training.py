@@ -10,7 +10,7 @@ import streamlit as st
 
 import ui
 from serving import jobs, models
-from ui import parts, state, teacher, training_live, training_view
+from ui import finetune_view, parts, state, teacher, training_live, training_view
 from ui.frame import val_loss
 from ui.training_setup import draw_setup
 
@@ -101,6 +101,7 @@ training_view.draw_curves(
 )
 training_view.draw_claims(bundle.history, baselines, causal=ctx.config.causal)
 training_view.draw_update_rule(bundle.train_config)
+finetune_view.draw(bundle, final_id)  # only for a fine-tune: forgetting, before/after, ΔW
 st.subheader("Gradient health")
 training_view.draw_grad_health(bundle.history, final_id, bundle.train_config, key="hist")
 st.subheader("What it wrote as it learned")

@@ -101,7 +101,8 @@ class Status:
             "time_limit": cfg.time_limit,
             "elapsed": float(run.history[-1]["elapsed"]) if run.history else 0.0,
             "peak_lr": cfg.lr,
-            "params": run.model.n_params(),
+            # a fine-tune: the model's own count (LoRA's A and B merge into it when saved)
+            "params": (run.meta.get("finetune") or {}).get("total") or run.model.n_params(),
             "threads": threads,
             "device": str(run.meta.get("device", "cpu")),  # where it trains: cpu, cuda, mps
             "saved_step": run.start_step or None,
@@ -270,6 +271,8 @@ def _drive(
         built.meta,
         peak_lr=control.lr,
         notes=lambda: _take(events),
+        old_data=built.old_data,  # a fine-tune's forgetting (training/finetune.py)
+        on_save=built.on_save,
     )
     if control.stop:  # Stop pressed while the run was being set up: one step, then the save
         stop.set()

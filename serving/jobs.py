@@ -439,16 +439,27 @@ def _prepare(settings: RunSettings, text: str | bytes | None, limits: Limits) ->
         raise JobError(
             "give the text with a text-file run (settings.text_file names it), and only then"
         )
+    _check_base(settings.base)
     try:
         settings.train_config()  # the training settings are valid
         text = validate_user_text(text) if text is not None else load_text(settings.data_source())
-        params = estimate_params(settings, text)
-    except (ValueError, OSError) as exc:  # DataError, TokenizerError, a bad model shape
+        params = estimate_params(settings, text)  # a fine-tune: the base's, text checked
+    except (ValueError, OSError, CheckpointError) as exc:  # DataError, TokenizerError, a shape
         raise JobError(str(exc)) from None
     if problem := _params_problem(params, limits):
         raise JobError(problem)
     _check_minutes(settings.minutes, limits)
     return text, params
+
+
+def _check_base(base: str | None) -> None:
+    """A fine-tune starts from a model this server lists (serving/models.py), not any folder."""
+    if base is None:
+        return
+    from serving.models import discover  # models imports this module
+
+    if Path(base).resolve() not in set(discover().values()):
+        raise JobError(f"{Path(base).name!r} is not a model of this server to fine-tune")
 
 
 def start(

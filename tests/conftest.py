@@ -37,6 +37,7 @@ SLOW = ("pages", "browser", "system")  # left out of a plain `pytest`: minutes, 
 KIND_BY_FILE = (
     ("browser", ("test_browser*.py",)),
     ("system", ("test_class_serving.py", "test_jobs.py", "test_retrain.py", "test_ui_imports.py")),
+    ("system", ("test_finetune_jobs.py",)),
     ("system", ("test_portable.py", "test_deploy.py", "test_launch.py")),
     ("system", ("test_sae_jobs.py",)),  # SAE jobs: child processes
     ("system", ("test_estimate.py::test_speed_is_*",)),  # times real training steps

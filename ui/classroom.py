@@ -500,7 +500,8 @@ def run_grant(settings: RunSettings | None) -> jobs.Auth | None:
     """A student's leave to start a run without the teacher password: the teacher set the class a
     budget (ui/class_page.py), and these settings fit it. None otherwise (the password rules)."""
     m = membership()
-    if m is None or m.teacher or settings is None:
+    # a fine-tune is not what a class budget (preset, steps, minutes) describes: password only
+    if m is None or m.teacher or settings is None or settings.base is not None:
         return None
     try:
         limit = board.budget(m.class_id)

@@ -16,7 +16,7 @@ from pathlib import Path
 import streamlit as st
 
 from serving import jobs, models
-from ui import cache, families, nav, present, state, training_view
+from ui import cache, families, finetune_view, nav, present, state, training_view
 from ui.charts.attention import pattern_heatmap
 from ui.charts.common import token_labels
 from ui.charts.next_token import distribution_bars
@@ -116,6 +116,8 @@ def _watch(name: str, auth: jobs.Auth) -> None:
     training_view.draw_curves(view.history, version, baselines, _tokens_per_step(view), key="live")
     causal = bundle.config.causal if bundle is not None else True
     training_view.draw_claims(view.history, baselines, view.estimate, causal)
+    if bundle is not None:  # a fine-tune: the old text's loss beside the new (forgetting)
+        finetune_view.draw_live(view.history, bundle.meta)
     train_config = _train_config(view, bundle)
     with st.expander("Gradient health: each layer's gradient and update, as it trains"):
         training_view.draw_grad_health(view.history, version, train_config, key="live")

@@ -19,7 +19,7 @@ from typing import Any
 import streamlit as st
 
 from serving import jobs
-from ui import cache, classroom, families, state
+from ui import cache, classroom, families, state, training_finetune
 from viz_model.analysis.training import OPTIMIZER_NAMES
 from viz_model.model.config import (
     ACT_LABELS,
@@ -104,8 +104,23 @@ MLP_LABELS = {"standard": "standard", "gated": "gated (GLU)"}
 PRESET_DEPENDENT = (*(f"t_{k}" for k in CUSTOM_KEYS), "t_kernel", "t_batch", "t_lr")
 
 
+STARTS = {"scratch": "A new model", "finetune": "A trained model (fine-tune)"}
+
+
 def draw_setup(auth: jobs.Auth) -> str | None:
     """Draw the set-up form; return the name of the run it started on this rerun, else None."""
+    start = state.radio(
+        "Start from",
+        "t_from",
+        list(STARTS),
+        "scratch",
+        format_func=STARTS.get,
+        horizontal=True,
+        help="A new model starts from random weights; a fine-tune starts from a model of this "
+        "server and trains it on new text, all of it or with LoRA.",
+    )
+    if start == "finetune":
+        return _finetune_setup(auth)
     left, right = st.columns(2)
     with left:
         source, text, data_problem = _data()
@@ -145,6 +160,19 @@ def draw_setup(auth: jobs.Auth) -> str | None:
         except ValueError as exc:
             problems.append(str(exc))
             st.error(str(exc))
+    st.markdown("#### Before you start")
+    promised = None
+    if settings is None:
+        st.info("Fix what is marked above to see what this run will cost.")
+    else:
+        refusals, promised = _costs(settings, text)
+        problems += refusals
+    return _name_and_start(settings, text, auth, problems, promised)
+
+
+def _finetune_setup(auth: jobs.Auth) -> str | None:
+    """The fine-tune form (ui/training_finetune.py), then the same costs, name and Start."""
+    settings, text, problems = training_finetune.draw_form(_data)
     st.markdown("#### Before you start")
     promised = None
     if settings is None:
@@ -478,6 +506,12 @@ def _distinct_chars(source_json: str) -> str:
     return "".join(sorted(set(load_text(json.loads(source_json)))))
 
 
+@cache.per_model(keep=2)
+def _whole_text(source_json: str) -> str:
+    """A bundled corpus or task's whole text (a fine-tune checks every character of it)."""
+    return load_text(json.loads(source_json))
+
+
 @cache.per_model(keep=64)
 def _speed(cfg_json: str, batch_size: int, threads: int) -> estimate.Speed:
     """This shape's speed, measured in a child process on the job's threads, once per shape
@@ -489,7 +523,13 @@ def _speed(cfg_json: str, batch_size: int, threads: int) -> estimate.Speed:
 def _costs(settings: RunSettings, text: str | None) -> tuple[list[str], dict | None]:
     """Parameters, speed, time and memory of the run; returns the caps it breaks and the speed
     promised (for estimate.json: the run is compared with it afterwards)."""
-    chars = text if text is not None else _distinct_chars(json.dumps(settings.data_source()))
+    source = json.dumps(settings.data_source())
+    if text is not None:
+        chars = text
+    elif settings.base is not None:  # the base's tokenizer counts unknown characters: all of them
+        chars = _whole_text(source)
+    else:
+        chars = _distinct_chars(source)
     try:
         limits = jobs.Limits.from_env()
         params = estimate_params(settings, chars)
@@ -514,8 +554,12 @@ def _costs(settings: RunSettings, text: str | None) -> tuple[list[str], dict | N
     c1.metric(
         "Parameters",
         _count(params),
-        help=f"{params:,} parameters: exact for characters; for BPE and words, the most the "
-        "vocabulary asked for gives.",
+        help=f"{params:,} parameters: "
+        + (
+            "the model you fine-tune, all of its weights (what the server's cap counts)."
+            if settings.base is not None
+            else "exact for characters; for BPE and words, the most the vocabulary asked for gives."
+        ),
     )
     c2.metric(
         "Tokens / second",

@@ -38,6 +38,7 @@ from viz_model.model.hooks import (
     hook_context,
     select,
 )
+from viz_model.model.lora import effective_weight
 from viz_model.model.mask import attention_mask
 from viz_model.model.norms import LayerNorm, RMSNorm, apply_norm, make_norm
 from viz_model.model.positions import alibi_bias, rotate, sinusoidal_positions
@@ -115,7 +116,8 @@ class Attention(nn.Module):
         z = self._explicit(q, k, v, past) if explicit else self._fused(q, k, v, past)
         z = self.hook_z(z)  # (B, T, H, E)
         if ctx is not None and ctx.wants(self.hook_result.name):
-            w = self.out.weight.view(D, H, E).permute(1, 2, 0)  # (H, E, D)
+            # the weight applied (with LoRA attached: W + (alpha / r) B A, lora.py)
+            w = effective_weight(self.out).view(D, H, E).permute(1, 2, 0)  # (H, E, D)
             result = (z.transpose(1, 2) @ w).transpose(1, 2)  # (B, H, T, E) @ (H, E, D)
             result = self.hook_result(result)  # (B, T, H, D)
             out = result.sum(dim=2)

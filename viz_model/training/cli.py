@@ -33,6 +33,7 @@ from viz_model.model.config import (
     TrainConfig,
 )
 from viz_model.model.families import describe_shape
+from viz_model.model.lora import DEFAULT_TARGETS, TARGETS
 from viz_model.model.recurrent_config import FAMILIES
 from viz_model.text.data import TASKS, VAL_FRACTION
 from viz_model.training.loop import perplexity, train
@@ -70,6 +71,7 @@ Examples:
   python -m viz_model.training --corpus shakespeare --tokenizer char --preset quick --minutes 1 --out runs/class
   python -m viz_model.training --task repeat --preset attn-only-2l --steps 1500 --out runs/ind
   python -m viz_model.training --resume runs/sh --steps 4000 --out runs/sh
+  python -m viz_model.training --finetune assets/models/shakespeare-tiny --task count --lora-rank 8 --lora-targets qkv,out --out runs/ft
 """
 
 
@@ -395,6 +397,36 @@ def build_parser() -> argparse.ArgumentParser:
         "(so those flags cannot be given); the step count and the curve continue, and the "
         "optimiser's memory restarts",
     )
+    ft = p.add_argument_group("fine-tuning (start from a trained model)")
+    ft.add_argument(
+        "--finetune",
+        type=Path,
+        metavar="BUNDLE",
+        help="a model bundle to start from (e.g. assets/models/shakespeare-tiny): its weights, "
+        "tokenizer and shape are kept and it trains on the text given by --corpus, --task or "
+        "--text-file; every evaluation also measures the loss on the bundle's own text "
+        "(forgetting). Without --lora-rank every weight trains (full fine-tuning)",
+    )
+    ft.add_argument(
+        "--lora-rank",
+        type=int,
+        help="LoRA: freeze the base's weights and train a rank-r update (alpha / r) B A beside "
+        "each chosen matrix (B starts at zero, so training starts from the base exactly); "
+        "the bundle holds the merged weights, lora.safetensors the A and B",
+    )
+    ft.add_argument(
+        "--lora-targets",
+        type=lambda text: tuple(t.strip() for t in text.split(",") if t.strip()),
+        metavar="NAMES",
+        help=f"comma-separated matrices of every block for LoRA: {', '.join(TARGETS)} "
+        f"(attention's q/k/v and output projections, the MLP's input and output); default "
+        f"{','.join(DEFAULT_TARGETS)}",
+    )
+    ft.add_argument(
+        "--lora-alpha",
+        type=float,
+        help="LoRA's alpha: the update is scaled by alpha / r (default alpha = r, a scale of 1)",
+    )
     io.add_argument(
         "--quiet",
         action="store_true",
@@ -430,7 +462,22 @@ def settings_from_args(args: argparse.Namespace) -> RunSettings:
     if sum(getattr(args, n) is not None for n in ("corpus", "task", "text_file")) != 1:
         raise SystemExit("choose exactly one of --corpus, --task or --text-file")
     model = _model_flags(args)
+    if args.finetune is not None:
+        own = [f"--{n}" for n in ("tokenizer", "vocab_size", "preset") if getattr(args, n)]
+        own += [f"--{n.replace('_', '-')}" for n in model]
+        if own or args.family != "gpt":
+            raise SystemExit(
+                f"a fine-tune keeps its base's tokenizer and shape (given: "
+                f"{', '.join(own or ['--family'])})"
+            )
+    elif args.lora_rank is not None:
+        raise SystemExit("--lora-rank fine-tunes a model: give --finetune BUNDLE too")
+    lora = {"lora_rank": args.lora_rank or 0, "lora_alpha": args.lora_alpha}
+    if args.lora_targets is not None:
+        lora["lora_targets"] = args.lora_targets
     return RunSettings(
+        base=None if args.finetune is None else str(args.finetune),
+        **lora,
         corpus=args.corpus,
         task=args.task,
         text_file=None if args.text_file is None else str(args.text_file),
@@ -533,7 +580,17 @@ def main(argv: list[str] | None = None) -> int:
     best_val = None
     previous_handler = _stop_on_ctrl_c(stop)
     loop = train(
-        model, run.data, cfg, out, run.tokenizer, stop, run.history, run.start_step, run.meta
+        model,
+        run.data,
+        cfg,
+        out,
+        run.tokenizer,
+        stop,
+        run.history,
+        run.start_step,
+        run.meta,
+        old_data=run.old_data,
+        on_save=run.on_save,
     )
     try:
         for rec in loop:

@@ -68,6 +68,9 @@ class StepRecord:
     elapsed: float  # seconds since the run started (including earlier runs when resumed)
     val_loss: float | None = None
     val_ppl: float | None = None
+    # a fine-tune's evaluations also measure the loss on the base model's own validation text
+    # (forgetting; training/finetune.py): the same windows every time, as val_loss
+    old_val_loss: float | None = None
     sample: str | None = None
     stopped: str | None = None
     event: str | None = None  # what changed before this step: a new peak lr, a pause, a resume
@@ -170,6 +173,8 @@ def train(
     meta: dict[str, Any] | None = None,
     peak_lr: Callable[[], float | None] | None = None,
     notes: Callable[[], str | None] | None = None,
+    old_data: TokenData | None = None,
+    on_save: Callable[[int], None] | None = None,
 ) -> Iterator[StepRecord]:
     """Train `model` from step start_step + 1 to cfg.max_steps, yielding one StepRecord per step.
 
@@ -182,7 +187,9 @@ def train(
     keeps its shape around the new cfg.lr (min_lr follows it down if needed), and the bundle
     records it. `notes`, asked before each step, says what else happened since the last one (a
     pause, a resume: the job worker knows); with a change of peak it becomes the record's
-    `event`, which the loss curve marks.
+    `event`, which the loss curve marks. `old_data` (a fine-tune: the base model's own text) is
+    evaluated beside `data` at every evaluation, as the record's old_val_loss; `on_save(step)` runs
+    after each save of the bundle (a LoRA run keeps its A and B beside it).
     """
     if cfg.threads > 0:
         torch.set_num_threads(cfg.threads)
@@ -220,6 +227,8 @@ def train(
         if stopped:
             info["stopped"] = stopped
         save_bundle(out, model, tokenizer, cfg.to_dict(), history, info)
+        if on_save is not None:
+            on_save(step)
 
     t0 = time.perf_counter()
     paused = 0.0  # time the consumer held on to a record: not training time
@@ -315,6 +324,10 @@ def train(
                 return
             last_val = round(val, 5)
             record.val_loss, record.val_ppl = last_val, perplexity(val)
+            if old_data is not None:
+                record.old_val_loss = round(
+                    evaluate(model, old_data, cfg.batch_size, cfg.eval_batches), 5
+                )
             good_state, good_step = _copy_state(model), step
         if cfg.sample_tokens > 0 and (
             last or (cfg.sample_every > 0 and step % cfg.sample_every == 0)

@@ -31,6 +31,7 @@ from viz_model.model.config import (
     preset,
 )
 from viz_model.model.families import LanguageModel, ModelConfig, build_model
+from viz_model.model.lora import DEFAULT_TARGETS, TARGETS, check_rank
 from viz_model.model.recurrent_config import (
     FAMILIES,
     FAMILY_LABELS,
@@ -82,8 +83,26 @@ class RunSettings:
     # "gpt", or "rnn", "lstm", "gru", "cnn" (recurrent_config.py): `model` then takes that
     # family's fields, over its shape for the preset (recurrent_config.preset_shape)
     family: str = "gpt"
+    # A fine-tune (training/finetune.py): `base` is the bundle folder it starts from, whose
+    # tokenizer and shape it keeps (tokenizer, preset, model and family above are then unused);
+    # the source above is the new text. lora_rank 0: full fine-tuning (every weight trains);
+    # r > 0: LoRA of rank r on lora_targets (lora.TARGETS), scale lora_alpha / r (alpha: r).
+    base: str | None = None
+    lora_rank: int = 0
+    lora_targets: tuple[str, ...] = DEFAULT_TARGETS
+    lora_alpha: float | None = None
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "lora_targets", tuple(self.lora_targets))  # JSON gives a list
+        if self.lora_rank and self.base is None:
+            raise ValueError("LoRA fine-tunes a model: give the bundle to start from (--finetune)")
+        if self.lora_rank:
+            check_rank(self.lora_rank)
+            if not self.lora_targets or set(self.lora_targets) - set(TARGETS):
+                raise ValueError(
+                    f"LoRA's matrices must be some of {', '.join(TARGETS)}, "
+                    f"got {', '.join(self.lora_targets) or 'none'}"
+                )
         chosen = [name for name in SOURCES if getattr(self, name) is not None]
         if len(chosen) != 1:
             raise ValueError("choose exactly one of a corpus, a task or a text file")
@@ -110,7 +129,8 @@ class RunSettings:
                 raise ValueError(f"unknown {name} settings: {', '.join(unknown)}")
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """Plain data as JSON gives it back (lora_targets a list)."""
+        return {**dataclasses.asdict(self), "lora_targets": list(self.lora_targets)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunSettings:
@@ -139,7 +159,13 @@ class RunSettings:
 
     def train_config(self) -> TrainConfig:
         """The preset's training settings, then the optimiser's (config.OPTIMIZER_TRAINING: SGD's
-        learning rate and weight decay), then `train`, then the clock (ValueError if invalid)."""
+        learning rate and weight decay), then `train`, then the clock (ValueError if invalid).
+        A fine-tune's: training/finetune.train_config (the base's batch, the fine-tune defaults)."""
+        if self.base is not None:
+            from viz_model.bundles.checkpoint import read_config
+            from viz_model.training.finetune import train_config
+
+            return train_config(self, read_config(self.base)[1].get("train"))
         return TrainConfig(
             **{
                 **PRESET_TRAINING.get(self.preset, {}),
@@ -184,6 +210,8 @@ class Run:
     meta: dict[str, Any]
     history: list[dict[str, Any]]
     start_step: int
+    old_data: TokenData | None = None  # a fine-tune: the base's own text (train's old_data)
+    on_save: Any = None  # a fine-tune with LoRA: keeps A and B after each save (train's on_save)
 
 
 def pick_device(name: str) -> torch.device:
@@ -201,6 +229,10 @@ def model_shape(settings: RunSettings, text: str) -> ModelConfig:
     """The model a run of `settings` on `text` will build, before its tokenizer is trained: the
     vocabulary is exact for char (every distinct character of `text` plus <unk>) and the size asked
     for (an upper bound) for bpe and word. ValueError for an invalid shape."""
+    if settings.base is not None:  # a fine-tune keeps its base's shape
+        from viz_model.bundles.checkpoint import read_config
+
+        return read_config(settings.base)[0]
     if settings.tokenizer == "char":
         vocab = len(set(text)) + 1
     else:
@@ -209,12 +241,22 @@ def model_shape(settings: RunSettings, text: str) -> ModelConfig:
 
 
 def estimate_params(settings: RunSettings, text: str) -> int:
-    """The parameter count of model_shape(settings, text), built on the meta device (no memory)."""
+    """The parameter count of model_shape(settings, text), built on the meta device (no memory);
+    for a fine-tune, the base's (ValueError when the base cannot encode the text)."""
+    if settings.base is not None:
+        from viz_model.training.finetune import check_base
+
+        return check_base(settings, text)
     return n_params(model_shape(settings, text))
 
 
 def new_run(settings: RunSettings, out: Path, command: str) -> Run:
-    """Load the text, train the tokenizer, build the model (seeded) and the TrainConfig."""
+    """Load the text, train the tokenizer, build the model (seeded) and the TrainConfig; for a
+    fine-tune, the base model and its tokenizer on the new text (training/finetune.py)."""
+    if settings.base is not None:
+        from viz_model.training.finetune import finetune_run
+
+        return finetune_run(settings, Path(out), command)
     source = settings.data_source()
     cfg = settings.train_config()
     text = load_text(source)
@@ -269,7 +311,12 @@ def resumed_run(
     text = load_text(source)
     # the split the bundle was trained with, so the curve stays comparable across the resume
     data = TokenData.from_text(text, bundle.tokenizer, source.get("val_fraction", VAL_FRACTION))
-    return Run(bundle.model, bundle.tokenizer, data, cfg, Path(out), meta, history, start_step)
+    run = Run(bundle.model, bundle.tokenizer, data, cfg, Path(out), meta, history, start_step)
+    if meta.get("finetune"):  # LoRA's A and B back on, and the base's text for forgetting
+        from viz_model.training.finetune import continue_finetune
+
+        continue_finetune(run, Path(bundle_path))
+    return run
 
 
 # ---- settings <-> the command line's flags (cli.py parses them) -------------------------------
@@ -329,12 +376,20 @@ def settings_to_argv(settings: RunSettings, out: Path | str) -> list[str]:
         ]
     if settings.val_fraction != VAL_FRACTION:
         argv += ["--val-fraction", str(settings.val_fraction)]
-    argv += ["--tokenizer", settings.tokenizer]
-    if settings.vocab_size is not None:
-        argv += ["--vocab-size", str(settings.vocab_size)]
-    if settings.family != "gpt":
-        argv += ["--family", settings.family]
-    argv += ["--preset", settings.preset]
+    if settings.base is not None:  # the base's tokenizer and shape
+        argv += ["--finetune", settings.base]
+        if settings.lora_rank:
+            argv += ["--lora-rank", str(settings.lora_rank)]
+            argv += ["--lora-targets", ",".join(settings.lora_targets)]
+            if settings.lora_alpha is not None:
+                argv += ["--lora-alpha", f"{settings.lora_alpha:g}"]
+    else:
+        argv += ["--tokenizer", settings.tokenizer]
+        if settings.vocab_size is not None:
+            argv += ["--vocab-size", str(settings.vocab_size)]
+        if settings.family != "gpt":
+            argv += ["--family", settings.family]
+        argv += ["--preset", settings.preset]
     for flags, given in ((MODEL_FLAGS, settings.model), (TRAIN_FLAGS, settings.train)):
         for flag, name in flags.items():
             argv += _flag(flag, given.get(name))

@@ -1,0 +1,72 @@
+"""The Training page on a fine-tuned model (shakespeare-tiny tuned a few steps, LoRA and full, on
+the brackets task): what trained, the loss claims as analysis/finetune.py makes them from the
+history, samples before and after, and both fine-tunes on one singular-value chart."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.apptest_util import open_link
+from tests.test_analysis_finetune import BASE
+from viz_model.analysis import finetune as ft
+from viz_model.bundles.load import load_bundle
+from viz_model.training.loop import train
+from viz_model.training.settings import RunSettings, new_run
+
+TRAIN = {"max_steps": 4, "eval_every": 2, "eval_batches": 2, "sample_tokens": 8, "threads": 1}
+
+
+@pytest.fixture(scope="module")
+def models_dir(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("models")
+    for name, rank in (("tuned-lora", 2), ("tuned-full", 0)):
+        settings = RunSettings(
+            task="brackets", task_examples=500, base=str(BASE), lora_rank=rank, train=TRAIN
+        )
+        run = new_run(settings, folder / name, "test")
+        for _ in train(
+            run.model,
+            run.data,
+            run.cfg,
+            run.out,
+            run.tokenizer,
+            meta=run.meta,
+            old_data=run.old_data,
+            on_save=run.on_save,
+        ):
+            pass
+    return folder
+
+
+def test_the_view_of_a_lora_run_says_what_its_numbers_say(models_dir):
+    at = open_link(models_dir, "pages/09_training.py", {"model": "tuned-lora"})
+    assert not at.exception, at.exception
+    text = " ".join(m.value for m in at.markdown)
+    bundle = load_bundle(models_dir / "tuned-lora")
+    info, last = bundle.meta["finetune"], bundle.history[-1]
+    before = info["before"]
+    assert "Started from **shakespeare\\-tiny**" in text
+    assert f"**{info['trainable']:,}** of {info['total']:,} parameters" in text
+    old = ft.loss_change_claim(
+        "old text \\(Shakespeare\\)",
+        before["old_val_loss"],
+        last["old_val_loss"],
+        before["old_val_sd"],
+        2,
+    )
+    assert old.text in text
+    codes = [c.value for c in at.code]
+    assert (
+        before["sample"] in codes
+        and next(r["sample"] for r in reversed(bundle.history) if r.get("sample")) in codes
+    )
+    charts = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    names = {t.get("name") for c in charts for t in c["data"]}
+    assert {"LoRA r = 2 (tuned-lora)", "full fine-tune (tuned-full)"} <= names
+    full = ft.change_spectra(
+        models_dir / "tuned-full", load_bundle(models_dir / "tuned-full").meta["finetune"]
+    )
+    matrix = sorted(ft.change_spectra(models_dir / "tuned-lora", info))[0]
+    assert ft.low_rank_claim(matrix, full[matrix], 2).text in text
