@@ -29,7 +29,7 @@ from viz_model.text import ngram  # noqa: E402
 from viz_model.text.data import TokenData, load_text  # noqa: E402
 from viz_model.text.instructions import SPECIAL_TOKENS, instructions  # noqa: E402
 from viz_model.training.loop import train  # noqa: E402
-from viz_model.training.settings import Run  # noqa: E402
+from viz_model.training.run import Run  # noqa: E402
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -73,14 +73,14 @@ from typing import Any
 import filelock
 import psutil
 
+from serving.models import discover
+from serving.paths import REPO, RUNS_ENV, runs_root  # noqa: F401 (jobs.runs_root, jobs.REPO: the API)
 from viz_model.bundles.files import CheckpointError, write_json, write_text
 from viz_model.model.config import STEPS_WHEN_TIMED
 from viz_model.text.data import load_text, validate_user_text
 from viz_model.training.settings import RunSettings, estimate_params
 
-REPO = Path(__file__).resolve().parent.parent
 WORKER = "serving.job_worker"
-RUNS_ENV = "VIZ_RUNS_DIR"
 PASSWORD_ENV = "VIZ_TEACHER_PASSWORD"
 DEFAULT_MAX_JOBS = 2
 DEFAULT_MAX_PARAMS = 10_000_000
@@ -106,12 +106,6 @@ class JobError(Exception):
 
 
 # ---- configuration ----------------------------------------------------------------------------
-
-
-def runs_root(repo: Path = REPO) -> Path:
-    """Where runs live: VIZ_RUNS_DIR, else <repo>/runs."""
-    env = os.environ.get(RUNS_ENV, "").strip()
-    return Path(env).expanduser() if env else repo / "runs"
 
 
 def _env_number(name: str, default: float, kind: type = int) -> float:
@@ -456,8 +450,6 @@ def _check_base(base: str | None) -> None:
     """A fine-tune starts from a model this server lists (serving/models.py), not any folder."""
     if base is None:
         return
-    from serving.models import discover  # models imports this module
-
     if Path(base).resolve() not in set(discover().values()):
         raise JobError(f"{Path(base).name!r} is not a model of this server to fine-tune")
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from serving.jobs import REPO as ROOT
-from serving.jobs import runs_root
+from serving.paths import REPO as ROOT
+from serving.paths import runs_root
 
 ENV_VAR = "VIZ_MODEL_DIRS"
 DEFAULT_MODEL = "shakespeare-char"

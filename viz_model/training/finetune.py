@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from safetensors.torch import load_file, save_file
@@ -40,7 +40,10 @@ from viz_model.text.data import VAL_FRACTION, TokenData, example_prompts, load_t
 from viz_model.text.tokenization import Tokenizer
 from viz_model.training.estimate import n_params
 from viz_model.training.loop import EVAL_SEED, sample_text
-from viz_model.training.settings import Run, RunSettings, timed
+from viz_model.training.run import Run, timed
+
+if TYPE_CHECKING:  # settings.py builds a fine-tune's run through this module
+    from viz_model.training.settings import RunSettings
 
 LORA_FILE = "lora.safetensors"
 MAX_UNKNOWN_SHARE = 0.01  # more of the new text unknown to the base's tokenizer than this: refused

@@ -25,12 +25,11 @@ from viz_model.bundles.files import CheckpointError
 from viz_model.model.config import (
     OPTIMIZER_TRAINING,
     PRESET_TRAINING,
-    STEPS_WHEN_TIMED,
     GPTConfig,
     TrainConfig,
     preset,
 )
-from viz_model.model.families import LanguageModel, ModelConfig, build_model
+from viz_model.model.families import ModelConfig, build_model
 from viz_model.model.lora import DEFAULT_TARGETS, TARGETS, check_rank
 from viz_model.model.recurrent_config import (
     FAMILIES,
@@ -48,6 +47,7 @@ from viz_model.text.data import (
 from viz_model.text.tokenization import DEFAULT_VOCAB, Tokenizer
 from viz_model.training.estimate import n_params
 from viz_model.training.loop import resume_state
+from viz_model.training.run import Run, timed
 
 DEFAULT_PRESET = "small"
 TOKENIZERS = ("char", "bpe", "word")
@@ -185,33 +185,6 @@ class RunSettings:
                 f"{', '.join(gpt_only)}: the CNN's setting (--family cnn), not a GPT's"
             )
         return preset(self.preset, vocab_size, **self.model)
-
-
-def timed(train: dict[str, Any], minutes: float | None, new: bool) -> dict[str, Any]:
-    """Training overrides with the clock: time_limit in seconds, and on a new run with minutes but
-    no max_steps, STEPS_WHEN_TIMED (the clock decides; the steps only place the snapshots)."""
-    out = dict(train)
-    if minutes is not None:
-        out["time_limit"] = minutes * 60.0
-        if new and minutes > 0 and "max_steps" not in train:
-            out["max_steps"] = STEPS_WHEN_TIMED
-    return out
-
-
-@dataclass
-class Run:
-    """Everything set up before the first step: the arguments of train.train."""
-
-    model: LanguageModel
-    tokenizer: Tokenizer
-    data: TokenData
-    cfg: TrainConfig
-    out: Path
-    meta: dict[str, Any]
-    history: list[dict[str, Any]]
-    start_step: int
-    old_data: TokenData | None = None  # a fine-tune: the base's own text (train's old_data)
-    on_save: Any = None  # a fine-tune with LoRA: keeps A and B after each save (train's on_save)
 
 
 def pick_device(name: str) -> torch.device:

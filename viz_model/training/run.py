@@ -1,0 +1,41 @@
+"""A run set up before its first step (`Run`: what `training/loop.train` takes), and the clock's
+overrides of the training settings (`timed`). Below settings.py and finetune.py, which both build
+runs, so neither needs the other at import time."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from viz_model.model.config import STEPS_WHEN_TIMED, TrainConfig
+from viz_model.model.families import LanguageModel
+from viz_model.text.data import TokenData
+from viz_model.text.tokenization import Tokenizer
+
+
+def timed(train: dict[str, Any], minutes: float | None, new: bool) -> dict[str, Any]:
+    """Training overrides with the clock: time_limit in seconds, and on a new run with minutes but
+    no max_steps, STEPS_WHEN_TIMED (the clock decides; the steps only place the snapshots)."""
+    out = dict(train)
+    if minutes is not None:
+        out["time_limit"] = minutes * 60.0
+        if new and minutes > 0 and "max_steps" not in train:
+            out["max_steps"] = STEPS_WHEN_TIMED
+    return out
+
+
+@dataclass
+class Run:
+    """Everything set up before the first step: the arguments of train.train."""
+
+    model: LanguageModel
+    tokenizer: Tokenizer
+    data: TokenData
+    cfg: TrainConfig
+    out: Path
+    meta: dict[str, Any]
+    history: list[dict[str, Any]]
+    start_step: int
+    old_data: TokenData | None = None  # a fine-tune: the base's own text (train's old_data)
+    on_save: Any = None  # a fine-tune with LoRA: keeps A and B after each save (train's on_save)
