@@ -279,23 +279,36 @@ def instruct_bars(
     kinds: Sequence[str],
     before: Sequence[float],
     after: Sequence[float],
-    stderr_before: Sequence[float],
-    stderr_after: Sequence[float],
+    interval_before: Sequence[tuple[float, float]],
+    interval_after: Sequence[tuple[float, float]],
     baseline: Sequence[float],
 ) -> go.Figure:
-    """Exact answers per instruction kind before and after tuning (bars with ±2 standard
-    errors), and each kind's no-skill baseline as a dash."""
+    """Exact answers per instruction kind before and after tuning: bars labelled with their value
+    (a 0% bar is otherwise invisible), whiskers over each share's (low, high) interval (Wilson),
+    and each kind's no-skill baseline as a dash."""
     fig = go.Figure()
-    for name, values, se, colour in (
-        ("before tuning", before, stderr_before, GREY),
-        ("after tuning", after, stderr_after, BLUE),
+    for name, values, interval, colour in (
+        ("before tuning", before, interval_before, GREY),
+        ("after tuning", after, interval_after, BLUE),
     ):
         fig.add_bar(
             x=list(kinds),
             y=list(values),
             name=name,
             marker_color=colour,
-            error_y=dict(type="data", array=[2 * s for s in se], visible=True),
+            text=[f"{v:.0%}" for v in values],
+            textposition="inside",
+            insidetextanchor="start",  # at the bar's foot, clear of the whisker
+            textfont=dict(size=TICK_FONT, color="black" if colour == GREY else "white"),
+            constraintext="none",
+            error_y=dict(
+                type="data",
+                symmetric=False,
+                array=[hi - v for v, (_, hi) in zip(values, interval, strict=True)],
+                arrayminus=[v - lo for v, (lo, _) in zip(values, interval, strict=True)],
+                visible=True,
+                color="#333333",
+            ),
             hovertemplate="%{x}: %{y:.0%} exact<extra>" + name + "</extra>",
         )
     fig.add_scatter(
@@ -311,5 +324,6 @@ def instruct_bars(
         xaxis=_axis("instruction"),
         yaxis=_axis("held-out answers exact", tickformat=".0%", range=[0, 1.08]),
         legend=dict(orientation="h", y=-0.25, font=dict(size=TICK_FONT)),
+        uniformtext=dict(minsize=TICK_FONT, mode="show"),
     )
     return base_layout(fig, "", height=SMALL_HEIGHT + 60)
