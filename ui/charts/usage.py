@@ -296,11 +296,7 @@ def instruct_bars(
             y=list(values),
             name=name,
             marker_color=colour,
-            text=[f"{v:.0%}" for v in values],
-            textposition="inside",
-            insidetextanchor="start",  # at the bar's foot, clear of the whisker
-            textfont=dict(size=TICK_FONT, color="black" if colour == GREY else "white"),
-            constraintext="none",
+            offsetgroup=name,
             error_y=dict(
                 type="data",
                 symmetric=False,
@@ -310,6 +306,18 @@ def instruct_bars(
                 color="#333333",
             ),
             hovertemplate="%{x}: %{y:.0%} exact<extra>" + name + "</extra>",
+        )
+        fig.add_scatter(  # each bar's value above its whisker (a 0% bar has no height to hold it)
+            x=list(kinds),
+            y=[hi for _, hi in interval],
+            text=[f"{v:.0%}" for v in values],
+            mode="text",
+            textposition="top center",
+            textfont=dict(size=TICK_FONT, color="black"),
+            offsetgroup=name,
+            showlegend=False,
+            hoverinfo="skip",
+            cliponaxis=False,
         )
     fig.add_scatter(
         x=list(kinds),
@@ -322,8 +330,8 @@ def instruct_bars(
     fig.update_layout(
         barmode="group",
         xaxis=_axis("instruction"),
-        yaxis=_axis("held-out answers exact", tickformat=".0%", range=[0, 1.08]),
+        scattermode="group",  # the value labels sit over their own bar
+        yaxis=_axis("held-out answers exact", tickformat=".0%", range=[0, 1.14]),
         legend=dict(orientation="h", y=-0.25, font=dict(size=TICK_FONT)),
-        uniformtext=dict(minsize=TICK_FONT, mode="show"),
     )
     return base_layout(fig, "", height=SMALL_HEIGHT + 60)

@@ -212,10 +212,12 @@ def _own(ctx: PageContext, base_id: str | None) -> None:
 
 
 def _forgetting(ctx: PageContext, base: str, base_id: str) -> None:
+    precision = models.split_precision(ctx.bundle_id)[1]
     st.markdown(
         f"**What tuning cost.** Tuning trains only on instructions, so the model may lose what it "
         f"knew: both models read the same windows of “{md_escape(base)}”'s own validation text "
-        "(Shakespeare for the bundled pair)."
+        "(Shakespeare for the bundled pair)"
+        + (f", both stored as {precision}." if precision else ".")
     )
     measured = forgetting_measured(ctx.bundle_id, base_id)
     if measured is None:
@@ -292,10 +294,10 @@ def _shares_table(before, after) -> None:
         [
             {
                 "kind": k,
-                "exact, before": _pct(exact_b.get(k)),
-                "exact, after": _pct(after.exact_by_kind()[k]),
-                "starts right, before": _pct(starts_b.get(k)),
-                "starts right, after": _pct(after.starts_right_by_kind()[k]),
+                "exact: before → after": f"{_pct(exact_b.get(k))} → "
+                f"{_pct(after.exact_by_kind()[k])}",
+                "starts right: before → after": f"{_pct(starts_b.get(k))} → "
+                f"{_pct(after.starts_right_by_kind()[k])}",
                 "baseline": _pct(instruct.baseline([a.instruction for a in after.of_kind(k)])),
             }
             for k in after.kinds()
