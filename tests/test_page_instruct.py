@@ -64,7 +64,7 @@ def test_an_empty_answer_shows_raw_in_the_code_and_said_in_words(at):
     assert "(nothing)" not in code and code.startswith("<|user|>reverse: BARD<|assistant|>")
     said = " ".join(m.value for m in at.markdown)
     assert code == "<|user|>reverse: BARD<|assistant|><|end|>"  # the bundle answers nothing
-    assert "answered nothing before" in said and "(nothing)" in said
+    assert "answered nothing before" in said and "\\(nothing\\)" in said  # md-escaped
 
 
 @pytest.mark.parametrize(
