@@ -106,3 +106,12 @@ def test_generation_says_when_the_model_wrote_end(models_dir):
     assert any("a chat app stops here" in i.value for i in at.info)
     at = app_test(models_dir, "pages/08_generation.py", prompt=prompt, query={"model": TUNED})
     assert not any("a chat app stops here" in i.value for i in at.info)
+
+
+def test_next_token_names_the_tuning_text_it_searches(models_dir):
+    prompt = "<|user|>upper: kaz<|assistant|>"
+    at = app_test(models_dir, "pages/07_next_token.py", prompt=prompt, query={"model": TUNED})
+    assert not at.exception, [e.value for e in at.exception]
+    said = [m.value for m in at.markdown if "only learns from its training text" in m.value]
+    assert len(said) == 1 and "tuned from “shakespeare\\-char”" in said[0]
+    assert " 1** times" not in said[0]  # "once", never "1 times"
