@@ -115,3 +115,14 @@ def test_next_token_names_the_tuning_text_it_searches(models_dir):
     said = [m.value for m in at.markdown if "only learns from its training text" in m.value]
     assert len(said) == 1 and "tuned from “shakespeare\\-char”" in said[0]
     assert " 1** times" not in said[0]  # "once", never "1 times"
+
+
+def test_tokenization_says_why_a_template_splits_and_where_it_is_one_token(models_dir):
+    prompt = "<|user|>reverse: bard<|assistant|>"
+    at = app_test(models_dir, TOKENS, prompt=prompt, query={"model": "shakespeare-char"})
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("*added* to a tokenizer, not learned" in m.value for m in at.markdown)
+    assert any("has no chat template" in i.value and TUNED in i.value for i in at.info)
+    plain = app_test(models_dir, TOKENS, prompt="ROMEO:", query={"model": "shakespeare-char"})
+    assert not any("not learned" in m.value for m in plain.markdown)
+    assert not any("chat template" in i.value for i in plain.info)

@@ -30,6 +30,11 @@ N_SHOWN = 8  # held-out answers shown side by side
 DEFAULT_INSTRUCTION = "reverse: bard"
 
 
+def tuned_model_bundled() -> bool:
+    """Whether the bundled instruction-tuned model is here to point a student to."""
+    return TUNED_MODEL in models.discover()
+
+
 def _bundle_id(name: str) -> str | None:
     path = models.discover().get(name)
     return None if path is None else models.bundle_id(path)

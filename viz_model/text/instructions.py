@@ -61,6 +61,15 @@ class Instruction:
         return f"{self.prompt}{self.answer}{END}"
 
 
+def template_tokens_in(text: str) -> list[str]:
+    """The template's special tokens that `text` contains, in template order.
+
+    >>> template_tokens_in("<|user|>reverse: bard<|assistant|>"), template_tokens_in("ROMEO:")
+    (['<|user|>', '<|assistant|>'], [])
+    """
+    return [t for t in SPECIAL_TOKENS if t in text]
+
+
 def is_held_out(word: str) -> bool:
     """Whether `word` belongs to the held-out split: a fixed hash, the same for every seed."""
     return zlib.crc32(word.encode("utf-8")) % HELD_OUT_SHARE == 0
