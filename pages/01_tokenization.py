@@ -135,7 +135,7 @@ for title, about, tokenizer in rows:
 
 template = template_tokens_in(prompt)  # a chat template's tokens: said why they split, once
 if template:
-    named = ", ".join(f"`{t}`" for t in template)
+    named = " and ".join(f"`{t}`" for t in template)
     st.markdown(
         f"Your prompt holds {named}: special tokens are *added* to a tokenizer, not learned from "
         "a corpus, so the Characters, BPE and Words tokenizers, trained on plain text, cut them "
