@@ -126,3 +126,11 @@ def test_tokenization_says_why_a_template_splits_and_where_it_is_one_token(model
     plain = app_test(models_dir, TOKENS, prompt="ROMEO:", query={"model": "shakespeare-char"})
     assert not any("not learned" in m.value for m in plain.markdown)
     assert not any("chat template" in i.value for i in plain.info)
+
+
+def test_with_a_precision_both_models_are_measured_at_it(models_dir):
+    query = {"model": TUNED, "use_part": "instruct", "quant": "int4"}
+    at = app_test(models_dir, USE, query=query, timeout=120)
+    assert not at.exception, [e.value for e in at.exception]
+    texts = _texts(at)
+    assert "both stored as **int4**" in texts and "both stored as int4." in texts

@@ -121,10 +121,12 @@ def _template(bundle: Bundle) -> None:
     )
 
 
-def _answer_text(answer: instruct.Answer | None) -> str:
+def _answer_text(answer: instruct.Answer | None, said: bool = True) -> str:
+    """An answer as shown: line breaks as ↵, then <|end|> or " …" (cut). `said` (in a sentence)
+    names an empty answer "(nothing)"; a table or code block shows it raw."""
     if answer is None:
         return "—"
-    shown = answer.text.replace("\n", "↵") or "(nothing)"
+    shown = answer.text.replace("\n", "↵") or ("(nothing)" if said else "")
     return shown + (END if answer.ended else " …")
 
 
@@ -169,8 +171,8 @@ def _side_by_side(before, after) -> None:
             {
                 "instruction": f"{a.instruction.kind}: {a.instruction.word}",
                 "right answer": a.instruction.answer,
-                "before tuning": _answer_text(before.answers[k] if before else None),
-                "after tuning": _answer_text(a),
+                "before tuning": _answer_text(before.answers[k] if before else None, False),
+                "after tuning": _answer_text(a, False),
             }
         )
     parts.numbers_table(
