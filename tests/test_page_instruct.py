@@ -109,12 +109,12 @@ def test_generation_says_when_the_model_wrote_end(models_dir):
 
 
 def test_next_token_names_the_tuning_text_it_searches(models_dir):
-    prompt = "<|user|>upper: kaz<|assistant|>"
+    prompt = "<|user|>upper: ysqz"  # "ysqz" is once in the tuning text's training split
     at = app_test(models_dir, "pages/07_next_token.py", prompt=prompt, query={"model": TUNED})
     assert not at.exception, [e.value for e in at.exception]
     said = [m.value for m in at.markdown if "only learns from its training text" in m.value]
     assert len(said) == 1 and "tuned from “shakespeare\\-char”" in said[0]
-    assert " 1** times" not in said[0]  # "once", never "1 times"
+    assert "it occurs once in the training split" in said[0]  # never "1 times"
 
 
 def test_tokenization_says_why_a_template_splits_and_where_it_is_one_token(models_dir):
