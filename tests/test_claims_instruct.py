@@ -146,7 +146,7 @@ def test_the_stop_claim_on_the_bundle_and_the_headline_numbers():
     n = claim.numbers
     assert n["after"] == after.stop_share() and n["before"] == before.stop_share()
     assert claim.made == (n["z"] > instruct.Z)
-    assert f"z = {n['z']:.1f}" in claim.text
+    assert f"two-proportion z = {n['z']:.1f}" in claim.text
     # the headline: the tuned bundle stops by itself and does most held-out instructions
     assert claim.made and n["after"] > 0.9
     assert sum(after.exact_by_kind().values()) / 4 > 0.5

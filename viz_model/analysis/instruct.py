@@ -203,8 +203,8 @@ def kind_claim(kind: str, before: InstructReport, after: InstructReport) -> Clai
     said = f"after tuning {a:.0%} of {n} held-out {plural} are exact, before {b:.0%}"
     if made:
         return Claim(
-            f"Tuning taught {plural}: {said} (z = {z:.1f}, {TEST}; the Wilson interval's low "
-            f"end {low:.0%} is above the baseline {base:.0%}).",
+            f"Tuning taught {plural}: {said} (two-proportion z = {z:.1f} > {Z:g}; the Wilson "
+            f"interval's low end {low:.0%} is above the baseline {base:.0%}).",
             True,
             numbers,
         )
@@ -227,7 +227,8 @@ def stop_claim(before: InstructReport, after: InstructReport) -> Claim:
     said = f"{a:.0%} of the tuned model's {n} answers end in {end}, before tuning {b:.0%}"
     if z > Z:
         return Claim(
-            f"The tuned model learned to stop by itself: {said} (z = {z:.1f}; {TEST}).",
+            f"The tuned model learned to stop by itself: {said} (two-proportion z = {z:.1f} > "
+            f"{Z:g}).",
             True,
             numbers,
         )
