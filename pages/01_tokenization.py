@@ -10,8 +10,10 @@ import ui
 from ui import cache, parts, present, state
 from ui.charts.common import show_whitespace
 from ui.charts.tokens import token_chips_html, vocab_curve_chart
+from ui.usage.instruct import TUNED_MODEL, tuned_model_bundled
 from viz_model.analysis import tokens as tk
 from viz_model.text.data import load_corpus
+from viz_model.text.instructions import template_tokens_in
 from viz_model.text.tokenization import Tokenizer
 
 CORPUS = "shakespeare"
@@ -130,6 +132,26 @@ for title, about, tokenizer in rows:
     left.markdown(counts_line(tokenizer, prompt))
     with right:
         st.html(chips(tokenizer, prompt))
+
+template = template_tokens_in(prompt)  # a chat template's tokens: said why they split, once
+if template:
+    named = " and ".join(f"`{t}`" for t in template)
+    st.markdown(
+        f"Your prompt holds {named}: special tokens are *added* to a tokenizer, not learned from "
+        "a corpus, so the Characters, BPE and Words tokenizers, trained on plain text, cut them "
+        "into pieces."
+    )
+    if any(ctx.tokenizer.token_to_id(t) is None for t in template):
+        st.info(
+            f"“{ctx.name}” has no chat template, so it reads these as ordinary characters (or "
+            "`<unk>`)."
+            + (
+                f" Choose “{TUNED_MODEL}” in the sidebar's Model select to see them as one token "
+                "each."
+                if tuned_model_bundled()
+                else ""
+            )
+        )
 
 # ---- BPE as it is learned -----------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ from viz_model.analysis import next_token as nt
 from viz_model.analysis.tokens import token_text
 from viz_model.model.sampling import SamplingSettings
 from viz_model.model.scale import grid_layers
+from viz_model.text.instructions import END
 
 ctx = ui.context()
 cfg, tok = ctx.config, ctx.tokenizer
@@ -179,6 +180,13 @@ def draw_history(steps: list[gen.Step], seq: list[int], n_cropped: int) -> None:
             + f" **“{parts.md_token(token_text(tok, last.token))}”**"
         )
         st.markdown(f"Step {len(steps)}: {how}, with probability **{last.prob:.3f}**.")
+        end_id = tok.token_to_id(END)  # the chat template's end of turn, in tuned models only
+        if end_id is not None and any(s.token == end_id for s in steps):
+            st.info(
+                f"The model wrote `{END}`: a chat app stops here and hands the turn back; this "
+                "page keeps sampling so you can see what it would do next.",
+                icon=":material/keyboard_return:",
+            )
     if n_cropped:
         st.info(
             f"The text is {len(seq)} tokens long, more than this model's context of {cfg.n_ctx}: "

@@ -117,6 +117,14 @@ def test_logit_lens_grid_keeps_short_tokens_like_unk_whole_and_escaped():
     assert fig.data[0].customdata[0][0][0] == "&lt;unk&gt;"  # the hover too
 
 
+def test_logit_lens_abbreviates_a_long_special_token_and_hovers_it_whole():
+    T = CELL_TEXT_MAX_T  # cells of 2 characters: "<|assistant|>" would spill over its neighbours
+    tokens = [["<|assistant|>", "b"] * (T // 2)]
+    fig = logit_lens_grid(np.full((1, T), 0.5), tokens, ["embed"], [str(i) for i in range(T)])
+    assert _cell(fig.data[0].text[0][0]) == "⟨a⟩"
+    assert fig.data[0].customdata[0][0][0] == "&lt;|assistant|&gt;"
+
+
 def test_logit_lens_text_is_dark_on_light_cells_and_white_on_dark_ones():
     probs = np.array([[0.0, 0.05, 0.95, 1.0]])  # Viridis: dark purple ... bright yellow
     fig = logit_lens_grid(probs, [["a", "b", "c", "d"]], ["embed"], LABELS)

@@ -74,8 +74,35 @@ def test_a_gain_within_noise_is_neutral_and_a_clear_one_is_said():
     assert not small.made and "No clear gain" in small.text
     big = instruct.kind_claim("reverse", _report("reverse", 0, 25), _report("reverse", 23, 25))
     assert big.made and "92% of 25 held-out reversals are exact, before 0%" in big.text
+    assert big.text.startswith("Tuning taught reversals:") and "two-proportion" in big.text
     same = instruct.stop_claim(_report("upper", 0, 25), _report("upper", 0, 25))
-    assert not same.made
+    assert not same.made and same.numbers["z"] == 0.0
+
+
+def test_the_two_proportion_test_pools_and_the_wilson_interval_is_not_zero_wide():
+    # 10 of 25 against 4 of 25: pooled 14/50, se sqrt(.28 * .72 * 2/25) = 0.127, z = 1.89
+    z, se = instruct.two_proportion_z(0.4, 25, 0.16, 25)
+    assert se == pytest.approx(math.sqrt(0.28 * 0.72 * 2 / 25)) and z == pytest.approx(0.24 / se)
+    assert z < instruct.Z
+    low, high = instruct.wilson(1.0, 25)
+    assert high == 1.0 and 0.8 < low < 0.9  # 100% still has an interval below it
+    low, high = instruct.wilson(0.0, 25)
+    assert low == 0.0 and 0.1 < high < 0.2
+    low, high = instruct.wilson(0.5, 100)
+    assert low == pytest.approx(0.5 - 0.098, abs=0.002) and high == pytest.approx(0.598, abs=2e-3)
+
+
+def test_a_long_word_gets_room_to_be_exact():
+    tok = _tok()
+    item = Instruction("twice", "abcdefghijkl")  # 24 letters of answer, past MAX_ANSWER
+    room = instruct.answer_room(tok, item)
+    assert room == 26 > instruct.MAX_ANSWER
+    model = Says(tok.encode(item.answer), tok.token_to_id(END), tok.vocab_size)
+    model.start = len(tok.encode(item.prompt))
+    (cut,) = instruct.answer_all(model, tok, [item])
+    assert not cut.exact and len(cut.text) == instruct.MAX_ANSWER
+    (answer,) = instruct.answer_all(model, tok, [item], room)
+    assert answer.exact
 
 
 def test_a_model_without_the_template_is_refused(models_dir):
@@ -101,12 +128,13 @@ def test_each_kind_claim_on_the_bundle_is_recomputed_from_its_numbers(kind):
     claim = instruct.kind_claim(kind, before, after)
     n = claim.numbers
     assert n["after"] == after.exact_by_kind()[kind] and n["before"] == before.exact_by_kind()[kind]
-    se = math.hypot(instruct.stderr(n["after"], n["n"]), instruct.stderr(n["before"], n["n"]))
-    assert n["diff_se"] == pytest.approx(se)
-    expected = n["after"] - n["before"] > instruct.Z * se and n["after"] > n[
-        "baseline"
-    ] + instruct.Z * instruct.stderr(n["after"], n["n"])
-    assert claim.made == expected
+    k = n["n"]
+    pooled = (n["after"] + n["before"]) / 2  # the same n before and after
+    se = math.sqrt(pooled * (1 - pooled) * 2 / k)
+    assert n["pooled_se"] == pytest.approx(se)
+    z = (n["after"] - n["before"]) / se if se else 0.0
+    assert n["z"] == pytest.approx(z)
+    assert claim.made == (z > instruct.Z and instruct.wilson(n["after"], k)[0] > n["baseline"])
     assert (
         f"after tuning {n['after']:.0%}" in claim.text and f"before {n['before']:.0%}" in claim.text
     )
@@ -117,7 +145,8 @@ def test_the_stop_claim_on_the_bundle_and_the_headline_numbers():
     claim = instruct.stop_claim(before, after)
     n = claim.numbers
     assert n["after"] == after.stop_share() and n["before"] == before.stop_share()
-    assert claim.made == (n["after"] - n["before"] > instruct.Z * n["diff_se"])
+    assert claim.made == (n["z"] > instruct.Z)
+    assert f"two-proportion z = {n['z']:.1f}" in claim.text
     # the headline: the tuned bundle stops by itself and does most held-out instructions
     assert claim.made and n["after"] > 0.9
     assert sum(after.exact_by_kind().values()) / 4 > 0.5

@@ -339,8 +339,10 @@ def _loss_rows(bundle: Bundle) -> list[tuple[str, str]]:
     if loss is None:
         return []
     vocab = bundle.tokenizer.vocab_size
+    # a model tuned from another (meta "base") was validated on its tuning text, not the base's
+    label = "validation loss (tuning text)" if bundle.meta.get("base") else "validation loss"
     rows = [
-        ("validation loss", f"{loss:.3f} nats per token (perplexity {math.exp(loss):,.1f})"),
+        (label, f"{loss:.3f} nats per token (perplexity {math.exp(loss):,.1f})"),
         ("blind guess", f"{math.log(vocab):.3f} nats (ln {vocab:,}; perplexity {vocab:,})"),
     ]
     task = _task_of(bundle)

@@ -17,6 +17,7 @@ from ui.charts.common import show_whitespace
 from ui.frame import PageContext
 from viz_model.analysis import next_token as nt
 from viz_model.analysis import ngrams as ng
+from viz_model.analysis.claims import md_escape
 from viz_model.analysis.tokens import token_text
 from viz_model.model.recurrent_config import FAMILY_LABELS
 
@@ -111,9 +112,17 @@ def in_training_text(ctx: PageContext, last_logits: np.ndarray) -> None:
     net = FAMILY_LABELS[ctx.bundle.family]  # "GPT", or "LSTM", ...
     table, kn, found = _looked_up(ctx.bundle_id, tuple(int(t) for t in used))
     shown = show_whitespace("".join(token_text(tok, t) for t in used)).replace("`", "ˋ")
+    times = "once" if table.total == 1 else f"**{table.total:,}** times"
+    base = ctx.bundle.meta.get("base")  # tuned from another model: the tuning text is searched
+    which = (
+        f"This one was tuned from “{md_escape(base)}”: the text searched here is its tuning text "
+        "only, not the text its base learned from. "
+        if isinstance(base, str)
+        else ""
+    )
     st.markdown(
-        f"A model only learns from its training text. Here is what that text says after "
-        f"`{shown}`: it occurs **{table.total:,}** times in the training split followed by "
+        f"A model only learns from its training text. {which}Here is what that text says after "
+        f"`{shown}`: it occurs {times} in the training split followed by "
         "a token. The count ratios are what an n-gram model would predict; the red bars are the "
         f"{net}'s, after the whole prompt."
     )

@@ -40,18 +40,25 @@ CELL_TEXT_WIDTH = 360
 CHAR_PX = 7  # a TICK_FONT (12 px) character
 STATION_TICKS_MAX_T = 24  # every position labelled up to this many (~14 px a label at 1024 px)
 SPECIAL = re.compile(r"^<\|?[A-Za-z_]{1,16}\|?>$")  # "<unk>", "<|endoftext|>": never cut
+SHORT_SPECIAL = 5  # "<unk>": a special token this short is shown whole, even past its cell
 DARK_TEXT, LIGHT_TEXT = "#111111", "#ffffff"
 
 
 def _clip(text: str, n: int) -> str:
-    """Cut a cell's token to n characters ('…' marks the cut; the hover shows it whole), but
-    never a special token like <unk>: "<u…" would read as nothing.
+    """Cut a cell's token to n characters ('…' marks the cut; the hover shows it whole). A special
+    token like <unk> is never cut mid-name ("<u…" would read as nothing): one that does not fit
+    is abbreviated in angle quotes, "⟨a⟩" for <|assistant|>, so it stays in its own cell.
 
-    >>> _clip("<unk>", 2), _clip("<|endoftext|>", 4), _clip("brother", 4), _clip("ight", 1)
-    ('<unk>', '<|endoftext|>', 'bro…', 'i…')
+    >>> _clip("<unk>", 2), _clip("<|assistant|>", 3), _clip("<|end|>", 6), _clip("brother", 4)
+    ('<unk>', '⟨a⟩', '⟨end⟩', 'bro…')
+    >>> _clip("ight", 1), _clip("<|user|>", 1)
+    ('i…', '⟨u⟩')
     """
-    if len(text) <= n or SPECIAL.match(text):
-        return text
+    if len(text) <= max(n, SHORT_SPECIAL if SPECIAL.match(text) else 0):
+        return text  # fits, or a special token short enough to stay whole (<unk>)
+    if SPECIAL.match(text):
+        name = text.strip("<|>")
+        return f"⟨{name[: max(1, n - 2)]}⟩"
     return text[: max(n - 1, 1)] + "…"
 
 

@@ -279,24 +279,45 @@ def instruct_bars(
     kinds: Sequence[str],
     before: Sequence[float],
     after: Sequence[float],
-    stderr_before: Sequence[float],
-    stderr_after: Sequence[float],
+    interval_before: Sequence[tuple[float, float]],
+    interval_after: Sequence[tuple[float, float]],
     baseline: Sequence[float],
 ) -> go.Figure:
-    """Exact answers per instruction kind before and after tuning (bars with ±2 standard
-    errors), and each kind's no-skill baseline as a dash."""
+    """Exact answers per instruction kind before and after tuning: bars labelled with their value
+    (a 0% bar is otherwise invisible), whiskers over each share's (low, high) interval (Wilson),
+    and each kind's no-skill baseline as a dash."""
     fig = go.Figure()
-    for name, values, se, colour in (
-        ("before tuning", before, stderr_before, GREY),
-        ("after tuning", after, stderr_after, BLUE),
+    for name, values, interval, colour in (
+        ("before tuning", before, interval_before, GREY),
+        ("after tuning", after, interval_after, BLUE),
     ):
         fig.add_bar(
             x=list(kinds),
             y=list(values),
             name=name,
             marker_color=colour,
-            error_y=dict(type="data", array=[2 * s for s in se], visible=True),
+            offsetgroup=name,
+            error_y=dict(
+                type="data",
+                symmetric=False,
+                array=[hi - v for v, (_, hi) in zip(values, interval, strict=True)],
+                arrayminus=[v - lo for v, (lo, _) in zip(values, interval, strict=True)],
+                visible=True,
+                color="#333333",
+            ),
             hovertemplate="%{x}: %{y:.0%} exact<extra>" + name + "</extra>",
+        )
+        fig.add_scatter(  # each bar's value above its whisker (a 0% bar has no height to hold it)
+            x=list(kinds),
+            y=[hi for _, hi in interval],
+            text=[f"{v:.0%}" for v in values],
+            mode="text",
+            textposition="top center",
+            textfont=dict(size=TICK_FONT, color="black"),
+            offsetgroup=name,
+            showlegend=False,
+            hoverinfo="skip",
+            cliponaxis=False,
         )
     fig.add_scatter(
         x=list(kinds),
@@ -309,7 +330,8 @@ def instruct_bars(
     fig.update_layout(
         barmode="group",
         xaxis=_axis("instruction"),
-        yaxis=_axis("held-out answers exact", tickformat=".0%", range=[0, 1.08]),
+        scattermode="group",  # the value labels sit over their own bar
+        yaxis=_axis("held-out answers exact", tickformat=".0%", range=[0, 1.14]),
         legend=dict(orientation="h", y=-0.25, font=dict(size=TICK_FONT)),
     )
     return base_layout(fig, "", height=SMALL_HEIGHT + 60)

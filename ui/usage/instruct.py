@@ -10,7 +10,7 @@ from ui import cache, parts, present, state
 from ui.charts import usage as charts
 from ui.charts.tokens import token_chips_html
 from ui.frame import PageContext
-from viz_model.analysis import instruct
+from viz_model.analysis import forgetting, instruct, quantization
 from viz_model.analysis.claims import md_escape
 from viz_model.analysis.tokens import display_tokens
 from viz_model.bundles.checkpoint import Bundle
@@ -19,6 +19,7 @@ from viz_model.model.vocab import extend_vocab
 from viz_model.text.instructions import (
     END,
     INSTRUCTION_HELP,
+    WORD_LENGTHS,
     Instruction,
     instructions,
     parse_instruction,
@@ -27,6 +28,11 @@ from viz_model.text.instructions import (
 TUNED_MODEL = "shakespeare-instruct"  # the bundled tuned model (scripts/instruction_tune.py)
 N_SHOWN = 8  # held-out answers shown side by side
 DEFAULT_INSTRUCTION = "reverse: bard"
+
+
+def tuned_model_bundled() -> bool:
+    """Whether the bundled instruction-tuned model is here to point a student to."""
+    return TUNED_MODEL in models.discover()
 
 
 def _bundle_id(name: str) -> str | None:
@@ -59,15 +65,27 @@ def reports(bundle_id: str, base_id: str | None) -> tuple:
     return before, after
 
 
+@cache.per_model(spinner="Reading the base model's validation text with both models…")
+def forgetting_measured(bundle_id: str, base_id: str) -> forgetting.Forgetting | None:
+    """Base and tuned model on the base's validation windows; None when the tuned vocabulary does
+    not start with the base's (the two would not read the same ids)."""
+    tuned, base = cache.bundle(bundle_id), cache.bundle(base_id)
+    if not forgetting.same_ids(base.tokenizer, tuned.tokenizer):
+        return None
+    val, _ = quantization.validation_ids(base.meta, base.tokenizer)
+    return forgetting.measure_forgetting(base.model, tuned.model, val, base.tokenizer)
+
+
 @cache.per_prompt
 def own_answers(bundle_id: str, base_id: str | None, kind: str, word: str) -> tuple:
     b = cache.bundle(bundle_id)
     item = [Instruction(kind, word)]
-    after = instruct.answer_all(b.model, b.tokenizer, item)[0]
+    room = instruct.answer_room(b.tokenizer, item[0])
+    after = instruct.answer_all(b.model, b.tokenizer, item, room)[0]
     if base_id is None:
         return None, after
     n_new = b.tokenizer.vocab_size - cache.bundle(base_id).tokenizer.vocab_size
-    return instruct.answer_all(before_model(base_id, n_new), b.tokenizer, item)[0], after
+    return instruct.answer_all(before_model(base_id, n_new), b.tokenizer, item, room)[0], after
 
 
 def _open_tuned_model() -> None:
@@ -103,10 +121,12 @@ def _template(bundle: Bundle) -> None:
     )
 
 
-def _answer_text(answer: instruct.Answer | None) -> str:
+def _answer_text(answer: instruct.Answer | None, said: bool = True) -> str:
+    """An answer as shown: line breaks as ↵, then <|end|> or " …" (cut). `said` (in a sentence)
+    names an empty answer "(nothing)"; a table or code block shows it raw."""
     if answer is None:
         return "—"
-    shown = answer.text.replace("\n", "↵") or "(nothing)"
+    shown = answer.text.replace("\n", "↵") or ("(nothing)" if said else "")
     return shown + (END if answer.ended else " …")
 
 
@@ -122,17 +142,19 @@ def _scores(before, after) -> None:
             kinds,
             [acc_b[k] for k in kinds],
             [acc_a[k] for k in kinds],
-            [instruct.stderr(acc_b[k], n) for k in kinds],
-            [instruct.stderr(acc_a[k], n) for k in kinds],
+            [instruct.wilson(acc_b[k], n) for k in kinds],
+            [instruct.wilson(acc_a[k], n) for k in kinds],
             bases,
         ),
         key="use_instruct_bars",
     )
     st.caption(
         f"{n} held-out instructions of each kind, on words never seen in tuning; an answer is "
-        "exact when it is the right text followed by `<|end|>`. Bars: ±2 binomial standard "
-        "errors, √(p(1−p)/n), the noise of a share measured on n items. Dashes: the no-skill "
-        "baseline (echo the word back; for *first*, also guess one letter: 1 in 26)."
+        "exact when it is the right text followed by `<|end|>`. Whiskers: the Wilson score "
+        "interval (about 95%), which unlike ±2 standard errors does not shrink to nothing at 0% "
+        "or 100%. Dashes: the no-skill baseline (echo the word back; for *first*, also guess one "
+        "letter: 1 in 26). The sentences below compare before and after with a two-proportion "
+        "test (pooled standard error, |z| > 2)."
     )
     if before is not None:
         for k in kinds:
@@ -149,8 +171,8 @@ def _side_by_side(before, after) -> None:
             {
                 "instruction": f"{a.instruction.kind}: {a.instruction.word}",
                 "right answer": a.instruction.answer,
-                "before tuning": _answer_text(before.answers[k] if before else None),
-                "after tuning": _answer_text(a),
+                "before tuning": _answer_text(before.answers[k] if before else None, False),
+                "after tuning": _answer_text(a, False),
             }
         )
     parts.numbers_table(
@@ -161,9 +183,11 @@ def _side_by_side(before, after) -> None:
 
 
 def _own(ctx: PageContext, base_id: str | None) -> None:
+    lengths = f"{min(WORD_LENGTHS)}–{max(WORD_LENGTHS)}"
     st.markdown("**Your own instruction**, as *kind: word*: " + ", ".join(
         f"*{k}* ({v})" for k, v in INSTRUCTION_HELP.items()
-    ) + ".")  # fmt: skip
+    ) + f". The model was tuned only on words of {lengths} lowercase letters, so a longer or "
+        "shorter word, or capitals, test whether the behaviour generalises.")  # fmt: skip
     raw = state.bind(
         st.text_input,
         "u_in_own",
@@ -188,9 +212,37 @@ def _own(ctx: PageContext, base_id: str | None) -> None:
     verdict = "exact" if after.exact else f"not exact: the right answer is “{item.answer}”"
     st.markdown(
         f"After tuning: **{md_escape(_answer_text(after))}** ({md_escape(verdict)}); before "
-        f"tuning: {md_escape(_answer_text(before))}. The tuned model's whole text, prompt first:"
+        f"tuning: {md_escape(_answer_text(before))}. The tuned model's whole text, prompt first"
+        + (" (it answered nothing before `<|end|>`):" if not after.text else ":")
     )
-    st.code(item.prompt + _answer_text(after), language=None)
+    st.code(item.prompt + after.text + (END if after.ended else ""), language=None)
+
+
+def _forgetting(ctx: PageContext, base: str, base_id: str) -> None:
+    precision = models.split_precision(ctx.bundle_id)[1]
+    st.markdown(
+        f"**What tuning cost.** Tuning trains only on instructions, so the model may lose what it "
+        f"knew: both models read the same windows of “{md_escape(base)}”'s own validation text "
+        "(Shakespeare for the bundled pair)"
+        + (f", both stored as {precision}." if precision else ".")
+    )
+    measured = forgetting_measured(ctx.bundle_id, base_id)
+    if measured is None:
+        st.info("The tuned vocabulary does not extend the base's id for id, so the two models "
+                "cannot read the same text here.")  # fmt: skip
+        return
+    claim = forgetting.forgetting_claim(measured, base)
+    (st.warning if claim.made else st.info)(claim.text)
+    st.markdown(
+        "Real instruction tuning mixes pretraining text into the tuning batches (and tunes far "
+        "longer on far more varied instructions) to limit this *catastrophic forgetting*."
+    )
+
+
+def _precision_ids(ctx: PageContext, base_id: str | None) -> str | None:
+    """The base at the precision the page shows the tuned model in, so both are measured alike."""
+    precision = models.split_precision(ctx.bundle_id)[1]
+    return models.with_precision(base_id, precision) if base_id and precision else base_id
 
 
 def draw(ctx: PageContext) -> None:
@@ -202,15 +254,16 @@ def draw(ctx: PageContext) -> None:
         "by one row per token, started at the mean row). Tuning teaches a format and a "
         "behaviour: answer the instruction, then write `<|end|>`, so the model learns to stop. "
         f"The bundled “{TUNED_MODEL}” is a Shakespeare character model tuned for a few CPU "
-        "minutes on four instructions over random letters; the held-out words below were never "
-        "in its tuning text."
+        "minutes on four instructions over random letters, and on nothing else (what that cost "
+        "its Shakespeare is measured below)."
     )
     if not instruct.has_template(ctx.tokenizer):
         _needs_template(ctx)
         return
     _template(ctx.bundle)
     base = _base_name(ctx.bundle)
-    base_id = _bundle_id(base) if base else None
+    base_id = _precision_ids(ctx, _bundle_id(base) if base else None)
+    precision = models.split_precision(ctx.bundle_id)[1]
     if base is None:
         st.info(
             f"“{ctx.name}” does not name a bundled base model (meta “base”), so only the tuned "
@@ -220,28 +273,40 @@ def draw(ctx: PageContext) -> None:
     if base is not None:
         st.markdown(
             f"**Before**: “{md_escape(base)}” with the new rows, the tune's step 0; "
-            f"**after**: “{md_escape(ctx.name)}”."
+            f"**after**: “{md_escape(ctx.name)}”"
+            + (f"; both stored as **{precision}** (the sidebar's Precision)." if precision else ".")
+            + " The held-out words were never in the tuning text."
         )
     _scores(before, after)
     _side_by_side(before, after)
+    if base is not None and base_id is not None:
+        _forgetting(ctx, base, base_id)
     _own(ctx, base_id)
     with parts.numbers_behind_it() as opened:
         if opened:  # built only while open
-            parts.numbers_table(
-                "Shares of the held-out instructions per kind: exact (the answer, then `<|end|>`), "
-                "starts right (the answer at the start, stopped or not), and the no-skill baseline:",
-                [
-                    {
-                        "instruction": k,
-                        "items": len(after.of_kind(k)),
-                        "exact before": before.exact_by_kind()[k] if before else None,
-                        "exact after": after.exact_by_kind()[k],
-                        "starts right, before": before.starts_right_by_kind()[k]
-                        if before
-                        else None,
-                        "starts right, after": after.starts_right_by_kind()[k],
-                        "baseline": instruct.baseline([a.instruction for a in after.of_kind(k)]),
-                    }
-                    for k in after.kinds()
-                ],
-            )
+            _shares_table(before, after)
+
+
+def _pct(share: float | None) -> str:
+    return "—" if share is None else f"{share:.0%}"
+
+
+def _shares_table(before, after) -> None:
+    n = len(after.of_kind(after.kinds()[0]))
+    exact_b = before.exact_by_kind() if before else {}
+    starts_b = before.starts_right_by_kind() if before else {}
+    parts.numbers_table(
+        f"Per kind, of {n} held-out instructions each: exact (the answer, then `<|end|>`), "
+        "starts right (the answer at the start, stopped or not), and the no-skill baseline:",
+        [
+            {
+                "kind": k,
+                "exact: before → after": f"{_pct(exact_b.get(k))} → "
+                f"{_pct(after.exact_by_kind()[k])}",
+                "starts right: before → after": f"{_pct(starts_b.get(k))} → "
+                f"{_pct(after.starts_right_by_kind()[k])}",
+                "baseline": _pct(instruct.baseline([a.instruction for a in after.of_kind(k)])),
+            }
+            for k in after.kinds()
+        ],
+    )

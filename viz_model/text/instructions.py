@@ -61,6 +61,15 @@ class Instruction:
         return f"{self.prompt}{self.answer}{END}"
 
 
+def template_tokens_in(text: str) -> list[str]:
+    """The template's special tokens that `text` contains, in template order.
+
+    >>> template_tokens_in("<|user|>reverse: bard<|assistant|>"), template_tokens_in("ROMEO:")
+    (['<|user|>', '<|assistant|>'], [])
+    """
+    return [t for t in SPECIAL_TOKENS if t in text]
+
+
 def is_held_out(word: str) -> bool:
     """Whether `word` belongs to the held-out split: a fixed hash, the same for every seed."""
     return zlib.crc32(word.encode("utf-8")) % HELD_OUT_SHARE == 0
@@ -97,6 +106,13 @@ def parse_instruction(text: str) -> Instruction | str:
         return f"Write an instruction as kind: word, with kind one of {', '.join(INSTRUCTIONS)}."
     if not word:
         return "Give a word after the colon, e.g. reverse: bard."
+    if any(t in word for t in SPECIAL_TOKENS) or any(t in kind for t in SPECIAL_TOKENS):
+        shown = ", ".join(f"`{t}`" for t in SPECIAL_TOKENS if t in text)
+        return (
+            f"The word may not contain a special token ({shown}): chat systems strip them from "
+            "what a user types, or a user could end the turn or speak as the assistant (prompt "
+            "injection)."
+        )
     if len(word) > 12:
         return "Keep the word to 12 letters or fewer: the model was tuned on words of 3 to 5."
     return Instruction(kind, word)
