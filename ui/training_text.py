@@ -112,7 +112,9 @@ def in_training_text(ctx: PageContext, last_logits: np.ndarray) -> None:
     net = FAMILY_LABELS[ctx.bundle.family]  # "GPT", or "LSTM", ...
     table, kn, found = _looked_up(ctx.bundle_id, tuple(int(t) for t in used))
     shown = show_whitespace("".join(token_text(tok, t) for t in used)).replace("`", "ˋ")
-    times = "once" if table.total == 1 else f"**{table.total:,}** times"
+    occurs = {0: "it never occurs", 1: "it occurs once"}.get(
+        table.total, f"it occurs **{table.total:,}** times"
+    )
     base = ctx.bundle.meta.get("base")  # tuned from another model: the tuning text is searched
     which = (
         f"This one was tuned from “{md_escape(base)}”: the text searched here is its tuning text "
@@ -122,7 +124,7 @@ def in_training_text(ctx: PageContext, last_logits: np.ndarray) -> None:
     )
     st.markdown(
         f"A model only learns from its training text. {which}Here is what that text says after "
-        f"`{shown}`: it occurs {times} in the training split followed by "
+        f"`{shown}`: {occurs} in the training split followed by "
         "a token. The count ratios are what an n-gram model would predict; the red bars are the "
         f"{net}'s, after the whole prompt."
     )
