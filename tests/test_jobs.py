@@ -87,7 +87,10 @@ def test_a_job_runs_pauses_steps_changes_lr_resumes_stops_and_trains_more(root, 
 
     jobs.step("life", auth=jobs.Auth())
     jobs.step("life", auth=jobs.Auth())
-    stepped = wait_for("life", lambda v: len(v.history) == at + 2, "two single steps")
+    # history.jsonl gets each step before status.json does: wait for both to say it
+    stepped = wait_for(
+        "life", lambda v: len(v.history) == at + 2 and v.step == at + 2, "two single steps"
+    )
     assert [r["step"] for r in stepped.history[-2:]] == [at + 1, at + 2]
     assert all(math.isfinite(r["train_loss"]) for r in stepped.history[-2:])
     assert stepped.state == "paused" and stepped.step == at + 2
