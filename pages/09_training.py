@@ -13,6 +13,7 @@ from serving import jobs, models
 from ui import finetune_view, parts, state, teacher, training_live, training_view
 from ui.frame import val_loss
 from ui.training_setup import draw_setup
+from viz_model.analysis import grad_health as gh
 
 RUNS_ANCHOR = "runs"  # the live panel's heading: Start scrolls to it
 ctx = ui.context()
@@ -103,7 +104,9 @@ training_view.draw_claims(bundle.history, baselines, causal=ctx.config.causal)
 training_view.draw_update_rule(bundle.train_config)
 finetune_view.draw(bundle, final_id)  # only for a fine-tune: forgetting, before/after, ΔW
 st.subheader("Gradient health")
-training_view.draw_grad_health(bundle.history, final_id, bundle.train_config, key="hist")
+training_view.draw_grad_health(
+    bundle.history, final_id, bundle.train_config, key="hist", adapters=gh.is_lora(bundle.meta)
+)
 st.subheader("What it wrote as it learned")
 st.caption(
     "Text sampled from the weights at that step, from the same start each time (a newline): "

@@ -12,6 +12,7 @@ from ui import cache, families, present, state, training_view
 from ui.charts import dynamics as charts
 from ui.charts.common import show_whitespace
 from viz_model.analysis import dynamics as dyn
+from viz_model.analysis import grad_health as gh
 from viz_model.analysis import training as tr
 from viz_model.analysis.attention import trained_copy_lengths
 from viz_model.analysis.claims import md_escape
@@ -25,7 +26,12 @@ def gradient_health() -> None:
     """The gradient's health along training, from the history (Training draws the same)."""
     st.subheader("Gradient health along training")
     training_view.draw_grad_health(
-        ctx.bundle.history, final_id, ctx.bundle.train_config, key="dyn", marked_step=chosen_step
+        ctx.bundle.history,
+        final_id,
+        ctx.bundle.train_config,
+        key="dyn",
+        marked_step=chosen_step,
+        adapters=gh.is_lora(ctx.bundle.meta),
     )
     if chosen_step is not None:
         st.caption(f"Dotted: the sidebar's step {chosen_step:,}.")

@@ -77,7 +77,10 @@ def test_claims_on_the_bundled_model_follow_their_numbers(tuned):
         claim = ft.low_rank_claim(name, values, 4)
         share = sum(v * v for v in values[:4]) / sum(v * v for v in values)
         assert claim.numbers["share"] == pytest.approx(share)
-        assert claim.made == (share > ft.SHARE_MOST)
+        chance = ft.chance_share(len(values), 4)
+        assert claim.numbers["chance"] == chance
+        assert claim.made == (share > ft.SHARE_MOST and share >= chance + ft.CHANCE_MARGIN)
+        assert f"{share:.0%}" in claim.text and f"puts {chance:.0%} there" in claim.text
     before, last = info["before"], full.history[-1]
     claim = ft.loss_change_claim(
         "old text", before["old_val_loss"], last["old_val_loss"], before["old_val_sd"], 2

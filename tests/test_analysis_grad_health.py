@@ -164,3 +164,18 @@ def test_the_update_claim_reads_the_step_where_the_learning_rate_peaked(update, 
     assert claim.numbers["step"] == 20 and claim.numbers["median"] == pytest.approx(update)
     assert claim.made == made and words in claim.text
     assert "rule of thumb" in claim.text
+
+
+def test_a_lora_runs_updates_are_the_adapters_and_get_no_verdict():
+    """B starts at zero, so an adapter's relative step is large by construction: the numbers are
+    said, the weights' rule of thumb is not applied to them."""
+    records = history(n=100, update=0.05, lr=lambda step: 1e-3)
+    health = gh.grad_health(records, 1.0)
+    assert gh.update_claim(health).made and "unstable" in gh.update_claim(health).text
+    claim = gh.update_claim(health, adapters=True)
+    assert not claim.made and "adapters" in claim.text and "unstable" not in claim.text
+    assert claim.numbers["median"] == pytest.approx(0.05)
+    assert gh.is_lora({"finetune": {"mode": "lora"}}) and not gh.is_lora(
+        {"finetune": {"mode": "full"}}
+    )
+    assert not gh.is_lora({}) and not gh.is_lora(None)

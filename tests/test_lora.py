@@ -231,7 +231,7 @@ def test_the_flags_say_the_fine_tune_and_read_back_the_same_settings():
 # ---- what may be said ------------------------------------------------------------------------
 
 
-def test_the_low_rank_claim_is_decided_by_its_share():
+def test_the_low_rank_claim_is_decided_by_its_share_against_chance():
     concentrated = [3.0, 1.0] + [0.1] * 30
     spread = [1.0] * 32
     for values, made in ((concentrated, True), (spread, False)):
@@ -240,6 +240,14 @@ def test_the_low_rank_claim_is_decided_by_its_share():
         assert claim.numbers["share"] == pytest.approx(share)
         assert claim.made == (share > ft.SHARE_MOST) == made
         assert f"{share:.0%}" in claim.text and "top 2" in claim.text
+    # A random 64 x 64 change: its top 31 directions hold most of its energy by chance alone,
+    # so a rank that large names nothing, while its top 8 hold well under half.
+    gen = torch.Generator().manual_seed(1)
+    noise = ft.singular_values(torch.randn(64, 64, generator=gen))
+    assert ft.top_share(noise, 31) > ft.SHARE_MOST
+    assert not ft.low_rank_claim("blocks.0.attn.out", noise, 31).made
+    assert abs(ft.chance_share(64, 8) - ft.top_share(noise, 8)) < 0.05
+    assert ft.chance_share(64, 8) < ft.chance_share(64, 16) < ft.chance_share(64, 31)
 
 
 def test_the_loss_change_claim_needs_more_than_the_noise():

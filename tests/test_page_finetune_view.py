@@ -11,6 +11,7 @@ import pytest
 from tests.apptest_util import open_link
 from tests.test_analysis_finetune import BASE
 from viz_model.analysis import finetune as ft
+from viz_model.analysis import grad_health as gh
 from viz_model.bundles.load import load_bundle
 from viz_model.training.loop import train
 from viz_model.training.settings import RunSettings, new_run
@@ -48,6 +49,8 @@ def test_the_view_of_a_lora_run_says_what_its_numbers_say(models_dir):
     info, last = bundle.meta["finetune"], bundle.history[-1]
     before = info["before"]
     assert "Started from **shakespeare\\-tiny**" in text
+    assert any(i.value == gh.ADAPTERS_NOTE for i in at.info)  # its health is the adapters'
+    assert "the adapters by" in text and "steps this **large**" not in text
     assert f"**{info['trainable']:,}** of {info['total']:,} parameters" in text
     old = ft.loss_change_claim(
         "old text \\(Shakespeare\\)",

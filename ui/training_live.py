@@ -20,6 +20,7 @@ from ui import cache, families, finetune_view, nav, present, state, training_vie
 from ui.charts.attention import pattern_heatmap
 from ui.charts.common import token_labels
 from ui.charts.next_token import distribution_bars
+from viz_model.analysis import grad_health as gh
 from viz_model.analysis import next_token as nt
 from viz_model.analysis.attention import attention_run
 from viz_model.bundles.files import CheckpointError
@@ -120,7 +121,10 @@ def _watch(name: str, auth: jobs.Auth) -> None:
         finetune_view.draw_live(view.history, bundle.meta)
     train_config = _train_config(view, bundle)
     with st.expander("Gradient health: each layer's gradient and update, as it trains"):
-        training_view.draw_grad_health(view.history, version, train_config, key="live")
+        adapters = bundle is not None and gh.is_lora(bundle.meta)
+        training_view.draw_grad_health(
+            view.history, version, train_config, key="live", adapters=adapters
+        )
     training_view.draw_update_rule(train_config, "The update it trains with")
     _samples(view)
     _probe(view, bundle)

@@ -174,10 +174,12 @@ def draw_grad_health(
     train_config: dict | None,
     key: str,
     marked_step: int | None = None,
+    adapters: bool = False,
 ) -> None:
     """The run's gradient health (analysis/grad_health.py): the two charts in tabs and what its
     numbers say; one sentence when the run recorded none. `version` names this history (see
-    _curves); `marked_step` draws a dotted line (Training dynamics: the sidebar's step)."""
+    _curves); `marked_step` draws a dotted line (Training dynamics: the sidebar's step);
+    `adapters`: a LoRA run, whose numbers are its adapters' (gh.is_lora)."""
     try:
         cfg = TrainConfig.from_dict(train_config or {})
     except (TypeError, ValueError):
@@ -187,6 +189,8 @@ def draw_grad_health(
         st.caption(gh.NOT_RECORDED)
         return
     st.markdown(HEALTH_NOTE)
+    if adapters:
+        st.info(gh.ADAPTERS_NOTE)
     norms_tab, updates_tab = st.tabs(["Gradient norms", "Update sizes"])
     present.plot(
         cache.figure(health_charts.gradient_norms, health, marked_step),
@@ -201,8 +205,9 @@ def draw_grad_health(
         )
     else:
         updates_tab.caption("No per-layer record yet.")
-    claims = (gh.depth_claim, gh.growth_claim, gh.clipping_claim, gh.update_claim)
-    st.markdown("\n".join(f"- {claim(health).text}" for claim in claims))
+    claims = [gh.depth_claim(health), gh.growth_claim(health), gh.clipping_claim(health)]
+    claims.append(gh.update_claim(health, adapters))
+    st.markdown("\n".join(f"- {claim.text}" for claim in claims))
     st.caption(
         f"The whole gradient's norm is recorded at every step, each layer's every "
         f"{cfg.health_every:,} steps (`health_every`). Blocks have the same shape, so their "

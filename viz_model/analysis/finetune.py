@@ -22,6 +22,7 @@ Not here: training (training/finetune.py), charts (ui/charts/finetune.py).
 
 from __future__ import annotations
 
+import functools
 import math
 from pathlib import Path
 
@@ -33,6 +34,10 @@ from viz_model.model.lora import TARGETS
 from viz_model.training.finetune import read_lora
 
 SHARE_MOST = 0.5  # "most of it": more than half the change's energy in the top r directions
+# ...and this far above what a random change puts there: a random 64 x 64 matrix already has 38%
+# of its energy in its top 8 directions and 63% in its top 16 (chance_share)
+CHANCE_MARGIN = 0.2
+CHANCE_TRIALS = 8
 NOISE_SIGMAS = 2.0
 
 
@@ -70,18 +75,42 @@ def top_share(values: list[float], r: int) -> float:
     return 1.0 if total == 0 else sum(v * v for v in values[:r]) / total
 
 
+@functools.cache
+def chance_share(n: int, r: int) -> float:
+    """The share of a random change's energy in its top r of n directions: the mean top_share
+    of CHANCE_TRIALS seeded n x n Gaussian matrices. Square is the most concentrated shape with
+    n singular values (a taller m x n matrix spreads them more evenly), so this is the strictest
+    baseline for any matrix whose change has n singular values."""
+    gen = torch.Generator().manual_seed(0)
+    shares = [
+        top_share(singular_values(torch.randn(n, n, generator=gen)), r)
+        for _ in range(CHANCE_TRIALS)
+    ]
+    return sum(shares) / len(shares)
+
+
 def low_rank_claim(name: str, values: list[float], rank: int) -> Claim:
-    """Whether a full fine-tune's change to one matrix is mostly low-rank (top `rank` share)."""
+    """Whether a full fine-tune's change to one matrix is mostly low-rank: more than half its
+    energy in the top `rank` directions, and CHANCE_MARGIN above a random change's share."""
     share = top_share(values, rank)
+    chance = chance_share(len(values), rank)
     numbers = {"share": share, "rank": rank, "threshold": SHARE_MOST, "n_values": len(values)}
-    head = f"A full fine-tune's change to `{name}` puts {share:.0%} of its energy in its top {rank}"
-    if share > SHARE_MOST:
-        text = f"{head} directions: LoRA with r = {rank} could have expressed most of it."
-        return Claim(text, True, numbers)
-    text = (
-        f"{head} directions (of {len(values)}): the change is spread out, and a rank-{rank} "
-        f"update could hold at most that share of it."
+    numbers |= {"chance": chance, "margin": CHANCE_MARGIN}
+    head = (
+        f"A full fine-tune's change to `{name}` puts {share:.0%} of its energy in its top {rank} "
+        f"of {len(values)} directions; a random change with as many directions puts {chance:.0%} "
+        "there"
     )
+    if share > SHARE_MOST and share >= chance + CHANCE_MARGIN:
+        text = f"{head}. So this change is low-rank: LoRA with r = {rank} could have expressed most of it."
+        return Claim(text, True, numbers)
+    if share > SHARE_MOST:
+        text = (
+            f"{head}: not far enough above chance (by {CHANCE_MARGIN:.0%}) to call the change "
+            f"low-rank; at r = {rank} even a random change is mostly in its top directions."
+        )
+        return Claim(text, False, numbers)
+    text = f"{head}: the change is spread out, and a rank-{rank} update could hold at most {share:.0%} of it."
     return Claim(text, False, numbers)
 
 

@@ -276,9 +276,23 @@ def clipping_claim(h: GradHealth | None) -> Claim:
     )
 
 
-def update_claim(h: GradHealth | None) -> Claim:
+ADAPTERS_NOTE = (
+    "This run trains only LoRA's adapters, A and B in each chosen matrix; the model's own "
+    "weights are frozen. So every gradient and update here is the adapters', not the weights'."
+)
+
+
+def is_lora(meta: dict | None) -> bool:
+    """A LoRA fine-tune's bundle (training/finetune.py records meta["finetune"]["mode"])."""
+    info = (meta or {}).get("finetune")
+    return isinstance(info, dict) and info.get("mode") == "lora"
+
+
+def update_claim(h: GradHealth | None, adapters: bool = False) -> Claim:
     """How big are the steps, relative to the weights? The blocks' update ratios at the health
-    step where the learning rate was highest, against RULE_OF_THUMB (beyond UPDATE_BAND)."""
+    step where the learning rate was highest, against RULE_OF_THUMB (beyond UPDATE_BAND).
+    `adapters` (a LoRA run): the ratios are A's and B's, and B starts at zero, so a weight's
+    rule of thumb says nothing about them: the sentence gives the numbers and no verdict."""
     if h is None or h.steps.size == 0:
         return Claim(NOT_RECORDED, False, {})
     cols = h.blocks or list(range(len(h.layers)))
@@ -299,6 +313,15 @@ def update_claim(h: GradHealth | None) -> Claim:
         "band": UPDATE_BAND,
     }
     what = "the blocks'" if h.blocks else "the layers'"
+    if adapters:
+        return Claim(
+            f"At step {int(h.steps[row]):,}, where the learning rate peaked ({h.lr[row]:.3g}), "
+            f"one step changed the adapters by {low:.2g} to {high:.2g} of their size (median "
+            f"{mid:.2g}). The rule of thumb for a weight's step (about {RULE_OF_THUMB:g}) does "
+            "not apply: B starts at zero, so any step is large against it.",
+            False,
+            numbers,
+        )
     said = (
         f"At step {int(h.steps[row]):,}, where the learning rate peaked ({h.lr[row]:.3g}), one "
         f"step changed {what} weights by {low:.2g} to {high:.2g} of their size (median "
