@@ -24,15 +24,15 @@ def test_the_lora_count_shown_is_the_engines(runs):  # noqa: F811
     model = load_bundle(BASE).model
     lora = attach_lora(model, 4, ("qkv", "out", "mlp_out"))
     total = load_bundle(BASE).model.n_params()
-    expected = f"{lora.n_trainable():,} trainable of {total:,} parameters"
-    assert f"LoRA r = 4 on qkv, out, mlp_out: {expected}" in infos(at)
+    expected = f"{lora.n_trainable():,} trainable numbers (A and B) beside the model's {total:,}"
+    assert f"LoRA r = 4 on qkv, out, mlp_out: {expected} frozen weights" in infos(at)
     assert trainable_count(BASE, 4, ("qkv", "out", "mlp_out")) == (lora.n_trainable(), total)
     assert next(m.value for m in at.metric if m.label == "Parameters") == f"{total:,}"
     assert not start_button(at).disabled
     # the cost is the run's own: the base's batch (16) at its context (128)
     assert "batch × context = 16 × 128" in " ".join(c.value for c in at.caption)
     at.radio(key=widget_key("t_ft")).set_value("full").run()
-    assert f"Full fine-tuning: {total:,} trainable of {total:,} parameters (100.0%)" in infos(at)
+    assert f"Full fine-tuning: every one of the model's {total:,} weights trains." in infos(at)
 
 
 def test_bad_fine_tune_choices_are_explained_and_start_is_disabled(runs):  # noqa: F811

@@ -49,11 +49,15 @@ def _bases() -> dict[str, Path]:
 
 
 def trainable_text(trainable: int, total: int, rank: int, targets: tuple[str, ...]) -> str:
-    """'LoRA r = 8 on qkv, out: 6,144 trainable of 118,144 parameters (5.2%)', or full's."""
-    share = f"{trainable:,} trainable of {total:,} parameters ({trainable / total:.1%})"
+    """'LoRA r = 8 on qkv, out: 6,144 trainable numbers (A and B) beside the model's 118,144
+    frozen weights (5.2% as many)', or full's 'every one of the 118,144 weights trains'."""
     if not rank:
-        return f"Full fine-tuning: {share}."
-    return f"LoRA r = {rank} on {', '.join(targets)}: {share}."
+        return f"Full fine-tuning: every one of the model's {total:,} weights trains."
+    return (
+        f"LoRA r = {rank} on {', '.join(targets)}: {trainable:,} trainable numbers (A and B) "
+        f"beside the model's {total:,} frozen weights ({trainable / total:.1%} as many); "
+        "they merge into those weights when the model is saved."
+    )
 
 
 def draw_form(data_widget) -> tuple[RunSettings | None, str | None, list[str]]:
