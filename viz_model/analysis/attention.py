@@ -407,14 +407,14 @@ def ordinary_tokens(tokenizer: Tokenizer) -> tuple[np.ndarray, str]:
 
     Never <unk>, special tokens or line breaks (the break separates training examples, so a
     model may reset at one). char: the printable characters of the vocabulary, which are the
-    characters of its training text; bpe and json: whole words, a space then letters (" the");
+    characters its tokenizer was trained on (a fine-tune's: its base's text, not its own); bpe and json: whole words, a space then letters (" the");
     word: words made of letters. Falls back to every non-special token when none qualify.
     """
     special = tokenizer.special_ids
     shown = {i: tokenizer.id_to_token(i) for i in range(tokenizer.vocab_size) if i not in special}
     if tokenizer.kind == "char":
         ok = [i for i, s in shown.items() if len(s) == 1 and s.isprintable()]
-        what = f"{len(ok)} characters of its training text ({_char_kinds(shown[i] for i in ok)})"
+        what = f"{len(ok)} characters of its vocabulary ({_char_kinds(shown[i] for i in ok)})"
     elif tokenizer.kind == "word":
         ok = [i for i, s in shown.items() if s.isalpha()]
         what = f"{len(ok)} words of letters, e.g. " + ", ".join(shown[i] for i in ok[:5])
