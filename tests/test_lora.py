@@ -260,3 +260,12 @@ def test_the_loss_change_claim_needs_more_than_the_noise():
     assert ft.loss_change_claim("new text", 6.5, 3.4, 0.05, 20).text.startswith(
         "The loss on the new text fell from 6.50 to 3.40"
     )
+
+
+def test_a_loss_risen_past_a_blind_guess_is_said_to_be_so():
+    past = ft.loss_change_claim("old text", 1.86, 6.65, 0.05, 20, blind=4.34)
+    below = ft.loss_change_claim("old text", 1.86, 3.10, 0.05, 20, blind=4.34)
+    fell = ft.loss_change_claim("new text", 9.23, 5.00, 0.05, 20, blind=4.34)
+    assert past.made and "worse than a blind guess over the vocabulary (4.34)" in past.text
+    assert below.made and "blind guess" not in below.text
+    assert fell.made and "blind guess" not in fell.text  # a loss that fell is no forgetting

@@ -119,9 +119,12 @@ def noise(sd: float, n: int) -> float:
     return NOISE_SIGMAS * math.sqrt(2.0) * sd / math.sqrt(max(n, 1))
 
 
-def loss_change_claim(what: str, before: float, after: float, sd: float, n: int) -> Claim:
+def loss_change_claim(
+    what: str, before: float, after: float, sd: float, n: int, blind: float | None = None
+) -> Claim:
     """ "The loss on the old text rose from 1.86 to 2.31 nats" when past the noise; neutral
-    otherwise. `what` is already Markdown-safe."""
+    otherwise. `what` is already Markdown-safe. `blind`: a blind guess's loss (ln V), said when
+    a loss that rose ends above it."""
     limit = noise(sd, n)
     change = after - before
     numbers = {"before": before, "after": after, "change": change, "noise": limit, "sd": sd}
@@ -132,6 +135,12 @@ def loss_change_claim(what: str, before: float, after: float, sd: float, n: int)
             f"The loss on the {what} {verb} from {before:.2f} to {after:.2f} nats per token "
             f"(a change of {abs(change):.2f}; noise here is about {limit:.2f})."
         )
+        if blind is not None and change > 0 and after > blind:
+            numbers["blind"] = blind
+            text += (
+                f" That is worse than a blind guess over the vocabulary ({blind:.2f}): the model "
+                "now predicts this text worse than if it knew nothing."
+            )
         return Claim(text, True, numbers)
     text = (
         f"The loss on the {what} went from {before:.2f} to {after:.2f} nats per token: within "
