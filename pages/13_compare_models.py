@@ -10,7 +10,7 @@ import streamlit as st
 
 import ui
 from serving import models
-from ui import cache, corpus, families, present, state
+from ui import cache, corpus, families, finetune_view, present, state
 from ui.charts import compare as charts
 from ui.charts.common import token_labels
 from viz_model.analysis import compare as cmp
@@ -221,6 +221,11 @@ for name, bid, b in sides:
     (named if curves is not None and curves.train_x.size else missing).append((name, curves))
 if named:
     present.plot(cache.figure(charts.overlaid_curves, named, unit), key="cmp_curves")
+    notes = cmp.training_notes(
+        [(name, b.meta, finetune_view.text_key(b.meta.get("data"))) for name, _, b in sides]
+    )
+    if notes:
+        st.caption(" ".join(notes))
 for name, _ in missing:
     st.info(
         f"“{name}” has no training curve in {unit} (no history, or its characters per token "

@@ -277,12 +277,24 @@ if not alive:
     st.warning("No feature fired on the browsing windows: train on more tokens.")
     st.stop()
 freq, peak = lab.table.freq, lab.table.max_act
+# another SAE (a job's, or other settings) numbers its features afresh: its feature 212 is not
+# this one's, so a choice made on the last SAE is dropped (a link's choice, on first open, stays)
+state.reset_on_change("sae_feat", astuple(spec), "_sae_feat_of")
+
+
+def feature_label(f: int) -> str:
+    dense = " (dense: usually not one concept)" if S.is_dense(lab.table, f) else ""
+    return f"#{f}: fires on {freq[f]:.2%} of tokens{dense}, largest {peak[f]:.2f}"
+
+
 feature = state.selectbox(
     "Feature (most frequent first)",
     "sae_feat",
     alive,
-    alive[0],
-    format_func=lambda f: f"#{f}: fires on {freq[f]:.2%} of tokens, largest {peak[f]:.2f}",
+    S.default_feature(lab.table),
+    format_func=feature_label,
+    help=f"A feature firing on more than {S.DENSE:.0%} of tokens is marked dense. The page opens "
+    f"on the most frequent feature firing on at most {S.TYPICAL:.0%} of them.",
 )
 st.markdown(
     f"**Where feature {feature} fires hardest** in {len(lab.browse.texts)} windows spread "
@@ -370,7 +382,7 @@ elif state.toggle(
         )
     with st.spinner(f"Training an SAE on the model at step {other:,} and matching features…"):
         found = matched(spec, other_spec)
-    st.markdown(S.match_claim(found.r, found.chance, found.alive, other).text)
+    st.markdown(S.match_claim(found.r, found.chance, found.alive, other, found.tokens).text)
     j = int(found.best[feature])
     st.markdown(S.feature_match_claim(feature, found, other).text)
     other_lab = trained(other_spec)

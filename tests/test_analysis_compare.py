@@ -139,3 +139,17 @@ def test_user_text_in_a_claim_is_shown_and_escaped():
     cut = WordCut("x **bo", "ld", "bold", ["**", "bo", "ld"])
     text = boundary_claim(cut, [_side("char", 0.9), _side("bpe", 0.0)]).text
     assert "x␣\\*\\*bo" in text and re.search(r"(?<!\\)\*\*bo", text) is None
+
+
+def test_training_notes_say_a_fine_tune_counts_from_its_start_and_texts_differ():
+    from viz_model.analysis.compare import training_notes
+
+    scratch = {"data": {"corpus": "shakespeare"}}
+    tuned = {"data": {"task": "brackets"}, "finetune": {"base_name": "shakespeare-tiny"}}
+    notes = " ".join(training_notes([("a", scratch, scratch["data"]), ("b", tuned, tuned["data"])]))
+    assert "“b” was fine-tuned from shakespeare-tiny" in notes
+    assert "steps count from the start of fine-tuning" in notes
+    assert "“a” and “b” were trained on different texts" in notes
+    same = [("a", scratch, scratch["data"]), ("c", scratch, scratch["data"])]
+    assert training_notes(same) == []
+    assert training_notes([("a", scratch, scratch["data"]), ("d", {}, None)]) == []

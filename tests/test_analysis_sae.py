@@ -331,6 +331,24 @@ def test_the_match_claim_is_neutral_at_chance():
     assert not S.match_claim(np.zeros(3), np.zeros(3), np.ones(3, bool), 10).made
     # only alive features count
     assert S.match_claim(r, np.zeros(3), np.array([False, True, True]), 10).numbers["alive"] == 2
+    # it says which tokens "fire here" counts on (not the SAE's own alive count)
+    assert (
+        "features that fire on these 2,048 tokens" in S.match_claim(r, chance, r > 0, 10, 2048).text
+    )
+
+
+def _table(freq) -> S.FeatureTable:
+    n = len(freq)
+    z = np.zeros((n, 1))
+    return S.FeatureTable(np.array(freq), np.ones(n), z, z.astype(int), z.astype(int))
+
+
+def test_the_default_feature_is_the_most_frequent_sparse_one_and_dense_ones_are_marked():
+    table = _table([0.54, 0.0, 0.03, 0.049, 0.21, 0.001])
+    assert S.default_feature(table) == 3
+    assert [S.is_dense(table, f) for f in (0, 4, 3)] == [True, True, False]
+    assert S.default_feature(_table([0.5, 0.3, 0.0])) == 1  # all dense: the rarest alive
+    assert S.default_feature(_table([0.0, 0.0])) is None
 
 
 def test_the_feature_match_claim_says_same_only_at_the_threshold():

@@ -10,6 +10,7 @@ import pytest
 
 from tests.apptest_util import open_link
 from tests.test_analysis_finetune import BASE
+from ui import finetune_view
 from viz_model.analysis import finetune as ft
 from viz_model.analysis import grad_health as gh
 from viz_model.bundles.load import load_bundle
@@ -73,3 +74,18 @@ def test_the_view_of_a_lora_run_says_what_its_numbers_say(models_dir):
     )
     matrix = sorted(ft.change_spectra(models_dir / "tuned-lora", info))[0]
     assert ft.low_rank_claim(matrix, full[matrix], 2).text in text
+
+
+def test_runs_on_the_same_pasted_text_pair_by_its_hash_and_it_is_called_your_text(tmp_path):
+    runs = {}
+    for name, text in (("lora", "To be, or not"), ("full", "To be, or not"), ("other", "Not")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "text.txt").write_text(text, encoding="utf-8")
+        runs[name] = {"text_file": str(tmp_path / name / "text.txt"), "val_fraction": 0.1}
+    key = finetune_view.text_key
+    assert runs["lora"] != runs["full"] and key(runs["lora"]) == key(runs["full"])
+    assert key(runs["lora"]) != key(runs["other"])
+    assert key({**runs["full"], "val_fraction": 0.2}) != key(runs["lora"])
+    assert key({"corpus": "shakespeare"}) == {"corpus": "shakespeare"}
+    assert finetune_view._text_label(runs["lora"]) == "your text (13 characters)"
+    assert finetune_view._text_label({"text_file": "/x/notes.txt"}) == "notes.txt"

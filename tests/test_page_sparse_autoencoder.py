@@ -61,7 +61,33 @@ def _check_page(folder: Path, name: str) -> None:
     assert S.dead_claim(m, lab.log.dead_window_tokens).text in printed
     assert at.query_params["sae_tokens"] == "25000" and at.query_params["sae_f"] == "256"
     feature = next(s for s in at.selectbox if s.label.startswith("Feature"))
-    assert feature.value == S.alive_by_frequency(lab.table)[0]
+    assert feature.value == S.default_feature(lab.table)
+    assert lab.table.freq[feature.value] <= S.TYPICAL or not any(lab.table.freq <= S.TYPICAL)
+
+
+def test_another_sae_resets_the_chosen_feature():
+    query = {"model": "shakespeare-char", "prompt": PROMPT, **SMALL}
+    at = open_link(MODELS, PAGE, query, timeout=600)
+    feature = next(s for s in at.selectbox if s.label.startswith("Feature"))
+    first_default = feature.value
+    chosen = next(f for f in feature.options if str(f) != str(first_default))
+    feature.set_value(int(chosen.split(":")[0].lstrip("#")) if isinstance(chosen, str) else chosen)
+    at.run(timeout=600)
+    feature = next(s for s in at.selectbox if s.label.startswith("Feature"))
+    assert feature.value != first_default  # the choice holds while the SAE is the same
+    at.select_slider(key="_w_sae_k").set_value(4).run(timeout=600)
+    assert not at.exception, at.exception[0].value
+    feature = next(s for s in at.selectbox if s.label.startswith("Feature"))
+    bundle = load_bundle(MODELS / "shakespeare-char")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        cfg = S.SAEConfig(n_features=256, k=4, seed=0)
+        text = load_text(bundle.meta["data"])
+        lab = S.lab(bundle.model, bundle.tokenizer, text, S.hook_name(0), cfg, 25_000)
+    finally:
+        torch.set_num_threads(threads)
+    assert feature.value == S.default_feature(lab.table)
 
 
 def test_a_chosen_feature_and_strength_come_from_the_url():
@@ -94,7 +120,8 @@ def test_the_comparison_with_a_snapshot_prints_the_matching_it_ran():
     finally:
         torch.set_num_threads(threads)
     printed = [md.value for md in at.markdown]
-    assert S.match_claim(found.r, found.chance, found.alive, 34).text in printed
+    claim = S.match_claim(found.r, found.chance, found.alive, 34, found.tokens)
+    assert claim.text in printed and f"fire on these {found.tokens:,} tokens" in claim.text
 
 
 def test_l1_sparsity_from_the_url_shows_its_measured_l0_and_claims():

@@ -8,6 +8,8 @@ fine-tune of the same base on the same text when this server has one.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 from pathlib import Path
 
@@ -32,7 +34,28 @@ def _text_label(source: dict | None) -> str:
         return str(source["corpus"]).capitalize()
     if "task" in source:
         return f"the {source['task']} task"
-    return Path(str(source.get("text_file", ""))).name
+    path = Path(str(source.get("text_file", "")))
+    if path.name == PASTED:  # a job's copy of pasted or uploaded text: its name says nothing
+        try:
+            return f"your text ({len(path.read_text(encoding='utf-8')):,} characters)"
+        except (OSError, UnicodeDecodeError):
+            return "your text"
+    return path.name
+
+
+PASTED = "text.txt"  # serving/jobs.py keeps a run's pasted or uploaded text under this name
+
+
+def text_key(source: dict | None) -> dict | None:
+    """meta["data"] with its text file replaced by the sha256 of the text: each job keeps its own
+    copy of pasted text, so two runs on the same text have different paths but the same hash (a
+    file that cannot be read keeps its path)."""
+    if not source or "text_file" not in source:
+        return source
+    key = dict(source)
+    with contextlib.suppress(OSError):
+        key["text_file"] = hashlib.sha256(Path(str(source["text_file"])).read_bytes()).hexdigest()
+    return key
 
 
 @cache.per_model(keep=8)
@@ -55,8 +78,8 @@ def _sibling(folder: Path, info: dict, data: dict | None) -> tuple[Path, dict] |
         if (
             other
             and other.get("base_name") == info.get("base_name")
-            and meta.get("data") == data
             and other.get("mode") != info.get("mode")
+            and text_key(meta.get("data")) == text_key(data)
         ):
             found.append((path.stat().st_mtime, path, other))
     return max(found, key=lambda f: f[0])[1:] if found else None

@@ -138,6 +138,18 @@ def set_value(key: str, value: Any) -> None:
     mirror(key, value)
 
 
+def reset_on_change(key: str, owner: Any, seen_key: str) -> None:
+    """Drop the choice under `key` (session and URL) when `owner` (what its options belong to)
+    differs from the last run's, kept under `seen_key`; the first run keeps a link's choice."""
+    ss = st.session_state
+    if seen_key in ss and ss[seen_key] != owner:
+        ss.pop(key, None)
+        ss.pop(widget_key(key), None)
+        if key in st.query_params:
+            del st.query_params[key]
+    ss[seen_key] = owner
+
+
 def _copy_back(key: str) -> None:
     """A widget's change into its URL key. A view applied from elsewhere (a lesson stop, the
     teacher's move) may have dropped the widget's key before the browser's change arrived:

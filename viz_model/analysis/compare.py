@@ -404,3 +404,28 @@ def boundary_claim(cut: WordCut, sides: Sequence[BoundarySide]) -> Claim:
             f"token's start, gives, and that is at least {CHAR_FLOOR:.0%})."
         )
     return Claim(text, made, numbers)
+
+
+def training_notes(sides: Sequence[tuple[str, Mapping | None, Mapping | None]]) -> list[str]:
+    """What the training curves drawn on one axis do not show: (name, meta, data key) per model,
+    the data key being meta["data"] with a pasted text's path replaced by its hash. A fine-tune's
+    steps count from the start of fine-tuning; models trained on different texts measure their
+    validation loss on different held-out texts."""
+    notes = []
+    for name, meta, _ in sides:
+        info = (meta or {}).get("finetune")
+        if info:
+            base = info.get("base_name") or Path(str(info.get("base", ""))).name or "another model"
+            notes.append(
+                f"“{name}” was fine-tuned from {base}: its steps count from the start of "
+                "fine-tuning, not from the base's first step, and its curve starts at the "
+                "base's loss."
+            )
+    known = [(name, data) for name, _, data in sides if data]
+    if len(known) == len(sides) > 1 and any(d != known[0][1] for _, d in known[1:]):
+        names = " and ".join(f"“{n}”" for n, _ in known)
+        notes.append(
+            f"{names} were trained on different texts, so each validation loss is measured on "
+            "its own text's held-out part: the curves are not the same test."
+        )
+    return notes

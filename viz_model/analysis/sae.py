@@ -466,6 +466,25 @@ def alive_by_frequency(table: FeatureTable) -> list[int]:
     return [int(i) for i in order if table.freq[i] > 0]
 
 
+DENSE = 0.2  # a feature firing on more than this share of tokens is rarely one concept
+TYPICAL = 0.05  # the feature a page opens on fires on at most this share of tokens
+
+
+def is_dense(table: FeatureTable, feature: int) -> bool:
+    return bool(table.freq[feature] > DENSE)
+
+
+def default_feature(table: FeatureTable) -> int | None:
+    """The feature to open on: the most frequent one firing on at most TYPICAL of tokens. The
+    most frequent features overall are often dense (a third of all tokens, promoting "]" and
+    "1"), which reads as no concept; the rarest fire in one or two snippets. A feature just under
+    5% is sparse enough to mean one thing and frequent enough to fill the snippets. When every
+    alive feature fires more often, the rarest of them; None when none fired."""
+    alive = alive_by_frequency(table)
+    typical = [f for f in alive if table.freq[f] <= TYPICAL]
+    return typical[0] if typical else (alive[-1] if alive else None)
+
+
 def promoted_tokens(model: GPT, sae: SparseAutoencoder, feature: int, k: int = 10):
     """The tokens the feature's direction raises and lowers most, read through the final norm's
     centring and gain and the unembedding (the logit lens without the division by the stream's
@@ -634,6 +653,7 @@ class Matches:
     r: np.ndarray
     chance: np.ndarray
     alive: np.ndarray
+    tokens: int = 0  # how many tokens the activations were correlated over
 
 
 def match_labs(model_a: GPT, lab_a: Lab, model_b: GPT, lab_b: Lab) -> Matches:
@@ -646,7 +666,7 @@ def match_labs(model_a: GPT, lab_a: Lab, model_b: GPT, lab_b: Lab) -> Matches:
     acts_b = feature_acts(model_b, lab_b.sae, lab_b.name, windows)
     best, r = best_matches(acts_a, acts_b)
     alive = (acts_a > 0).any(0).numpy()
-    return Matches(best, r, chance_matches(acts_a, acts_b), alive)
+    return Matches(best, r, chance_matches(acts_a, acts_b), alive, int(windows.numel()))
 
 
 def feature_match_claim(feature: int, m: Matches, step: int) -> Claim:
@@ -662,9 +682,13 @@ def feature_match_claim(feature: int, m: Matches, step: int) -> Claim:
     return Claim(f"{said}: below {MATCH_CORR}, so it has no counterpart there.", False, numbers)
 
 
-def match_claim(r: np.ndarray, chance: np.ndarray, alive: np.ndarray, step: int) -> Claim:
+def match_claim(
+    r: np.ndarray, chance: np.ndarray, alive: np.ndarray, step: int, tokens: int = 0
+) -> Claim:
     """How many alive features of the SAE on screen have a counterpart in the SAE of the snapshot
-    at `step` (correlation >= MATCH_CORR), against the same count with the tokens shuffled."""
+    at `step` (correlation >= MATCH_CORR), against the same count with the tokens shuffled.
+    `tokens`: how many tokens `alive` was measured on (said, so that "fire here" is not read as
+    the SAE's alive count, measured on its training tokens)."""
     alive = np.asarray(alive, bool)
     n, found, by_chance = (
         int(alive.sum()),
@@ -672,8 +696,9 @@ def match_claim(r: np.ndarray, chance: np.ndarray, alive: np.ndarray, step: int)
         int((chance[alive] >= MATCH_CORR).sum()),
     )
     numbers = {"alive": n, "matched": found, "chance": by_chance, "threshold": MATCH_CORR}
+    where = f"on these {tokens:,} tokens" if tokens else "here"
     measured = (
-        f"{found:,} of the {n:,} features that fire here have a counterpart in the SAE trained on "
+        f"{found:,} of the {n:,} features that fire {where} have a counterpart in the SAE trained on "
         f"the model at step {step:,} (activations correlated at {MATCH_CORR} or more over the same "
         f"tokens); with the tokens shuffled, {by_chance:,} do"
     )
