@@ -5,6 +5,7 @@ history, samples before and after, and both fine-tunes on one singular-value cha
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -52,13 +53,17 @@ def test_the_view_of_a_lora_run_says_what_its_numbers_say(models_dir):
     assert "Started from **shakespeare\\-tiny**" in text
     assert any(i.value == gh.ADAPTERS_NOTE for i in at.info)  # its health is the adapters'
     assert "the adapters by" in text and "steps this **large**" not in text
-    assert f"**{info['trainable']:,}** of {info['total']:,} parameters" in text
+    assert (
+        f"**{info['trainable']:,}** numbers trained (A and B) beside the model's {info['total']:,}"
+        in text
+    )
     old = ft.loss_change_claim(
         "old text \\(Shakespeare\\)",
         before["old_val_loss"],
         last["old_val_loss"],
         before["old_val_sd"],
         2,
+        math.log(bundle.tokenizer.vocab_size),
     )
     assert old.text in text
     codes = [c.value for c in at.code]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 from pathlib import Path
 
 import streamlit as st
@@ -99,15 +100,21 @@ def draw(bundle, final_id: str) -> None:
     st.markdown(
         f"Started from **{md_escape(info['base_name'])}** and trained on "
         f"{md_escape(_text_label(bundle.meta.get('data')))} with {what}: "
-        f"**{info['trainable']:,}** of {info['total']:,} parameters trained "
-        f"({info['trainable'] / info['total']:.1%})."
+        + (
+            f"**{info['trainable']:,}** numbers trained (A and B) beside the model's "
+            f"{info['total']:,} frozen weights ({info['trainable'] / info['total']:.1%} as many), "
+            "merged into them when saved."
+            if info["mode"] == "lora"
+            else f"all **{info['total']:,}** weights trained."
+        )
     )
     if info.get("unknown_characters"):
         st.caption(
             f"{info['unknown_characters']:,} characters of the new text were not in the base's "
             "vocabulary and were read as <unk>."
         )
-    _losses(bundle.history, info, bundle.meta.get("data"), key="hist")
+    blind = math.log(bundle.tokenizer.vocab_size)  # a blind guess's loss, ln V
+    _losses(bundle.history, info, bundle.meta.get("data"), key="hist", blind=blind)
     _samples(bundle.history, info.get("before") or {})
     _changes(folder, info, bundle.meta.get("data"))
 
@@ -119,7 +126,9 @@ def draw_live(history: list[dict], meta: dict) -> None:
         _losses(history, meta["finetune"], meta.get("data"), key="live")
 
 
-def _losses(history: list[dict], info: dict, data: dict | None, key: str) -> None:
+def _losses(
+    history: list[dict], info: dict, data: dict | None, key: str, blind: float | None = None
+) -> None:
     before = info.get("before") or {}
     old_label = f"old text ({_text_label(info.get('old_data'))})"
     new_label = f"new text ({_text_label(data)})"
@@ -138,7 +147,9 @@ def _losses(history: list[dict], info: dict, data: dict | None, key: str) -> Non
         sd_key = "old_val_sd" if key == "old_val_loss" else "val_sd"
         if before.get(key) is None or last.get(key) is None or before.get(sd_key) is None:
             continue
-        claim = ft.loss_change_claim(md_escape(label), before[key], last[key], before[sd_key], n)
+        claim = ft.loss_change_claim(
+            md_escape(label), before[key], last[key], before[sd_key], n, blind
+        )
         st.markdown(claim.text)
     if before.get("old_val_loss") is None:
         st.caption("The base's own text is not known, so forgetting was not measured.")
@@ -185,7 +196,9 @@ def _changes(folder: Path, info: dict, data: dict | None) -> None:
         "A weight change ΔW has singular values s₁ ≥ s₂ ≥ …: the lengths of its directions. "
         "LoRA's update (alpha / r) B A has at most r nonzero ones; a full fine-tune's "
         "W_after − W_base may use them all. The share of Σ s² in the top r is the most of the "
-        "change any rank-r update could hold."
+        "change any rank-r update could hold. This judges one matrix: a full fine-tune also "
+        "changes the matrices LoRA was not given, the embeddings, the unembedding and the "
+        "LayerNorms, which LoRA leaves frozen."
     )
     full = next((s[matrix] for label, s in runs.items() if label.startswith("full")), None)
     if full is not None:
