@@ -160,6 +160,13 @@ def draw_setup(auth: jobs.Auth) -> str | None:
         except ValueError as exc:
             problems.append(str(exc))
             st.error(str(exc))
+    return _costs_then_start(settings, text, auth, problems)
+
+
+def _costs_then_start(
+    settings: RunSettings | None, text: str | None, auth: jobs.Auth, problems: list[str]
+) -> str | None:
+    """What the run will cost (or what to fix first), then its name and Start: both forms end so."""
     st.markdown("#### Before you start")
     promised = None
     if settings is None:
@@ -173,14 +180,7 @@ def draw_setup(auth: jobs.Auth) -> str | None:
 def _finetune_setup(auth: jobs.Auth) -> str | None:
     """The fine-tune form (ui/training_finetune.py), then the same costs, name and Start."""
     settings, text, problems = training_finetune.draw_form(_data)
-    st.markdown("#### Before you start")
-    promised = None
-    if settings is None:
-        st.info("Fix what is marked above to see what this run will cost.")
-    else:
-        refusals, promised = _costs(settings, text)
-        problems += refusals
-    return _name_and_start(settings, text, auth, problems, promised)
+    return _costs_then_start(settings, text, auth, problems)
 
 
 # ---- the four choices ---------------------------------------------------------------------------
