@@ -17,7 +17,7 @@ from pathlib import Path
 import streamlit as st
 
 from serving import models
-from ui import cache, state
+from ui import cache, present, state
 from ui.charts import finetune as charts
 from viz_model.analysis import finetune as ft
 from viz_model.analysis.claims import md_escape
@@ -136,10 +136,8 @@ def _losses(
     if not evals:
         st.info("No evaluation yet: the losses appear after the first one.")
         return
-    st.plotly_chart(
-        charts.forgetting_figure(history, before, old_label, new_label),
-        use_container_width=True,
-        key=f"ft_losses_{key}",
+    present.plot(
+        charts.forgetting_figure(history, before, old_label, new_label), key=f"ft_losses_{key}"
     )
     n = int(before.get("eval_batches", 0))
     last = evals[-1]
@@ -189,9 +187,7 @@ def _changes(folder: Path, info: dict, data: dict | None) -> None:
     names = list(mine)  # a matrix the other run did not change shows this run alone
     matrix = state.selectbox("Matrix", "ft_matrix", names, names[0])
     shown = {label: s[matrix] for label, s in runs.items() if matrix in s}
-    st.plotly_chart(
-        charts.spectrum_figure(shown, matrix, rank), use_container_width=True, key="ft_spectrum"
-    )
+    present.plot(charts.spectrum_figure(shown, matrix, rank), key="ft_spectrum")
     st.caption(
         "A weight change ΔW has singular values s₁ ≥ s₂ ≥ …: the lengths of its directions. "
         "LoRA's update (alpha / r) B A has at most r nonzero ones; a full fine-tune's "
