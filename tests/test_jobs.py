@@ -307,6 +307,30 @@ def test_a_running_status_whose_pid_is_not_our_worker_reads_as_interrupted(root)
     assert not jobs.worker_alive(None, path)
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux's boot time in whole s")
+def test_a_boot_time_that_steps_by_seconds_does_not_end_a_live_worker(root, monkeypatch):
+    """Linux gives a start time as boot time + ticks since boot, and the boot time (whole seconds
+    in /proc/stat) steps by one when the clock is corrected: a live worker read before and after
+    two such steps is still the same live worker, not an interrupted run."""
+    import psutil._pslinux as pslinux
+
+    path = finished_run(root, "stepped")
+    worker = [sys.executable, "-c", "import time; time.sleep(300)", jobs.WORKER, str(path)]
+    proc = subprocess.Popen(worker, stdin=subprocess.DEVNULL)
+    try:
+        started = jobs.process_started(proc.pid)
+        assert started is not None
+        booted = pslinux.boot_time()
+        monkeypatch.setattr(pslinux, "boot_time", lambda: booted + 2.0)
+        assert jobs.process_started(proc.pid) - started > 2.0 - 1e-6  # the steps are seen
+        assert jobs.worker_alive(proc.pid, path, started)
+        monkeypatch.setattr(pslinux, "boot_time", lambda: booted - 2.0)
+        assert jobs.worker_alive(proc.pid, path, started)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def test_a_pid_reused_by_a_process_that_looks_like_the_worker_frees_the_run_and_its_slot(
     root, monkeypatch
 ):
