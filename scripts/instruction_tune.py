@@ -28,7 +28,6 @@ from viz_model.model.vocab import extend_vocab  # noqa: E402
 from viz_model.text import ngram  # noqa: E402
 from viz_model.text.data import TokenData, load_text  # noqa: E402
 from viz_model.text.instructions import SPECIAL_TOKENS, instructions  # noqa: E402
-from viz_model.training.loop import train  # noqa: E402
 from viz_model.training.run import Run  # noqa: E402
 
 
@@ -99,7 +98,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     command = "python scripts/instruction_tune.py " + shlex.join(argv or sys.argv[1:])
     run, _ = tuning_run(args, command.strip())
-    for rec in train(run.model, run.data, run.cfg, run.out, run.tokenizer, meta=run.meta):
+    for rec in run.steps():
         if rec.val_loss is not None:
             print(json.dumps({"step": rec.step, "val_loss": rec.val_loss, "s": rec.elapsed}))
             sys.stdout.flush()

@@ -29,7 +29,7 @@ import torch
 from serving import jobs
 from viz_model.bundles.files import write_json, write_text
 from viz_model.model.config import STEPS_WHEN_TIMED
-from viz_model.training.loop import StepRecord, train
+from viz_model.training.loop import StepRecord
 from viz_model.training.settings import (
     Run,
     RunSettings,
@@ -259,21 +259,7 @@ def _drive(
     control = Control(folder / "control.json")
     start_elapsed = status.data["elapsed"]
     capped = ""
-    loop = train(
-        built.model,
-        built.data,
-        built.cfg,
-        folder,
-        built.tokenizer,
-        stop,
-        built.history,
-        built.start_step,
-        built.meta,
-        peak_lr=control.lr,
-        notes=lambda: _take(events),
-        old_data=built.old_data,  # a fine-tune's forgetting (training/finetune.py)
-        on_save=built.on_save,
-    )
+    loop = built.steps(stop, peak_lr=control.lr, notes=lambda: _take(events))
     if control.stop:  # Stop pressed while the run was being set up: one step, then the save
         stop.set()
     last = None

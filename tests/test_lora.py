@@ -21,7 +21,6 @@ from viz_model.text.data import task_text
 from viz_model.text.tokenization import Tokenizer
 from viz_model.training import cli
 from viz_model.training.finetune import LORA_FILE, unknown_characters
-from viz_model.training.loop import train
 from viz_model.training.settings import RunSettings, new_run, resumed_run, settings_to_argv
 
 CFG = GPTConfig(vocab_size=23, n_ctx=16, d_model=32, n_layer=2, n_head=4)
@@ -137,18 +136,7 @@ def fine_tune(base, out, rank=2, **over):
         train={**TRAIN, **over},
     )
     run = new_run(settings, out, "test")
-    records = list(
-        train(
-            run.model,
-            run.data,
-            run.cfg,
-            run.out,
-            run.tokenizer,
-            meta=run.meta,
-            old_data=run.old_data,
-            on_save=run.on_save,
-        )
-    )
+    records = list(run.steps())
     return settings, run, records
 
 

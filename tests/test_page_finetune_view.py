@@ -15,7 +15,6 @@ from ui import finetune_view
 from viz_model.analysis import finetune as ft
 from viz_model.analysis import grad_health as gh
 from viz_model.bundles.load import load_bundle
-from viz_model.training.loop import train
 from viz_model.training.settings import RunSettings, new_run
 
 TRAIN = {"max_steps": 4, "eval_every": 2, "eval_batches": 2, "sample_tokens": 8, "threads": 1}
@@ -29,16 +28,7 @@ def models_dir(tmp_path_factory):
             task="brackets", task_examples=500, base=str(BASE), lora_rank=rank, train=TRAIN
         )
         run = new_run(settings, folder / name, "test")
-        for _ in train(
-            run.model,
-            run.data,
-            run.cfg,
-            run.out,
-            run.tokenizer,
-            meta=run.meta,
-            old_data=run.old_data,
-            on_save=run.on_save,
-        ):
+        for _ in run.steps():
             pass
     return folder
 

@@ -3,8 +3,7 @@
     settings = RunSettings(task="count", base="assets/models/shakespeare-tiny", lora_rank=8,
                            lora_targets=("qkv", "out"), train={"max_steps": 300})
     run = new_run(settings, Path("runs/ft"), command="...")   # calls finetune_run
-    for record in train(run.model, run.data, run.cfg, run.out, run.tokenizer,
-                        old_data=run.old_data, on_save=run.on_save): ...
+    for record in run.steps(): ...   # loop.train, with old_data and on_save passed on
 
 The base's model, tokenizer and shape are kept (a char tokenizer cannot learn new characters: text
 with more than MAX_UNKNOWN_SHARE of them is refused, fewer become <unk> and the meta says how

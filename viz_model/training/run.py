@@ -1,9 +1,12 @@
-"""A run set up before its first step (`Run`: what `training/loop.train` takes), and the clock's
+"""A run set up before its first step (`Run`: what `training/loop.train` takes; `Run.steps` runs
+it), and the clock's
 overrides of the training settings (`timed`). Below settings.py and finetune.py, which both build
 runs, so neither needs the other at import time."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,6 +15,7 @@ from viz_model.model.config import STEPS_WHEN_TIMED, TrainConfig
 from viz_model.model.families import LanguageModel
 from viz_model.text.data import TokenData
 from viz_model.text.tokenization import Tokenizer
+from viz_model.training.loop import StepRecord, train
 
 
 def timed(train: dict[str, Any], minutes: float | None, new: bool) -> dict[str, Any]:
@@ -39,3 +43,21 @@ class Run:
     start_step: int
     old_data: TokenData | None = None  # a fine-tune: the base's own text (train's old_data)
     on_save: Any = None  # a fine-tune with LoRA: keeps A and B after each save (train's on_save)
+
+    def steps(self, stop: threading.Event | None = None, **controls: Any) -> Iterator[StepRecord]:
+        """The one loop over this run (loop.train, every field passed on), a record a step;
+        `controls` are the loop's live ones a job passes (peak_lr, notes)."""
+        return train(
+            self.model,
+            self.data,
+            self.cfg,
+            self.out,
+            self.tokenizer,
+            stop,
+            self.history,
+            self.start_step,
+            self.meta,
+            old_data=self.old_data,
+            on_save=self.on_save,
+            **controls,
+        )

@@ -2,7 +2,7 @@
 
     settings = RunSettings(corpus="shakespeare", preset="quick", train={"max_steps": 500})
     run = new_run(settings, Path("runs/x"), command="...")   # data, tokenizer, model, TrainConfig
-    for record in train(run.model, run.data, run.cfg, run.out, run.tokenizer, ...): ...
+    for record in run.steps(): ...                          # training/loop.train, step by step
 
 `RunSettings` is plain data (JSON round trip: to_dict / from_dict), so the command line
 (`viz_model/training/cli.py`) and the job runner (`serving/jobs.py`, which keeps it in a run's
