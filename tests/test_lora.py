@@ -5,7 +5,9 @@ analysis/finetune.py recomputed from their numbers."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import re
 
 import pytest
 import torch
@@ -16,6 +18,7 @@ from viz_model.bundles.checkpoint import save_bundle
 from viz_model.bundles.load import load_bundle
 from viz_model.model.config import GPTConfig
 from viz_model.model.gpt import GPT
+from viz_model.model.hooks import custom
 from viz_model.model.lora import attach_lora, lora_count, update_rank
 from viz_model.text.data import task_text
 from viz_model.text.tokenization import Tokenizer
@@ -257,3 +260,33 @@ def test_a_loss_risen_past_a_blind_guess_is_said_to_be_so():
     assert past.made and "worse than a blind guess over the vocabulary (4.34)" in past.text
     assert below.made and "blind guess" not in below.text
     assert fell.made and "blind guess" not in fell.text  # a loss that fell is no forgetting
+
+
+def test_a_nan_stop_in_a_lora_run_keeps_the_update_it_trained(tmp_path):
+    """When a weight turns NaN the loop puts back the last good weights: for LoRA that is W, A and
+    B, so the saved lora.safetensors is the update the bundle's merged weights hold (not B = 0)."""
+    base = tiny_base(tmp_path / "base")
+    settings = RunSettings(
+        task="brackets", task_examples=300, base=str(base), lora_rank=2, lora_targets=("qkv",)
+    )
+    train = {**TRAIN, "max_steps": 12, "sample_tokens": 0}  # good weights kept at evaluations
+    run = new_run(dataclasses.replace(settings, train=train), tmp_path / "ft", "test")
+    qkv = run.model.blocks[0].attn.qkv
+    calls = {"n": 0}
+
+    def break_b(x, hook):  # the 15th forward pass (during step 7) turns a LoRA B into NaN
+        calls["n"] += 1
+        if calls["n"] == 15:
+            qkv.lora_B.data.fill_(float("nan"))
+
+    with run.model.intervene(custom("unembed.hook_out", break_b)):
+        records = list(run.steps())
+    stopped = records[-1].stopped
+    kept = re.search(r"^the gradient became NaN .* kept the weights of step (\d+)", stopped)
+    assert kept and int(kept[1]) >= 3, stopped
+    tensors = load_file(tmp_path / "ft" / LORA_FILE)
+    update = tensors["blocks.0.attn.qkv.lora_B"] @ tensors["blocks.0.attn.qkv.lora_A"]
+    assert update.isfinite().all() and update.abs().max() > 0  # the steps before it, kept
+    name = "blocks.0.attn.qkv.weight"
+    tuned = load_bundle(tmp_path / "ft").model.state_dict()[name]
+    assert torch.allclose(tuned - load_bundle(base).model.state_dict()[name], update, atol=1e-6)

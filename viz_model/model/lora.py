@@ -15,8 +15,9 @@ optimiser, the gradient clipping and the health probe find them as they find any
 state dict is the plain GPT's: a state-dict hook writes W + (alpha / r) B A under `...qkv.weight`
 and leaves A and B out. A bundle saved during or after a LoRA run is therefore an ordinary bundle
 with merged weights, which every page opens unchanged; A and B are kept apart (`lora.safetensors`,
-training/finetune.py). Loading a state dict into a LoRA model (the loop restoring its last good
-weights after a NaN) takes the loaded merged weights as the new W and zeroes B: the same function.
+training/finetune.py). Loading a plain state dict into a LoRA model takes the loaded merged
+weights as the new W and zeroes B: the same function. (The loop, restoring its last good weights
+after a NaN, copies W, A and B themselves, so the update it saves is the one that was trained.)
 The hook points stay where they were: the forward hook adds the update after the Linear's own
 output, and `effective_weight` gives W + (alpha / r) B A to the code that reads a weight directly
 (attention's per-head `hook_result`).

@@ -157,8 +157,22 @@ def _finite_params(model: torch.nn.Module) -> bool:
     return all(bool(torch.isfinite(p).all()) for p in model.parameters())
 
 
+def _tensors(model: torch.nn.Module) -> Iterator[tuple[str, torch.Tensor]]:
+    yield from model.named_parameters()
+    yield from model.named_buffers()
+
+
 def _copy_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
-    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+    """Every parameter and buffer as it is now. Not the state dict: with LoRA attached that is the
+    merged W + (alpha / r) B A without A and B (model/lora.py), and loading it back would zero B,
+    so the saved lora.safetensors would say the run changed nothing."""
+    return {k: v.detach().clone() for k, v in _tensors(model)}
+
+
+def _put_back(model: torch.nn.Module, state: dict[str, torch.Tensor]) -> None:
+    with torch.no_grad():
+        for k, v in _tensors(model):
+            v.copy_(state[k])
 
 
 def train(
@@ -375,7 +389,7 @@ def _stop_on_nan(
     if _finite_params(model):
         kept = kept_if_finite
     else:
-        model.load_state_dict(good_state)
+        _put_back(model, good_state)
         kept = good_step
     history[:] = [r for r in history if r["step"] <= kept]
     where = f"kept the weights of step {kept}"
