@@ -217,6 +217,7 @@ def steered(spec: Spec, ids: tuple[int, ...], feature: int, alpha: float, gen_se
 job_view = sae_job_panel.choose(ctx.bundle_id)
 job_auth = sae_job_panel.password()
 sae_job_panel.watch(ctx.bundle_id, job_auth)
+sae_job_panel.deleter(ctx.bundle_id, job_auth)
 if job_view is None:
     spec = choose_in_page()
     model_name = models.path_of(ctx.bundle_id).name

@@ -97,9 +97,8 @@ HISTORY_FILE = "history.jsonl"  # one step record a line, appended by the worker
 ESTIMATE_FILE = "estimate.json"  # the speed the page promised before Start
 # How far two readings of one process's start time may differ. Linux derives it from the boot
 # time in whole seconds (/proc/stat btime), which steps by one when the clock is corrected, so two
-# readings of one process can differ by 1.0 s plus float rounding (a CI run once read a live
-# worker as interrupted at a slack of exactly 1 s). A pid reused within seconds of the start of
-# the process it replaces is not a case to plan for.
+# readings of one process can differ by 1.0 s plus float rounding. A pid reused within seconds of
+# the start of the process it replaces is not a case to plan for.
 START_SLACK = 3.0  # seconds
 
 
@@ -299,7 +298,8 @@ def process_started(pid: int) -> float | None:
 def worker_alive(pid: int | None, folder: Path, started: float | None = None) -> bool:
     """True when `pid` is running this run's worker: it exists, it started at `started` (the
     status's pid_started; a pid reused by another process started at another time) and, where its
-    command line can be read, it is `python -m serving.job_worker FOLDER` (not a zombie)."""
+    command line can be read and is filled in, it is `python -m serving.job_worker FOLDER` (not
+    a zombie)."""
     if not pid or started is None:
         return False
     try:
@@ -314,6 +314,8 @@ def worker_alive(pid: int | None, folder: Path, started: float | None = None) ->
             return True  # another user's process that started when our worker did
     except psutil.Error:  # gone (or a zombie), or nothing about it may be read
         return False
+    if not argv:  # mid-exec: Popen returns before the kernel has filled in the new command line
+        return True  # (read right after Start a third of the time); its start time is ours
     return WORKER in argv and str(folder) in argv
 
 
@@ -671,12 +673,15 @@ def _relaunch(name: str, root: Path, plan: dict[str, Any], allowed: tuple[str, .
         _launch(view.path, plan, limits, None)
 
 
-def delete(name: str, *, auth: Auth, root: Path | None = None) -> None:
-    """Remove a run that is not running (its bundle goes with it)."""
+def delete(name: str, *, auth: Auth, root: Path | None = None, kind: str = "") -> None:
+    """Remove a run that is not running (its bundle goes with it). `kind` (one of KINDS): a job
+    of that kind, in root/kind, under root's lock as launch_run keeps it."""
     check(auth)
+    if kind and kind not in KINDS:
+        raise JobError(f"unknown kind of job {kind!r}")
     root = root or runs_root()
     with locked(root):
-        view = read(name, root, history=False)
+        view = read(name, root / kind if kind else root, history=False)
         if view.live:
             raise JobError(f"{name!r} is {view.state}; stop it before deleting it")
         try:

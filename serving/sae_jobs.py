@@ -4,6 +4,7 @@
     sae_jobs.start("sc-l1-4096", job, auth=jobs.Auth(...))   # refused (JobError) when not allowed
     view = sae_jobs.read("sc-l1-4096")        # a jobs.RunView: .state, .progress, .message
     lab = sae_files.load_lab(view.path, d_model)              # once finished
+    sae_jobs.delete("sc-l1-4096", auth=jobs.Auth(...))        # one not running, with its files
 
 A job's folder is runs/sae/<name>/ (under VIZ_RUNS_DIR when set), made by jobs.launch_run with
 kind "sae": the same worker command (`python -m serving.job_worker FOLDER`, which hands an SAE
@@ -167,6 +168,11 @@ def stop(name: str, *, auth: jobs.Auth, root: Path | None = None) -> None:
             raise JobError(f"{name!r} is {view.state}; only a running job can be stopped")
         control = jobs.read_json(view.path / "control.json", {})
         write_json(view.path / "control.json", {**control, "stop": True})
+
+
+def delete(name: str, *, auth: jobs.Auth, root: Path | None = None) -> None:
+    """Remove a job that is not running, and the SAE it saved (password as for Start)."""
+    jobs.delete(name, auth=auth, root=root, kind=KIND)
 
 
 def free_name(base: str, root: Path | None = None) -> str:

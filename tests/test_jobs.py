@@ -307,6 +307,24 @@ def test_a_running_status_whose_pid_is_not_our_worker_reads_as_interrupted(root)
     assert not jobs.worker_alive(None, path)
 
 
+def test_a_worker_read_before_its_command_line_is_filled_in_is_alive(root, monkeypatch):
+    """Popen returns while the kernel is still exec'ing the worker, and its command line reads
+    empty for a moment (a third of the reads right after a Popen on this machine): with the
+    status's start time it is the worker, running; with another start time it is not."""
+    import psutil
+
+    path = finished_run(root, "fresh")
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+    try:
+        started = jobs.process_started(proc.pid)
+        monkeypatch.setattr(psutil.Process, "cmdline", lambda self: [])
+        assert jobs.worker_alive(proc.pid, path, started)
+        assert not jobs.worker_alive(proc.pid, path, started - 3600.0)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux's boot time in whole s")
 def test_a_boot_time_that_steps_by_seconds_does_not_end_a_live_worker(root, monkeypatch):
     """Linux gives a start time as boot time + ticks since boot, and the boot time (whole seconds

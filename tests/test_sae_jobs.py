@@ -92,6 +92,13 @@ def test_a_job_trains_saves_its_lab_and_the_page_shows_what_it_saved(root):
     assert not at.exception, at.exception[0].value
     assert any("cannot be opened" in w.value for w in at.warning)
 
+    at.selectbox(key="sae_delete_pick").select("small").run(timeout=300)  # the teacher clears up
+    at.button(key="sae_delete").click().run(timeout=300)
+    assert not at.exception, at.exception[0].value
+    assert not done.path.exists() and sae_jobs.list_jobs(root) == []
+    assert at.session_state["sae_job"] == "here"  # the page went back to its own SAE
+    assert not any("cannot be opened" in w.value for w in at.warning)
+
 
 def test_the_teacher_password_guards_starting_and_stopping(root, monkeypatch):
     monkeypatch.setenv(jobs.PASSWORD_ENV, "owl")
@@ -101,6 +108,8 @@ def test_the_teacher_password_guards_starting_and_stopping(root, monkeypatch):
         sae_jobs.start("a", SMALL, auth=jobs.Auth.resolve("cat"))
     with pytest.raises(JobError, match="wrong teacher password"):
         sae_jobs.stop("a", auth=jobs.Auth.resolve("cat"))
+    with pytest.raises(JobError, match="wrong teacher password"):
+        sae_jobs.delete("a", auth=jobs.Auth.resolve("cat"))
     assert sae_jobs.list_jobs(root) == []
 
 
@@ -122,9 +131,14 @@ def test_jobs_share_the_cap_and_stop_and_a_killed_worker_reads_as_interrupted(ro
 
     running = sae_jobs.start("killed", LONG, auth=jobs.Auth())  # the slot is free again
     wait_for("killed", lambda v: "reading activations" in v.message, "the worker to start")
+    with pytest.raises(JobError, match="running; stop it before deleting it"):
+        sae_jobs.delete("killed", auth=jobs.Auth())
     os.kill(running.pid, signal.SIGKILL)
     lost = wait_for("killed", lambda v: v.state != "running", "the kill to be noticed")
     assert lost.state == "interrupted" and "worker ended without finishing" in lost.message
+    sae_jobs.delete("killed", auth=jobs.Auth())  # an ended job goes, folder and all
+    sae_jobs.delete("long", auth=jobs.Auth())
+    assert not (root / "sae" / "killed").exists() and sae_jobs.list_jobs(root) == []
     sae_jobs.start("after", SMALL, auth=jobs.Auth())  # an interrupted job holds no slot
 
 

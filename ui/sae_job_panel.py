@@ -3,6 +3,7 @@
     job = sae_job_panel.choose(bundle_id)        # the finished job picked (URL: sae_job), or None
     auth = sae_job_panel.password()              # a field only when the server has a password
     sae_job_panel.watch(bundle_id, auth)         # live jobs of this model, refreshed every second
+    sae_job_panel.deleter(bundle_id, auth)       # "Delete an SAE job": one that is not running
     sae_job_panel.launcher(bundle_id, name, layer, site, k, l1, seed, auth)   # "Train as a job"
 
 The jobs are serving/sae_jobs.py's: a child process each, under the server's caps, lock and
@@ -173,6 +174,42 @@ def _earlier(bundle_id: str) -> None:
     if ended:
         lines = [f"- {v.name} ({v.state}): {v.message}" for v in ended[:5]]
         st.markdown("Jobs that did not finish:\n" + "\n".join(lines))
+
+
+def deleter(bundle_id: str, auth: jobs.Auth) -> None:
+    """Delete one of this model's jobs that is not running, with its saved SAE (a teacher
+    clearing up after class); a session showing it elsewhere then says it is gone."""
+    try:
+        ended = [v for v in sae_jobs.list_jobs(bundle_id=bundle_id) if not v.live]
+    except jobs.JobError:
+        return  # choose() has said the jobs cannot be listed
+    if not ended:
+        return
+    with st.expander("Delete an SAE job"):
+        _delete_one(ended, auth)
+
+
+def _delete_one(ended: list[jobs.RunView], auth: jobs.Auth) -> None:
+    locked = auth.required and not auth.given
+    c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
+    name = c1.selectbox(
+        "Delete a job that is not running",
+        [v.name for v in ended],
+        index=None,
+        placeholder="choose a job",
+        key="sae_delete_pick",
+    )
+    help_ = "Needs the teacher password (above)." if locked else "Its saved SAE goes with it."
+    if c2.button("Delete", key="sae_delete", disabled=locked or name is None, help=help_):
+        try:
+            sae_jobs.delete(name, auth=auth)
+        except jobs.JobError as exc:
+            st.warning(f"The job was not deleted: {exc}.")
+            return
+        if st.session_state.get(JOB_KEY) == name:  # the SAE on screen: back to the page's own
+            state.set_value(JOB_KEY, IN_PAGE)
+        st.session_state.pop("sae_delete_pick", None)
+        st.rerun()
 
 
 def watch(bundle_id: str, auth: jobs.Auth) -> None:
