@@ -193,7 +193,7 @@ def _delete_one(ended: list[jobs.RunView], auth: jobs.Auth) -> None:
     locked = auth.required and not auth.given
     c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
     name = c1.selectbox(
-        "Delete a job that is not running",
+        "Job (one that is not running)",
         [v.name for v in ended],
         index=None,
         placeholder="choose a job",
