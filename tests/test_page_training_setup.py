@@ -4,6 +4,7 @@ setting, and Start starts a real job (stopped before the test ends)."""
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -11,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from serving import jobs
 from ui.state import widget_key
+from ui.training_setup import duration_range
 from viz_model.text.data import load_corpus, load_text
 from viz_model.training.settings import RunSettings, estimate_params
 
@@ -311,6 +313,27 @@ def test_huge_figures_fit_their_metrics(runs):
     params = metric(at, "Parameters")
     assert params.endswith(" B") and len(params) <= 7, params
     assert len(metric(at, "Memory")) <= 7
+
+
+@pytest.mark.parametrize(
+    ("fast", "slow", "shown"),
+    [
+        (32, 63, "32–63 s"),
+        (130, 250, "2.1–4.2 min"),  # rounded outwards: the range holds what was measured
+        (45, 130, "45 s–2.2 min"),
+        (2000, 2500, "33–42 min"),
+        (4e4, 9e4, "11–25 h"),
+    ],
+)
+def test_a_time_range_says_its_unit_once_when_both_ends_share_it(fast, slow, shown):
+    assert duration_range(fast, slow) == shown
+
+
+def test_a_run_of_steps_gets_a_time_range_that_fits_its_metric(runs):
+    at = page({**TINY_TASK, "t_budget": "steps", "t_steps": "300000"})
+    shown = metric(at, "Time")
+    assert re.fullmatch(r"[\d.]+( s| min| h)?–[\d.]+ (s|min|h)", shown), shown
+    assert len(shown) <= 12, shown  # a quarter of a 1024-px page: '45 s–2.2 min' at most
 
 
 def test_choosing_sgd_offers_its_momentum_and_learning_rate_and_the_run_gets_them(runs):
