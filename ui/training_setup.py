@@ -641,9 +641,10 @@ def _time_metric(column, train: TrainConfig, minutes, n_ctx: int, steps_per_s, l
         column.metric("Time", "–")
         return per_step + "."
     fast, slow = (train.max_steps / r for r in reversed(steps_per_s))
+    span, unit = duration_range(fast, slow)
     column.metric(
-        "Time",
-        duration_range(fast, slow),
+        f"Time ({unit})",
+        span,
         help="Training, evaluations and samples; the start before the first step is not counted.",
     )
     if slow > limits.max_minutes * 60:
@@ -675,30 +676,20 @@ def _count(n: int) -> str:
     return f"{n:,}" if n < 1_000_000 else f"{n / 1e6:.3g} M"
 
 
-def _in_unit(seconds: float, up: bool) -> tuple[str, str]:
-    """(number, unit): s below 90 s, min below 90 min, else h; one decimal below 10 min or h,
-    rounded up or down (`up`) so a range keeps what was measured."""
-    unit, value = (
-        ("s", seconds)
-        if seconds < 90
-        else ("min", seconds / 60)
-        if seconds < 90 * 60
-        else ("h", seconds / 3600)
-    )
-    digits = 1 if unit != "s" and value < 10 else 0
-    scale = 10**digits
-    rounded = (math.ceil if up else math.floor)(value * scale) / scale
-    return f"{rounded:.{digits}f}", unit
+def duration_range(fast: float, slow: float) -> tuple[str, str]:
+    """(range, unit) short enough for a metric a quarter of a 1024-px page wide, the unit going
+    in the label: one unit for both ends (the slow end's: s below 90 s, min below 90 min, else
+    h), one decimal below 10, rounded outwards so the range holds what was measured:
+    (32, 63) -> ('32–63', 's'), (130, 250) -> ('2.1–4.2', 'min'), (2000, 2500) -> ('33–42', 'min')."""
+    unit, size = ("s", 1) if slow < 90 else ("min", 60) if slow < 90 * 60 else ("h", 3600)
 
+    def shown(seconds: float, up: bool) -> str:
+        value = seconds / size
+        digits = 1 if value < 10 and unit != "s" else 0
+        rounded = (math.ceil if up else math.floor)(value * 10**digits) / 10**digits
+        return f"{rounded:.{digits}f}"
 
-def duration_range(fast: float, slow: float) -> str:
-    """A time range short enough for a metric a quarter of a 1024-px page wide (12 characters at
-    most), rounded outwards, the unit said once when both ends share it: (32, 63) -> '32–63 s',
-    (130, 250) -> '2.1–4.2 min', (45, 130) -> '45 s–2.2 min', (2000, 2500) -> '33–42 min'."""
-    (low, low_unit), (high, high_unit) = _in_unit(fast, False), _in_unit(slow, True)
-    if low_unit == high_unit:
-        return f"{low}–{high} {high_unit}"
-    return f"{low} {low_unit}–{high} {high_unit}"
+    return f"{shown(fast, False)}–{shown(slow, True)}", unit
 
 
 def _gb(n_bytes: int) -> str:
