@@ -541,7 +541,7 @@ def run_phases(args) -> dict:
     tokens = [classes.join(info.code, "", f"c{i}").token for i in range(args.students)]
     teacher = (info.teacher_key, info.id)
     results = {}
-    with class_server(args.processes, dict(os.environ), warm_up=False) as (url, pids, ports):
+    with class_server(args.processes, dict(os.environ), warm_up=None) as (url, pids, ports):
         asyncio.run(warm(ports))
         for name in args.phases:
             results[name] = asyncio.run(phase(url, pids, tokens, args, teacher, mode=name))

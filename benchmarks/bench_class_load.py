@@ -6,8 +6,9 @@
 
 Each setting starts the class server (serving/class_server.py: HAProxy in front even of one
 process, so the proxy's cost is in every figure) with a fresh runs folder, optionally a `quick`
-training job in it (--job). The class server opens every page once on each process, for every
-bundled model, before it gives its address (serving/warm.py; --no-warm skips that). The class
+training job in it (--job). The class server warms each process before it gives its address
+(serving/warm.py: every page on the default model, the lesson stops, each model's Home;
+--warm-every-model: every page on every model; --no-warm: nothing). The class
 then arrives spread over the first think time, or within one second with --cold. Then each student
 (serving/student.py: one websocket, as a browser tab) opens the lesson at a random page with
 its own model and a prompt from a pool (everyday lines, emoji, right-to-left and combining marks,
@@ -129,9 +130,9 @@ def cache_mb(port: int, top: int = 6) -> dict[str, float]:
 
 
 @contextmanager
-def class_server(processes: int, env: dict[str, str], warm_up: bool = True):
-    """Start serving.class_server with `processes` apps (warmed by it unless `warm_up` is
-    False); yield (url, app pids, app ports)."""
+def class_server(processes: int, env: dict[str, str], warm_up: bool | None = False):
+    """Start serving.class_server with `processes` apps, warmed by it (`warm_up` None: not at all;
+    True: every page on every model); yield (url, app pids, app ports)."""
     port, backend, folder = free_port(), free_port(), Path(tempfile.mkdtemp(prefix="bench-class-"))
     cmd = [
         sys.executable,
@@ -148,7 +149,7 @@ def class_server(processes: int, env: dict[str, str], warm_up: bool = True):
         "127.0.0.1",
         "--state-dir",
         str(folder),
-        *([] if warm_up else ["--no-warm"]),
+        *(["--no-warm"] if warm_up is None else ["--warm-every-model"] if warm_up else []),
     ]
     launcher = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, text=True, env=env)
     try:
@@ -220,7 +221,8 @@ def measure(processes: int, args: argparse.Namespace, models: list[str]) -> dict
     env = {**os.environ, "VIZ_RUNS_DIR": tempfile.mkdtemp(prefix="bench-runs-")}
     job = start_job(env) if args.job else None
     try:
-        with class_server(processes, env, not args.no_warm) as (url, pids, ports):
+        warm_up = None if args.no_warm else args.warm_every_model
+        with class_server(processes, env, warm_up) as (url, pids, ports):
             results, memory = asyncio.run(run_class(url, args, models, pids))
             caches = [cache_mb(p) for p in ports]
     finally:
@@ -284,6 +286,12 @@ def main() -> None:
         help="the class server gives the address "
         "before opening every page once (with --cold: the worst first minute)",
     )
+    parser.add_argument(
+        "--warm-every-model",
+        action="store_true",
+        help="the class server warms every page on every model (as before 2026-11-28), not "
+        "only the default model's pages, the lesson stops and each model's Home",
+    )
     parser.add_argument("--reruns", type=int, help="instead: memory after this many reruns")
     parser.add_argument("--idle", type=float, default=60.0, help="with --reruns: idle, then again")
     args = parser.parse_args()
@@ -301,6 +309,7 @@ def main() -> None:
             "seconds": args.seconds,
             "cold": args.cold,
             "no_warm": args.no_warm,
+            "warm_every_model": args.warm_every_model,
             "models": models,
             "runs": runs,
         },

@@ -4,9 +4,11 @@
     python -m serving.class_server stop [--port 8501]
 
 `start` runs N `streamlit run app.py` on 127.0.0.1 (ports port+1 .. port+N; N defaults to the
-cores), waits until each answers /_stcore/health, opens every page once on each for every model
-but the runs trained here (serving/warm.py; --no-warm skips it), then HAProxy (Debian's `haproxy`, run as this
-user, no root) on address:port with the config filled in from serving/haproxy.cfg.template. It
+cores), waits until each answers /_stcore/health, opens on each the views a class opens first
+(serving/warm.py: every page on the default model, every lesson stop, Home on every other model but
+the runs trained here; --warm-every-model: every page on each; --no-warm: nothing), then HAProxy
+(Debian's `haproxy`, run as this user, no root) on address:port with the config filled in from
+serving/haproxy.cfg.template. It
 prints the address and stays in the foreground, restarting an app process that dies (out of
 HAProxy's turn, through its runtime API, until it is warmed again); Ctrl-C, or
 `stop` from another shell (through the pid file in the state folder), stops them all. Each app
@@ -227,7 +229,7 @@ def start(args: argparse.Namespace) -> None:
         )
         wait_ready(apps, folder)
         if not args.no_warm:
-            _warm(ports)
+            _warm(ports, args.warm_every_model)
         with open(folder / "haproxy.log", "ab") as log:
             proxy = subprocess.Popen(
                 [haproxy, "-db", "-f", str(cfg)],
@@ -244,7 +246,7 @@ def start(args: argparse.Namespace) -> None:
             f"stop --port {args.port}` stops it",
             flush=True,
         )
-        supervise(apps, proxy, folder, warm=not args.no_warm)
+        supervise(apps, proxy, folder, warm=None if args.no_warm else args.warm_every_model)
     except KeyboardInterrupt:
         print("stopping the class server ...", flush=True)
     finally:
@@ -253,17 +255,20 @@ def start(args: argparse.Namespace) -> None:
         (folder / "pids.json").unlink(missing_ok=True)
 
 
-def _warm(ports: list[int]) -> None:
-    """Every page once on every process, for every model the picker offers except runs trained
-    here, before the address is given (serving/warm.py)."""
+def _warm(ports: list[int], every_model: bool) -> None:
+    """The views a class opens first, on every process, before the address is given
+    (serving/warm.py): every page on the default model, every lesson stop, Home on the other
+    models the picker offers except runs trained here (`every_model`: every page on each)."""
     from serving.jobs import runs_root
     from serving.models import discover
-    from serving.warm import warm
+    from serving.warm import plan, warm
 
     runs = runs_root(REPO).resolve()
     models = sorted(n for n, path in discover().items() if runs not in path.parents)
-    print(f"warming each process: every page x {len(models)} models ...", flush=True)
-    failed = {port: pages for port, pages in warm(ports, models).items() if pages}
+    views = plan(models, every_model)
+    what = "every page x every model" if every_model else "every page, every lesson stop"
+    print(f"warming each process: {what}, {len(models)} models ...", flush=True)
+    failed = {port: pages for port, pages in warm(ports, views).items() if pages}
     for port, pages in failed.items():  # the class can still come: say where to look
         print(
             f"app on port {port}: {', '.join(pages)} failed on first view; see its log", flush=True
@@ -285,10 +290,14 @@ def _wait_proxy(args: argparse.Namespace, proxy: subprocess.Popen, folder: Path)
 
 
 def supervise(
-    apps: dict[int, subprocess.Popen], proxy: subprocess.Popen, folder: Path, warm: bool = True
+    apps: dict[int, subprocess.Popen],
+    proxy: subprocess.Popen,
+    folder: Path,
+    warm: bool | None = False,
 ) -> None:
     """Until interrupted: restart an app process that died (HAProxy sends its browsers to the
-    others meanwhile); give up if HAProxy itself exits."""
+    others meanwhile); give up if HAProxy itself exits. `warm`: None, no warm-up; else a restarted
+    process is warmed as at the start (True: every page on every model)."""
     restarts = dict.fromkeys(apps, 0)
     names = {port: f"s{i + 1}" for i, port in enumerate(apps)}  # HAProxy's, in render_config
     while proxy.poll() is None:
@@ -311,14 +320,16 @@ def supervise(
     raise ServeError(f"HAProxy exited ({proxy.returncode}); see {folder}/haproxy.log")
 
 
-def _come_back(port: int, proc: subprocess.Popen, name: str, folder: Path, warm: bool) -> None:
+def _come_back(
+    port: int, proc: subprocess.Popen, name: str, folder: Path, warm: bool | None
+) -> None:
     """A restarted app, warmed as at the start before HAProxy gives it a browser again: a fresh
     process's first request meets Streamlit's legacy router and its "Page not found" notice
     (docs/ARCHITECTURE.md, Pages and navigation), and its first views load the models."""
     try:
         wait_ready({port: proc}, folder)
-        if warm:  # as at the start (--no-warm: not then either)
-            _warm([port])
+        if warm is not None:  # as at the start (--no-warm: not then either)
+            _warm([port], warm)
     except Exception as error:  # noqa: BLE001  said, and HAProxy's own checks decide
         print(f"app on port {port}: {error}", flush=True)
     if proc.poll() is None:  # one that exited again is restarted, and taken out again
@@ -378,8 +389,14 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     sub.choices["start"].add_argument(
         "--no-warm",
         action="store_true",
-        help="give the address at once, without first opening "
-        "every page on every process (the first students then wait for the models to load)",
+        help="give the address at once, without first opening the first views on every "
+        "process (the first students then wait for the models to load)",
+    )
+    sub.choices["start"].add_argument(
+        "--warm-every-model",
+        action="store_true",
+        help="warm every page on every model, not only the default model's pages, the lesson "
+        "stops and each model's Home (minutes a process with the bundled models)",
     )
     args = parser.parse_args(argv)
     if args.command == "start" and args.backend_port is None:

@@ -10,6 +10,7 @@ from serving import models
 from ui import lesson as ui_lesson
 from viz_model.bundles.checkpoint import Bundle
 from viz_model.bundles.load import load_bundle
+from viz_model.lessons import lesson_file
 from viz_model.lessons.kinds import Subject, subject_for
 from viz_model.lessons.lesson_file import Lesson, Stop, load_lessons
 from viz_model.lessons.registry import ANSWERS
@@ -29,7 +30,7 @@ def snapshot(name: str, step: int) -> Bundle:
 
 @lru_cache(maxsize=8)
 def lesson(lesson_id: str) -> Lesson:
-    found, errors = load_lessons(ui_lesson.LESSONS_DIR, ui_lesson.catalogue())
+    found, errors = load_lessons(lesson_file.LESSONS_DIR, ui_lesson.catalogue())
     assert not [e for e in errors if e.path.stem == lesson_id]
     return next(x for x in found if x.id == lesson_id)
 

@@ -25,6 +25,7 @@ from tests.test_browser import (
     wait_healthy,
 )
 from ui import lesson as ui_lesson
+from viz_model.lessons import lesson_file
 from viz_model.lessons.lesson_file import load_lessons
 
 pytestmark = pytest.mark.browser
@@ -32,7 +33,7 @@ browser = test_browser.browser  # the fixture, shared
 
 PANEL = ".st-key-lesson_panel"
 EXCEPTION = "[data-testid='stException']"
-SHIPPED, _ = load_lessons(ui_lesson.LESSONS_DIR, ui_lesson.catalogue())
+SHIPPED, _ = load_lessons(lesson_file.LESSONS_DIR, ui_lesson.catalogue())
 
 
 @pytest.fixture(scope="module")

@@ -32,7 +32,7 @@ from tests.test_jobs import tiny
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVERS = ("s1", "s2")
-WARM_S = 900  # a restarted app's warming: every page for every bundled model, on a busy machine
+WARM_S = 600  # a restarted app's warming (serving/warm.py's plan), on a busy machine
 
 
 def _no_haproxy(reason: str):
@@ -121,6 +121,7 @@ def _cache_bytes(port: int, function: str) -> float:
 def test_every_process_is_warmed_before_the_address_is_given(served):
     # First in the module: no other test has opened a page yet. Each process has run the
     # Attention page (its attention run is cached) though no student has come.
+    assert any("every page, every lesson stop" in line for line in served["said"])
     assert any("warmed 2 processes (0 with a failed page)" in line for line in served["said"])
     for port in served["backends"]:
         assert _cache_bytes(port, "run_attention") > 0

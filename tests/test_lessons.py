@@ -11,6 +11,7 @@ import pytest
 from serving import models
 from ui import lesson as ui_lesson
 from viz_model.bundles.load import load_bundle
+from viz_model.lessons import lesson_file
 from viz_model.lessons.kinds import REGISTRY, subject_for
 from viz_model.lessons.lesson_file import (
     Catalogue,
@@ -130,7 +131,7 @@ def _subject(name: str, prompt: str):
 
 
 def test_every_shipped_lesson_loads_and_every_stop_is_answered_on_its_model():
-    lessons, errors = load_lessons(ui_lesson.LESSONS_DIR, ui_lesson.catalogue())
+    lessons, errors = load_lessons(lesson_file.LESSONS_DIR, ui_lesson.catalogue())
     assert errors == []
     assert len(lessons) >= 1
     for item in lessons:

@@ -19,6 +19,7 @@ from ui import class_page, classroom
 from ui import lesson as ui_lesson
 from ui.state import to_url, widget_key
 from viz_model.bundles.load import load_bundle
+from viz_model.lessons import lesson_file
 from viz_model.lessons.kinds import subject_for
 from viz_model.lessons.lesson_file import load_lessons
 from viz_model.lessons.registry import ANSWERS
@@ -159,7 +160,7 @@ def test_at_a_lesson_stop_asked_of_the_room_a_student_answers_in_one_form_the_cl
 ):
     (tmp_path / "lessons").mkdir()
     (tmp_path / "lessons" / "demo.toml").write_text(DEMO)
-    monkeypatch.setenv(ui_lesson.LESSONS_ENV, str(tmp_path / "lessons"))
+    monkeypatch.setenv(lesson_file.LESSONS_ENV, str(tmp_path / "lessons"))
     me = classes.join(a_class.code, "Ada", "test")
     at = app_test(MODELS, query={classroom.SEAT: me.token})
     (lesson,), _ = load_lessons(tmp_path / "lessons", ui_lesson.catalogue())

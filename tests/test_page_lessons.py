@@ -14,6 +14,7 @@ from ui import lesson as ui_lesson
 from ui.state import to_url
 from viz_model.analysis.tokens import token_text
 from viz_model.bundles.load import load_bundle
+from viz_model.lessons import lesson_file
 from viz_model.lessons.kinds import subject_for
 from viz_model.lessons.lesson_file import load_lessons
 
@@ -44,7 +45,7 @@ hide = false
 @pytest.fixture
 def demo_lessons(tmp_path, monkeypatch):
     (tmp_path / "demo.toml").write_text(DEMO)
-    monkeypatch.setenv(ui_lesson.LESSONS_ENV, str(tmp_path))
+    monkeypatch.setenv(lesson_file.LESSONS_ENV, str(tmp_path))
     return tmp_path
 
 
@@ -130,7 +131,7 @@ def test_a_broken_lesson_is_reported_with_its_line_and_the_others_load(demo_less
 
 
 def _shipped():
-    lessons, errors = load_lessons(ui_lesson.LESSONS_DIR, ui_lesson.catalogue())
+    lessons, errors = load_lessons(lesson_file.LESSONS_DIR, ui_lesson.catalogue())
     assert not errors, errors
     return [(item, step) for item in lessons for step in range(1, len(item.stops) + 1)]
 

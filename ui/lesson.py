@@ -17,7 +17,6 @@ Not here: the lesson files and what an answer is (viz_model/lessons/), the Lesso
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,12 +27,17 @@ from serving import models
 from ui import cache, nav, present, state
 from ui.frame import DEFAULT_PROMPT, PageContext
 from viz_model.lessons.kinds import Subject
-from viz_model.lessons.lesson_file import Catalogue, Lesson, LessonError, Stop, load_lessons
+from viz_model.lessons.lesson_file import (
+    Catalogue,
+    Lesson,
+    LessonError,
+    Stop,
+    lessons_dir,
+    load_lessons,
+)
 from viz_model.lessons.registry import ANSWERS
 from viz_model.lessons.truth import Truth, visible_token
 
-LESSONS_DIR = Path(__file__).resolve().parent.parent / "assets" / "lessons"
-LESSONS_ENV = "VIZ_LESSONS_DIR"  # another folder of lessons (a teacher's own; tests)
 LESSON, STEP = "lesson", "step"  # the URL keys
 # the frame's own keys a view may set, besides model, prompt: the training step, the precision
 FRAME_KEYS = frozenset({"train_step", "quant"})
@@ -77,10 +81,6 @@ def catalogue() -> Catalogue:
     """What a lesson may name here: every page with its URL keys, every installed model."""
     pages = {(p.url_path or p.label): frozenset(p.view_keys) | FRAME_KEYS for p in nav.all_pages()}
     return Catalogue(pages, frozenset(models.discover()), ANSWERS)
-
-
-def lessons_dir() -> Path:
-    return Path(os.environ.get(LESSONS_ENV) or LESSONS_DIR)
 
 
 def lessons() -> tuple[list[Lesson], list[LessonError]]:

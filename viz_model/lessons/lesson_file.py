@@ -27,6 +27,7 @@ so this module knows nothing of Streamlit.
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from collections.abc import Mapping
@@ -36,6 +37,8 @@ from typing import Any
 
 from viz_model.lessons.kinds import REGISTRY, AnswerKind
 
+LESSONS_DIR = Path(__file__).resolve().parents[2] / "assets" / "lessons"
+LESSONS_ENV = "VIZ_LESSONS_DIR"  # another folder of lessons (a teacher's own; tests)
 STOP_TABLE = "stop"
 MIN_STOPS, MAX_STOPS = 1, 20
 # Keys every page has: the frame's (model, prompt) and the lesson's own.
@@ -104,6 +107,26 @@ class LessonError(ValueError):
         self.path, self.line, self.message = Path(path), line, message
         where = f"{Path(path).name}, line {line}" if line else Path(path).name
         super().__init__(f"{where}: {message}")
+
+
+def lessons_dir() -> Path:
+    """Where the app reads lessons: $VIZ_LESSONS_DIR, else assets/lessons/."""
+    return Path(os.environ.get(LESSONS_ENV) or LESSONS_DIR)
+
+
+def stop_pages(folder: Path) -> list[tuple[str, int, str]]:
+    """(lesson id, step, page) of every stop of every lesson file that parses, unchecked: what a
+    class following the lessons will open (serving/warm.py); load_lessons checks them."""
+    found = []
+    for path in sorted(folder.glob("*.toml")):
+        try:
+            stops = tomllib.loads(path.read_text(encoding="utf-8")).get(STOP_TABLE, [])
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            continue  # the Lessons page says what is wrong with it
+        for step, stop in enumerate(stops if isinstance(stops, list) else [], 1):
+            if isinstance(stop, dict) and isinstance(stop.get("page"), str):
+                found.append((path.stem, step, stop["page"]))
+    return found
 
 
 def load_lessons(folder: Path, catalogue: Catalogue) -> tuple[list[Lesson], list[LessonError]]:
