@@ -1,6 +1,7 @@
 """The app in a real browser: `streamlit run app.py` on 127.0.0.1 and the system Chromium
-(Playwright) open Home and every page of ui.nav (pages added later are covered without editing
-this file), plus a deep link and a click through the navigation. Each page must
+(Playwright) open Home, a deep link, a click through the navigation and a reload. Every page of
+ui.nav (pages added later are covered without editing a file) is opened by its deep link on a
+fresh server in tests/test_browser_deep_links.py and checked there with `check_page`: it must
 finish its script with no exception element and at least one drawn chart; a full-height
 screenshot of each, at 1400 px and at 1024x768 (a projector; `name@1024.png`), goes to
 artifacts/screenshots/ (gitignored) for a person to look at.
@@ -227,14 +228,6 @@ def test_home(server, page):
     check_page(page, "00_Home")
     assert page.locator("[data-testid='stPlotlyChart']").count() >= 2  # diagram + parameters
     assert {"model", "prompt"} <= set(query(page))
-
-
-@pytest.mark.parametrize("entry", PAGES, ids=[p.url_path for p in PAGES])
-def test_every_page(server, page, entry):
-    page.goto(f"{server}/{entry.url_path}")
-    wait_drawn(page)
-    check_page(page, Path(entry.file).stem, charts=entry.url_path not in ("Lessons", "Class"))
-    assert urlparse(page.url).path.strip("/") == entry.url_path
 
 
 def test_deep_link_opens_the_page_with_model_and_prompt(server, page):
