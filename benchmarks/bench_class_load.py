@@ -292,11 +292,19 @@ def main() -> None:
         help="the class server warms every page on every model (as before 2026-11-28), not "
         "only the default model's pages, the lesson stops and each model's Home",
     )
+    parser.add_argument(
+        "--models",
+        nargs="+",
+        help="the models the students choose among (default: every bundled model, each student "
+        "its own; a class following a teacher uses one or two)",
+    )
     parser.add_argument("--reruns", type=int, help="instead: memory after this many reruns")
     parser.add_argument("--idle", type=float, default=60.0, help="with --reruns: idle, then again")
     args = parser.parse_args()
     bundled = ROOT / "assets" / "models"
-    models = sorted(p.name for p in bundled.iterdir() if (p / "config.json").is_file())
+    models = args.models or sorted(
+        p.name for p in bundled.iterdir() if (p / "config.json").is_file()
+    )
     if args.reruns:
         emit("class_memory", memory_growth(args))
         return
