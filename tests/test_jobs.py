@@ -5,6 +5,7 @@ Each test uses its own runs root (VIZ_RUNS_DIR in tmp_path) and tiny runs on one
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
@@ -307,6 +308,21 @@ def test_a_running_status_whose_pid_is_not_our_worker_reads_as_interrupted(root)
     assert not jobs.worker_alive(None, path)
 
 
+@contextlib.contextmanager
+def look_alike_worker(path: Path):
+    """(process, its start time): a sleeping process whose command line names `path`'s worker,
+    killed afterwards."""
+    argv = [sys.executable, "-c", "import time; time.sleep(300)", jobs.WORKER, str(path)]
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL)
+    try:
+        started = jobs.process_started(proc.pid)
+        assert started is not None
+        yield proc, started
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def test_a_worker_read_before_its_command_line_is_filled_in_is_alive(root, monkeypatch):
     """Popen returns while the kernel is still exec'ing the worker, and its command line reads
     empty for a moment (a third of the reads right after a Popen on this machine): with the
@@ -314,15 +330,10 @@ def test_a_worker_read_before_its_command_line_is_filled_in_is_alive(root, monke
     import psutil
 
     path = finished_run(root, "fresh")
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
-    try:
-        started = jobs.process_started(proc.pid)
+    with look_alike_worker(path) as (proc, started):
         monkeypatch.setattr(psutil.Process, "cmdline", lambda self: [])
         assert jobs.worker_alive(proc.pid, path, started)
         assert not jobs.worker_alive(proc.pid, path, started - 3600.0)
-    finally:
-        proc.kill()
-        proc.wait()
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux's boot time in whole s")
@@ -333,20 +344,13 @@ def test_a_boot_time_that_steps_by_seconds_does_not_end_a_live_worker(root, monk
     import psutil._pslinux as pslinux
 
     path = finished_run(root, "stepped")
-    worker = [sys.executable, "-c", "import time; time.sleep(300)", jobs.WORKER, str(path)]
-    proc = subprocess.Popen(worker, stdin=subprocess.DEVNULL)
-    try:
-        started = jobs.process_started(proc.pid)
-        assert started is not None
+    with look_alike_worker(path) as (proc, started):
         booted = pslinux.boot_time()
         monkeypatch.setattr(pslinux, "boot_time", lambda: booted + 2.0)
         assert jobs.process_started(proc.pid) - started > 2.0 - 1e-6  # the steps are seen
         assert jobs.worker_alive(proc.pid, path, started)
         monkeypatch.setattr(pslinux, "boot_time", lambda: booted - 2.0)
         assert jobs.worker_alive(proc.pid, path, started)
-    finally:
-        proc.kill()
-        proc.wait()
 
 
 def test_a_pid_reused_by_a_process_that_looks_like_the_worker_frees_the_run_and_its_slot(
@@ -358,11 +362,7 @@ def test_a_pid_reused_by_a_process_that_looks_like_the_worker_frees_the_run_and_
     job slot."""
     monkeypatch.setenv("VIZ_MAX_JOBS", "1")
     path = finished_run(root, "reboot")
-    look_alike = [sys.executable, "-c", "import time; time.sleep(300)", jobs.WORKER, str(path)]
-    other = subprocess.Popen(look_alike, stdin=subprocess.DEVNULL)
-    try:
-        started = jobs.process_started(other.pid)
-        assert started is not None
+    with look_alike_worker(path) as (other, started):
         status = {"state": "running", "step": 40, "saved_step": 30, "pid": other.pid}
 
         def read_with(recorded: float | None) -> jobs.RunView:
@@ -380,9 +380,6 @@ def test_a_pid_reused_by_a_process_that_looks_like_the_worker_frees_the_run_and_
         jobs.delete("reboot", auth=jobs.Auth())
         assert not path.exists()
         assert other.poll() is None  # the other process was left alone
-    finally:
-        other.kill()
-        other.wait()
 
 
 def test_the_teacher_password_guards_every_change_but_not_reading(root, monkeypatch):
