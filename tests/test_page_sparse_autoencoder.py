@@ -25,6 +25,19 @@ def _metric(at, label: str) -> str:
     return next(m.value for m in at.metric if m.label == label)
 
 
+def page_lab(model, bundle, cfg: S.SAEConfig) -> S.Lab:
+    """The SAE the page trains on the SMALL settings (block 0, 25k activations) of `model` with
+    `bundle`'s tokenizer and text, on one thread: the app's thread count, so the same arithmetic
+    gives the same numbers."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        text = load_text(bundle.meta["data"])
+        return S.lab(model, bundle.tokenizer, text, S.hook_name(0), cfg, 25_000)
+    finally:
+        torch.set_num_threads(threads)
+
+
 def test_the_page_prints_the_sae_it_trained_on_a_bundled_model():
     _check_page(MODELS, "shakespeare-char")
 
@@ -45,14 +58,7 @@ def _check_page(folder: Path, name: str) -> None:
     at = open_link(folder, PAGE, {"model": name, "prompt": PROMPT, **SMALL}, timeout=600)
     assert not at.exception, at.exception[0].value
     bundle = load_bundle(folder / name)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # the app's thread count: the same arithmetic, the same numbers
-    try:
-        cfg = S.SAEConfig(n_features=256, k=8, seed=0)
-        text = load_text(bundle.meta["data"])
-        lab = S.lab(bundle.model, bundle.tokenizer, text, S.hook_name(0), cfg, 25_000)
-    finally:
-        torch.set_num_threads(threads)
+    lab = page_lab(bundle.model, bundle, S.SAEConfig(n_features=256, k=8, seed=0))
     m = lab.metrics
     assert _metric(at, "Variance explained") == f"{m.fve:.1%}"
     assert _metric(at, "Alive / dead") == f"{m.n_alive:,} / {m.n_dead:,}"
@@ -79,14 +85,7 @@ def test_another_sae_resets_the_chosen_feature():
     assert not at.exception, at.exception[0].value
     feature = next(s for s in at.selectbox if s.label.startswith("Feature"))
     bundle = load_bundle(MODELS / "shakespeare-char")
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        cfg = S.SAEConfig(n_features=256, k=4, seed=0)
-        text = load_text(bundle.meta["data"])
-        lab = S.lab(bundle.model, bundle.tokenizer, text, S.hook_name(0), cfg, 25_000)
-    finally:
-        torch.set_num_threads(threads)
+    lab = page_lab(bundle.model, bundle, S.SAEConfig(n_features=256, k=4, seed=0))
     assert feature.value == S.default_feature(lab.table)
 
 
@@ -108,14 +107,12 @@ def test_the_comparison_with_a_snapshot_prints_the_matching_it_ran():
     at = open_link(MODELS, PAGE, query, timeout=600)
     assert not at.exception, at.exception[0].value
     bundle = load_bundle(MODELS / "shakespeare-char")
+    cfg = S.SAEConfig(n_features=256, k=8, seed=0)
+    early = bundle.load_snapshot(34)
+    lab, lab_early = page_lab(bundle.model, bundle, cfg), page_lab(early, bundle, cfg)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        cfg = S.SAEConfig(n_features=256, k=8, seed=0)
-        text = load_text(bundle.meta["data"])
-        early = bundle.load_snapshot(34)
-        lab = S.lab(bundle.model, bundle.tokenizer, text, S.hook_name(0), cfg, 25_000)
-        lab_early = S.lab(early, bundle.tokenizer, text, S.hook_name(0), cfg, 25_000)
         found = S.match_labs(bundle.model, lab, early, lab_early)
     finally:
         torch.set_num_threads(threads)
@@ -129,14 +126,8 @@ def test_l1_sparsity_from_the_url_shows_its_measured_l0_and_claims():
     at = open_link(MODELS, PAGE, {**query, "sae_l1": "0.03"}, timeout=600)
     assert not at.exception, at.exception[0].value
     bundle = load_bundle(MODELS / "shakespeare-char")
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        cfg = S.SAEConfig(n_features=256, k=0, l1_coeff=0.03, seed=0)
-        text = load_text(bundle.meta["data"])
-        lab = S.lab(bundle.model, bundle.tokenizer, text, S.hook_name(0), cfg, 25_000)
-    finally:
-        torch.set_num_threads(threads)
+    cfg = S.SAEConfig(n_features=256, k=0, l1_coeff=0.03, seed=0)
+    lab = page_lab(bundle.model, bundle, cfg)
     m = lab.metrics
     assert _metric(at, "Active per token") == f"{m.l0:.1f}"
     assert _metric(at, "Variance explained") == f"{m.fve:.1%}"
