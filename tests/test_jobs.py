@@ -560,11 +560,25 @@ def test_a_run_that_cannot_start_on_its_device_reads_as_failed_not_interrupted(r
     assert view.state == "failed" and "no-such-device" in view.message
 
 
-@pytest.mark.skipif(
-    not torch.cuda.is_available(), reason="no CUDA GPU on this machine: the run would train on CPU"
+@pytest.mark.parametrize(
+    "device",
+    [
+        "cpu",
+        pytest.param(
+            "cuda",
+            marks=pytest.mark.skipif(
+                not torch.cuda.is_available(),
+                reason="no CUDA GPU on this machine: the run would train on CPU",
+            ),
+        ),
+    ],
 )
-def test_a_run_on_a_gpu_trains_there_and_says_so(root):
-    settings = dataclasses.replace(tiny(), device="cuda")
-    jobs.start("ongpu", settings, auth=jobs.Auth())
-    view = wait_for("ongpu", lambda v: v.state == "finished", "the run's end")
-    assert view.device == "cuda" and view.tokens_per_s > 0
+def test_a_run_on_a_device_trains_there_samples_and_its_bundle_opens_on_the_cpu(root, device):
+    settings = dataclasses.replace(tiny(), device=device)
+    jobs.start("ondevice", settings, auth=jobs.Auth())
+    view = wait_for("ondevice", lambda v: v.state == "finished", "the run's end")
+    assert view.device == device and view.tokens_per_s > 0
+    assert [s["step"] for s in view.samples] == [20, 40]  # sampling works there
+    bundle = load_bundle(view.path)  # a GPU-trained bundle opens on the CPU, as a server opens it
+    assert next(bundle.model.parameters()).device.type == "cpu"
+    assert bundle.meta["step"] == 40 and math.isfinite(bundle.meta["val_loss"])

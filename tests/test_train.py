@@ -29,6 +29,7 @@ from viz_model.model.hooks import custom
 from viz_model.text import data as data_module
 from viz_model.text.data import TokenData, load_corpus
 from viz_model.text.tokenization import Tokenizer
+from viz_model.training import loop as loop_module
 from viz_model.training.cli import build_parser, main
 from viz_model.training.loop import (
     lr_at,
@@ -300,17 +301,36 @@ def test_a_preset_brings_its_training_settings_and_flags_win(tmp_path):
     assert load_bundle(tmp_path / "t").train_config["lr"] == TrainConfig().lr
 
 
-def test_cli_minutes_without_steps_lets_the_clock_end_the_run(tmp_path):
+class SteadyClock:
+    """A perf_counter that moves `tick` seconds at every reading: a run on the clock then takes
+    the same steps on any machine, busy or idle (the real clock gives a loaded machine one step)."""
+
+    def __init__(self, tick: float) -> None:
+        self.now, self.tick = 0.0, tick
+
+    def perf_counter(self) -> float:
+        self.now += self.tick
+        return self.now
+
+
+def test_cli_minutes_without_steps_lets_the_clock_end_the_run(tmp_path, monkeypatch):
+    monkeypatch.setattr(loop_module, "time", SteadyClock(0.05))
     text_file = tmp_path / "mine.txt"
     text_file.write_text(load_corpus("shakespeare")[:5000], encoding="utf-8")
     args = ["--text-file", str(text_file), "--preset", "tiny", "--n-ctx", "16", "--d-model", "32"]
     args += ["--minutes", "0.05", "--eval-batches", "1", "--sample-tokens", "0", "--quiet"]
+    args += ["--warmup", "0"]  # so the last step's learning rate shows the cosine, not a warm-up
     assert main([*args, "--out", str(tmp_path / "timed")]) == 0
     bundle = load_bundle(tmp_path / "timed")
     assert bundle.train_config["max_steps"] == STEPS_WHEN_TIMED
-    assert bundle.meta["wall_time"] >= 0.05 * 60  # it stopped on time...
+    elapsed = [r["elapsed"] for r in bundle.history]
+    # it stopped at the first step that ended past the limit of 3 s (records round to 0.01 s)...
+    assert bundle.meta["wall_time"] >= 0.05 * 60 and elapsed[-1] >= 3.0
+    assert all(e <= 3.0 for e in elapsed[:-1])
     assert 1 < bundle.meta["step"] < STEPS_WHEN_TIMED  # ...not on steps
-    assert bundle.history[-1]["lr"] < 0.2 * bundle.train_config["lr"]  # the cosine ran on time
+    cfg = TrainConfig.from_dict(bundle.train_config)
+    # the cosine ran on time: far below where the steps alone would have put it
+    assert bundle.history[-1]["lr"] < 0.2 * cfg.lr < lr_at(bundle.meta["step"], cfg)
 
 
 def test_resume_keeps_the_bundles_split_and_refuses_a_new_data_source(tmp_path):
@@ -392,7 +412,8 @@ def test_snapshot_steps_are_log_spaced():
     assert list_snapshots(Path("/nonexistent")) == []
 
 
-def test_a_time_limit_ends_the_run_and_decays_the_lr_on_time(corpus, tmp_path):
+def test_a_time_limit_ends_the_run_and_decays_the_lr_on_time(corpus, tmp_path, monkeypatch):
+    monkeypatch.setattr(loop_module, "time", SteadyClock(0.05))
     tok, data = corpus
     cfg = quick_cfg(
         max_steps=100_000, time_limit=2.0, warmup_steps=0, eval_every=0, sample_tokens=0

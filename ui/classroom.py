@@ -29,7 +29,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import streamlit as st
-import streamlit.components.v1 as components
 from cachetools import TTLCache
 from streamlit.runtime.scriptrunner_utils.exceptions import RerunException
 
@@ -140,8 +139,8 @@ def _set_teacher_cookie(value: str, max_age: int) -> None:
 
 
 def _write_cookie(box: Any) -> None:
-    """Streamlit cannot set a cookie, so a hidden same-origin frame's script does; the value is a
-    class id and a key this app made (no user text)."""
+    """Streamlit cannot set a cookie, so a script in the page does (st.html runs it in the page
+    itself, not in a frame); the value is a class id and a key this app made (no user text)."""
     pending = st.session_state.pop(_COOKIE, None)
     if pending is None:
         return
@@ -151,7 +150,7 @@ def _write_cookie(box: Any) -> None:
         "SameSite=Strict';</script>"
     )
     with box:
-        components.html(script, height=0)
+        st.html(script, unsafe_allow_javascript=True)
 
 
 def begin_learning(info: classes.ClassInfo, me: classes.Member) -> Membership:

@@ -5,6 +5,10 @@
 An RNN, LSTM, GRU or CNN (recurrent.py) carries a RecurrentState instead of a KV cache and runs
 past its training window: without the state, each step reads the whole sequence again.
 
+One rule for randomness on any device: every seeded draw is made on the CPU with a CPU
+torch.Generator, and only its result moves to the model's device (data.py cuts batches the same
+way), so a seed gives the same tokens on a CPU, a CUDA GPU or Apple's MPS.
+
 Not here: the model's forward pass (model.py) and surprisal/perplexity of a text (analysis).
 """
 
@@ -57,8 +61,13 @@ class Distribution:
 def next_token_distribution(
     logits: torch.Tensor, settings: SamplingSettings = SamplingSettings()
 ) -> Distribution:
-    """Reshape the logits of one position (V,) by temperature, then top-k, then top-p."""
-    logits = logits.detach().float()
+    """Reshape the logits of one position (V,) by temperature, then top-k, then top-p.
+
+    The distribution lives on the CPU whatever device the model is on: a seeded torch.Generator is
+    a CPU generator, and sampling from CPU probabilities with it gives the same text for a seed on
+    every device (torch.multinomial refuses a CPU generator for CUDA probabilities).
+    """
+    logits = logits.detach().float().cpu()
     base = torch.softmax(logits, dim=-1)
     if settings.temperature == 0:  # greedy: all mass on the argmax
         kept = torch.zeros_like(logits, dtype=torch.bool)

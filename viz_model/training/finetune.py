@@ -38,7 +38,7 @@ from viz_model.text import ngram
 from viz_model.text.data import VAL_FRACTION, TokenData, example_prompts, load_text
 from viz_model.text.tokenization import Tokenizer
 from viz_model.training.estimate import n_params
-from viz_model.training.loop import EVAL_SEED, sample_text
+from viz_model.training.loop import batch_losses, sample_text
 from viz_model.training.run import Run, timed
 
 if TYPE_CHECKING:  # settings.py builds a fine-tune's run through this module
@@ -143,22 +143,6 @@ def old_text_data(meta: dict[str, Any], tokenizer: Tokenizer) -> TokenData | Non
     return TokenData.from_text(text, tokenizer, source.get("val_fraction", VAL_FRACTION))
 
 
-def batch_losses(model, data: TokenData, cfg: TrainConfig) -> list[float]:
-    """The loss of each of the loop's evaluation batches (loop.evaluate averages them)."""
-    import torch.nn.functional as F
-
-    was = model.training
-    model.eval()
-    gen = torch.Generator().manual_seed(EVAL_SEED)
-    out = []
-    with torch.no_grad():
-        for _ in range(cfg.eval_batches):
-            x, y = data.batch("val", cfg.batch_size, model.cfg.n_ctx, gen)
-            out.append(F.cross_entropy(model(x).flatten(0, 1), y.flatten()).item())
-    model.train(was)
-    return out
-
-
 def _mean_sd(values: list[float]) -> tuple[float, float]:
     """The mean and the sample standard deviation of the per-window losses."""
     mean = sum(values) / len(values)
@@ -170,7 +154,7 @@ def _before(model, tokenizer, data, old, cfg) -> dict[str, Any]:
     info: dict[str, Any] = {}
     for key, split in (("val", data), ("old_val", old)):
         if split is not None:
-            mean, spread = _mean_sd(batch_losses(model, split, cfg))
+            mean, spread = _mean_sd(batch_losses(model, split, cfg.batch_size, cfg.eval_batches))
             info.update({f"{key}_loss": round(mean, 5), f"{key}_sd": round(spread, 5)})
     info["eval_batches"] = cfg.eval_batches
     info["sample"] = sample_text(model, tokenizer, cfg.sample_tokens) if cfg.sample_tokens else ""

@@ -60,6 +60,14 @@ def _short(x: float) -> float:
     return float(f"{x:.4g}")
 
 
+def _read(norms: dict[str, torch.Tensor]) -> dict[str, float]:
+    """0-d tensors to floats in one transfer: on a GPU each float() would wait for the device."""
+    if not norms:
+        return {}
+    values = torch.stack(list(norms.values())).tolist()
+    return dict(zip(norms, values, strict=True))
+
+
 class HealthProbe:
     """Measures one model's layers; built once per run (the groups do not change)."""
 
@@ -70,12 +78,12 @@ class HealthProbe:
     def grad_norms(self) -> dict[str, float]:
         """Each layer's gradient norm as it is now (call it before clipping); a layer whose
         parameters have no gradient yet is left out."""
-        out = {}
+        norms = {}
         for name, params in self.groups.items():
             grads = [p.grad for p in params if p.grad is not None]
             if grads:
-                out[name] = _short(float(_norm(grads)))
-        return out
+                norms[name] = _norm(grads)
+        return {name: _short(x) for name, x in _read(norms).items()}
 
     @torch.no_grad()
     def weights(self) -> dict[str, list[torch.Tensor]]:
@@ -85,10 +93,9 @@ class HealthProbe:
     @torch.no_grad()
     def update_ratios(self, before: dict[str, list[torch.Tensor]]) -> dict[str, float]:
         """||w - w_before|| / ||w_before|| for each layer (a layer of zero weights is left out)."""
-        out = {}
+        sizes, moved = {}, {}
         for name, params in self.groups.items():
-            size = float(_norm(before[name]))
-            if size > 0:
-                moved = _norm([p - b for p, b in zip(params, before[name], strict=True)])
-                out[name] = _short(float(moved) / size)
-        return out
+            sizes[name] = _norm(before[name])
+            moved[name] = _norm([p - b for p, b in zip(params, before[name], strict=True)])
+        sizes, moved = _read(sizes), _read(moved)
+        return {name: _short(moved[name] / size) for name, size in sizes.items() if size > 0}

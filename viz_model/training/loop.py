@@ -48,6 +48,7 @@ from viz_model.model.gpt import GPT
 from viz_model.model.sampling import SamplingSettings, generate
 from viz_model.text.data import TokenData
 from viz_model.text.tokenization import Tokenizer
+from viz_model.training import accel
 from viz_model.training.health import HealthProbe
 from viz_model.training.optim import make_optimizer
 
@@ -120,6 +121,31 @@ def snapshot_steps(max_steps: int, n: int) -> list[int]:
 
 
 @torch.no_grad()
+def batch_losses(
+    model: torch.nn.Module,
+    data: TokenData,
+    batch_size: int,
+    n_batches: int,
+    split: str = "val",
+    seed: int = EVAL_SEED,
+) -> list[float]:
+    """The cross-entropy (nats per token) of each of n_batches fixed random windows of a split:
+    the windows are cut on the CPU with a seeded CPU generator, then moved to the model."""
+    was_training = model.training
+    model.eval()
+    n_ctx = model.cfg.n_ctx
+    device = next(model.parameters()).device
+    gen = torch.Generator().manual_seed(seed)
+    losses = []
+    for _ in range(n_batches):
+        x, y = data.batch(split, batch_size, n_ctx, gen)
+        with accel.mixed_precision(device):
+            logits = model(x.to(device))  # (B, T, V)
+        losses.append(F.cross_entropy(logits.float().flatten(0, 1), y.to(device).flatten()))
+    model.train(was_training)
+    return torch.stack(losses).tolist()  # one transfer from the device, not one per batch
+
+
 def evaluate(
     model: torch.nn.Module,
     data: TokenData,
@@ -129,18 +155,7 @@ def evaluate(
     seed: int = EVAL_SEED,
 ) -> float:
     """Mean cross-entropy (nats per token) over n_batches fixed random windows of a split."""
-    was_training = model.training
-    model.eval()
-    n_ctx = model.cfg.n_ctx
-    device = next(model.parameters()).device
-    gen = torch.Generator().manual_seed(seed)
-    total = 0.0
-    for _ in range(n_batches):
-        x, y = data.batch(split, batch_size, n_ctx, gen)
-        logits = model(x.to(device))
-        total += F.cross_entropy(logits.flatten(0, 1), y.to(device).flatten()).item()
-    model.train(was_training)
-    return total / n_batches
+    return sum(batch_losses(model, data, batch_size, n_batches, split, seed)) / n_batches
 
 
 def sample_text(model: GPT, tokenizer: Tokenizer, n_tokens: int, seed: int = SAMPLE_SEED) -> str:
@@ -209,6 +224,7 @@ def train(
         torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed + start_step)
     device = next(model.parameters()).device
+    accel.allow_fast_matmuls(device)
     n_ctx = model.cfg.n_ctx
     tokens_per_step = cfg.batch_size * n_ctx
     gen = torch.Generator().manual_seed(cfg.seed + start_step)
@@ -287,28 +303,30 @@ def train(
         lr = lr_at(step, cfg, time_fraction)
         for group in opt.param_groups:
             group["lr"] = lr
-        x, y = data.batch("train", cfg.batch_size, n_ctx, gen)
+        x, y = data.batch("train", cfg.batch_size, n_ctx, gen)  # (B, T) each, cut on the CPU
         x, y = x.to(device), y.to(device)
-        logits = model(x)
-        loss = F.cross_entropy(logits.flatten(0, 1), y.flatten())
-        loss_value = loss.item()
-        problem = None
+        with accel.mixed_precision(device):  # bf16 matmuls on a GPU; float32 weights and loss
+            logits = model(x)  # (B, T, V)
+        loss = F.cross_entropy(logits.float().flatten(0, 1), y.flatten())
         health = cfg.health_every > 0 and (step == 1 or step % cfg.health_every == 0)
-        grads = moved = None
+        moved = None
+        opt.zero_grad(set_to_none=True)
+        if loss.requires_grad:  # not when a hook replaced the logits by constants
+            loss.backward()  # a NaN loss gives NaN gradients: the checks below skip the update
+        grads = probe.grad_norms() if health else None  # before clipping scales them
+        clip = cfg.grad_clip if cfg.grad_clip > 0 else float("inf")
+        norm_t = torch.nn.utils.clip_grad_norm_(params, clip)
+        # One read from the device per step: a GPU runs ahead of Python until a value is read.
+        loss_value, norm = torch.stack([loss.detach(), norm_t.float()]).tolist()
+        problem = None
         if not math.isfinite(loss_value):
             problem = f"loss became {'NaN' if math.isnan(loss_value) else 'infinite'}"
+        elif not math.isfinite(norm):
+            problem = "the gradient became NaN or infinite"
         else:
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            grads = probe.grad_norms() if health else None  # before clipping scales them
-            clip = cfg.grad_clip if cfg.grad_clip > 0 else float("inf")
-            norm = float(torch.nn.utils.clip_grad_norm_(params, clip))
-            if not math.isfinite(norm):
-                problem = "the gradient became NaN or infinite"
-            else:
-                before = probe.weights() if health else None
-                opt.step()
-                moved = probe.update_ratios(before) if before is not None else None
+            before = probe.weights() if health else None
+            opt.step()
+            moved = probe.update_ratios(before) if before is not None else None
         if problem is not None:
             yield halt(problem, step, step - 1)  # this step's update was not taken
             return
