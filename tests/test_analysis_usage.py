@@ -111,11 +111,17 @@ def _stats(g, s, p):
     return {k: RepetitionStats(v, 0.5, 3) for k, v in zip(usage.DECODERS, (g, s, p), strict=True)}
 
 
-def test_the_repetition_claim_names_greedy_only_when_it_repeats_clearly_more():
+def test_the_repetition_claim_says_each_comparison_on_its_own():
     assert repetition_claim(_stats(0.4, 0.0, 0.2)).made
-    assert not repetition_claim(_stats(0.4, 0.38, 0.1)).made
     assert not repetition_claim(_stats(0.0, 0.0, 0.0)).made
     assert "too short" in repetition_claim(_stats(float("nan"), 0.1, 0.1)).text
+    # issue 36: greedy 75%, sampling 0%, penalty 75% was read as "did not repeat more"
+    text = repetition_claim(_stats(0.75, 0.0, 0.75)).text
+    assert "more than sampling (75% against 0%)" in text
+    assert "about as much as greedy with the penalty (75% against 75%)" in text
+    text = repetition_claim(_stats(0.4, 0.38, 0.1)).text
+    assert "about as much as sampling" in text and "more than greedy with the penalty" in text
+    assert "less than sampling" in repetition_claim(_stats(0.1, 0.3, 0.1)).text
 
 
 def test_the_three_decoders_are_seeded_and_greedy_is_the_plain_decode():

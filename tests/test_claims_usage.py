@@ -61,7 +61,13 @@ def test_the_repetition_claim(bundle):
     claim = usage.repetition_claim(stats)
     g, s, p = (stats[k].repeated_phrases for k in usage.DECODERS)
     m = claim.numbers["margin"]
-    assert claim.made == (g >= s + m and g >= p + m)
+    words = {"sampling": "sampling", "penalty": "greedy with the penalty"}
+    for other, name in zip((s, p), words.values(), strict=True):  # each comparison on its own
+        said = (
+            "more than" if g >= other + m else "less than" if g <= other - m else "about as much as"
+        )
+        assert f"{said} {name} ({g:.0%} against {other:.0%})" in claim.text
+    assert claim.made == any(g >= o + m or g <= o - m for o in (s, p))
     assert f"greedy {g:.0%}" in claim.text
 
 

@@ -326,11 +326,20 @@ def compare_decoders(
     }
 
 
-REPEAT_MARGIN = 0.05  # greedy "repeats more" only by at least 5 points of the phrase share
+REPEAT_MARGIN = 0.05  # a decoder repeats "more" or "less" only by at least 5 points of the share
+OTHER_NAMES = {"sampling": "sampling", "penalty": "greedy with the penalty"}
+
+
+def _versus(g: float, other: float) -> int:
+    """+1 when greedy's share is at least REPEAT_MARGIN above the other's, -1 below, 0 within."""
+    if g >= other + REPEAT_MARGIN:
+        return 1
+    return -1 if g <= other - REPEAT_MARGIN else 0
 
 
 def repetition_claim(stats: dict[str, RepetitionStats]) -> Claim:
-    """Whether greedy repeated its 3-word phrases more than both sampling and the penalty did."""
+    """How greedy's share of repeated 3-word phrases compares with sampling's and with the
+    penalty's, each comparison said on its own (more, less, or within REPEAT_MARGIN)."""
     shares = {k: stats[k].repeated_phrases for k in DECODERS}
     numbers = {f"{k}_share": v for k, v in shares.items()} | {"margin": REPEAT_MARGIN}
     if any(math.isnan(v) for v in shares.values()):
@@ -339,19 +348,20 @@ def repetition_claim(stats: dict[str, RepetitionStats]) -> Claim:
             False,
             numbers,
         )
-    g, s, p = (shares[k] for k in DECODERS)
-    said = f"greedy {g:.0%}, sampling {s:.0%}, greedy with the penalty {p:.0%}"
-    if g >= s + REPEAT_MARGIN and g >= p + REPEAT_MARGIN:
-        return Claim(
-            f"Greedy decoding repeated itself the most: of the {PHRASE_WORDS}-word phrases, {said} "
-            "had been written before in the same text.",
-            True,
-            numbers,
-        )
+    g = shares["greedy"]
+    verdicts = {k: _versus(g, shares[k]) for k in OTHER_NAMES}
+    numbers |= {f"versus_{k}": float(v) for k, v in verdicts.items()}
+    words = {1: "more than", 0: "about as much as", -1: "less than"}
+    parts = [
+        f"{words[verdicts[k]]} {name} ({g:.0%} against {shares[k]:.0%})"
+        for k, name in OTHER_NAMES.items()
+    ]
+    said = f"greedy {g:.0%}, sampling {shares['sampling']:.0%}, greedy with the penalty {shares['penalty']:.0%}"
     return Claim(
-        f"Here greedy decoding did not repeat itself clearly more than the others (phrases written "
-        f"before: {said}; a difference of {REPEAT_MARGIN:.0%} or more would count).",
-        False,
+        f"Of the {PHRASE_WORDS}-word phrases, {said} had been written before in the same text. "
+        f"Greedy decoding repeated itself {parts[0]}, and {parts[1]}. A difference under "
+        f"{REPEAT_MARGIN * 100:.0f} percentage points counts as about as much.",
+        any(verdicts.values()),
         numbers,
     )
 
