@@ -544,6 +544,42 @@ def test_a_database_of_another_schema_version_is_refused(tmp_path):
         store.engine(url)
 
 
+def test_a_database_of_the_first_schema_gets_the_kept_answer_columns_and_keeps_its_classes(
+    tmp_path,
+):
+    path = tmp_path / "class.sqlite3"
+    url = f"sqlite:///{path}"
+    info = classes.start_class(OPEN, "Before the upgrade", db=url)
+    with sqlite3.connect(path) as conn:  # the database as schema 1 made it
+        conn.execute("ALTER TABLE class_questions DROP COLUMN answer")
+        conn.execute("ALTER TABLE class_questions DROP COLUMN answer_why")
+        conn.execute("UPDATE class_meta SET value = '1' WHERE key = 'schema'")
+    store.dispose(url)  # a new process of the new version meets it
+    q = questions.ask(info.teacher_key, info.id, "number", "n?", answer=3, db=url)
+    assert questions.reveal(info.teacher_key, q.id, db=url).truth == "3"
+    assert classes.find_class(info.code, db=url).title == "Before the upgrade"
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT value FROM class_meta").fetchone() == (store.SCHEMA_VERSION,)
+
+
+def test_the_answer_kept_at_asking_is_revealed_from_any_session_and_only_then_shown(db):
+    """The teacher's page measured the answer when it asked; a reload (a new session, another
+    process) reveals that answer: nothing of it lives in one session's memory."""
+    info, (ada,) = a_class(1)
+    q = questions.ask(info.teacher_key, info.id, "choice", "Which?", ["a", "b"], answer="b",
+                      answer_why="measured")  # fmt: skip
+    seen = questions.latest_question(info.id)  # what every follower's box reads
+    assert (seen.truth, seen.why, seen.state) == (None, None, "open")
+    with pytest.raises(ClassRefused):
+        questions.reveal(ada.token, q.id)  # a student cannot reveal it
+    revealed = questions.reveal(info.teacher_key, q.id)
+    assert (revealed.state, revealed.truth, revealed.why) == ("revealed", "b", "measured")
+    empty = questions.ask(info.teacher_key, info.id, "token", "Next token?")
+    with pytest.raises(ClassRefused, match="no answer to reveal"):
+        questions.reveal(info.teacher_key, empty.id)
+    assert questions.reveal(info.teacher_key, empty.id, " the").truth == " the"  # given: shown
+
+
 def test_heartbeats_in_one_write_set_each_students_page_and_following(db):
     info, (ada, bob, cy) = a_class(3)
     now = time.time() + 100

@@ -268,3 +268,23 @@ def test_a_teacher_takes_a_class_back_with_the_password_and_no_code_is_shown_bef
     next(b for b in at.button if b.label == "Take over").click().run()
     assert not at.exception
     assert any(f">{info.code}<" in h.proto.body for h in at.main.get("html"))
+
+
+def test_a_question_asked_before_the_teachers_reload_can_still_be_revealed(
+    models_dir, runs, monkeypatch
+):
+    """Issue 37: after a reload the teacher saw the answers and no Reveal button, because the
+    measured answer lived in the old session. A new session (here: taking the class over) reveals
+    the answer kept with the question."""
+    monkeypatch.setenv(jobs.PASSWORD_ENV, "sesame")
+    info = classes.start_class(jobs.Auth("sesame", "sesame"), "Week 5")
+    q = questions.ask(info.teacher_key, info.id, "choice", "Which head?", ["L0 H1", "L1 H0"],
+                      answer="L1 H0", answer_why="measured on the model")  # fmt: skip
+    at = app_test(models_dir, CLASS_PAGE)  # the teacher's new session: nothing in its state
+    at.text_input(key="class_take_password").set_value("sesame")
+    next(b for b in at.button if b.label == "Take over").click().run()
+    assert "This question has no answer to reveal" not in [c.value for c in at.caption]
+    next(b for b in at.button if b.label == "Reveal the answer").click().run()
+    assert not at.exception
+    revealed = questions.get_question(q.id)
+    assert (revealed.truth, revealed.why) == ("L1 H0", "measured on the model")

@@ -33,7 +33,6 @@ from viz_model.analysis.claims import md_escape
 from viz_model.text.data import CORPORA
 
 ASK_STOP = "_class_ask_stop"  # the sidebar's "ask this stop's question" (lesson id, step)
-_TRUTHS = "_class_truths"  # question id -> (truth, why) measured when asked (teacher's session)
 LIVE_S = 1.0  # the teacher's distribution refreshes this often
 # A head question's answer: a lesson answer kind measured on the model on screen, and whether it
 # takes the layer the teacher picks.
@@ -220,8 +219,10 @@ def _ask(ctx: PageContext, m: classroom.Membership) -> None:
         )
         if st.button("Ask the room this stop's question", type="primary") or wanted == place.key:
             truth = lesson.truth_for(ctx, stop)
-            ask = partial(questions.ask_stop, m.secret, m.class_id, place.lesson, place.step, truth)
-            _asked(m, ask, truth.value, truth.why)
+            _asked(
+                m,
+                partial(questions.ask_stop, m.secret, m.class_id, place.lesson, place.step, truth),
+            )
     with st.expander("Ask a question of your own", expanded=place is None):
         _typed_question(ctx, m)
 
@@ -266,22 +267,24 @@ def _typed_question(ctx: PageContext, m: classroom.Membership) -> None:
         name, by_layer = HEAD_ROLES[role]
         t = lesson.measure(ctx, name, {"layer": layer} if by_layer else {})
         ask = partial(questions.ask, m.secret, m.class_id, "choice", prompt, t.options)
-        _asked(m, ask, t.value, t.why)
+        _asked(m, partial(ask, answer=t.value, answer_why=t.why))
         return
     given = None if truth in (None, "") else truth
     if kind == "choice" and given is not None and given not in options:
         st.warning(f"The answer must be one of the options: {md_escape(', '.join(options))}.")
         return
-    _asked(m, partial(questions.ask, m.secret, m.class_id, kind, prompt, options, spec), given, "")
+    ask = partial(questions.ask, m.secret, m.class_id, kind, prompt, options, spec, answer=given)
+    _asked(m, ask)
 
 
-def _asked(m: classroom.Membership, ask, truth, why: str) -> None:
+def _asked(m: classroom.Membership, ask) -> None:
+    """Ask the room; the answer to reveal goes into the class database with the question, so a
+    reload (or another tab) of the teacher's can still reveal it."""
     try:
-        q = ask()
+        ask()
     except (ClassRefused, ClassStateError) as error:
         refusal(error)
         return
-    st.session_state.setdefault(_TRUTHS, {})[q.id] = (truth, why)
     classroom.forget(m.class_id)
     st.rerun()
 
@@ -312,13 +315,12 @@ def _live_question(m: classroom.Membership) -> None:
         if q.why:
             st.markdown(q.why)
         return
-    truth, why = st.session_state.get(_TRUTHS, {}).get(q.id, (None, ""))
     c1, c2 = st.columns(2)
-    if truth is not None and c1.button("Reveal the answer", type="primary", key=f"rv{q.id}"):
-        _act(m, lambda: questions.reveal(m.secret, q.id, truth, why=why))
+    if q.answer is not None and c1.button("Reveal the answer", type="primary", key=f"rv{q.id}"):
+        _act(m, lambda: questions.reveal(m.secret, q.id))
     if q.closed_at is None and c2.button("Close without revealing", key=f"cl{q.id}"):
         _act(m, lambda: questions.close(m.secret, q.id))
-    if truth is None:
+    if q.answer is None:
         st.caption("This question has no answer to reveal (you left it empty).")
 
 
@@ -329,7 +331,8 @@ def _act(m: classroom.Membership, action) -> None:
         refusal(error)
         return
     classroom.forget(m.class_id)
-    st.rerun(scope="fragment")
+    # a click handled in a full run (AppTest, or a click that met a rerun) cannot rerun a fragment
+    st.rerun(scope="fragment" if classroom.in_fragment_rerun() else "app")
 
 
 def _budget_form(m: classroom.Membership) -> None:

@@ -301,7 +301,7 @@ def _teacher_box(m: Membership, page: nav.Page) -> None:
     box.markdown(f"**Live class** · code **{m.code}**")
     if st.session_state.get(_KEY) is not m:
         return
-    if _in_fragment_rerun():
+    if in_fragment_rerun():
         publish(m, page)
     try:
         counts = dashboard(m.class_id)
@@ -462,7 +462,7 @@ def _answer_form(box, m: Membership, q: questions.Question) -> None:
     m.answers[q.id] = questions.check_value(q, value)[0]  # as stored
     # The box again, now with the answer given and no form (the form drawn in this run stays
     # until the next one).
-    st.rerun(scope="fragment" if _in_fragment_rerun() else "app")
+    st.rerun(scope="fragment" if in_fragment_rerun() else "app")
 
 
 def shown(q: questions.Question, value: str | None) -> str:
@@ -484,7 +484,7 @@ def _revealed(box, q: questions.Question, mine: str | None) -> None:
         box.caption(q.why)
 
 
-def _in_fragment_rerun() -> bool:
+def in_fragment_rerun() -> bool:
     """True when only the fragment runs (its timer), not the whole page with it."""
     from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 

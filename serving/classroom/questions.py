@@ -65,6 +65,10 @@ class Question:
     closed_at: float | None
     truth: str | None = None  # after reveal
     why: str | None = None  # after reveal: Markdown (user text in it escaped by its maker)
+    # the answer the teacher's page measured when asking: what Reveal shows, from any session of
+    # the teacher's (a reload keeps it); never drawn for a student before the reveal
+    answer: str | None = field(default=None, repr=False)
+    answer_why: str = field(default="", repr=False)
 
     @property
     def state(self) -> str:
@@ -120,10 +124,14 @@ def ask(
     answer_spec: dict[str, Any] | None = None,
     *,
     lesson: tuple[str, int] | None = None,
+    answer: str | float | None = None,
+    answer_why: str = "",
     db: str | None = None,
 ) -> Question:
     """Open a question (closing the class's open one, if any). `lesson` = (lesson id, step)
-    records which lesson stop it is, so a follower can show that stop."""
+    records which lesson stop it is, so a follower can show that stop; `answer` (and its
+    Markdown `answer_why`) is what reveal() will show, kept in the database so that any session
+    of the teacher's can reveal it (None: the teacher left it empty, nothing to reveal)."""
     if kind not in KINDS:
         raise ClassRefused(f"a question's kind is one of {', '.join(KINDS)}, not {kind!r}")
     prompt = str(prompt or "").strip()
@@ -132,6 +140,7 @@ def ask(
     spec = dict(answer_spec or {})
     found = _options(kind, options, spec)
     lesson_id, step = lesson if lesson is not None else (None, None)
+    kept = None if answer is None else _as_truth(kind, answer)
     now = time.time()
     q = store.questions
     with store.writing(db) as conn:
@@ -151,6 +160,8 @@ def ask(
                 lesson_id=lesson_id,
                 step=step,
                 opened_at=now,
+                answer=kept,
+                answer_why=str(answer_why or ""),
             )
         )
         return _question(_row(conn, made.inserted_primary_key[0]))
@@ -167,7 +178,7 @@ def ask_stop(
 ) -> Question:
     """Ask lesson stop `step` (1-based) of `lesson`: its question, in the form of `truth` (the
     stop's answer kind measured on the teacher's model: its options for a choice). The truth is
-    not stored until reveal."""
+    kept for the reveal, not shown before it."""
     stop = lesson.stop(step)
     spec: dict[str, Any] = {}
     if truth.form == "number":  # how far from the truth still counts as right, as in the lesson
@@ -182,6 +193,8 @@ def ask_stop(
         options,
         spec,
         lesson=(lesson.id, step),
+        answer=truth.value,
+        answer_why=truth.why,
         db=db,
     )
 
@@ -207,7 +220,22 @@ def _question(row: Row) -> Question:
         row.closed_at,
         row.truth,
         row.why,
+        row.answer,
+        row.answer_why or "",
     )
+
+
+def _as_truth(kind: str, value: str | float) -> str:
+    """A truth as stored: a number in the form answers are stored in, else its text."""
+    if kind == "number":
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise ClassRefused("the answer to a number question is a number") from None
+        if not math.isfinite(number):
+            raise ClassRefused("the answer to a number question is a finite number")
+        return format(number, ".12g")
+    return str(value)[:200]
 
 
 def open_question(class_id: int, *, db: str | None = None) -> Question | None:
@@ -358,21 +386,31 @@ def close(teacher: Teacher, question_id: int, *, db: str | None = None) -> Quest
 
 
 def reveal(
-    teacher: Teacher, question_id: int, truth: str | float, why: str = "", *, db: str | None = None
+    teacher: Teacher,
+    question_id: int,
+    truth: str | float | None = None,
+    why: str | None = None,
+    *,
+    db: str | None = None,
 ) -> Question:
     """Close the question and store its truth (as the UI measured it on the model) and the
-    reveal's Markdown, for every follower to see."""
+    reveal's Markdown, for every follower to see. Without `truth`, the answer kept when it was
+    asked (ClassRefused when there is none)."""
     now = time.time()
     q = store.questions
     with store.writing(db) as conn:
         row = _row(conn, question_id)
         check_teacher(conn, row.class_id, teacher)
-        text = check_value(_question(row), truth)[0] if row.kind == "number" else str(truth)
+        if truth is None:
+            if row.answer is None:
+                raise ClassRefused("This question has no answer to reveal (it was asked without).")
+            truth, why = row.answer, row.answer_why if why is None else why
+        text = _as_truth(row.kind, truth)
         conn.execute(
             update(q)
             .where(q.c.id == question_id)
             .values(
-                truth=text[:200],
+                truth=text,
                 why=str(why or ""),
                 revealed_at=now,
                 closed_at=row.closed_at if row.closed_at is not None else now,

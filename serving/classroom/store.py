@@ -49,7 +49,15 @@ from serving import jobs
 DB_ENV = "VIZ_CLASS_DB"
 CHANNEL = "viz_class"  # PostgreSQL: the NOTIFY channel every write transaction signals
 SQLITE_FILE = "class.sqlite3"
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
+# What each older schema lacks, added in place (a class database outlives an upgrade of the app):
+# 1 -> 2: a question keeps the answer its teacher's page measured, so a reload can still reveal.
+MIGRATIONS = {
+    "1": (
+        "ALTER TABLE class_questions ADD COLUMN answer VARCHAR(200)",
+        "ALTER TABLE class_questions ADD COLUMN answer_why TEXT",
+    ),
+}
 BUSY_TIMEOUT_S = 10.0  # SQLite: how long a write waits for another process's before giving up
 _WRITE = "class_write"  # the execution option that makes SQLite's BEGIN an IMMEDIATE one
 
@@ -126,6 +134,9 @@ questions = Table(
     Column("truth", String(200)),
     Column("why", Text),
     Column("revealed_at", Float),
+    # the answer the teacher's page measured when asking, kept (never shown) until the reveal
+    Column("answer", String(200)),
+    Column("answer_why", Text),
 )
 answers = Table(
     "class_answers",
@@ -253,6 +264,11 @@ def _create_tables(made: Engine) -> None:
             conn.exec_driver_sql("SELECT pg_advisory_xact_lock(2323)")
         metadata.create_all(conn)
         found = conn.execute(select(meta.c.value).where(meta.c.key == "schema")).scalar()
+        if found in MIGRATIONS:
+            for statement in MIGRATIONS[found]:
+                conn.exec_driver_sql(statement)
+            conn.execute(meta.update().where(meta.c.key == "schema").values(value=SCHEMA_VERSION))
+            found = SCHEMA_VERSION
         if found is None:
             conn.execute(meta.insert().values(key="schema", value=SCHEMA_VERSION))
         elif found != SCHEMA_VERSION:
