@@ -108,8 +108,4 @@ training_view.draw_grad_health(
     bundle.history, final_id, bundle.train_config, key="hist", adapters=gh.is_lora(bundle.meta)
 )
 st.subheader("What it wrote as it learned")
-st.caption(
-    "Text sampled from the weights at that step, from the same start each time (a newline): "
-    "drag back to step 0 and forward again to see what training changed."
-)
-training_view.draw_samples(bundle.history, key="hist")
+training_view.draw_samples(bundle.history, key="hist", finetune=bool(bundle.meta.get("finetune")))

@@ -201,3 +201,59 @@ def test_a_jobs_estimate_is_kept_and_compared_with_what_it_did(tmp_path, monkeyp
     assert steps == 39
     claim = tr.speed_claim(*view.estimate["steps_per_s"], rate, steps)
     assert claim.made and f"{rate:.3g}" in claim.text
+
+
+def _check_samples_note(history: list[dict], finetune: bool) -> None:
+    steps = [s for s, _ in tr.samples(history)]
+    caption, slider_help = tr.samples_note(steps, finetune)
+    said = f"{caption} {slider_help or ''}"
+    if len(steps) < 2:  # no slider: nothing to drag
+        assert "drag" not in said.lower() and slider_help is None
+        return
+    assert f"steps {steps[0]:,} to {steps[-1]:,}" in caption and f"{len(steps)} samples" in caption
+    # "step 0" (the untrained model, or a fine-tune's base) only where a sample was kept there
+    assert ("step 0" in said) == (steps[0] == 0)
+    assert ("random weights" in said) == (steps[0] == 0 and not finetune)
+    if steps[0] > 0:
+        assert f"{steps[0]:,} steps into" in caption
+
+
+@pytest.mark.parametrize("name", CLAIM_MODELS)
+def test_the_samples_note_says_what_the_slider_spans_on_every_claim_model(name, claim_bundles):
+    bundle = claim_bundle(claim_bundles, name)
+    _check_samples_note(bundle.history or [], bool(bundle.meta.get("finetune")))
+
+
+def test_a_run_started_by_the_job_code_samples_its_untrained_weights_at_step_0(tmp_path):
+    from viz_model.training.settings import new_run
+
+    settings = RunSettings(
+        task="repeat",
+        preset="tiny",
+        model={"n_ctx": 32, "d_model": 32},
+        train={"max_steps": 12, "eval_every": 6, "eval_batches": 1, "sample_every": 6,
+               "sample_tokens": 8, "threads": 1},
+    )  # fmt: skip
+    run = new_run(settings, tmp_path / "r", command="test")
+    history = [r.to_dict() for r in run.steps()]
+    assert [s for s, _ in tr.samples(history)] == [0, 6, 12]
+    caption, _ = tr.samples_note([0, 6, 12])
+    assert "drag back to step 0 (random weights)" in caption
+    _check_samples_note(history, finetune=False)
+
+
+@pytest.mark.parametrize(
+    ("steps", "finetune", "words", "absent"),
+    [
+        ([250, 500, 750], False, "no sample of its untrained weights", "step 0"),
+        ([1000, 2000], True, "no sample of the base model before fine-tuning", "step 0"),
+        ([0, 128], False, "drag back to step 0 (random weights)", "no sample"),
+        ([0, 40], True, "step 0 (the base model, before fine-tuning)", "random"),
+        ([1500], False, "the only sample this run kept", "drag"),
+        ([128], False, "at step 128", "step 0"),
+    ],
+)
+def test_the_samples_note_on_constructed_steps(steps, finetune, words, absent):
+    caption, slider_help = tr.samples_note(steps, finetune)
+    said = f"{caption} {slider_help or ''}"
+    assert words in said and absent not in said.lower()

@@ -213,7 +213,7 @@ def test_a_job_killed_after_its_last_save_resumes_as_finished(root):
     jobs.resume("whole", auth=jobs.Auth())
     again = wait_for("whole", lambda v: v.state == "finished", "the resume")
     assert again.step == 12 == load_bundle(root / "whole").meta["step"]
-    assert [r["step"] for r in again.history] == list(range(1, 13))
+    assert [r["step"] for r in again.history] == list(range(0, 13))  # 0: the untrained sample
 
 
 def test_a_job_that_fails_says_why_and_keeps_its_traceback_in_the_log(root):
@@ -512,7 +512,7 @@ def test_two_sessions_pressing_train_more_at_once_start_one_worker(root):
     assert len(errors) == 1 and "'twice' is running" in errors[0]
     done = wait_for("twice", lambda v: v.state == "finished" and v.step > 12, "five more")
     assert done.step == 17 == load_bundle(root / "twice").meta["step"]  # 5 more, not 10
-    assert [r["step"] for r in done.history] == list(range(1, 18))
+    assert [r["step"] for r in done.history] == list(range(0, 18))  # one step 0, no other
 
 
 def test_text_runs_keep_their_own_checked_copy_and_bad_text_is_refused(root):
@@ -578,7 +578,7 @@ def test_a_run_on_a_device_trains_there_samples_and_its_bundle_opens_on_the_cpu(
     jobs.start("ondevice", settings, auth=jobs.Auth())
     view = wait_for("ondevice", lambda v: v.state == "finished", "the run's end")
     assert view.device == device and view.tokens_per_s > 0
-    assert [s["step"] for s in view.samples] == [20, 40]  # sampling works there
+    assert [s["step"] for s in view.samples] == [0, 20, 40]  # sampling works there, untrained too
     bundle = load_bundle(view.path)  # a GPU-trained bundle opens on the CPU, as a server opens it
     assert next(bundle.model.parameters()).device.type == "cpu"
     assert bundle.meta["step"] == 40 and math.isfinite(bundle.meta["val_loss"])

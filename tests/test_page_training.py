@@ -49,6 +49,17 @@ def test_the_corpus_model_shows_baselines_and_samples_by_step(models_dir):
     assert at.code[0].value != last_text
 
 
+def test_the_samples_caption_says_what_the_slider_spans_not_a_step_0_it_lacks(models_dir):
+    at = app_test(models_dir, PAGE, query={"model": "shakespeare-char"})
+    assert not at.exception
+    slider = at.select_slider(key=widget_key("hist_sample"))
+    first, last = slider.options[0], slider.options[-1]
+    assert int(first) > 0  # trained before the loop kept a step-0 sample
+    said = " ".join(c.value for c in at.caption) + " " + (slider.help or "")
+    assert "step 0" not in said and "random weights" not in said
+    assert f"steps {int(first):,} to {int(last):,}" in said
+
+
 def test_the_update_shown_is_adamw_with_the_models_own_numbers(models_dir):
     at = app_test(models_dir, PAGE, query={"model": "shakespeare-char"})
     assert not at.exception

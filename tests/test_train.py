@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from tests.conftest import VOCAB, tiny_model
+from viz_model.analysis import training as tr
 from viz_model.bundles.checkpoint import list_snapshots
 from viz_model.bundles.load import load_bundle
 from viz_model.model.config import (
@@ -74,7 +75,8 @@ def quick_cfg(**overrides) -> TrainConfig:
 def test_loss_falls_in_a_few_dozen_steps(corpus, tmp_path):
     tok, data = corpus
     records = list(train(small_model(tok.vocab_size), data, quick_cfg(), tmp_path / "b", tok))
-    assert [r.step for r in records] == list(range(1, 41))
+    assert [r.step for r in records] == list(range(0, 41))  # step 0: the untrained sample
+    records = records[1:]
     first = sum(r.train_loss for r in records[:5]) / 5
     last = sum(r.train_loss for r in records[-5:]) / 5
     assert last < first - 0.5, (first, last)
@@ -88,10 +90,36 @@ def test_loss_falls_in_a_few_dozen_steps(corpus, tmp_path):
     assert all(r.tokens_per_s > 0 for r in records) and records[-1].elapsed > 0
     assert all(a.elapsed <= b.elapsed for a, b in zip(records, records[1:], strict=False))
     bundle = load_bundle(tmp_path / "b")
-    assert [h["step"] for h in bundle.history] == list(range(1, 41))
+    assert [h["step"] for h in bundle.history] == list(range(0, 41))
     assert bundle.meta["step"] == 40 and bundle.meta["val_loss"] == vals[-1]
     assert bundle.snapshot_steps() == snapshot_steps(40, 3) == [0, 3, 12, 40]
     assert bundle.train_config["max_steps"] == 40
+
+
+def test_a_new_run_that_samples_keeps_a_sample_of_its_untrained_weights_at_step_0(corpus, tmp_path):
+    tok, data = corpus
+    untrained = small_model(tok.vocab_size)
+    before = loop_module.sample_text(untrained, tok, 10)
+    records = list(train(small_model(tok.vocab_size), data, quick_cfg(), tmp_path, tok))
+    first = records[0]
+    assert (first.step, first.train_loss, first.sample) == (0, None, before)  # nothing trained
+    assert first.grad_norm is None and first.val_loss is None and records[1].step == 1
+    assert first.elapsed <= records[1].elapsed
+    history = load_bundle(tmp_path).history
+    assert history[0] == first.to_dict()
+    assert [s for s, _ in tr.samples(history)] == [0, 20, 40]  # where the page's slider reads
+
+
+def test_a_run_that_samples_nothing_or_resumes_keeps_no_step_0_record(corpus, tmp_path):
+    tok, data = corpus
+    quiet = list(train(small_model(tok.vocab_size), data, quick_cfg(sample_tokens=0), None, tok))
+    assert [r.step for r in quiet] == list(range(1, 41))
+    out = tmp_path / "b"
+    for _ in train(small_model(tok.vocab_size), data, quick_cfg(max_steps=10), out, tok):
+        pass
+    bundle, start, history = resume_state(out)
+    more = list(train(bundle.model, data, quick_cfg(), out, tok, None, history, start))
+    assert more[0].step == 11
 
 
 def test_a_validation_loss_too_large_for_its_perplexity_is_recorded_not_a_crash():
@@ -150,7 +178,7 @@ def test_stop_flag_ends_at_the_next_step_with_a_loadable_bundle(corpus, tmp_path
     assert records[-1].val_loss is not None  # a final evaluation
     bundle = load_bundle(tmp_path)
     assert bundle.meta["step"] == 6 and "stopped" in bundle.meta
-    assert [h["step"] for h in bundle.history] == list(range(1, 7))
+    assert [h["step"] for h in bundle.history] == list(range(0, 7))
     assert bundle.model(torch.tensor([1, 2, 3])).isfinite().all()
 
 
@@ -210,17 +238,17 @@ def test_resume_continues_the_step_count_and_the_curve(corpus, tmp_path):
     out = tmp_path / "b"
     first = list(train(small_model(tok.vocab_size), data, quick_cfg(max_steps=20), out, tok))
     bundle, start, history = resume_state(out)
-    assert start == 20 and len(history) == 20
+    assert start == 20 and len(history) == 21  # steps 0 (the untrained sample) to 20
     cfg = quick_cfg(max_steps=40)
     more = list(train(bundle.model, data, cfg, out, tok, None, history, start, bundle.meta))
     assert [r.step for r in more] == list(range(21, 41))
     assert more[0].elapsed >= first[-1].elapsed
     assert more[0].lr == pytest.approx(lr_at(21, cfg), rel=1e-5)
     # the loss carries on from where it was, not from an untrained model's
-    assert more[0].train_loss < first[0].train_loss - 0.3
+    assert more[0].train_loss < first[1].train_loss - 0.3
     final = load_bundle(out)
-    assert [h["step"] for h in final.history] == list(range(1, 41))
-    assert final.history[:20] == [r.to_dict() for r in first]
+    assert [h["step"] for h in final.history] == list(range(0, 41))  # no second step 0
+    assert final.history[:21] == [r.to_dict() for r in first]
     assert final.meta["step"] == 40
     assert final.meta["tokens_seen"] == 40 * 16 * 32
 
@@ -263,7 +291,7 @@ def test_a_tiny_cli_run_writes_a_bundle_with_its_command(tmp_path):
     examples = bundle.meta["example_prompts"]  # from the task's own text: letters written twice
     assert len(examples) == 3 and all(e[: len(e) // 2] * 2 == e for e in examples)
     assert bundle.config.d_model == 32 and bundle.config.n_ctx == 32
-    assert len(bundle.history) == 6
+    assert [r["step"] for r in bundle.history] == list(range(0, 7))  # 0: a sample only
 
 
 def test_cli_resume_and_text_file(tmp_path, capsys):
@@ -609,10 +637,10 @@ def test_a_tied_model_counts_its_shared_matrix_once_in_the_embeddings():
 def test_an_sgd_run_trains_and_its_bundle_says_so(corpus, tmp_path):
     tok, data = corpus
     cfg = quick_cfg(optimizer="sgd", lr=0.3, min_lr=0.03, momentum=0.9, weight_decay=0.0)
-    records = list(train(small_model(tok.vocab_size), data, cfg, tmp_path, tok))
+    records = list(train(small_model(tok.vocab_size), data, cfg, tmp_path, tok))[1:]
     first = sum(r.train_loss for r in records[:5]) / 5
     last = sum(r.train_loss for r in records[-5:]) / 5
     assert last < first - 0.3, (first, last)
     saved = load_bundle(tmp_path)
     assert saved.train_config["optimizer"] == "sgd" and saved.train_config["momentum"] == 0.9
-    assert "grad_norm" in saved.history[0] and "grad_layers" in saved.history[0]
+    assert "grad_norm" in saved.history[1] and "grad_layers" in saved.history[1]

@@ -96,23 +96,23 @@ def draw_curves(
         present.plot(lr_figure, key=f"{key}_lr")
 
 
-def draw_samples(history: list[dict], key: str) -> None:
-    """The text sampled from the weights at each sample step, one step at a time on a slider."""
+def draw_samples(history: list[dict], key: str, finetune: bool = False) -> None:
+    """The text sampled from the weights at each sample step, one step at a time on a slider,
+    under a caption that says what the slider spans (tr.samples_note); `finetune`: step 0 is
+    the base model, not random weights."""
     found = tr.samples(history)
-    if not found:
-        st.info("This run recorded no samples.")
-        return
     steps = [step for step, _ in found]
+    caption, slider_help = tr.samples_note(steps, finetune)
+    if not found:
+        st.info(caption)
+        return
+    st.caption(caption)
     texts = dict(found)
     if len(steps) == 1:
         step = steps[0]
     else:
         step = state.select_slider(
-            "Sample written at step",
-            f"{key}_sample",
-            steps,
-            steps[-1],
-            help="Drag back to step 0 (random weights) and forward to see what training changed.",
+            "Sample written at step", f"{key}_sample", steps, steps[-1], help=slider_help
         )
     st.code(texts[step], language=None, wrap_lines=True)
 

@@ -3,7 +3,8 @@
 - `curves(history, x, max_points)`: train loss, validation loss and learning rate against step,
   tokens seen or seconds; a long train curve is averaged into at most `max_points` bins, because a
   45-minute run logs 11,000 steps and a browser needs a few hundred points to draw the same line.
-- `samples(history)`: the text sampled at each sample step, in order.
+- `samples(history)`: the text sampled at each sample step, in order; `samples_note` says what
+  they span (step 0, the untrained model, only where the run kept a sample there).
 - `bundle_baselines(bundle)`: the counting models' validation loss on the bundle's own data,
   split as it was for training, so its curve can be read against them.
 - `update_rule(cfg)`: the update the loop takes (its optimiser, AdamW or SGD, the schedule, the
@@ -106,6 +107,41 @@ def samples(history: list[dict]) -> list[tuple[int, str]]:
         if isinstance(r, dict) and isinstance(r.get("sample"), str) and "step" in r
     ]
     return sorted(found)
+
+
+def samples_note(steps: list[int], finetune: bool = False) -> tuple[str, str | None]:
+    """(caption, slider help) for the samples at `steps` (in order), saying what the slider
+    really spans: step 0 is the untrained model (a fine-tune's: its base) only when a sample was
+    kept there; runs trained before the loop kept one start later, and one sample has no slider.
+
+    >>> samples_note([250, 500])[1]
+    'From step 250 (the earliest sample this run kept) to step 500.'
+    """
+    start = "Text sampled from the weights at {}, from the same start each time (a newline)"
+    if not steps:
+        return "This run recorded no samples.", None
+    if len(steps) == 1:
+        return start.format(f"step {steps[0]:,}") + ": the only sample this run kept.", None
+    first, last = steps[0], steps[-1]
+    span = f"{len(steps)} samples, steps {first:,} to {last:,}"
+    if first == 0:
+        before = "the base model, before fine-tuning" if finetune else "random weights"
+        return (
+            start.format("each step")
+            + f" ({span}): drag back to step 0 ({before}) and forward again to see what "
+            + ("fine-tuning" if finetune else "training")
+            + " changed.",
+            f"Step 0 is {before}; step {last:,} the last sample.",
+        )
+    return (
+        start.format("each step")
+        + f" ({span}): this run kept no sample of "
+        + ("the base model before fine-tuning" if finetune else "its untrained weights")
+        + f", so the earliest text is already {first:,} steps into "
+        + ("fine-tuning" if finetune else "training")
+        + f". Drag from step {first:,} forward to see what the later steps changed.",
+        f"From step {first:,} (the earliest sample this run kept) to step {last:,}.",
+    )
 
 
 def bundle_baselines(bundle: Bundle) -> ngram.Baselines | None:

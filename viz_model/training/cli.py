@@ -588,6 +588,8 @@ def main(argv: list[str] | None = None) -> int:
                 bar.write(f"step {rec.step}: val loss {rec.val_loss:.4f}")
             if rec.sample is not None and not args.quiet:
                 bar.write(f"--- sample at step {rec.step} ---\n{rec.sample}\n---")
+            if rec.step == 0:  # the untrained model's sample: no step taken, no loss yet
+                continue
             post = {"loss": f"{rec.train_loss:.3f}" if rec.train_loss is not None else "nan"}
             post["tok/s"] = f"{rec.tokens_per_s:,.0f}"
             if best_val is not None:

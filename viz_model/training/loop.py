@@ -10,7 +10,8 @@ the gradient's norm clipped. Every step records the gradient's norm before clipp
 `health_every` steps each layer's gradient norm and update size too (health.py), so a page can
 show vanishing, exploding and clipped gradients. Every `eval_every` steps the loop measures the
 validation loss (model.eval(), no gradients, the fused attention path), every `sample_every`
-steps it writes a short sample, and at log-spaced steps it saves a float16 snapshot of the weights
+steps it writes a short sample (and a new run one at step 0, before its first step: the
+untrained model's text, the first record it yields), and at log-spaced steps it saves a float16 snapshot of the weights
 so a page can scrub back through training. The bundle (checkpoint.save_bundle) is rewritten at
 every evaluation and at the end, so stopping at any time leaves a loadable model.
 
@@ -60,10 +61,11 @@ SAMPLE_PROMPT = "\n"
 @dataclass
 class StepRecord:
     """What one training step reports. val_* only on evaluation steps, sample on sample steps,
-    stopped only on the last record of a run that ended early."""
+    stopped only on the last record of a run that ended early. A new run that samples at all
+    first reports step 0: no step taken, only the sample of its untrained weights."""
 
     step: int
-    train_loss: float | None  # None only when the loss was not a finite number
+    train_loss: float | None  # None when the loss was not a finite number, and at step 0
     lr: float
     tokens_per_s: float  # smoothed over recent steps
     elapsed: float  # seconds since the run started (including earlier runs when resumed)
@@ -205,7 +207,8 @@ def train(
     old_data: TokenData | None = None,
     on_save: Callable[[int], None] | None = None,
 ) -> Iterator[StepRecord]:
-    """Train `model` from step start_step + 1 to cfg.max_steps, yielding one StepRecord per step.
+    """Train `model` from step start_step + 1 to cfg.max_steps, yielding one StepRecord per step
+    (and first, for a new run that samples, the step-0 record of its untrained weights' sample).
 
     `out` is the bundle folder (None: keep nothing on disk). Time is training time: the time a
     consumer spends between records (drawing a chart, say) counts neither in `elapsed` nor
@@ -270,6 +273,14 @@ def train(
     if out is not None and start_step in snaps and start_step == 0:
         save_snapshot(out, model, 0)
         snap_step = 0
+    if start_step == 0 and cfg.sample_tokens > 0 and cfg.max_steps > 0:
+        # The untrained model's text (a fine-tune's: its base's), so the samples start at step 0.
+        text = sample_text(model, tokenizer, cfg.sample_tokens)
+        first = StepRecord(0, None, 0.0, 0.0, round(clock(), 2), sample=text)
+        history.append(first.to_dict())
+        t_yield = time.perf_counter()
+        yield first
+        paused += time.perf_counter() - t_yield
     model.train()
     rate = 0.0
     t_last = time.perf_counter()
