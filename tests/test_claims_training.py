@@ -257,3 +257,31 @@ def test_the_samples_note_on_constructed_steps(steps, finetune, words, absent):
     caption, slider_help = tr.samples_note(steps, finetune)
     said = f"{caption} {slider_help or ''}"
     assert words in said and absent not in said.lower()
+
+
+@pytest.mark.parametrize("name", CLAIM_MODELS)
+def test_the_speed_headline_is_the_speed_claims_statistic_on_every_claim_model(name, claim_bundles):
+    bundle = claim_bundle(claim_bundles, name)
+    history = bundle.history or []
+    per_step = int((bundle.train_config or {}).get("batch_size", 1)) * bundle.config.n_ctx
+    headline = tr.speed_headline(history, per_step)
+    found = tr.achieved_speed(history)
+    if found is None:
+        assert headline == "– tokens/s"
+        return
+    rate, steps = found
+    assert f"{rate:.3g} steps/s" in headline  # as speed_claim writes it
+    assert f"{rate * per_step:,.0f} tokens/s" in headline
+
+
+def test_the_speed_headline_is_the_runs_average_not_its_last_steps_rate():
+    history = [
+        {"step": s, "tokens_per_s": 4572.0, "elapsed": round(s / 2.58, 3)} for s in range(1, 467)
+    ]
+    headline = tr.speed_headline(history, 1024)
+    assert (
+        headline
+        == f"2.58 steps/s · {465 / (history[-1]['elapsed'] - history[0]['elapsed']) * 1024:,.0f} tokens/s"
+    )
+    assert "4,572" not in headline
+    assert tr.speed_headline(history[:1], 1024) == "– tokens/s"

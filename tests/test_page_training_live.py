@@ -194,3 +194,27 @@ def test_a_run_of_another_family_trains_and_is_watched_without_heads(models_dir,
     at.button(key="t_open_Generation").click().run()
     assert not at.exception
     assert at.query_params["model"] in ("lstm-one", ["lstm-one"])
+
+
+def test_a_runs_headline_speed_is_the_run_average_its_speed_claim_states(models_dir, root):  # noqa: F811
+    # A finished run whose last step was quick (4,572 tokens/s) but whose average was 2.58
+    # steps a second: the headline must say what the speed claim below it says.
+    settings = tiny(max_steps=466)
+    folder = root / "avg"
+    folder.mkdir(parents=True)
+    (folder / "settings.json").write_text(json.dumps(settings.to_dict()))
+    history = [
+        {"step": s, "train_loss": 2.5, "lr": 1e-3, "tokens_per_s": 4572.0, "elapsed": s / 2.58}
+        for s in range(1, 467)
+    ]
+    (folder / jobs.HISTORY_FILE).write_text("".join(json.dumps(r) + "\n" for r in history))
+    (folder / jobs.ESTIMATE_FILE).write_text(json.dumps({"steps_per_s": [2.0, 3.0]}))
+    status = {"state": "finished", "step": 466, "max_steps": 466, "progress": 1.0}
+    (folder / "status.json").write_text(json.dumps({**status, "tokens_per_s": 4572.0}))
+    at = app_test(models_dir, PAGE, query={"t_run": "avg"})
+    assert not at.exception
+    headline = _progress_text(at)
+    per_step = settings.train_config().batch_size * settings.model_config(2).n_ctx
+    assert "2.58 steps/s" in headline and f"{2.58 * per_step:,.0f} tokens/s" in headline
+    assert "4,572" not in headline
+    assert "the run did 2.58 over 465 steps" in _text(at)  # the claim: the same statistic

@@ -22,6 +22,7 @@ from ui.charts.common import token_labels
 from ui.charts.next_token import distribution_bars
 from viz_model.analysis import grad_health as gh
 from viz_model.analysis import next_token as nt
+from viz_model.analysis import training as tr
 from viz_model.analysis.attention import attention_run
 from viz_model.bundles.files import CheckpointError
 from viz_model.model.sampling import SamplingSettings
@@ -154,10 +155,10 @@ def _status(view: jobs.RunView) -> None:
     st.markdown(f"{STATE_ICONS.get(view.state, '')} **{view.name}** is **{view.state}**{message}")
     of = f" of {view.max_steps:,}" if view.max_steps else ""
     left = f", {_clock(view.time_left)} left" if view.live else ""
+    speed = tr.speed_headline(view.history, _tokens_per_step(view))  # the claims' statistic
     st.progress(
         min(1.0, max(0.0, view.progress)),
-        text=f"step {view.step:,}{of} · {view.tokens_per_s:,.0f} tokens/s{_on(view)} · "
-        f"{_clock(view.elapsed)} trained{left}",
+        text=f"step {view.step:,}{of} · {speed}{_on(view)} · {_clock(view.elapsed)} trained{left}",
     )
     cols = st.columns(4)
     cols[0].metric("Training loss", f"{view.train_loss:.3f}" if view.train_loss else "–")

@@ -350,6 +350,18 @@ def _rate(x: float) -> str:
     return f"{x:.3g}"
 
 
+def speed_headline(history: list[dict], tokens_per_step: int) -> str:
+    """The run's speed for its headline, the statistic its speed claim uses (`achieved_speed`:
+    steps over training time, first record to last), with the tokens it means, e.g.
+    "2.58 steps/s · 2,642 tokens/s"; "– tokens/s" before two records. Not the last step's
+    smoothed rate (records' tokens_per_s), which a page beside the run's average contradicts."""
+    found = achieved_speed(history)
+    if found is None:
+        return "– tokens/s"
+    rate = found[0]
+    return f"{_rate(rate)} steps/s · {rate * tokens_per_step:,.0f} tokens/s"
+
+
 def speed_claim(low: float, high: float, achieved: float, steps: int) -> Claim:
     """Did the run keep to the speed estimated before Start (low..high steps a second)?"""
     numbers = {
