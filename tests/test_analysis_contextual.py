@@ -88,16 +88,27 @@ def test_fewer_windows_for_a_larger_model(monkeypatch):
 
 def test_a_move_every_context_shares_is_not_called_the_contexts_doing():
     """The review's class model: 0.95 alike at embed, 0.92 after the last block."""
-    claim = cx.context_claim(np.array([0.95, 0.93, 0.92]), np.array([1.0, 0.5, 0.32]), 80)
+    claim = cx.context_claim(
+        np.array([0.95, 0.93, 0.92]), np.array([1.0, 0.5, 0.32]), 80, "learned"
+    )
     assert not claim.made and "about the same direction" in claim.text
     assert "pulled" not in claim.text and "0.92" in claim.text and "0.32" in claim.text
-    apart = cx.context_claim(np.array([0.9, 0.5, 0.3]), np.array([1.0, 0.6, 0.4]), 40)
+    apart = cx.context_claim(np.array([0.9, 0.5, 0.3]), np.array([1.0, 0.6, 0.4]), 40, "learned")
     assert apart.made and "pulled the occurrences apart" in apart.text
     assert "fell to 0.30 after the last block" in apart.text
     # the review's shakespeare-char: apart in the middle, alike again at the end
-    middle = cx.context_claim(np.array([0.83, 0.49, 0.54, 0.63, 0.85]), np.ones(5), 80)
+    middle = cx.context_claim(np.array([0.83, 0.49, 0.54, 0.63, 0.85]), np.ones(5), 80, "learned")
     assert middle.made and "fell to 0.49 after block 0" in middle.text
     assert "then they grow alike again (0.85 at the end)" in middle.text
+
+
+@pytest.mark.parametrize("pos", ["rope", "alibi", "none"])
+def test_without_a_position_vector_the_embed_vectors_are_not_said_to_differ_by_position(pos):
+    claim = cx.context_claim(np.array([1.0, 0.6]), np.array([1.0, 0.7]), 80, pos)
+    assert "differ only by their position" not in claim.text
+    assert "one and the same" in claim.text and "no position vector" in claim.text
+    learned = cx.context_claim(np.array([0.9, 0.6]), np.array([1.0, 0.7]), 80, "learned")
+    assert "differ only by their position (cosine 0.90" in learned.text
 
 
 @pytest.mark.parametrize("name", GPT_CLAIM_MODELS)
@@ -107,8 +118,13 @@ def test_the_context_claim_on_every_claim_model_matches_its_profile(name, claim_
     resid = cx.resid_by_station(b.model, windows.ids)
     c = cx.token_contexts(resid, windows, cx.frequent_tokens(windows)[0])
     profile = cx.context_profile(c.vectors)
-    claim = cx.context_claim(profile.between, profile.to_layer0, c.vectors.shape[1])
+    claim = cx.context_claim(profile.between, profile.to_layer0, c.vectors.shape[1], b.config.pos)
     n = claim.numbers
+    # issue 36: RoPE, ALiBi and no-position models add no position vector at `embed`
+    assert ("differ only by their position" in claim.text) == b.config.adds_positions
+    if not b.config.adds_positions:
+        assert n["between_embed"] == pytest.approx(1.0, abs=1e-4)
+        assert "one and the same" in claim.text
     assert n["between_embed"] == pytest.approx(float(profile.between[0]))
     assert n["between_last"] == pytest.approx(float(profile.between[-1]))
     assert n["between_least"] == pytest.approx(float(profile.between[1:].min()))

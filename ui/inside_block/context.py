@@ -78,7 +78,7 @@ def draw(ctx: PageContext) -> None:
             baseline=baseline if np.isfinite(baseline).all() else None,
         )
     )
-    st.markdown(cx.context_claim(profile.between, profile.to_layer0, n).text)
+    st.markdown(cx.context_claim(profile.between, profile.to_layer0, n, cfg.pos).text)
     if np.isfinite(baseline).all():
         st.markdown(cx.anisotropy_claim(profile.between, baseline, f"“{md(name)}”").text)
     present.plot(

@@ -218,13 +218,38 @@ def previous_groups(previous: np.ndarray, n: int = 6) -> list[int]:
 APART = 0.1
 
 
-def context_claim(between: np.ndarray, to_layer0: np.ndarray, n: int) -> Claim:
-    """Did the blocks make the token's vectors differ by context? between[s]: mean cosine between
-    two contexts at station s; to_layer0[s]: mean cosine to its own layer-0 vector. Claimed when
-    at some station after the embedding the contexts are more than APART less alike than at the
-    embedding (the least alike station is named; a later return toward alike is said too).
+# What a model without a position vector at `embed` does instead (GPTConfig.pos).
+POSITIONS_INSIDE = {
+    "rope": "its positions are given inside attention, by rotating queries and keys (RoPE)",
+    "alibi": "its positions are given inside attention, by a penalty on distant scores (ALiBi)",
+    "none": "it has no position encoding at all",
+}
 
-    >>> context_claim(np.array([0.95, 0.92]), np.array([1.0, 0.32]), 80).made  # a common move
+
+def embed_sentence(n: int, first: float, pos: str) -> str:
+    """What the `embed` station holds for n occurrences of one token: the token's vector plus a
+    position vector when the model adds one (GPTConfig.pos learned or sinusoidal), else the
+    token's one vector, the same in every context."""
+    if pos in POSITIONS_INSIDE:
+        return (
+            f"At `embed` the {n} vectors are one and the same, the token's embedding (cosine "
+            f"{first:.2f} between two contexts): this model adds no position vector there, "
+            f"{POSITIONS_INSIDE[pos]}"
+        )
+    return (
+        f"At `embed` the {n} vectors differ only by their position (cosine {first:.2f} between "
+        "two contexts)"
+    )
+
+
+def context_claim(between: np.ndarray, to_layer0: np.ndarray, n: int, pos: str) -> Claim:
+    """Did the blocks make the token's vectors differ by context? between[s]: mean cosine between
+    two contexts at station s; to_layer0[s]: mean cosine to its own layer-0 vector; pos: the
+    model's GPTConfig.pos (what `embed` holds besides the token). Claimed when at some station
+    after the embedding the contexts are more than APART less alike than at the embedding (the
+    least alike station is named; a later return toward alike is said too).
+
+    >>> context_claim(np.array([0.95, 0.92]), np.array([1.0, 0.32]), 80, "learned").made
     False
     """
     first, last, home = float(between[0]), float(between[-1]), float(to_layer0[-1])
@@ -239,9 +264,8 @@ def context_claim(between: np.ndarray, to_layer0: np.ndarray, n: int) -> Claim:
         "apart": APART,
     }
     start = (
-        f"At `embed` the {n} vectors differ only by their position (cosine {first:.2f} between "
-        f"two contexts). After the last block that cosine is {last:.2f}, and each vector is on "
-        f"average {home:.2f} like its own starting vector"
+        f"{embed_sentence(n, first, pos)}. After the last block that cosine is {last:.2f}, and "
+        f"each vector is on average {home:.2f} like its own starting vector"
     )
     if first - least > APART:
         where = "after the last block" if low == len(between) - 1 else f"after block {low - 1}"
