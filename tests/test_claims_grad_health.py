@@ -60,6 +60,14 @@ def _check(h: gh.GradHealth, history: list[dict], clip: float) -> None:
     assert update.numbers["median"] == pytest.approx(float(np.median(ratios)))
     median = update.numbers["median"]
     assert update.made == (not gh.RULE_OF_THUMB / 10 <= median <= gh.RULE_OF_THUMB * 10)
+    if median > gh.RULE_OF_THUMB * 10:  # large steps: unstable only where the record shows it
+        losses = [r["train_loss"] for r in history if isinstance(r.get("train_loss"), float)]
+        rise = gh.loss_rise(h)
+        assert (rise is None) == (len(losses) < 10)
+        shown = growth.made or (rise is not None and rise[0] > gh.LOSS_RISE)
+        if rise is not None:
+            assert ("can make training unstable" in update.text) == shown
+            assert update.numbers["loss_rise"] == pytest.approx(rise[0])
 
 
 @pytest.mark.parametrize("name", CLAIM_MODELS)

@@ -17,7 +17,10 @@ Claims (analysis/claims.py), each under a stated condition with a neutral senten
   the first quarter's, beyond GROWTH_RATIO, or a gradient that became NaN or infinite.
 - `clipping_claim`: on how many steps the norm passed the clipping cap (clipping acted).
 - `update_claim`: the blocks' update ratio where the learning rate peaked, against the rule of
-  thumb of about 1e-3 (Stanford's CS231n notes), beyond a factor UPDATE_BAND either way.
+  thumb of about 1e-3 (Stanford's CS231n notes), beyond a factor UPDATE_BAND either way; steps
+  that large are called a risk to stability only where the run's own record shows one (its
+  smoothed training loss rose over LOSS_RISE above its lowest, `loss_rise`, or the gradient
+  exploded), else the sentence says they did not destabilise this run.
 
 Not here: measuring (training/health.py), charts (ui/charts/grad_health.py).
 """
@@ -25,7 +28,7 @@ Not here: measuring (training/health.py), charts (ui/charts/grad_health.py).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -37,6 +40,8 @@ GROWTH_RATIO = 10.0  # last quarter / first quarter of the run: beyond this, "ex
 RULE_OF_THUMB = 1e-3  # a healthy ||dw|| / ||w|| per step (CS231n, "Babysitting the learning")
 UPDATE_BAND = 10.0  # a factor either way of the rule of thumb before an update is called large
 MIN_STEPS = 8  # fewer recorded steps than this: too few to compare the start with the end
+LOSS_RISE = 0.1  # nats the smoothed training loss may rise above its lowest before: "unstable"
+LOSS_WINDOW = 50  # the loss is smoothed as medians of about 1/LOSS_WINDOW of the run (5 steps+)
 NOT_RECORDED = (
     "This run recorded no gradient health: it was trained before the app recorded it, or "
     "with --health-every 0."
@@ -57,6 +62,8 @@ class GradHealth:
     update: np.ndarray  # (S, G) each layer's ||dw|| / ||w|| (NaN: not recorded)
     lr: np.ndarray  # (S,) the learning rate of each health step
     exploded_at: int | None = None  # the step whose gradient became NaN or infinite, if any
+    loss_steps: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (L,) steps with a loss
+    loss: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (L,) their training loss
 
     @property
     def blocks(self) -> list[int]:
@@ -115,6 +122,7 @@ def grad_health(history: list[dict], grad_clip: float = 0.0) -> GradHealth | Non
     if not normed and not layered:
         return None
     layers = _layer_order(layered) if layered else ()
+    lossy = [r for r in records if _number(r.get("train_loss")) and math.isfinite(r["train_loss"])]
     return GradHealth(
         norm_steps=np.array([r["step"] for r in normed], dtype=float),
         norm=np.array([r["grad_norm"] for r in normed], dtype=float),
@@ -125,6 +133,8 @@ def grad_health(history: list[dict], grad_clip: float = 0.0) -> GradHealth | Non
         update=_table(layered, "update_layers", layers),
         lr=np.array([r.get("lr", np.nan) for r in layered], dtype=float),
         exploded_at=exploded,
+        loss_steps=np.array([r["step"] for r in lossy], dtype=float),
+        loss=np.array([r["train_loss"] for r in lossy], dtype=float),
     )
 
 
@@ -329,12 +339,8 @@ def update_claim(h: GradHealth | None, adapters: bool = False) -> Claim:
         f"{RULE_OF_THUMB:g}."
     )
     if mid > RULE_OF_THUMB * UPDATE_BAND:
-        return Claim(
-            said + f" That is over {UPDATE_BAND:.0f} times more: steps this **large** can make "
-            "training unstable.",
-            True,
-            numbers,
-        )
+        over = f" That is over {UPDATE_BAND:.0f} times more: these steps are **large**"
+        return Claim(said + over + _stability(h, numbers), True, numbers)
     if mid < RULE_OF_THUMB / UPDATE_BAND:
         return Claim(
             said + f" That is under 1/{UPDATE_BAND:.0f} of it: steps this **small** barely "
@@ -343,3 +349,60 @@ def update_claim(h: GradHealth | None, adapters: bool = False) -> Claim:
             numbers,
         )
     return Claim(said + f" That is within a factor of {UPDATE_BAND:.0f} of it.", False, numbers)
+
+
+def loss_rise(h: GradHealth) -> tuple[float, int, float, int] | None:
+    """(rise, step, lowest before it, window): the largest rise of the training loss above its
+    lowest point before, on medians of consecutive windows of `window` steps (one batch's loss is
+    noisy; a median of several is not), the step being the end of the window that rose most;
+    None with fewer than two windows.
+
+    >>> h = GradHealth(*(np.zeros(0),) * 2, 0.0, np.zeros(0), (), np.zeros((0, 0)),
+    ...     np.zeros((0, 0)), np.zeros(0), None, np.arange(1.0, 16), np.repeat([3, 2, 2.5], 5))
+    >>> loss_rise(h)
+    (0.5, 15, 2.0, 5)
+    """
+    n = h.loss.size
+    window = max(5, n // LOSS_WINDOW)
+    if n < 2 * window:
+        return None
+    ends = list(range(window, n + 1, window))
+    medians = np.array([np.median(h.loss[e - window : e]) for e in ends])
+    lowest = np.minimum.accumulate(medians)
+    rises = medians[1:] - lowest[:-1]
+    i = int(np.argmax(rises))
+    return float(rises[i]), int(h.loss_steps[ends[i + 1] - 1]), float(lowest[i]), window
+
+
+def _stability(h: GradHealth, numbers: dict) -> str:
+    """What this run's own record says about steps that large (the end of update_claim's
+    sentence): instability is claimed only where its loss or its gradient shows it."""
+    growth = growth_claim(h)
+    rise = loss_rise(h)
+    if rise is not None:
+        numbers |= {"loss_rise": rise[0], "rise_step": float(rise[1]), "rise_limit": LOSS_RISE}
+    if h.exploded_at is not None or growth.made:
+        what = (
+            f"its gradient became NaN or infinite at step {h.exploded_at:,}"
+            if h.exploded_at is not None
+            else f"its gradient norm grew {times(growth.numbers['ratio'])}-fold"
+        )
+        return f", and in this run {what}: steps this large can make training unstable."
+    if rise is None:
+        return (
+            ". Steps this large can make training unstable; this run's loss record is too short "
+            "to say whether they did here."
+        )
+    size, step, lowest, window = rise
+    smoothed = f"medians of {window} steps"
+    if size > LOSS_RISE:
+        return (
+            f", and this run's training loss ({smoothed}) rose {size:.3f} nats above its lowest "
+            f"({lowest:.3f}) by step {step:,}: steps this large can make training unstable, "
+            "and here the loss went back up."
+        )
+    return (
+        f", yet this run's training loss ({smoothed}) never rose more than {LOSS_RISE:g} nats "
+        f"above its lowest (at most {max(size, 0.0):.3f}) and its gradient did not explode: the "
+        "rule of thumb is a guide, and steps this large did not destabilise this run."
+    )
