@@ -153,3 +153,23 @@ def test_training_notes_say_a_fine_tune_counts_from_its_start_and_texts_differ()
     same = [("a", scratch, scratch["data"]), ("c", scratch, scratch["data"])]
     assert training_notes(same) == []
     assert training_notes([("a", scratch, scratch["data"]), ("d", {}, None)]) == []
+
+
+def test_training_notes_read_the_bundles_own_records_of_text_and_tokenizer():
+    from viz_model.analysis.compare import training_notes
+
+    # a class run records its split; shakespeare-bpe (trained before) records none: one text
+    run = {"data": {"corpus": "shakespeare", "val_fraction": 0.1}, "tokenizer": "char"}
+    bpe = {"data": {"corpus": "shakespeare"}, "tokenizer": "bpe", "vocab_size": 2048}
+    notes = " ".join(training_notes([("run", run, run["data"]), ("bpe", bpe, bpe["data"])]))
+    assert "different texts" not in notes and "not the same test" not in notes
+    assert "same text with different tokenizers (BPE of 2,048, char)" in notes
+    assert "in nats per token their losses are not comparable" in notes
+    twin = {**run, "data": {"corpus": "shakespeare"}}
+    assert training_notes([("run", run, run["data"]), ("twin", twin, twin["data"])]) == []
+    other = {**run, "data": {"corpus": "shakespeare", "val_fraction": 0.2}}
+    said = " ".join(training_notes([("run", run, run["data"]), ("o", other, other["data"])]))
+    assert "held out different shares of it for validation (10%, 20%)" in said
+    task = {"data": {"task": "repeat"}, "tokenizer": "char"}
+    said = " ".join(training_notes([("run", run, run["data"]), ("t", task, task["data"])]))
+    assert "were trained on different texts" in said and "tokenizers" not in said

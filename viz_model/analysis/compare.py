@@ -31,6 +31,7 @@ from viz_model.analysis.claims import Claim, md_escape
 from viz_model.analysis.next_token import LN2, TopTokens, distribution, surprisal, top_tokens
 from viz_model.analysis.training import Curves
 from viz_model.model.sampling import SamplingSettings
+from viz_model.text.data import VAL_FRACTION
 from viz_model.text.tokenization import Tokenizer
 
 UNITS = ("bits per character", "nats per token")
@@ -410,7 +411,10 @@ def training_notes(sides: Sequence[tuple[str, Mapping | None, Mapping | None]]) 
     """What the training curves drawn on one axis do not show: (name, meta, data key) per model,
     the data key being meta["data"] with a pasted text's path replaced by its hash. A fine-tune's
     steps count from the start of fine-tuning; models trained on different texts measure their
-    validation loss on different held-out texts."""
+    validation loss on different held-out texts. Which text is read from each bundle's own record
+    (its data source without the split: {"corpus": "shakespeare"} and {"corpus": "shakespeare",
+    "val_fraction": 0.1} are one text); the same text with different tokenizers (meta tokenizer
+    and vocab_size) is a different note: a loss per token is not comparable, per character is."""
     notes = []
     for name, meta, _ in sides:
         info = (meta or {}).get("finetune")
@@ -422,10 +426,50 @@ def training_notes(sides: Sequence[tuple[str, Mapping | None, Mapping | None]]) 
                 "base's loss."
             )
     known = [(name, data) for name, _, data in sides if data]
-    if len(known) == len(sides) > 1 and any(d != known[0][1] for _, d in known[1:]):
-        names = " and ".join(f"“{n}”" for n, _ in known)
+    if len(known) != len(sides) or len(known) < 2:
+        return notes
+    names = " and ".join(f"“{n}”" for n, _ in known)
+    texts = [_text_of(d) for _, d in known]
+    if any(t != texts[0] for t in texts[1:]):
         notes.append(
             f"{names} were trained on different texts, so each validation loss is measured on "
             "its own text's held-out part: the curves are not the same test."
         )
+        return notes
+    shares = {_val_share(d) for _, d in known}
+    if len(shares) > 1:
+        notes.append(
+            f"{names} were trained on the same text but held out different shares of it for "
+            f"validation ({', '.join(f'{x:.0%}' for x in sorted(shares))}): the curves are not "
+            "quite the same test."
+        )
+    tokenizers = {_tokenizer_of(meta) for _, meta, _ in sides}
+    if len(tokenizers) > 1 and None not in tokenizers:
+        notes.append(
+            f"{names} were trained on the same text with different tokenizers "
+            f"({', '.join(sorted(str(t) for t in tokenizers))}), each holding out the last "
+            "part of its own tokens: in nats per token their losses are not comparable (a token "
+            "is a different amount of text); in bits per character they are."
+        )
     return notes
+
+
+def _text_of(source: Mapping) -> dict:
+    """A bundle's data source without its validation split: which text it read."""
+    return {k: v for k, v in source.items() if k != "val_fraction"}
+
+
+def _val_share(source: Mapping) -> float:
+    """The share held out for validation; a bundle that records none used the default."""
+    share = source.get("val_fraction")
+    return float(share) if isinstance(share, int | float) else VAL_FRACTION
+
+
+def _tokenizer_of(meta: Mapping | None) -> str | None:
+    """ "char", or "BPE of 2,048": the tokenizer a bundle records (None when it records none)."""
+    kind, size = (meta or {}).get("tokenizer"), (meta or {}).get("vocab_size")
+    if not isinstance(kind, str):
+        return None
+    if kind == "char" or not isinstance(size, int):
+        return kind
+    return f"{kind.upper() if kind == 'bpe' else kind} of {size:,}"
