@@ -117,7 +117,7 @@ def samples_note(steps: list[int], finetune: bool = False) -> tuple[str, str | N
     >>> samples_note([250, 500])[1]
     'From step 250 (the earliest sample this run kept) to step 500.'
     """
-    start = "Text sampled from the weights at {}, from the same start each time (a newline)"
+    start = "Text sampled from the weights at {}, each time from the same start, a newline"
     if not steps:
         return "This run recorded no samples.", None
     if len(steps) == 1:
