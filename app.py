@@ -3,8 +3,9 @@
 Every page, Home included, is a script in pages/ declared in ui/nav.py. Each run, st.navigation
 picks the page the URL names (drawing the sections in the sidebar); a lesson's stop, when the URL
 names one, sets its view (ui/lesson.py); the frame draws the shared sidebar (model, training step,
-prompt, model card) and the page's title once; in a live class, the class box goes in the
-sidebar (ui/classroom.py); the lesson's question goes above the page; then the page runs with
+prompt, model card) and the page's title once; in a live class, the teacher's class box goes in
+the sidebar and a student's at the top of the page (ui/classroom.py), where a question is seen;
+the lesson's question goes above the page; then the page runs with
 `ctx = ui.context()`, and a teacher's view is published for the class to follow.
 """
 
@@ -17,10 +18,11 @@ page = nav.navigation()
 here = nav.find(page.url_path)
 classroom.enter(here)
 lesson.enter(here)
-class_box = st.sidebar.container()  # a live class's box: above the model and the prompt
+teacher_box = st.sidebar.container()  # a live class's teacher box: above the model and prompt
+student_box = st.container()  # a student's class box and question: the top of the main area
 ctx = ui.frame(here)
-classroom.sidebar(here, class_box)
-lesson.panel(ctx, here, room=classroom.stop_asked)
+classroom.boxes(here, teacher_box, student_box)
+lesson.panel(ctx, here, room=classroom.stop_asked, lead=classroom.lead_stop)
 try:
     page.run()
 finally:

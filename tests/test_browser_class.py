@@ -165,8 +165,9 @@ def _nav(p, route: str) -> None:
 
 
 def _box(p):
-    """A student's class box in the sidebar: the innermost block saying who they are."""
-    return p.locator(f"{SIDEBAR} [data-testid='stVerticalBlock']").filter(has_text="you are").last
+    """A student's class box: at the top of the main area, above the page's title (in the
+    sidebar it sat below the navigation, out of sight on a laptop)."""
+    return p.locator(f"{MAIN} .st-key-class_box")
 
 
 def _metric(p, label: str) -> str:

@@ -56,6 +56,14 @@ def _sidebar_text(at) -> str:
     )
 
 
+def _box_text(at) -> str:
+    """A student's class box and question: at the top of the main area (issue 37: in the
+    sidebar it sat below the navigation, out of sight)."""
+    return "\n".join(m.value for m in at.main.markdown) + "\n".join(
+        c.value for c in at.main.caption
+    )
+
+
 def _student(models_dir, a_class, name="Ada"):
     at = app_test(models_dir, CLASS_PAGE)
     _join(at, a_class.code, name)
@@ -97,7 +105,7 @@ def test_a_wrong_code_is_refused_and_a_name_is_drawn_as_typed(models_dir, a_clas
     assert "No class has this code" in at.warning[0].value
     assert "Join a class" in [s.value for s in at.subheader]  # still outside, the page runs
     _join(at, a_class.code.lower(), "<b>Ada</b>")
-    text = _sidebar_text(at)
+    text = _box_text(at)
     assert "\\<b\\>Ada\\</b\\>" in text  # escaped Markdown: shown as typed, never bold
 
 
@@ -117,20 +125,20 @@ def test_a_student_follows_the_teachers_page_and_choices(models_dir, a_class):
 
 def test_a_student_who_stops_following_stays_and_rejoins_with_one_click(models_dir, a_class):
     at = _student(models_dir, a_class)
-    next(b for b in at.sidebar.button if b.label == "Stop following").click().run()
+    next(b for b in at.main.button if b.label == "Stop following").click().run()
     classes.set_view(a_class.teacher_key, a_class.id, "Next_token", {})
     classroom.forget(a_class.id)
     at.run()
     assert at.title[0].value.endswith("Live class")  # still where the student was
-    assert "Exploring on your own" in _sidebar_text(at)
-    next(b for b in at.sidebar.button if b.label == "Follow the teacher").click().run()
+    assert "Exploring on your own" in _box_text(at)
+    next(b for b in at.main.button if b.label == "Follow the teacher").click().run()
     assert at.title[0].value.endswith("Next token")
 
 
 def test_a_student_back_on_a_new_session_is_still_in_the_class_by_the_seat(models_dir, a_class):
     me = classes.join(a_class.code, "Grace", "test")
     at = app_test(models_dir, CLASS_PAGE, query={classroom.SEAT: me.token})
-    assert "Grace" in _sidebar_text(at)
+    assert "Grace" in _box_text(at)
     wrong = app_test(models_dir, CLASS_PAGE, query={classroom.SEAT: "not-a-token"})
     assert not wrong.exception
     assert "Join a class" in [s.value for s in wrong.subheader]
@@ -141,21 +149,21 @@ def test_a_student_answers_once_and_sees_the_reveal(models_dir, a_class):
     q = questions.ask(a_class.teacher_key, a_class.id, "choice", "Which?", ["L0 H1", "L1 H0"])
     classroom.forget(a_class.id)
     at.run()
-    assert "The teacher asks:** Which?" in _sidebar_text(at)
-    at.sidebar.radio[0].set_value("L1 H0")
-    next(b for b in at.sidebar.button if b.label == "Send my answer").click().run()
+    assert "The teacher asks:** Which?" in _box_text(at)
+    at.main.radio[0].set_value("L1 H0")
+    next(b for b in at.main.button if b.label == "Send my answer").click().run()
     dist = questions.distribution(q.id)
     assert dist.counts == {"L0 H1": 0, "L1 H0": 1}
     at.run()
-    assert not any(b.label == "Send my answer" for b in at.sidebar.button)  # answered: no form
+    assert not any(b.label == "Send my answer" for b in at.main.button)  # answered: no form
     questions.reveal(a_class.teacher_key, q.id, "L0 H1", why="measured")
     classroom.forget(a_class.id)
     at.run()
-    assert "the answer is **L0 H1**" in "\n".join(w.value for w in at.sidebar.warning)
-    assert "You said L1 H0" in "\n".join(w.value for w in at.sidebar.warning)
+    assert "the answer is **L0 H1**" in "\n".join(w.value for w in at.main.warning)
+    assert "You said L1 H0" in "\n".join(w.value for w in at.main.warning)
 
 
-def test_at_a_lesson_stop_asked_of_the_room_a_student_answers_in_one_form_the_class_s(
+def test_at_a_lesson_stop_in_a_class_a_student_answers_only_the_class_s_form_at_the_top(
     a_class, monkeypatch, tmp_path
 ):
     (tmp_path / "lessons").mkdir()
@@ -172,7 +180,9 @@ def test_at_a_lesson_stop_asked_of_the_room_a_student_answers_in_one_form_the_cl
     classroom.forget(a_class.id)
     at.run()  # the student follows to the stop
     assert at.title[0].value.endswith("Next token")
-    assert _buttons(at) == ["Commit my answer"]  # no question in the class yet: the lesson's
+    # In a class a stop's question is the class's: no private form, not even before it is asked
+    assert _buttons(at) == []
+    assert "when it appears" in "\n".join(i.value for i in at.main.info)
     subject = subject_for(load_bundle(MODELS / stop.model), stop.prompt)
     truth = ANSWERS[stop.answer](subject, stop.args)
     q = questions.ask_stop(a_class.teacher_key, a_class.id, lesson, 1, truth)
@@ -181,8 +191,8 @@ def test_at_a_lesson_stop_asked_of_the_room_a_student_answers_in_one_form_the_cl
     assert not at.exception
     assert _buttons(at) == ["Send my answer"]  # one form: the class's, which the teacher collects
     assert "answer it in the class box" in "\n".join(i.value for i in at.main.info)
-    at.sidebar.text_input[0].input(truth.value)
-    next(b for b in at.sidebar.button if b.label == "Send my answer").click().run()
+    at.main.text_input[0].input(truth.value)
+    next(b for b in at.main.button if b.label == "Send my answer").click().run()
     assert questions.distribution(q.id).total == 1
     questions.reveal(a_class.teacher_key, q.id, truth.value)
     classroom.forget(a_class.id)
@@ -247,7 +257,7 @@ def test_when_the_teacher_ends_the_class_a_student_is_told_and_is_out_of_it(mode
     classes.end_class(a_class.teacher_key, a_class.id)
     classroom.forget(a_class.id)
     at.run()
-    assert "ended the class" in "\n".join(i.value for i in at.sidebar.info)
+    assert "ended the class" in "\n".join(i.value for i in at.main.info)
     at.run()
     assert "Join a class" in [s.value for s in at.subheader]  # out of it: the page offers to join
     assert classroom.SEAT not in at.query_params
@@ -288,3 +298,43 @@ def test_a_question_asked_before_the_teachers_reload_can_still_be_revealed(
     assert not at.exception
     revealed = questions.get_question(q.id)
     assert (revealed.truth, revealed.why) == ("L1 H0", "measured on the model")
+
+
+def test_the_teacher_asks_and_reveals_a_stops_question_from_the_lesson_panel(
+    runs, monkeypatch, tmp_path
+):
+    """In a class the teacher's lesson panel asks the room the stop's question (its answer
+    measured on the teacher's model and kept), counts the answers, and reveals it: the projected
+    page stays blurred until then, with no trip to the Live class page."""
+    (tmp_path / "lessons").mkdir()
+    (tmp_path / "lessons" / "demo.toml").write_text(DEMO)
+    monkeypatch.setenv(lesson_file.LESSONS_ENV, str(tmp_path / "lessons"))
+    at = app_test(MODELS, CLASS_PAGE)
+    next(b for b in at.button if b.label == "Start a class").click().run()
+    (info,) = classes.active_classes()
+    ada = classes.join(info.code, "Ada", "test")
+    at.session_state["lesson"], at.session_state["step"] = "demo", 1
+    at.switch_page("pages/07_next_token.py").run()
+    assert not at.exception
+    assert _blurred(at)
+    next(b for b in at.button if b.label == "Ask the room this question").click().run()
+    q = questions.latest_question(info.id)
+    assert (q.lesson_id, q.step, q.state) == ("demo", 1, "open")
+    (lesson,), _ = load_lessons(tmp_path / "lessons", ui_lesson.catalogue())
+    stop = lesson.stops[0]
+    expected = ANSWERS[stop.answer](subject_for(load_bundle(MODELS / stop.model), stop.prompt), {})
+    assert q.answer == expected.value  # measured on the teacher's model, kept for the reveal
+    assert not [b for b in at.button if b.label == "Commit my answer"]  # the room's, not mine
+    questions.answer(ada.token, q.id, expected.value)
+    at.run()
+    assert "1 of 1 have answered" in "\n".join(i.value for i in at.main.info)
+    assert _blurred(at)
+    next(b for b in at.button if b.label == "Reveal the answer to the room").click().run()
+    assert questions.get_question(q.id).truth == expected.value
+    assert not _blurred(at)
+    assert "The model's answer" in "\n".join(i.value for i in at.main.info)
+
+
+def _blurred(at) -> bool:
+    """Whether the lesson's mask is on the page (its style, drawn with st.html)."""
+    return any("blur(" in h.proto.body for h in at.get("html"))

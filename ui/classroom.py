@@ -45,6 +45,8 @@ PRIVATE = frozenset({SEAT, "present", "join"})  # URL keys that are one browser'
 POLL_S = 1.0  # a student box's timer where the watcher cannot push (ui/class_watch.py)
 SAFETY_S = 120.0  # its timer where the watcher pushes (and asks again): a net for a lost watcher
 PUBLISH_S = 0.5  # the teacher's fragment: catches a view a run did not finish publishing
+LEAD_S = 2.0  # the teacher's lesson panel: the count of answers to this stop's question
+BOX_KEY = lesson.CLASS_BOX_KEY  # the student's box: kept out of the lesson's mask
 DASHBOARD_TTL_S = 2.0  # the teacher's counts: live enough, and a class's runs read rarely
 HEARTBEAT_S = 5.0  # a student's "I am here, on this page" (a write): the dashboard's 15 s window
 _KEY = "_class"  # this session's Membership
@@ -262,10 +264,11 @@ def _set_keys(m: Membership, view: classes.View, target: nav.Page, params: dict)
 # ---- the sidebar ------------------------------------------------------------------------------
 
 
-def sidebar(page: nav.Page, box: Any) -> None:
-    """The class box, drawn in `box` (a container at the top of the sidebar); nothing outside a
-    class."""
-    _write_cookie(box)
+def boxes(page: nav.Page, side: Any, top: Any) -> None:
+    """The class box: the teacher's in `side` (a container at the top of the sidebar), a
+    student's in `top` (a container at the top of the main area, where a question is seen on any
+    screen and the lesson's blur does not reach); nothing outside a class."""
+    _write_cookie(side)
     if st.session_state.pop(_RESEND, False):
         # A switch to the page the student is on can lose its address update under load (the
         # rerun clears the queue): say the address again, once, now that the page has run.
@@ -275,11 +278,12 @@ def sidebar(page: nav.Page, box: Any) -> None:
         if SEAT in st.query_params and _KEY not in st.session_state:
             del st.query_params[SEAT]  # a seat in an ended class: the student is out of it
         return
-    with box:
-        if m.teacher:
+    if m.teacher:
+        with side:
             _teacher_box(m, page)
-        else:
-            state.mirror(SEAT, m.secret)
+    else:
+        state.mirror(SEAT, m.secret)
+        with top:
             _student_box(m, page)
 
 
@@ -312,7 +316,6 @@ def _teacher_box(m: Membership, page: nav.Page) -> None:
         f"{counts.connected} connected · {counts.following} following you. The class sees "
         "what you see (presenter mode stays yours)."
     )
-    _ask_this_stop(box, m)
 
 
 def leaderboard(class_id: int) -> list[board.Standing]:
@@ -327,19 +330,57 @@ def dashboard(class_id: int) -> board.Dashboard:
     return class_watch.shared(_dashboards, class_id, board.dashboard)
 
 
-def _ask_this_stop(box, m: Membership) -> None:
-    """At a lesson stop: ask the room the stop's own question, its truth measured on the model
-    on the teacher's screen when revealed (pages/18_class.py)."""
-    place = lesson.current()
-    if place is None:
+def lead_stop(place: lesson.Place, truth: Any) -> lesson.RoomAsks | None:
+    """The teacher's part of a lesson stop's panel in a class: ask the room this stop's question
+    (its truth measured on the model on the teacher's screen, kept for the reveal), watch the
+    answers come in, reveal it to everyone. None outside a class or for a student (the panel
+    then works as alone)."""
+    m = st.session_state.get(_KEY)
+    if m is None or not m.teacher:
+        return None
+    try:
+        q = latest_question(m.class_id)
+    except (ClassRefused, ClassStateError) as error:
+        st.caption(md_escape(str(error)))
+        return None
+    if q is None or (q.lesson_id, q.step) != place.key:
+        if st.button("Ask the room this question", type="primary", key="class_ask_stop"):
+            _teacher_act(
+                m, lambda: questions.ask_stop(m.secret, m.class_id, place.lesson, place.step, truth)
+            )
+        st.caption("Or answer it yourself below: the room answers only once you ask it.")
+        return None
+    if q.truth is not None:
+        return lesson.RoomAsks(revealed=True, answer=None)
+    _room_answering(m, q.id)
+    return lesson.RoomAsks(revealed=False, answer=None)
+
+
+@st.fragment(run_every=LEAD_S)
+def _room_answering(m: Membership, question_id: int) -> None:
+    """How many have answered, live, and the Reveal button (the answer kept when it was asked)."""
+    try:
+        dist = questions.distribution(question_id)
+    except (ClassRefused, ClassStateError) as error:
+        st.caption(md_escape(str(error)))
         return
-    asked = latest_question(m.class_id)
-    if asked is not None and (asked.lesson_id, asked.step) == place.key and asked.truth is None:
-        box.caption("The room is answering this stop's question: see Live class.")
+    st.info(f"The room is answering: {dist.total} of {dist.members} have answered.")
+    if st.button(
+        "Reveal the answer to the room", type="primary", key=f"class_reveal_{question_id}"
+    ):
+        _teacher_act(m, lambda: questions.reveal(m.secret, question_id))
+
+
+def _teacher_act(m: Membership, action: Any) -> None:
+    """A teacher's class action from a page: done, then the whole page again (the panel and
+    the mask follow it), or what went wrong said."""
+    try:
+        action()
+    except (ClassRefused, ClassStateError) as error:
+        st.warning(md_escape(str(error)))
         return
-    if box.button("Ask the room this stop's question", key="class_ask_stop"):
-        st.session_state["_class_ask_stop"] = place.key
-        st.switch_page(nav.by_route(CLASS_ROUTE).file)
+    forget(m.class_id)
+    st.rerun()
 
 
 def _student_box_body(m: Membership, page: nav.Page) -> None:
@@ -348,7 +389,7 @@ def _student_box_body(m: Membership, page: nav.Page) -> None:
     or, where Streamlit cannot be nudged, by the browser every POLL_S."""
     if st.session_state.get(_KEY) is not m:
         return
-    box = st.container(border=True)
+    box = st.container(border=True, key=BOX_KEY)
     box.markdown(f"**{md_escape(m.title)}** · you are {md_escape(m.name)}")
     try:
         view, question = class_view(m.class_id), latest_question(m.class_id)
@@ -365,7 +406,7 @@ def _student_box_body(m: Membership, page: nav.Page) -> None:
     if not class_watch.register(m.class_id, m.secret, page.route, m.following, shown):
         _heartbeat(m, page)  # no watcher: the box says it is here itself
     if m.following:
-        box.caption("Following the teacher: your screen moves when theirs does.")
+        box.caption(f"Following the teacher: your screen moves when theirs does. {_on_screen()}")
         if box.button("Stop following", key="class_unfollow", help="Explore on your own."):
             st.session_state[_KEY] = replace(m, following=False)
             st.rerun()
@@ -381,6 +422,16 @@ def _student_box_body(m: Membership, page: nav.Page) -> None:
 _student_box = st.fragment(run_every=SAFETY_S if class_watch.available() else POLL_S)(
     _student_box_body
 )
+
+
+def _on_screen() -> str:
+    """Which model and training step this screen shows (a follower can check it against the
+    teacher's projector), from this session's values, as the sidebar shows them."""
+    model, step = st.session_state.get("model"), st.session_state.get("train_step")
+    if not model:
+        return ""
+    at_step = f", training step {int(step):,}" if isinstance(step, int) else ""
+    return f"On screen: **{md_escape(str(model))}**{at_step}."
 
 
 def _heartbeat(m: Membership, page: nav.Page) -> None:
@@ -423,16 +474,17 @@ def my_answer(m: Membership, q: questions.Question) -> str | None:
 
 
 def stop_asked(key: tuple[str, int]) -> lesson.RoomAsks | None:
-    """For a student whose class's question is the lesson stop `key`'s: whether it is revealed
-    and this student's answer (the lesson panel, app.py: one form, the class's, which the teacher
-    collects). None for a teacher, outside a class, or for another question."""
+    """For a student following a class at the lesson stop `key`: whether the class's question
+    is this stop's (asked), revealed, and this student's answer. In a class a stop's question is
+    answered once, in the class box, where the teacher counts it: the lesson panel shows no form
+    of its own. None for a teacher, outside a class, or for a student exploring alone."""
     m = st.session_state.get(_KEY)
-    if m is None or m.teacher:
+    if m is None or m.teacher or not m.following:
         return None
     try:
         q = latest_question(m.class_id)
         if q is None or (q.lesson_id, q.step) != key:
-            return None
+            return lesson.RoomAsks(revealed=False, answer=None, asked=False)
         return lesson.RoomAsks(q.truth is not None, my_answer(m, q))
     except (ClassRefused, ClassStateError):
         return None

@@ -44,6 +44,7 @@ FRAME_KEYS = frozenset({"train_step", "quant"})
 _APPLIED = "_lesson_applied"  # (lesson id, step) whose view this session last applied
 _ANSWERS = "_lesson_answers"  # {(lesson id, step): the student's answer, or None: just shown}
 PANEL_KEY = "lesson_panel"  # the panel's container: .st-key-lesson_panel, kept out of the mask
+CLASS_BOX_KEY = "class_box"  # a student's class box (ui/classroom.BOX_KEY), kept out of it too
 # What the mask blurs in the page below the panel until the student answers: everything that
 # could give the answer away (charts, tables, numbers, prose with claims). Headings, formulas and
 # widgets stay, so the page can still be read for what it is about.
@@ -53,11 +54,13 @@ MASKED = ("stPlotlyChart", "stVegaLiteChart", "stDataFrame", "stTable", "stMetri
 
 @dataclass(frozen=True)
 class RoomAsks:
-    """In a live class, the teacher has asked the room this stop's question (ui/classroom.py):
-    the class's form is the one answered, the panel shows none of its own."""
+    """A lesson stop in a live class (ui/classroom.py): the class's question is answered once,
+    in the class box, and the panel shows no form of its own. `asked`: the room's question is
+    this stop's now; `revealed`: its answer has been shown to the room."""
 
     revealed: bool
     answer: str | None  # this student's answer in the class, as stored
+    asked: bool = True
 
 
 @dataclass(frozen=True)
@@ -214,9 +217,11 @@ def panel(
     ctx: PageContext | None,
     page: nav.Page,
     room: Callable[[tuple[str, int]], RoomAsks | None] | None = None,
+    lead: Callable[[Place, Truth], RoomAsks | None] | None = None,
 ) -> None:
-    """The lesson's box above the page: where the class is, the question, the reveal. `room`
-    says whether a live class asked this stop's question (then it is answered there)."""
+    """The lesson's box above the page: where the class is, the question, the reveal. In a live
+    class, `room` says for a student how the class's question of this stop stands (it is
+    answered there, never here), and `lead` draws the teacher's ask and reveal of it."""
     place = current()
     if place is None:
         return
@@ -241,19 +246,27 @@ def panel(
         answers = st.session_state.setdefault(_ANSWERS, {})
         t = truth_for(ctx, stop)
         asked = room(place.key) if room is not None and place.key not in answers else None
+        led = lead(place, t) if lead is not None and asked is None else None
         if place.key in answers:
             _reveal(t, answers[place.key])
         elif asked is not None and asked.revealed:
             _reveal(t, asked.answer)
+        elif led is not None and led.revealed:
+            _reveal(t, None)
         elif asked is not None:
             st.info(
-                "Your teacher has asked the room this question: answer it in the class box in "
-                "the sidebar. The model's answer shows here when the teacher reveals it."
+                "Your teacher asks the room this question: answer it in the class box at the "
+                "top of the page. The model's answer shows here when the teacher reveals it."
+                if asked.asked
+                else "In the class, your teacher asks the room this question: answer it in the "
+                "class box at the top of the page when it appears. The model's answer shows "
+                "here when the teacher reveals it."
             )
-        else:
+        elif led is None:
             _ask(place, t)
-        if stop.hide and place.key not in answers and not (asked and asked.revealed):
-            _mask()
+        shown = place.key in answers or any(r is not None and r.revealed for r in (asked, led))
+        if stop.hide and not shown:
+            _mask("until the room's answer is revealed" if asked or led else "until you answer")
 
 
 def _header(place: Place) -> None:
@@ -321,11 +334,12 @@ def _shown_answer(t: Truth, answer: str | float) -> str:
     return str(answer)
 
 
-def _mask() -> None:
+def _mask(until: str) -> None:
     """Blur what could give the answer away, outside the panel (in the page and the sidebar's
     model card), until it is answered. The sidebar's widgets stay usable."""
     selectors = ", ".join(
-        f'[data-testid="{area}"] [data-testid="{t}"]:not(.st-key-{PANEL_KEY} *)'
+        f'[data-testid="{area}"] [data-testid="{t}"]'
+        f":not(.st-key-{PANEL_KEY} *):not(.st-key-{CLASS_BOX_KEY} *)"
         for area in ("stMain", "stSidebarUserContent")  # the model card states losses
         for t in MASKED
     )
@@ -333,4 +347,4 @@ def _mask() -> None:
         f"<style>{selectors} {{ filter: blur(9px); pointer-events: none; user-select: none; }}"
         "</style>"
     )
-    st.caption("The page below is blurred until you answer: predict first, then look.")
+    st.caption(f"The page below is blurred {until}: predict first, then look.")
