@@ -75,3 +75,19 @@ def test_switching_model_goes_back_to_the_final_weights(models_dir):
     assert "random weights" not in _card(at)
     slider = at.select_slider(key=widget_key("train_step"))
     assert slider.value == int(slider.options[-1].split()[0].replace(",", ""))
+
+
+def test_a_model_that_is_not_there_opens_another_at_its_final_weights_not_at_the_links_step(
+    models_dir,
+):
+    """Issue 37: a link to a run by name with train_step=0 (a finished run opened on Attention,
+    then reloaded where the run was not found) showed shakespeare-char at step 0, random weights,
+    and the class followed. The step belonged to the model asked for; the fallback opens final."""
+    at = app_test(models_dir, ATTENTION, prompt="ROMEO", query={"model": "gone", "train_step": "0"})
+    assert not at.exception
+    assert at.session_state["model"] != "gone"  # another model is shown (Home said which)
+    assert "random weights" not in _card(at)
+    slider = at.select_slider(key=widget_key("train_step"))
+    final = int(slider.options[-1].split()[0].replace(",", ""))
+    assert slider.value == final
+    assert at.query_params.get("train_step") in (None, str(final))  # the link says so too
