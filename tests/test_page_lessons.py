@@ -110,6 +110,24 @@ def test_a_stop_opens_in_its_view_masks_the_page_and_reveals_the_models_answer(d
     assert at.warning and not at.text_input  # stop 1 stays answered: its reveal, no question
 
 
+def test_a_reload_keeps_the_view_and_the_page_its_address_names(demo_lessons):
+    """Issue 37: a reload (a new session on the address the app wrote) applied the stop's view
+    again, undoing the teacher's changes, and left the Live class page for the stop's page."""
+    at = open_link(MODELS, None, {"lesson": "demo", "step": "2"})
+    assert "Attention" in _title(at)
+    address = {k: (v if isinstance(v, str) else v[0]) for k, v in at.query_params.items()}
+    assert address["head"] == "0" and "quant" in address  # the stop's view, as the app wrote it
+    changed = {**address, "head": "2"}  # the teacher moved to another head, then reloaded
+    again = open_link(MODELS, "pages/03_attention.py", changed)
+    assert not again.exception
+    assert again.query_params["head"] in ("2", ["2"]) and "Attention" in _title(again)
+    class_page = open_link(MODELS, "pages/18_class.py", changed)  # reloaded on Live class
+    assert not class_page.exception
+    assert "Live class" in _title(class_page)
+    lesson_link = open_link(MODELS, "pages/18_class.py", {"lesson": "demo", "step": "2"})
+    assert "Attention" in _title(lesson_link)  # a lesson's own link still opens its stop
+
+
 def test_the_right_token_is_marked_right(demo_lessons):
     at = open_link(MODELS, None, {"lesson": "demo", "step": "1"})
     top = _top_token("shakespeare-char", "ROMEO:\nBut soft, what light")

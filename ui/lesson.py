@@ -24,7 +24,7 @@ from pathlib import Path
 import streamlit as st
 
 from serving import models
-from ui import cache, nav, present, state
+from ui import cache, nav, precision, present, state
 from ui.frame import DEFAULT_PROMPT, PageContext
 from viz_model.lessons.kinds import Subject
 from viz_model.lessons.lesson_file import (
@@ -42,6 +42,7 @@ LESSON, STEP = "lesson", "step"  # the URL keys
 # the frame's own keys a view may set, besides model, prompt: the training step, the precision
 FRAME_KEYS = frozenset({"train_step", "quant"})
 _APPLIED = "_lesson_applied"  # (lesson id, step) whose view this session last applied
+_SESSION_SEEN = "_lesson_seen"  # this session has run before (a new one may be a reload)
 _ANSWERS = "_lesson_answers"  # {(lesson id, step): the student's answer, or None: just shown}
 PANEL_KEY = "lesson_panel"  # the panel's container: .st-key-lesson_panel, kept out of the mask
 CLASS_BOX_KEY = "class_box"  # a student's class box (ui/classroom.BOX_KEY), kept out of it too
@@ -167,9 +168,18 @@ def leave() -> None:
 
 def enter(page: nav.Page) -> None:
     """Before the frame reads the model and prompt: apply the current stop's view once, and open
-    its page if the session is elsewhere (links and Back/Next land here)."""
+    its page if the session is elsewhere (links and Back/Next land here). A reload keeps the view
+    and the page its address names."""
     place = current()
+    fresh = not st.session_state.get(_SESSION_SEEN)
+    st.session_state[_SESSION_SEEN] = True
     if place is None or st.session_state.get(_APPLIED) == place.key:
+        return
+    if fresh and precision.KEY in st.query_params:
+        # A new session on an address this app wrote (a reload, a copied address bar: it
+        # mirrors the precision on every run, a lesson link never names it): the address is the
+        # view, as the teacher left it, on the page it names (Live class included).
+        st.session_state[_APPLIED] = place.key
         return
     stop, target = place.stop, page_of(place.stop)
     present.is_on()  # read a link's present=1 into the session: the switch drops the URL's keys
