@@ -60,7 +60,7 @@ def test_every_page_shows_or_refuses_another_family(family_models, bundle, file)
         headings = " | ".join(h.value for h in at.subheader)
         assert not GPT_ONLY_WORDS.search(headings), headings
     else:
-        assert f"is {LABELS[bundle]}" in shown and "has none" in shown
+        assert f"is {LABELS[bundle]}" in shown and ("has none" in shown) == (not page.why_not)
         assert page.needs in shown
         assert any(link.label == "Generation" for link in at.get("page_link"))
 
@@ -82,3 +82,31 @@ def test_the_refusal_names_the_family_what_the_page_needs_and_what_it_has(family
         assert "the last 15 tokens" in text  # 1 + 2 x (1 + 2 + 4)
     else:
         assert "cell state" in text if family == "lstm" else "its hidden state," in text
+
+
+@pytest.mark.parametrize("family", ["rnn", "lstm", "gru", "cnn"])
+def test_a_refusal_does_not_deny_what_the_model_has(family):
+    """Issue 36: "an LSTM has none" of weight matrices, of embeddings, while 89% of its
+    parameters are in its cells' matrices and its tokens are looked up in an embedding."""
+    from types import SimpleNamespace
+
+    from ui import families
+    from viz_model.model.quantize import matrices
+    from viz_model.model.recurrent import RecurrentLM
+    from viz_model.model.recurrent_config import RecurrentConfig
+
+    cfg = RecurrentConfig(family, 30, n_layer=2, kernel_size=3)
+    model = RecurrentLM(cfg)
+    bundle = SimpleNamespace(name="m", family=family, config=cfg)
+    by_path = {p.url_path: p for p in nav.all_pages()}
+    quant = families.refusal(by_path["Quantization"], bundle)
+    layers = [n for n, p in model.named_parameters() if n.startswith("blocks.") and p.dim() >= 2]
+    assert len(matrices(model)) >= 2 and layers  # it has weights: the refusal must not deny them
+    assert "has none" not in quant and "has weight matrices too" in quant
+    assert families.LAYER_WORDS[family] in quant
+    adversarial = families.refusal(by_path["Adversarial_suffix"], bundle)
+    assert model.W_E.shape == (30, cfg.d_model)  # it has an embedding
+    assert "has none" not in adversarial and "has an embedding too" in adversarial
+    assert "no attention patterns" in adversarial
+    sae = families.refusal(by_path["Sparse_autoencoder"], bundle)
+    assert "has none" not in sae and "has no MLP" in sae

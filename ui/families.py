@@ -33,17 +33,25 @@ def reads_the_past(cfg: RecurrentConfig) -> str:
     return f"{carried}, carried from one token to the next"
 
 
+# What the layers of each family are, in the words of its Home paragraph.
+LAYER_WORDS = {"rnn": "RNN cells", "lstm": "LSTM cells", "gru": "GRU cells", "cnn": "convolutions"}
+
+
 def refusal(page: nav.Page, bundle: Bundle) -> str:
-    """Why `page` cannot show this model, in two sentences: what of a transformer the page looks
-    at, and what the model has instead."""
+    """Why `page` cannot show this model: what of a transformer the page looks at, why this
+    model cannot give it (it has none, or the page's own `why_not`), and how it reads the past."""
     family = bundle.family
     label = FAMILY_LABELS[family]
-    needs = page.needs or "a transformer's insides"
+    needs = page.needs or "insides"
+    if page.why_not:
+        why = page.why_not.format(model=a_family(family), layers=LAYER_WORDS[family])
+        why += f". {a_family(family)[0].upper()}{a_family(family)[1:]} reads"
+    else:
+        why = f"{a_family(family)} has none: it reads"
     return (
         f"“{md_escape(bundle.name)}” is {a_family(family)}: {FAMILY_TEXT[family]}. This page looks at a "
-        f"transformer's {needs}; {a_family(family)} has none: it reads the past through "
-        f"{reads_the_past(bundle.config)}. Pick a GPT in the sidebar's model picker, or open a "
-        f"page that shows this {label}:"
+        f"transformer's {needs}; {why} the past through {reads_the_past(bundle.config)}. Pick a "
+        f"GPT in the sidebar's model picker, or open a page that shows this {label}:"
     )
 
 

@@ -49,6 +49,10 @@ class Page:
     # looks at (`needs`, e.g. "attention heads"), and links to the pages that can show it.
     families: tuple[str, ...] = ("gpt",)
     needs: str = ""
+    # Why another family cannot be shown, when it has some of what `needs` names (an LSTM has
+    # weight matrices and an embedding): a clause true of every family, "{model}" standing for
+    # "an LSTM" and "{layers}" for "LSTM cells". Empty: the model has none of `needs`.
+    why_not: str = ""
 
     @property
     def title(self) -> str:
@@ -332,6 +336,8 @@ SECTIONS: dict[str, list[Page]] = {
             "A few tokens, found by gradient search, that make the model say what you choose.",
             view_keys=("adv_target", "adv_len", "adv_steps", "adv_k"),
             needs="embeddings, to follow the gradient to, and attention patterns",
+            why_not="{model} has an embedding too, but no attention patterns to show, and this "
+            "page's search reaches the embedding through a GPT's hook (`hook_embed`) only",
         ),
         Page(
             "pages/23_sparse_autoencoder.py",
@@ -358,6 +364,8 @@ SECTIONS: dict[str, list[Page]] = {
                 "sae_job_tokens",
             ),
             needs="residual stream and MLP output, to read a dictionary from",
+            why_not="{model} has no MLP, and this page reads the stream at a GPT's hook points "
+            "(`blocks.L.hook_resid_post`) only",
         ),
         Page(
             "pages/12_training_dynamics.py",
@@ -433,7 +441,10 @@ SECTIONS: dict[str, list[Page]] = {
             "The weights in float16, int8, int4: bytes, bits per character, and any page on the copy.",
             needs_prompt=False,
             view_keys=("q_matrix", "q_bits", "q_grid", "q_row", "q_open"),
-            needs="weight matrices, quantised here for a GPT only",
+            needs="weight matrices",
+            why_not="{model} has weight matrices too (its embedding, its unembedding and the "
+            "weights of its {layers}), but this page rebuilds each rounded copy as a GPT, so it "
+            "quantises GPTs only",
         ),
     ],
 }
