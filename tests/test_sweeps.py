@@ -114,6 +114,38 @@ def test_baseline_claim_places_the_loss_against_letter_frequencies_and_bigrams()
     assert not sw.baseline_claim(run()).made  # no baselines recorded
 
 
+@pytest.mark.parametrize(
+    "val, words",
+    [
+        (3.50, "above the unigram's, it predicts **worse**"),
+        (3.33, "within 0.05 nats of the unigram's (0.01 above), it learned"),
+        (3.00, "below the unigram's and above the bigram's, between the two"),
+        (2.52, "below the unigram's and within 0.05 nats of the bigram's (0.02 above)"),
+        (2.48318, "below the unigram's and within 0.05 nats of the bigram's (0.02 below)"),
+        (2.45642, "below the unigram's and within 0.05 nats of the bigram's (0.04 below)"),
+        (2.40, "below both, it uses more than the previous character"),
+    ],
+)
+def test_baseline_claim_compares_with_each_baseline_it_names(val, words):
+    """Issue 36: "2 layers ends at 2.48 nats ... bigram 2.50: between the two", while both
+    depths ended below the bigram line."""
+    r = run("2 layers", final_val=val)
+    base = {"unigram": 3.32202, "bigram": 2.50456}
+    claim = sw.baseline_claim(sw.Run(**{**r.__dict__, "baselines": base}))
+    assert words in claim.text
+    if val < 2.50456:
+        assert "between the two" not in claim.text and "above the bigram" not in claim.text
+
+
+def test_the_stored_depth_sweep_places_each_run_truly():
+    for r in sw.load_sweep("depth").runs:
+        text, v = sw.baseline_claim(r).text, r.final_val
+        uni, bi = r.baselines["unigram"], r.baselines["bigram"]
+        assert ("between the two" in text) == (bi + M < v < uni - M)
+        assert ("below both" in text) == (v < bi - M)
+        assert ("below the unigram's" in text or "below both" in text) == (v < uni - M)
+
+
 def _grads(bottom: float, top: float) -> dict[str, float]:
     return {"embed": 1.0, "blocks.0": bottom, "blocks.1": 0.5, "blocks.2": top, "unembed": 1.0}
 

@@ -304,10 +304,19 @@ def depth_claim(sweep: Sweep) -> Claim:
     )
 
 
+def _near(v: float, ref: float, name: str) -> str:
+    """ "within 0.05 nats of the bigram's (0.04 below)": v against a reference it is within
+    MARGIN of, the direction read from the two numbers as printed (two decimals)."""
+    d = round(v, 2) - round(ref, 2)
+    way = f"{abs(d):.2f} below" if d < 0 else f"{d:.2f} above" if d > 0 else "the same as printed"
+    return f"within {MARGIN} nats of the {name}'s ({way})"
+
+
 def baseline_claim(r: Run) -> Claim:
-    """Where the run's final validation loss sits against the n-gram baselines on the same
-    held-out text: within MARGIN of the unigram's (letter frequencies) or above it, below the
-    bigram's (more than the previous character), or between the two."""
+    """Where the run's final validation loss sits against each n-gram baseline on the same
+    held-out text, each compared on its own with MARGIN: above the unigram's (letter
+    frequencies), about it, below it and about the bigram's (the previous character), below
+    both, or between the two."""
     uni, bi = r.baselines.get("unigram"), r.baselines.get("bigram")
     if uni is None or bi is None or r.final_val is None:
         return Claim(f"**{r.name}**: no baselines to compare with.", False, {})
@@ -317,13 +326,34 @@ def baseline_claim(r: Run) -> Claim:
         f"**{r.name}** ends at {v:.2f} nats; predicting each character by its frequency alone "
         f"(unigram) scores {uni:.2f}, by the one before it (bigram) {bi:.2f}"
     )
+    if v > uni + MARGIN:
+        return Claim(
+            f"{said}: above the unigram's, it predicts **worse** than the letter frequencies "
+            "alone.",
+            True,
+            numbers,
+        )
     if v >= uni - MARGIN:
         return Claim(
-            f"{said}: it learned the letter frequencies and **nothing more**.", True, numbers
+            f"{said}: {_near(v, uni, 'unigram')}, it learned the letter frequencies and "
+            "**nothing more**.",
+            True,
+            numbers,
         )
     if v < bi - MARGIN:
-        return Claim(f"{said}: it uses more than the previous character.", True, numbers)
-    return Claim(f"{said}: between the two.", False, numbers)
+        return Claim(
+            f"{said}: below both, it uses more than the previous character.", True, numbers
+        )
+    if v <= bi + MARGIN:
+        return Claim(
+            f"{said}: below the unigram's and {_near(v, bi, 'bigram')}, about what the previous "
+            "character alone predicts.",
+            False,
+            numbers,
+        )
+    return Claim(
+        f"{said}: below the unigram's and above the bigram's, between the two.", False, numbers
+    )
 
 
 def depth_gradient_claim(r: Run) -> Claim:
