@@ -216,6 +216,20 @@ def test_top_heads_ranks_the_grid():
     assert iv.top_heads(grid, 3) == [(1, 0), (0, 1), (1, 2)]
 
 
+def test_the_head_sweep_names_every_head_it_counts():
+    """Issue 36: "L0H2 (+0.069), L0H3 (+0.051), L0H1 (+0.037). 4 of 16 heads raise it beyond
+    noise": the fourth was never named."""
+    inc = np.zeros((4, 4))
+    inc[0, 1:], inc[1, 0] = (0.037, 0.069, 0.051), 0.02
+    claim = iv.head_sweep_claim(iv.HeadSweep(inc, np.full((4, 4), 0.004), 8))
+    assert "4 of the 16 heads raise the loss beyond noise" in claim.text
+    for head in ("L0H2 (+0.069", "L0H3 (+0.051", "L0H1 (+0.037", "L1H0 (+0.020"):
+        assert head in claim.text
+    assert claim.text.index("L0H1") < claim.text.index("L1H0")  # largest first
+    one = iv.head_sweep_claim(iv.HeadSweep(inc, np.full((4, 4), 0.004), 8), k=1)
+    assert "The one that raises it most: L0H2" in one.text and "the other 3:" in one.text
+
+
 def test_parse_heads_and_neurons():
     assert iv.parse_heads("1.3, 0.1,9.9,x,0.1", 2, 4) == [(0, 1), (1, 3)]
     assert iv.heads_to_url([(1, 3), (0, 1)]) == "0.1,1.3"

@@ -421,11 +421,12 @@ def head_sweep_stats(
 
 
 def head_sweep_claim(sweep: HeadSweep, k: int = 3) -> Claim:
-    """The (up to k) heads whose ablation raises the loss most, named only when the increase
-    is beyond NOISE_SE standard errors across stretches of the text."""
+    """Every head whose ablation raises the loss beyond NOISE_SE standard errors across stretches
+    of the text, largest first, each with its noise; past 2k heads, the top k with their noise
+    and the rest by name and increase (a sentence names every head it counts)."""
     inc, se = sweep.increase, sweep.se
     beyond = np.isfinite(se) & (inc > NOISE_SE * np.nan_to_num(se, nan=np.inf))
-    named = [h for h in top_heads(np.where(beyond, inc, -np.inf), k) if beyond[h]]
+    named = top_heads(np.where(beyond, inc, -np.inf), int(beyond.sum()))
     numbers = {
         "n_beyond": int(beyond.sum()),
         "n_chunks": sweep.n_chunks,
@@ -447,15 +448,19 @@ def head_sweep_claim(sweep: HeadSweep, k: int = 3) -> Claim:
         return Claim(
             f"No head's ablation raises the loss {noise}; none stands out here.", False, numbers
         )
-    listed = ", ".join(
-        f"L{a}H{b} ({inc[a, b]:+.3f}; noise {NOISE_SE * se[a, b]:.3f})" for a, b in named
+    shown = named if len(named) <= 2 * k else named[:k]  # a short list in full
+    top = ", ".join(
+        f"L{a}H{b} ({inc[a, b]:+.3f}; noise {NOISE_SE * se[a, b]:.3f})" for a, b in shown
     )
-    return Claim(
-        f"Ablating these heads raises the loss most, each {noise}: {listed}. "
-        f"{numbers['n_beyond']} of {inc.size} heads raise it beyond noise.",
-        True,
-        numbers,
-    )
+    verb = "raises" if len(named) == 1 else "raise"
+    text = f"Ablated one at a time, {len(named)} of the {inc.size} heads {verb} the loss {noise}"
+    if shown == named:
+        text += f": {top}."
+    else:
+        most = "The one that raises" if k == 1 else f"The {k} that raise"
+        rest = ", ".join(f"L{a}H{b} ({inc[a, b]:+.3f})" for a, b in named[k:])
+        text += f". {most} it most: {top}; the other {len(named) - k}: {rest}."
+    return Claim(text, True, numbers)
 
 
 def top_heads(scores: np.ndarray, k: int) -> list[tuple[int, int]]:
