@@ -4,6 +4,7 @@ swap, the shared model gets no gradient, and the claims say what the numbers say
 
 from __future__ import annotations
 
+import copy
 import itertools
 
 import numpy as np
@@ -33,8 +34,11 @@ def test_the_gradient_predicts_a_swap_to_first_order(model):
     grad = adv.suffix_gradient(model, PROMPT, suffix, TARGET)  # (L, V)
     V = model.cfg.vocab_size
     assert grad.shape == (3, V)
-    # The linearisation's directional derivative equals a finite difference of the embedding.
-    W_E = model.W_E.detach()
+    # The linearisation's directional derivative equals a finite difference of the embedding,
+    # taken in float64: this derivative is 3.3e-4, and a float32 difference of two losses near
+    # 3 over 2e-3 is only good to about 1e-4 (it read 3.6e-4 here, 2.4e-4 on other kernels).
+    model64 = copy.deepcopy(model).double()
+    W_E = model64.W_E.detach()
     i, v, eps = 1, 6, 1e-3
     base = torch.tensor([*PROMPT, *suffix])
 
@@ -45,12 +49,13 @@ def test_the_gradient_predicts_a_swap_to_first_order(model):
             return act
 
         with torch.no_grad():
-            logits = model.run_with_hooks(base[None], fwd_hooks=[("hook_embed", shift)])
+            logits = model64.run_with_hooks(base[None], fwd_hooks=[("hook_embed", shift)])
         return float(-F.log_softmax(logits[0, -1], -1)[TARGET])
 
     direction = W_E[v] - W_E[suffix[i]]
     numeric = (loss_with(eps * direction) - loss_with(-eps * direction)) / (2 * eps)
-    assert numeric == pytest.approx(grad[i, v] - grad[i, suffix[i]], rel=1e-2, abs=1e-4)
+    # float32's gradient and the difference's eps**2 error: both about 1e-6 of the value
+    assert numeric == pytest.approx(grad[i, v] - grad[i, suffix[i]], rel=1e-3)
 
 
 def test_the_search_only_climbs_and_its_numbers_are_the_model_s(model):

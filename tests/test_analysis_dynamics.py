@@ -24,6 +24,7 @@ from viz_model.analysis.training import final_step, training_steps
 from viz_model.bundles.load import load_bundle
 
 INDUCTION_2L = Path(__file__).resolve().parent.parent / "assets" / "models" / "induction-2l"
+EPS32 = torch.finfo(torch.float32).eps  # 1.2e-7, float32's rounding step at 1
 
 
 def _measured(path: Path):
@@ -68,7 +69,9 @@ def test_scores_over_snapshots_equal_each_snapshot_loaded_alone(models_dir):
                 F.cross_entropy(model(row[None])[0, :-1], row[1:], reduction="none") for row in x
             ]
         second = torch.stack(losses)[:, k : 2 * k - 1]
-        assert d.loss_second[i] == pytest.approx(float(second.mean()), abs=1e-5)
+        # the probes in one batch against one at a time: float32 rounding apart on losses of 4
+        # to 7 (5e-7 here, 3.3e-6 with other CPU kernels), so a tolerance relative to the loss
+        assert d.loss_second[i] == pytest.approx(float(second.mean()), rel=64 * EPS32)
     assert not np.allclose(d.scores["previous-token"][0], d.scores["previous-token"][-1])
 
 

@@ -311,11 +311,13 @@ def test_the_steering_claim_finds_the_first_difference():
 
 def test_best_matches_find_a_shuffled_and_rescaled_dictionary():
     gen = torch.Generator().manual_seed(0)
-    a = torch.relu(torch.randn(2000, 12, generator=gen))  # 12 features over 2000 tokens
+    # 12 features over 2000 tokens, in float64: a correlation summed over 2000 float32 products
+    # is 1 only to about 1e-5 (the width of this assertion), in float64 to about 1e-13
+    a = torch.relu(torch.randn(2000, 12, generator=gen, dtype=torch.float64))
     perm = torch.randperm(12, generator=gen)
     b = a[:, perm] * 3.0  # B's feature j is A's feature perm[j], three times as large
     idx, r = S.best_matches(a, b)
-    assert np.allclose(r, 1.0, atol=1e-5)
+    np.testing.assert_allclose(r, 1.0, rtol=0, atol=2000 * torch.finfo(torch.float64).eps)
     assert [int(perm[j]) for j in idx] == list(range(12))
     chance = S.chance_matches(a, b)
     assert (chance < 0.2).all()

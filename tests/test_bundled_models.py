@@ -20,6 +20,7 @@ from viz_model.training.loop import evaluate
 
 MODELS = Path(__file__).resolve().parent.parent / "assets" / "models"
 ASSETS = MODELS.parent
+EPS32 = torch.finfo(torch.float32).eps  # 1.2e-7, float32's rounding step at 1
 EXPECTED = (
     "induction-1l",
     "induction-2l",
@@ -168,7 +169,10 @@ def test_the_unmasked_model_cheats_in_training_and_fails_when_generating():
     for text in nomask.meta["example_prompts"]:
         ids = nomask.tokenizer.encode(text)[: nomask.config.n_ctx]
         cheat, fair = look_ahead(nomask.model, ids), look_ahead(masked.model, ids)
-        assert cheat.mean_seen < 0.2 and fair.mean_seen == pytest.approx(fair.mean_generated)
+        # the masked twin's two readings are one loss up to float32 rounding: 1 to 3 steps
+        # apart by the CPU's kernels, where pytest.approx's default allows about 8
+        assert cheat.mean_seen < 0.2
+        assert fair.mean_seen == pytest.approx(fair.mean_generated, rel=64 * EPS32)
         assert cheat.mean_generated > fair.mean_generated + 2.0
 
 

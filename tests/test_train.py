@@ -602,10 +602,12 @@ def test_gradient_health_is_recorded_every_k_steps_and_matches_its_definition(co
     assert [r.step for r in records if r.update_layers is not None] == health
     layers = list(records[0].grad_layers)
     assert layers == ["embed", "blocks.0", "blocks.1", "unembed"]
+    # both sides are recorded to 4 significant digits, each within 5e-4 of its value (a leading
+    # 1): rounding alone can part them by 1e-3 (7.8e-4 at step 10 here), so allow twice that
     for r in records:
         if r.grad_layers is not None:  # the layers make up the whole gradient, before clipping
             total = math.sqrt(sum(v**2 for v in r.grad_layers.values()))
-            assert total == pytest.approx(r.grad_norm, rel=1e-3)
+            assert total == pytest.approx(r.grad_norm, rel=2e-3)
     # update ratio of block 1 at step 10: from the weights after step 9 to those after step 10
     names = [n for n in weights[0] if n.startswith("blocks.1.")]
     before = torch.cat([weights[8][n].flatten() for n in names])
