@@ -458,3 +458,150 @@ def test_a_killed_process_s_student_is_still_in_the_class_and_follows(served, br
 
 def _cookie(p, name: str) -> str | None:
     return {c["name"]: c["value"] for c in p.context.cookies()}.get(name)
+
+
+# ---- a lecture: brisk moves through a lesson, a question, a reload, a killed process -----------
+
+LECTURE = "2_attention"
+# Bursts of Back (B) and Next (N) as a lecturer clicks them, each burst ending at a stop the
+# screens must agree on: stops 6 -> 7 and 7 -> 6 change the model (shakespeare-char,
+# induction-2l), 8 is another page (Interventions), 4 another model again (shakespeare-nomask).
+BURSTS = ("N", "N", "BB", "NNN", "BBBB", "BB", "NNNN")
+ASK_AT = 7  # the stop whose question the room answers (a choice: which head)
+
+
+def _lesson_stops(lesson_id: str) -> list[tuple[str, str]]:
+    """(page route, model) of each stop, as the lesson file says."""
+    import tomllib
+
+    data = tomllib.loads((ROOT / "assets" / "lessons" / f"{lesson_id}.toml").read_text())
+    return [(s["page"], s.get("model", data["model"])) for s in data["stop"]]
+
+
+def _rendered(p) -> tuple[str, str, str, str]:
+    """What the screen shows, not what the database says: the page's title, the lesson stop,
+    the sidebar's model and training step (read from the page even where presenter mode folds
+    the sidebar away)."""
+    title = p.locator(f"{MAIN} h1").first.inner_text().strip().split()[-1]
+    panel = p.locator(f"{MAIN} .st-key-lesson_panel")
+    stop = re.search(r"stop (\d+) of", panel.first.inner_text()) if panel.count() else None
+    model = p.locator(".st-key-_w_model input").first.input_value()
+    thumb = p.locator(".st-key-_w_train_step [role='slider']")
+    step = (thumb.first.get_attribute("aria-valuetext") or "") if thumb.count() else ""
+    return title, stop.group(1) if stop else "", model.strip(), step.strip()
+
+
+def _settled(p) -> bool:
+    return p.locator(DONE).count() > 0 and p.locator(f"{MAIN} h1").count() > 0
+
+
+def test_a_lecture_keeps_every_screen_on_the_teachers_view(served, browser):  # noqa: F811
+    """Issue 37's lecture: a teacher in presenter mode at 1024x768 and three students on the
+    class server's two processes. Brisk bursts of Back and Next through a lesson whose stops
+    change the model and the page; after each burst every student's screen shows the teacher's
+    page, stop, model and training step, and the teacher's the stop's own model. At a stop the
+    teacher asks the room: the question appears at the top of each student's main area, the
+    teacher reloads mid-question and can still reveal, and the reveal reaches every student.
+    Then a student's process is killed, and the next move still reaches everyone."""
+    url = served["url"]
+    teacher = _new_page(browser, 1024, 768)
+    students = [_new_page(browser) for _ in range(3)]
+    stops = _lesson_stops(LECTURE)
+    wrong: list[str] = []  # every burst after which a screen did not show the teacher's view
+    try:
+        for p in (teacher, *students):
+            p.goto(f"{url}/")
+            wait_drawn(p)
+        teacher.goto(f"{url}/Class")
+        wait_drawn(teacher)
+        teacher.locator(MAIN).get_by_role("button", name="Start a class").click()
+        teacher.locator(".join-code").wait_for(timeout=TIMEOUT_MS)
+        code = teacher.locator(".join-code").inner_text().strip()
+        for i, p in enumerate(students):
+            p.goto(f"{url}/Class?join={code}")
+            wait_drawn(p)
+            p.get_by_label("Your name (or leave it empty to stay anonymous)").fill(f"S{i}")
+            p.get_by_role("button", name="Join").click()
+            _box(p).wait_for(timeout=TIMEOUT_MS)
+        # the teacher opens the lesson in presenter mode (a new tab: the cookie keeps the class)
+        teacher.goto(f"{url}/{stops[5][0]}?lesson={LECTURE}&step=6&present=1")
+        wait_drawn(teacher)
+        at = 6
+        for burst in BURSTS:
+            for move in burst:
+                name = "Next ▶" if move == "N" else "◀ Back"
+                teacher.locator(MAIN).get_by_role("button", name=name).click()
+                teacher.wait_for_timeout(150)  # brisk: the next click before the page has drawn
+                at += 1 if move == "N" else -1
+            page, model = stops[at - 1]
+            want = (TITLES.get(page, page.replace("_", " ")).split()[-1], str(at), model)
+            _until(f"the teacher at stop {at}", lambda w=want: _settled(teacher) and
+                   _rendered(teacher)[:3] == w, teacher)  # fmt: skip
+            shown = _rendered(teacher)
+            assert shown[3], f"the teacher's screen names no training step at stop {at}"
+            for i, p in enumerate(students):
+                try:
+                    _until(f"S{i} on the teacher's view {shown}",
+                           lambda p=p, v=shown: _settled(p) and _rendered(p) == v, p)  # fmt: skip
+                except AssertionError:
+                    wrong.append(f"after burst {burst} (stop {at}): S{i} shows {_rendered(p)}, "
+                                 f"the teacher {shown}")  # fmt: skip
+            _no_exception(teacher, f"the teacher at stop {at}")
+        assert not wrong, "\n".join(wrong)
+
+        # -- the room answers this stop's question, at the top of each student's page
+        while at != ASK_AT:
+            step_to = "Next ▶" if at < ASK_AT else "◀ Back"
+            teacher.locator(MAIN).get_by_role("button", name=step_to).click()
+            at += 1 if at < ASK_AT else -1
+            _until(f"the teacher at stop {at}", lambda a=at: _settled(teacher) and
+                   _rendered(teacher)[1] == str(a), teacher)  # fmt: skip
+        teacher.get_by_role("button", name="Ask the room this question").click()
+        for i, p in enumerate(students):
+            asked = _box(p).filter(has_text="The teacher asks")
+            _until(f"S{i} sees the question", lambda p=p, a=asked: a.count() > 0, p)
+            top = _box(p).bounding_box()
+            title = p.locator(f"{MAIN} h1").first.bounding_box()
+            assert top is not None and title is not None and top["y"] < title["y"], (
+                f"S{i}: the question is not at the top of the page"
+            )
+        _box(students[0]).get_by_text("L1 H1", exact=True).click()
+        _box(students[0]).get_by_role("button", name="Send my answer").click()
+        _box(students[0]).filter(has_text="Wait for the reveal").wait_for(timeout=TIMEOUT_MS)
+        teacher.reload()  # mid-question: the teacher's session is new, the question is not
+        wait_drawn(teacher)
+        reveal = teacher.get_by_role("button", name="Reveal the answer to the room")
+        _until("the Reveal button after the reload", lambda: reveal.count() > 0, teacher)
+        assert _rendered(teacher)[1] == str(ASK_AT)  # still at the stop, not moved
+        reveal.click()
+        for i, p in enumerate(students):
+            _until(f"S{i} sees the reveal", lambda p=p: "the answer is" in _box(p).inner_text()
+                   or "The answer:" in _box(p).inner_text() or ": right." in _box(p).inner_text(),
+                   p)  # fmt: skip
+        _shot(students[0], "lecture-student-revealed")
+        _shot(teacher, "lecture-teacher-revealed")
+
+        # -- a student's process is killed; the next move still reaches every screen
+        pids = json.loads((served["folder"] / "pids.json").read_text())["apps"]
+        victim = _cookie(students[1], "SERVERID")
+        port = served["backends"][int(victim[1]) - 1]
+        os.kill(pids[str(port)], signal.SIGKILL)
+        students[1].wait_for_timeout(3_000)
+        _until("the student's box is back", lambda: _box(students[1]).count() > 0,
+               students[1], 120)  # fmt: skip
+        teacher.locator(MAIN).get_by_role("button", name="Next ▶").click()
+        at += 1
+        _until(f"the teacher at stop {at}", lambda: _settled(teacher) and
+               _rendered(teacher)[1] == str(at), teacher)  # fmt: skip
+        shown = _rendered(teacher)
+        for i, p in enumerate(students):
+            _until(f"S{i} follows after the kill", lambda p=p: _settled(p) and
+                   _rendered(p) == shown, p, 120)  # fmt: skip
+    except BaseException:
+        for i, p in enumerate((teacher, *students)):
+            with contextlib.suppress(Exception):
+                _shot(p, f"lecture-failed-{i}")
+        raise
+    finally:
+        for p in (teacher, *students):
+            p.context.close()
