@@ -103,6 +103,23 @@ def test_an_induction_head_on_a_repeated_sequence_beats_its_shuffled_control():
     assert f"{claims[0].numbers['induction chance']:.2f}" in claims[0].text
 
 
+def test_the_highest_score_said_is_the_highest_the_table_shows():
+    """Issue 36: "Its highest score, self 0.10" beside a table whose prompt-induction column
+    showed 0.11: that column is shown but names no role (induction is judged on the random
+    sequence), so the sentence says so instead of calling a lower score the highest."""
+    ids = [5, 3, 8, 1, 9, 2, 7, 5, 3, 4, 6, 8, 1, 0, 10, 9, 2, 11, 7, 5]  # copies at 7-10 back
+    p = induction_targets(ids, trivial=False).astype(float)
+    p /= np.maximum(p.sum(-1, keepdims=True), 1)
+    first_copy = ~p.any(-1)
+    p[first_copy] = _even(len(ids))[first_copy]  # no target yet: spread evenly
+    on_prompt = head_scores(_stack(p), ids)
+    on_random = head_scores(_stack(_even(len(ids))), ids)
+    claim = head_role_claim(on_prompt, 0, 0, induction=on_random)
+    assert not claim.made
+    assert "Its highest score, induction 1.00 on your prompt" in claim.text
+    assert "names no role: induction is judged on the repeated random sequence" in claim.text
+
+
 def test_induction_chance_is_the_higher_of_even_attention_and_the_shuffled_control():
     """Recomputed by a plain loop for one head: the control scores the same attention against
     the targets of the tokens in a shuffled order (the same seeded shuffles)."""

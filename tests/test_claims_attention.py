@@ -5,6 +5,8 @@ and a model without a causal mask is drawn, worked by hand and walked through as
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -106,6 +108,10 @@ def test_head_role_claims_beat_their_chance_on_the_prompt_and_the_random_sequenc
     assert [r["claim"].text for r in rows] == [c.text for c in claims]
     for row in rows:
         assert (row["role"] in ("sharp, other", "mixed")) == (not row["claim"].made)
+        said = re.search(r"Its highest score, .+? (\d+\.\d\d) on", row["claim"].text)
+        if said:  # issue 36: the highest the table shows (same rounding), not a lower one
+            table = max(round(t.score, 2) for t in row["tests"] if t.measured)
+            assert float(said.group(1)) == table, row["claim"].text
 
 
 @pytest.mark.parametrize("name", CLAIM_MODELS)

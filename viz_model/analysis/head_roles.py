@@ -269,6 +269,16 @@ def head_role_claim(
             f"**{name}: no role beyond chance** (nothing measurable).{tail}", False, numbers
         )
     best = max(measured, key=lambda t: t.score)
+    shown = max((t for t in tests if t.measured), key=lambda t: t.score)  # the table's highest
+    if round(shown.score, 2) > round(best.score, 2):  # the prompt's induction, which names none
+        text = (
+            f"**{name}: no role beyond chance.** Its highest score, {shown.role} "
+            f"{shown.score:.2f} on {shown.measured_on} (chance {shown.chance:.2f}), names no "
+            f"role: induction is judged on {ON_RANDOM}. Of the scores that do, the highest, "
+            f"{best.role} {best.score:.2f} on {best.measured_on} (chance {best.chance:.2f}), is "
+            f"{best.why_not()}.{tail}"
+        )
+        return Claim(text, False, numbers)
     text = (
         f"**{name}: no role beyond chance.** Its highest score, {best.role} {best.score:.2f} "
         f"on {best.measured_on} (chance {best.chance:.2f}), is {best.why_not()}.{tail}"
