@@ -220,8 +220,8 @@ st.markdown(
     "contexts its sparse counts can make it worse, not better. **Interpolated "
     "Kneser-Ney** subtracts a discount $D$ (from the counts of counts, nothing tuned) and gives "
     "the freed mass to a shorter context, where lower orders count how many *different* tokens "
-    "came before a token rather than how often it occurs: in its modified form, the best of "
-    "the classic counting models (Chen and Goodman, 1998). Per character, a character model and a BPE model compare fairly."
+    "came before a token rather than how often it occurs. Per character, a character model and "
+    "a BPE model compare fairly."
 )
 bpt_ng = {
     "add-k": [x / ng.LN2 for x in scores.add_k],
@@ -271,7 +271,10 @@ present.plot(
     key="ng_per_char",
     container=p2,
 )
-st.markdown(ng.add_k_claim(scores.orders, bpt_ng["add-k"]).text + " " + versus.text)
+kn_claim = ng.kneser_ney_claim(scores.orders, bpt_ng["add-k"], bpt_ng["Kneser-Ney"], models.vocab)
+st.markdown(
+    " ".join([ng.add_k_claim(scores.orders, bpt_ng["add-k"]).text, kn_claim.text, versus.text])
+)
 st.caption(
     f"Scored on {scores.n_eval:,} validation tokens ({models.chars_per_token:.2f} characters "
     "per token). Dashed lines: each model's last recorded validation loss, converted with its "

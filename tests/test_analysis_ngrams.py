@@ -154,3 +154,33 @@ def test_text_log_probs_past_the_context_use_each_tokens_window():
         logits = nt.prompt_logits(model, seq[max(0, t - 16) : t])[-1]  # the 16 before t
         expected = torch.log_softmax(torch.tensor(logits, dtype=torch.float64), -1)[seq[t]]
         assert got[t - 10] == pytest.approx(float(expected), abs=1e-5)
+
+
+def test_order_ranges_joins_consecutive_orders():
+    assert ng.order_ranges([3, 4, 5, 6]) == "n = 3–6"
+    assert ng.order_ranges([2, 4, 5]) == "n = 2, 4–5"
+
+
+def test_kneser_ney_is_called_the_best_counting_model_only_where_it_is():
+    """Issue 36: "in its modified form, the best of the classic counting models" was printed
+    above induction-2l's table, where Kneser-Ney is worse than add-k at n = 3-6 and worse than
+    a blind guess at n = 4-6."""
+    orders = (1, 2, 3, 4, 5, 6)
+    add_k = [6.0, 5.5, 5.4, 5.5, 5.6, 5.7]
+    kn = [6.0, 5.4, 5.9, 6.1, 6.3, 6.5]  # a blind guess over 64 tokens: 6.00 bits
+    claim = ng.kneser_ney_claim(orders, add_k, kn, 64)
+    assert not claim.made
+    assert (
+        "**worse** than add-k at n = 3–6, by more than 0.05 bits (at n = 6: 6.50 against 5.70"
+        in claim.text
+    )
+    assert "worse than a blind guess over the 64 tokens (6.00 bits) at n = 4–6" in claim.text
+    assert "does not hold on this text" in claim.text
+    better = ng.kneser_ney_claim(
+        orders, add_k, [add_k[0] + 0.01, *(x - 0.1 for x in add_k[1:])], 64
+    )
+    assert better.made and "best of the classic counting models" in better.text
+    assert "beats add-k at n = 2–6 and is within 0.05 bits of it at n = 1" in better.text
+    assert "blind guess" not in better.text
+    tied = ng.kneser_ney_claim(orders, add_k, add_k, 64)
+    assert not tied.made and "best of" not in tied.text

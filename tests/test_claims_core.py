@@ -378,6 +378,15 @@ def test_the_n_gram_sentences_match_the_counts(name, claim_bundles):
     assert add_k.made == (best < len(bits) - 1 and bits[-1] > bits[best])
     assert f"n = {models.scores.orders[best]} ({bits[best]:.2f}" in add_k.text
     kn = [x / ng.LN2 for x in models.scores.kneser_ney]
+    # issue 36: "the best of the classic counting models" only where it is, order by order
+    verdict = ng.kneser_ney_claim(models.scores.orders, bits, kn, models.vocab)
+    pairs = list(zip(models.scores.orders, bits, kn, strict=True))
+    worse = [n for n, a, k in pairs if k > a + ng.KN_MARGIN]
+    better = [n for n, a, k in pairs if k < a - ng.KN_MARGIN]
+    assert verdict.made == (not worse and bool(better))
+    assert ("does not hold" in verdict.text) == bool(worse)
+    if worse:
+        assert f"add-k at {ng.order_ranges(worse)}" in verdict.text
     loss = val_loss(bundle)
     gpt = None if loss is None else loss / ng.LN2
     versus = ng.gpt_vs_counts_claim(name, gpt, models.scores.orders, kn, bundle.config.causal)

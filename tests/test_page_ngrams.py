@@ -57,6 +57,11 @@ def test_page_draws_every_section(data_models):
     assert plotly_array(gpt["y"])[0] == pytest.approx(VAL_LOSS / math.log(2))  # a char model
     kn = next(t for t in per_char["data"] if t["name"] == "Kneser-Ney")
     assert len(plotly_array(kn["y"])) == 6
+    # the literature's verdict on Kneser-Ney is the computed sentence, not the intro's (issue 36)
+    said = _markdown(at)
+    verdicts = ("beats add-k at", "**worse** than add-k", "within 0.05 bits of each other")
+    assert sum(v in said for v in verdicts) == 1
+    assert said.count("best of the classic counting models") <= 1
 
 
 def test_the_seed_redraws_the_samples_and_goes_in_the_url(data_models):
