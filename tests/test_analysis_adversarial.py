@@ -12,6 +12,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from tests.claims_models import GPT_CLAIM_MODELS, claim_bundle
 from tests.conftest import tiny_model
 from viz_model.analysis import adversarial as adv
 
@@ -111,17 +112,46 @@ def test_the_claims_follow_their_numbers():
     claim = adv.search_claim(flat, "x")
     assert not claim.made and "no proposed swap helped" in claim.text
     moved = adv.attention_claim(np.array([0.2, 0.5]), np.array([0.25, 0.8]))
-    assert moved.made and "layer 1" in moved.text
-    assert "from 50% (the starting suffix) to 80%" in moved.text
+    assert moved.made and "layer 0 20% to 25%, layer 1 50% to 80%" in moved.text
+    assert "more of it in layer 1 and about as much in layer 0" in moved.text
     assert not adv.attention_claim(np.array([0.2, 0.5]), np.array([0.25, 0.55])).made
     # the review's case: 13% to 22% is under 10 points but 1.7 times: it counts
     assert adv.attention_claim(np.array([0.13]), np.array([0.22])).made
 
 
-def test_probabilities_read_at_any_size():
-    assert [adv.probability_text(p) for p in (0.88, 0.012, 3.4e-4, 2.1e-5)] == [
-        "88.0%",
-        "1.2%",
-        "0.034%",
-        "2.1e-05",
-    ]
+def test_the_attention_claim_says_every_layer_not_the_one_that_agrees():
+    """Issue 36: "In layer 1 ... from 20% to 46%: the tokens found draw more of its attention"
+    beside a chart where layers 0 and 3 fell."""
+    claim = adv.attention_claim(np.array([0.35, 0.2, 0.3, 0.4]), np.array([0.2, 0.46, 0.31, 0.25]))
+    assert claim.made
+    assert "layer 0 35% to 20%, layer 1 20% to 46%, layer 2 30% to 31%, layer 3 40% to 25%" in (
+        claim.text
+    )
+    assert (
+        "more of it in layer 1, less in layers 0 and 3, and about as much in layer 2" in claim.text
+    )
+
+
+@pytest.mark.parametrize("name", GPT_CLAIM_MODELS)
+def test_the_attention_claim_on_every_claim_model_names_each_layer_as_it_moved(name, claim_bundles):
+    b = claim_bundle(claim_bundles, name)
+    prompt = b.tokenizer.encode("ROMEO: But soft, what light")[: b.config.n_ctx - 4]
+    start, found = [prompt[0]] * 4, prompt[-4:]  # two suffixes of 4 tokens
+    before = adv.suffix_attention(b.model, prompt + start, 4)
+    after = adv.suffix_attention(b.model, prompt + found, 4)
+    claim = adv.attention_claim(before, after)
+    for i, (x, y) in enumerate(zip(before, after, strict=True)):
+        assert f"layer {i} {x:.0%} to {y:.0%}" in claim.text
+    d = after - before
+    ratio = np.maximum(after, before) / np.maximum(np.minimum(after, before), 1e-9)
+    counts = (abs(d) >= adv.ATTENTION_MARGIN) | ((abs(d) >= 0.05) & (ratio >= adv.ATTENTION_RATIO))
+    more = [i for i in range(len(d)) if counts[i] and d[i] > 0]
+    less = [i for i in range(len(d)) if counts[i] and d[i] < 0]
+    same = [i for i in range(len(d)) if not counts[i]]
+    assert claim.made == bool(more or less)
+    if more:
+        assert f"more of it in {adv.layer_list(more)}" in claim.text
+    if less:
+        assert f"less in {adv.layer_list(less)}" in claim.text
+    if same and claim.made:
+        assert f"about as much in {adv.layer_list(same)}" in claim.text

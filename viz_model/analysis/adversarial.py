@@ -175,38 +175,56 @@ ATTENTION_MARGIN = 0.10  # a change of attention share worth a sentence: 10 perc
 ATTENTION_RATIO = 1.5  # ... or half as much again, when it moved 5 points or more
 
 
+def layer_list(layers: list[int]) -> str:
+    """ "layer 2", "layers 0 and 3", "layers 0, 1 and 3"."""
+    names = [str(x) for x in layers]
+    if len(names) == 1:
+        return f"layer {names[0]}"
+    return f"layers {', '.join(names[:-1])} and {names[-1]}"
+
+
 def attention_claim(before: np.ndarray, after: np.ndarray) -> Claim:
     """Per layer, the last position's attention share on the suffix with the starting suffix
-    (`before`) and the one found (`after`). The suffix is the most recent tokens, which many
-    heads look at anyway, so the baseline is the starting suffix, not uniform attention. A
-    change counts when it is ATTENTION_MARGIN or more, or 5 points and ATTENTION_RATIO times."""
+    (`before`) and the one found (`after`), every layer said: where it rose, where it fell and
+    where it stayed. The suffix is the most recent tokens, which many heads look at anyway, so
+    the baseline is the starting suffix, not uniform attention. A change counts when it is
+    ATTENTION_MARGIN or more, or 5 points and ATTENTION_RATIO times."""
     change = after - before
     ratio = np.maximum(after, before) / np.maximum(np.minimum(after, before), 1e-9)
     counts = (np.abs(change) >= ATTENTION_MARGIN) | (
         (np.abs(change) >= 0.05) & (ratio >= ATTENTION_RATIO)
     )
-    layer = int(np.argmax(np.abs(change) * (1 + counts)))  # the largest change that counts
+    more = [i for i in range(len(change)) if counts[i] and change[i] > 0]
+    less = [i for i in range(len(change)) if counts[i] and change[i] < 0]
+    same = [i for i in range(len(change)) if not counts[i]]
     numbers = {
-        "before": float(before[layer]),
-        "after": float(after[layer]),
-        "layer": float(layer),
+        "n_more": float(len(more)),
+        "n_less": float(len(less)),
         "margin": ATTENTION_MARGIN,
         "ratio": ATTENTION_RATIO,
     }
-    if counts[layer]:
-        way = "more" if change[layer] > 0 else "less"
+    numbers |= {f"before_{i}": float(b) for i, b in enumerate(before)}
+    numbers |= {f"after_{i}": float(a) for i, a in enumerate(after)}
+    shares = ", ".join(
+        f"layer {i} {b:.0%} to {a:.0%}" for i, (b, a) in enumerate(zip(before, after, strict=True))
+    )
+    said = (
+        "The last position's attention on the suffix, from the starting suffix to the one "
+        f"found: {shares}."
+    )
+    rule = (
+        f"(a change counts at {ATTENTION_MARGIN * 100:.0f} points, or 5 points and "
+        f"{ATTENTION_RATIO:g} times)"
+    )
+    if not more and not less:
         return Claim(
-            f"In layer {layer} the last position's attention on the suffix went from "
-            f"{before[layer]:.0%} (the starting suffix) to {after[layer]:.0%}: the tokens found "
-            f"draw {way} of its attention than the ones they replaced.",
-            True,
+            f"{said} In no layer did it change {rule}: the most recent tokens get much attention "
+            "whatever they are, so what changed is what they carry.",
+            False,
             numbers,
         )
-    return Claim(
-        f"The suffix found draws about as much of the last position's attention as the starting "
-        f"one did (the largest change, in layer {layer}: {before[layer]:.0%} to "
-        f"{after[layer]:.0%}): the most recent tokens get much attention whatever they are, so "
-        "what changed is what they carry.",
-        False,
-        numbers,
-    )
+    parts = [f"more of it in {layer_list(more)}"] if more else []
+    parts += [f"less in {layer_list(less)}"] if less else []
+    parts += [f"about as much in {layer_list(same)}"] if same else []
+    joined = " and ".join(parts) if len(parts) < 3 else f"{parts[0]}, {parts[1]}, and {parts[2]}"
+    return Claim(f"{said} The tokens found draw {joined} {rule}.", True, numbers)
