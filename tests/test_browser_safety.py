@@ -126,3 +126,22 @@ def test_the_upload_cap_holds_in_the_browser(locked_server, page):  # noqa: F811
     # the form still asks for text: nothing reached the server
     shown = page.inner_text("[data-testid='stMain']")
     assert "Give at least 2,000 characters" in shown and "at most 2 MB" in shown
+
+
+def test_a_password_typed_and_left_with_tab_reaches_the_server(locked_server, page):  # noqa: F811
+    """Issue 37: a lecturer typed the password and pressed Tab, which lands on the field's own
+    "show password" button, and the password never arrived (only Enter worked). The field
+    sends what is typed as it is typed."""
+    url, _ = locked_server
+    _open_setup(page, url, "t_preset=tiny&t_data=task&t_task=count&t_batch=4")
+    needs = "Starting a run needs the teacher password"
+    assert needs in page.inner_text("[data-testid='stMain']")
+    field = page.locator("input[type='password']").first
+    field.click()
+    field.press_sequentially(PASSWORD)
+    field.press("Tab")
+    page.wait_for_function(
+        f"() => !document.querySelector(\"[data-testid='stMain']\").innerText.includes('{needs}')",
+        timeout=TIMEOUT_MS,
+    )
+    assert field.input_value() == PASSWORD
