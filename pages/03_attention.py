@@ -178,13 +178,27 @@ def roles_of(
     return head_roles(prompt_head_scores(bundle_id, ids), random_scores)
 
 
+# What this model's queries read (GPTConfig.causal): a GPT's causal mask hides later tokens.
+reads, compared, scaled = (
+    (
+        "the tokens before it",
+        "its own key and every earlier token's",
+        "scaled, the future is **masked** (a token may not look ahead, so those scores become −∞), ",
+    )
+    if cfg.causal
+    else (
+        "every token of the text, later ones too (this model has no causal mask)",
+        "every token's key, later ones included,",
+        "scaled (a GPT would now **mask** the future, setting those scores to −∞; this model "
+        "does not), ",
+    )
+)
 st.markdown(
-    "In a GPT, attention is how a token gathers information from the tokens before it. Each "
-    "**head** "
+    f"In a GPT, attention is how a token gathers information from other tokens; here, from "
+    f"{reads}. Each **head** "
     "turns every token into three vectors: a **query** *q* (what am I looking for?), a **key** "
     "*k* (what do I contain?) and a **value** *v* (what do I pass on if I am looked at). A "
-    "token's query is compared with every earlier token's key by a dot product; the results are "
-    "scaled, the future is **masked** (a token may not look ahead, so those scores become −∞), "
+    f"token's query is compared with {compared} by a dot product; the results are {scaled}"
     "and a **softmax** turns each row into weights that are positive and sum to 1: the "
     "**attention pattern**. The head then outputs the weighted sum of the values, *z*, and "
     "writes *z W_O* into the residual stream, the running sum every layer reads and adds to."

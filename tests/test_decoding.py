@@ -92,3 +92,13 @@ def test_bad_beam_arguments_are_refused():
         beam_search(tiny_model(), PROMPT, 0, 3)
     with pytest.raises(ValueError):
         beam_search(tiny_model(), [], 2, 3)
+
+
+def test_a_penalised_tokens_probability_can_rise():
+    """The penalty never raises a logit, yet after the softmax a penalised token can gain: here
+    token 0 (logit 0.1) gains ten times over because penalised token 1 (logit 5) falls further."""
+    z = torch.tensor([0.1, 5.0, 0.0])
+    out = penalize_repeats(z, {0, 1}, 2.0)
+    assert (out <= z).all()
+    before, after = torch.softmax(z, -1)[0], torch.softmax(out, -1)[0]
+    assert after > 5 * before

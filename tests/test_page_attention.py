@@ -153,6 +153,9 @@ def test_the_no_mask_model_draws_its_future_weights_and_its_arithmetic_matches(m
     )
     assert not at.exception and not at.warning[1:]  # only the no-mask note
     assert "no causal mask" in at.warning[0].value
+    intro = at.markdown[0].value  # issue 36: it said "the future is masked" on this model too
+    assert "the future is **masked**" not in intro and "this model does not" in intro
+    assert "every token's key, later ones included" in intro
     assert "matches what the model recorded" in at.success[0].value
     fig = plotly_figures(at)[0]
     mask, values = fig["data"][0], fig["data"][1]

@@ -45,6 +45,9 @@ def test_every_part_renders_its_chart_and_a_computed_sentence(models_dir, part):
         assert "was not trained on this task" in _texts(at)
     if part == "instruct":
         assert "has no chat template in its vocabulary" in _texts(at)
+    if part == "repetition":  # issue 36: "breaks them on purpose ... always becomes less likely"
+        assert "always becomes less likely" not in _texts(at)
+        assert "does not forbid them" in _texts(at)
     written = set(at.query_params.keys()) - FRAME
     assert written <= set(nav.find("Using_a_model").view_keys), written
 

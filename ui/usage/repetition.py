@@ -25,10 +25,14 @@ def draw(ctx: PageContext) -> None:
     st.markdown(
         "Greedy decoding takes the most likely token every time, and a small model's most likely "
         "continuation often leads back into a phrase it has just written, and round the same loop "
-        "again. Sampling breaks loops by chance. The **repetition penalty** of CTRL (Keskar et al., "
-        "2019), in the form libraries apply it, breaks them on purpose: before each choice, every "
-        "token already generated has its logit $z_i$ divided by $\\theta$ when positive and "
-        "multiplied by $\\theta$ when negative, so for $\\theta > 1$ it always becomes less likely."
+        "again. Sampling can leave a loop by chance. The **repetition penalty** of CTRL (Keskar "
+        "et al., 2019), in the form libraries apply it, pushes against loops on purpose: before "
+        "each choice, every token already generated has its logit $z_i$ divided by $\\theta$ "
+        "when positive and multiplied by $\\theta$ when negative, so for $\\theta > 1$ its logit "
+        "never rises. Its probability usually falls but can rise (the softmax renormalises, and "
+        "another penalised token may lose more), and a penalised token can still win: the "
+        "penalty makes repeats less likely, it does not forbid them. The chart below measures "
+        "how much each text still repeats."
     )
     st.latex(
         r"z_i' = \begin{cases} z_i / \theta & z_i > 0 \\ z_i \, \theta & z_i \le 0 \end{cases}"

@@ -99,8 +99,9 @@ class LogitStream:
 def penalize_repeats(logits: torch.Tensor, seen: set[int], theta: float) -> torch.Tensor:
     """CTRL's repetition penalty (Keskar et al. 2019) as libraries apply it: each token already
     generated has its logit divided by theta when positive and multiplied by theta when negative
-    (CTRL itself divided every such logit), so theta > 1 always makes it less likely. theta = 1
-    changes nothing.
+    (CTRL itself divided every such logit), so theta > 1 never raises its logit. Its probability
+    usually falls, but can rise: the softmax renormalises, and when another penalised token's
+    logit falls further, mass moves to the rest. theta = 1 changes nothing.
 
     >>> penalize_repeats(torch.tensor([2.0, -1.0, 3.0]), {0, 1}, 2.0).tolist()
     [1.0, -2.0, 3.0]
