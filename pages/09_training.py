@@ -22,7 +22,8 @@ st.markdown(
     "A model starts with random weights and writes gibberish. **Training** shows it a window of "
     "real text, asks it to predict every next token, and measures how wrong it was with the "
     "**loss**: the average of $-\\ln p$ of the token that really came next. A blind guess over "
-    "$V$ tokens scores $\\ln V$; a perfect model scores 0. The gradient $\\nabla_\\theta L$ says "
+    "$V$ tokens scores $\\ln V$. The lowest loss possible is not 0 but the entropy of the "
+    "text itself, since what comes next is rarely certain. The gradient $\\nabla_\\theta L$ says "
     "how to nudge every weight to lower the loss; the optimiser takes a small step that way, and "
     "after enough steps the same weights can write words, names and verse."
 )

@@ -154,3 +154,12 @@ def test_a_model_trained_before_gradient_health_says_it_was_not_recorded(models_
     at = app_test(models_dir, PAGE)  # test-char: a history of losses only
     assert not at.exception
     assert any("recorded no gradient health" in c.value for c in at.caption)
+
+
+def test_the_intro_puts_the_losss_floor_at_the_texts_entropy_not_at_0(models_dir):
+    """Issue 36: "a perfect model scores 0" is false of real text, whose floor is its entropy
+    (induction-2l's sidebar gives it as 1.674 nats)."""
+    at = app_test(models_dir, "pages/09_training.py")
+    intro = " ".join(m.value for m in at.main.markdown)
+    assert "a perfect model scores 0" not in intro
+    assert "entropy of the text" in intro
