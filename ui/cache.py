@@ -36,6 +36,7 @@ import torch
 from serving.models import path_of, split_precision, split_step
 from ui.charts.common import FrozenFigure, frozen
 from ui.shared_cache import call_key, freeze, get_or_compute, per_prompt
+from viz_model.analysis.untrained import Twin, untrained_twin
 from viz_model.bundles.checkpoint import Bundle
 from viz_model.bundles.files import CheckpointError
 from viz_model.bundles.load import load_bundle
@@ -45,7 +46,16 @@ F = TypeVar("F", bound=Callable[..., Any])
 MODELS = 24  # per_model's default bound: the 15 bundled models and a few trained here
 PROMPT_NAMES = frozenset({"ids", "prompt", "tokens", "text"})
 
-__all__ = ["MODELS", "activations", "bundle", "figure", "logits", "per_model", "per_prompt"]
+__all__ = [
+    "MODELS",
+    "activations",
+    "bundle",
+    "figure",
+    "logits",
+    "per_model",
+    "per_prompt",
+    "untrained",
+]
 
 
 def per_model(
@@ -100,6 +110,13 @@ def bundle(bundle_id: str) -> Bundle:
         return load_bundle(path_of(bundle_id))
     final = bundle(final_id)
     return dataclasses.replace(final, model=final.load_snapshot(step))
+
+
+@per_model(spinner="Loading the same model with random weights…")
+def untrained(bundle_id: str) -> Twin:
+    """The model of `bundle_id`'s shape that learned nothing (analysis/untrained.py): the baseline
+    of every "has / reaches / learned" claim. Like a bundle's model, never changed once served."""
+    return untrained_twin(bundle(bundle_id))
 
 
 def _quantized(source: Bundle, precision: str) -> Bundle:
