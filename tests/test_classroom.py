@@ -580,6 +580,27 @@ def test_the_answer_kept_at_asking_is_revealed_from_any_session_and_only_then_sh
     assert questions.reveal(info.teacher_key, empty.id, " the").truth == " the"  # given: shown
 
 
+def test_the_answers_export_is_the_teachers_a_row_an_answer_and_runs_no_formula(db):
+    import csv
+    import io
+
+    info, (ada, bob) = a_class(2)
+    classes.join(info.code, "=HYPERLINK(1)", "client-x")  # a name typed to run in a spreadsheet
+    evil = classes.join(info.code, "=cmd", "client-y")
+    q = questions.ask(info.teacher_key, info.id, "number", "How many?", answer=3)
+    questions.answer(ada.token, q.id, 3)
+    questions.answer(bob.token, q.id, -1.5)
+    questions.answer(evil.token, q.id, 3)
+    before = list(csv.reader(io.StringIO(questions.answers_csv(info.teacher_key, info.id))))
+    assert before[0][:6] == ["question", "asked", "lesson", "stop", "student", "answer"]
+    assert [r[4:7] for r in before[1:]] == [["s0", "3", ""], ["s1", "-1.5", ""], ["'=cmd", "3", ""]]
+    questions.reveal(info.teacher_key, q.id)
+    after = list(csv.reader(io.StringIO(questions.answers_csv(info.teacher_key, info.id))))
+    assert [r[6] for r in after[1:]] == ["true", "false", "true"]
+    with pytest.raises(ClassRefused):
+        questions.answers_csv(ada.token, info.id)  # a student cannot read the class's answers
+
+
 def test_heartbeats_in_one_write_set_each_students_page_and_following(db):
     info, (ada, bob, cy) = a_class(3)
     now = time.time() + 100

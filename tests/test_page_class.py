@@ -338,3 +338,41 @@ def test_the_teacher_asks_and_reveals_a_stops_question_from_the_lesson_panel(
 def _blurred(at) -> bool:
     """Whether the lesson's mask is on the page (its style, drawn with st.html)."""
     return any("blur(" in h.proto.body for h in at.get("html"))
+
+
+def test_a_student_who_wandered_off_goes_back_to_the_teachers_page_with_one_click(
+    models_dir, a_class
+):
+    at = _student(models_dir, a_class)
+    classes.set_view(a_class.teacher_key, a_class.id, "Attention", {"layer": "1"})
+    classroom.forget(a_class.id)
+    at.run()
+    assert at.title[0].value.endswith("Attention")
+    assert not [b for b in at.main.button if b.label == "Back to the teacher's page"]
+    at.switch_page("pages/07_next_token.py").run()  # the student clicks elsewhere
+    back = next(b for b in at.main.button if b.label == "Back to the teacher's page")
+    back.click().run()
+    assert at.title[0].value.endswith("Attention")
+    assert at.slider(key=widget_key("layer")).value == 1
+
+
+def test_the_leaderboard_hides_names_until_the_teacher_shows_them(models_dir, runs):
+    """On a projector the room sees the leaderboard: a student's name (a poor score, a joke
+    name) shows only when the teacher turns names on."""
+    from serving.classroom import board
+    from tests.test_classroom import write_run
+    from viz_model.training.settings import RunSettings
+
+    at = app_test(models_dir, CLASS_PAGE)
+    next(b for b in at.button if b.label == "Start a class").click().run()
+    (info,) = classes.active_classes()
+    ada = classes.join(info.code, "Ada Lovelace", "test")
+    write_run("ada-run", RunSettings(task="repeat", task_examples=300, preset="tiny"),
+              {"val_loss": 1.2})  # fmt: skip
+    board.register_run(ada.token, "ada-run")
+    classroom.forget(info.id)
+    at.run()
+    table = at.dataframe[0].value
+    assert list(table["run"]) == ["ada-run"] and "Ada Lovelace" not in list(table["student"])
+    at.toggle(key="class_board_names").set_value(True).run()
+    assert list(at.dataframe[0].value["student"]) == ["Ada Lovelace"]

@@ -153,6 +153,7 @@ def teaching(ctx: PageContext, m: classroom.Membership) -> None:
     st.subheader("Ask the room")
     _ask(ctx, m)
     _live_question(m)
+    _export(m)
     st.subheader("Leaderboard")
     _budget_form(m)
     _leaderboard(m)
@@ -324,6 +325,22 @@ def _live_question(m: classroom.Membership) -> None:
         st.caption("This question has no answer to reveal (you left it empty).")
 
 
+def _export(m: classroom.Membership) -> None:
+    """Every answer of the class so far, as a CSV file the teacher keeps."""
+    try:
+        text = questions.answers_csv(m.secret, m.class_id)
+    except (ClassRefused, ClassStateError) as error:
+        refusal(error)
+        return
+    st.download_button(
+        "Download the class's answers (CSV)",
+        text,
+        file_name=f"class-{m.code}-answers.csv",
+        mime="text/csv",
+        key="class_export",
+    )
+
+
 def _act(m: classroom.Membership, action) -> None:
     try:
         action()
@@ -371,10 +388,12 @@ def _leaderboard(m: classroom.Membership) -> None:
             "that fits the budget appears here, ranked by validation bits per character."
         )
         return
+    # On a projector the room sees this table: names only when the teacher asks for them
+    names = st.toggle("Show students' names", key="class_board_names", value=False)
     table = pd.DataFrame(
         {
             "rank": [r.rank for r in rows],
-            "student": [r.name for r in rows],
+            "student": [r.name if names else "·" for r in rows],
             "run": [r.run_id for r in rows],
             "bits per character": [r.bits_per_char for r in rows],
             "state": [r.state for r in rows],

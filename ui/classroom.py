@@ -407,7 +407,13 @@ def _student_box_body(m: Membership, page: nav.Page) -> None:
         _heartbeat(m, page)  # no watcher: the box says it is here itself
     if m.following:
         box.caption(f"Following the teacher: your screen moves when theirs does. {_on_screen()}")
-        if box.button("Stop following", key="class_unfollow", help="Explore on your own."):
+        row = box.container(horizontal=True, gap="small")
+        if view.page and view.page != page.route and row.button(
+            "Back to the teacher's page", key="class_back", type="primary",
+            help="You moved away; this brings you to what the teacher shows now.",
+        ):  # fmt: skip
+            apply_view(m, view)
+        if row.button("Stop following", key="class_unfollow", help="Explore on your own."):
             st.session_state[_KEY] = replace(m, following=False)
             st.rerun()
     else:

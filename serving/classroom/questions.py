@@ -368,6 +368,46 @@ def distribution(question_id: int, *, db: str | None = None) -> Distribution:
     return Distribution(question_id, counts, sum(found.values()), members, numbers)
 
 
+def answers_csv(teacher: Teacher, class_id: int, *, db: str | None = None) -> str:
+    """Every answer of the class as CSV text, for the teacher to keep: one row an answer, with
+    its question, lesson stop, the student's name as typed, the answer, whether it was right
+    (empty before the reveal) and when (ISO time, UTC). The teacher's only."""
+    import csv
+    import io
+
+    a, q, m = store.answers, store.questions, store.members
+    with store.reading(db) as conn:
+        check_teacher(conn, class_id, teacher)
+        rows = conn.execute(
+            select(q, m.c.name, a.c.value, a.c.at)
+            .join(a, a.c.question_id == q.c.id)
+            .join(m, m.c.id == a.c.member_id)
+            .where(q.c.class_id == class_id)
+            .order_by(q.c.id, a.c.at)
+        ).all()
+    out = io.StringIO()
+    table = csv.writer(out)
+    table.writerow(["question", "asked", "lesson", "stop", "student", "answer", "right", "at"])
+    for row in rows:
+        question = _question(row)
+        right = "" if question.truth is None else str(is_right(question, row.value)).lower()
+        when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(row.at))
+        cells = [question.id, question.prompt, question.lesson_id or "", question.step or "",
+                 row.name, row.value, right, when]  # fmt: skip
+        table.writerow([_no_formula(str(c)) for c in cells])
+    return out.getvalue()
+
+
+def _no_formula(cell: str) -> str:
+    """A cell a spreadsheet would run as a formula (a name typed as "=HYPERLINK(...)") gets a
+    leading apostrophe, as OWASP advises for CSV exports; a number ("-1.5") stays a number."""
+    try:
+        float(cell)
+        return cell
+    except ValueError:
+        return "'" + cell if cell[:1] in ("=", "+", "-", "@", "\t", "\r") else cell
+
+
 # ---- closing and revealing ----------------------------------------------------------------------
 
 
