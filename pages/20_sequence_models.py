@@ -209,13 +209,18 @@ if grams and models is not None and grams[0].bpc < best_net.bpc and budget:
 
 
 @cache.per_model(keep=8)
-def reach_profile(bundle_id: str) -> np.ndarray:
-    """(n_ctx,) gradient sensitivity by distance, on validation windows of the training length."""
+def reach_profiles(bundle_id: str) -> tuple[np.ndarray, np.ndarray]:
+    """(n_ctx,) gradient sensitivity by distance on validation windows of the training length,
+    of the model and of the same shape with random weights (cache.untrained), on the same windows."""
     b = cache.bundle(bundle_id)
     val = TokenData.from_text(
         load_text(b.meta["data"]), b.tokenizer, b.meta["data"].get("val_fraction", VAL_FRACTION)
     )
-    return sm.sensitivity(b.model, val_windows(val.val, b.config.n_ctx, WINDOWS))
+    windows = val_windows(val.val, b.config.n_ctx, WINDOWS)
+    return (
+        sm.sensitivity(b.model, windows),
+        sm.sensitivity(cache.untrained(bundle_id).model, windows),
+    )
 
 
 st.subheader("How far back each one looks")
@@ -235,7 +240,9 @@ st.markdown(
     "LSTM's cell and the GPT's attention are meant to carry it further."
 )
 with st.spinner("Measuring each model's sensitivity to the past…"):
-    profiles = {name: reach_profile(bid)[:window] for name, bid in shown.items()}
+    measured = {name: reach_profiles(bid) for name, bid in shown.items()}
+    profiles = {name: trained[:window] for name, (trained, _) in measured.items()}
+    untrained = {name: random[:window] for name, (_, random) in measured.items()}
 fields = {
     name: cache.bundle(bid).config.receptive_field
     for name, bid in shown.items()
@@ -247,7 +254,11 @@ present.plot(
 )
 st.markdown(
     sm.reach_claim(
-        [(name, profiles[name], fields.get(name)) for name in sorted(profiles)], window
+        [
+            sm.ReachRow(name, profiles[name], untrained[name], fields.get(name))
+            for name in sorted(profiles)
+        ],
+        window,
     ).text
 )
 

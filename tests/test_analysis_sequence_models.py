@@ -144,14 +144,36 @@ def test_bpc_claim_orders_ties_and_keeps_its_margin():
 
 def test_reach_claim_is_made_only_for_a_twofold_difference():
     far, near = np.geomspace(1, 1e-4, 40), np.geomspace(1, 1e-9, 40)
-    claim = sm.reach_claim([("GPT", far, None), ("CNN", near, 7)], 40)
+    blind = np.geomspace(1, 1e-12, 40)  # random weights that reach k = 6
+    claim = sm.reach_claim([sm.ReachRow("GPT", far, blind), sm.ReachRow("CNN", near, blind, 7)], 40)
     assert claim.made and "GPT reaches farthest back" in claim.text
     assert claim.numbers["reach GPT"] == sm.reach(far)
     assert "CNN reads only the last 7 tokens (its receptive field): from k = 7 on" in claim.text
-    wide = sm.reach_claim([("GPT", far, None), ("CNN", near, 63)], 40)
+    wide = sm.reach_claim([sm.ReachRow("GPT", far, blind), sm.ReachRow("CNN", near, blind, 63)], 40)
     assert "receptive field is" not in wide.text and "CNN's (63) reaches past" in wide.text
-    same = sm.reach_claim([("A", far, None), ("B", far, None)], 40)
+    same = sm.reach_claim([sm.ReachRow("A", far, blind), sm.ReachRow("B", far, blind)], 40)
     assert not same.made
+
+
+def test_a_reach_that_random_weights_match_is_not_claimed_and_its_number_is_printed():
+    """A model that learned nothing reaches far too: the farthest model is said to reach
+    farthest only at twice its random weights' reach, and that number stands beside it."""
+    far, near = np.geomspace(1, 1e-4, 40), np.geomspace(1, 1e-9, 40)
+    claim = sm.reach_claim([sm.ReachRow("GPT", far, far), sm.ReachRow("CNN", near, near)], 40)
+    r = sm.reach(far)
+    assert not claim.made and "reaches farthest back" not in claim.text
+    assert f"GPT {r} (random weights: {r})" in claim.text
+    assert f"with random weights of its shape it reaches {r}" in claim.text
+    assert claim.numbers["random-weights reach GPT"] == r
+
+
+def test_a_reach_at_the_end_of_the_window_is_called_the_limit_of_the_test():
+    flat, near, blind = np.ones(40), np.geomspace(1, 1e-9, 40), np.geomspace(1, 1e-12, 40)
+    claim = sm.reach_claim([sm.ReachRow("GPT", flat, blind), sm.ReachRow("RNN", near, blind)], 40)
+    assert "GPT reaches k = 39, the end of the window: the limit of this test" in claim.text
+    assert claim.made and "GPT reaches farthest back (at least 39 tokens, against 6 " in claim.text
+    both = sm.reach_claim([sm.ReachRow("A", flat, blind), sm.ReachRow("B", flat, blind)], 40)
+    assert not both.made and "A and B reach k = 39" in both.text
 
 
 def test_cost_claim_names_what_grows():

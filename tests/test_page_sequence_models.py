@@ -86,6 +86,29 @@ def _values(y):
     return y
 
 
+def test_the_reach_sentence_sets_each_reach_beside_random_weights_of_its_shape(on_tiny):
+    """Recomputed as the page measures it (its windows, each model's untrained twin): every
+    reach stands beside a model that learned nothing, and the claim is that function's."""
+    from viz_model.analysis.untrained import untrained_twin
+    from viz_model.analysis.variants import windows as val_windows
+    from viz_model.text.data import VAL_FRACTION, TokenData, load_text
+
+    rows = []
+    for name in sorted(FAMILY_BUNDLES.values()):
+        b = load_bundle(MODELS / name)
+        data = b.meta["data"]
+        val = TokenData.from_text(
+            load_text(data), b.tokenizer, data.get("val_fraction", VAL_FRACTION)
+        )
+        w = val_windows(val.val, b.config.n_ctx, 32)
+        field = b.config.receptive_field if b.family == "cnn" else None
+        twin = untrained_twin(b).model
+        rows.append(sm.ReachRow(name, sm.sensitivity(b.model, w), sm.sensitivity(twin, w), field))
+    claim = sm.reach_claim(rows, 128)
+    text = _markdown(on_tiny)
+    assert "(random weights: " in claim.text and claim.text in text
+
+
 def test_memory_grows_only_for_the_gpt(on_tiny):
     text = _markdown(on_tiny)
     assert "grow for shakespeare-tiny" in text

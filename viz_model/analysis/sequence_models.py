@@ -5,7 +5,9 @@ reading one more token costs as the context grows (the "Sequence models" page).
   token at a window's last position moves with the token embedding k steps back: the norm of the
   gradient d log p(x_T | x_<T) / d e_(T-1-k), averaged over validation windows. A causal CNN's is
   exactly zero past its receptive field; an RNN's decays with k; a GPT's need not.
-- `reach(profile)`: the farthest distance whose sensitivity is still 1% of the nearest one's.
+- `reach(profile)`: the farthest distance whose sensitivity is still 1% of the nearest one's;
+  `reach_claim` sets each model's beside the same model's shape with random weights
+  (analysis/untrained.py), a model that learned nothing.
 - `gate_summary(trace)`: an LSTM's or GRU's gates along a prompt, in numbers for the sentences.
 - `step_cost(model, T)`: the time of one generation step after T tokens (a recurrent state, the
   CNN's window or the GPT's KV cache), and the numbers it carries; `memory_floats(cfg, T)` counts
@@ -57,43 +59,87 @@ def reach(profile: np.ndarray, fraction: float = REACH_FRACTION) -> int:
     return int(above.max())
 
 
-def reach_claim(named: Sequence[tuple[str, np.ndarray, int | None]], window: int) -> Claim:
-    """Which model uses the farthest past, from (name, profile, receptive field or None) rows.
-    Made when the farthest reach is at least twice the nearest (a difference worth a sentence)."""
-    reaches = {name: reach(profile) for name, profile, _ in named}
-    numbers = {f"reach {name}": float(r) for name, r in reaches.items()}
+@dataclass(frozen=True)
+class ReachRow:
+    """One model's sensitivity profile beside the same measurement on random weights of its shape
+    (analysis/untrained.py, on the same windows), and its receptive field (a CNN) or None."""
+
+    name: str
+    profile: np.ndarray
+    untrained: np.ndarray
+    field: int | None = None
+
+
+REACH_RATIO = 2  # a reach is "farther" than another (or than random weights') at twice it or more
+
+
+def _farther(a: int, b: int) -> bool:
+    return a >= REACH_RATIO * max(b, 1)
+
+
+def reach_claim(rows: Sequence[ReachRow], window: int) -> Claim:
+    """Which model uses the farthest past, each reach beside its random-weights twin's (a model
+    that learned nothing reaches some distance too). Made when the farthest reach is at least
+    twice the nearest's and at least twice its own random weights' (the farthest being one model);
+    a reach of window - 1 is the end of what this test can see, said as such."""
+    reaches = {r.name: reach(r.profile) for r in rows}
+    chance = {r.name: reach(r.untrained) for r in rows}
+    numbers = {f"reach {name}": float(k) for name, k in reaches.items()}
+    numbers |= {f"random-weights reach {name}": float(k) for name, k in chance.items()}
     numbers["fraction"] = REACH_FRACTION
     numbers["window"] = float(window)
-    parts = [f"{name} {r}" for name, r in reaches.items()]
+    limit = window - 1
+    parts = [f"{name} {k} (random weights: {chance[name]})" for name, k in reaches.items()]
     # a model with receptive field rf reads k = 0 .. rf - 1; the chart shows k = 0 .. window - 1
     inside = [
-        f"{name} reads only the last {rf} tokens (its receptive field): from k = {rf} on, its "
-        "gradient is exactly zero and its line stops"
-        for name, _, rf in named
-        if rf and rf < window
+        f"{r.name} reads only the last {r.field} tokens (its receptive field): from k = "
+        f"{r.field} on, its gradient is exactly zero and its line stops"
+        for r in rows
+        if r.field and r.field < window
     ]
-    covers = [f"{name}'s ({rf})" for name, _, rf in named if rf and rf >= window]
+    covers = [f"{r.name}'s ({r.field})" for r in rows if r.field and r.field >= window]
     lead = (
-        f"On windows of the validation text, up to k = {window - 1}: the farthest k at which a "
-        f"token still pulls the prediction at 1% or more of the nearest token's pull (the line "
-        f"may dip below 1% on the way) is {', '.join(parts)}."
+        f"On windows of the validation text, up to k = {limit}: the farthest k at which a token "
+        f"still pulls the prediction at 1% or more of the nearest token's pull (the line may dip "
+        f"below 1% on the way) is {', '.join(parts)}. Each number in brackets is the same "
+        "measurement on the same windows by a model of the same shape with random weights, one "
+        "that learned nothing: a reach is the model's own only beyond it."
     )
+    at_limit = [name for name, k in reaches.items() if k >= limit]
+    if at_limit:
+        lead += (
+            f" {' and '.join(at_limit)} {'reach' if len(at_limit) > 1 else 'reaches'} k = {limit}, "
+            "the end of the window: the limit of this test, so how much farther is not measured."
+        )
     if inside:
         lead += " " + "; ".join(inside) + "."
     if covers:
         lead += f" The receptive field {', '.join(covers)} reaches past every k shown."
     if len(reaches) < 2:
         return Claim(lead, False, numbers)
-    far = max(reaches, key=reaches.get)
+    top = max(reaches.values())
+    far = min(name for name, k in reaches.items() if k == top)
     near = min(reaches, key=reaches.get)
-    if reaches[far] >= 2 * max(reaches[near], 1):
+    if not _farther(reaches[far], reaches[near]):
+        return Claim(f"{lead} No model here reaches twice as far back as another.", False, numbers)
+    if sum(k == top for k in reaches.values()) > 1:
+        tied = " and ".join(name for name, k in reaches.items() if k == top)
+        return Claim(f"{lead} {tied} reach equally far ({top}).", False, numbers)
+    if not _farther(reaches[far], chance[far]):
         return Claim(
-            f"{lead} **{far} reaches farthest back ({reaches[far]} tokens); {near} the least "
-            f"({reaches[near]}).**",
-            True,
+            f"{lead} {far} reaches farthest ({top}), but with random weights of its shape it "
+            f"reaches {chance[far]}: not twice as far, so that distance is not something it "
+            "learned.",
+            False,
             numbers,
         )
-    return Claim(f"{lead} No model here reaches twice as far back as another.", False, numbers)
+    at_least = "at least " if top >= limit else ""
+    return Claim(
+        f"{lead} **{far} reaches farthest back ({at_least}{top} tokens, against {chance[far]} "
+        f"with random weights); {near} the least ({reaches[near]}).**",
+        True,
+        numbers,
+    )
 
 
 # ---- which models stand for their family -------------------------------------------------------
