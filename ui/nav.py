@@ -11,8 +11,8 @@ request to Streamlit's legacy `pages/` router when the path equals a file-derive
 sidebar. So files are lower case (`pages/03_attention.py` -> `/attention`, a path nobody links
 to) and each page's url_path keeps the links the app has always had (`/Attention?layer=1`).
 Streamlit matches paths case-sensitively, so the two never meet. What stays: that legacy router
-still answers a process's very first request, and for a deep link it says "Page not found" in a
-notice over the right page (the class server opens every page first; docs/ARCHITECTURE.md, Pages and navigation).
+still answers a process's very first request, and for a deep link it sends "Page not found", a
+notice over the right page that left it inert until closed: `navigation()` closes it on that run.
 
 Not here: drawing the sidebar and the page's context (ui/frame.py).
 """
@@ -480,8 +480,43 @@ def by_route(route: str) -> Page | None:
 
 def navigation() -> StreamlitPage:
     """Declare every page to Streamlit, in sections (Home above them, with no heading), and
-    return the one this run shows."""
-    return st.navigation(_declared_pages(), expanded=True)
+    return the one this run shows. On a process's very first run, which Streamlit's legacy
+    `pages/` router has already answered, close the "Page not found" notice it put over a deep
+    link's page (the page itself is found here)."""
+    legacy = _legacy_router_ran()
+    page = st.navigation(_declared_pages(), expanded=True)
+    if legacy:
+        st.sidebar.html(_CLOSE_NOT_FOUND, unsafe_allow_javascript=True)
+    return page
+
+
+# The legacy router's notice: a dialog titled "Page not found" with a Close button. Looked for
+# for a few seconds (it may be drawn after this script), closed once, never anything else.
+_CLOSE_NOT_FOUND = """<script>
+(() => {
+  const end = Date.now() + 8000;
+  const look = () => {
+    for (const dialog of document.querySelectorAll("[role='dialog']")) {
+      const title = dialog.querySelector("h2");
+      const close = dialog.querySelector("button[aria-label='Close']");
+      if (title && title.textContent.trim() === "Page not found" && close) { close.click(); return; }
+    }
+    if (Date.now() < end) setTimeout(look, 100);
+  };
+  look();
+})();
+</script>"""
+
+
+def _legacy_router_ran() -> bool:
+    """True only in a process's first run, before st.navigation: Streamlit ran it through the
+    legacy `pages/` router (its flag is still set), which sends "Page not found" for any path
+    that is not a file in pages/, a deep link such as /Attention included."""
+    try:
+        from streamlit.runtime.pages_manager import PagesManager
+    except ImportError:  # another Streamlit: no notice to close, or not this way
+        return False
+    return bool(PagesManager.uses_pages_directory)
 
 
 def _declared_pages() -> dict[str, list[StreamlitPage]]:
