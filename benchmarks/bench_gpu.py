@@ -113,15 +113,14 @@ def loop_tokens_per_s(tok: Tokenizer, data: TokenData, device: torch.device, ste
     model = new_model(tok, device)
     cfg = TrainConfig(**{**RECIPE.to_dict(), "max_steps": steps + 3, "eval_every": 250})
     with tempfile.TemporaryDirectory() as tmp:
-        loop = train(model, data, cfg, Path(tmp) / "bundle", tok)
-        for _ in range(3):
+        loop = (r for r in train(model, data, cfg, Path(tmp) / "bundle", tok) if r.step > 0)
+        for _ in range(3):  # warm-up (the step-0 record, the untrained sample, is not a step)
             next(loop)
         sync(device)
         start = time.perf_counter()
-        for _ in loop:
-            pass
+        timed = sum(1 for _ in loop)
         sync(device)
-    return steps * RECIPE.batch_size * SHAPE["n_ctx"] / (time.perf_counter() - start)
+    return timed * RECIPE.batch_size * SHAPE["n_ctx"] / (time.perf_counter() - start)
 
 
 def time_to_loss(tok: Tokenizer, data: TokenData, device: torch.device, max_steps: int) -> dict:

@@ -125,7 +125,8 @@ def loop_throughput(tok: Tokenizer, data: TokenData, steps: int, chunk: int) -> 
     plain_step = bare_step_fn(plain, data, cfg)
     secs = {"ours": 0.0, "plain": 0.0}
     with tempfile.TemporaryDirectory() as tmp:
-        loop = train(ours, data, cfg, Path(tmp) / "bundle", tok)
+        # the step-0 record (the untrained model's sample) comes before the first step: not timed
+        loop = (r for r in train(ours, data, cfg, Path(tmp) / "bundle", tok) if r.step > 0)
         done = 0
         while done < steps:
             n = min(chunk, steps - done)
