@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from tests.lesson_util import bundle, measured, stops
 from tests.test_lesson_answers_output import prefix_surprisals
 from viz_model.analysis import dynamics as dyn
+from viz_model.analysis import training as tr
 from viz_model.analysis.tokens import token_text
 from viz_model.bundles.checkpoint import load_snapshot
 from viz_model.lessons import answers_training as tr_kinds
@@ -98,6 +99,17 @@ def _snapshot_next_token(subject, args, truth):
         top = int(model(torch.tensor(list(subject.ids)))[-1].argmax())
     assert truth.value == token_text(subject.bundle.tokenizer, top)
     common = collections.Counter(load_text(subject.bundle.meta["data"])).most_common(1)[0][0]
+    # what it has learned follows from its validation loss against the counting baselines
+    base = tr.bundle_baselines(subject.bundle)
+    loss = truth.numbers["val_loss"]
+    assert truth.numbers["unigram"] == pytest.approx(base.unigram)
+    assert f"validation loss is {loss:.3f}" in truth.why
+    if truth.value == common and loss < base.unigram:
+        assert "not yet what follows what" not in truth.why
+        assert f"below the unigram line ({base.unigram:.3f})" in truth.why
+        assert "begun to learn what follows what" in truth.why
+    elif truth.value == common:
+        assert "not yet what follows what" in truth.why
     return truth.value == common
 
 

@@ -30,7 +30,8 @@ from viz_model.lessons.kinds import Subject, answer_kind
 from viz_model.lessons.truth import Truth, visible_token
 from viz_model.model.gpt import GPT
 from viz_model.model.sampling import SamplingSettings
-from viz_model.text.data import DataError, TokenData, load_text
+from viz_model.text.data import VAL_FRACTION, DataError, TokenData, load_text
+from viz_model.training.loop import evaluate
 
 # A random model's first loss is "about a blind guess" within this share of ln V.
 BLIND_MARGIN = 0.1
@@ -39,6 +40,10 @@ LOSS_TOLERANCE = 0.15  # nats: a predicted final validation loss this close coun
 WORD_TOLERANCE = 10.0  # percentage points: a predicted share of real words this close counts
 NOISE_SE = 2.0  # a rise in the share of real words is claimed beyond this many standard errors
 PERPLEXITY_TOLERANCE = 0.2  # a predicted perplexity within 20%
+VAL_BATCH, VAL_BATCHES = (
+    8,
+    8,
+)  # a snapshot's validation loss: 64 fixed windows of the validation text
 WORD = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)*")
 
 POSITIONS = (
@@ -248,27 +253,67 @@ def _final_model_at(path: str, mtime: int) -> GPT:
     return load_bundle(path).model
 
 
+def _source_key(bundle: Bundle) -> str | None:
+    """The bundle's training text as a cache key (its meta["data"]), or None when it says none."""
+    source = bundle.meta.get("data")
+    return json.dumps(source, sort_keys=True) if isinstance(source, dict) else None
+
+
 def _unigram_top(bundle: Bundle) -> int | None:
     """The most frequent token of the training text in this tokenizer, or None."""
-    source = bundle.meta.get("data")
-    if not isinstance(source, dict):
+    key = _source_key(bundle)
+    return None if key is None else _most_common(key, SameTokenizer.of(bundle.tokenizer))
+
+
+@lru_cache(maxsize=4)
+def _token_data(source_key: str, tok: SameTokenizer) -> TokenData | None:
+    """The training text encoded as training encodes it (its validation share), or None."""
+    source = json.loads(source_key)
+    try:
+        text = load_text(source)
+        return TokenData.from_text(text, tok.tokenizer, source.get("val_fraction", VAL_FRACTION))
+    except (OSError, KeyError, TypeError, ValueError, DataError):
         return None
-    return _most_common(json.dumps(source, sort_keys=True), SameTokenizer.of(bundle.tokenizer))
 
 
 @lru_cache(maxsize=4)
 def _most_common(source_key: str, tok: SameTokenizer) -> int | None:
-    """Counted once per text and tokenizer."""
-    try:
-        text = load_text(json.loads(source_key))
-    except (OSError, KeyError, TypeError, ValueError, DataError):
-        return None
-    try:  # encoded as training encodes it (TokenData: quick for a 1 MB corpus), both splits
-        data = TokenData.from_text(text, tok.tokenizer)
-    except DataError:
+    """Counted once per text and tokenizer, over both splits."""
+    data = _token_data(source_key, tok)
+    if data is None:
         return None
     ids = np.concatenate([data.train.numpy(), data.val.numpy()])
     return int(np.bincount(ids, minlength=tok.tokenizer.vocab_size).argmax())
+
+
+def _val_loss(bundle: Bundle, model: GPT) -> float | None:
+    """The validation loss of `model` (a snapshot of `bundle`) on VAL_BATCHES fixed windows of
+    the validation split, as training evaluates; None when the text is not known."""
+    key = _source_key(bundle)
+    data = None if key is None else _token_data(key, SameTokenizer.of(bundle.tokenizer))
+    if data is None:
+        return None
+    return evaluate(model, data, VAL_BATCH, VAL_BATCHES)
+
+
+def _loss_verdict(bundle: Bundle, model: GPT, step: int, numbers: dict) -> tuple[str, str]:
+    """(where the validation loss at `step` sits among the counting baselines, in words from
+    analysis/training.baseline_claim; what that says a model whose favourite is the most common
+    token has learned). Both "" when the loss or the baselines cannot be measured; numbers gains
+    val_loss, blind, unigram and bigram."""
+    loss, base = _val_loss(bundle, model), tr.bundle_baselines(bundle)
+    if loss is None or base is None:
+        return "", ""
+    claim = tr.baseline_claim([{"step": step, "val_loss": loss}], base.as_dict())
+    numbers.update(claim.numbers)
+    if loss < base.unigram:
+        learned = (
+            "Counting how often tokens occur cannot get below the unigram line, so it has begun "
+            "to learn what follows what, not yet enough to change its guess here."
+        )
+    else:
+        learned = "It has learned how often tokens occur, not yet what follows what."
+    return claim.text, learned
 
 
 @answer_kind("token")
@@ -300,16 +345,23 @@ def snapshot_next_token(subject: Subject, step: int = 0) -> Truth:
         why += " The training text is not known, so it cannot be compared with counting."
         return Truth("token", token_text(tok, top), why, holds=False, numbers=numbers)
     numbers["most_common"] = common
+    where, learned = _loss_verdict(bundle, model, step, numbers)
     if top == common:
+        why += f" {shown(common)} is simply the most common token of its corpus."
         why += (
-            f" {shown(common)} is simply the most common token of its corpus: early on "
-            "the model has learned how often tokens occur, not yet what follows what."
+            f" {where} {learned}"
+            if where
+            else (
+                " Its loss at this step cannot be measured here, so how much more it has learned "
+                "is not said."
+            )
         )
     else:
         why += (
             f" The most common token of its corpus is {shown(common)}: at this step the "
             "model already predicts something else than how often tokens occur."
         )
+        why += f" {where}" if where else ""
     return Truth("token", token_text(tok, top), why, holds=top == common, numbers=numbers)
 
 
