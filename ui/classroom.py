@@ -171,10 +171,11 @@ def leave() -> None:
 
 
 def client_key() -> str:
-    """What identifies a browser for the join-code rate limit: its address (behind HAProxy, the
-    first X-Forwarded-For), else this session."""
+    """What identifies a browser for the join-code rate limit: its address, as the class
+    server's HAProxy sets it (X-Forwarded-For: the last entry is the one our proxy wrote), else
+    the connection's own. Only wrong codes count against it (classes.join)."""
     forwarded = st.context.headers.get("X-Forwarded-For", "")
-    return forwarded.split(",")[0].strip() or st.context.ip_address or "unknown"
+    return forwarded.split(",")[-1].strip() or st.context.ip_address or "unknown"
 
 
 # ---- the view ---------------------------------------------------------------------------------

@@ -272,23 +272,29 @@ def join(
 ) -> Member:
     """Join the class of `code` as `name` (empty: "Student N"). The returned member carries its
     secret token. ClassRefused for a wrong code or an ended class; RateLimited after
-    JOIN_FAILURES_MAX wrong codes from `client_key` within JOIN_WINDOW_S seconds."""
+    JOIN_FAILURES_MAX wrong codes from `client_key` within JOIN_WINDOW_S seconds.
+
+    Only wrong codes count, and a right code always joins, even from a client over the limit:
+    behind a proxy that hides the students' addresses, ten typos across the room once refused
+    every student with the right code for a minute. A guesser gains nothing by it: one code in
+    32^6 (about 10^9) is a class's, so a wrong guess is all a guesser meets, and those are limited.
+    """
     now = time.time() if now is None else now
     client_key = str(client_key or "unknown")[:128]
     failures = store.join_failures
     with store.writing(db) as conn:
         since = now - JOIN_WINDOW_S
-        recent = conn.execute(
-            select(func.count(), func.min(failures.c.at)).where(
-                failures.c.client_key == client_key, failures.c.at > since
-            )
-        ).one()
-        if recent[0] >= JOIN_FAILURES_MAX:
-            raise RateLimited(max(1.0, recent[1] + JOIN_WINDOW_S - now))
         row = conn.execute(
             select(store.classes).where(store.classes.c.code == normalise_code(code))
         ).first()
         if row is None:
+            recent = conn.execute(
+                select(func.count(), func.min(failures.c.at)).where(
+                    failures.c.client_key == client_key, failures.c.at > since
+                )
+            ).one()
+            if recent[0] >= JOIN_FAILURES_MAX:
+                raise RateLimited(max(1.0, recent[1] + JOIN_WINDOW_S - now))
             conn.execute(
                 delete(failures).where(failures.c.client_key == client_key, failures.c.at <= since)
             )
