@@ -151,6 +151,16 @@ def job_spec(view) -> Spec:
     )
 
 
+def _train_here(bundle_id: str, model, layer, site, n_features, k, l1, n_train, seed) -> S.Lab:
+    """An SAE trained in the page on `model`'s activations, over the text of `bundle_id`."""
+    bundle = cache.bundle(bundle_id)
+    config = S.SAEConfig(n_features=n_features, k=k, l1_coeff=l1 or 3e-2, seed=seed)
+    hook = S.hook_name(layer, site)
+    held_out = corpus.source_of(bundle).get("val_fraction", VAL_FRACTION)
+    text = corpus.text_of(bundle)
+    return S.lab(model, bundle.tokenizer, text, hook, config, n_train, val_fraction=held_out)
+
+
 @cache.per_model(keep=2)
 def _trained(
     bundle_id: str,
@@ -166,11 +176,23 @@ def _trained(
     bundle = cache.bundle(bundle_id)
     if job:  # a finished job's lab, read and checked (sae_files.SAEFileError if damaged)
         return sae_files.load_lab(job.rsplit("@", 1)[0], bundle.model.cfg.d_model)
-    config = S.SAEConfig(n_features=n_features, k=k, l1_coeff=l1 or 3e-2, seed=seed)
-    hook = S.hook_name(layer, site)
-    held_out = corpus.source_of(bundle).get("val_fraction", VAL_FRACTION)
-    text = corpus.text_of(bundle)
-    return S.lab(bundle.model, bundle.tokenizer, text, hook, config, n_train, val_fraction=held_out)
+    return _train_here(bundle_id, bundle.model, layer, site, n_features, k, l1, n_train, seed)
+
+
+@cache.per_model(keep=2)
+def _untrained_lab(
+    bundle_id: str,
+    layer: int,
+    site: str,
+    n_features: int,
+    k: int,
+    l1: float,
+    n_train: int,
+    seed: int,
+) -> S.Lab:
+    """The same SAE trained on the model's shape with random weights (cache.untrained)."""
+    twin = cache.untrained(bundle_id).model
+    return _train_here(bundle_id, twin, layer, site, n_features, k, l1, n_train, seed)
 
 
 def trained(spec: Spec) -> S.Lab:
@@ -190,12 +212,16 @@ def feature_snippets(spec: Spec, feature: int) -> tuple[list[tuple[int, int]], n
 
 @cache.per_prompt
 def matched(spec: Spec, other: Spec) -> S.Matches:
-    """The SAE on screen's features matched against another's (another training step's)."""
+    """The SAE on screen's features matched against another's (another training step's), and
+    against one trained the same way (`other`'s settings) on random weights of the same shape."""
+    final_id = models.split_step(spec.bundle_id)[0]
+    blank = _untrained_lab(final_id, *astuple(other)[1:-1])
     return S.match_labs(
         cache.bundle(spec.bundle_id).model,
         trained(spec),
         cache.bundle(other.bundle_id).model,
         trained(other),
+        untrained=(cache.untrained(final_id).model, blank),
     )
 
 
@@ -383,7 +409,11 @@ elif state.toggle(
         )
     with st.spinner(f"Training an SAE on the model at step {other:,} and matching features…"):
         found = matched(spec, other_spec)
-    st.markdown(S.match_claim(found.r, found.chance, found.alive, other, found.tokens).text)
+    st.markdown(
+        S.match_claim(
+            found.r, found.chance, found.alive, other, found.tokens, untrained=found.untrained
+        ).text
+    )
     j = int(found.best[feature])
     st.markdown(S.feature_match_claim(feature, found, other).text)
     other_lab = trained(other_spec)
@@ -395,8 +425,9 @@ elif state.toggle(
     st.caption(
         f"Matched by how the two SAEs' activations correlate over the same "
         f"{S.MATCH_WINDOWS * lab.browse.ids.shape[1]:,} tokens of the training text (not by their "
-        "directions: the residual stream's axes can turn between training steps). Chance: the "
-        "same matching with one side's tokens shuffled."
+        "directions: the residual stream's axes can turn between training steps). Controls: the "
+        "same matching with one side's tokens shuffled, and against an SAE trained the same way "
+        f"on {cache.untrained(final_id).source}, the same shape with random weights."
     )
 
 st.info(

@@ -322,21 +322,37 @@ def test_best_matches_find_a_shuffled_and_rescaled_dictionary():
     chance = S.chance_matches(a, b)
     assert (chance < 0.2).all()
     alive = np.ones(12, bool)
-    claim = S.match_claim(r, chance, alive, step=500)
+    claim = S.match_claim(r, chance, alive, step=500, untrained=chance)
     assert claim.made and "12 of the 12" in claim.text and "step 500" in claim.text
 
 
 def test_the_match_claim_is_neutral_at_chance():
     r, chance = np.array([0.9, 0.8, 0.1]), np.array([0.9, 0.75, 0.0])
-    claim = S.match_claim(r, chance, np.ones(3, bool), step=10)
+    none = np.zeros(3)
+    claim = S.match_claim(r, chance, np.ones(3, bool), step=10, untrained=none)
     assert not claim.made and claim.numbers["matched"] == claim.numbers["chance"] == 2
-    assert not S.match_claim(np.zeros(3), np.zeros(3), np.ones(3, bool), 10).made
+    assert not S.match_claim(none, none, np.ones(3, bool), 10, untrained=none).made
     # only alive features count
-    assert S.match_claim(r, np.zeros(3), np.array([False, True, True]), 10).numbers["alive"] == 2
+    alive = np.array([False, True, True])
+    assert S.match_claim(r, none, alive, 10, untrained=none).numbers["alive"] == 2
     # it says which tokens "fire here" counts on (not the SAE's own alive count)
-    assert (
-        "features that fire on these 2,048 tokens" in S.match_claim(r, chance, r > 0, 10, 2048).text
-    )
+    said = S.match_claim(r, chance, r > 0, 10, 2048, untrained=none).text
+    assert "features that fire on these 2,048 tokens" in said
+
+
+def test_features_a_model_that_learned_nothing_also_has_were_not_already_there():
+    """Issue 36: 25 features matched step 39 against 0 with shuffled tokens, but an SAE on the
+    random-weight step-0 snapshot matched 28: token identity is in any embedding."""
+    r = np.array([0.9] * 25 + [0.1] * 15)
+    shuffled = np.zeros(40)
+    blank = np.array([0.9] * 28 + [0.1] * 12)
+    claim = S.match_claim(r, shuffled, np.ones(40, bool), step=39, untrained=blank)
+    assert not claim.made and "already there" not in claim.text
+    assert claim.numbers["untrained"] == 28
+    assert "random weights, a model that learned nothing, 28 do" in claim.text
+    assert "no more than random weights give" in claim.text
+    fewer = S.match_claim(r, shuffled, np.ones(40, bool), 39, untrained=np.zeros(40))
+    assert fewer.made and "those 25 were already there at step 39, 25 more than" in fewer.text
 
 
 def _table(freq) -> S.FeatureTable:
@@ -370,4 +386,6 @@ def test_matching_a_lab_with_itself_finds_every_firing_feature(model, windows):
     found = S.match_labs(m, lab, m, lab)
     alive = found.alive
     assert alive.any() and np.allclose(found.r[alive], 1.0, atol=1e-4)
-    assert S.match_claim(found.r, found.chance, alive, 0).made
+    assert S.match_claim(found.r, found.chance, alive, 0, untrained=found.chance).made
+    with_blank = S.match_labs(m, lab, m, lab, untrained=(m, lab))
+    assert np.allclose(with_blank.untrained[alive], 1.0, atol=1e-4)

@@ -76,3 +76,38 @@ def test_the_sae_claims_hold_with_l1_sparsity(name, l1, claim_bundles):
         assert "a smaller L1 coefficient" in splice.text
     assert 0 <= m.l0 <= m.n_features
     assert S.dead_claim(m, lab.log.dead_window_tokens).made == (m.n_dead > 0)
+
+
+@pytest.mark.parametrize("name", GPT_CLAIM_MODELS)
+def test_features_already_there_early_are_claimed_only_beyond_a_model_that_learned_nothing(
+    name, claim_bundles
+):
+    """Across training (issue 36): the SAE on screen matched against one on an early snapshot is
+    said to have its features "already there" only when more match than in an SAE trained the same
+    way on random weights of the same shape, whose count stands in the sentence."""
+    from viz_model.analysis.untrained import untrained_twin
+
+    bundle = claim_bundle(claim_bundles, name)
+    early = [s for s in bundle.snapshot_steps() if s > 0]
+    if not early:
+        pytest.skip(f"{name} kept no snapshot after step 0: the page offers no comparison")
+    step = early[len(early) // 2]
+    hook, text = S.hook_name(bundle.model.cfg.n_layer // 2), _text(bundle)
+    before, twin = bundle.load_snapshot(step), untrained_twin(bundle).model
+
+    def lab_of(model):
+        return S.lab(model, bundle.tokenizer, text, hook, CFG, n_tokens=4000)
+
+    final = lab_of(bundle.model)
+    found = S.match_labs(
+        bundle.model, final, before, lab_of(before), untrained=(twin, lab_of(twin))
+    )
+    claim = S.match_claim(
+        found.r, found.chance, found.alive, step, found.tokens, untrained=found.untrained
+    )
+    alive = found.alive.astype(bool)
+    blank = int((found.untrained[alive] >= S.MATCH_CORR).sum())
+    matched = int((found.r[alive] >= S.MATCH_CORR).sum())
+    assert f"a model that learned nothing, {blank:,} do" in claim.text.replace(" does", " do")
+    assert claim.made == (matched > blank and matched > claim.numbers["chance"])
+    assert ("already there" in claim.text) == claim.made

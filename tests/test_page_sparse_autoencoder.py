@@ -12,6 +12,7 @@ import torch
 from tests.apptest_util import open_link
 from tests.claims_models import CLASS_TRAINED
 from viz_model.analysis import sae as S
+from viz_model.analysis.untrained import untrained_twin
 from viz_model.bundles.load import load_bundle
 from viz_model.text.data import load_text
 
@@ -109,16 +110,24 @@ def test_the_comparison_with_a_snapshot_prints_the_matching_it_ran():
     bundle = load_bundle(MODELS / "shakespeare-char")
     cfg = S.SAEConfig(n_features=256, k=8, seed=0)
     early = bundle.load_snapshot(34)
+    twin = untrained_twin(bundle)
     lab, lab_early = page_lab(bundle.model, bundle, cfg), page_lab(early, bundle, cfg)
+    lab_blank = page_lab(twin.model, bundle, cfg)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        found = S.match_labs(bundle.model, lab, early, lab_early)
+        found = S.match_labs(bundle.model, lab, early, lab_early, (twin.model, lab_blank))
     finally:
         torch.set_num_threads(threads)
     printed = [md.value for md in at.markdown]
-    claim = S.match_claim(found.r, found.chance, found.alive, 34, found.tokens)
+    claim = S.match_claim(
+        found.r, found.chance, found.alive, 34, found.tokens, untrained=found.untrained
+    )
     assert claim.text in printed and f"fire on these {found.tokens:,} tokens" in claim.text
+    assert "a model that learned nothing" in claim.text
+    assert "its step-0 snapshot, the same shape with random weights" in " ".join(
+        c.value for c in at.caption
+    )
 
 
 def test_l1_sparsity_from_the_url_shows_its_measured_l0_and_claims():

@@ -647,18 +647,29 @@ def chance_matches(acts_a: torch.Tensor, acts_b: torch.Tensor, seed: int = 0) ->
 @dataclass(frozen=True)
 class Matches:
     """Each feature of lab A's SAE against lab B's: its best match in B (F_a,), their correlation
-    (F_a,), the same with B's tokens shuffled (F_a,), and which of A's features fired at all."""
+    (F_a,), the same with B's tokens shuffled (F_a,), which of A's features fired at all, and
+    its best correlation with an SAE trained the same way on a model of the same shape with
+    random weights (F_a,), a model that learned nothing (None when none was given)."""
 
     best: np.ndarray
     r: np.ndarray
     chance: np.ndarray
     alive: np.ndarray
     tokens: int = 0  # how many tokens the activations were correlated over
+    untrained: np.ndarray | None = None
 
 
-def match_labs(model_a: GPT, lab_a: Lab, model_b: GPT, lab_b: Lab) -> Matches:
+def match_labs(
+    model_a: GPT,
+    lab_a: Lab,
+    model_b: GPT,
+    lab_b: Lab,
+    untrained: tuple[GPT, Lab] | None = None,
+) -> Matches:
     """Match two SAEs on one hook (say, of two training snapshots of a model) by how their
-    features' activations correlate over lab A's first MATCH_WINDOWS browsing windows."""
+    features' activations correlate over lab A's first MATCH_WINDOWS browsing windows; with
+    `untrained` (a model of the same shape with random weights, analysis/untrained.py, and an SAE
+    trained on it the same way), A's features are matched against that one too."""
     windows = torch.tensor(
         lab_a.browse.ids[:MATCH_WINDOWS]
     )  # a copy: the cached array is read-only
@@ -666,7 +677,11 @@ def match_labs(model_a: GPT, lab_a: Lab, model_b: GPT, lab_b: Lab) -> Matches:
     acts_b = feature_acts(model_b, lab_b.sae, lab_b.name, windows)
     best, r = best_matches(acts_a, acts_b)
     alive = (acts_a > 0).any(0).numpy()
-    return Matches(best, r, chance_matches(acts_a, acts_b), alive, int(windows.numel()))
+    blank = None
+    if untrained is not None:
+        model_c, lab_c = untrained
+        blank = best_matches(acts_a, feature_acts(model_c, lab_c.sae, lab_c.name, windows))[1]
+    return Matches(best, r, chance_matches(acts_a, acts_b), alive, int(windows.numel()), blank)
 
 
 def feature_match_claim(feature: int, m: Matches, step: int) -> Claim:
@@ -682,29 +697,61 @@ def feature_match_claim(feature: int, m: Matches, step: int) -> Claim:
     return Claim(f"{said}: below {MATCH_CORR}, so it has no counterpart there.", False, numbers)
 
 
+def _do(n: int) -> str:
+    return "does" if n == 1 else "do"
+
+
 def match_claim(
-    r: np.ndarray, chance: np.ndarray, alive: np.ndarray, step: int, tokens: int = 0
+    r: np.ndarray,
+    chance: np.ndarray,
+    alive: np.ndarray,
+    step: int,
+    tokens: int = 0,
+    *,
+    untrained: np.ndarray,
 ) -> Claim:
     """How many alive features of the SAE on screen have a counterpart in the SAE of the snapshot
-    at `step` (correlation >= MATCH_CORR), against the same count with the tokens shuffled.
-    `tokens`: how many tokens `alive` was measured on (said, so that "fire here" is not read as
-    the SAE's alive count, measured on its training tokens)."""
+    at `step` (correlation >= MATCH_CORR), against two controls: the same count with the tokens
+    shuffled, and with an SAE trained the same way on random weights of the same shape (a model
+    that learned nothing: token-identity features exist in any embedding). "Already there" only
+    beyond both. `tokens`: how many tokens `alive` was measured on (said, so that "fire here" is
+    not read as the SAE's alive count, measured on its training tokens)."""
     alive = np.asarray(alive, bool)
-    n, found, by_chance = (
+    n, found, by_chance, blank = (
         int(alive.sum()),
         int((r[alive] >= MATCH_CORR).sum()),
         int((chance[alive] >= MATCH_CORR).sum()),
+        int((np.asarray(untrained)[alive] >= MATCH_CORR).sum()),
     )
-    numbers = {"alive": n, "matched": found, "chance": by_chance, "threshold": MATCH_CORR}
+    numbers = {
+        "alive": n,
+        "matched": found,
+        "chance": by_chance,
+        "untrained": blank,
+        "threshold": MATCH_CORR,
+    }
     where = f"on these {tokens:,} tokens" if tokens else "here"
     measured = (
         f"{found:,} of the {n:,} features that fire {where} have a counterpart in the SAE trained on "
         f"the model at step {step:,} (activations correlated at {MATCH_CORR} or more over the same "
-        f"tokens); with the tokens shuffled, {by_chance:,} do"
+        f"tokens); with the tokens shuffled, {by_chance:,} {_do(by_chance)}; in an SAE trained the "
+        f"same way on the same shape with random weights, a model that learned nothing, "
+        f"{blank:,} {_do(blank)}"
     )
-    if found > by_chance and found > 0:
+    if found > by_chance and found > blank:
         return Claim(
-            f"{measured}: those {found:,} were already there at step {step:,}.", True, numbers
+            f"{measured}: those {found:,} were already there at step {step:,}, {found - blank:,} "
+            "more than a model that learned nothing gives.",
+            True,
+            numbers,
+        )
+    if found > by_chance:
+        return Claim(
+            f"{measured}: no more than random weights give, so what the two share is what any "
+            "model of this shape has (such as which token is here), not something learned by "
+            f"step {step:,}.",
+            False,
+            numbers,
         )
     return Claim(
         f"{measured}: no more than chance, so the two dictionaries share no features this test "
