@@ -11,6 +11,7 @@ from serving import models
 from ui import cache, nav, present, state
 from ui.charts import quantization as charts
 from ui.precision import KEY as QUANT_KEY
+from viz_model.analysis import next_token as nt
 from viz_model.analysis import quantization as qa
 from viz_model.model.quantize import (
     INT_BITS,
@@ -114,6 +115,11 @@ st.markdown(
         ]
     )
 )
+if (copying := nt.loss_lookahead_claim(ctx.config.causal)).made:
+    st.warning(
+        f"{copying.text} The bits per character here say how much each precision changes that "
+        "copying, not how well the model predicts text."
+    )
 st.caption(
     f"Measured on {result.n_windows} windows of {result.length} tokens from {text_note}: "
     f"{result.n_positions:,} predictions a precision. ×: how many times fewer bytes than "

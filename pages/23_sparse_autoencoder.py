@@ -13,6 +13,7 @@ from ui import cache, corpus, present, sae_job_panel, scrubber, state
 from ui.charts import sae as charts
 from ui.charts.common import show_whitespace
 from ui.charts.neurons import direction_bars, snippets_html
+from viz_model.analysis import next_token as nt
 from viz_model.analysis import sae as S
 from viz_model.analysis import sae_files
 from viz_model.analysis.tokens import token_text
@@ -287,6 +288,11 @@ if not spec.k:
         "A larger λ gives fewer active features and a rougher reconstruction."
     )
 st.markdown(S.splice_claim(m, l1=not spec.k).text)
+if (copying := nt.loss_lookahead_claim(ctx.config.causal)).made:
+    st.warning(
+        f"{copying.text} These losses say how much of that copying the SAE keeps, not how well "
+        "the model predicts text."
+    )
 st.markdown(S.dead_claim(m, log.dead_window_tokens).text)
 made_by = f"Trained as job {job_view.name} on" if job_view is not None else "Trained on"
 st.caption(

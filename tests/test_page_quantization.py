@@ -93,3 +93,19 @@ def test_a_precision_combines_with_a_training_step(models_dir):
     card = _card(at)
     assert "training step: **37 of 150**" in card
     assert "precision: **int8, one scale per row**" in card
+
+
+def test_a_model_without_a_causal_mask_is_said_to_copy_not_predict():
+    """shakespeare-nomask sees each token it is scored on: its bits per character measure copying,
+    as the model card and the Training page say; a causal model gets no such note."""
+    from pathlib import Path
+
+    bundled = Path(__file__).resolve().parent.parent / "assets" / "models"
+    warned = []
+    for name in ("shakespeare-nomask", "shakespeare-tiny"):
+        at = open_link(bundled, PAGE, {"model": name, "prompt": "ROMEO: But soft"}, timeout=300)
+        assert not at.exception, at.exception[0].value
+        warned.append(" ".join(w.value for w in at.warning))
+    assert "no causal mask" in warned[0] and "measures copying" in warned[0]
+    assert "changes that copying" in warned[0]
+    assert "no causal mask" not in warned[1]

@@ -147,3 +147,14 @@ def test_l1_sparsity_from_the_url_shows_its_measured_l0_and_claims():
     assert f"**{m.l0:.1f}** active features on average, of 256" in said
     assert at.query_params["sae_sparsity"] == "l1" and at.query_params["sae_l1"] == "0.03"
     assert not any(s.label.startswith("Active features per token k") for s in at.select_slider)
+
+
+def test_a_model_without_a_causal_mask_is_said_to_copy_not_predict():
+    """shakespeare-nomask's clean, spliced and ablated losses measure copying (it sees each token
+    it is scored on): the page says so beside them, as the model card does."""
+    query = {"model": "shakespeare-nomask", "prompt": PROMPT, **SMALL}
+    at = open_link(MODELS, PAGE, query, timeout=600)
+    assert not at.exception, at.exception[0].value
+    warned = " ".join(w.value for w in at.warning)
+    assert "no causal mask" in warned and "measures copying" in warned
+    assert "how much of that copying the SAE keeps" in warned
