@@ -58,6 +58,7 @@ import contextlib
 import dataclasses
 import hmac
 import json
+import math
 import os
 import re
 import shutil
@@ -73,6 +74,7 @@ from typing import Any
 import filelock
 import psutil
 
+from serving import guesses
 from serving.models import discover
 from serving.paths import REPO, RUNS_ENV, runs_root  # noqa: F401 (jobs.runs_root, jobs.REPO: the API)
 from viz_model.bundles.files import CheckpointError, write_json, write_text
@@ -163,6 +165,10 @@ class Auth:
 
     expected: str = field(default="", repr=False)
     given: str | None = field(default=None, repr=False)
+    # the browser the password comes from (its address, ui/classroom.client_key): wrong passwords
+    # are counted per browser and, past a few a minute, refused (serving/guesses.py); "" for a
+    # caller that is not a browser (the command line, tests), which nothing limits
+    client: str = field(default="", repr=False)
 
     @classmethod
     def resolve(cls, given: str | None, secret: object = None) -> Auth:
@@ -182,7 +188,15 @@ class Auth:
             raise JobError(
                 "starting, stopping, changing or deleting a run needs the teacher password"
             )
+        wait = guesses.wait_s(self.client) if self.client else 0.0
+        if wait > 0:
+            raise JobError(
+                f"too many wrong teacher passwords from this browser: try again in "
+                f"{math.ceil(wait)} s"
+            )
         if not hmac.compare_digest(self.given.encode("utf-8"), self.expected.encode("utf-8")):
+            if self.client:
+                guesses.failed(self.client)
             raise JobError("wrong teacher password")
 
 

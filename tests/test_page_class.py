@@ -15,7 +15,7 @@ from serving import jobs
 from serving.classroom import classes, questions, store
 from tests.apptest_util import ROOT, app_test, first_bundle
 from tests.test_page_lessons import DEMO
-from ui import class_page, classroom
+from ui import class_page, class_watch, classroom
 from ui import lesson as ui_lesson
 from ui.state import to_url, widget_key
 from viz_model.bundles.load import load_bundle
@@ -35,6 +35,9 @@ def runs(tmp_path, monkeypatch):
     monkeypatch.delenv(store.DB_ENV, raising=False)
     monkeypatch.delenv(jobs.PASSWORD_ENV, raising=False)
     yield tmp_path
+    # the students' boxes stay registered with this process's watcher (AppTest's sessions end
+    # without a word), which would go on reading a class database in the next test's runs folder
+    class_watch.unregister_all()
     store.dispose()
 
 
@@ -376,3 +379,21 @@ def test_the_leaderboard_hides_names_until_the_teacher_shows_them(models_dir, ru
     assert list(table["run"]) == ["ada-run"] and "Ada Lovelace" not in list(table["student"])
     at.toggle(key="class_board_names").set_value(True).run()
     assert list(at.dataframe[0].value["student"]) == ["Ada Lovelace"]
+
+
+def test_the_teacher_password_cannot_be_guessed_at_script_speed(models_dir, runs, monkeypatch):
+    """Issue 39: 200 guesses in 16 s through "Start a class", no slowdown. After a few wrong
+    ones this browser waits, even with the right password; nothing is started meanwhile."""
+    from serving import guesses
+
+    monkeypatch.setenv(jobs.PASSWORD_ENV, "sesame")
+    at = app_test(models_dir, CLASS_PAGE)
+    for i in range(guesses.FAILURES_MAX):
+        at.text_input(key="class_password").set_value(f"guess{i}")
+        next(b for b in at.button if b.label == "Start a class").click().run()
+    at.text_input(key="class_password").set_value("sesame")
+    next(b for b in at.button if b.label == "Start a class").click().run()
+    assert not at.exception
+    shown = "\n".join(e.value for e in at.error) + "\n".join(w.value for w in at.warning)
+    assert "too many wrong teacher passwords" in shown
+    assert classes.active_classes() == []

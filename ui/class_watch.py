@@ -183,6 +183,16 @@ def unregister(session_id: str) -> None:
         _generation[0] += 1
 
 
+def unregister_all() -> None:
+    """Forget every registered box: sessions that ended without the server noticing (AppTest's,
+    which have no Runtime to ask), so the watcher stops reading a class database."""
+    with _lock:
+        _followers.clear()
+        _waiting.clear()
+        _moving.clear()
+        _generation[0] += 1
+
+
 def _running_ids() -> tuple[str, str] | None:
     """(session id, running fragment id), or None outside a fragment or without the internals."""
     try:

@@ -171,11 +171,9 @@ def leave() -> None:
 
 
 def client_key() -> str:
-    """What identifies a browser for the join-code rate limit: its address, as the class
-    server's HAProxy sets it (X-Forwarded-For: the last entry is the one our proxy wrote), else
-    the connection's own. Only wrong codes count against it (classes.join)."""
-    forwarded = st.context.headers.get("X-Forwarded-For", "")
-    return forwarded.split(",")[-1].strip() or st.context.ip_address or "unknown"
+    """What identifies a browser for the join-code rate limit (only wrong codes count against
+    it, classes.join): ui/teacher.client_key, which the password limit uses too."""
+    return teacher.client_key()
 
 
 # ---- the view ---------------------------------------------------------------------------------

@@ -38,7 +38,18 @@ def expected() -> str:
 
 def auth(given: str | None) -> jobs.Auth:
     """The jobs.Auth for a password the user gave (None: none)."""
-    return jobs.Auth(expected(), given)
+    return jobs.Auth(expected(), given, client=client_key())
+
+
+def client_key() -> str:
+    """What identifies a browser for the wrong-password and wrong-code limits: its address, as
+    the class server's HAProxy sets it (X-Forwarded-For: the last entry is the one our proxy
+    wrote), else the connection's own."""
+    headers, address = st.context.headers, st.context.ip_address
+    forwarded = headers.get("X-Forwarded-For", "") if headers else ""
+    found = forwarded.split(",")[-1].strip() if isinstance(forwarded, str) else ""
+    # a key is text: AppTest's context, say, has no address (no text) at all
+    return found or (address if isinstance(address, str) and address else "unknown")
 
 
 def password_field(key: str, container=st) -> jobs.Auth:
