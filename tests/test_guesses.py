@@ -71,3 +71,33 @@ def test_a_broken_counts_file_counts_nothing_and_is_written_anew(runs):
     for _ in range(guesses.FAILURES_MAX - 1):
         guesses.failed("10.0.0.6")
     assert guesses.wait_s("10.0.0.6") > 0
+
+
+@pytest.mark.parametrize(
+    "peer, forwarded, trusted, key",
+    [
+        (
+            None,
+            "6.6.6.6, 10.0.0.7",
+            "",
+            "10.0.0.7",
+        ),  # the class server's HAProxy (loopback) wrote it
+        (
+            "10.0.0.9",
+            "6.6.6.6",
+            "",
+            "10.0.0.9",
+        ),  # a browser talking directly: its header is ignored
+        ("172.18.0.5", "10.0.0.7", "172.18.0.5", "10.0.0.7"),  # a proxy named as trusted
+        ("172.18.0.5", "10.0.0.7", "172.18.0.6", "172.18.0.5"),  # ... and one that is not
+        (None, "", "", "local"),  # this machine's own browser
+    ],
+)
+def test_a_browser_is_named_by_its_address_or_by_a_trusted_proxys_word_for_it(
+    peer, forwarded, trusted, key
+):
+    """Issue 39: X-Forwarded-For was trusted from any client (a new value per connection
+    escaped the limits), and behind the proxy every browser had one key."""
+    from ui.teacher import browser_key
+
+    assert browser_key(peer, forwarded, trusted) == key
