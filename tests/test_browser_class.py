@@ -401,6 +401,10 @@ def _a_class(teacher_url: str, student_url: str, teacher, students: dict) -> Non
         return None
 
     row = _until("Ada's run on the leaderboard with bits per character", ranked, teacher, 180)
+    assert row["student"] != "Ada", row  # names hidden on the projector until the teacher asks
+    teacher.locator(MAIN).get_by_text("Show students' names").click()
+    wait_drawn(teacher)
+    row = _until("Ada's name on the leaderboard", ranked, teacher)
     assert row["student"] == "Ada" and row["rank"] == "1", row
     bpc = float(row["bits per character"])
     assert 0.5 < bpc < 8, row  # a few seconds of training: far from good, far from nothing

@@ -486,13 +486,13 @@ def navigation() -> StreamlitPage:
     legacy = _legacy_router_ran()
     page = st.navigation(_declared_pages(), expanded=True)
     if legacy:
-        st.sidebar.html(_CLOSE_NOT_FOUND, unsafe_allow_javascript=True)
+        st.sidebar.html(CLOSE_NOT_FOUND, unsafe_allow_javascript=True)
     return page
 
 
 # The legacy router's notice: a dialog titled "Page not found" with a Close button. Looked for
 # for a few seconds (it may be drawn after this script), closed once, never anything else.
-_CLOSE_NOT_FOUND = """<script>
+CLOSE_NOT_FOUND = """<script>
 (() => {
   const end = Date.now() + 8000;
   const look = () => {
