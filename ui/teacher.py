@@ -69,3 +69,20 @@ def browser_key(peer: str | None, forwarded: object, trusted: str) -> str:
         if last:
             return last
     return peer or "local"
+
+
+def password_field(key: str, container=st) -> jobs.Auth:
+    """The password field (only when the server has a password), as a jobs.Auth to pass on."""
+    if not expected():
+        return auth(None)
+    # live: the value reaches the server as it is typed. Otherwise it is sent on Enter or when
+    # focus leaves the widget, and Tab lands on the field's own "show password" button, so a
+    # password typed and left with Tab never arrived and Start stayed disabled (issue 37).
+    typed = container.text_input(
+        "Teacher password",
+        type="password",
+        key=key,
+        live=True,
+        help="This server asks for it to start, stop, change or delete runs; watching is free.",
+    )
+    return auth(typed or None)
