@@ -9,7 +9,7 @@ After FAILURES_MAX wrong passwords from one browser within WINDOW_S seconds, eve
 tries is refused until the oldest of them is WINDOW_S old, the right one too (otherwise the limit
 would not slow a guesser down). The counts live in one small JSON file in the runs folder,
 written under its own lock (filelock), so each server process sees the others' counts; a browser
-is named by its address (ui/classroom.client_key). A file that cannot be read or written counts
+is named by its address (ui/teacher.client_key). A file that cannot be read or written counts
 nothing: the password check itself still holds.
 
 Not here: the password check (jobs.Auth), the join codes' limit (serving/classroom/classes.py).

@@ -165,7 +165,7 @@ class Auth:
 
     expected: str = field(default="", repr=False)
     given: str | None = field(default=None, repr=False)
-    # the browser the password comes from (its address, ui/classroom.client_key): wrong passwords
+    # the browser the password comes from (its address, ui/teacher.client_key): wrong passwords
     # are counted per browser and, past a few a minute, refused (serving/guesses.py); "" for a
     # caller that is not a browser (the command line, tests), which nothing limits
     client: str = field(default="", repr=False)

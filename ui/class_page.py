@@ -32,7 +32,6 @@ from ui.frame import PageContext
 from viz_model.analysis.claims import md_escape
 from viz_model.text.data import CORPORA
 
-ASK_STOP = "_class_ask_stop"  # the sidebar's "ask this stop's question" (lesson id, step)
 LIVE_S = 1.0  # the teacher's distribution refreshes this often
 # A head question's answer: a lesson answer kind measured on the model on screen, and whether it
 # takes the layer the teacher picks.
@@ -86,7 +85,7 @@ def _join_form() -> None:
     if not joined:
         return
     try:
-        me = classes.join(code, name, classroom.client_key())
+        me = classes.join(code, name, teacher.client_key())
         info = classes.get_class(me.class_id)
     except (ClassRefused, ClassStateError) as error:
         refusal(error)
@@ -211,14 +210,13 @@ def _label(route: str) -> str:
 
 def _ask(ctx: PageContext, m: classroom.Membership) -> None:
     place = lesson.current()
-    wanted = st.session_state.pop(ASK_STOP, None)
     if place is not None:
         stop = place.stop
         st.markdown(
             f"At the lesson stop **{md_escape(place.lesson.title)}, {place.step}**: "
             f"{md_escape(stop.question)}"
         )
-        if st.button("Ask the room this stop's question", type="primary") or wanted == place.key:
+        if st.button("Ask the room this stop's question", type="primary"):
             truth = lesson.truth_for(ctx, stop)
             _asked(
                 m,

@@ -170,12 +170,6 @@ def leave() -> None:
         del st.query_params[SEAT]
 
 
-def client_key() -> str:
-    """What identifies a browser for the join-code rate limit (only wrong codes count against
-    it, classes.join): ui/teacher.client_key, which the password limit uses too."""
-    return teacher.client_key()
-
-
 # ---- the view ---------------------------------------------------------------------------------
 
 

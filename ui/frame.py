@@ -169,8 +169,8 @@ def _resolve_model(found: dict[str, models.Path]) -> tuple[str, Bundle, list[str
             continue
         if name != requested and requested in found:
             errors[-1] += f" Still showing “{name}”."
-        if name != requested:
-            _forget_step()  # a step chosen for the requested model: this one opens at its final
+        if name != requested:  # a step chosen for the requested model: this one opens at its final
+            state.forget(scrubber.KEY)  # (step 0 would be random weights under another name)
         ss["model"] = ss[_GOOD] = name
         state.mirror("model", name)
         return bid, bundle, errors
@@ -179,15 +179,6 @@ def _resolve_model(found: dict[str, models.Path]) -> tuple[str, Bundle, list[str
     st.error("None of the model bundles could be opened.")
     st.stop()
     raise AssertionError  # unreachable: st.stop() ends the script
-
-
-def _forget_step() -> None:
-    """Drop the training step (session, widget and URL): it belonged to another model, and step
-    0 of this one would show random weights under a name the viewer did not ask for."""
-    for key in (scrubber.KEY, state.widget_key(scrubber.KEY)):
-        st.session_state.pop(key, None)
-    if scrubber.KEY in st.query_params:
-        del st.query_params[scrubber.KEY]
 
 
 def _model_picker(names: list[str]) -> None:

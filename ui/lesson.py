@@ -190,12 +190,8 @@ def enter(page: nav.Page) -> None:
 
 
 def _apply_view(lesson: Lesson, stop: Stop, page: nav.Page) -> None:
-    ss = st.session_state
     for key in (*page.view_keys, *FRAME_KEYS):  # the rest of the view goes back to its defaults
-        ss.pop(key, None)
-        ss.pop(state.widget_key(key), None)
-        if key in st.query_params:
-            del st.query_params[key]
+        state.forget(key)
     state.set_value("model", stop.model)
     state.set_value("prompt", prompt_of(lesson, stop))
     for key, value in stop.view.items():

@@ -143,11 +143,17 @@ def reset_on_change(key: str, owner: Any, seen_key: str) -> None:
     differs from the last run's, kept under `seen_key`; the first run keeps a link's choice."""
     ss = st.session_state
     if seen_key in ss and ss[seen_key] != owner:
-        ss.pop(key, None)
-        ss.pop(widget_key(key), None)
-        if key in st.query_params:
-            del st.query_params[key]
+        forget(key)
     ss[seen_key] = owner
+
+
+def forget(key: str) -> None:
+    """Drop a URL-carried value everywhere it lives (session, its widget, the URL), so the next
+    read takes its default."""
+    st.session_state.pop(key, None)
+    st.session_state.pop(widget_key(key), None)
+    if key in st.query_params:
+        del st.query_params[key]
 
 
 def _copy_back(key: str) -> None:

@@ -11,8 +11,8 @@ the gradient's norm clipped. Every step records the gradient's norm before clipp
 show vanishing, exploding and clipped gradients. Every `eval_every` steps the loop measures the
 validation loss (model.eval(), no gradients, the fused attention path), every `sample_every`
 steps it writes a short sample (and a new run one at step 0, before its first step: the
-untrained model's text, the first record it yields), and at log-spaced steps it saves a float16 snapshot of the weights
-so a page can scrub back through training. The bundle (checkpoint.save_bundle) is rewritten at
+untrained model's text, the first record it yields), and at log-spaced steps it saves a float16
+snapshot of the weights so a page can scrub back through training. The bundle (checkpoint.save_bundle) is rewritten at
 every evaluation and at the end, so stopping at any time leaves a loadable model.
 
 It stops early, always leaving a loadable bundle, when the `stop` event is set (after the step in
