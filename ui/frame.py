@@ -87,7 +87,6 @@ def frame(page: nav.Page) -> PageContext:
     title = page.title
     st.set_page_config(
         page_title=title if title == APP_NAME else f"{title} · {APP_NAME}",
-        page_icon=page.icon,
         layout="wide",
         initial_sidebar_state=present.sidebar_state(),
     )

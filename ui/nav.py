@@ -478,12 +478,29 @@ def by_route(route: str) -> Page | None:
     return next((p for p in all_pages() if p.route == route), None)
 
 
+# The browser tab's icon, one for the whole app, drawn inline (a data: URL): a causal attention
+# pattern, each token reading itself and the tokens before it. Not the pages' Material icons:
+# Streamlit draws those in the page from the font it ships, but fetches a favicon's from
+# fonts.gstatic.com, and the app runs offline (tests/test_browser_offline.py).
+APP_ICON = (
+    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24">'
+    '<rect width="24" height="24" rx="5" fill="#1f4e8c"/><g fill="#fff">'
+    '<rect x="3" y="3" width="5" height="5" rx="1"/>'
+    '<rect x="3" y="9.5" width="5" height="5" rx="1" opacity=".55"/>'
+    '<rect x="9.5" y="9.5" width="5" height="5" rx="1" opacity=".9"/>'
+    '<rect x="3" y="16" width="5" height="5" rx="1" opacity=".35"/>'
+    '<rect x="9.5" y="16" width="5" height="5" rx="1" opacity=".6"/>'
+    '<rect x="16" y="16" width="5" height="5" rx="1"/></g></svg>'
+)
+
+
 def navigation() -> StreamlitPage:
     """Declare every page to Streamlit, in sections (Home above them, with no heading), and
     return the one this run shows. On a process's very first run, which Streamlit's legacy
     `pages/` router has already answered, close the "Page not found" notice it put over a deep
     link's page (the page itself is found here)."""
     legacy = _legacy_router_ran()
+    st.set_page_config(page_icon=APP_ICON)  # before st.navigation, which else sets a page's icon
     page = st.navigation(_declared_pages(), expanded=True)
     if legacy:
         st.sidebar.html(CLOSE_NOT_FOUND, unsafe_allow_javascript=True)
