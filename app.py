@@ -6,7 +6,8 @@ names one, sets its view (ui/lesson.py); the frame draws the shared sidebar (mod
 prompt, model card) and the page's title once; in a live class, the teacher's class box goes in
 the sidebar and a student's at the top of the page (ui/classroom.py), where a question is seen;
 the lesson's question goes above the page; then the page runs with
-`ctx = ui.context()`, and a teacher's view is published for the class to follow.
+`ctx = ui.context()`, and a teacher's view, as the page settled, is published for the class to
+follow.
 """
 
 import streamlit as st
@@ -16,7 +17,7 @@ from ui import classroom, lesson, nav
 
 page = nav.navigation()
 here = nav.find(page.url_path)
-classroom.enter(here)
+run = classroom.enter(here)
 lesson.enter(here)
 teacher_box = st.sidebar.container()  # a live class's teacher box: above the model and prompt
 student_box = st.container()  # a student's class box and question: the top of the main area
@@ -26,4 +27,4 @@ lesson.panel(ctx, here, room=classroom.stop_asked, lead=classroom.lead_stop)
 try:
     page.run()
 finally:
-    classroom.after_run(here)
+    classroom.after_run(here, run)

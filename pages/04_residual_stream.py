@@ -6,7 +6,7 @@ import numpy as np
 import streamlit as st
 
 import ui
-from ui import cache, parts, present, state
+from ui import cache, classroom, parts, present, state
 from ui.charts import residual as charts
 from ui.charts.common import plotly_text, show_whitespace
 from viz_model.analysis import residual as rs
@@ -183,7 +183,7 @@ present.plot(
 
 # ---- one position through the layers, then who pushed its prediction -------------------------
 # Fragments: moving the position slider reruns only this part, choosing a token only section 3.
-@st.fragment
+@classroom.view_fragment
 def follow_position() -> None:
     position = state.slider(
         "Position to look at",
@@ -219,7 +219,7 @@ def follow_position() -> None:
     explain_token(position)
 
 
-@st.fragment
+@classroom.view_fragment
 def explain_token(position: int) -> None:
     att = draw_attribution(position) if SUM else None
     numbers_behind(position, att)

@@ -9,7 +9,7 @@ import streamlit as st
 
 import ui
 from serving import models
-from ui import cache, parts, present, state
+from ui import cache, classroom, parts, present, state
 from ui.charts import layernorm as charts
 from viz_model.analysis import contrasts as ct
 from viz_model.analysis import layernorm as lnx
@@ -77,7 +77,7 @@ KEY = (ctx.bundle_id, tuple(ctx.ids), tuple(ctx.labels))  # what every figure he
 
 # ---- one LayerNorm, one token --------------------------------------------------------------------
 # A fragment: choosing another LayerNorm or token reruns only this part of the page.
-@st.fragment
+@classroom.view_fragment
 def one_layernorm() -> None:
     # ---- the controls ---------------------------------------------------------------------------
     names = lnx.layernorm_names(ctx.model)

@@ -5,7 +5,7 @@ import numpy as np
 import streamlit as st
 
 import ui
-from ui import cache, parts, present, state
+from ui import cache, classroom, parts, present, state
 from ui.charts import neurons as charts
 from viz_model.analysis import neurons as nx
 from viz_model.model.config import ACT_LABELS
@@ -146,7 +146,7 @@ st.caption(
 
 # ---- 2. and 3. one neuron ------------------------------------------------------------------------
 # A fragment: typing another neuron reruns only this part of the page.
-@st.fragment
+@classroom.view_fragment
 def one_neuron(layer: int, post: np.ndarray, default: int) -> None:
     st.subheader("2. One neuron: what makes it fire?")
     neuron = state.number_input(

@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import ui
-from ui import cache, controls, families, parts, present, state, training_text
+from ui import cache, classroom, controls, families, parts, present, state, training_text
 from ui.charts import next_token as charts
 from ui.charts.common import show_whitespace
 from viz_model.analysis import generation as gen
@@ -378,7 +378,7 @@ def draw_numbers(steps: list[gen.Step], seq: list[int], dist) -> None:
             )
 
 
-@st.fragment
+@classroom.view_fragment
 def stepper_section() -> None:
     """Everything a step changes. A step, undo, reset or forced token reruns only this fragment,
     not the sidebar, the intro and the sliders above (which rerun the whole page when moved)."""

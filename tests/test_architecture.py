@@ -105,3 +105,30 @@ def test_the_removal_check_sees_every_way_of_importing_it(tmp_path):
     ):
         (tmp_path / "x.py").write_text(line + "\n")
         assert _imported_modules(tmp_path / "x.py") & set(REMOVED_STREAMLIT), line
+
+
+def _fragments(path: Path) -> list[int]:
+    """The lines where `path` makes a fragment with Streamlit's own st.fragment."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and node.attr == "fragment"
+        and isinstance(node.value, ast.Name) and node.value.id == "st"
+    ]  # fmt: skip
+
+
+def test_a_pages_fragments_publish_a_teachers_change_to_the_class():
+    """A page's fragment reruns alone, without app.py around it, so a teacher's change of view
+    made there (a position, a neuron) reaches the class only through ui/classroom.view_fragment
+    (issue 37)."""
+    assert {
+        str(p.relative_to(ROOT)): lines
+        for p in sorted((ROOT / "pages").glob("*.py"))
+        if (lines := _fragments(p))
+    } == {}
+
+
+def test_the_fragment_check_sees_a_decorator_and_a_call(tmp_path):
+    (tmp_path / "x.py").write_text("@st.fragment\ndef f(): ...\ng = st.fragment(f, run_every=1)\n")
+    assert _fragments(tmp_path / "x.py") == [1, 3]

@@ -397,3 +397,110 @@ def test_the_teacher_password_cannot_be_guessed_at_script_speed(models_dir, runs
     shown = "\n".join(e.value for e in at.error) + "\n".join(w.value for w in at.warning)
     assert "too many wrong teacher passwords" in shown
     assert classes.active_classes() == []
+
+
+# ---- the teacher's view, as the page settled (issue 37: followers on the wrong model) ------------
+
+
+def _settling(class_id: int, teacher_key: str):
+    """A teacher's run on Attention (layer 1, stop 7), as app.py runs it, in the way
+    `session_state["how"]` names: "settles" (the run ends), "overtaken" (a newer run of the
+    session began before it ended: rapid clicks overlap runs), "stops" (the page's st.stop),
+    "fragment" (then a page fragment changes one key, starting from a browser address that still
+    names the previous stop), "begins" (only a newer run's start), "box" (only the teacher box's
+    timer)."""
+    import streamlit as st
+
+    from ui import classroom, nav
+
+    ss = st.session_state
+    if "_class" not in ss:
+        ss["_class"] = classroom.Membership(class_id, "", "", "teacher", teacher_key)
+    page, how = nav.by_route("Attention"), ss["how"]
+    inline = classroom.in_fragment_rerun
+    if how == "box":
+        classroom.in_fragment_rerun = lambda: True  # AppTest runs a fragment inline: as a rerun
+        try:
+            classroom._teacher_box(ss["_class"], page)
+        finally:
+            classroom.in_fragment_rerun = inline
+        return
+    run = classroom.enter(page)
+    if how == "begins":
+        return
+    st.query_params.from_dict({"model": "m", "layer": "1", "step": "7"})  # as the frame reads them
+    classroom.boxes(page, st.sidebar.container(), st.container())
+    if how == "overtaken":
+        ss["_class_run"] += 1
+    try:
+        if how == "stops":
+            st.stop()
+    finally:
+        classroom.after_run(page, run)
+    if how == "fragment":
+        st.query_params.from_dict({"model": "old", "step": "6", "layer": "1"})
+
+        @classroom.view_fragment
+        def position() -> None:
+            st.query_params["query"] = "3"
+
+        classroom.in_fragment_rerun = lambda: True
+        try:
+            position()
+        finally:
+            classroom.in_fragment_rerun = inline
+
+
+SETTLED = {"model": "m", "layer": "1", "step": "7"}
+
+
+def _teacher(a_class):
+    from streamlit.testing.v1 import AppTest
+
+    return AppTest.from_function(_settling, args=(a_class.id, a_class.teacher_key))
+
+
+def _runs(at, a_class, *hows: str) -> classes.View:
+    for how in hows:
+        at.session_state["how"] = how
+        at.run(timeout=30)
+        assert not at.exception, at.exception
+    return classes.view(a_class.id)
+
+
+def test_a_teachers_run_overtaken_by_a_newer_one_publishes_nothing(a_class):
+    """Rapid Back/Next: a run that a newer one overtook holds a half-applied view (the newer run
+    began from the browser's address); only the newest run's view goes to the class."""
+    before = classes.view(a_class.id)
+    at = _teacher(a_class)
+    assert _runs(at, a_class, "overtaken", "box").version == before.version
+    settled = _runs(at, a_class, "settles")
+    assert (settled.page, settled.params) == ("Attention", SETTLED)
+
+
+def test_a_page_that_stops_is_published_by_the_teachers_box_unless_a_newer_run_began(a_class):
+    """st.stop ends a page on purpose (a refusal, an empty prompt), and a run that a newer click
+    replaces ends the same way: the view as the frame left it waits for the teacher's box, which
+    runs only between full runs and publishes it if no newer run began."""
+    before = classes.view(a_class.id)
+    at = _teacher(a_class)
+    assert _runs(at, a_class, "stops").version == before.version  # not yet
+    assert _runs(at, a_class, "stops", "begins", "box").version == before.version  # overtaken
+    classroom_view = _runs(at, a_class, "stops", "box")
+    assert (classroom_view.page, classroom_view.params) == ("Attention", SETTLED)
+
+
+def test_a_page_fragment_publishes_the_keys_it_changed_on_the_settled_view(a_class):
+    """A fragment starts from the browser's address, which may lag the screen (here: still at
+    the previous stop's model and step): the class gets the settled view plus the fragment's own
+    change, not the lagging address."""
+    view = _runs(_teacher(a_class), a_class, "fragment")
+    assert view.params == {**SETTLED, "query": "3"}
+
+
+def test_a_forged_or_broken_teacher_cookie_is_no_class():
+    """Issue 39: `viz_class_teacher=99999999999999999999:x` broke every page for that browser."""
+    assert classroom.teacher_cookie("12:abc") == (12, "abc")
+    for bad in (None, "", "12", "12:", ":abc", "99999999999999999999:x", "²:x", "١٢:x",
+                "-3:x", " 12:x", "1e3:x"):  # fmt: skip
+        assert classroom.teacher_cookie(bad) is None, bad

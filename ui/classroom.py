@@ -1,15 +1,20 @@
 """A live class in the browser: who this session is in the class, the teacher's view published,
 the students' views following it, and the question of the moment.
 
-    classroom.enter(page)            # app.py, first: a student moved by the watcher takes the keys
-    classroom.sidebar(page, box)     # app.py, after the frame: the class box in the sidebar
+    run = classroom.enter(page)      # app.py, first: a student moved by the watcher takes the keys
+    classroom.boxes(page, side, top) # app.py, after the frame: the class box
     try: page.run()
-    finally: classroom.after_run()   # the teacher's view, published once the page has drawn
+    finally: classroom.after_run(page, run)  # the teacher's view, once the page has drawn
 
 The teacher's session publishes its view (the page's URL path and its query params, which carry
-the model, the prompt and every choice the page offers) whenever it changes: after each run, and
-from a fragment on a short timer that catches what a run left unfinished. The Live class page,
-the teacher's control room, is never published. A student's class box is a fragment; this
+the model, the prompt and every choice the page offers) when it changes, as the page *settled*:
+at the end of a full run that was neither replaced (a newer click's run: its view may be half
+applied, and the browser's address, which a run starts from, may lag the screen) nor overtaken,
+and at the end of a page's fragment (`view_fragment`), as the keys that fragment changed. The
+teacher's box, a fragment on a short timer that runs only between full runs, publishes the view
+of a run that stopped (st.stop) as the frame left it when no newer run began, and retries a view
+the database refused; it never reads the address. The Live class page, the
+teacher's control room, is never published. A student's class box is a fragment; this
 process's watcher (ui/class_watch.py) runs the teacher's page in the student's session when the
 teacher moves (`enter` then gives that run the teacher's keys) and reruns the box when a question
 changes; where Streamlit cannot be nudged, the box polls every POLL_S and applies a move itself
@@ -23,6 +28,8 @@ Not here: the class database and who may do what (serving/classroom/), the Live 
 
 from __future__ import annotations
 
+import functools
+import re
 import sys
 import time
 from dataclasses import dataclass, field, replace
@@ -30,7 +37,7 @@ from typing import Any
 
 import streamlit as st
 from cachetools import TTLCache
-from streamlit.runtime.scriptrunner_utils.exceptions import RerunException
+from streamlit.runtime.scriptrunner_utils.exceptions import RerunException, StopException
 
 from serving import jobs
 from serving.classroom import board, classes, questions
@@ -44,13 +51,14 @@ SEAT = class_watch.SEAT  # URL key: a student's member token
 PRIVATE = frozenset({SEAT, "present", "join"})  # URL keys that are one browser's, never followed
 POLL_S = 1.0  # a student box's timer where the watcher cannot push (ui/class_watch.py)
 SAFETY_S = 120.0  # its timer where the watcher pushes (and asks again): a net for a lost watcher
-PUBLISH_S = 0.5  # the teacher's fragment: catches a view a run did not finish publishing
+PUBLISH_S = 0.5  # the teacher's fragment: retries a settled view the database refused
 LEAD_S = 2.0  # the teacher's lesson panel: the count of answers to this stop's question
 BOX_KEY = lesson.CLASS_BOX_KEY  # the student's box: kept out of the lesson's mask
 DASHBOARD_TTL_S = 2.0  # the teacher's counts: live enough, and a class's runs read rarely
 HEARTBEAT_S = 5.0  # a student's "I am here, on this page" (a write): the dashboard's 15 s window
 _KEY = "_class"  # this session's Membership
 _RESEND = "_class_resend"  # after a followed move: the address is said again on the next run
+_RUN = "_class_run"  # the number of this session's newest full run (app.py's)
 _COOKIE = "_class_cookie"  # (value, max-age) of the teacher cookie, written on the next run
 TEACHER_COOKIE = "viz_class_teacher"  # the teacher's class id and key, in their browser only
 TEACHER_COOKIE_S = 12 * 3600  # a class day
@@ -74,6 +82,8 @@ class Membership:
     following: bool = True
     seen_version: int = 0  # the teacher's view version this session last applied (students)
     published: str = ""  # what this session last published (teachers): page + params as text
+    settled: tuple[str, dict[str, str]] | None = None  # the view as the page last settled
+    draft: tuple[int, str, dict[str, str]] | None = None  # (run, view) as the frame left it
     answers: dict[int, str] = field(default_factory=dict)  # question id -> this student's answer
     looked_up: set[int] = field(default_factory=set)  # questions whose answer was read (once)
     beat_at: float = 0.0  # the last heartbeat (students without a watcher)
@@ -118,19 +128,29 @@ def begin_teaching(info: classes.ClassInfo, teacher: str | jobs.Auth) -> Members
 
 def _teacher_back() -> Membership | None:
     """A teacher whose tab reloaded (a new session): the class whose key the cookie holds."""
-    found = st.context.cookies.get(TEACHER_COOKIE)
-    if not isinstance(found, str):  # none (AppTest has no cookies at all)
+    found = teacher_cookie(st.context.cookies.get(TEACHER_COOKIE))
+    if found is None:
         return None
-    class_id, _, key = found.partition(":")
-    if not class_id.isdigit() or not key:
-        return None
+    class_id, key = found
     try:
-        info = classes.claim(key, int(class_id))
+        info = classes.claim(key, class_id)
     except (ClassRefused, ClassStateError):
         return None
     m = Membership(info.id, info.code, info.title, "teacher", key)
     st.session_state[_KEY] = m
     return m
+
+
+def teacher_cookie(found: Any) -> tuple[int, str] | None:
+    """(class id, teacher key) from the teacher cookie's text, None for anything else: a cookie
+    is whatever the browser sends (another app on this host may set one: cookies ignore ports),
+    so a bad one is no class, never an error on every page."""
+    if not isinstance(found, str):  # none (AppTest has no cookies at all)
+        return None
+    class_id, _, key = found.partition(":")
+    if not re.fullmatch(r"[0-9]{1,18}", class_id) or not key:
+        return None
+    return int(class_id), key
 
 
 def _set_teacher_cookie(value: str, max_age: int) -> None:
@@ -194,11 +214,20 @@ def forget(class_id: int) -> None:
     class_watch.forget(class_id, _dashboards, _boards)
 
 
-def publish(m: Membership, page: nav.Page) -> None:
-    """The teacher's view into the class, when it differs from what this session last put there."""
-    route, params = current_view(page)
+def settle(m: Membership, route: str, params: dict[str, str]) -> None:
+    """The teacher's page has settled on this view: publish it."""
     if route == CLASS_ROUTE:  # the teacher's control room: the class stays where it was
         return
+    m.settled = (route, dict(params))
+    publish(m)
+
+
+def publish(m: Membership) -> None:
+    """The teacher's settled view into the class, when it differs from what this session last
+    put there (a write the database refused is tried again by the teacher's box)."""
+    if m.settled is None:
+        return
+    route, params = m.settled
     text = route + "?" + "&".join(f"{k}={v}" for k, v in sorted(params.items()))
     if text == m.published:
         return
@@ -226,21 +255,24 @@ def apply_view(m: Membership, view: classes.View) -> None:
     st.switch_page(target.file, query_params={**params, SEAT: m.secret})
 
 
-def enter(page: nav.Page) -> None:
+def enter(page: nav.Page) -> int:
     """app.py, before anything reads the URL's values: a student whose session the watcher has
     just moved to the teacher's page (ui/class_watch.py) takes the teacher's keys, in this same
-    run, with no page switch."""
+    run, with no page switch. Returns this run's number (`after_run` publishes a teacher's view
+    only from the session's newest run)."""
+    run = st.session_state[_RUN] = st.session_state.get(_RUN, 0) + 1
     m = st.session_state.get(_KEY)
     if m is None or m.teacher or not m.following:
-        return
+        return run
     try:
         view = class_view(m.class_id)
     except (ClassRefused, ClassStateError):
-        return
+        return run
     if view.version > m.seen_version and view.page == page.route:
         target, params = class_watch.followed(view)
         if target is not None:
             _set_keys(m, view, target, params)
+    return run
 
 
 def _set_keys(m: Membership, view: classes.View, target: nav.Page, params: dict) -> None:
@@ -272,6 +304,9 @@ def boxes(page: nav.Page, side: Any, top: Any) -> None:
             del st.query_params[SEAT]  # a seat in an ended class: the student is out of it
         return
     if m.teacher:
+        # the view as the frame left it (model, step, prompt, stop): the class's, should the
+        # page stop before it settles (a refusal, an empty prompt: st.stop)
+        m.draft = (st.session_state.get(_RUN, 0), *current_view(page))
         with side:
             _teacher_box(m, page)
     else:
@@ -280,16 +315,44 @@ def boxes(page: nav.Page, side: Any, top: Any) -> None:
             _student_box(m, page)
 
 
-def after_run(page: nav.Page) -> None:
+def after_run(page: nav.Page, run: int) -> None:
     """After the page ran (or stopped): a student's place in the class's moves goes to the next
-    (ui/class_watch.py); the teacher's view as the page left it, not when the run is being
-    replaced by another (a rerun or a page switch is under way)."""
-    m = st.session_state.get(_KEY)
-    if m is not None and not m.teacher:
-        class_watch.ran()
-    if m is None or not m.teacher or isinstance(sys.exc_info()[1], RerunException):
+    (ui/class_watch.py); a teacher's view, as the page settled, goes to the class. Not from a
+    run that was replaced (a rerun, a page switch, a newer click: its view may be half applied;
+    Streamlit refuses it the session's state anyway) or stopped (st.stop: its view as the frame
+    left it waits for the teacher's box, which runs only between full runs and knows whether a
+    newer run began), nor from one a newer run overtook."""
+    class_watch.ran()  # no session state read: it would end a stopped run here
+    if isinstance(sys.exc_info()[1], (RerunException, StopException)):
         return
-    publish(m, page)
+    m = st.session_state.get(_KEY)
+    if m is None or not m.teacher:
+        return
+    route, params = current_view(page)  # read first, then checked: no newer run reset them yet
+    if st.session_state.get(_RUN) == run:
+        m.draft = None
+        settle(m, route, params)
+
+
+def view_fragment(body: Any) -> Any:
+    """`st.fragment` for a part of a page whose widgets change the view (a position, a neuron):
+    a teacher's class sees the keys that part changed, on the view the page settled on (the rest
+    of the address a fragment starts from may lag the screen)."""
+
+    @functools.wraps(body)
+    def part(*args: Any, **kwargs: Any) -> Any:
+        before = st.query_params.to_dict()
+        done = body(*args, **kwargs)
+        m = st.session_state.get(_KEY)
+        if m is not None and m.teacher and m.settled is not None and in_fragment_rerun():
+            after = st.query_params.to_dict()
+            route, params = m.settled
+            moved = {k: v for k, v in after.items() if before.get(k) != v and k not in PRIVATE}
+            kept = {k: v for k, v in params.items() if k in after or k not in before}
+            settle(m, route, {**kept, **moved})
+        return done
+
+    return st.fragment(part)
 
 
 @st.fragment(run_every=PUBLISH_S)
@@ -299,7 +362,14 @@ def _teacher_box(m: Membership, page: nav.Page) -> None:
     if st.session_state.get(_KEY) is not m:
         return
     if in_fragment_rerun():
-        publish(m, page)
+        # No full run is under way while this one runs: the view of a run that stopped (the
+        # frame's) stands when no newer run began since; a view the database refused is tried
+        # again. Never the
+        # address itself: a fragment starts from the browser's, which may lag the screen.
+        draft, m.draft = m.draft, None
+        if draft is not None and draft[0] == st.session_state.get(_RUN):
+            settle(m, draft[1], draft[2])
+        publish(m)
     try:
         counts = dashboard(m.class_id)
     except ClassStateError as error:
