@@ -225,6 +225,18 @@ def test_a_student_cannot_act_as_the_teacher_or_another_class_s_teacher(db):
         questions.answer(info.teacher_key, q.id, 3)  # nor is the teacher key a student
 
 
+def test_a_class_number_no_database_holds_is_no_class_not_a_crash(db):
+    """Issue 39: a forged teacher cookie `viz_class_teacher=99999999999999999999:x` (cookies
+    ignore ports: another app on the host can set it) broke every page with an OverflowError."""
+    info, _ = a_class(1)
+    for class_id in (10**20, -(10**20), 2**63, 0, -1):
+        with pytest.raises(ClassRefused, match="no such class"):
+            classes.claim("x", class_id)
+        with pytest.raises(ClassRefused, match="no such class"):
+            classes.get_class(class_id)
+    assert classes.claim(info.teacher_key, info.id).id == info.id
+
+
 # ---- questions ----------------------------------------------------------------------------------
 
 

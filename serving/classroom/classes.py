@@ -110,7 +110,14 @@ def check_password(auth: jobs.Auth) -> None:
         raise ClassRefused(text) from None
 
 
+MAX_ID = 2**63 - 1  # the largest row id SQLite and PostgreSQL's BIGINT hold
+
+
 def class_row(conn: Connection, class_id: int) -> Row:
+    """The class's row; ClassRefused for a number no class has, a number past any database's
+    integers included (a forged teacher cookie), which a driver would otherwise raise on."""
+    if isinstance(class_id, bool) or not isinstance(class_id, int) or not 0 < class_id <= MAX_ID:
+        raise ClassRefused("There is no such class (it may have been deleted).")
     row = conn.execute(select(store.classes).where(store.classes.c.id == class_id)).first()
     if row is None:
         raise ClassRefused("There is no such class (it may have been deleted).")
