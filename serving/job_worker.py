@@ -8,12 +8,18 @@ stop. What changed between two steps (a new peak, a pause, a resume, a relaunch)
 step's record as its `event`, so history.jsonl (and the bundle's history) says where the loss
 curve should be marked. SIGTERM and SIGINT stop it the way the Stop button does (after the step, with a save).
 All it knows of the page is those files.
+
+How a run ended is written even on a full disk: at start the worker sets aside RESERVE_BYTES in
+RUN_DIR/.reserve, and when the last status cannot be written it deletes that file and writes it
+again; a run that failed for want of space says so, and what to do (issue 39: it read as
+"interrupted", with no cause). The reserve goes when the worker ends.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import json
 import math
 import os
@@ -21,13 +27,14 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from serving import jobs
-from viz_model.bundles.files import write_json, write_text
+from viz_model.bundles.files import CheckpointError, write_json, write_text
 from viz_model.model.config import STEPS_WHEN_TIMED
 from viz_model.training.loop import StepRecord
 from viz_model.training.settings import (
@@ -43,6 +50,9 @@ from viz_model.training.settings import (
 STATUS_EVERY = 0.25  # seconds between status writes while nothing else changes
 CONTROL_EVERY = 0.05  # seconds between reads of control.json (about 30 us each)
 N_SAMPLES = 6  # the newest samples kept in status.json (all of them are in the history)
+RESERVE_FILE = ".reserve"
+RESERVE_BYTES = 1 << 20  # room for the last status on a full disk (one with samples is a few KB)
+_FULL = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}  # no space, or no quota left
 
 
 class Control:
@@ -201,8 +211,54 @@ def _launch_event(plan: dict[str, Any], built: Run) -> list[str]:
 def _failed(folder: Path, message: str) -> int:
     """Record a run that could not start as failed (not running: it would read as interrupted)."""
     failed = {"state": "failed", "message": message, "pid": os.getpid()}
-    write_json(folder / "status.json", {**failed, "updated": time.time()})
+    _last_status(
+        folder, lambda: write_json(folder / "status.json", {**failed, "updated": time.time()})
+    )
     return 1
+
+
+def _reserve(folder: Path) -> None:
+    """Set aside room for the last status (real bytes: a sparse file would free nothing)."""
+    with contextlib.suppress(OSError), open(folder / RESERVE_FILE, "wb") as reserve:
+        reserve.write(bytes(RESERVE_BYTES))
+
+
+def _last_status(folder: Path, write: Callable[[], None]) -> None:
+    """write() the status that says how the run ended; when the disk is too full for it, free
+    the reserve and write it again."""
+    try:
+        write()
+    except (OSError, CheckpointError):
+        with contextlib.suppress(OSError):
+            (folder / RESERVE_FILE).unlink(missing_ok=True)
+        write()
+
+
+def disk_full(exc: BaseException | None) -> bool:
+    """True when `exc`, or an error that caused it, says the disk (or the quota) is full; a
+    failed save arrives as a CheckpointError, safetensors' own as text ("os error 28")."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and exc.errno in _FULL:
+            return True
+        if "No space left on device" in str(exc) or f"(os error {errno.ENOSPC})" in str(exc):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def why_failed(exc: BaseException, saved: bool) -> str:
+    """The status's message for a run that raised `exc`: a full disk in words, with what to do
+    (`saved`: there is a save to resume from), else the error itself."""
+    if not disk_full(exc):
+        return f"{type(exc).__name__}: {exc}"
+    detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    then = "then resume" if saved else "then start the run again"
+    return (
+        f"the server's disk is full ({detail}): free some space on it (delete runs no one needs, "
+        f"say), {then}"
+    )
 
 
 def run(folder: Path) -> int:
@@ -213,6 +269,15 @@ def run(folder: Path) -> int:
         return sae_worker.run(folder)
     with jobs.locked(folder.parent):  # jobs.start holds it until our pid and settings are written
         pass
+    _reserve(folder)
+    try:
+        return _train(folder)
+    finally:
+        with contextlib.suppress(OSError):
+            (folder / RESERVE_FILE).unlink(missing_ok=True)
+
+
+def _train(folder: Path) -> int:
     plan = jobs.read_json(folder / "plan.json", {})
     try:
         settings = RunSettings.from_dict(jobs.read_json(folder / "settings.json"))
@@ -235,14 +300,15 @@ def run(folder: Path) -> int:
         built.model.to(device)
         built.meta["device"] = str(device)
     except Exception as exc:  # a bad setting, file or device: say so in the status, not a traceback
-        return _failed(folder, str(exc))
+        return _failed(folder, why_failed(exc, False) if disk_full(exc) else str(exc))
     status = Status(folder, built, threads)
-    status.write(force=True)
     try:
+        status.write(force=True)
         cap = float(plan.get("max_minutes", 0)) * 60
         return _drive(folder, built, cap, status, stop, _launch_event(plan, built))
     except Exception as exc:
-        status.write(state="failed", message=f"{type(exc).__name__}: {exc}")
+        message = why_failed(exc, bool(status.data.get("saved_step")))
+        _last_status(folder, lambda: status.write(state="failed", message=message))
         raise
 
 
@@ -277,11 +343,12 @@ def _drive(
             if control.stop:
                 stop.set()
     if last is None:
-        status.write(state="failed", message="the loop took no step")
+        _last_status(folder, lambda: status.write(state="failed", message="the loop took no step"))
         return 1
     state = "stopped" if last.stopped else "finished"
-    message = capped or last.stopped or f"finished at step {last.step}"
-    status.write(state=state, message=message, saved_step=_saved_step(folder, last.step))
+    ended = {"state": state, "message": capped or last.stopped or f"finished at step {last.step}"}
+    saved = _saved_step(folder, last.step)
+    _last_status(folder, lambda: status.write(**ended, saved_step=saved))
     return 0
 
 
