@@ -1,10 +1,11 @@
 """Exercise sheets for a lesson: `python -m scripts.lesson_sheets 2_attention [--out DIR]`.
 
 Writes student.md, teacher.md, student.html and teacher.html (viz_model/lessons/sheets.py) into
-runs/sheets/<lesson>/ (or DIR). Each stop's figure is the chart a student sees: the app is run
-headless (Streamlit's AppTest) at the stop's link, and the stop's chart (its `figure`, the first
-by default) is taken from what the page drew. Each answer is measured on the stop's model, as the
-lesson panel measures it. The Lessons page runs this in a child process.
+sheets/<lesson>/ of the runs folder (VIZ_RUNS_DIR, else runs/; serving/sheets.py), or DIR. Each
+stop's figure is the chart a student sees: the app is run headless (Streamlit's AppTest) at the
+stop's link, and the stop's chart (its `figure`, the first by default) is taken from what the
+page drew. Each answer is measured on the stop's model, as the lesson panel measures it. The
+Lessons page runs this in a child process (serving/sheets.py).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 import plotly.offline
 from streamlit.testing.v1 import AppTest
 
-from serving import models
+from serving import models, sheets
 from ui import lesson as ui_lesson
 from viz_model.bundles.load import load_bundle
 from viz_model.lessons.kinds import subject_for
@@ -27,7 +28,6 @@ from viz_model.lessons.sheets import SheetStop, html_sheet, markdown_sheet
 from viz_model.lessons.truth import Truth
 
 ROOT = Path(__file__).resolve().parent.parent
-SHEETS_DIR = ROOT / "runs" / "sheets"
 FILES = ("student.md", "teacher.md", "student.html", "teacher.html")
 
 
@@ -91,7 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "lesson", help="a lesson's id: its file name in assets/lessons/ without .toml"
     )
-    parser.add_argument("--out", type=Path, help="where to write (default runs/sheets/<lesson>/)")
+    parser.add_argument(
+        "--out", type=Path, help="where to write (default sheets/<lesson>/ in the runs folder)"
+    )
     args = parser.parse_args(argv)
     found, errors = ui_lesson.lessons()
     chosen = next((x for x in found if x.id == args.lesson), None)
@@ -100,7 +102,12 @@ def main(argv: list[str] | None = None) -> int:
         why = next((str(e) for e in errors if e.path.stem == args.lesson), f"lessons: {known}")
         print(f"No lesson '{args.lesson}' ({why})", file=sys.stderr)
         return 2
-    for path in write_sheets(chosen, args.out or SHEETS_DIR / chosen.id):
+    try:
+        out = args.out or sheets.folder(chosen.id)
+    except sheets.JobError as error:  # a lesson file's name that is no folder name
+        print(error, file=sys.stderr)
+        return 2
+    for path in write_sheets(chosen, out):
         print(path)
     return 0
 

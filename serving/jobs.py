@@ -309,11 +309,13 @@ def process_started(pid: int) -> float | None:
         return None
 
 
-def worker_alive(pid: int | None, folder: Path, started: float | None = None) -> bool:
+def worker_alive(
+    pid: int | None, folder: Path, started: float | None = None, command: str = WORKER
+) -> bool:
     """True when `pid` is running this run's worker: it exists, it started at `started` (the
     status's pid_started; a pid reused by another process started at another time) and, where its
     command line can be read and is filled in, it is `python -m serving.job_worker FOLDER` (not
-    a zombie)."""
+    a zombie). `command`: another module run on the folder (serving/sheets.py's builds)."""
     if not pid or started is None:
         return False
     try:
@@ -330,7 +332,7 @@ def worker_alive(pid: int | None, folder: Path, started: float | None = None) ->
         return False
     if not argv:  # mid-exec: Popen returns before the kernel has filled in the new command line
         return True  # (read right after Start a third of the time); its start time is ours
-    return WORKER in argv and str(folder) in argv
+    return command in argv and str(folder) in argv
 
 
 def read(name: str, root: Path | None = None, history: bool = True) -> RunView:

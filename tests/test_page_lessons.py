@@ -5,11 +5,14 @@ while the other lessons load."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import torch
 
-from serving import models
+from serving import jobs, models, sheets
 from tests.apptest_util import ROOT, open_link
+from tests.test_sheets import fake_build
 from ui import lesson as ui_lesson
 from ui.state import to_url
 from viz_model.analysis.tokens import token_text
@@ -146,6 +149,32 @@ def test_a_broken_lesson_is_reported_with_its_line_and_the_others_load(demo_less
     assert len(errors) == 1 and f"broken.toml, line {line}" in errors[0]
     assert "heads" in errors[0]
     assert any(m.value == "### Demo" for m in at.markdown)
+
+
+def test_the_sheets_ask_for_the_teacher_password_and_land_in_the_runs_folder(
+    demo_lessons, tmp_path, monkeypatch
+):
+    """Issue 39: any student could start sheet builds, and they went to the checkout's runs/."""
+    runs = tmp_path / "runs"
+    monkeypatch.setenv(jobs.RUNS_ENV, str(runs))
+    monkeypatch.setenv(jobs.PASSWORD_ENV, "s3cret")
+    monkeypatch.setattr(sheets, "command", fake_build(seconds=0.2))
+    at = open_link(MODELS, "pages/17_lessons.py", {})
+    _button(at, "Make the exercise sheets").click().run()
+    assert any("needs the teacher password" in e.value for e in at.error)
+    assert not (runs / "sheets" / "demo").exists()  # nothing started
+
+    at.text_input(key="sheets_password_demo").input("s3cret")
+    _button(at, "Make the exercise sheets").click().run()
+    deadline = time.monotonic() + 60
+    while sheets.running("demo") is not None:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    at.run()
+    assert not at.exception and not at.error
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert "Student sheet (print)" in labels and "Teacher sheet (Markdown)" in labels
+    assert (runs / "sheets" / "demo" / "teacher.html").is_file()
 
 
 def _shipped():
