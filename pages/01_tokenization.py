@@ -95,7 +95,9 @@ st.latex(  # two lines: one line is wider than the column at 1024 px
 )
 st.caption(
     f"Tokenizers below are trained on the bundled {CORPUS.title()} corpus (about 1 MB). Hover over "
-    "a chip to see its id. Spaces show as ␣ and line breaks as ↵; a red outline marks `<unk>`; "
+    "a chip to see its id. Spaces show as ␣ and line breaks as ↵, a character that draws nothing "
+    "(a control character, a right-to-left override) as its code point in hex, like `<202e>`; "
+    "a red outline marks `<unk>`; "
     "a dashed purple outline marks a **special token**: one id that stands for no text of the "
     "corpus but for a role, like a chat template's `<|user|>` (who speaks) and `<|end|>` (where "
     "an answer ends), or GPT-2's `<|endoftext|>`."

@@ -1,6 +1,7 @@
 """The shared chart helpers."""
 
 from ui.charts.common import show_whitespace, token_labels
+from viz_model.analysis.claims import md_escape
 
 
 def test_token_labels_stay_distinct_when_tokens_repeat():
@@ -12,6 +13,14 @@ def test_token_labels_stay_distinct_when_tokens_repeat():
 def test_show_whitespace_makes_empty_and_blank_visible():
     assert show_whitespace("") == "∅"
     assert show_whitespace(" \t") == "␣⇥"
+
+
+def test_controls_show_as_code_points_in_labels_and_markdown_and_scripts_stay():
+    # a right-to-left override or isolate would reorder whatever is drawn after it
+    assert show_whitespace("a\u202eb \u2066\x07\u2028") == "a<202e>b␣<2066><07><2028>"
+    assert md_escape("x\u202e*") == "x\\<202e\\>\\*"
+    kept = "שָׁלוֹם مرحبا 👨\u200d👩\u200d👧 e\u0301"  # right-to-left letters, emoji joiners, accents
+    assert show_whitespace(kept) == kept.replace(" ", "␣") and md_escape(kept) == kept
 
 
 def test_unknown_positions_are_marked_and_keep_what_was_typed():

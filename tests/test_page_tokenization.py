@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 
 import pytest
 
-from tests.apptest_util import app_test
+from tests.apptest_util import app_test, open_numbers
 from ui.state import widget_key
 
 PAGE = "pages/01_tokenization.py"
 PROMPT = "But soft, <b>what</b> light through yonder window breaks?"
+DRAWN = ("title", "markdown", "caption", "info", "warning", "error")  # where text is drawn
 
 
 def bpe_row(at) -> tuple[str, str, str]:
@@ -98,3 +100,42 @@ def _rows(chips: list[list[str]], text: str) -> list[list[str]]:
     rows = [c for c in chips if "".join(c) == text]
     assert len(rows) == 2, text
     return rows
+
+
+# Every character that draws nothing but reorders what is drawn after it: the embeddings,
+# overrides and isolates, their pop, and the marks (Unicode's bidirectional algorithm, UAX 9).
+BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
+
+
+def _acting(text: str) -> list[str]:
+    """The code points in text that would act on the page instead of showing: bidi controls,
+    C0 and C1 controls other than newline and tab, line and paragraph separators."""
+    return [
+        f"U+{ord(c):04X}"
+        for c in text
+        if c in BIDI or (unicodedata.category(c) in ("Cc", "Zl", "Zp") and c not in "\n\t")
+    ]
+
+
+def test_bidi_and_control_characters_in_a_prompt_show_as_code_points_and_reorder_nothing(
+    models_dir,
+):
+    # A right-to-left override typed into a prompt mirrored the rest of the <unk> sentence
+    # (the app's own words) on Tokenization: issue 39, item 10.
+    at = open_numbers(
+        app_test(models_dir, PAGE, prompt="ROMEO \u202eevil\u2066 x\u200f\x07\u2028!")
+    )
+    assert not at.exception, [e.value for e in at.exception]
+    drawn = {
+        **{f"{kind} {n}": str(e.value) for kind in DRAWN for n, e in enumerate(at.get(kind))},
+        **{f"html {n}": e.proto.body for n, e in enumerate(at.get("html"))},
+        **{f"table {n}": e.value.to_csv() for n, e in enumerate(at.dataframe)},
+    }
+    assert "table 0" in drawn  # the numbers' tables too: the prompt's pieces, one a row
+    assert {where: _acting(text) for where, text in drawn.items() if _acting(text)} == {}
+    unknown = next(i.value for i in at.info if "became `<unk>`" in i.value)
+    for code in ("202e", "2066", "200f", "07", "2028"):  # each shows, as Markdown prints it
+        assert f"“\\<{code}\\>”" in unknown
+    assert unknown.endswith(". Labels mark them «like this».")  # the app's own words follow
+    chips = at.get("html")[0].proto.body  # the character-level row: each control a chip of its own
+    assert ">&lt;202e&gt;</span>" in chips and ">&lt;2066&gt;</span>" in chips

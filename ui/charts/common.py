@@ -7,6 +7,8 @@ from collections.abc import Collection
 
 import plotly.graph_objects as go
 
+from viz_model.analysis.claims import show_controls
+
 # Sequential scale for probabilities/weights (0..1), diverging for signed values (centred on 0).
 SEQUENTIAL = "Blues"
 DIVERGING = "RdBu"
@@ -30,10 +32,12 @@ COLUMN_TICKS_MAX_T = COLUMN_PLOT_PX // LABEL_PX  # labels that fit across it: 36
 
 
 def show_whitespace(piece: str) -> str:
-    """Make a token's invisible characters visible: ' ' -> '␣', '\\n' -> '↵', '\\t' -> '⇥'."""
+    """Make a token's invisible characters visible: ' ' -> '␣', '\\n' -> '↵', '\\t' -> '⇥', and a
+    control character as its code point ('\\u202e' -> '<202e>', claims.show_controls), so a
+    right-to-left override typed in a prompt mirrors nothing drawn after it."""
     if piece == "":
         return "∅"
-    return piece.replace(" ", "␣").replace("\n", "↵").replace("\t", "⇥")
+    return show_controls(piece).replace(" ", "␣").replace("\n", "↵").replace("\t", "⇥")
 
 
 def token_labels(pieces: list[str], unknown: Collection[int] = ()) -> list[str]:

@@ -16,6 +16,7 @@ not depend on the model.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -42,10 +43,34 @@ class Claim:
 MARKDOWN_SPECIAL = "\\`*_{}[]()#+-.!|<>~$:"
 
 
+# Characters that draw nothing but reorder the text drawn after them: a right-to-left override
+# (U+202E) in a prompt mirrors the rest of the line, the app's own words included.
+BIDI_CONTROLS = frozenset(
+    "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+)
+
+
+def show_controls(text: str) -> str:
+    """Invisible control characters made visible as their code point in hex, so none acts on the
+    page: the bidirectional controls, the C0 and C1 controls (newline and tab stay, for the
+    caller to draw) and the line and paragraph separators. What user or token text passes
+    through before it is drawn, in Markdown (`md_escape`), chips and labels (`show_whitespace`).
+
+    >>> show_controls("ab\\u202ecd\\x07\\n")
+    'ab<202e>cd<07>\\n'
+    """
+    return "".join(f"<{ord(c):02x}>" if _is_control(c) else c for c in text)
+
+
+def _is_control(c: str) -> bool:
+    return c in BIDI_CONTROLS or (unicodedata.category(c) in ("Cc", "Zl", "Zp") and c not in "\n\t")
+
+
 def md_escape(text: str) -> str:
     """User or token text made safe inside a claim's Markdown: every character Markdown could
-    read as syntax is backslash-escaped ("*" prints as itself). The one escaper the app uses."""
-    return "".join("\\" + c if c in MARKDOWN_SPECIAL else c for c in text)
+    read as syntax is backslash-escaped ("*" prints as itself), and every control character
+    shows as its code point (`show_controls`). The one escaper the app uses."""
+    return "".join("\\" + c if c in MARKDOWN_SPECIAL else c for c in show_controls(text))
 
 
 def times(x: float) -> str:

@@ -11,7 +11,6 @@ Not here: training and encoding (tokenization.py does both through HF `tokenizer
 
 from __future__ import annotations
 
-import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -19,7 +18,7 @@ from functools import lru_cache
 
 from tokenizers import pre_tokenizers
 
-from viz_model.analysis.claims import Claim
+from viz_model.analysis.claims import Claim, show_controls
 from viz_model.text.tokenization import Tokenizer
 
 Merge = tuple[str, str]
@@ -82,12 +81,8 @@ def byte_piece_text(tokenizer: Tokenizer, i: int) -> str | None:
 
 def token_text(tokenizer: Tokenizer, i: int) -> str:
     """A vocabulary entry as the chips show it: its text, or its bytes for part of a character;
-    an invisible control character (not newline or tab) also shows as its byte: "\x0c" -> "<0c>"."""
-    text = byte_piece_text(tokenizer, i) or tokenizer.id_to_token(i)
-    return "".join(
-        f"<{ord(c):02x}>" if unicodedata.category(c) == "Cc" and c not in "\n\t" else c
-        for c in text
-    )
+    an invisible control character (not newline or tab) shows as its code point: "\x0c" -> "<0c>"."""
+    return show_controls(byte_piece_text(tokenizer, i) or tokenizer.id_to_token(i))
 
 
 def display_tokens(tokenizer: Tokenizer, text: str) -> list[tuple[int, str]]:
