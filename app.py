@@ -13,7 +13,7 @@ follow.
 import streamlit as st
 
 import ui
-from ui import classroom, lesson, nav
+from ui import classroom, lesson, nav, state
 
 page = nav.navigation()
 here = nav.find(page.url_path)
@@ -26,5 +26,6 @@ classroom.boxes(here, teacher_box, student_box)
 lesson.panel(ctx, here, room=classroom.stop_asked, lead=classroom.lead_stop)
 try:
     page.run()
+    state.say_address()  # what the screen shows, in the address bar, whatever was lost on the way
 finally:
     classroom.after_run(here, run)

@@ -57,7 +57,6 @@ BOX_KEY = lesson.CLASS_BOX_KEY  # the student's box: kept out of the lesson's ma
 DASHBOARD_TTL_S = 2.0  # the teacher's counts: live enough, and a class's runs read rarely
 HEARTBEAT_S = 5.0  # a student's "I am here, on this page" (a write): the dashboard's 15 s window
 _KEY = "_class"  # this session's Membership
-_RESEND = "_class_resend"  # after a followed move: the address is said again on the next run
 _RUN = "_class_run"  # the number of this session's newest full run (app.py's)
 _COOKIE = "_class_cookie"  # (value, max-age) of the teacher cookie, written on the next run
 TEACHER_COOKIE = "viz_class_teacher"  # the teacher's class id and key, in their browser only
@@ -251,7 +250,6 @@ def apply_view(m: Membership, view: classes.View) -> None:
     if target is None:
         return
     _set_keys(m, view, target, params)
-    st.session_state[_RESEND] = True
     st.switch_page(target.file, query_params={**params, SEAT: m.secret})
 
 
@@ -294,10 +292,6 @@ def boxes(page: nav.Page, side: Any, top: Any) -> None:
     student's in `top` (a container at the top of the main area, where a question is seen on any
     screen and the lesson's blur does not reach); nothing outside a class."""
     _write_cookie(side)
-    if st.session_state.pop(_RESEND, False):
-        # A switch to the page the student is on can lose its address update under load (the
-        # rerun clears the queue): say the address again, once, now that the page has run.
-        st.query_params.from_dict(st.query_params.to_dict())
     m = membership()
     if m is None:
         if SEAT in st.query_params and _KEY not in st.session_state:

@@ -102,6 +102,15 @@ def mirror(key: str, value: Any, *, drop_empty: bool = False) -> None:
         st.query_params[key] = text
 
 
+def say_address() -> None:
+    """The whole address once more, at the end of a run that drew its page (app.py). `mirror`
+    writes only what differs from the server's copy of the address, and a write can be lost on
+    the way: a new run clears the messages the run before it had not sent (rapid clicks, a
+    followed move), and the next run starts from the browser's address, which then lags what the
+    screen shows (a reload or a shared link would open another view). One message a run."""
+    st.query_params.from_dict(st.query_params.to_dict())
+
+
 def _current(key: str, parse: Callable[[Any], T]) -> T:
     """This session's value if it has one, else the URL's, else the default (parse decides)."""
     ss = st.session_state
