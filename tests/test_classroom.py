@@ -559,7 +559,7 @@ def test_a_database_of_another_schema_version_is_refused(tmp_path):
         store.engine(url)
 
 
-def test_a_database_of_the_first_schema_gets_the_kept_answer_columns_and_keeps_its_classes(
+def test_a_database_of_the_first_schema_gets_every_later_column_and_keeps_its_classes(
     tmp_path,
 ):
     path = tmp_path / "class.sqlite3"
@@ -568,10 +568,12 @@ def test_a_database_of_the_first_schema_gets_the_kept_answer_columns_and_keeps_i
     with sqlite3.connect(path) as conn:  # the database as schema 1 made it
         conn.execute("ALTER TABLE class_questions DROP COLUMN answer")
         conn.execute("ALTER TABLE class_questions DROP COLUMN answer_why")
+        conn.execute("ALTER TABLE class_questions DROP COLUMN closes_at")
         conn.execute("UPDATE class_meta SET value = '1' WHERE key = 'schema'")
     store.dispose(url)  # a new process of the new version meets it
-    q = questions.ask(info.teacher_key, info.id, "number", "n?", answer=3, db=url)
+    q = questions.ask(info.teacher_key, info.id, "number", "n?", answer=3, seconds=30, db=url)
     assert questions.reveal(info.teacher_key, q.id, db=url).truth == "3"
+    assert q.closes_at == pytest.approx(q.opened_at + 30)  # schema 3's timer, through 2
     assert classes.find_class(info.code, db=url).title == "Before the upgrade"
     with sqlite3.connect(path) as conn:
         assert conn.execute("SELECT value FROM class_meta").fetchone() == (store.SCHEMA_VERSION,)
@@ -593,6 +595,34 @@ def test_the_answer_kept_at_asking_is_revealed_from_any_session_and_only_then_sh
     with pytest.raises(ClassRefused, match="no answer to reveal"):
         questions.reveal(info.teacher_key, empty.id)
     assert questions.reveal(info.teacher_key, empty.id, " the").truth == " the"  # given: shown
+
+
+def test_a_timed_question_takes_answers_until_its_time_then_turns_closed_by_itself(db, monkeypatch):
+    """Issue 37: the teacher's timer. Answers within it count; after it the question is closed
+    for everyone (its state, the open question, a late answer) with no write by anyone."""
+    info, (ada, bo) = a_class(2)
+    q = questions.ask(info.teacher_key, info.id, "choice", "Which?", ["a", "b"], seconds=30)
+    assert (q.state, q.closes_at - q.opened_at) == ("open", pytest.approx(30))
+    assert 29 < q.seconds_left() <= 30
+    questions.answer(ada.token, q.id, "a")
+
+    class Later:  # the clock 31 s on
+        @staticmethod
+        def time() -> float:
+            return q.opened_at + 31
+
+    monkeypatch.setattr(questions, "time", Later)
+    late = questions.latest_question(info.id)
+    assert (late.state, late.seconds_left(), late.closed_at) == ("closed", 0.0, None)
+    assert questions.open_question(info.id) is None
+    with pytest.raises(ClassRefused, match="Time is up"):
+        questions.answer(bo.token, q.id, "b")
+    assert questions.distribution(q.id).total == 1
+    assert questions.reveal(info.teacher_key, q.id, "a").state == "revealed"  # reveal still works
+    for bad in (0, 4, 3601, float("nan"), "soon"):
+        with pytest.raises(ClassRefused, match="timer"):
+            questions.ask(info.teacher_key, info.id, "number", "n?", seconds=bad)
+    assert questions.ask(info.teacher_key, info.id, "number", "n?").closes_at is None
 
 
 def test_the_answers_export_is_the_teachers_a_row_an_answer_and_runs_no_formula(db):

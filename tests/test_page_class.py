@@ -504,3 +504,64 @@ def test_a_forged_or_broken_teacher_cookie_is_no_class():
     for bad in (None, "", "12", "12:", ":abc", "99999999999999999999:x", "²:x", "١٢:x",
                 "-3:x", " 12:x", "1e3:x"):  # fmt: skip
         assert classroom.teacher_cookie(bad) is None, bad
+
+
+def test_a_timed_stop_question_counts_down_for_students_then_takes_no_answer(
+    runs, monkeypatch, tmp_path
+):
+    """Issue 37's classroom controls: the teacher gives the room a minute from the lesson panel;
+    a student sees the countdown over the form; once the time is up the student's box says so
+    and offers no form, and the teacher's count says it too. Close answers locks a question
+    before its time."""
+    (tmp_path / "lessons").mkdir()
+    (tmp_path / "lessons" / "demo.toml").write_text(DEMO)
+    monkeypatch.setenv(lesson_file.LESSONS_ENV, str(tmp_path / "lessons"))
+    teacher = app_test(MODELS, CLASS_PAGE)
+    next(b for b in teacher.button if b.label == "Start a class").click().run()
+    (info,) = classes.active_classes()
+    me = classes.join(info.code, "Ada", "test")
+    teacher.session_state["lesson"], teacher.session_state["step"] = "demo", 1
+    teacher.switch_page("pages/07_next_token.py").run()
+    teacher.selectbox(key="class_ask_stop_timer").set_value("1 min").run()
+    next(b for b in teacher.button if b.label == "Ask the room this question").click().run()
+    q = questions.latest_question(info.id)
+    assert q.state == "open" and 59 < q.seconds_left() <= 60
+    info_text = "\n".join(i.value for i in teacher.main.info)
+    assert "0 of 1 have answered" in info_text and "s left" in info_text
+
+    student = app_test(MODELS, query={classroom.SEAT: me.token})
+    assert "Answer within" in "\n".join(h.proto.body for h in student.main.get("html"))
+    assert [b for b in student.button if b.label == "Send my answer"]
+
+    class Later:  # the clock past the minute
+        @staticmethod
+        def time() -> float:
+            return q.opened_at + 61
+
+    monkeypatch.setattr(questions, "time", Later)
+    student.run()
+    assert "Time is up" in _box_text(student)
+    assert not [b for b in student.button if b.label == "Send my answer"]
+    teacher.run()
+    assert "Time is up: 0 of 1 answered." in "\n".join(i.value for i in teacher.main.info)
+    assert not [b for b in teacher.button if b.label == "Close answers"]
+
+    monkeypatch.undo()  # the clock back; a new question, closed by the teacher before its time
+    monkeypatch.setenv(jobs.RUNS_ENV, str(runs))
+    monkeypatch.setenv(lesson_file.LESSONS_ENV, str(tmp_path / "lessons"))
+    key = teacher.session_state["_class"].secret  # the teacher's session keeps the key
+    again = questions.ask_stop(key, info.id, *_demo_stop(tmp_path), seconds=60)
+    classroom.forget(info.id)  # as the teacher's own ask does: this process's copies are old
+    teacher.run()
+    next(b for b in teacher.button if b.label == "Close answers").click().run()
+    assert questions.get_question(again.id).closed_at is not None
+    student.run()
+    assert "The teacher has closed this question." in _box_text(student)
+
+
+def _demo_stop(tmp_path):
+    """(lesson, step, truth) of the demo lesson's first stop, measured on its model."""
+    (lesson,), _ = load_lessons(tmp_path / "lessons", ui_lesson.catalogue())
+    stop = lesson.stops[0]
+    truth = ANSWERS[stop.answer](subject_for(load_bundle(MODELS / stop.model), stop.prompt), {})
+    return lesson, 1, truth

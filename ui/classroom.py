@@ -29,6 +29,7 @@ Not here: the class database and who may do what (serving/classroom/), the Live 
 from __future__ import annotations
 
 import functools
+import math
 import re
 import sys
 import time
@@ -401,9 +402,14 @@ def lead_stop(place: lesson.Place, truth: Any) -> lesson.RoomAsks | None:
         st.caption(md_escape(str(error)))
         return None
     if q is None or (q.lesson_id, q.step) != place.key:
-        if st.button("Ask the room this question", type="primary", key="class_ask_stop"):
+        row = st.container(horizontal=True, vertical_alignment="bottom", gap="small")
+        seconds = timer_choice(row, "class_ask_stop_timer")
+        if row.button("Ask the room this question", type="primary", key="class_ask_stop"):
             _teacher_act(
-                m, lambda: questions.ask_stop(m.secret, m.class_id, place.lesson, place.step, truth)
+                m,
+                lambda: questions.ask_stop(
+                    m.secret, m.class_id, place.lesson, place.step, truth, seconds=seconds
+                ),
             )
         st.caption("Or answer it yourself below: the room answers only once you ask it.")
         return None
@@ -413,19 +419,43 @@ def lead_stop(place: lesson.Place, truth: Any) -> lesson.RoomAsks | None:
     return lesson.RoomAsks(revealed=False, answer=None)
 
 
+TIMERS = {"No time limit": None, "30 s": 30, "1 min": 60, "2 min": 120}  # the teacher's timers
+
+
+def timer_choice(where: Any, key: str) -> int | None:
+    """How long the room has to answer a question about to be asked (None: until closed)."""
+    label = where.selectbox("Time to answer", list(TIMERS), key=key, width=170)
+    return TIMERS[label]
+
+
+def answering_line(q: questions.Question, answered: int, members: int) -> str:
+    """The teacher's count of answers, with the timer or the lock: what the room is doing."""
+    if q.state == "open":
+        left = q.seconds_left()
+        clock = "" if left is None else f" · {math.ceil(left)} s left"
+        return f"The room is answering: {answered} of {members} have answered{clock}."
+    why = "Time is up" if q.closed_at is None else "Answers are closed"
+    return f"{why}: {answered} of {members} answered."
+
+
 @st.fragment(run_every=LEAD_S)
 def _room_answering(m: Membership, question_id: int) -> None:
-    """How many have answered, live, and the Reveal button (the answer kept when it was asked)."""
+    """How many have answered, live, with the time left; Close answers (the lock) and Reveal
+    (the answer kept when it was asked)."""
     try:
-        dist = questions.distribution(question_id)
+        q, dist = questions.get_question(question_id), questions.distribution(question_id)
     except (ClassRefused, ClassStateError) as error:
         st.caption(md_escape(str(error)))
         return
-    st.info(f"The room is answering: {dist.total} of {dist.members} have answered.")
-    if st.button(
+    st.info(answering_line(q, dist.total, dist.members))
+    row = st.container(horizontal=True, gap="small")
+    if row.button(
         "Reveal the answer to the room", type="primary", key=f"class_reveal_{question_id}"
     ):
         _teacher_act(m, lambda: questions.reveal(m.secret, question_id))
+    if q.state == "open" and row.button("Close answers", key=f"class_close_{question_id}",
+                                        help="No more answers; reveal when you are ready."):  # fmt: skip
+        _teacher_act(m, lambda: questions.close(m.secret, question_id))
 
 
 def _teacher_act(m: Membership, action: Any) -> None:
@@ -519,9 +549,13 @@ def _question_box(box, m: Membership, q: questions.Question | None) -> None:
         _revealed(box, q, mine)
     elif mine is not None:
         box.caption(f"Your answer: {shown(q, mine)}. Wait for the reveal.")
-    elif q.closed_at is not None:
-        box.caption("The teacher has closed this question.")
+    elif q.state == "closed":
+        box.caption(
+            "The teacher has closed this question." if q.closed_at is not None
+            else "Time is up: this question no longer takes answers."
+        )  # fmt: skip
     else:
+        _countdown(box, q)
         _answer_form(box, m, q)
 
 
@@ -551,6 +585,24 @@ def stop_asked(key: tuple[str, int]) -> lesson.RoomAsks | None:
         return lesson.RoomAsks(q.truth is not None, my_answer(m, q))
     except (ClassRefused, ClassStateError):
         return None
+
+
+def _countdown(box, q: questions.Question) -> None:
+    """A timed question's seconds left, counted down in the browser (the box is redrawn when the
+    time is up: ui/class_watch.py sees the question's state turn)."""
+    left = q.seconds_left()
+    if left is None:
+        return
+    # Only numbers of this app's own go into the script: no user text.
+    box.html(
+        f'<p class="class-timer">Answer within <b><span id="class-timer-{q.id}">'
+        f"{math.ceil(left)}</span> s</b></p>"
+        f"<script>(() => {{ const end = Date.now() + {left * 1000:.0f}; "
+        f"const el = document.getElementById('class-timer-{q.id}'); if (!el) return; "
+        "const tick = () => { const s = Math.max(0, Math.ceil((end - Date.now()) / 1000)); "
+        "el.textContent = s; if (s > 0) setTimeout(tick, 250); }; tick(); })();</script>",
+        unsafe_allow_javascript=True,
+    )
 
 
 def _answer_form(box, m: Membership, q: questions.Question) -> None:

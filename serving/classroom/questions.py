@@ -45,6 +45,7 @@ OPTION_MAX = 80
 TOKEN_MAX = 40
 PROMPT_MAX = 1000
 HEADS_MAX = 64  # layers x heads a head question may offer, as options
+TIMER_S = (5, 3600)  # the shortest and longest time a teacher may give the room to answer
 
 
 class AlreadyAnswered(ClassRefused):
@@ -69,12 +70,26 @@ class Question:
     # the teacher's (a reload keeps it); never drawn for a student before the reveal
     answer: str | None = field(default=None, repr=False)
     answer_why: str = field(default="", repr=False)
+    closes_at: float | None = None  # the teacher's timer: answers are taken until then
 
     @property
     def state(self) -> str:
+        """revealed, closed (by the teacher, or its time is up), or open: read now, so a timed
+        question turns closed by itself (the class watcher sees it and redraws the boxes)."""
         if self.truth is not None:
             return "revealed"
-        return "open" if self.closed_at is None else "closed"
+        return "open" if self.closed_at is None and not self.timed_out() else "closed"
+
+    def timed_out(self, now: float | None = None) -> bool:
+        return (
+            self.closes_at is not None and (time.time() if now is None else now) >= self.closes_at
+        )
+
+    def seconds_left(self, now: float | None = None) -> float | None:
+        """Seconds until a timed question closes (0 when past), None without a timer."""
+        if self.closes_at is None:
+            return None
+        return max(0.0, self.closes_at - (time.time() if now is None else now))
 
 
 @dataclass(frozen=True)
@@ -126,12 +141,14 @@ def ask(
     lesson: tuple[str, int] | None = None,
     answer: str | float | None = None,
     answer_why: str = "",
+    seconds: float | None = None,
     db: str | None = None,
 ) -> Question:
     """Open a question (closing the class's open one, if any). `lesson` = (lesson id, step)
     records which lesson stop it is, so a follower can show that stop; `answer` (and its
     Markdown `answer_why`) is what reveal() will show, kept in the database so that any session
-    of the teacher's can reveal it (None: the teacher left it empty, nothing to reveal)."""
+    of the teacher's can reveal it (None: the teacher left it empty, nothing to reveal);
+    `seconds`: a timer, after which no answer is taken (None: until the teacher closes it)."""
     if kind not in KINDS:
         raise ClassRefused(f"a question's kind is one of {', '.join(KINDS)}, not {kind!r}")
     prompt = str(prompt or "").strip()
@@ -142,6 +159,7 @@ def ask(
     lesson_id, step = lesson if lesson is not None else (None, None)
     kept = None if answer is None else _as_truth(kind, answer)
     now = time.time()
+    closes_at = None if seconds is None else now + _timer(seconds)
     q = store.questions
     with store.writing(db) as conn:
         row = check_teacher(conn, class_id, teacher)
@@ -162,9 +180,21 @@ def ask(
                 opened_at=now,
                 answer=kept,
                 answer_why=str(answer_why or ""),
+                closes_at=closes_at,
             )
         )
         return _question(_row(conn, made.inserted_primary_key[0]))
+
+
+def _timer(seconds: float) -> float:
+    lo, hi = TIMER_S
+    try:
+        found = float(seconds)
+    except (TypeError, ValueError):
+        raise ClassRefused(f"a timer is {lo} to {hi} seconds") from None
+    if not lo <= found <= hi:  # NaN included
+        raise ClassRefused(f"a timer is {lo} to {hi} seconds")
+    return found
 
 
 def ask_stop(
@@ -174,6 +204,7 @@ def ask_stop(
     step: int,
     truth: Truth,
     *,
+    seconds: float | None = None,
     db: str | None = None,
 ) -> Question:
     """Ask lesson stop `step` (1-based) of `lesson`: its question, in the form of `truth` (the
@@ -195,6 +226,7 @@ def ask_stop(
         lesson=(lesson.id, step),
         answer=truth.value,
         answer_why=truth.why,
+        seconds=seconds,
         db=db,
     )
 
@@ -222,6 +254,7 @@ def _question(row: Row) -> Question:
         row.why,
         row.answer,
         row.answer_why or "",
+        row.closes_at,
     )
 
 
@@ -239,7 +272,7 @@ def _as_truth(kind: str, value: str | float) -> str:
 
 
 def open_question(class_id: int, *, db: str | None = None) -> Question | None:
-    """The question the class is answering now, or None."""
+    """The question the class is answering now (not closed, its time not up), or None."""
     q = store.questions
     with store.reading(db) as conn:
         row = conn.execute(
@@ -247,7 +280,8 @@ def open_question(class_id: int, *, db: str | None = None) -> Question | None:
             .where(q.c.class_id == class_id, q.c.closed_at.is_(None))
             .order_by(q.c.id.desc())
         ).first()
-    return _question(row) if row is not None else None
+    found = _question(row) if row is not None else None
+    return found if found is not None and found.state == "open" else None
 
 
 def latest_question(class_id: int, *, db: str | None = None) -> Question | None:
@@ -318,6 +352,8 @@ def answer(member_token: str, question_id: int, value: Any, *, db: str | None = 
                 raise ClassRefused("This question belongs to another class.")
             if question.closed_at is not None:
                 raise ClassRefused("This question is closed.")
+            if question.timed_out(now):
+                raise ClassRefused("Time is up: this question no longer takes answers.")
             text, number = check_value(question, value)
             conn.execute(
                 store.answers.insert().values(

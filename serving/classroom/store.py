@@ -49,14 +49,17 @@ from serving import jobs
 DB_ENV = "VIZ_CLASS_DB"
 CHANNEL = "viz_class"  # PostgreSQL: the NOTIFY channel every write transaction signals
 SQLITE_FILE = "class.sqlite3"
-SCHEMA_VERSION = "2"
-# What each older schema lacks, added in place (a class database outlives an upgrade of the app):
-# 1 -> 2: a question keeps the answer its teacher's page measured, so a reload can still reveal.
+SCHEMA_VERSION = "3"
+# What each older schema lacks, added in place, one version after another (a class database
+# outlives an upgrade of the app):
+# 1 -> 2: a question keeps the answer its teacher's page measured, so a reload can still reveal;
+# 2 -> 3: a question may take answers until a time (the teacher's timer).
 MIGRATIONS = {
     "1": (
         "ALTER TABLE class_questions ADD COLUMN answer VARCHAR(200)",
         "ALTER TABLE class_questions ADD COLUMN answer_why TEXT",
     ),
+    "2": ("ALTER TABLE class_questions ADD COLUMN closes_at FLOAT",),
 }
 BUSY_TIMEOUT_S = 10.0  # SQLite: how long a write waits for another process's before giving up
 _WRITE = "class_write"  # the execution option that makes SQLite's BEGIN an IMMEDIATE one
@@ -137,6 +140,9 @@ questions = Table(
     # the answer the teacher's page measured when asking, kept (never shown) until the reveal
     Column("answer", String(200)),
     Column("answer_why", Text),
+    Column(
+        "closes_at", Float
+    ),  # answers are taken until then (the teacher's timer); NULL: no timer
 )
 answers = Table(
     "class_answers",
@@ -265,10 +271,11 @@ def _create_tables(made: Engine) -> None:
         metadata.create_all(conn)
         found = conn.execute(select(meta.c.value).where(meta.c.key == "schema")).scalar()
         if found in MIGRATIONS:
-            for statement in MIGRATIONS[found]:
-                conn.exec_driver_sql(statement)
-            conn.execute(meta.update().where(meta.c.key == "schema").values(value=SCHEMA_VERSION))
-            found = SCHEMA_VERSION
+            while found in MIGRATIONS:
+                for statement in MIGRATIONS[found]:
+                    conn.exec_driver_sql(statement)
+                found = str(int(found) + 1)
+            conn.execute(meta.update().where(meta.c.key == "schema").values(value=found))
         if found is None:
             conn.execute(meta.insert().values(key="schema", value=SCHEMA_VERSION))
         elif found != SCHEMA_VERSION:
