@@ -9,7 +9,7 @@ teacher is this process too, moving with classes.set_view every `every` seconds 
 of views (Attention at a layer and head, Next token, Embeddings, ...).
 
 Each student is one websocket (one Streamlit session) that behaves as the browser does and no
-more: it opens the teacher's first page with `?seat=<token>` (so the app knows the session is in
+more: it opens the teacher's first page with its seat cookie (so the app knows the session is in
 the class and draws the follow fragment in the sidebar), reruns each fragment that asked for it
 (ForwardMsg auto_rerun: every `interval`, a rerun BackMsg with that fragment id, the current page
 and query string, as the browser's timer does), keeps the query string the server sets
@@ -52,6 +52,7 @@ from benchmarks.bench_class_load import class_server
 from benchmarks.common import emit
 from serving.student import stream_url
 
+SEAT_COOKIE = "viz_class_seat"  # ui/classroom.SEAT_COOKIE: a student's seat, in the browser
 POLL_S = 1.0  # ui/classroom.POLL_S: followers' polls spread a move's arrivals over this
 TARGET_S = 2.0
 ANSWER_WITHIN_S = 5.0
@@ -95,8 +96,12 @@ class Tab:
         self.submitted_at: float | None = None
         self._reader: asyncio.Task | None = None
 
-    async def open(self, page: str, query: str) -> None:
-        self.ws = await websockets.connect(stream_url(self.url), max_size=None, open_timeout=120)
+    async def open(self, page: str, query: str, cookie: str | None = None) -> None:
+        """Connect as a browser opening `page?query`, sending `cookie` as its Cookie header."""
+        headers = {"Cookie": cookie} if cookie else None
+        self.ws = await websockets.connect(
+            stream_url(self.url), max_size=None, open_timeout=120, additional_headers=headers
+        )
         self.backend = self.ws.response.headers.get("X-Backend", "")
         self.query = query
         self._reader = asyncio.create_task(self._read())
@@ -261,8 +266,8 @@ async def arrive(tabs: list[Tab], seats: list[str | None], spread: float) -> Non
 
     async def one(tab: Tab, seat: str | None, delay: float) -> None:
         await asyncio.sleep(delay)
-        query = dict(params, **({"seat": seat} if seat else {}))
-        await tab.open(page, urllib.parse.urlencode(query))
+        cookie = f"{SEAT_COOKIE}={seat}" if seat else None
+        await tab.open(page, urllib.parse.urlencode(params), cookie)
 
     rng = random.Random(1)
     await asyncio.gather(

@@ -268,7 +268,8 @@ def _a_class(teacher_url: str, student_url: str, teacher, students: dict) -> Non
         form.get_by_label("Your name (or leave it empty to stay anonymous)").fill(name)
         form.get_by_role("button", name="Join").click()
         _box(p).wait_for(timeout=TIMEOUT_MS)
-        _until(f"{name!r} has a seat in the URL", lambda p=p: query(p).get("seat"), p)
+        _until(f"{name!r} has a seat cookie", lambda p=p: _cookie(p, "viz_class_seat"), p)
+        assert "seat" not in query(p)  # never in the address a student shares
         assert urlparse(p.url).port != urlparse(teacher.url).port  # the other process
         _no_exception(p, name)
     # The name with HTML is text everywhere it is drawn: never a bold element.
@@ -428,7 +429,7 @@ def _a_class(teacher_url: str, student_url: str, teacher, students: dict) -> Non
 def test_a_killed_process_s_student_is_still_in_the_class_and_follows(served, browser):  # noqa: F811
     """The class server's 2 processes behind HAProxy; the teacher and a student on different ones.
     The student's process is killed: the browser reconnects by itself (HAProxy sends it to the
-    process alive), the student is still in the class (the seat in the address), and the
+    process alive), the student is still in the class (the seat in a cookie), and the
     teacher's next move reaches them. (The teacher's own process killed: the teacher's browser
     comes back as the teacher by its cookie; a restarted process is out of HAProxy's turn until
     it is warmed, so no browser meets a fresh process's "Page not found" notice.)"""

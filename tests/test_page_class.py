@@ -42,6 +42,30 @@ def runs(tmp_path, monkeypatch):
 
 
 @pytest.fixture
+def jar(monkeypatch):
+    """The browser's cookies for the sessions AppTest starts (it has none of its own). A session
+    reads them at its first run only: set one before `app_test`, clear it after."""
+    found: dict[str, str] = {}
+    monkeypatch.setattr(classroom, "browser_cookie", found.get)
+    return found
+
+
+def _seated(jar, token: str, page: str | None = CLASS_PAGE, models=None):
+    """A student's browser back on a new session (a reload, another server process): its seat
+    cookie, and no seat anywhere else."""
+    jar[classroom.SEAT_COOKIE] = token
+    try:
+        return app_test(models or MODELS, page)
+    finally:
+        jar.clear()
+
+
+def _cookies_written(at) -> str:
+    """The scripts that set this browser's cookies (st.html in the page)."""
+    return "\n".join(h.proto.body for h in at.get("html") if "document.cookie" in h.proto.body)
+
+
+@pytest.fixture
 def a_class(runs):
     return classes.start_class(jobs.Auth(), "Week 3")
 
@@ -138,13 +162,36 @@ def test_a_student_who_stops_following_stays_and_rejoins_with_one_click(models_d
     assert at.title[0].value.endswith("Next token")
 
 
-def test_a_student_back_on_a_new_session_is_still_in_the_class_by_the_seat(models_dir, a_class):
+def test_a_student_back_on_a_new_session_is_still_in_the_class_by_the_seat(
+    models_dir, a_class, jar
+):
     me = classes.join(a_class.code, "Grace", "test")
-    at = app_test(models_dir, CLASS_PAGE, query={classroom.SEAT: me.token})
+    at = _seated(jar, me.token, models=models_dir)
     assert "Grace" in _box_text(at)
-    wrong = app_test(models_dir, CLASS_PAGE, query={classroom.SEAT: "not-a-token"})
+    wrong = _seated(jar, "not-a-token", models=models_dir)
     assert not wrong.exception
     assert "Join a class" in [s.value for s in wrong.subheader]
+    # the bad seat cookie is removed from that browser (app_test's second run wrote it)
+    assert f"{classroom.SEAT_COOKIE}=; path=/; max-age=0" in _cookies_written(wrong)
+
+
+def test_a_shared_link_opens_the_view_never_a_classmates_seat(models_dir, a_class, jar):
+    """Issue 39: `seat=<token>` rode in the address bar students share; a classmate who opened
+    it answered as that student, whose own answer was then refused."""
+    ada = _student(models_dir, a_class)
+    assert classroom.SEAT not in ada.query_params  # the seat is never in Ada's address
+    assert f"{classroom.SEAT_COOKIE}=" in _cookies_written(ada)  # but in her browser's cookie
+    token = ada.session_state["_class"].secret
+    q = questions.ask(a_class.teacher_key, a_class.id, "choice", "Which?", ["a", "b"])
+    classroom.forget(a_class.id)
+    link = app_test(models_dir, CLASS_PAGE, query={classroom.SEAT: token})  # a link of old
+    assert "Join a class" in [s.value for s in link.subheader]  # not in the class: no seat
+    assert "_class" not in link.session_state
+    assert classroom.SEAT not in link.query_params  # and the token is gone from its address
+    ada.run()
+    ada.main.radio[0].set_value("b")
+    next(b for b in ada.main.button if b.label == "Send my answer").click().run()
+    assert questions.distribution(q.id).counts == {"a": 0, "b": 1}  # her answer is hers
 
 
 def test_a_student_answers_once_and_sees_the_reveal(models_dir, a_class):
@@ -167,13 +214,13 @@ def test_a_student_answers_once_and_sees_the_reveal(models_dir, a_class):
 
 
 def test_at_a_lesson_stop_in_a_class_a_student_answers_only_the_class_s_form_at_the_top(
-    a_class, monkeypatch, tmp_path
+    a_class, monkeypatch, tmp_path, jar
 ):
     (tmp_path / "lessons").mkdir()
     (tmp_path / "lessons" / "demo.toml").write_text(DEMO)
     monkeypatch.setenv(lesson_file.LESSONS_ENV, str(tmp_path / "lessons"))
     me = classes.join(a_class.code, "Ada", "test")
-    at = app_test(MODELS, query={classroom.SEAT: me.token})
+    at = _seated(jar, me.token, page=None)
     (lesson,), _ = load_lessons(tmp_path / "lessons", ui_lesson.catalogue())
     stop = lesson.stops[0]  # the teacher's view at the stop, as the teacher's session publishes it
     view = {"lesson": "demo", "step": 1, "model": stop.model, "prompt": stop.prompt, **stop.view}
@@ -256,14 +303,13 @@ def test_a_head_question_is_answered_by_the_models_own_measurement(models_dir, r
 
 def test_when_the_teacher_ends_the_class_a_student_is_told_and_is_out_of_it(models_dir, a_class):
     at = _student(models_dir, a_class)
-    assert classroom.SEAT in at.query_params  # the seat, in the address while in the class
     classes.end_class(a_class.teacher_key, a_class.id)
     classroom.forget(a_class.id)
     at.run()
     assert "ended the class" in "\n".join(i.value for i in at.main.info)
     at.run()
     assert "Join a class" in [s.value for s in at.subheader]  # out of it: the page offers to join
-    assert classroom.SEAT not in at.query_params
+    assert f"{classroom.SEAT_COOKIE}=; path=/; max-age=0" in _cookies_written(at)  # seat gone
 
 
 def test_a_teacher_takes_a_class_back_with_the_password_and_no_code_is_shown_before(
@@ -507,7 +553,7 @@ def test_a_forged_or_broken_teacher_cookie_is_no_class():
 
 
 def test_a_timed_stop_question_counts_down_for_students_then_takes_no_answer(
-    runs, monkeypatch, tmp_path
+    runs, monkeypatch, tmp_path, jar
 ):
     """Issue 37's classroom controls: the teacher gives the room a minute from the lesson panel;
     a student sees the countdown over the form; once the time is up the student's box says so
@@ -529,7 +575,7 @@ def test_a_timed_stop_question_counts_down_for_students_then_takes_no_answer(
     info_text = "\n".join(i.value for i in teacher.main.info)
     assert "0 of 1 have answered" in info_text and "s left" in info_text
 
-    student = app_test(MODELS, query={classroom.SEAT: me.token})
+    student = _seated(jar, me.token, page=None)
     assert "Answer within" in "\n".join(h.proto.body for h in student.main.get("html"))
     assert [b for b in student.button if b.label == "Send my answer"]
 

@@ -50,7 +50,7 @@ REFRESH_S = 0.25  # the watcher renews those copies (within VIEW_TTL_S) while no
 MOVING_MAX = 4  # a move's page runs under way at once in this process; the next starts as one ends
 MOVING_S = 2.0  # a page run that has not said it ended by then frees its place
 HEARTBEAT_S = 5.0  # the connected sessions' "here, on this page" (the dashboard's 15 s window)
-SEAT = "seat"  # URL key: a student's member token (ui/classroom.SEAT)
+SEAT = "seat"  # the URL key a student's seat once rode in (ui/classroom.SEAT): never followed
 Mark = tuple[
     int | None, int | None, str | None, bool
 ]  # (view if following, question, state, ended)
@@ -238,7 +238,7 @@ def _move(f: Follower, view: classes.View) -> bool:
     target, params = followed(view)
     if target is None:
         return _nudge(f)
-    query = urllib.parse.urlencode({**params, SEAT: f.token})
+    query = urllib.parse.urlencode(params)
 
     def to_page(state: Any) -> None:
         state.fragment_id = ""

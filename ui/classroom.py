@@ -19,9 +19,10 @@ process's watcher (ui/class_watch.py) runs the teacher's page in the student's s
 teacher moves (`enter` then gives that run the teacher's keys) and reruns the box when a question
 changes; where Streamlit cannot be nudged, the box polls every POLL_S and applies a move itself
 (`apply_view`: the keys, then st.switch_page). Presenter mode is the teacher's own and is not
-followed. A student's seat (their member token) is kept in the URL (`seat=`) as well as the
-session, so a browser that reconnects to another server process is still in the class; the
-teacher's key is kept in a cookie of the teacher's browser, never in an address.
+followed. A student's seat (their member token) and the teacher's key are kept in the session
+and in a cookie of that browser, never in an address (students share links; a projector shows
+the address bar), so a reload, or a browser that reconnects to another server process, is
+still in the class, and a shared link opens the view, not the seat.
 
 Not here: the class database and who may do what (serving/classroom/), the Live class page.
 """
@@ -48,7 +49,7 @@ from viz_model.analysis.claims import md_escape
 from viz_model.lessons.truth import visible_token
 from viz_model.training.settings import RunSettings
 
-SEAT = class_watch.SEAT  # URL key: a student's member token
+SEAT = class_watch.SEAT  # the URL key a seat once rode in: never read, dropped where met
 PRIVATE = frozenset({SEAT, "present", "join"})  # URL keys that are one browser's, never followed
 POLL_S = 1.0  # a student box's timer where the watcher cannot push (ui/class_watch.py)
 SAFETY_S = 120.0  # its timer where the watcher pushes (and asks again): a net for a lost watcher
@@ -59,9 +60,11 @@ DASHBOARD_TTL_S = 2.0  # the teacher's counts: live enough, and a class's runs r
 HEARTBEAT_S = 5.0  # a student's "I am here, on this page" (a write): the dashboard's 15 s window
 _KEY = "_class"  # this session's Membership
 _RUN = "_class_run"  # the number of this session's newest full run (app.py's)
-_COOKIE = "_class_cookie"  # (value, max-age) of the teacher cookie, written on the next run
+_COOKIE = "_class_cookie"  # {cookie name: (value, max-age)}, written on the next run
+_COOKIES_READ = "_class_cookies_read"  # this session looked for its class in the cookies
 TEACHER_COOKIE = "viz_class_teacher"  # the teacher's class id and key, in their browser only
-TEACHER_COOKIE_S = 12 * 3600  # a class day
+SEAT_COOKIE = "viz_class_seat"  # a student's member token, in their browser only
+COOKIE_S = 12 * 3600  # a class day
 CLASS_ROUTE = "Class"  # the Live class page: the teacher's control room, never followed
 
 _dashboards: TTLCache = TTLCache(maxsize=16, ttl=DASHBOARD_TTL_S)  # class id -> Dashboard
@@ -98,37 +101,51 @@ class Membership:
 
 
 def membership() -> Membership | None:
-    """This session's class, from the session, else (a student on a new server process) the
-    URL's seat, else (a teacher who reloaded) the browser's teacher cookie; None outside."""
+    """This session's class, from the session, else (a student on a new session: a reload, a
+    server process that died) the browser's seat cookie, else (a teacher who reloaded) the
+    browser's teacher cookie; None outside. A seat in an address (`seat=`, as links once carried
+    it, or a classmate's shared link) is dropped unread: a link opens a view, never a seat."""
     ss = st.session_state
     if _KEY in ss:
         return ss[_KEY]
-    token = st.query_params.get(SEAT)
+    if SEAT in st.query_params:
+        del st.query_params[SEAT]
+    if ss.get(_COOKIES_READ):  # the cookies are the session's first request's: read once
+        return None
+    ss[_COOKIES_READ] = True
+    token = browser_cookie(SEAT_COOKIE)
     if not token:
         return _teacher_back()
     try:
         me = classes.member(token)
         info = classes.get_class(me.class_id)
     except (ClassRefused, ClassStateError):
-        del st.query_params[SEAT]  # an old or wrong seat: the student is simply not in a class
-        return None
-    if not info.active:
+        info = None
+    if info is None or not info.active:  # an old seat, or one of another server's: no class
+        _set_cookie(SEAT_COOKIE, "", 0)
         return None
     ss[_KEY] = Membership(info.id, info.code, info.title, "student", token, name=me.name)
     return ss[_KEY]
+
+
+def browser_cookie(name: str) -> str | None:
+    """A cookie this browser sent when the session began (Streamlit reads them from the first
+    request; AppTest has none, and its tests stand one in here)."""
+    found = st.context.cookies.get(name)
+    return found if isinstance(found, str) and found else None
 
 
 def begin_teaching(info: classes.ClassInfo, teacher: str | jobs.Auth) -> Membership:
     m = Membership(info.id, info.code, info.title, "teacher", teacher)
     st.session_state[_KEY] = m
     if isinstance(teacher, str):
-        _set_teacher_cookie(f"{info.id}:{teacher}", TEACHER_COOKIE_S)
+        _set_cookie(TEACHER_COOKIE, f"{info.id}:{teacher}", COOKIE_S)
     return m
 
 
 def _teacher_back() -> Membership | None:
     """A teacher whose tab reloaded (a new session): the class whose key the cookie holds."""
-    found = teacher_cookie(st.context.cookies.get(TEACHER_COOKIE))
+    found = teacher_cookie(browser_cookie(TEACHER_COOKIE))
     if found is None:
         return None
     class_id, key = found
@@ -153,41 +170,39 @@ def teacher_cookie(found: Any) -> tuple[int, str] | None:
     return int(class_id), key
 
 
-def _set_teacher_cookie(value: str, max_age: int) -> None:
-    """The teacher key in a cookie of this browser only, never in an address (a projector shows
-    the address bar). Written by the next run's sidebar (`_write_cookie`): these calls are
-    followed by a rerun, which would drop a frame drawn now."""
-    st.session_state[_COOKIE] = (value, max_age)
+def _set_cookie(name: str, value: str, max_age: int) -> None:
+    """A secret in a cookie of this browser only, never in an address (a projector shows the
+    address bar, and students share links): the teacher key, a student's seat. Written by the
+    next run (`_write_cookies`): these calls are followed by a rerun, which would drop a frame
+    drawn now. max_age 0 removes it."""
+    st.session_state.setdefault(_COOKIE, {})[name] = (value, max_age)
 
 
-def _write_cookie(box: Any) -> None:
+def _write_cookies(box: Any) -> None:
     """Streamlit cannot set a cookie, so a script in the page does (st.html runs it in the page
-    itself, not in a frame); the value is a class id and a key this app made (no user text)."""
+    itself, not in a frame); the values are ids and keys this app made (no user text)."""
     pending = st.session_state.pop(_COOKIE, None)
-    if pending is None:
+    if not pending:
         return
-    value, max_age = pending
-    script = (
-        f"<script>document.cookie = '{TEACHER_COOKIE}={value}; path=/; max-age={max_age}; "
-        "SameSite=Strict';</script>"
+    lines = "".join(
+        f"document.cookie = '{name}={value}; path=/; max-age={max_age}; SameSite=Strict';"
+        for name, (value, max_age) in pending.items()
     )
     with box:
-        st.html(script, unsafe_allow_javascript=True)
+        st.html(f"<script>{lines}</script>", unsafe_allow_javascript=True)
 
 
 def begin_learning(info: classes.ClassInfo, me: classes.Member) -> Membership:
     m = Membership(info.id, info.code, info.title, "student", str(me.token), name=me.name)
     st.session_state[_KEY] = m
-    state.mirror(SEAT, me.token)
+    _set_cookie(SEAT_COOKIE, str(me.token), COOKIE_S)
     return m
 
 
 def leave() -> None:
     m = st.session_state.pop(_KEY, None)
-    if m is not None and m.teacher:
-        _set_teacher_cookie("", 0)
-    if SEAT in st.query_params:
-        del st.query_params[SEAT]
+    if m is not None:
+        _set_cookie(TEACHER_COOKIE if m.teacher else SEAT_COOKIE, "", 0)
 
 
 # ---- the view ---------------------------------------------------------------------------------
@@ -251,7 +266,7 @@ def apply_view(m: Membership, view: classes.View) -> None:
     if target is None:
         return
     _set_keys(m, view, target, params)
-    st.switch_page(target.file, query_params={**params, SEAT: m.secret})
+    st.switch_page(target.file, query_params=params)
 
 
 def enter(page: nav.Page) -> int:
@@ -292,11 +307,9 @@ def boxes(page: nav.Page, side: Any, top: Any) -> None:
     """The class box: the teacher's in `side` (a container at the top of the sidebar), a
     student's in `top` (a container at the top of the main area, where a question is seen on any
     screen and the lesson's blur does not reach); nothing outside a class."""
-    _write_cookie(side)
+    _write_cookies(side)
     m = membership()
     if m is None:
-        if SEAT in st.query_params and _KEY not in st.session_state:
-            del st.query_params[SEAT]  # a seat in an ended class: the student is out of it
         return
     if m.teacher:
         # the view as the frame left it (model, step, prompt, stop): the class's, should the
@@ -305,7 +318,6 @@ def boxes(page: nav.Page, side: Any, top: Any) -> None:
         with side:
             _teacher_box(m, page)
     else:
-        state.mirror(SEAT, m.secret)
         with top:
             _student_box(m, page)
 
@@ -485,7 +497,7 @@ def _student_box_body(m: Membership, page: nav.Page) -> None:
         return
     if view.ended:
         box.info("The teacher has ended the class. Every page is yours to explore.")
-        st.session_state.pop(_KEY, None)  # out of the class (the seat goes with the next run)
+        leave()  # out of the class; its seat cookie goes with the next run
         return
     if m.following and view.page and view.version > m.seen_version:
         apply_view(m, view)  # a page switch: the box runs again on the teacher's page
