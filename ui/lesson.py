@@ -346,6 +346,7 @@ def _mask(until: str) -> None:
     selectors = ", ".join(
         f'[data-testid="{area}"] [data-testid="{t}"]'
         f":not(.st-key-{PANEL_KEY} *):not(.st-key-{CLASS_BOX_KEY} *)"
+        f":not(.st-key-{present.HEADER_KEY} *)"
         for area in ("stMain", "stSidebarUserContent")  # the model card states losses
         for t in MASKED
     )

@@ -13,7 +13,11 @@ opens a class's screen in presenter mode.
 The chart text floor outside presenter mode (FLOOR px at 1024x768) is kept by the chart
 builders themselves (ui/charts/common.py); tests/test_browser_readability.py measures both.
 
-Not here: the frame that calls `sidebar_state()` and `apply()` (ui/frame.py); chart building.
+In presenter mode the frame also draws `header(...)`: one line at the top of the page with the
+model, its training step and the lesson stop, which the folded sidebar would otherwise hide.
+
+Not here: the frame that calls `sidebar_state()`, `apply()` and `header()` and reads what the
+header says (ui/frame.py); chart building.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import streamlit as st
 
 from ui import state
 from ui.charts.common import frozen
+from viz_model.analysis.claims import md_escape
 
 KEY = "present"
 FLOOR = 12  # px: every chart's text at 1024x768 (DESIGN.md section 6)
@@ -37,6 +42,8 @@ DEFAULT_FONT_PX = 13  # what plotly draws where a figure sets no size (its hover
 THEME_PX = {"tick": 12, "title": 14, "legend": 14}
 AXIS = re.compile(r"^[xy]axis\d*$")
 HEIGHT_SCALE = SCALE  # presenter mode: a chart grows as its text does, so rows of labels still fit
+HEADER_KEY = "present_header"  # the header line's container: .st-key-present_header
+HEADER_NAME_CHARS = 32  # a longer model name is cut, so the step and stop stay on the line
 
 # Large prose, the full width of the screen, and columns holding a chart stacked one under
 # another (the `:has` selector: only a row with a chart in it, so rows of controls stay rows).
@@ -49,6 +56,13 @@ PRESENTER_CSS = """<style>
 [data-testid=stHorizontalBlock]:has([data-testid=stPlotlyChart]) { flex-direction: column; }
 [data-testid=stHorizontalBlock]:has([data-testid=stPlotlyChart]) > [data-testid=stColumn] {
   width: 100% !important; flex: 1 1 100% !important; }
+</style>"""
+# The header line, right under Streamlit's toolbar (the page's top padding 3.5rem, not its 6rem):
+# text 22 px on one line, anything too long cut with an ellipsis rather than wrapped.
+HEADER_CSS = f"""<style>
+[data-testid=stMainBlockContainer] {{ padding-top: 3.5rem; }}
+.st-key-{HEADER_KEY} [data-testid=stMarkdownContainer] p {{ font-size: 1.4rem; line-height: 1.4;
+  margin: 0; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }}
 </style>"""
 # On a short screen (a 1024x768 projector) the navigation scrolls inside its own box, so the
 # model picker and the prompt box under it are on screen without scrolling the sidebar. Its
@@ -82,7 +96,21 @@ def apply() -> None:
     )
     # In the sidebar, not on the page: pages and their tests count their own html elements from
     # the first, and a <style> draws nothing wherever it is. No user text goes in it.
-    st.sidebar.html(SIDEBAR_CSS + (PRESENTER_CSS if is_on() else ""))
+    st.sidebar.html(SIDEBAR_CSS + (PRESENTER_CSS + HEADER_CSS if is_on() else ""))
+
+
+def header(model: str, step: str | None, stop: tuple[int, int] | None) -> None:
+    """The presenter's header line, at the top of the main area: the model, its training step as
+    the sidebar's slider writes it (none for a model without snapshots) and, in a lesson, the
+    stop, so the room can tell a class run from a bundled model and step 0 from the last."""
+    if len(model) > HEADER_NAME_CHARS:
+        model = model[: HEADER_NAME_CHARS - 1] + "…"
+    parts = [f"Model **{md_escape(model)}**"]
+    if step is not None:
+        parts.append(f"training step **{step}**")
+    if stop is not None:
+        parts.append(f"lesson **stop {stop[0]} of {stop[1]}**")
+    st.container(key=HEADER_KEY).markdown(" · ".join(parts))
 
 
 def plot(fig: go.Figure, *, container: Any = st, **kwargs: Any) -> Any:

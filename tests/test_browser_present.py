@@ -1,0 +1,125 @@
+"""Presenter mode's header line in Chromium at 1024x768 (issue 38): at the top of the page, text
+of at least 20 px on one line, naming the model and the training step the sidebar's widgets show
+and, in a lesson, the stop; left sharp by the lesson's blur."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from serving.models import ENV_VAR
+from tests import test_browser
+from tests.test_browser import (
+    DONE,
+    SHOTS,
+    SMALL,
+    TIMEOUT_MS,
+    free_port,
+    open_home_once,
+    start_server,
+    stop_server,
+    wait_healthy,
+)
+from ui import lesson as ui_lesson
+from ui import present
+from viz_model.lessons import lesson_file
+from viz_model.lessons.lesson_file import load_lessons
+
+pytestmark = pytest.mark.browser
+browser = test_browser.browser  # the fixture, shared
+
+TOP_PX = 120  # the header ends above this: the first line under Streamlit's toolbar
+MIN_TEXT_PX = 20
+MAX_HEIGHT_PX = 50  # one line
+# The header's text box, its font size and what the sidebar's widgets show (folded away, in the
+# page all the same): the model picker's value and the training-step slider's.
+HEADER_JS = f"""() => {{
+  const p = document.querySelector('.st-key-{present.HEADER_KEY} p');
+  const side = document.querySelector('[data-testid=stSidebar]');
+  const model = side.querySelector('input[aria-label=Model]');
+  const step = side.querySelector('[data-testid=stSliderThumbValue]');
+  if (!p) return null;
+  const box = p.getBoundingClientRect();
+  const blurred = p.closest('[data-testid=stMarkdown]');
+  return {{text: p.innerText, top: box.top, bottom: box.bottom, height: box.height,
+          px: parseFloat(getComputedStyle(p).fontSize), oneLine: p.scrollWidth <= p.clientWidth,
+          filter: getComputedStyle(blurred).filter,
+          model: model && model.value, step: step && step.textContent}};
+}}"""
+
+
+def _attention_stop() -> tuple[str, int, int]:
+    """(lesson id, stop, number of stops) of the first shipped stop on Attention that masks."""
+    shipped, _ = load_lessons(lesson_file.LESSONS_DIR, ui_lesson.catalogue())
+    return next(
+        (x.id, n, len(x.stops))
+        for x in shipped
+        for n, stop in enumerate(x.stops, 1)
+        if stop.page == "Attention" and stop.hide
+    )
+
+
+@pytest.fixture(scope="module")
+def server(models_dir, tmp_path_factory):
+    """The bundled models (the lessons name them) and the test model."""
+    port = free_port()
+    env = {**os.environ, ENV_VAR: str(models_dir)}
+    proc = start_server(port, env, tmp_path_factory.mktemp("server") / "streamlit.log")
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(base, proc)
+        open_home_once(port)
+        yield base
+    finally:
+        stop_server(proc)
+
+
+@pytest.fixture(scope="module")
+def projector(browser):  # noqa: F811 (the fixture imported above)
+    context = browser.new_context(viewport={"width": SMALL[0], "height": SMALL[1]})
+    yield context.new_page()
+    context.close()
+
+
+def _header(p, base: str, address: str, shot: str) -> dict:
+    p.goto(f"{base}/{address}")
+    p.wait_for_selector("[data-testid=stMain] h1", timeout=TIMEOUT_MS)
+    p.wait_for_selector(DONE, timeout=TIMEOUT_MS)
+    p.wait_for_timeout(1500)  # a first run may rerun once
+    p.wait_for_selector(DONE, timeout=TIMEOUT_MS)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    p.screenshot(path=str(SHOTS / f"present-header-{shot}.png"))
+    found = p.evaluate(HEADER_JS)
+    assert found is not None, f"{address}: no header line"
+    assert found["bottom"] <= TOP_PX and found["top"] >= 0, f"{address}: {found}"
+    assert found["px"] >= MIN_TEXT_PX and found["height"] <= MAX_HEIGHT_PX, f"{address}: {found}"
+    assert found["oneLine"], f"{address}: {found['text']}"
+    assert found["model"] and f"Model {found['model']}" in found["text"]
+    return found
+
+
+def test_the_header_shows_the_sidebars_model_and_step_on_a_lesson_stop(server, projector):
+    lesson_id, n, stops = _attention_stop()
+    found = _header(
+        projector, server, f"Attention?lesson={lesson_id}&step={n}&present=1", "attention-lesson"
+    )
+    assert found["step"] and f"training step {found['step']}" in found["text"]
+    assert found["step"].endswith("(final)")
+    assert f"stop {n} of {stops}" in found["text"]
+    assert found["filter"] == "none"  # the page under the question is blurred, not the header
+
+
+def test_the_header_follows_a_snapshot_and_home_has_it(server, projector):
+    found = _header(projector, server, "Attention?model=test-char&train_step=37&present=1", "step")
+    assert found["model"] == "test-char" and found["step"] == "37"
+    assert found["text"].endswith("training step 37")
+    found = _header(projector, server, "?present=1", "home")
+    assert f"training step {found['step']}" in found["text"] and "stop" not in found["text"]
+
+
+def test_there_is_no_header_outside_presenter_mode(server, projector):
+    projector.goto(f"{server}/Attention")
+    projector.wait_for_selector("[data-testid=stMain] h1", timeout=TIMEOUT_MS)
+    projector.wait_for_selector(DONE, timeout=TIMEOUT_MS)
+    assert projector.evaluate(HEADER_JS) is None
