@@ -13,6 +13,11 @@ How a run ended is written even on a full disk: at start the worker sets aside R
 RUN_DIR/.reserve, and when the last status cannot be written it deletes that file and writes it
 again; a run that failed for want of space says so, and what to do (issue 39: it read as
 "interrupted", with no cause). The reserve goes when the worker ends.
+
+A worker whose folder is deleted under it (rm -rf outside the app) or replaced by another of the
+same name ends itself at its next status write or step, writing nothing (a write would make the
+folder again, out of the app's sight): `Home` compares the folder's identity with the one it
+started in (issue 39: an orphan trained on, unseen, unstoppable and outside the job cap).
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from typing import Any
 import torch
 
 from serving import jobs
+from serving.job_home import FolderGone, Home
 from viz_model.bundles.files import CheckpointError, write_json, write_text
 from viz_model.model.config import STEPS_WHEN_TIMED
 from viz_model.training.loop import StepRecord
@@ -53,6 +59,7 @@ N_SAMPLES = 6  # the newest samples kept in status.json (all of them are in the 
 RESERVE_FILE = ".reserve"
 RESERVE_BYTES = 1 << 20  # room for the last status on a full disk (one with samples is a few KB)
 _FULL = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}  # no space, or no quota left
+GONE = 3  # the exit status of a worker whose folder was deleted
 
 
 class Control:
@@ -96,8 +103,9 @@ class Control:
 class Status:
     """status.json: the worker's view of the run, written atomically."""
 
-    def __init__(self, folder: Path, run: Run, threads: int) -> None:
-        self.path = folder / "status.json"
+    def __init__(self, home: Home, run: Run, threads: int) -> None:
+        self.home = home
+        self.path = home.folder / "status.json"
         cfg = run.cfg
         on_the_clock = cfg.time_limit > 0 and cfg.max_steps == STEPS_WHEN_TIMED
         self.data: dict[str, Any] = {
@@ -147,6 +155,9 @@ class Status:
         return min(1.0, done), None if left is None else round(left, 1)
 
     def write(self, force: bool = False, **changes: Any) -> None:
+        """Write status.json when due (or forced, or changed); FolderGone, every call, when the
+        run's folder is gone: a write would make it again."""
+        self.home.check()
         self.data.update(changes)
         now = time.time()
         if force or changes or now - self.written >= STATUS_EVERY:
@@ -184,6 +195,7 @@ def _wait_while_paused(
     status.write(state="paused", message=f"paused after step {status.data['step']}")
     started = time.monotonic()
     while control.paused and not stop.is_set() and not control.stop:
+        status.home.check()
         if control.take_step():
             events.append("one step while paused")
             return
@@ -208,8 +220,10 @@ def _launch_event(plan: dict[str, Any], built: Run) -> list[str]:
     return [str(plan.get("event") or f"resumed from step {built.start_step}")]
 
 
-def _failed(folder: Path, message: str) -> int:
+def _failed(home: Home, message: str) -> int:
     """Record a run that could not start as failed (not running: it would read as interrupted)."""
+    home.check()
+    folder = home.folder
     failed = {"state": "failed", "message": message, "pid": os.getpid()}
     _last_status(
         folder, lambda: write_json(folder / "status.json", {**failed, "updated": time.time()})
@@ -262,27 +276,37 @@ def why_failed(exc: BaseException, saved: bool) -> str:
 
 
 def run(folder: Path) -> int:
-    """Train the run in `folder` to its end; status.json says how it ended."""
-    if jobs.read_json(folder / "plan.json", {}).get("kind") == "sae":  # runs/sae/<name>/
-        from serving import sae_worker  # another kind of job: its own worker, the same command
-
-        return sae_worker.run(folder)
-    with jobs.locked(folder.parent):  # jobs.start holds it until our pid and settings are written
-        pass
-    _reserve(folder)
+    """Train the run in `folder` to its end; status.json says how it ended (GONE, with nothing
+    written, when the folder is deleted under it)."""
+    home = Home(folder)
+    sae = jobs.read_json(folder / "plan.json", {}).get("kind") == "sae"  # runs/sae/<name>/
     try:
-        return _train(folder)
-    finally:
-        with contextlib.suppress(OSError):
-            (folder / RESERVE_FILE).unlink(missing_ok=True)
+        if sae:
+            from serving import sae_worker  # another kind of job: its own worker, same command
+
+            return sae_worker.run(folder, home)
+        with jobs.locked(folder.parent):  # jobs.start holds it until our pid and settings are in
+            pass
+        home.check()
+        _reserve(folder)
+        try:
+            return _train(home)
+        finally:
+            with contextlib.suppress(OSError):
+                (folder / RESERVE_FILE).unlink(missing_ok=True)
+    except FolderGone as gone:
+        home.tidy(folder.parent.parent if sae else folder.parent)  # the root launch_run locks
+        print(gone, file=sys.stderr)
+        return GONE
 
 
-def _train(folder: Path) -> int:
+def _train(home: Home) -> int:
+    folder = home.folder
     plan = jobs.read_json(folder / "plan.json", {})
     try:
         settings = RunSettings.from_dict(jobs.read_json(folder / "settings.json"))
     except (TypeError, ValueError) as exc:
-        return _failed(folder, f"unreadable settings: {exc}")
+        return _failed(home, f"unreadable settings: {exc}")
     threads = int(plan.get("threads", 1))
     torch.set_num_threads(threads)
     stop = threading.Event()
@@ -300,12 +324,14 @@ def _train(folder: Path) -> int:
         built.model.to(device)
         built.meta["device"] = str(device)
     except Exception as exc:  # a bad setting, file or device: say so in the status, not a traceback
-        return _failed(folder, why_failed(exc, False) if disk_full(exc) else str(exc))
-    status = Status(folder, built, threads)
+        return _failed(home, why_failed(exc, False) if disk_full(exc) else str(exc))
+    status = Status(home, built, threads)
     try:
         status.write(force=True)
         cap = float(plan.get("max_minutes", 0)) * 60
         return _drive(folder, built, cap, status, stop, _launch_event(plan, built))
+    except FolderGone:
+        raise
     except Exception as exc:
         message = why_failed(exc, bool(status.data.get("saved_step")))
         _last_status(folder, lambda: status.write(state="failed", message=message))

@@ -38,9 +38,11 @@ under VIZ_RUNS_DIR) is itself the model bundle (so the model picker finds it), p
     estimate.json   the speed promised before Start: {"steps_per_s": [low, high], ...} (once)
     job.log         the worker's stderr (tracebacks)
 
-States: running, paused, finished, stopped (by Stop, the minutes cap, SIGTERM or SIGINT, or a
-NaN: the message says which), failed (the message says why), and interrupted: a status that says
-running or paused whose pid is gone, or is not this run's worker (after a reboot, say). Resume
+States: running, paused, suspended (a running or paused worker whose process is stopped by a
+signal, SIGSTOP or Ctrl-Z: it trains no step but holds its slot; Stop sends it SIGTERM and SIGCONT),
+finished, stopped (by Stop, the minutes cap, SIGTERM or SIGINT, or a NaN: the message says which),
+failed (the message says why), and interrupted: a status that says running or paused whose pid is
+gone, or is not this run's worker (after a reboot, say). Resume
 continues an interrupted run from its last save (the bundle is rewritten at every evaluation),
 and a failed one that has a save (a full disk, say: a failed save leaves the last one whole).
 Jobs share the server's process group, so a Ctrl-C on `streamlit run` stops them with a save.
@@ -50,6 +52,9 @@ a lock on RUNS/.jobs.lock (filelock: flock on Linux and macOS, msvcrt on Windows
 across server processes. A worker is alive when its pid exists, the process started when status.json
 says (`pid_started`, psutil's create_time) and, where it can be read, its command line is this
 run's worker (psutil on every platform), so a pid reused after a reboot never holds a job slot.
+A slot is held by every live run and by every worker process no run accounts for (`orphans`: its
+folder deleted outside the app; found by command line, `workers`), which delete() also refuses
+under; a worker whose folder is deleted or replaced ends itself at its next step (job_worker).
 """
 
 from __future__ import annotations
@@ -87,7 +92,9 @@ PASSWORD_ENV = "VIZ_TEACHER_PASSWORD"
 DEFAULT_MAX_JOBS = 2
 DEFAULT_MAX_PARAMS = 10_000_000
 DEFAULT_MAX_MINUTES = 30.0
-LIVE = ("running", "paused")
+# A worker's status says running or paused; read() says "suspended" when that worker's process is
+# stopped by a signal (SIGSTOP, Ctrl-Z, a debugger): it trains no step but is alive and holds a slot.
+LIVE = ("running", "paused", "suspended")
 STATES = (*LIVE, "finished", "stopped", "failed", "interrupted")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 LOCK_FILE = ".jobs.lock"
@@ -102,6 +109,7 @@ ESTIMATE_FILE = "estimate.json"  # the speed the page promised before Start
 # readings of one process can differ by 1.0 s plus float rounding. A pid reused within seconds of
 # the start of the process it replaces is not a case to plan for.
 START_SLACK = 3.0  # seconds
+ENDING_S = 10.0  # how long delete waits for a worker past its last status to exit
 
 
 class JobError(Exception):
@@ -309,6 +317,29 @@ def process_started(pid: int) -> float | None:
         return None
 
 
+def worker_process(
+    pid: int | None, folder: Path, started: float | None = None, command: str = WORKER
+) -> psutil.Process | None:
+    """The process `pid` when it is running this run's worker (worker_alive), else None."""
+    if not pid or started is None:
+        return None
+    try:
+        proc = psutil.Process(pid)
+        if abs(proc.create_time() - started) > START_SLACK:
+            return None
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return None
+        try:
+            argv = proc.cmdline()
+        except psutil.AccessDenied:
+            return proc  # another user's process that started when our worker did
+    except psutil.Error:  # gone (or a zombie), or nothing about it may be read
+        return None
+    if not argv:  # mid-exec: Popen returns before the kernel has filled in the new command line
+        return proc  # (read right after Start a third of the time); its start time is ours
+    return proc if command in argv and str(folder) in argv else None
+
+
 def worker_alive(
     pid: int | None, folder: Path, started: float | None = None, command: str = WORKER
 ) -> bool:
@@ -316,23 +347,92 @@ def worker_alive(
     status's pid_started; a pid reused by another process started at another time) and, where its
     command line can be read and is filled in, it is `python -m serving.job_worker FOLDER` (not
     a zombie). `command`: another module run on the folder (serving/sheets.py's builds)."""
-    if not pid or started is None:
-        return False
+    return worker_process(pid, folder, started, command) is not None
+
+
+def suspended(proc: psutil.Process) -> bool:
+    """True when the process is stopped by a signal (SIGSTOP, Ctrl-Z; psutil's state 'T', or 't'
+    under a debugger): alive, but it runs no instruction until continued."""
     try:
-        proc = psutil.Process(pid)
-        if abs(proc.create_time() - started) > START_SLACK:
-            return False
-        if proc.status() == psutil.STATUS_ZOMBIE:
-            return False
-        try:
-            argv = proc.cmdline()
-        except psutil.AccessDenied:
-            return True  # another user's process that started when our worker did
-    except psutil.Error:  # gone (or a zombie), or nothing about it may be read
+        return proc.status() in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP)
+    except psutil.Error:
         return False
-    if not argv:  # mid-exec: Popen returns before the kernel has filled in the new command line
-        return True  # (read right after Start a third of the time); its start time is ours
-    return command in argv and str(folder) in argv
+
+
+def _end(proc: psutil.Process) -> None:
+    """SIGTERM, then SIGCONT: a suspended worker wakes to a stop (after its step, with a save)."""
+    with contextlib.suppress(psutil.Error):
+        proc.terminate()  # pending while the process is stopped ...
+        proc.resume()  # ... and handled as soon as it runs again
+
+
+@dataclass(frozen=True)
+class Worker:
+    """A worker process found among the machine's processes (workers()), whatever its folder says."""
+
+    pid: int
+    folder: Path  # the folder its command line names (which may be gone)
+    started: float  # its create_time
+    suspended: bool
+
+    @property
+    def label(self) -> str:
+        """'<name> (pid N)': how a refusal or the Training page names it."""
+        return f"{self.folder.name} (pid {self.pid})"
+
+
+def workers(root: Path | None = None) -> list[Worker]:
+    """Every live `python -m serving.job_worker FOLDER` process whose FOLDER is a run under
+    `root` (or a job of a kind, root/<kind>/), found by its command line, not by the folder: a
+    worker whose folder was deleted is one too. A process whose command line cannot be read (another
+    user's) is not seen."""
+    base = (root or runs_root()).resolve()
+    homes = {base, *(base / kind for kind in KINDS)}
+    found = []
+    for proc in psutil.process_iter(["cmdline", "create_time", "status"]):
+        argv = proc.info.get("cmdline") or []
+        if WORKER not in argv or proc.info.get("status") == psutil.STATUS_ZOMBIE:
+            continue
+        at = argv.index(WORKER)
+        if at + 1 >= len(argv) or argv[at - 1 : at] != ["-m"]:
+            continue
+        folder = Path(argv[at + 1])
+        if folder.parent in homes:
+            stopped = proc.info.get("status") in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP)
+            found.append(Worker(proc.pid, folder, proc.info.get("create_time") or 0.0, stopped))
+    return found
+
+
+def orphans(root: Path | None = None) -> list[Worker]:
+    """The workers no run accounts for: their folder is gone (deleted outside the app), or its
+    status names another live worker. Each holds a job slot until it ends; a worker notices a
+    deleted folder by its next step and ends itself, so one that stays is suspended, or still
+    building its model. (A worker whose folder's status does not name it yet is being started.)"""
+    found = []
+    for worker in workers(root):
+        if not worker.folder.is_dir():
+            found.append(worker)
+            continue
+        with contextlib.suppress(JobError):
+            status = read_json(worker.folder / "status.json", {})
+            pid = status.get("pid") if isinstance(status, dict) else None
+            if pid != worker.pid and worker_alive(pid, worker.folder, status.get("pid_started")):
+                found.append(worker)
+    return found
+
+
+def stop_orphan(pid: int, *, auth: Auth, root: Path | None = None) -> None:
+    """End a worker whose run folder is gone (one of orphans()): SIGTERM and, when it is
+    suspended, SIGCONT, so it wakes, finds its folder gone and ends without writing anything."""
+    check(auth)
+    base = root or runs_root()
+    with locked(base):
+        found = [w for w in orphans(base) if w.pid == pid]
+        if not found:
+            raise JobError(f"no worker without a run has pid {pid} (it may have ended)")
+        proc = worker_process(pid, found[0].folder, found[0].started)
+        if proc is not None:
+            _end(proc)
 
 
 def read(name: str, root: Path | None = None, history: bool = True) -> RunView:
@@ -355,14 +455,22 @@ def read(name: str, root: Path | None = None, history: bool = True) -> RunView:
     for key, value in status.items():
         if key in known:
             setattr(view, key, value)
+    proc = worker_process(view.pid, path, view.pid_started) if view.state in LIVE else None
     if not status:
         view.message = "the run never started"
-    elif view.state in LIVE and not worker_alive(view.pid, path, view.pid_started):
+    elif view.state in LIVE and proc is None:
         view.state = "interrupted"
         view.message = (
             f"the job ended without finishing; resume continues from step {view.saved_step}"
             if view.saved_step
             else "the job ended before its first save; resume starts it again"
+        )
+    elif proc is not None and suspended(proc):
+        view.state = "suspended"
+        view.message = (
+            f"its worker process (pid {view.pid}) is suspended by a signal (SIGSTOP or Ctrl-Z, "
+            f"say) at step {view.step}: it trains no step but holds a job slot; Stop wakes it "
+            "and stops it with a save"
         )
     elif view.state == "failed" and view.saved_step and view.has_bundle:  # a full disk, say
         view.message += f"; resume continues from step {view.saved_step}, its last save"
@@ -391,9 +499,12 @@ def list_runs(root: Path | None = None) -> list[RunView]:
 
 
 def _live_runs(root: Path) -> list[str]:
+    """What holds a job slot: every live run (a suspended one too) and every worker process no
+    run names (its folder deleted: it still computes), which a folder count would miss."""
     live = [v.name for v in list_runs(root) if v.live]
     for kind in KINDS:  # "sae/<name>": jobs of another kind hold a slot too
         live += [f"{kind}/{v.name}" for v in list_runs(root / kind) if v.live]
+    live += [f"a worker whose run folder is gone: {w.label}" for w in orphans(root)]
     return live
 
 
@@ -590,8 +701,9 @@ def _launch(path: Path, plan: dict[str, Any], limits: Limits, params: int | None
 # ---- controls ---------------------------------------------------------------------------------
 
 
-def _control(name: str, auth: Auth, root: Path | None, change, allowed) -> None:
-    """Check the password and the state, then apply change(control) to control.json under the lock."""
+def _control(name: str, auth: Auth, root: Path | None, change, allowed) -> RunView:
+    """Check the password and the state, then apply change(control) to control.json under the
+    lock; the run's view as it was before."""
     check(auth)
     root = root or runs_root()
     with locked(root):
@@ -603,6 +715,7 @@ def _control(name: str, auth: Auth, root: Path | None, change, allowed) -> None:
         control = read_json(view.path / "control.json", {})
         change(control)
         write_json(view.path / "control.json", control)
+    return view
 
 
 def pause(name: str, *, auth: Auth, root: Path | None = None) -> None:
@@ -612,8 +725,18 @@ def pause(name: str, *, auth: Auth, root: Path | None = None) -> None:
 
 def stop(name: str, *, auth: Auth, root: Path | None = None) -> None:
     """Stop after the step in progress (while paused: after one more step), measure the
-    validation loss and save the bundle; the state becomes stopped."""
-    _control(name, auth, root, lambda c: c.update(stop=True), LIVE)
+    validation loss and save the bundle; the state becomes stopped. A suspended worker reads
+    no control file: it gets SIGTERM and SIGCONT (wake_to_stop), which stop it the same way."""
+    view = _control(name, auth, root, lambda c: c.update(stop=True), LIVE)
+    if view.state == "suspended":
+        wake_to_stop(view)
+
+
+def wake_to_stop(view: RunView) -> None:
+    """A suspended run's worker: SIGTERM, then SIGCONT (a stop after its step, with a save)."""
+    proc = worker_process(view.pid, view.path, view.pid_started)
+    if proc is not None:
+        _end(proc)
 
 
 def step(name: str, *, auth: Auth, root: Path | None = None) -> None:
@@ -689,6 +812,19 @@ def _relaunch(name: str, root: Path, plan: dict[str, Any], allowed: tuple[str, .
         _launch(view.path, plan, limits, None)
 
 
+def _workers_in(view: RunView, root: Path) -> list[Worker]:
+    """The worker processes in an ended run's folder: one its status does not name (a second
+    launch, a status written over) trains there still, and deleting the folder would leave it
+    training out of sight. The one it names wrote its last status and is exiting: it is waited
+    for (up to ENDING_S)."""
+    deadline = time.monotonic() + ENDING_S
+    while True:
+        found = [w for w in workers(root) if w.folder == view.path]
+        if not any(w.pid == view.pid for w in found) or time.monotonic() > deadline:
+            return found
+        time.sleep(0.05)
+
+
 def delete(name: str, *, auth: Auth, root: Path | None = None, kind: str = "") -> None:
     """Remove a run that is not running (its bundle goes with it). `kind` (one of KINDS): a job
     of that kind, in root/kind, under root's lock as launch_run keeps it."""
@@ -700,6 +836,9 @@ def delete(name: str, *, auth: Auth, root: Path | None = None, kind: str = "") -
         view = read(name, root / kind if kind else root, history=False)
         if view.live:
             raise JobError(f"{name!r} is {view.state}; stop it before deleting it")
+        if still := _workers_in(view, root):
+            pids = ", ".join(str(w.pid) for w in still)
+            raise JobError(f"{name!r} still has a worker process (pid {pids}); try again")
         try:
             shutil.rmtree(view.path)
         except OSError as exc:
@@ -709,12 +848,14 @@ def delete(name: str, *, auth: Auth, root: Path | None = None, kind: str = "") -
 __all__ = [
     "Auth",
     "JobError",
+    "Worker",
     "cap_problems",
     "Limits",
     "RunView",
     "check",
     "delete",
     "list_runs",
+    "orphans",
     "server_password",
     "pause",
     "read",
@@ -725,5 +866,9 @@ __all__ = [
     "start",
     "step",
     "stop",
+    "stop_orphan",
     "train_more",
+    "wake_to_stop",
+    "worker_alive",
+    "workers",
 ]

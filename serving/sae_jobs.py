@@ -168,6 +168,8 @@ def stop(name: str, *, auth: jobs.Auth, root: Path | None = None) -> None:
             raise JobError(f"{name!r} is {view.state}; only a running job can be stopped")
         control = jobs.read_json(view.path / "control.json", {})
         write_json(view.path / "control.json", {**control, "stop": True})
+        if view.state == "suspended":  # stopped by a signal: it reads no control file
+            jobs.wake_to_stop(view)
 
 
 def delete(name: str, *, auth: jobs.Auth, root: Path | None = None) -> None:

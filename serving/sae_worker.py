@@ -7,7 +7,8 @@ saves the lab (sae_files.save_lab). Between two batches it writes status.json (s
 tokens/s, at most about four times a second) and polls control.json; Stop, SIGTERM, SIGINT and
 the server's minutes cap end it as "stopped" with nothing saved. A model or text that cannot be
 loaded ends it as "failed" with the reason; anything else is "failed" too, with the traceback in
-job.log. All it knows of the page is those files.
+job.log. A folder deleted under it ends it between two batches, writing nothing (job_home.Home).
+All it knows of the page is those files.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 import torch
 
 from serving import jobs
+from serving.job_home import FolderGone, Home
 from serving.sae_jobs import SAEJob
 from viz_model.analysis import sae as S
 from viz_model.analysis.sae_files import save_lab
@@ -63,9 +65,10 @@ class Status:
 class Watch:
     """The progress callback sae.lab calls between batches: it reports and decides to stop."""
 
-    def __init__(self, folder: Path, job: SAEJob, status: Status, cap_s: float) -> None:
-        self.control, self.job, self.status, self.cap_s = (
-            folder / "control.json",
+    def __init__(self, home: Home, job: SAEJob, status: Status, cap_s: float) -> None:
+        self.home, self.control, self.job, self.status, self.cap_s = (
+            home,
+            home.folder / "control.json",
             job,
             status,
             cap_s,
@@ -96,6 +99,7 @@ class Watch:
         self.status.write(force=stage == "measure", **changes)
 
     def _check_stop(self, now: float, elapsed: float) -> None:
+        self.home.check()  # FolderGone: deleted under the job, which ends writing nothing
         if self.signalled.is_set():
             raise Stopped("stopped by a signal to the worker")
         if self.cap_s > 0 and elapsed >= self.cap_s:
@@ -136,8 +140,10 @@ def _fail(status: Status, message: str) -> int:
     return 1
 
 
-def run(folder: Path) -> int:
-    """Train, measure and save the SAE job in `folder`; status.json says how it ended."""
+def run(folder: Path, home: Home | None = None) -> int:
+    """Train, measure and save the SAE job in `folder`; status.json says how it ended.
+    FolderGone (job_worker.run ends on it) when the folder is deleted under the job."""
+    home = home or Home(folder)
     with jobs.locked(folder.parent.parent):  # launch_run holds it until settings.json is written
         pass
     status = Status(folder)
@@ -147,7 +153,7 @@ def run(folder: Path) -> int:
         job = SAEJob.from_dict(jobs.read_json(folder / "settings.json"))
     except jobs.JobError as exc:
         return _fail(status, f"unreadable settings: {exc}")
-    watch = Watch(folder, job, status, float(plan.get("max_minutes", 0)) * 60)
+    watch = Watch(home, job, status, float(plan.get("max_minutes", 0)) * 60)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: watch.signalled.set())
     status.write(force=True, state="running", stage="load", progress=0.0, message="loading")
@@ -162,6 +168,8 @@ def run(folder: Path) -> int:
     except Stopped as why:
         status.write(force=True, state="stopped", message=f"{why}; nothing was saved")
         return 0
+    except FolderGone:
+        raise
     except Exception as exc:
         _fail(status, f"{type(exc).__name__}: {exc}")
         raise

@@ -1,12 +1,14 @@
 """The training job's process (serving/job_worker.py), run in this process on a folder made as
 jobs.start makes it, where a test can make the disk fill up: the run then fails and its status
-says the disk is full and what to do, instead of reading as "interrupted" with no cause."""
+says the disk is full and what to do, instead of reading as "interrupted" with no cause; or
+delete the folder at the worst moment: the worker ends and leaves nothing behind."""
 
 from __future__ import annotations
 
 import errno
 import json
 import os
+import shutil
 import signal
 import tempfile
 from pathlib import Path
@@ -17,6 +19,7 @@ import torch
 
 from serving import job_worker, jobs
 from viz_model.bundles import files as bundle_files
+from viz_model.training import loop
 from viz_model.training.settings import RunSettings
 
 
@@ -108,3 +111,43 @@ def test_other_errors_are_shown_as_they_are():
     error = ValueError("bad text")
     assert not job_worker.disk_full(error)
     assert job_worker.why_failed(error, saved=True) == "ValueError: bad text"
+
+
+def test_a_folder_deleted_just_before_a_save_ends_the_worker_and_is_not_made_again(
+    root, monkeypatch
+):
+    """rm -rf lands between the worker's last check and a save of the bundle, which makes the
+    folder again: the worker sees another folder at its next step, removes what it made (no
+    settings.json: no run's) and ends, writing nothing (issue 39: the orphan trained on)."""
+    folder = tiny_run(root, "deleted")
+    real_save, saves = loop.save_bundle, []
+
+    def save_into_a_deleted_folder(out, *args, **kwargs):
+        saves.append(out)
+        if len(saves) == 2:
+            shutil.rmtree(out)
+        real_save(out, *args, **kwargs)
+
+    monkeypatch.setattr(loop, "save_bundle", save_into_a_deleted_folder)
+    assert job_worker.run(folder) == job_worker.GONE
+    assert len(saves) == 2  # it ended at the step after the save
+    assert not folder.exists()
+    assert not root.exists() or list(root.iterdir()) in ([], [root / jobs.LOCK_FILE])
+
+
+def test_a_folder_made_anew_by_a_run_of_the_same_name_is_not_removed(root, monkeypatch):
+    """A new run's folder (settings.json in it) where the worker's was: the old worker ends and
+    does not remove it."""
+    folder = tiny_run(root, "reused")
+    real_save, saves = loop.save_bundle, []
+
+    def replace_the_folder(out, *args, **kwargs):
+        saves.append(out)
+        if len(saves) == 2:
+            shutil.rmtree(out)
+            tiny_run(root, "reused")  # another run of the name, as jobs.start leaves it
+        real_save(out, *args, **kwargs)
+
+    monkeypatch.setattr(loop, "save_bundle", replace_the_folder)
+    assert job_worker.run(folder) == job_worker.GONE
+    assert (folder / "settings.json").is_file() and (folder / "control.json").is_file()

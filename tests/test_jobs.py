@@ -11,6 +11,7 @@ import json
 import math
 import os
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -309,10 +310,12 @@ def test_a_running_status_whose_pid_is_not_our_worker_reads_as_interrupted(root)
 
 
 @contextlib.contextmanager
-def look_alike_worker(path: Path):
+def look_alike_worker(path: Path, as_module: bool = False):
     """(process, its start time): a sleeping process whose command line names `path`'s worker,
-    killed afterwards."""
-    argv = [sys.executable, "-c", "import time; time.sleep(300)", jobs.WORKER, str(path)]
+    killed afterwards. `as_module`: its command line reads `... -m serving.job_worker PATH`, as a
+    real worker's does (jobs.workers finds it among the machine's processes)."""
+    module = ["-m", jobs.WORKER] if as_module else [jobs.WORKER]
+    argv = [sys.executable, "-c", "import time; time.sleep(300)", *module, str(path)]
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL)
     try:
         started = jobs.process_started(proc.pid)
@@ -380,6 +383,135 @@ def test_a_pid_reused_by_a_process_that_looks_like_the_worker_frees_the_run_and_
         jobs.delete("reboot", auth=jobs.Auth())
         assert not path.exists()
         assert other.poll() is None  # the other process was left alone
+
+
+def suspend_process(pid: int) -> None:
+    """SIGSTOP, then wait until the kernel says the process is stopped (psutil's state 'T')."""
+    import psutil
+
+    os.kill(pid, signal.SIGSTOP)
+    deadline = time.monotonic() + TIMEOUT
+    while psutil.Process(pid).status() != psutil.STATUS_STOPPED:
+        assert time.monotonic() < deadline, "the process never stopped"
+        time.sleep(0.01)
+
+
+def process_ended(pid: int) -> bool:
+    """Wait (up to TIMEOUT) for process `pid` to end; True when it did."""
+    import psutil
+
+    with contextlib.suppress(psutil.NoSuchProcess):
+        proc = psutil.Process(pid)
+        with contextlib.suppress(psutil.TimeoutExpired):
+            proc.wait(TIMEOUT)
+        return not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE
+    return True
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="SIGSTOP is POSIX")
+def test_a_suspended_worker_reads_suspended_holds_its_slot_and_stop_ends_it_with_a_save(
+    root, monkeypatch
+):
+    """A worker stopped by SIGSTOP (Ctrl-Z, a debugger) trains nothing and reads no control
+    file: the run says so rather than "running" for ever, still holds its slot, and Stop wakes
+    it (SIGTERM, SIGCONT) to the usual stop after a step, with a save (issue 39, item 6)."""
+    jobs.start("frozen", tiny(**LONG), auth=jobs.Auth())
+    running = wait_for("frozen", lambda v: v.step >= 2, "two steps")
+    try:
+        suspend_process(running.pid)
+        view = jobs.read("frozen")
+        assert view.state == "suspended" and view.live
+        assert f"pid {running.pid}" in view.message and "suspended by a signal" in view.message
+        assert "Stop wakes it" in view.message
+        monkeypatch.setenv("VIZ_MAX_JOBS", "1")
+        with pytest.raises(JobError, match=r"at most 1 training job.*running now: frozen"):
+            jobs.start("second", tiny(), auth=jobs.Auth())
+        with pytest.raises(JobError, match="'frozen' is suspended; stop it before deleting"):
+            jobs.delete("frozen", auth=jobs.Auth())
+        with pytest.raises(JobError, match="'frozen' is suspended; this works only when"):
+            jobs.pause("frozen", auth=jobs.Auth())
+        jobs.stop("frozen", auth=jobs.Auth())
+        done = wait_for("frozen", lambda v: not v.live, "the stop of a suspended worker")
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(running.pid, signal.SIGCONT)
+    assert done.state == "stopped" and done.saved_step == done.step >= running.step
+    assert load_bundle(root / "frozen").meta["step"] == done.step
+    assert jobs.cap_problems(1000, None) == []
+
+
+def test_a_worker_whose_folder_is_deleted_ends_itself_and_makes_nothing_again(root):
+    """rm -rf of a running run's folder, outside the app: the worker finds its folder gone at its
+    next step and ends, writing nothing (a status write made the folder again, out of sight, and
+    the orphan trained on: issue 39, item 6)."""
+    jobs.start("doomed", tiny(**LONG), auth=jobs.Auth())
+    running = wait_for("doomed", lambda v: v.step >= 2, "two steps")
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while (root / "doomed").exists():  # as rm -rf, again when a file appears meanwhile
+            shutil.rmtree(root / "doomed", ignore_errors=True)
+            assert time.monotonic() < deadline, "the folder could not be deleted"
+        assert process_ended(running.pid), "the worker trained on after its folder was deleted"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(running.pid, signal.SIGKILL)
+    assert not (root / "doomed").exists()
+    assert jobs.list_runs() == [] and jobs.orphans() == [] and jobs.cap_problems(1000, None) == []
+
+
+def test_a_worker_whose_folder_is_gone_holds_a_slot_until_stopped_even_when_suspended(
+    root, monkeypatch
+):
+    """A worker process the folders no longer show (deleted under a suspended worker, which
+    cannot notice) is counted toward VIZ_MAX_JOBS by its process, named in the refusal, listed by
+    jobs.orphans for the Training page, and ended by stop_orphan, which wakes it to do so."""
+    monkeypatch.setenv("VIZ_MAX_JOBS", "1")
+    with look_alike_worker(root / "gone", as_module=True) as (proc, _):
+        assert any(
+            f"a worker whose run folder is gone: gone (pid {proc.pid})" in problem
+            for problem in jobs.cap_problems(1000, None)
+        )
+        with pytest.raises(JobError, match=rf"at most 1 training job.*gone \(pid {proc.pid}\)"):
+            jobs.start("next", tiny(), auth=jobs.Auth())
+        assert not (root / "next").exists()
+        if hasattr(signal, "SIGSTOP"):
+            suspend_process(proc.pid)
+        [orphan] = jobs.orphans()
+        assert (orphan.pid, orphan.folder.name) == (proc.pid, "gone")
+        assert orphan.suspended == hasattr(signal, "SIGSTOP")
+        monkeypatch.setenv(jobs.PASSWORD_ENV, "sesame")
+        with pytest.raises(JobError, match="needs the teacher password"):
+            jobs.stop_orphan(proc.pid, auth=jobs.Auth.resolve(None))
+        with pytest.raises(JobError, match="no worker without a run has pid 1 "):
+            jobs.stop_orphan(1, auth=jobs.Auth.resolve("sesame"))
+        jobs.stop_orphan(proc.pid, auth=jobs.Auth.resolve("sesame"))
+        proc.wait(TIMEOUT)  # woken and terminated, not left stopped
+    assert jobs.orphans() == [] and jobs.cap_problems(1000, None) == []
+
+
+def test_a_run_folder_is_not_deleted_while_a_worker_process_runs_in_it(root):
+    """A worker its status does not name (a status written over, a second launch) still works in
+    the folder: delete refuses until it ends, instead of leaving it training out of sight."""
+    path = finished_run(root, "busy")
+    with look_alike_worker(path, as_module=True) as (proc, _):
+        assert jobs.read("busy").state == "finished"
+        with pytest.raises(JobError, match=rf"'busy' still has a worker process \(pid {proc.pid}"):
+            jobs.delete("busy", auth=jobs.Auth())
+        assert path.is_dir()
+    jobs.delete("busy", auth=jobs.Auth())
+    assert not path.exists()
+
+
+def test_deleting_a_run_just_ended_waits_for_its_worker_to_exit(root):
+    """The worker writes its last status ("finished") and then exits: a delete in between waits
+    for it rather than refusing (a script that deletes what it just trained)."""
+    path = finished_run(root, "ending")
+    with look_alike_worker(path, as_module=True) as (proc, started):
+        status = {"state": "finished", "step": 40, "pid": proc.pid, "pid_started": started}
+        (path / "status.json").write_text(json.dumps(status))
+        threading.Timer(0.5, proc.kill).start()  # it exits a moment later
+        jobs.delete("ending", auth=jobs.Auth())
+        assert proc.poll() is not None and not path.exists()
 
 
 def test_the_teacher_password_guards_every_change_but_not_reading(root, monkeypatch):

@@ -12,7 +12,16 @@ import streamlit as st
 
 from serving import jobs, models
 from tests.apptest_util import app_test, plotly_array, plotly_figures
-from tests.test_jobs import LONG, root, tiny, wait_for  # noqa: F401 (root is a fixture)
+from tests.test_jobs import (  # noqa: F401 (root is a fixture)
+    LONG,
+    TIMEOUT,
+    finished_run,
+    look_alike_worker,
+    root,
+    suspend_process,
+    tiny,
+    wait_for,
+)
 from ui import shared_cache
 from ui.state import widget_key
 from viz_model.bundles.load import load_bundle
@@ -218,3 +227,36 @@ def test_a_runs_headline_speed_is_the_run_average_its_speed_claim_states(models_
     assert "2.58 steps/s" in headline and f"{2.58 * per_step:,.0f} tokens/s" in headline
     assert "4,572" not in headline
     assert "the run did 2.58 over 465 steps" in _text(at)  # the claim: the same statistic
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="SIGSTOP is POSIX")
+def test_a_suspended_worker_and_one_whose_folder_is_gone_are_shown_with_a_stop_that_works(
+    models_dir,
+    root,  # noqa: F811
+):
+    """Issue 39, item 6: a worker stopped by SIGSTOP read "running" for ever, and one whose folder
+    was deleted trained on out of sight. The page says "suspended" (with Stop) and lists the
+    other above the runs (with Stop); both Stops end processes that are stopped."""
+    path = finished_run(root, "frozen")
+    with (
+        look_alike_worker(path, as_module=True) as (proc, started),
+        look_alike_worker(root / "gone", as_module=True) as (orphan, _),
+    ):
+        status = {"state": "running", "step": 40, "saved_step": 30, "pid": proc.pid}
+        (path / "status.json").write_text(json.dumps({**status, "pid_started": started}))
+        suspend_process(proc.pid)
+        suspend_process(orphan.pid)
+        at = app_test(models_dir, PAGE, query={"t_run": "frozen"})
+        assert not at.exception
+        assert "**frozen** is **suspended**: its worker process" in _text(at)
+        assert "trains no step but holds a job slot; Stop wakes it" in _text(at)
+        [warning] = [w.value for w in at.warning if "run folder is gone" in w.value]
+        assert f"is suspended (stopped by a signal): gone (pid {orphan.pid})" in warning
+        at.button(key=f"t_orphan_{orphan.pid}").click().run()
+        assert orphan.wait(TIMEOUT) is not None  # woken and ended
+        at.button(key="t_stop").click().run()
+        assert proc.wait(TIMEOUT) is not None  # the look-alike dies of the SIGTERM it woke to
+        at.run()
+    assert not at.exception
+    assert "**frozen** is **interrupted**" in _text(at)
+    assert not [w for w in at.warning if "run folder is gone" in w.value]

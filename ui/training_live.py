@@ -39,6 +39,7 @@ REFUSAL_S = 10.0  # how long a refusal stays on screen through the live refreshe
 STATE_ICONS = {
     "running": ":material/play_circle:",
     "paused": ":material/pause_circle:",
+    "suspended": ":material/hourglass_disabled:",
     "finished": ":material/check_circle:",
     "stopped": ":material/stop_circle:",
     "failed": ":material/error:",
@@ -50,6 +51,7 @@ OPEN_OTHER_ON = ("Next_token", "Generation", "Compare_models")  # for an RNN, LS
 
 def draw_runs(auth: jobs.Auth) -> None:
     """Pick a run and watch it (refreshing while it trains); a note when there is none."""
+    _orphans(auth)
     runs = {view.name: view for view in jobs.list_runs()}
     if not runs:
         st.info("No run on this server yet: set one up above and press Start.")
@@ -69,6 +71,31 @@ def draw_runs(auth: jobs.Auth) -> None:
     else:
         _watch(name, auth)
         st.fragment(_notice_changes, run_every=NOTICE_S)(_run_states(runs))
+
+
+def _orphans(auth: jobs.Auth) -> None:
+    """Workers whose run folder was deleted outside the app (jobs.orphans): said, with Stop, since
+    each holds a job slot; one usually ends itself within a step."""
+    try:
+        found = jobs.orphans()
+    except OSError:  # a process table that cannot be read: nothing to say
+        return
+    locked = auth.required and not auth.given
+    for worker in found:
+        how = "suspended (stopped by a signal)" if worker.suspended else "still running"
+        cols = st.columns([4, 1], vertical_alignment="center")
+        cols[0].warning(
+            f"A training worker whose run folder is gone is {how}: {worker.label}. It trains "
+            "out of sight and holds one of the server's job slots.",
+            icon=":material/warning:",
+        )
+        if cols[1].button("Stop it", key=f"t_orphan_{worker.pid}", disabled=locked):
+            try:
+                jobs.stop_orphan(worker.pid, auth=auth)
+            except jobs.JobError as exc:
+                cols[0].error(f"Refused: {exc}.")
+            else:
+                st.rerun()
 
 
 def _run_states(runs: dict[str, jobs.RunView]) -> tuple[tuple[str, str], ...]:
@@ -154,7 +181,7 @@ def _status(view: jobs.RunView) -> None:
     message = f": {view.message}" if view.message else ""
     st.markdown(f"{STATE_ICONS.get(view.state, '')} **{view.name}** is **{view.state}**{message}")
     of = f" of {view.max_steps:,}" if view.max_steps else ""
-    left = f", {_clock(view.time_left)} left" if view.live else ""
+    left = f", {_clock(view.time_left)} left" if view.state in ("running", "paused") else ""
     speed = tr.speed_headline(view.history, _tokens_per_step(view))  # the claims' statistic
     st.progress(
         min(1.0, max(0.0, view.progress)),
@@ -205,15 +232,19 @@ def _controls(view: jobs.RunView, auth: jobs.Auth) -> None:
             "Step", key="t_step", disabled=locked, help="One optimisation step, then pause again."
         ):
             _act(jobs.step, name, auth=auth)
+    wake = " (a suspended worker is woken to stop)" if view.state == "suspended" else ""
     if view.live and cols[2].button(
-        "Stop", key="t_stop", disabled=locked, help="Stop after this step and save the model."
+        "Stop",
+        key="t_stop",
+        disabled=locked,
+        help=f"Stop after this step and save the model{wake}.",
     ):
         _act(jobs.stop, name, auth=auth)
     if _resumable(view) and cols[0].button(
         "Resume", key="t_relaunch", disabled=locked, help="Continue from the last save."
     ):
         _act(jobs.resume, name, auth=auth)
-    if view.live:
+    if view.state in ("running", "paused"):
         _lr_control(view, auth, locked)
     if view.state == "paused":
         _last_steps(view)
