@@ -185,6 +185,68 @@ def test_wrong_codes_are_rate_limited_per_client_across_processes(db):
     assert classes.join(info.code, "x", "laptop-7", now=later).name == "x"
 
 
+def test_one_client_takes_at_most_three_seats_of_a_class_and_is_told_when_to_try_again(db):
+    """Issue 39, item 7: one client joined 240 times in 20 s, all accepted, inflating "Joined"
+    and "x of N answered". A client key takes JOIN_SEATS_MAX seats of one class per window; the
+    refusal says so and when; other clients, other classes and a later join are not bounded."""
+    info, _ = a_class()
+    q = questions.ask(info.teacher_key, info.id, "choice", "Which?", options=["a", "b"])
+    now = time.time()
+    seats = [classes.join(info.code, f"tab{i}", "laptop-7", now=now + i) for i in range(3)]
+    assert len({s.token for s in seats}) == 3  # a lost seat can be taken again, twice
+    refused = []
+    for i in range(240):
+        with pytest.raises(ClassRefused) as error:
+            classes.join(info.code, "again", "laptop-7", now=now + 3 + i / 12)
+        refused.append(error.value)
+    first = refused[0]
+    assert isinstance(first, RateLimited) and type(first).__name__ == "SeatsLimited"
+    assert "has joined this class 3 times in the last 10 minutes" in str(first)
+    assert "go on in the seat you have, or join again in 10 min" in str(first)
+    assert 0 < first.retry_after <= classes.JOIN_SEATS_WINDOW_S
+    assert count_rows(store.members, class_id=info.id) == 3
+    assert questions.distribution(q.id).members == 3  # "x of 3 answered", not of 243
+    assert classes.join(info.code, "Ada", "laptop-8", now=now + 30).name == "Ada"  # another one
+    other, _ = a_class(title="Week 4")
+    assert classes.join(other.code, "Ada", "laptop-7", now=now + 30).name == "Ada"  # its own seats
+    later = now + classes.JOIN_SEATS_WINDOW_S + 1.5  # the first two seats out of the window
+    assert [classes.join(info.code, n, "laptop-7", now=later).name for n in "ab"] == ["a", "b"]
+    with pytest.raises(ClassRefused, match="join again in 1 s"):  # the third goes in 0.5 s
+        classes.join(info.code, "back", "laptop-7", now=later)
+
+
+def test_simultaneous_joins_from_one_client_take_three_seats_and_from_30_clients_all_join(db):
+    """The bound holds when the joins of one client race (PostgreSQL locks the class's row,
+    SQLite writes one at a time), and never refuses a room whose browsers differ: 30 joins at
+    once from 30 clients all join (the drill's figure), as the 100 of a_class(100) do."""
+    info, _ = a_class()
+    results: list[object] = []
+
+    def join(name: str, client: str) -> None:
+        try:
+            results.append(classes.join(info.code, name, client))
+        except (ClassRefused, ClassStateError) as error:
+            results.append(error)
+
+    for pairs in (
+        [(f"s{i}", "one-laptop") for i in range(10)],
+        [(f"s{i}", f"c{i}") for i in range(30)],
+    ):
+        results.clear()
+        threads = [threading.Thread(target=join, args=pair) for pair in pairs]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        joined = [r for r in results if isinstance(r, classes.Member)]
+        if pairs[0][1] == "one-laptop":
+            assert len(joined) == 3
+            assert {type(r).__name__ for r in results if r not in joined} == {"SeatsLimited"}
+        else:
+            assert len(joined) == 30, [str(r) for r in results if r not in joined]
+    assert count_rows(store.members, class_id=info.id) == 33
+
+
 # ---- following ----------------------------------------------------------------------------------
 
 
@@ -569,12 +631,17 @@ def test_a_database_of_the_first_schema_gets_every_later_column_and_keeps_its_cl
         conn.execute("ALTER TABLE class_questions DROP COLUMN answer")
         conn.execute("ALTER TABLE class_questions DROP COLUMN answer_why")
         conn.execute("ALTER TABLE class_questions DROP COLUMN closes_at")
+        conn.execute("ALTER TABLE class_members DROP COLUMN client_hash")
         conn.execute("UPDATE class_meta SET value = '1' WHERE key = 'schema'")
     store.dispose(url)  # a new process of the new version meets it
     q = questions.ask(info.teacher_key, info.id, "number", "n?", answer=3, seconds=30, db=url)
     assert questions.reveal(info.teacher_key, q.id, db=url).truth == "3"
     assert q.closes_at == pytest.approx(q.opened_at + 30)  # schema 3's timer, through 2
     assert classes.find_class(info.code, db=url).title == "Before the upgrade"
+    for _ in range(classes.JOIN_SEATS_MAX):  # schema 4's seat bound, through 2 and 3
+        classes.join(info.code, "", "one-laptop", db=url)
+    with pytest.raises(RateLimited, match="3 times"):
+        classes.join(info.code, "", "one-laptop", db=url)
     with sqlite3.connect(path) as conn:
         assert conn.execute("SELECT value FROM class_meta").fetchone() == (store.SCHEMA_VERSION,)
 

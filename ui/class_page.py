@@ -89,6 +89,13 @@ def _join_form() -> None:
         info = classes.get_class(me.class_id)
     except (ClassRefused, ClassStateError) as error:
         refusal(error)
+        if isinstance(error, classes.SeatsLimited):  # a room behind one address meets it too
+            st.caption(
+                f"Each browser address may take {classes.JOIN_SEATS_MAX} seats of a class within "
+                f"{classes.JOIN_SEATS_WINDOW_S / 60:g} minutes. If a whole room shares one "
+                "address (a proxy the server does not know), tell the teacher: the server names "
+                "that proxy in VIZ_TRUSTED_PROXIES."
+            )
         return
     classroom.begin_learning(info, me)
     st.rerun()

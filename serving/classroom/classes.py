@@ -16,8 +16,11 @@ class needs the teacher password when the server has one (`jobs.check`, as for r
 Join codes are 6 characters from an alphabet without 0/O/1/I (about a billion codes); wrong
 codes are counted in the database per client key (the UI passes something stable for a browser,
 e.g. its IP address or a cookie), so at most JOIN_FAILURES_MAX a minute hold across every server
-process; the refusal (`RateLimited`) says when to try again. Names are stripped and cut to
-NAME_MAX characters and stored as typed: the UI escapes them wherever it draws them.
+process; the refusal (`RateLimited`) says when to try again. Seats are bounded the same way: at
+most JOIN_SEATS_MAX joins of one class from one client key within JOIN_SEATS_WINDOW_S (a
+student who lost a seat may take another; a script cannot fill "Joined" and "x of N answered"
+with hundreds), refused as `SeatsLimited`. Names are stripped and cut to NAME_MAX characters and
+stored as typed: the UI escapes them wherever it draws them.
 
 `view(class_id)` is one primary-key row read, for 100 students polling about once a second.
 
@@ -48,6 +51,8 @@ PAGE_MAX = 100
 PARAMS_MAX = 16000  # characters of the view's params as JSON: a 5,000-character prompt, escaped
 JOIN_FAILURES_MAX = 10  # wrong codes a client key may try ...
 JOIN_WINDOW_S = 60.0  # ... in this many seconds
+JOIN_SEATS_MAX = 3  # seats one client key may take in one class ...
+JOIN_SEATS_WINDOW_S = 600.0  # ... in this many seconds
 
 Teacher = jobs.Auth | str  # the teacher password (jobs.Auth) or the class's teacher key
 
@@ -55,10 +60,26 @@ Teacher = jobs.Auth | str  # the teacher password (jobs.Auth) or the class's tea
 class RateLimited(ClassRefused):
     """Too many wrong join codes from one client: `retry_after` seconds until the next try."""
 
-    def __init__(self, retry_after: float):
+    def __init__(self, retry_after: float, message: str | None = None):
         self.retry_after = retry_after
         super().__init__(
-            f"Too many wrong codes from this browser; try again in {math.ceil(retry_after)} s."
+            message
+            or f"Too many wrong codes from this browser; try again in {math.ceil(retry_after)} s."
+        )
+
+
+class SeatsLimited(RateLimited):
+    """One client key took JOIN_SEATS_MAX seats of this class within JOIN_SEATS_WINDOW_S."""
+
+    def __init__(self, retry_after: float):
+        minutes = f"{JOIN_SEATS_WINDOW_S / 60:g} minutes"
+        wait = math.ceil(retry_after)
+        wait_words = f"{wait} s" if wait < 60 else f"{math.ceil(wait / 60)} min"
+        super().__init__(
+            retry_after,
+            f"This browser's network address has joined this class {JOIN_SEATS_MAX} times in "
+            f"the last {minutes}, the most it may: go on in the seat you have, or join again in "
+            f"{wait_words}.",
         )
 
 
@@ -279,7 +300,9 @@ def join(
 ) -> Member:
     """Join the class of `code` as `name` (empty: "Student N"). The returned member carries its
     secret token. ClassRefused for a wrong code or an ended class; RateLimited after
-    JOIN_FAILURES_MAX wrong codes from `client_key` within JOIN_WINDOW_S seconds.
+    JOIN_FAILURES_MAX wrong codes from `client_key` within JOIN_WINDOW_S seconds; SeatsLimited
+    when `client_key` took JOIN_SEATS_MAX seats of this class within JOIN_SEATS_WINDOW_S (one
+    client joined 240 times in 20 s; students on addresses of their own are never bounded).
 
     Only wrong codes count, and a right code always joins, even from a client over the limit:
     behind a proxy that hides the students' addresses, ten typos across the room once refused
@@ -291,8 +314,10 @@ def join(
     failures = store.join_failures
     with store.writing(db) as conn:
         since = now - JOIN_WINDOW_S
-        row = conn.execute(
-            select(store.classes).where(store.classes.c.code == normalise_code(code))
+        row = conn.execute(  # PostgreSQL: locked, so two joins count each other's seats
+            select(store.classes)
+            .where(store.classes.c.code == normalise_code(code))
+            .with_for_update()
         ).first()
         if row is None:
             recent = conn.execute(
@@ -311,6 +336,8 @@ def join(
             failed = False
             if row.ended_at is not None:
                 raise ClassRefused(f"The class “{row.title}” has ended.")
+            client_hash = store.digest(client_key)
+            _check_seats(conn, row.id, client_hash, now)
             token = secrets.token_urlsafe(24)
             name = str(name or "").strip()[:NAME_MAX]
             if not name:
@@ -326,12 +353,27 @@ def join(
                     joined_at=now,
                     seen_at=now,
                     following=1,
+                    client_hash=client_hash,
                 )
             )
             member_id = made.inserted_primary_key[0]
     if failed:  # said after the commit, so the failure is counted
         raise ClassRefused("No class has this code; check it on the teacher's screen.")
     return Member(member_id, row.id, name, now, token)
+
+
+def _check_seats(conn: Connection, class_id: int, client_hash: str, now: float) -> None:
+    """SeatsLimited when this client took JOIN_SEATS_MAX seats of the class in the window."""
+    m = store.members.c
+    taken, first = conn.execute(
+        select(func.count(), func.min(m.joined_at)).where(
+            m.class_id == class_id,
+            m.client_hash == client_hash,
+            m.joined_at > now - JOIN_SEATS_WINDOW_S,
+        )
+    ).one()
+    if taken >= JOIN_SEATS_MAX:
+        raise SeatsLimited(max(1.0, first + JOIN_SEATS_WINDOW_S - now))
 
 
 def member(token: str, *, db: str | None = None) -> Member:

@@ -49,17 +49,19 @@ from serving import jobs
 DB_ENV = "VIZ_CLASS_DB"
 CHANNEL = "viz_class"  # PostgreSQL: the NOTIFY channel every write transaction signals
 SQLITE_FILE = "class.sqlite3"
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
 # What each older schema lacks, added in place, one version after another (a class database
 # outlives an upgrade of the app):
 # 1 -> 2: a question keeps the answer its teacher's page measured, so a reload can still reveal;
-# 2 -> 3: a question may take answers until a time (the teacher's timer).
+# 2 -> 3: a question may take answers until a time (the teacher's timer);
+# 3 -> 4: a member keeps the digest of the client key it joined from (the bound on seats).
 MIGRATIONS = {
     "1": (
         "ALTER TABLE class_questions ADD COLUMN answer VARCHAR(200)",
         "ALTER TABLE class_questions ADD COLUMN answer_why TEXT",
     ),
     "2": ("ALTER TABLE class_questions ADD COLUMN closes_at FLOAT",),
+    "3": ("ALTER TABLE class_members ADD COLUMN client_hash VARCHAR(64)",),
 }
 BUSY_TIMEOUT_S = 10.0  # SQLite: how long a write waits for another process's before giving up
 _WRITE = "class_write"  # the execution option that makes SQLite's BEGIN an IMMEDIATE one
@@ -113,6 +115,7 @@ members = Table(
     Column("seen_at", Float),
     Column("page", String(100)),
     Column("following", Integer, nullable=False, default=1),
+    Column("client_hash", String(64)),  # sha256 of the client key it joined from (the seat bound)
 )
 join_failures = Table(
     "class_join_failures",
