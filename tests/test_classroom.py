@@ -215,6 +215,20 @@ def test_one_client_takes_at_most_three_seats_of_a_class_and_is_told_when_to_try
         classes.join(info.code, "back", "laptop-7", now=later)
 
 
+def test_a_room_behind_one_address_is_seated_whole_when_the_server_says_its_size(db, monkeypatch):
+    """A school's NAT puts a whole room on one address: VIZ_SEATS_PER_ADDRESS lets the class in,
+    and still bounds it."""
+    info, _ = a_class()
+    monkeypatch.setenv(classes.SEATS_ENV, "40")
+    now = time.time()
+    assert len({classes.join(info.code, "", "school-nat", now=now).token for _ in range(40)}) == 40
+    with pytest.raises(ClassRefused, match="joined this class 40 times"):
+        classes.join(info.code, "", "school-nat", now=now)
+    for bad in ("0", "-3", "many", ""):
+        monkeypatch.setenv(classes.SEATS_ENV, bad)
+        assert classes.seats_max() == classes.JOIN_SEATS_MAX
+
+
 def test_simultaneous_joins_from_one_client_take_three_seats_and_from_30_clients_all_join(db):
     """The bound holds when the joins of one client race (PostgreSQL locks the class's row,
     SQLite writes one at a time), and never refuses a room whose browsers differ: 30 joins at

@@ -91,10 +91,11 @@ def _join_form() -> None:
         refusal(error)
         if isinstance(error, classes.SeatsLimited):  # a room behind one address meets it too
             st.caption(
-                f"Each browser address may take {classes.JOIN_SEATS_MAX} seats of a class within "
+                f"Each browser address may take {classes.seats_max()} seats of a class within "
                 f"{classes.JOIN_SEATS_WINDOW_S / 60:g} minutes. If a whole room shares one "
-                "address (a proxy the server does not know), tell the teacher: the server names "
-                "that proxy in VIZ_TRUSTED_PROXIES."
+                "address, tell the teacher: the server names its proxy in VIZ_TRUSTED_PROXIES, "
+                f"or, for a network that shares one address (NAT), sets {classes.SEATS_ENV} to "
+                "the class's size."
             )
         return
     classroom.begin_learning(info, me)

@@ -32,6 +32,7 @@ from __future__ import annotations
 import hmac
 import json
 import math
+import os
 import secrets
 import time
 from dataclasses import dataclass, field
@@ -51,7 +52,8 @@ PAGE_MAX = 100
 PARAMS_MAX = 16000  # characters of the view's params as JSON: a 5,000-character prompt, escaped
 JOIN_FAILURES_MAX = 10  # wrong codes a client key may try ...
 JOIN_WINDOW_S = 60.0  # ... in this many seconds
-JOIN_SEATS_MAX = 3  # seats one client key may take in one class ...
+JOIN_SEATS_MAX = 3  # seats one client key may take in one class (SEATS_ENV sets another) ...
+SEATS_ENV = "VIZ_SEATS_PER_ADDRESS"  # a room whose laptops share one address (a NAT): its size
 JOIN_SEATS_WINDOW_S = 600.0  # ... in this many seconds
 
 Teacher = jobs.Auth | str  # the teacher password (jobs.Auth) or the class's teacher key
@@ -77,7 +79,7 @@ class SeatsLimited(RateLimited):
         wait_words = f"{wait} s" if wait < 60 else f"{math.ceil(wait / 60)} min"
         super().__init__(
             retry_after,
-            f"This browser's network address has joined this class {JOIN_SEATS_MAX} times in "
+            f"This browser's network address has joined this class {seats_max()} times in "
             f"the last {minutes}, the most it may: go on in the seat you have, or join again in "
             f"{wait_words}.",
         )
@@ -362,6 +364,14 @@ def join(
     return Member(member_id, row.id, name, now, token)
 
 
+def seats_max() -> int:
+    """The seats one client key may take in one class within JOIN_SEATS_WINDOW_S: JOIN_SEATS_MAX,
+    or SEATS_ENV where a whole room reaches the server from one address (a school's NAT in front
+    of a server elsewhere), which no proxy setting can tell apart."""
+    found = os.environ.get(SEATS_ENV, "").strip()
+    return int(found) if found.isdigit() and int(found) > 0 else JOIN_SEATS_MAX
+
+
 def _check_seats(conn: Connection, class_id: int, client_hash: str, now: float) -> None:
     """SeatsLimited when this client took JOIN_SEATS_MAX seats of the class in the window."""
     m = store.members.c
@@ -372,7 +382,7 @@ def _check_seats(conn: Connection, class_id: int, client_hash: str, now: float) 
             m.joined_at > now - JOIN_SEATS_WINDOW_S,
         )
     ).one()
-    if taken >= JOIN_SEATS_MAX:
+    if taken >= seats_max():
         raise SeatsLimited(max(1.0, first + JOIN_SEATS_WINDOW_S - now))
 
 
