@@ -496,6 +496,14 @@ def _rendered(p) -> tuple[str, str, str, str]:
     return title, stop.group(1) if stop else "", model.strip(), step.strip()
 
 
+def _blurred(p) -> bool:
+    """Whether the lesson's mask (a style with a blur, ui/lesson._mask) is on the page."""
+    return p.evaluate(
+        "() => [...document.querySelectorAll('style')].some(s => s.textContent.includes('blur(')"
+        " && s.textContent.includes('st-key-lesson_panel'))"
+    )
+
+
 def _settled(p) -> bool:
     return p.locator(DONE).count() > 0 and p.locator(f"{MAIN} h1").count() > 0
 
@@ -582,6 +590,8 @@ def test_a_lecture_keeps_every_screen_on_the_teachers_view(served, browser):  # 
             _until(f"S{i} sees the reveal", lambda p=p: "the answer is" in _box(p).inner_text()
                    or "The answer:" in _box(p).inner_text() or ": right." in _box(p).inner_text(),
                    p)  # fmt: skip
+        for i, p in enumerate(students):  # the reveal lifts the blur of the student's page too
+            _until(f"S{i}'s page unblurred by the reveal", lambda p=p: not _blurred(p), p)
         _shot(students[0], "lecture-student-revealed")
         _shot(teacher, "lecture-teacher-revealed")
 
@@ -601,6 +611,8 @@ def test_a_lecture_keeps_every_screen_on_the_teachers_view(served, browser):  # 
         for i, p in enumerate(students):
             _until(f"S{i} follows after the kill", lambda p=p: _settled(p) and
                    _rendered(p) == shown, p, 120)  # fmt: skip
+            # stop 7's revealed question stays at stop 7
+            assert "The teacher asks" not in _box(p).inner_text(), f"S{i}: {_box(p).inner_text()}"
     except BaseException:
         for i, p in enumerate((teacher, *students)):
             with contextlib.suppress(Exception):

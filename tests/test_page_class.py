@@ -18,11 +18,13 @@ from tests.test_page_lessons import DEMO
 from ui import class_page, class_watch, classroom
 from ui import lesson as ui_lesson
 from ui.state import to_url, widget_key
+from viz_model.analysis.claims import md_escape
 from viz_model.bundles.load import load_bundle
 from viz_model.lessons import lesson_file
 from viz_model.lessons.kinds import subject_for
 from viz_model.lessons.lesson_file import load_lessons
 from viz_model.lessons.registry import ANSWERS
+from viz_model.lessons.truth import visible_token
 
 CLASS_PAGE = "pages/18_class.py"
 MODELS = ROOT / "assets" / "models"
@@ -611,3 +613,47 @@ def _demo_stop(tmp_path):
     stop = lesson.stops[0]
     truth = ANSWERS[stop.answer](subject_for(load_bundle(MODELS / stop.model), stop.prompt), {})
     return lesson, 1, truth
+
+
+def test_a_stops_question_once_answered_stays_at_its_stop(a_class, monkeypatch, tmp_path, jar):
+    """A lecturer's run: the revealed question of one stop sat at the top of every later stop
+    (330-460 px, 'Which head of layer 1...' above a one-layer model). A lesson stop's question,
+    once it takes no answer, shows only at its stop; an open one follows the student."""
+    (tmp_path / "lessons").mkdir()
+    (tmp_path / "lessons" / "demo.toml").write_text(DEMO)
+    monkeypatch.setenv(lesson_file.LESSONS_ENV, str(tmp_path / "lessons"))
+    me = classes.join(a_class.code, "Ada", "test")
+    at = _seated(jar, me.token, page=None)
+    lesson, step, truth = _demo_stop(tmp_path)
+
+    def teacher_at(stop: int) -> None:
+        s = lesson.stops[stop - 1]
+        view = {"lesson": "demo", "step": stop, "model": s.model, "prompt": s.prompt, **s.view}
+        page = ui_lesson.page_of(s).url_path
+        classes.set_view(a_class.teacher_key, a_class.id, page, {k: to_url(v) for k, v in view.items()})  # fmt: skip
+        classroom.forget(a_class.id)
+        at.run()
+
+    teacher_at(1)
+    q = questions.ask_stop(a_class.teacher_key, a_class.id, lesson, step, truth)
+    classroom.forget(a_class.id)
+    at.run()
+    assert "The teacher asks" in _box_text(at)
+    teacher_at(2)  # the teacher moves on before closing it: it can still be answered
+    assert "The teacher asks" in _box_text(at)
+    questions.reveal(a_class.teacher_key, q.id)
+    classroom.forget(a_class.id)
+    at.run()
+    assert "The teacher asks" not in _box_text(at)  # revealed: stop 1's, not stop 2's
+    teacher_at(1)
+    assert "The teacher asks" in _box_text(at)  # back at its stop, with its reveal
+
+
+def test_a_number_is_shown_as_the_lessons_reveal_prints_it():
+    """A lecturer's run: the student's reveal printed 14.0138973226 where the teacher's said
+    14.01."""
+    q = questions.Question(1, 1, "number", "?", (), {"unit": "bits"}, None, None, 0.0, None)
+    assert classroom.shown(q, "14.0138973226") == md_escape("14.01 bits")
+    assert classroom.shown(q, "3") == md_escape("3 bits")
+    token = questions.Question(2, 1, "token", "?", (), {}, None, None, 0.0, None)
+    assert classroom.shown(token, " the") == md_escape(visible_token(" the"))

@@ -29,6 +29,7 @@ Not here: the class database and who may do what (serving/classroom/), the Live 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import re
@@ -46,7 +47,7 @@ from serving.classroom import board, classes, questions
 from serving.classroom.store import ClassRefused, ClassStateError
 from ui import class_watch, lesson, nav, state, teacher
 from viz_model.analysis.claims import md_escape
-from viz_model.lessons.truth import visible_token
+from viz_model.lessons.truth import Truth, visible_token
 from viz_model.training.settings import RunSettings
 
 SEAT = class_watch.SEAT  # the URL key a seat once rode in: never read, dropped where met
@@ -61,6 +62,7 @@ HEARTBEAT_S = 5.0  # a student's "I am here, on this page" (a write): the dashbo
 _KEY = "_class"  # this session's Membership
 _RUN = "_class_run"  # the number of this session's newest full run (app.py's)
 _COOKIE = "_class_cookie"  # {cookie name: (value, max-age)}, written on the next run
+_PANEL_DREW = "_class_panel_drew"  # the room's question as the student's lesson panel last drew it
 _COOKIES_READ = "_class_cookies_read"  # this session looked for its class in the cookies
 TEACHER_COOKIE = "viz_class_teacher"  # the teacher's class id and key, in their browser only
 SEAT_COOKIE = "viz_class_seat"  # a student's member token, in their browser only
@@ -521,6 +523,13 @@ def _student_box_body(m: Membership, page: nav.Page) -> None:
             st.session_state[_KEY] = replace(m, following=True, seen_version=0)
             st.rerun()
     _question_box(box, m, question)
+    if in_fragment_rerun() and _room_state(question, _at_stop()) != st.session_state.get(
+        _PANEL_DREW
+    ):
+        # This stop's question was asked or revealed: the lesson panel above the page says so,
+        # and the reveal lifts the blur; the box alone cannot redraw them.
+        st.session_state[_PANEL_DREW] = _room_state(question, _at_stop())
+        st.rerun()
 
 
 # Pushed by the watcher, the browser's timer is a slow safety net; else it is the poll itself.
@@ -548,8 +557,11 @@ def _heartbeat(m: Membership, page: nav.Page) -> None:
 
 
 def _question_box(box, m: Membership, q: questions.Question | None) -> None:
-    """The teacher's question: a form until answered, then the answer given, then the reveal."""
+    """The teacher's question: a form until answered, then the answer given, then the reveal. A
+    lesson stop's question, once it takes no answer, only at that stop: it is that stop's."""
     if q is None:
+        return
+    if q.lesson_id is not None and q.state != "open" and _at_stop() != (q.lesson_id, q.step):
         return
     try:
         mine = my_answer(m, q)
@@ -592,11 +604,27 @@ def stop_asked(key: tuple[str, int]) -> lesson.RoomAsks | None:
         return None
     try:
         q = latest_question(m.class_id)
+        st.session_state[_PANEL_DREW] = _room_state(q, key)
         if q is None or (q.lesson_id, q.step) != key:
             return lesson.RoomAsks(revealed=False, answer=None, asked=False)
         return lesson.RoomAsks(q.truth is not None, my_answer(m, q))
     except (ClassRefused, ClassStateError):
         return None
+
+
+def _room_state(q: questions.Question | None, key: tuple[str, int] | None) -> Any:
+    """What a student's lesson panel shows of the room's question at stop `key`: asked or not,
+    and whether revealed (the blur goes with the reveal)."""
+    if q is None or key is None or (q.lesson_id, q.step) != tuple(key):
+        return None
+    return (q.id, q.truth is not None)
+
+
+def _at_stop() -> tuple[str, int] | None:
+    """The lesson stop this session is at (as the panel placed it), None outside a lesson."""
+    ss = st.session_state
+    lesson_id, step = ss.get(lesson.LESSON), ss.get(lesson.STEP)
+    return (lesson_id, step) if lesson_id and isinstance(step, int) else None
 
 
 def _countdown(box, q: questions.Question) -> None:
@@ -648,6 +676,9 @@ def shown(q: questions.Question, value: str | None) -> str:
     """An answer or the truth as a lesson's reveal prints it (a token in quotes, ␣ for a space),
     escaped for Markdown."""
     text = "" if value is None else str(value)
+    if q.kind == "number" and text:
+        with contextlib.suppress(ValueError):  # as the lesson's reveal: 14.01, not 14.0138973226
+            return md_escape(Truth("number", float(text), "", unit=q.spec.get("unit", "")).shown())
     return md_escape(visible_token(text) if q.kind == "token" else text)
 
 
