@@ -657,3 +657,24 @@ def test_a_number_is_shown_as_the_lessons_reveal_prints_it():
     assert classroom.shown(q, "3") == md_escape("3 bits")
     token = questions.Question(2, 1, "token", "?", (), {}, None, None, 0.0, None)
     assert classroom.shown(token, " the") == md_escape(visible_token(" the"))
+
+
+def test_the_live_class_page_asks_with_a_timer_and_closes_answers(models_dir, runs):
+    """The teacher's own question, from the Live class page, with a time to answer: the
+    question keeps its deadline, the page says the seconds left, Close answers locks it."""
+    at = app_test(models_dir, CLASS_PAGE)
+    next(b for b in at.button if b.label == "Start a class").click().run()
+    (info,) = classes.active_classes()
+    at.radio(key="class_q_kind").set_value("token").run()
+    at.text_input[0].set_value("Which token comes next?")
+    at.selectbox(key="class_q_timer").set_value("30 s")
+    next(b for b in at.button if b.label == "Ask").click().run()
+    assert not at.exception
+    q = questions.latest_question(info.id)
+    assert q.closes_at is not None and 29 < q.seconds_left() <= 30
+    line = next(m.value for m in at.main.markdown if "Which token comes next?" in m.value)
+    assert "0 of 0 answered · " in line and " s left" in line
+    next(b for b in at.button if b.label == "Close answers").click().run()
+    assert questions.get_question(q.id).state == "closed"
+    line = next(m.value for m in at.main.markdown if "Which token comes next?" in m.value)
+    assert line.endswith("· answers closed")

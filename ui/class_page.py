@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import html
 import io
+import math
 import time
 from functools import partial
 
@@ -224,12 +225,12 @@ def _ask(ctx: PageContext, m: classroom.Membership) -> None:
             f"At the lesson stop **{md_escape(place.lesson.title)}, {place.step}**: "
             f"{md_escape(stop.question)}"
         )
-        if st.button("Ask the room this stop's question", type="primary"):
+        row = st.container(horizontal=True, vertical_alignment="bottom", gap="small")
+        seconds = classroom.timer_choice(row, "class_stop_timer")
+        if row.button("Ask the room this stop's question", type="primary"):
             truth = lesson.truth_for(ctx, stop)
-            _asked(
-                m,
-                partial(questions.ask_stop, m.secret, m.class_id, place.lesson, place.step, truth),
-            )
+            ask = partial(questions.ask_stop, m.secret, m.class_id, place.lesson, place.step, truth)
+            _asked(m, partial(ask, seconds=seconds))
     with st.expander("Ask a question of your own", expanded=place is None):
         _typed_question(ctx, m)
 
@@ -267,6 +268,7 @@ def _typed_question(ctx: PageContext, m: classroom.Membership) -> None:
             role = st.selectbox(
                 f"The answer, measured on {ctx.name}", list(HEAD_ROLES), key="class_q_role"
             )
+        seconds = classroom.timer_choice(st, "class_q_timer")
         sent = st.form_submit_button("Ask", type="primary")
     if not sent:
         return
@@ -274,14 +276,14 @@ def _typed_question(ctx: PageContext, m: classroom.Membership) -> None:
         name, by_layer = HEAD_ROLES[role]
         t = lesson.measure(ctx, name, {"layer": layer} if by_layer else {})
         ask = partial(questions.ask, m.secret, m.class_id, "choice", prompt, t.options)
-        _asked(m, partial(ask, answer=t.value, answer_why=t.why))
+        _asked(m, partial(ask, answer=t.value, answer_why=t.why, seconds=seconds))
         return
     given = None if truth in (None, "") else truth
     if kind == "choice" and given is not None and given not in options:
         st.warning(f"The answer must be one of the options: {md_escape(', '.join(options))}.")
         return
     ask = partial(questions.ask, m.secret, m.class_id, kind, prompt, options, spec, answer=given)
-    _asked(m, ask)
+    _asked(m, partial(ask, seconds=seconds))
 
 
 def _asked(m: classroom.Membership, ask) -> None:
@@ -307,7 +309,11 @@ def _live_question(m: classroom.Membership) -> None:
     except (ClassRefused, ClassStateError) as error:
         refusal(error)
         return
-    st.markdown(f"**{md_escape(q.prompt)}** · {dist.total} of {dist.members} answered")
+    left = q.seconds_left() if q.state == "open" else None
+    clock = {"open": "" if left is None else f" · {math.ceil(left)} s left", "revealed": ""}.get(
+        q.state, " · time is up" if q.closed_at is None else " · answers closed"
+    )
+    st.markdown(f"**{md_escape(q.prompt)}** · {dist.total} of {dist.members} answered{clock}")
     if q.kind == "number":
         if dist.numbers:
             truth = float(q.truth) if q.truth is not None else None
@@ -325,7 +331,7 @@ def _live_question(m: classroom.Membership) -> None:
     c1, c2 = st.columns(2)
     if q.answer is not None and c1.button("Reveal the answer", type="primary", key=f"rv{q.id}"):
         _act(m, lambda: questions.reveal(m.secret, q.id))
-    if q.closed_at is None and c2.button("Close without revealing", key=f"cl{q.id}"):
+    if q.state == "open" and c2.button("Close answers", key=f"cl{q.id}"):
         _act(m, lambda: questions.close(m.secret, q.id))
     if q.answer is None:
         st.caption("This question has no answer to reveal (you left it empty).")
