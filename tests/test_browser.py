@@ -132,19 +132,28 @@ def stop_server(proc: subprocess.Popen) -> None:
         proc.wait()
 
 
-@pytest.fixture(scope="module")
-def server(models_dir, tmp_path_factory):
-    """One streamlit server for the whole module; the test bundle beside the bundled models."""
+@contextlib.contextmanager
+def app_server(models: Path, logs: Path, *, warm: bool = True, **env: str):
+    """A Streamlit server of the app on 127.0.0.1 finding bundles in `models`, `env` added to its
+    environment; yields its address and stops it after. `warm`: Home opened once first, as a
+    teacher does before sharing a deep link (open_home_once)."""
     port = free_port()
-    env = {**os.environ, ENV_VAR: str(models_dir)}
-    log = tmp_path_factory.mktemp("server") / "streamlit.log"
-    proc = start_server(port, env, log)
+    proc = start_server(port, {**os.environ, ENV_VAR: str(models), **env}, logs / "streamlit.log")
     base = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(base, proc)
+        if warm:
+            open_home_once(port)
         yield base
     finally:
         stop_server(proc)
+
+
+@pytest.fixture(scope="module")
+def server(models_dir, tmp_path_factory):
+    """One streamlit server for the whole module; the test bundle beside the bundled models."""
+    with app_server(models_dir, tmp_path_factory.mktemp("server"), warm=False) as base:
+        yield base
 
 
 @pytest.fixture(scope="module")

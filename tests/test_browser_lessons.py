@@ -17,12 +17,8 @@ from tests.test_browser import (
     SHOTS,
     SMALL,
     TIMEOUT_MS,
-    free_port,
-    open_home_once,
-    start_server,
-    stop_server,
+    app_server,
     wait_drawn,
-    wait_healthy,
 )
 from ui import lesson as ui_lesson
 from viz_model.lessons import lesson_file
@@ -39,16 +35,8 @@ SHIPPED, _ = load_lessons(lesson_file.LESSONS_DIR, ui_lesson.catalogue())
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """A server on the bundled models only: the lessons name them."""
-    port = free_port()
-    env = {**os.environ, ENV_VAR: str(ROOT / "assets" / "models")}
-    proc = start_server(port, env, tmp_path_factory.mktemp("server") / "streamlit.log")
-    base = f"http://127.0.0.1:{port}"
-    try:
-        wait_healthy(base, proc)
-        open_home_once(port)
+    with app_server(ROOT / "assets" / "models", tmp_path_factory.mktemp("server")) as base:
         yield base
-    finally:
-        stop_server(proc)
 
 
 @pytest.fixture

@@ -6,21 +6,15 @@ fetched from fonts.gstatic.com on every page load, the pages' Material icons; ui
 
 from __future__ import annotations
 
-import os
 from urllib.parse import urlparse
 
 import pytest
 
-from serving.models import ENV_VAR
 from tests import test_browser
 from tests.test_browser import (
     ROOT,
-    free_port,
-    open_home_once,
-    start_server,
-    stop_server,
+    app_server,
     wait_drawn,
-    wait_healthy,
 )
 
 pytestmark = pytest.mark.browser
@@ -34,16 +28,8 @@ PATHS = ("/", "/Attention", "/?lesson=1_tokens&step=1", "/Class")
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """A server on the bundled models only: the lesson names them."""
-    port = free_port()
-    env = {**os.environ, ENV_VAR: str(ROOT / "assets" / "models")}
-    proc = start_server(port, env, tmp_path_factory.mktemp("server") / "streamlit.log")
-    base = f"http://127.0.0.1:{port}"
-    try:
-        wait_healthy(base, proc)
-        open_home_once(port)
+    with app_server(ROOT / "assets" / "models", tmp_path_factory.mktemp("server")) as base:
         yield base
-    finally:
-        stop_server(proc)
 
 
 def elsewhere(urls: list[str]) -> list[str]:

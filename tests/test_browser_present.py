@@ -4,22 +4,15 @@ and, in a lesson, the stop; left sharp by the lesson's blur."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
-from serving.models import ENV_VAR
 from tests import test_browser
 from tests.test_browser import (
     DONE,
     SHOTS,
     SMALL,
     TIMEOUT_MS,
-    free_port,
-    open_home_once,
-    start_server,
-    stop_server,
-    wait_healthy,
+    app_server,
 )
 from ui import lesson as ui_lesson
 from ui import present
@@ -63,16 +56,8 @@ def _attention_stop() -> tuple[str, int, int]:
 @pytest.fixture(scope="module")
 def server(models_dir, tmp_path_factory):
     """The bundled models (the lessons name them) and the test model."""
-    port = free_port()
-    env = {**os.environ, ENV_VAR: str(models_dir)}
-    proc = start_server(port, env, tmp_path_factory.mktemp("server") / "streamlit.log")
-    base = f"http://127.0.0.1:{port}"
-    try:
-        wait_healthy(base, proc)
-        open_home_once(port)
+    with app_server(models_dir, tmp_path_factory.mktemp("server")) as base:
         yield base
-    finally:
-        stop_server(proc)
 
 
 @pytest.fixture(scope="module")

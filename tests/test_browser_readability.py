@@ -19,10 +19,10 @@ from urllib.parse import urlencode
 import pytest
 
 from serving import jobs
-from serving.models import ENV_VAR
 from tests.test_browser import (  # noqa: F401 (browser is a fixture)
     DONE,
     TIMEOUT_MS,
+    app_server,
     browser,
     free_port,
     open_home_once,
@@ -115,16 +115,11 @@ def server(models_dir, tmp_path_factory):
     """One server, with the test model and an empty runs folder of its own (the Training test
     starts a run there); Home opened once, as a teacher does before sharing a deep link."""
     runs = tmp_path_factory.mktemp("runs")
-    port = free_port()
-    env = {**os.environ, ENV_VAR: str(models_dir), jobs.RUNS_ENV: str(runs), "VIZ_JOB_THREADS": "1"}
-    proc = start_server(port, env, tmp_path_factory.mktemp("server") / "streamlit.log")
-    base = f"http://127.0.0.1:{port}"
+    env = {jobs.RUNS_ENV: str(runs), "VIZ_JOB_THREADS": "1"}
     try:
-        wait_healthy(base, proc)
-        open_home_once(port)
-        yield base
+        with app_server(models_dir, tmp_path_factory.mktemp("server"), **env) as base:
+            yield base
     finally:
-        stop_server(proc)
         _stop_runs(runs)
 
 
