@@ -660,6 +660,19 @@ def launch_run(
     return read(name, folder_root)
 
 
+def spawn(command: list[str], log: Path, threads: int) -> subprocess.Popen:
+    """A child process of this server (a training worker, a sheet build): `command` run from the
+    repository with its torch threads capped at `threads`, its output appended to `log`, and
+    wait()ed in a thread, so a finished one does not linger as a zombie of this server."""
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(
+            command, cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=out
+        )
+    threading.Thread(target=proc.wait, daemon=True).start()
+    return proc
+
+
 def _launch(path: Path, plan: dict[str, Any], limits: Limits, params: int | None) -> None:
     """Write the plan and a fresh control file, start the worker, and record its pid (under the
     lock: the worker's first status write waits for it, so the pid is never overwritten)."""
@@ -667,22 +680,7 @@ def _launch(path: Path, plan: dict[str, Any], limits: Limits, params: int | None
         path / "plan.json", {**plan, "threads": limits.threads, "max_minutes": limits.max_minutes}
     )
     write_json(path / "control.json", {"paused": False, "stop": False, "lr": None, "steps": 0})
-    env = {
-        **os.environ,
-        "OMP_NUM_THREADS": str(limits.threads),
-        "MKL_NUM_THREADS": str(limits.threads),
-    }
-    with open(path / "job.log", "ab") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", WORKER, str(path)],
-            cwd=REPO,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=log,
-        )
-    # wait() in a thread, so a finished worker does not linger as a zombie of this server
-    threading.Thread(target=proc.wait, daemon=True).start()
+    proc = spawn([sys.executable, "-m", WORKER, str(path)], path / "job.log", limits.threads)
     old = read_json(path / "status.json", {})
     status = {
         **{k: old[k] for k in ("saved_step", "samples") if k in old},

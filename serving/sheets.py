@@ -26,10 +26,7 @@ Not here: what a sheet says (viz_model/lessons/sheets.py), the page's part (ui/s
 from __future__ import annotations
 
 import contextlib
-import os
-import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +35,7 @@ import psutil
 
 from serving import jobs
 from serving.jobs import JobError
-from serving.paths import REPO, runs_root
+from serving.paths import runs_root
 from viz_model.bundles.files import write_json
 from viz_model.lessons.lesson_file import Lesson
 
@@ -142,19 +139,9 @@ def start(lesson: Lesson, *, auth: jobs.Auth, root: Path | None = None) -> Build
 
 def _launch(lesson_id: str, out: Path) -> Build:
     out.mkdir(parents=True, exist_ok=True)
-    threads = str(jobs.Limits.from_env().threads)  # a training job's share of the cores
-    env = {**os.environ, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
-    with open(out / LOG_FILE, "wb") as log:
-        proc = subprocess.Popen(
-            command(lesson_id, out),
-            cwd=REPO,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=log,
-        )
-    # wait() in a thread, so a finished build does not linger as a zombie of this server
-    threading.Thread(target=proc.wait, daemon=True).start()
+    (out / LOG_FILE).unlink(missing_ok=True)  # this build's log, not the last one's too
+    # a training job's share of the cores
+    proc = jobs.spawn(command(lesson_id, out), out / LOG_FILE, jobs.Limits.from_env().threads)
     build = Build(lesson_id, proc.pid, time.time())
     record = {"pid": proc.pid, "pid_started": jobs.process_started(proc.pid)}
     try:
