@@ -678,3 +678,38 @@ def test_the_live_class_page_asks_with_a_timer_and_closes_answers(models_dir, ru
     assert questions.get_question(q.id).state == "closed"
     line = next(m.value for m in at.main.markdown if "Which token comes next?" in m.value)
     assert line.endswith("· answers closed")
+
+
+@pytest.mark.parametrize("role", ["teacher", "student"])
+def test_a_reload_while_the_class_database_is_out_keeps_the_place_and_takes_it_back(
+    a_class, jar, monkeypatch, role
+):
+    """Issue 39: a teacher reloaded during a PostgreSQL outage and lost the lead, silently, for
+    good. Now the page says the place is kept, removes no cookie, and takes the class back
+    once the database answers."""
+    me = classes.join(a_class.code, "Ada", "test")
+    cookie = (
+        (classroom.TEACHER_COOKIE, f"{a_class.id}:{a_class.teacher_key}")
+        if role == "teacher"
+        else (classroom.SEAT_COOKIE, me.token)
+    )
+    down = store.ClassStateError("the class database is not answering")
+
+    def out(*args, **kwargs):
+        raise down
+
+    with monkeypatch.context() as outage:
+        outage.setattr(classes, "claim", out)
+        outage.setattr(classes, "member", out)
+        jar[cookie[0]] = cookie[1]
+        at = app_test(MODELS, CLASS_PAGE)
+        assert not at.exception
+        assert "_class" not in at.session_state
+        said = "\n".join(w.value for w in at.main.warning)
+        assert "Your place in the live class is kept" in said and "database" in said
+        assert "max-age=0" not in _cookies_written(at)  # the place is not thrown away
+        at.run()  # still out: still said, still not in
+        assert "_class" not in at.session_state
+    at.run()  # the database is back: the next look takes the class back
+    assert at.session_state["_class"].role == role
+    assert not [w for w in at.main.warning if "cannot be reached" in w.value]

@@ -63,7 +63,9 @@ _KEY = "_class"  # this session's Membership
 _RUN = "_class_run"  # the number of this session's newest full run (app.py's)
 _COOKIE = "_class_cookie"  # {cookie name: (value, max-age)}, written on the next run
 _PANEL_DREW = "_class_panel_drew"  # the room's question as the student's lesson panel last drew it
-_COOKIES_READ = "_class_cookies_read"  # this session looked for its class in the cookies
+_COOKIES_READ = "_class_cookies_read"
+_UNREACHABLE = "_class_unreachable"  # why the class database could not be asked who this is
+RECONNECT_S = 2.0  # while it cannot: how often the box asks again  # this session looked for its class in the cookies
 TEACHER_COOKIE = "viz_class_teacher"  # the teacher's class id and key, in their browser only
 SEAT_COOKIE = "viz_class_seat"  # a student's member token, in their browser only
 COOKIE_S = 12 * 3600  # a class day
@@ -114,20 +116,34 @@ def membership() -> Membership | None:
         del st.query_params[SEAT]
     if ss.get(_COOKIES_READ):  # the cookies are the session's first request's: read once
         return None
+    try:
+        found = _from_cookies()
+    except ClassStateError as error:  # the class database is out: look again on the next run
+        ss[_UNREACHABLE] = str(error)
+        return None
+    ss.pop(_UNREACHABLE, None)
     ss[_COOKIES_READ] = True
+    if found is not None:
+        ss[_KEY] = found
+    return found
+
+
+def _from_cookies() -> Membership | None:
+    """The class this browser's cookies hold a place in: a seat, else the teacher's key. A seat
+    the class database refuses (old, another server's, its class ended) is removed; a database
+    that cannot be reached raises ClassStateError and removes nothing."""
     token = browser_cookie(SEAT_COOKIE)
     if not token:
         return _teacher_back()
     try:
         me = classes.member(token)
         info = classes.get_class(me.class_id)
-    except (ClassRefused, ClassStateError):
+    except ClassRefused:
         info = None
-    if info is None or not info.active:  # an old seat, or one of another server's: no class
+    if info is None or not info.active:
         _set_cookie(SEAT_COOKIE, "", 0)
         return None
-    ss[_KEY] = Membership(info.id, info.code, info.title, "student", token, name=me.name)
-    return ss[_KEY]
+    return Membership(info.id, info.code, info.title, "student", token, name=me.name)
 
 
 def browser_cookie(name: str) -> str | None:
@@ -153,11 +169,9 @@ def _teacher_back() -> Membership | None:
     class_id, key = found
     try:
         info = classes.claim(key, class_id)
-    except (ClassRefused, ClassStateError):
+    except ClassRefused:  # ended, deleted, or not this key's: no class (ClassStateError: retry)
         return None
-    m = Membership(info.id, info.code, info.title, "teacher", key)
-    st.session_state[_KEY] = m
-    return m
+    return Membership(info.id, info.code, info.title, "teacher", key)
 
 
 def teacher_cookie(found: Any) -> tuple[int, str] | None:
@@ -312,6 +326,9 @@ def boxes(page: nav.Page, side: Any, top: Any) -> None:
     _write_cookies(side)
     m = membership()
     if m is None:
+        if _UNREACHABLE in st.session_state:
+            with top:
+                _reconnecting()
         return
     if m.teacher:
         # the view as the frame left it (model, step, prompt, stop): the class's, should the
@@ -322,6 +339,20 @@ def boxes(page: nav.Page, side: Any, top: Any) -> None:
     else:
         with top:
             _student_box(m, page)
+
+
+@st.fragment(run_every=RECONNECT_S)
+def _reconnecting() -> None:
+    """A reload while the class database was out (a PostgreSQL restart, a locked SQLite file):
+    the browser's place in the class is kept, said, and taken back as soon as the database
+    answers, with no click (the whole page again, in the class)."""
+    if in_fragment_rerun() and membership() is not None:
+        st.rerun()
+    if _UNREACHABLE in st.session_state:  # (its words may name the server's files: not shown)
+        st.warning(
+            "Your place in the live class is kept, but the class database cannot be reached "
+            f"just now. This page tries again every {RECONNECT_S:g} s."
+        )
 
 
 def after_run(page: nav.Page, run: int) -> None:
