@@ -26,6 +26,7 @@ from urllib.parse import urlparse
 import pytest
 
 from serving import jobs
+from serving.classroom import classes
 from serving.classroom.store import DB_ENV
 from serving.models import ENV_VAR
 from tests.test_browser import (  # noqa: F401 (browser is a fixture)
@@ -421,6 +422,43 @@ def _a_class(teacher_url: str, student_url: str, teacher, students: dict) -> Non
     # The students' screens followed the teacher; their URLs (shared, reloaded, bookmarked: the
     # view as a link) must have followed too.
     assert not url_problems, "\n".join(url_problems)
+
+
+# ---- a flood of wrong codes --------------------------------------------------------------------
+
+
+def test_a_flood_of_wrong_codes_from_one_browser_locks_no_student_out(served, browser):  # noqa: F811
+    """Issue 39's lock-out, as the drill met it: behind HAProxy, one browser types wrong codes
+    past the limit and is told to wait; another student's right code still joins, and so does the
+    flooder's own right code (only wrong codes count)."""
+    url = served["url"]
+    teacher, flooder, other = (_new_page(browser) for _ in range(3))
+    try:
+        for p in (teacher, flooder, other):
+            p.goto(f"{url}/Class")
+            wait_drawn(p)
+        teacher.locator(MAIN).get_by_role("button", name="Start a class").click()
+        teacher.locator(".join-code").wait_for(timeout=TIMEOUT_MS)
+        code = teacher.locator(".join-code").inner_text().strip()
+        form = flooder.locator(f"{MAIN} [data-testid='stForm']").filter(has_text="Join code")
+        for _ in range(classes.JOIN_FAILURES_MAX + 1):
+            form.get_by_label("Join code").fill("ZZZZZZ")
+            form.get_by_role("button", name="Join").click()
+            wait_drawn(flooder)
+        _until("the flooder told to wait", lambda: "Too many wrong codes" in _text(flooder),
+               flooder)  # fmt: skip
+        for p, name in ((other, "Ada"), (flooder, "Bo")):  # right codes, from the same address
+            form = p.locator(f"{MAIN} [data-testid='stForm']").filter(has_text="Join code")
+            form.get_by_label("Join code").fill(code)
+            form.get_by_label("Your name (or leave it empty to stay anonymous)").fill(name)
+            form.get_by_role("button", name="Join").click()
+            _box(p).wait_for(timeout=TIMEOUT_MS)
+            assert f"you are {name}" in _box(p).inner_text()
+        _until("the teacher's dashboard: 2 joined", lambda: _metric(teacher, "Joined") == "2",
+               teacher)  # fmt: skip
+    finally:
+        for p in (teacher, flooder, other):
+            p.context.close()
 
 
 # ---- a process killed mid-class -----------------------------------------------------------------
