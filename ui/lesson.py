@@ -44,6 +44,7 @@ FRAME_KEYS = frozenset({"train_step", "quant"})
 _APPLIED = "_lesson_applied"  # (lesson id, step) whose view this session last applied
 _SESSION_SEEN = "_lesson_seen"  # this session has run before (a new one may be a reload)
 _ANSWERS = "_lesson_answers"  # {(lesson id, step): the student's answer, or None: just shown}
+MASK_FILTER = "blur(14px) opacity(0.25)"  # what the mask does to what it hides
 PANEL_KEY = "lesson_panel"  # the panel's container: .st-key-lesson_panel, kept out of the mask
 CLASS_BOX_KEY = "class_box"  # a student's class box (ui/classroom.BOX_KEY), kept out of it too
 # What the mask blurs in the page below the panel until the student answers: everything that
@@ -350,8 +351,10 @@ def _mask(until: str) -> None:
         for area in ("stMain", "stSidebarUserContent")  # the model card states losses
         for t in MASKED
     )
+    # A blur alone leaves a chart's large shapes readable on a projector (an attention pattern's
+    # triangle, a bar far above the rest): the faded contrast hides them too.
     st.html(
-        f"<style>{selectors} {{ filter: blur(9px); pointer-events: none; user-select: none; }}"
-        "</style>"
+        f"<style>{selectors} {{ filter: {MASK_FILTER}; pointer-events: none; "
+        "user-select: none; }</style>"
     )
     st.caption(f"The page below is blurred {until}: predict first, then look.")
