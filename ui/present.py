@@ -52,6 +52,11 @@ PRESENTER_CSS = """<style>
 [data-testid=stMain] [data-testid=stMarkdownContainer] li,
 [data-testid=stMain] [data-testid=stCaptionContainer] { font-size: 1.35rem; }
 [data-testid=stMain] [data-testid=stWidgetLabel] p { font-size: 1.15rem; }
+[data-testid=stMain] .katex { font-size: max(1.21em, 23px); }
+[data-testid=stMain] [data-testid=stCode] code { font-size: 1.05rem; }
+[data-testid=stMain] :is([data-testid=stHtml], [data-testid=stMarkdownContainer])
+  :is(span, div, code, b, i, td, th, small):not(.katex, .katex *) {
+  font-size: max(16px, 1em) !important; }
 [data-testid=stMainBlockContainer] { max-width: 100%; padding-left: 2rem; padding-right: 2rem; }
 [data-testid=stHorizontalBlock]:has([data-testid=stPlotlyChart]) { flex-direction: column; }
 [data-testid=stHorizontalBlock]:has([data-testid=stPlotlyChart]) > [data-testid=stColumn] {
