@@ -18,14 +18,14 @@ from ui import classroom, lesson, nav, state
 page = nav.navigation()
 here = nav.find(page.url_path)
 run = classroom.enter(here)
-lesson.enter(here)
+stop = lesson.enter(here)  # (stop, stops) in a lesson: presenter mode's header names it
 teacher_box = st.sidebar.container()  # a live class's teacher box: above the model and prompt
 student_box = st.container()  # a student's class box and question: the top of the main area
-ctx = ui.frame(here)
+ctx = ui.frame(here, stop)
 classroom.boxes(here, teacher_box, student_box)
 lesson.panel(ctx, here, room=classroom.stop_asked, lead=classroom.lead_stop)
 try:
     page.run()
-    state.say_address()  # what the screen shows, in the address bar, whatever was lost on the way
+    state.say_address()  # what the screen shows, in the address bar, once more
 finally:
     classroom.after_run(here, run)

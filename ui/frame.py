@@ -27,7 +27,6 @@ from viz_model.analysis.next_token import loss_lookahead_claim
 from viz_model.analysis.training import final_step, losses_at
 from viz_model.bundles.checkpoint import Bundle
 from viz_model.bundles.files import CheckpointError
-from viz_model.lessons.lesson_file import LESSON_KEYS, lessons_dir, stop_pages
 from viz_model.model.config import GPTConfig
 from viz_model.model.families import LanguageModel, family_of
 from viz_model.model.scale import cache_bytes, view_tokens
@@ -75,12 +74,13 @@ class PageContext:
         return self.bundle.name
 
 
-def frame(page: nav.Page) -> PageContext:
+def frame(page: nav.Page, stop: tuple[int, int] | None = None) -> PageContext:
     """Draw the frame around `page` and keep its context for `context()`. app.py calls it once a
     run, after the navigation and before the page runs.
 
     It draws the page title (pages draw no other); in presenter mode, above it, a header line
-    with the model, its training step and the lesson stop, which the folded sidebar hides. With
+    with the model, its training step and the lesson `stop` ((stop, stops), from app.py's
+    lesson.enter), which the folded sidebar hides. With
     an empty prompt it shows a note and stops the run before the page, unless the page's entry
     says needs_prompt=False (Home, Training, ...), in which case ctx.ids is empty.
     """
@@ -112,7 +112,7 @@ def frame(page: nav.Page) -> PageContext:
     draw_model_card(bundle_id, step)
     present.apply()  # the presenter-mode toggle and the page styles
     if present.is_on():  # the sidebar is folded away: the room sees the model and step up here
-        present.header(st.session_state["model"], step_shown, _lesson_stop())
+        present.header(st.session_state["model"], step_shown, stop)
 
     st.title(f"{page.icon} {title}")
     for message in errors:
@@ -140,18 +140,6 @@ def context() -> PageContext:
         st.info("This page opens inside the app: [go to the app](./).")
         st.stop()
     return ctx
-
-
-def _lesson_stop() -> tuple[int, int] | None:
-    """(stop, number of stops) of the lesson this session is in, else None. ui/lesson.py's
-    `enter`, which app.py calls before the frame, has checked the place and left it in session
-    state under the URL's keys; the frame cannot import ui/lesson.py (it imports the frame)."""
-    lesson_key, step_key = LESSON_KEYS
-    lesson_id, step = st.session_state.get(lesson_key), st.session_state.get(step_key)
-    if not lesson_id or not isinstance(step, int):
-        return None
-    n = sum(found == lesson_id for found, _, _ in stop_pages(lessons_dir()))
-    return (step, n) if 1 <= step <= n else None
 
 
 # ---- the model --------------------------------------------------------------------------------

@@ -167,27 +167,32 @@ def leave() -> None:
     st.rerun()
 
 
-def enter(page: nav.Page) -> None:
+def enter(page: nav.Page) -> tuple[int, int] | None:
     """Before the frame reads the model and prompt: apply the current stop's view once, and open
     its page if the session is elsewhere (links and Back/Next land here). A reload keeps the view
-    and the page its address names."""
+    and the page its address names. Returns (stop, stops) for the frame's presenter header, None
+    outside a lesson."""
     place = current()
     fresh = not st.session_state.get(_SESSION_SEEN)
     st.session_state[_SESSION_SEEN] = True
-    if place is None or st.session_state.get(_APPLIED) == place.key:
-        return
+    if place is None:
+        return None
+    where = (place.step, len(place.lesson.stops))
+    if st.session_state.get(_APPLIED) == place.key:
+        return where
     if fresh and precision.KEY in st.query_params:
         # A new session on an address this app wrote (a reload, a copied address bar: it
         # mirrors the precision on every run, a lesson link never names it): the address is the
         # view, as the teacher left it, on the page it names (Live class included).
         st.session_state[_APPLIED] = place.key
-        return
+        return where
     stop, target = place.stop, page_of(place.stop)
     present.is_on()  # read a link's present=1 into the session: the switch drops the URL's keys
     _apply_view(place.lesson, stop, target)
     st.session_state[_APPLIED] = place.key
     if target.url_path != page.url_path:
         st.switch_page(target.file, query_params={LESSON: place.lesson.id, STEP: place.step})
+    return where
 
 
 def _apply_view(lesson: Lesson, stop: Stop, page: nav.Page) -> None:

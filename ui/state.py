@@ -107,7 +107,9 @@ def say_address() -> None:
     writes only what differs from the server's copy of the address, and a write can be lost on
     the way: a new run clears the messages the run before it had not sent (rapid clicks, a
     followed move), and the next run starts from the browser's address, which then lags what the
-    screen shows (a reload or a shared link would open another view). One message a run."""
+    screen shows (a reload or a shared link would open another view). One message a run. It
+    does not cure every lag: after a burst of clicks a teacher's address can still stay a stop
+    behind until the next run (issue 37, cause not found)."""
     st.query_params.from_dict(st.query_params.to_dict())
 
 
