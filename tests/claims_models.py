@@ -19,19 +19,34 @@ import pytest
 
 from viz_model.bundles.checkpoint import Bundle
 from viz_model.bundles.load import load_bundle
+from viz_model.model.config import LLAMA_BLOCK
 from viz_model.training.loop import train
 from viz_model.training.settings import RunSettings, new_run
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets" / "models"
 BUNDLED = sorted(p.name for p in ASSETS.iterdir() if (p / "config.json").is_file())
 CLASS_TRAINED = "class-tiny"  # the Training page's tiny preset on Shakespeare characters
+# The same class run with Llama's block (RoPE positions, RMSNorm, SwiGLU), and as an LSTM: the
+# Training page offers both, and a claim true of the bundled models was false on such runs
+# (issue 36: a RoPE model's embed vectors "differ only by their position").
+CLASS_LLAMA = "class-llama"
+CLASS_LSTM = "class-lstm"
 GPT2_FOLDER = "gpt2-folder"  # a random GPT-2 saved as Hugging Face's save_pretrained writes it
-MADE = (GPT2_FOLDER, CLASS_TRAINED)  # made once per test run (conftest.py's claim_bundles)
+# made once per test run (conftest.py's claim_bundles): name -> (family, GPTConfig overrides)
+CLASS_RUNS = {
+    CLASS_TRAINED: ("gpt", {}),
+    CLASS_LLAMA: ("gpt", LLAMA_BLOCK),
+    CLASS_LSTM: ("lstm", {}),
+}
+MADE = (GPT2_FOLDER, *CLASS_RUNS)
 CLAIM_MODELS = [*BUNDLED, *MADE]
 
 
 def _family(name: str) -> str:
-    """A bundled model's family from its config.json ("gpt" when it names none)."""
+    """A claim model's family: a class run's own, else its config.json's ("gpt" when it names
+    none)."""
+    if name in CLASS_RUNS:
+        return CLASS_RUNS[name][0]
     path = ASSETS / name / "config.json"
     if not path.is_file():
         return "gpt"
@@ -58,13 +73,22 @@ GPT_CLAIM_MODELS = [
 CLASS_STEPS = 300
 
 
-def train_class_model(out: Path, steps: int = CLASS_STEPS, seed: int = 0) -> Path:
+def train_class_model(
+    out: Path,
+    steps: int = CLASS_STEPS,
+    seed: int = 0,
+    family: str = "gpt",
+    model: dict | None = None,
+) -> Path:
     """What a class gets from the Training page in about a minute: the `tiny` preset on
-    Shakespeare characters, trained by the job's code (new_run, then train), with snapshots."""
+    Shakespeare characters (a GPT, with `model`'s overrides, or another `family`), trained by the
+    job's code (new_run, then train), with snapshots."""
     settings = RunSettings(
         corpus="shakespeare",
         tokenizer="char",
         preset="tiny",
+        family=family,
+        model=dict(model or {}),
         train={
             "max_steps": steps,
             "seed": seed,
@@ -92,7 +116,8 @@ def build_claim_bundles(root: Path) -> dict[str, Path]:
     from tests.hf_gpt2 import save_gpt2_folder
 
     save_gpt2_folder(root / GPT2_FOLDER)
-    train_class_model(root / CLASS_TRAINED)
+    for name, (family, model) in CLASS_RUNS.items():
+        train_class_model(root / name, family=family, model=model)
     return claim_folders(root)
 
 
