@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import colorsys
 import html
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 
 import plotly.graph_objects as go
 
@@ -186,3 +187,172 @@ def plotly_text(label: str) -> str:
 def plotly_labels(labels) -> list[str]:
     """plotly_text of every token label; every chart that draws a student's tokens calls it."""
     return [plotly_text(str(label)) for label in labels]
+
+
+# ---- series a room must tell apart: distinct hues, direct labels, a legend under everything ----
+
+# Lines a student tells apart by colour, in the order charts take them. On a washed-out projector
+# two colours survive only when their hues are far apart and both stay dark against the white
+# page: every pair here is MIN_HUE_GAP degrees of hue apart or more, and each has CONTRAST_MIN
+# (WCAG's 3:1 for graphics) against white. Blue, orange, green, purple, magenta, teal, olive.
+SERIES_COLOURS = ("#1f5fbf", "#d55e00", "#1b7f3b", "#7040b0", "#c2187a", "#00807f", "#6b7d00")
+CONTEXT_COLOUR = "#c4c4c4"  # lines behind the highlighted ones: grey, so no hue is spent on them
+MIN_HUE_GAP = 30  # degrees of hue between two series' colours
+CONTRAST_MIN = 3.0  # a series' colour against the white page
+GREY_SATURATION = 0.15  # under this (HLS saturation) a colour reads as grey: it has no hue
+FEW_SERIES = 4  # the most coloured series one chart asks a room to tell apart
+LABEL_FONT = TICK_FONT + 1  # px: a direct label at a line's end (presenter mode scales it)
+LABEL_CHAR_PX = 11  # px of margin one label character needs at its presenter-mode size (17 px)
+
+
+def _rgb(colour: str) -> tuple[float, float, float]:
+    """'#rrggbb' as three 0..1 floats."""
+    digits = colour.lstrip("#")
+    return tuple(int(digits[i : i + 2], 16) / 255 for i in (0, 2, 4))  # type: ignore[return-value]
+
+
+def hue_degrees(colour: str) -> float | None:
+    """The hue of '#rrggbb' in degrees (HLS), or None for a grey, which has none to confuse.
+
+    >>> round(hue_degrees("#d62728")), hue_degrees("#7f7f7f")
+    (360, None)
+    """
+    hue, _, saturation = colorsys.rgb_to_hls(*_rgb(colour))
+    return None if saturation < GREY_SATURATION else hue * 360
+
+
+def hue_gap(a: str, b: str) -> float:
+    """Degrees of hue between two colours around the wheel (360 when either is grey).
+
+    >>> round(hue_gap("#d62728", "#1f5fbf"))
+    144
+    """
+    ha, hb = hue_degrees(a), hue_degrees(b)
+    if ha is None or hb is None:
+        return 360.0
+    gap = abs(ha - hb) % 360
+    return min(gap, 360 - gap)
+
+
+def contrast_on_white(colour: str) -> float:
+    """WCAG contrast ratio of a colour against the white page (1 for white, 21 for black)."""
+
+    def linear(v: float) -> float:
+        return v / 12.92 if v <= 0.04045 else ((v + 0.055) / 1.055) ** 2.4
+
+    r, g, b = (linear(v) for v in _rgb(colour))
+    return 1.05 / (0.2126 * r + 0.7152 * g + 0.0722 * b + 0.05)
+
+
+def series_colours(n: int, taken: Collection[str] = (), farthest: bool = False) -> list[str]:
+    """The first n SERIES_COLOURS at least MIN_HUE_GAP from every colour in `taken` (colours the
+    chart already spends, say a red mark); with `farthest`, those whose hue is farthest from
+    the nearest taken one first (a line drawn over another of its kind). Raises ValueError when
+    fewer than n are left: show fewer series rather than two in one hue.
+
+    >>> series_colours(2), series_colours(2, taken=["#1f5fbf"])
+    (['#1f5fbf', '#d55e00'], ['#d55e00', '#1b7f3b'])
+    >>> series_colours(1, taken=["#1f5fbf", "#d55e00"], farthest=True)
+    ['#1b7f3b']
+    """
+    free = [c for c in SERIES_COLOURS if all(hue_gap(c, t) >= MIN_HUE_GAP for t in taken)]
+    if farthest:
+        free.sort(key=lambda c: -min((hue_gap(c, t) for t in taken), default=360.0))
+    if n > len(free):
+        raise ValueError(f"{n} series, but only {len(free)} distinct colours are left")
+    return free[:n]
+
+
+def spread(
+    values: Sequence[float], gap: float, bounds: tuple[float, float] | None = None
+) -> list[float]:
+    """Positions for labels at `values`, at least `gap` apart, each as near its value as the
+    others allow (in the input's order), so labels of lines that end together do not overlap.
+    With `bounds` (the axis range: plotly hides a label placed outside it) they are kept
+    inside, the lower bound winning when they cannot all fit.
+
+    >>> spread([0.5, 0.0, 0.02], 0.1), spread([0.5, 0.0, 0.02], 0.1, bounds=(0, 1))
+    ([0.5, -0.04, 0.06], [0.5, 0.0, 0.1])
+    """
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    placed = [float(values[i]) for i in order]
+    for i in range(1, len(placed)):  # push each up clear of the one below
+        placed[i] = max(placed[i], placed[i - 1] + gap)
+    # then slide each run of labels that were pushed down, centring it on what it labels
+    start = 0
+    while start < len(placed):
+        end = start
+        while end + 1 < len(placed) and placed[end + 1] - placed[end] <= gap + 1e-12:
+            end += 1
+        run = [float(values[order[i]]) for i in range(start, end + 1)]
+        shift = sum(run) / len(run) - sum(placed[start : end + 1]) / len(run)
+        if start > 0:  # never back into the run below
+            shift = max(shift, placed[start - 1] + gap - placed[start])
+        for i in range(start, end + 1):
+            placed[i] += shift
+        start = end + 1
+    if bounds is not None and placed:
+        lo, hi = float(bounds[0]), float(bounds[1])
+        placed[-1] = min(placed[-1], hi)
+        for i in range(len(placed) - 2, -1, -1):
+            placed[i] = min(placed[i], placed[i + 1] - gap)
+        placed[0] = max(placed[0], lo)
+        for i in range(1, len(placed)):
+            placed[i] = max(placed[i], placed[i - 1] + gap)
+    out = [0.0] * len(values)
+    for rank, i in enumerate(order):
+        out[i] = round(placed[rank], 12)
+    return out
+
+
+def end_labels(
+    names: Sequence[str],
+    x: float,
+    ys: Sequence[float],
+    colours: Sequence[str],
+    gap: float,
+    xref: str = "x",
+    yref: str = "y",
+    bounds: tuple[float, float] | None = None,
+) -> list[dict]:
+    """Direct labels: each name written in its line's colour just right of the line's end (x,
+    y), spread `gap` apart in y (axis units: log10 of the value on a log axis) and kept inside
+    the axis range `bounds`, instead of a legend the room has to match colours against. The
+    figure's right margin must hold them (`label_margin`)."""
+    return [
+        dict(
+            x=x,
+            y=y,
+            xref=xref,
+            yref=yref,
+            text=f"<b>{name}</b>",
+            showarrow=False,
+            xanchor="left",
+            yanchor="middle",
+            xshift=6,
+            font=dict(color=colour, size=LABEL_FONT),
+        )
+        for name, y, colour in zip(names, spread(ys, gap, bounds), colours, strict=True)
+    ]
+
+
+def label_margin(names: Collection[str]) -> int:
+    """The right margin (px) that direct labels need, at their presenter-mode size."""
+    return 12 + LABEL_CHAR_PX * max((len(n) for n in names), default=0)
+
+
+def legend_below(**extra) -> dict:
+    """A horizontal legend in the figure's bottom edge (measured in the container, not the plot),
+    so plotly reserves its rows under the x axis' tick labels and title. Placed at a fraction of
+    the plot's height (y=-0.22), it rose into them whenever the plot got short: a narrow column,
+    a legend that wrapped, presenter mode's larger text."""
+    return dict(
+        orientation="h",
+        yref="container",
+        y=0,
+        yanchor="bottom",
+        x=0,
+        xanchor="left",
+        font=dict(size=TICK_FONT),
+        **extra,
+    )
