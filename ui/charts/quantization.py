@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from ui.charts.common import ACCENT, HEIGHT, TICK_FONT, house_layout
+from ui.charts.common import ACCENT, HEIGHT, TICK_FONT, house_layout, legend_below
 
 SCHEME_STYLE = {  # scheme -> (colour, marker, dash)
     "one scale per row": ("#1f77b4", "circle", "solid"),
@@ -99,7 +99,7 @@ def size_figure(
             range=[0, max(bits_per_char) * 1.12],
             **AXIS_FONT,
         ),
-        legend=dict(orientation="h", y=-0.22, x=0, font=dict(size=TICK_FONT)),
+        legend=legend_below(),
     )
     return fig
 
@@ -140,7 +140,7 @@ def grid_histogram(
         shapes=shapes,
         xaxis=dict(title="weight value (dotted: the values the grid can store)", **AXIS_FONT),
         yaxis=dict(title="how many weights (log)", type="log", dtick=1, **AXIS_FONT),
-        legend=dict(orientation="h", y=-0.22, x=0, font=dict(size=TICK_FONT)),
+        legend=legend_below(),
     )
     return fig
 
@@ -165,7 +165,7 @@ def row_error_figure(errors: Mapping[str, np.ndarray], title: str) -> go.Figure:
         **house_layout(title, HEIGHT),
         xaxis=dict(title="row (output channel)", **AXIS_FONT),
         yaxis=dict(title="RMS error of the row", rangemode="tozero", **AXIS_FONT),
-        legend=dict(orientation="h", y=-0.22, x=0, font=dict(size=TICK_FONT)),
+        legend=legend_below(),
     )
     return fig
 
@@ -204,6 +204,6 @@ def drift_figure(
             ticktext=[f"{100 * t:g}%" for t in ticks],
             **AXIS_FONT,
         ),
-        legend=dict(orientation="h", y=-0.25, x=0, font=dict(size=TICK_FONT)),
+        legend=legend_below(),
     )
     return fig
