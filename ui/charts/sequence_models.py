@@ -12,38 +12,67 @@ import plotly.graph_objects as go
 from ui.charts.common import (
     COLUMN_TICKS_MAX_T,
     SEQUENTIAL,
+    SERIES_COLOURS,
     colorbar_below,
     every_tick,
     house_layout,
     plotly_labels,
     plotly_text,
+    series_colours,
 )
 
-# One colour per family, the same in every chart of the page.
+# One colour per family, the same in every chart of the page (SERIES_COLOURS: hues that stay
+# apart on a projector); the counting model is grey.
 FAMILY_COLOURS = {
-    "GPT": "#1f77b4",
-    "RNN": "#ff7f0e",
-    "LSTM": "#2ca02c",
-    "GRU": "#9467bd",
-    "causal CNN": "#8c564b",
+    "GPT": SERIES_COLOURS[0],
+    "RNN": SERIES_COLOURS[1],
+    "LSTM": SERIES_COLOURS[2],
+    "GRU": SERIES_COLOURS[3],
+    "causal CNN": SERIES_COLOURS[4],
     "n-gram": "#7f7f7f",
 }
+EXTRA_DASH = "dash"  # a second model of a family already drawn: its own hue, and dashed
 
 
-def _colour(kind: str) -> str:
-    return FAMILY_COLOURS.get(kind, "#17becf")
+def series_styles(kinds: Sequence[str]) -> list[tuple[str, str]]:
+    """(colour, dash) of each series, given its family: the first model of a family in its family's colour, solid;
+    another of the same family (the model on screen beside the one standing for its family) in a
+    hue no other series of the chart has, dashed. No two series share a hue.
+
+    >>> series_styles(["GPT", "GPT", "LSTM"])[1]
+    ('#6b7d00', 'dash')
+    """
+    firsts = {kind: FAMILY_COLOURS.get(kind) for kind in kinds}
+    spent = [c for c in firsts.values() if c is not None]
+    n_extra = len(kinds) - len(spent)
+    try:  # a hue no family has, so a colour means one family on every chart of the page
+        extras = iter(
+            series_colours(n_extra, taken=[*spent, *FAMILY_COLOURS.values()], farthest=True)
+        )
+    except ValueError:  # many extras: the hues of families this chart does not draw too
+        extras = iter(series_colours(n_extra, taken=spent, farthest=True))
+    seen: set[str] = set()
+    styles = []
+    for kind in kinds:
+        if kind not in seen and firsts[kind] is not None:
+            styles.append((firsts[kind], "solid"))
+        else:
+            styles.append((next(extras), EXTRA_DASH))
+        seen.add(kind)
+    return styles
 
 
 def bpc_bars(names: Sequence[str], kinds: Sequence[str], bpc: Sequence[float]) -> go.Figure:
     """Horizontal bars, best (lowest) at the top, one colour per family."""
     order = np.argsort(bpc)[::-1]  # plotly draws the first bar at the bottom
     labels = [f"{plotly_text(names[i])} ({kinds[i]})" for i in order]
+    styles = series_styles([kinds[i] for i in order])
     return go.Figure(
         go.Bar(
             x=[bpc[i] for i in order],
             y=labels,
             orientation="h",
-            marker_color=[_colour(kinds[i]) for i in order],
+            marker_color=[colour for colour, _ in styles],
             text=[f"{bpc[i]:.3f}" for i in order],
             textposition="outside",
             hovertemplate="%{y}<br>%{x:.3f} bits per character<extra></extra>",
@@ -67,7 +96,9 @@ def reach_chart(
     """Sensitivity against distance k (log-y), each model's line scaled to its k = 0 value; a
     dotted line at each CNN's receptive field, past which its line stops (exactly zero)."""
     fig = go.Figure()
+    styles = dict(zip(profiles, series_styles([kinds[n] for n in profiles]), strict=True))
     for name, profile in profiles.items():
+        colour, dash = styles[name]
         scaled = profile / profile[0] if profile[0] > 0 else profile
         shown = np.where(scaled > 0, scaled, np.nan)  # log axis: zero is "off the chart"
         fig.add_trace(
@@ -76,7 +107,7 @@ def reach_chart(
                 y=shown,
                 mode="lines",
                 name=f"{plotly_text(name)} ({kinds[name]})",
-                line=dict(color=_colour(kinds[name]), width=2),
+                line=dict(color=colour, width=2, dash=dash),
                 hovertemplate="k = %{x} back<br>%{y:.2e} of the nearest token's<extra></extra>",
             )
         )
@@ -85,7 +116,7 @@ def reach_chart(
         if field < length:
             fig.add_vline(
                 x=field - 0.5,
-                line=dict(color=_colour(kinds[name]), dash="dot"),
+                line=dict(color=styles[name][0], dash="dot"),
                 annotation_text=f"{plotly_text(name)}'s receptive field",
                 annotation_position="bottom left",
                 annotation_font_size=12,
@@ -155,6 +186,7 @@ def cost_chart(
         "longdash",
         "longdashdot",
     ]  # equal lines stay apart
+    colours = [c for c, _ in series_styles([kinds[n] for n in series])]
     for i, (name, ys) in enumerate(series.items()):
         fig.add_trace(
             go.Scatter(
@@ -162,7 +194,7 @@ def cost_chart(
                 y=list(ys),
                 mode="lines+markers",
                 name=f"{plotly_text(name)} ({kinds[name]})",
-                line=dict(color=_colour(kinds[name]), width=2, dash=dashes[i % len(dashes)]),
+                line=dict(color=colours[i], width=2, dash=dashes[i % len(dashes)]),
                 hovertemplate="%{x} tokens<br>%{y:,.3g}<extra></extra>",
             )
         )
