@@ -90,8 +90,9 @@ focus = state.selectbox(
     "dyn_head",
     heads,
     strongest,
-    help="Drawn thick in every row; it opens on the head with the highest induction score at "
-    "the end of training. Click a head in the legend to hide it.",
+    help="Drawn thick and in colour in every row, beside the heads with the highest induction "
+    "and previous-token scores at the end of training; every other head is a grey line (hover "
+    "to name it). It opens on the head with the highest induction score.",
 )
 copying = dyn.copying_claim(d)
 formed = int(copying.numbers["half_step"]) if copying.made else None  # dashed only when claimed
@@ -99,6 +100,8 @@ fig = cache.figure(charts.roles_over_training, d, focus, formed, chosen_step)
 present.plot(fig, key="dyn_roles")
 k, n = d.copy_length, len(d.steps)
 st.caption(
+    f"In colour: {focus} (thick) and the heads with the highest induction and previous-token "
+    "scores at the last step; grey: the other heads (hover to name one). "
     f"Each snapshot ({n} saved steps) reads {d.n_sequences} sequences of {k} random tokens "
     f"written twice; role scores are means over the first {min(dyn.N_PROBES, d.n_sequences)}, "
     f"losses over all. **looks k back**: the best fixed offset k ≥ 2 (hover for k); on this text "

@@ -8,18 +8,29 @@ from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
-from ui.charts.common import FONT, MARGIN
+from ui.charts.common import (
+    CONTEXT_COLOUR,
+    FONT,
+    LABEL_FONT,
+    MARGIN,
+    axis_suffix,
+    end_labels,
+    label_margin,
+    legend_below,
+    series_colours,
+)
 from viz_model.analysis.dynamics import ROLES, Dynamics
 from viz_model.analysis.training import Curves
 
-HEAD_COLOURS = qualitative.Plotly  # 10 colours; a head keeps its colour in every row
+KEY_ROLES = ("induction", "previous-token")  # besides the followed head, these roles' top heads
 FIRST_COLOUR, SECOND_COLOUR = "#7f7f7f", "#d62728"
 ACCURACY_COLOUR, EXACT_COLOUR, TRAIN_COLOUR = "#1f77b4", "#17becf", "#bbbbbb"
 MARK_COLOUR = "#444444"
 ROLE_ROW_HEIGHT, LOSS_ROW_HEIGHT = 115, 170
+ROLE_RANGE = (0.0, 1.05)  # a role row's y axis: scores are 0..1
+ROLE_LABEL_GAP = 0.2  # score units between labels: a LABEL_FONT line in a ~100 px role row
 
 
 def _marks(fig: go.Figure, formed: int | None, chosen: int | None) -> None:
@@ -42,12 +53,28 @@ def _marks(fig: go.Figure, formed: int | None, chosen: int | None) -> None:
         fig.add_trace(legend_only)
 
 
+def key_heads(d: Dynamics, focus: str) -> list[str]:
+    """The heads drawn in colour: the followed one, then those with the highest score at the last
+    saved step in each of KEY_ROLES (the induction head and the previous-token head it needs)."""
+    heads = d.head_names()
+    picked = [focus]
+    for role in KEY_ROLES:
+        top = heads[int(d.scores[role][-1].argmax())]
+        if top not in picked:
+            picked.append(top)
+    return picked
+
+
 def roles_over_training(
     d: Dynamics, focus: str, formed: int | None = None, chosen: int | None = None
 ) -> go.Figure:
-    """One row per role (ROLES) with a line per head (the `focus` head thick), then a row with
-    the loss on the first and the second copy of the probe, all against training step."""
+    """One row per role (ROLES) with a line per head, then a row with the loss on the first and
+    the second copy of the probe, all against training step. A projector shows a few lines in
+    colour, not one per head: the key heads (`key_heads`, the `focus` head thick) are coloured
+    and named at their line's end; every other head is a thin grey line, named on hover."""
     heads = d.head_names()
+    keys = key_heads(d, focus)
+    colours = dict(zip(keys, series_colours(len(keys), taken=[SECOND_COLOUR]), strict=True))
     rows = len(ROLES) + 1
     heights = [ROLE_ROW_HEIGHT] * len(ROLES) + [LOSS_ROW_HEIGHT]
     fig = make_subplots(
@@ -58,13 +85,18 @@ def roles_over_training(
         row_heights=heights,
         subplot_titles=[f"{role} score" for role in ROLES] + ["loss on repeated random text"],
     )
-    S = len(d.steps)
+    S, last = len(d.steps), float(d.steps[-1])
+    labels = []
     for row, role in enumerate(ROLES, start=1):
         values = d.scores[role].reshape(S, -1)  # (S, L*H)
-        for i, head in enumerate(heads):
-            extra = (
-                "<br>k = %{customdata}" if role == "looks k back" else ""
-            )  # which offset the head looks back
+        offsets = d.offset_k.reshape(S, -1) if role == "looks k back" else None
+        extra = "<br>k = %{customdata}" if offsets is not None else ""  # the offset it looks back
+        order = [i for i, h in enumerate(heads) if h not in colours]  # grey first, under
+        order += [heads.index(h) for h in keys]
+        for i in order:
+            head = heads[i]
+            colour = colours.get(head, CONTEXT_COLOUR)
+            width = 4 if head == focus else 2.5 if head in colours else 1
             fig.add_trace(
                 go.Scatter(
                     x=d.steps,
@@ -72,29 +104,44 @@ def roles_over_training(
                     mode="lines",
                     name=head,
                     legendgroup=head,
-                    showlegend=row == 1,
-                    customdata=d.offset_k.reshape(S, -1)[:, i] if role == "looks k back" else None,
-                    line=dict(
-                        color=HEAD_COLOURS[i % len(HEAD_COLOURS)], width=4 if head == focus else 1.5
-                    ),
-                    opacity=1.0 if head == focus else 0.55,
+                    showlegend=False,  # named at the line's end, or on hover when grey
+                    customdata=offsets[:, i] if offsets is not None else None,
+                    line=dict(color=colour, width=width),
                     hovertemplate=f"{head} step %{{x:,}}<br>{role} %{{y:.2f}}{extra}<extra></extra>",
                 ),
                 row=row,
                 col=1,
             )
-        fig.update_yaxes(range=[0, 1.05], row=row, col=1, nticks=3)
+        fig.update_yaxes(range=list(ROLE_RANGE), row=row, col=1, nticks=3)
+        axis = axis_suffix(row - 1)
+        labels += end_labels(
+            keys,
+            last,
+            [float(values[-1, heads.index(h)]) for h in keys],
+            [colours[h] for h in keys],
+            ROLE_LABEL_GAP,
+            xref=f"x{axis}",
+            yref=f"y{axis}",
+            bounds=(0.0, ROLE_RANGE[1]),
+        )
     k = d.copy_length
-    for name, y, colour in (
-        (f"first copy (tokens 2..{k}: unpredictable)", d.loss_first, FIRST_COLOUR),
-        (f"second copy (tokens {k + 2}..{2 * k}: copyable)", d.loss_second, SECOND_COLOUR),
-    ):
+    losses = (
+        ("first copy", f"first copy (tokens 2..{k}: unpredictable)", d.loss_first, FIRST_COLOUR),
+        (
+            "second copy",
+            f"second copy (tokens {k + 2}..{2 * k}: copyable)",
+            d.loss_second,
+            SECOND_COLOUR,
+        ),
+    )
+    for _, name, y, colour in losses:
         fig.add_trace(
             go.Scatter(
                 x=d.steps,
                 y=y,
                 mode="lines+markers",
                 name=name,
+                showlegend=False,  # named at the line's end
                 line=dict(color=colour, width=2.5),
                 marker=dict(size=6),
                 hovertemplate=f"step %{{x:,}}<br>{name}: %{{y:.3f}} nats<extra></extra>",
@@ -102,16 +149,30 @@ def roles_over_training(
             row=rows,
             col=1,
         )
+    top = float(np.nanmax([*d.loss_first, *d.loss_second, 0.0])) or 1.0
+    axis = axis_suffix(rows - 1)
+    labels += end_labels(
+        [short for short, *_ in losses],
+        last,
+        [float(y[-1]) for _, _, y, _ in losses],
+        [colour for *_, colour in losses],
+        top * LABEL_FONT * 1.3 / LOSS_ROW_HEIGHT,  # a label's height, in nats
+        xref=f"x{axis}",
+        yref=f"y{axis}",
+        bounds=(0.0, top),
+    )
     fig.update_yaxes(title_text="nats per token", rangemode="tozero", row=rows, col=1)
     fig.update_xaxes(range=[0, int(d.steps[-1]) * 1.02])
     fig.update_xaxes(title_text="training step", row=rows, col=1)
     fig.update_annotations(font_size=13)  # the subplot titles
+    for label in labels:
+        fig.add_annotation(label)
     _marks(fig, formed, chosen)
     fig.update_layout(
         font=FONT,
         height=sum(heights) + 150,
-        margin=dict(MARGIN, t=50),
-        legend=dict(orientation="h", y=-0.08, yanchor="top"),
+        margin=dict(MARGIN, t=50, r=label_margin(keys + [short for short, *_ in losses])),
+        legend=legend_below(),  # the marks
         hovermode="closest",
     )
     return fig
