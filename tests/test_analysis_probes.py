@@ -77,3 +77,24 @@ def test_the_same_gain_on_few_tokens_is_noise():
     big = pr.probe_claim("x", STATIONS, _result([0.5, 0.56, 0.5], 0.5, 5000))
     small = pr.probe_claim("x", STATIONS, _result([0.5, 0.56, 0.5], 0.5, 100))
     assert big.made and not small.made
+
+
+def test_a_reading_random_weights_give_as_well_is_said_and_not_claimed():
+    trained = _result([0.99, 0.98, 0.97], baseline=0.71, n_test=2520)
+    blank = _result([0.99, 0.97, 0.96], baseline=0.71, n_test=2520)  # a random embedding
+    claim = pr.probe_claim("vowel", STATIONS, trained, blank)
+    assert not claim.made and claim.numbers["stations_beyond_baseline"] == 3
+    assert "no better than from the same shape with random weights" in claim.text
+    assert "random weights of this shape: best 99.0% at the embeddings" in claim.text
+    assert pr.probe_claim("vowel", STATIONS, trained).made  # against the baseline alone it was
+
+
+def test_only_the_stations_beyond_random_weights_are_claimed():
+    trained = _result([0.974, 0.997, 0.995], baseline=0.94, n_test=2520)  # margin 1.4 points
+    blank = _result([0.974, 0.973, 0.973], baseline=0.94, n_test=2520)
+    claim = pr.probe_claim("line start", STATIONS, trained, blank)
+    assert claim.made and claim.numbers["stations_beyond"] == 2
+    assert "read beyond the majority baseline and random weights (94.0%; random weights" in (
+        claim.text
+    )
+    assert ") after block 0 and after block 1; best 99.7% after block 0" in claim.text

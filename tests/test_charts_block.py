@@ -43,3 +43,9 @@ def test_probe_panels_share_one_scale_from_fifty_percent_with_a_noise_band():
     assert low.layout.yaxis.range[0] == pytest.approx(
         0.3
     )  # a worse-than-chance probe stays visible
+    blank = {"vowel": np.array([0.99, 0.2]), "speaker name": np.array([0.95, 0.96])}
+    with_blank = charts.probe_accuracy(stations, results, untrained=blank)
+    grey = [t for t in with_blank.data if t.name == "random weights (learned nothing)"]
+    assert [list(t.y) for t in grey] == [[0.99, 0.2], [0.95, 0.96]]  # one per panel, its own
+    assert [t.showlegend for t in grey] == [True, False]
+    assert with_blank.layout.yaxis.range[0] == pytest.approx(0.2)  # the low random one shows

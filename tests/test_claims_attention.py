@@ -24,6 +24,7 @@ from viz_model.analysis.attention import (
     run_query_arithmetic,
 )
 from viz_model.analysis.head_roles import head_role_claim, head_roles
+from viz_model.analysis.untrained import untrained_twin
 from viz_model.model.mask import attention_mask
 
 ROLE_KEYS = ("previous-token", "first-token sink", "self", "induction", "looks back", "looks ahead")
@@ -112,6 +113,27 @@ def test_head_role_claims_beat_their_chance_on_the_prompt_and_the_random_sequenc
         if said:  # issue 36: the highest the table shows (same rounding), not a lower one
             table = max(round(t.score, 2) for t in row["tests"] if t.measured)
             assert float(said.group(1)) == table, row["claim"].text
+
+
+@pytest.mark.parametrize("name", GPT_CLAIM_MODELS)
+def test_no_head_of_the_same_shape_with_random_weights_gets_a_role(name, claim_bundles):
+    """Issue 36, class 1: a role is something the model learned, so the model that learned
+    nothing (analysis/untrained.py: its step-0 snapshot or a seeded fresh init) is given none,
+    on the prompt or the repeated random tokens, with induction judged as the page judges it."""
+    bundle = claim_bundle(claim_bundles, name)
+    twin = untrained_twin(bundle).model
+    cfg, special = bundle.config, bundle.tokenizer.special_ids
+    prompt, random = _prompt_ids(bundle), _random_ids(bundle)
+    on_prompt = head_scores(attention_run(twin, prompt).pattern, prompt, cfg.causal, special)
+    on_random = head_scores(attention_run(twin, random).pattern, random, cfg.causal, special)
+    for induction in (None, on_random):
+        made = [
+            head_role_claim(on_prompt, layer, head, induction).text
+            for layer in range(cfg.n_layer)
+            for head in range(cfg.n_head)
+            if head_role_claim(on_prompt, layer, head, induction).made
+        ]
+        assert not made, made
 
 
 @pytest.mark.parametrize("name", CLAIM_MODELS)

@@ -15,6 +15,7 @@ from viz_model.analysis import contextual as cx
 from viz_model.analysis import gradient as gx
 from viz_model.analysis import probes as pr
 from viz_model.analysis.residual import layer_labels
+from viz_model.analysis.untrained import untrained_twin
 
 PROBE_WINDOWS = 30  # the page reads up to 120 snippets; the claim's logic is the same on fewer
 
@@ -87,22 +88,25 @@ def test_every_rung_on_the_slider_prints_what_its_step_did(name, scans):
 
 @pytest.fixture(scope="module")
 def probe_results(claim_bundles):
-    """name -> (stations, property -> ProbeResult) on the first PROBE_WINDOWS snippets."""
+    """name -> (stations, labels, property -> ProbeResult, the same on the untrained twin) on
+    the first PROBE_WINDOWS snippets."""
     out = {}
     for name in GPT_MODELS:
         b = claim_bundle(claim_bundles, name)
         windows = cx.windows_for(b.model, b.tokenizer, cx.corpus_text(b.meta))
         texts, ids = windows.texts[:PROBE_WINDOWS], windows.ids[:PROBE_WINDOWS]
-        resid = cx.resid_by_station(b.model, ids)
         labels = pr.properties(texts, (b.meta.get("data") or {}).get("task") or "shakespeare")
-        results = {p: pr.probe_by_station(resid, y) for p, y in labels.items()}
-        out[name] = (layer_labels(b.config.n_layer), labels, results)
+        found = []
+        for model in (b.model, untrained_twin(b).model):
+            resid = cx.resid_by_station(model, ids)
+            found.append({p: pr.probe_by_station(resid, y) for p, y in labels.items()})
+        out[name] = (layer_labels(b.config.n_layer), labels, *found)
     return out
 
 
 @pytest.mark.parametrize("name", GPT_CLAIM_MODELS)
 def test_a_probe_claims_a_property_only_beyond_baseline_and_noise(name, probe_results):
-    stations, labels, results = probe_results[name]
+    stations, labels, results, _ = probe_results[name]
     assert results
     for prop, r in results.items():
         held_out = labels[prop][np.arange(len(labels[prop])) % pr.TEST_EVERY == pr.TEST_EVERY - 1]
@@ -122,3 +126,26 @@ def test_a_probe_claims_a_property_only_beyond_baseline_and_noise(name, probe_re
             named = claim.text.split(f"({r.baseline:.1%}) ")[1].split("; best")[0]
             for s, b in zip(stations, beyond, strict=True):
                 assert (pr.at(s) in named.replace(" and ", ", ").split(", ")) == bool(b)
+
+
+@pytest.mark.parametrize("name", GPT_CLAIM_MODELS)
+def test_a_probe_claims_only_what_random_weights_of_the_shape_do_not_give(name, probe_results):
+    """Issue 36, class 1: a property is 'held' only beyond the model that learned nothing. A
+    random embedding tells tokens apart, so 'vowel' reads far above its baseline from random
+    weights; the claim then says so, with the random weights' number, and is not made."""
+    stations, _, results, blank = probe_results[name]
+    for prop, r in results.items():
+        u = blank[prop]
+        claim = pr.probe_claim(prop, stations, r, u)
+        margin = pr.noise_margin(r)
+        learned = (r.test_accuracy - r.baseline > margin) & (
+            r.test_accuracy - u.test_accuracy > margin
+        )
+        assert claim.made == bool(learned.any()), claim.text
+        u_best = int(np.argmax(u.test_accuracy))
+        said = f"random weights of this shape: best {u.test_accuracy[u_best]:.1%}"
+        readable = (r.test_accuracy - r.baseline > margin).any()
+        assert (said in claim.text) == bool(readable), claim.text  # beside any reading
+        if readable and not claim.made:
+            assert "no better than from the same shape with random weights" in claim.text
+        assert not pr.probe_claim(prop, stations, u, u).made  # random weights learned nothing

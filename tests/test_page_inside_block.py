@@ -243,6 +243,15 @@ def test_probes_show_held_out_accuracy_against_the_baseline(models_dir):
     table = at.dataframe[0].value
     assert set(table["property"]) == {"vowel", "line start", "speaker name"}
     assert float(table["held-out accuracy"].iloc[0]) == round(float(vowel[0]), 4)
+    # issue 36: the same probes on random weights of the shape, drawn grey and said in the claim
+    blank = [t for t in fig["data"] if t.get("name") == "random weights (learned nothing)"]
+    assert len(blank) == 3
+    blank_vowel = plotly_array(blank[0]["y"])
+    assert list(table["random weights' held-out accuracy"].iloc[:3]) == [
+        round(float(v), 4) for v in blank_vowel
+    ]
+    said = "\n".join(m.value for m in at.markdown)
+    assert f"random weights of this shape: best {blank_vowel.max():.1%}" in said
     # each property's sentence: a claim only beyond baseline + noise margin, as the table says
     text = " ".join(m.value for m in at.markdown)
     for name in ("vowel", "line start", "speaker name"):

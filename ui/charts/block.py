@@ -25,6 +25,7 @@ from ui.charts.common import (
 STEP_COLOUR = "#1f77b4"
 QK_COLOUR = "#1f77b4"
 OV_COLOUR = "#ff7f0e"
+UNTRAINED_COLOUR = "#6e6e6e"  # the same shape with random weights: a baseline, so grey
 
 
 def _bound(values: np.ndarray) -> float:
@@ -586,11 +587,14 @@ def probe_accuracy(
     stations: list[str],
     results: dict[str, tuple[np.ndarray, np.ndarray, float, float]],
     title: str = "",
+    untrained: dict[str, np.ndarray] | None = None,
 ) -> go.Figure:
     """One panel per property: the probe's accuracy by station on held-out text (solid) and on
-    its training text (dotted), against the majority baseline (dashed) and the band above it
-    that held-out noise could explain (baseline + margin, shaded). Every panel on one y-axis,
-    from 50% (or lower if some accuracy is) to 100%, so a one-point gain looks like one point."""
+    its training text (dotted), against the majority baseline (dashed), the band above it
+    that held-out noise could explain (baseline + margin, shaded) and, where `untrained` gives
+    them (S,), the same probes' held-out accuracy on the model's shape with random weights (grey:
+    what a model that learned nothing already gives). Every panel on one y-axis, from 50% (or
+    lower if some accuracy is) to 100%, so a one-point gain looks like one point."""
     names = list(results)
     fig = make_subplots(
         rows=1, cols=len(names), horizontal_spacing=0.04, subplot_titles=names, shared_yaxes=True
@@ -656,9 +660,27 @@ def probe_accuracy(
             rows=1,
             cols=i,
         )
+        if untrained is not None and name in untrained:
+            fig.add_trace(
+                go.Scatter(
+                    x=stations,
+                    y=untrained[name],
+                    mode="lines+markers",
+                    name="random weights (learned nothing)",
+                    line=dict(color=UNTRAINED_COLOUR, width=2),
+                    marker=dict(symbol="x"),
+                    legendgroup="untrained",
+                    showlegend=first,
+                    hovertemplate="%{x}: %{y:.1%}<extra>random weights</extra>",
+                ),
+                row=1,
+                col=i,
+            )
     base_layout(fig, title, height=SMALL_HEIGHT + 140)
     fig.update_layout(margin=dict(l=10, r=10, t=70, b=10))
     lowest = min(min(float(np.min(r[0])), float(np.min(r[1])), r[2]) for r in results.values())
+    if untrained:
+        lowest = min(lowest, *(float(np.min(u)) for u in untrained.values()))
     low = min(0.5, np.floor(lowest * 10) / 10)
     fig.update_yaxes(tickformat=".0%", range=[low, 1.005], matches="y")
     fig.update_xaxes(

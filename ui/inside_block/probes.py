@@ -9,6 +9,7 @@ from ui import cache, parts, present
 from ui.charts import block as charts
 from ui.frame import PageContext
 from ui.inside_block.context import corpus_resid
+from viz_model.analysis import contextual as cx
 from viz_model.analysis import probes as pr
 from viz_model.analysis.residual import layer_labels
 
@@ -22,12 +23,24 @@ PROPERTY_WORDS = {
 }
 
 
+def _labels(bundle_id: str, texts: list) -> dict:
+    data = cache.bundle(bundle_id).meta.get("data") or {}
+    return pr.properties(texts, data.get("task") or "shakespeare")
+
+
 @cache.per_model(spinner="Training a probe at every layer…", keep=8)
 def probes_of(bundle_id: str) -> dict[str, pr.ProbeResult]:
     windows, resid = corpus_resid(bundle_id)
-    data = cache.bundle(bundle_id).meta.get("data") or {}
-    labels = pr.properties(windows.texts, data.get("task") or "shakespeare")
-    return {name: pr.probe_by_station(resid, y) for name, y in labels.items()}
+    return {n: pr.probe_by_station(resid, y) for n, y in _labels(bundle_id, windows.texts).items()}
+
+
+@cache.per_model(spinner="The same probes on the model's shape with random weights…", keep=8)
+def untrained_probes_of(bundle_id: str) -> dict[str, pr.ProbeResult]:
+    """The same probes on the same tokens through cache.untrained: what a model that learned
+    nothing already gives (a random embedding tells tokens apart), the claims' second baseline."""
+    windows, _ = corpus_resid(bundle_id)
+    resid = cx.resid_by_station(cache.untrained(bundle_id).model, windows.ids)
+    return {n: pr.probe_by_station(resid, y) for n, y in _labels(bundle_id, windows.texts).items()}
 
 
 def draw(ctx: PageContext) -> None:
@@ -36,10 +49,13 @@ def draw(ctx: PageContext) -> None:
         "A **linear probe** is a logistic regression trained to answer a yes/no question from the "
         "residual vector alone, at one layer; if it answers text it never saw better than always "
         "giving the commoner answer (the **majority baseline**), by more than chance could "
-        "explain, the layer holds that fact in a readable form."
+        "explain, the layer holds that fact in a readable form. And it must beat the same "
+        "probe on the same shape with **random weights**: a random embedding already tells "
+        "tokens apart, so a fact the token alone decides reads from a model that learned nothing."
     )
     st.latex(r"p(\text{yes} \mid x) = \sigma(w \cdot x + b)")
     results = probes_of(ctx.bundle_id)
+    blank = untrained_probes_of(ctx.bundle_id)
     windows, _ = corpus_resid(ctx.bundle_id)
     stations = layer_labels(ctx.config.n_layer)
     shown = {
@@ -47,7 +63,10 @@ def draw(ctx: PageContext) -> None:
         for n, r in results.items()
     }
     title = "Probe accuracy by layer"
-    present.plot(cache.figure(charts.probe_accuracy, stations, shown, title=title))
+    blank_shown = {n: r.test_accuracy for n, r in blank.items()}
+    present.plot(
+        cache.figure(charts.probe_accuracy, stations, shown, title=title, untrained=blank_shown)
+    )
     some = next(iter(results.values()))
     st.markdown(
         "\n".join(f"- **{n}**: {PROPERTY_WORDS.get(n, '')}." for n in results)
@@ -56,9 +75,14 @@ def draw(ctx: PageContext) -> None:
         "panels share one scale. A layer counts as holding a property only when its held-out "
         "accuracy beats the majority baseline by more than the held-out noise (the shaded band: "
         f"{pr.NOISE_SE} binomial standard errors; tokens of one snippet are related, so the "
-        "margin is wide)."
+        "margin is wide), and beats the grey line, the same probe on "
+        f"{cache.untrained(ctx.bundle_id).source} with random weights, by as much."
     )
-    st.markdown("\n".join(f"- {pr.probe_claim(n, stations, r).text}" for n, r in results.items()))
+    st.markdown(
+        "\n".join(
+            f"- {pr.probe_claim(n, stations, r, blank.get(n)).text}" for n, r in results.items()
+        )
+    )
     with parts.numbers_behind_it() as opened:
         if opened:  # built only while open
             st.dataframe(
@@ -68,6 +92,11 @@ def draw(ctx: PageContext) -> None:
                         "station": s,
                         "held-out accuracy": round(float(r.test_accuracy[i]), 4),
                         "training accuracy": round(float(r.train_accuracy[i]), 4),
+                        "random weights' held-out accuracy": round(
+                            float(blank[n].test_accuracy[i]), 4
+                        )
+                        if n in blank
+                        else None,
                         "majority baseline": round(r.baseline, 4),
                         "noise margin": round(pr.noise_margin(r), 4),
                         "share of yes": round(r.share_yes, 4),

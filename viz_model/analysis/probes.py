@@ -6,7 +6,10 @@ two of every three corpus windows, and scored on the third (passages it never sa
 set against the majority baseline: always answering the more common label. A station "holds" a
 property only when the held-out accuracy beats that baseline by more than the held-out noise:
 NOISE_SE binomial standard errors sqrt(b (1 - b) / n) of n held-out tokens (`probe_claim`); a
-gain of a point or two over a 95% baseline is within it.
+gain of a point or two over a 95% baseline is within it. And only a property the model learned
+counts: the same probes on the same tokens through its shape with random weights (a random
+embedding already tells tokens apart, so "vowel" reads at 99% from a model that learned nothing)
+must be beaten by the same margin.
 
     p(yes | x) = sigmoid(w . (x - mean) / std + b),  trained by L-BFGS on the cross-entropy + L2
 
@@ -171,12 +174,20 @@ def at(station: str) -> str:
     return "at the embeddings" if station == "embed" else station
 
 
-def probe_claim(name: str, stations: list[str], result: ProbeResult) -> Claim:
-    """Which stations hold `name` in a linearly readable form: made when some station's held-out
-    accuracy exceeds the majority baseline by more than noise_margin; the neutral sentence gives
-    the best accuracy against the baseline and the margin."""
+def probe_claim(
+    name: str, stations: list[str], result: ProbeResult, untrained: ProbeResult | None = None
+) -> Claim:
+    """Which stations hold `name` in a form the model learned: made when some station's held-out
+    accuracy beats the majority baseline by more than noise_margin and, where `untrained` (the
+    same probes on the same tokens through the model's shape with random weights,
+    analysis/untrained.py) is given, beats that as well by the same margin. A random embedding
+    already tells tokens apart, so a property the token alone decides is read from a model that
+    learned nothing: such a reading is said, with the random weights' number, and not claimed.
+    The neutral sentences give the best accuracy against the baselines and the margin."""
     acc, b, margin = result.test_accuracy, result.baseline, noise_margin(result)
-    beyond = [at(s) for s, a in zip(stations, acc, strict=True) if a - b > margin]
+    over_base = acc - b > margin
+    over_blank = acc - untrained.test_accuracy > margin if untrained is not None else over_base
+    learned = [at(s) for s, a, u in zip(stations, over_base, over_blank, strict=True) if a and u]
     best = int(np.argmax(acc))
     numbers = {
         "baseline": b,
@@ -185,22 +196,44 @@ def probe_claim(name: str, stations: list[str], result: ProbeResult) -> Claim:
         "n_test": result.n_test,
         "best_accuracy": float(acc[best]),
         "best_station": best,
-        "stations_beyond": len(beyond),
+        "stations_beyond": len(learned),
+        "stations_beyond_baseline": int(over_base.sum()),
     }
     noise = (
         f"noise margin {100 * margin:.1f} points: {NOISE_SE} standard errors on "
         f"{result.n_test:,} held-out tokens"
     )
-    if beyond:
-        where = beyond[0] if len(beyond) == 1 else ", ".join(beyond[:-1]) + " and " + beyond[-1]
+    blank = ""  # said beside a reading; with none, there is nothing to compare
+    if untrained is not None:
+        u_best = int(np.argmax(untrained.test_accuracy))
+        u_acc = float(untrained.test_accuracy[u_best])
+        numbers |= {"untrained_best_accuracy": u_acc, "untrained_best_station": u_best}
+        blank = f"; random weights of this shape: best {u_acc:.1%} {at(stations[u_best])}"
+    if learned:
+        where = _listed(learned)
+        beyond = "the majority baseline" + (" and random weights" if untrained else "")
         text = (
-            f"**{name}**: read beyond the majority baseline ({b:.1%}) {where}; best "
-            f"{acc[best]:.1%} {at(stations[best])} (+{100 * (acc[best] - b):.1f} points; {noise})."
+            f"**{name}**: read beyond {beyond} ({b:.1%}{blank}) {where}; best {acc[best]:.1%} "
+            f"{at(stations[best])} (+{100 * (acc[best] - b):.1f} points; {noise})."
         )
         return Claim(text, True, numbers)
+    if over_base.any():  # readable, but no better than in a model that learned nothing
+        where = _listed([at(s) for s, a in zip(stations, over_base, strict=True) if a])
+        text = (
+            f"**{name}**: read beyond the majority baseline ({b:.1%}) {where}, but no better than "
+            f"from the same shape with random weights{blank}: a model that learned nothing gives "
+            f"it too, so it is not something this model learned; best {acc[best]:.1%} "
+            f"{at(stations[best])} ({noise})."
+        )
+        return Claim(text, False, numbers)
     text = (
         f"**{name}**: no station reads it beyond the majority baseline ({b:.1%}) by more than "
         f"the noise; the best is {acc[best]:.1%} {at(stations[best])} "
         f"({100 * (acc[best] - b):+.1f} points; {noise})."
     )
     return Claim(text, False, numbers)
+
+
+def _listed(items: list[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
