@@ -121,6 +121,40 @@ def test_a_figure_grows_taller_with_its_text():
     assert present.presenter_figure(fig).layout.height > fig.layout.height
 
 
+def test_no_presenter_figure_is_taller_than_the_screen_and_its_token_labels_thin_out():
+    """Issue 38: the attention heatmap of a 41-token prompt was 1,397 px tall in presenter mode,
+    on a 768-px projector. Capped at MAX_HEIGHT, an axis whose rows got too short for a 16-px
+    label names every n-th token, as many as fit, and no longer every one."""
+    labels = token_labels(list("To be, or not to be, that is the question"))
+    T = len(labels)
+    fig = pattern_heatmap(_pattern(T), labels)
+    assert fig.layout.height * present.HEIGHT_SCALE > present.MAX_HEIGHT  # it would not fit
+    assert len(fig.layout.yaxis.tickvals) == T  # every token named on the laptop's chart
+    big = present.presenter_figure(fig)
+    assert big.layout.height == present.MAX_HEIGHT
+    rows_px = big.layout.height - big.layout.margin.t - big.layout.margin.b
+    assert big.layout.yaxis.tickvals is None and big.layout.yaxis.tickmode != "array"
+    assert 2 <= big.layout.yaxis.nticks <= rows_px / present.ROW_PX
+    assert big.layout.yaxis.nticks * present.ROW_PX > rows_px - present.ROW_PX  # as many as fit
+    assert list(big.data[-1].y) == list(fig.data[-1].y)  # the cells themselves are all there
+    small = frozen(pattern_heatmap(_pattern(6), LABELS))
+    kept = present.presenter_figure(small)
+    assert kept.layout.height <= present.MAX_HEIGHT
+    assert list(kept.layout.yaxis.tickvals) == list(small.layout.yaxis.tickvals)  # they fit
+
+
+def test_an_axis_keeps_its_labels_while_they_fit_and_level_x_labels_are_left_alone():
+    axis = {"tickmode": "array", "tickvals": list("abcd"), "ticktext": list("abcd")}
+    assert present.fitting_ticks(axis, 4 * present.ROW_PX) == axis
+    thinned = present.fitting_ticks(axis, 3 * present.ROW_PX)
+    assert "tickvals" not in thinned and thinned["nticks"] == 3
+    assert present.fitting_ticks(axis, None) == axis  # level x labels: their widths unknown
+    layout = {"height": 600, "margin": {"l": 10, "r": 10, "t": 40, "b": 10}}
+    assert present._axis_px({**layout, "xaxis": {}}, "xaxis") is None
+    assert present._axis_px({**layout, "xaxis": {"tickangle": -90}}, "xaxis") == 880
+    assert present._axis_px({**layout, "yaxis2": {"domain": [0.5, 1.0]}}, "yaxis2") == 275
+
+
 def test_pages_draw_charts_only_through_present_plot():
     """One chokepoint: a page calling st.plotly_chart itself would skip presenter mode."""
     files = [*ROOT.glob("pages/*.py"), *ROOT.glob("ui/**/*.py"), ROOT / "app.py"]

@@ -4,8 +4,10 @@
 sidebar starts collapsed, prose is larger, the page uses the screen's width, charts that a page
 sets side by side in columns stand one under another at full width, and every chart is drawn
 with every font (axis titles, ticks, cell numbers, legend, hover text) at PRESENTER_FLOOR px or
-more. The value is carried in the URL (ui/state.py), so it survives page changes and a link
-opens a class's screen in presenter mode.
+more. No chart is taller than MAX_HEIGHT px, so each fits a 768-px screen under the header; an
+axis that named every token names every n-th once its rows get too short for its labels. The
+value is carried in the URL (ui/state.py), so it survives page changes and a link opens a class's
+screen in presenter mode.
 
     ui.present.plot(fig, key="attn_heatmap")                 # instead of st.plotly_chart
     ui.present.plot(fig, container=left, width="stretch")    # in a column
@@ -42,6 +44,12 @@ DEFAULT_FONT_PX = 13  # what plotly draws where a figure sets no size (its hover
 THEME_PX = {"tick": 12, "title": 14, "legend": 14}
 AXIS = re.compile(r"^[xy]axis\d*$")
 HEIGHT_SCALE = SCALE  # presenter mode: a chart grows as its text does, so rows of labels still fit
+# ...but never past the screen: a 768-px projector holds Streamlit's toolbar (56 px), the header
+# line (about 40 px) and a chart this tall, so a figure is seen whole without scrolling.
+MAX_HEIGHT = 600
+ROW_PX = 20  # px one axis label needs at PRESENTER_FLOOR, with a gap: fewer rows, fewer labels
+PLOT_WIDTH = 900  # px across a full-width chart at 1024 px (presenter mode stacks columns)
+DEFAULT_MARGIN = 80  # plotly's margin where a figure sets none
 HEADER_KEY = "present_header"  # the header line's container: .st-key-present_header
 HEADER_NAME_CHARS = 32  # a longer model name is cut, so the step and stop stay on the line
 
@@ -145,9 +153,39 @@ def presenter_figure(fig: go.Figure) -> go.Figure:
     for name in [k for k in layout if k.startswith("coloraxis")]:
         layout[name] = _with_colorbar(layout[name])
     if isinstance(layout.get("height"), numbers.Real):
-        layout["height"] = int(layout["height"] * HEIGHT_SCALE)
+        layout["height"] = min(int(layout["height"] * HEIGHT_SCALE), MAX_HEIGHT)
+        for name in [k for k in layout if AXIS.match(k)]:
+            layout[name] = fitting_ticks(layout[name], _axis_px(layout, name))
     data = [_with_colorbar(_scaled_trace(trace)) for trace in spec.get("data") or []]
     return frozen({**spec, "data": data, "layout": layout})
+
+
+def _axis_px(layout: dict, name: str) -> float | None:
+    """About how many px the axis `name` spans: a y axis its share of the plot's height; an x
+    axis its share of a full-width chart's, when its labels stand on end (one ROW_PX each); None
+    for an x axis of level labels (their widths are the words')."""
+    axis, margin = layout[name], layout.get("margin") or {}
+    low, high = axis.get("domain") or (0.0, 1.0)
+    if name.startswith("y"):
+        plot = layout["height"] - margin.get("t", DEFAULT_MARGIN) - margin.get("b", DEFAULT_MARGIN)
+    elif abs(axis.get("tickangle") or 0) >= 45:
+        plot = PLOT_WIDTH - margin.get("l", DEFAULT_MARGIN) - margin.get("r", DEFAULT_MARGIN)
+    else:
+        return None
+    return max(plot, 0) * (high - low)
+
+
+def fitting_ticks(axis: dict, px: float | None) -> dict:
+    """An axis that names every label (tickvals) keeps them when they fit `px` at ROW_PX each;
+    past that plotly writes every n-th, as many as fit (nticks), rather than labels drawn over
+    one another once the chart is capped at the screen's height."""
+    labels = axis.get("tickvals")
+    if px is None or axis.get("tickmode") != "array" or labels is None:
+        return axis
+    if len(labels) * ROW_PX <= px:
+        return axis
+    thinned = {k: v for k, v in axis.items() if k not in ("tickmode", "tickvals", "ticktext")}
+    return {**thinned, "nticks": max(2, int(px // ROW_PX))}
 
 
 def _with_font(node: dict, key: str, theme_px: int) -> dict:
