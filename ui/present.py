@@ -32,13 +32,13 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from ui import state
-from ui.charts.common import frozen
+from ui.charts.common import PRESENTER_MAX_HEIGHT, PRESENTER_SCALE, frozen
 from viz_model.analysis.claims import md_escape
 
 KEY = "present"
 FLOOR = 12  # px: every chart's text at 1024x768 (DESIGN.md section 6)
 PRESENTER_FLOOR = 16  # px: every chart's text in presenter mode
-SCALE = 1.3  # presenter mode: fonts above the floor grow by this much too, so sizes stay ranked
+SCALE = PRESENTER_SCALE  # fonts above the floor grow by this much too, so sizes stay ranked
 DEFAULT_FONT_PX = 13  # what plotly draws where a figure sets no size (its hover labels' default)
 # What Streamlit's chart theme draws where a figure sets no size (seen in Chromium, 1.67).
 THEME_PX = {"tick": 12, "title": 14, "legend": 14}
@@ -46,7 +46,7 @@ AXIS = re.compile(r"^[xy]axis\d*$")
 HEIGHT_SCALE = SCALE  # presenter mode: a chart grows as its text does, so rows of labels still fit
 # ...but never past the screen: a 768-px projector holds Streamlit's toolbar (56 px), the header
 # line (about 40 px) and a chart this tall, so a figure is seen whole without scrolling.
-MAX_HEIGHT = 600
+MAX_HEIGHT = PRESENTER_MAX_HEIGHT
 ROW_PX = 20  # px one axis label needs at PRESENTER_FLOOR, with a gap: fewer rows, fewer labels
 PLOT_WIDTH = 900  # px across a full-width chart at 1024 px (presenter mode stacks columns)
 DEFAULT_MARGIN = 80  # plotly's margin where a figure sets none

@@ -202,6 +202,19 @@ CONTRAST_MIN = 3.0  # a series' colour against the white page
 GREY_SATURATION = 0.15  # under this (HLS saturation) a colour reads as grey: it has no hue
 FEW_SERIES = 4  # the most coloured series one chart asks a room to tell apart
 LABEL_FONT = TICK_FONT + 1  # px: a direct label at a line's end (presenter mode scales it)
+# Presenter mode (ui/present.py) draws a figure PRESENTER_SCALE times taller, never past
+# PRESENTER_MAX_HEIGHT px: a 768-px projector holds the toolbar, the header line and the chart.
+PRESENTER_SCALE = 1.3
+PRESENTER_MAX_HEIGHT = 600
+
+
+def presenter_shrink(height: float) -> float:
+    """How much a figure `height` px tall is squeezed in presenter mode once capped: 1.0 when it
+    fits. A builder spacing labels in a row's px divides the spacing by it, so they stay apart
+    where the row is drawn smallest."""
+    return min(1.0, PRESENTER_MAX_HEIGHT / (PRESENTER_SCALE * height))
+
+
 LABEL_CHAR_PX = 11  # px of margin one label character needs at its presenter-mode size (17 px)
 
 

@@ -19,6 +19,7 @@ from ui.charts.common import (
     end_labels,
     label_margin,
     legend_below,
+    presenter_shrink,
     series_colours,
 )
 from viz_model.analysis.dynamics import ROLES, Dynamics
@@ -31,6 +32,7 @@ MARK_COLOUR = "#444444"
 ROLE_ROW_HEIGHT, LOSS_ROW_HEIGHT = 115, 170
 ROLE_RANGE = (0.0, 1.05)  # a role row's y axis: scores are 0..1
 ROLE_LABEL_GAP = 0.2  # score units between labels: a LABEL_FONT line in a ~100 px role row
+ROW_GAP = 0.065  # of the plot's height between rows: a subplot title's line, capped or not
 
 
 def _marks(fig: go.Figure, formed: int | None, chosen: int | None) -> None:
@@ -77,11 +79,14 @@ def roles_over_training(
     colours = dict(zip(keys, series_colours(len(keys), taken=[SECOND_COLOUR]), strict=True))
     rows = len(ROLES) + 1
     heights = [ROLE_ROW_HEIGHT] * len(ROLES) + [LOSS_ROW_HEIGHT]
+    # labels stay apart, and subplot titles clear the row above, where the rows are drawn
+    # smallest: presenter mode caps the figure's height at the projector's screen
+    shrink = presenter_shrink(sum(heights) + 150)
     fig = make_subplots(
         rows=rows,
         cols=1,
         shared_xaxes=True,
-        vertical_spacing=0.035,
+        vertical_spacing=ROW_GAP,
         row_heights=heights,
         subplot_titles=[f"{role} score" for role in ROLES] + ["loss on repeated random text"],
     )
@@ -119,7 +124,7 @@ def roles_over_training(
             last,
             [float(values[-1, heads.index(h)]) for h in keys],
             [colours[h] for h in keys],
-            ROLE_LABEL_GAP,
+            ROLE_LABEL_GAP / shrink,
             xref=f"x{axis}",
             yref=f"y{axis}",
             bounds=(0.0, ROLE_RANGE[1]),
@@ -156,7 +161,7 @@ def roles_over_training(
         last,
         [float(y[-1]) for _, _, y, _ in losses],
         [colour for *_, colour in losses],
-        top * LABEL_FONT * 1.3 / LOSS_ROW_HEIGHT,  # a label's height, in nats
+        top * LABEL_FONT * 1.3 / (LOSS_ROW_HEIGHT * shrink),  # a label's height, in nats
         xref=f"x{axis}",
         yref=f"y{axis}",
         bounds=(0.0, top),
