@@ -26,6 +26,6 @@ classroom.boxes(here, teacher_box, student_box)
 lesson.panel(ctx, here, room=classroom.stop_asked, lead=classroom.lead_stop)
 try:
     page.run()
-    state.say_address()  # what the screen shows, in the address bar, once more
+    state.say_address(run)  # what the screen shows, in the address bar, once more
 finally:
     classroom.after_run(here, run)

@@ -550,7 +550,8 @@ def test_a_lecture_keeps_every_screen_on_the_teachers_view(served, browser):  # 
     """Issue 37's lecture: a teacher in presenter mode at 1024x768 and three students on the
     class server's two processes. Brisk bursts of Back and Next through a lesson whose stops
     change the model and the page; after each burst every student's screen shows the teacher's
-    page, stop, model and training step, and the teacher's the stop's own model. At a stop the
+    page, stop, model and training step, and the teacher's the stop's own model, in its address
+    bar too (a reload opens what the screen shows). At a stop the
     teacher asks the room: the question appears at the top of each student's main area, the
     teacher reloads mid-question and can still reveal, and the reveal reaches every student.
     Then a student's process is killed, and the next move still reaches everyone."""
@@ -589,6 +590,13 @@ def test_a_lecture_keeps_every_screen_on_the_teachers_view(served, browser):  # 
             _until(f"the teacher at stop {at}", lambda w=want: _settled(teacher) and
                    _rendered(teacher)[:3] == w and _rendered(teacher)[3], teacher)  # fmt: skip
             shown = _rendered(teacher)
+            try:  # the teacher's address bar (a reload, a link) names what the screen shows
+                _until(f"the teacher's address at stop {at}, {model}", lambda m=model, a=at:
+                       (query(teacher).get("step"), query(teacher).get("model")) == (str(a), m),
+                       teacher)  # fmt: skip
+            except AssertionError:
+                wrong.append(f"after burst {burst} (stop {at}): the teacher's address reads "
+                             f"{query(teacher)}, the screen {shown}")  # fmt: skip
             for i, p in enumerate(students):
                 try:
                     _until(f"S{i} on the teacher's view {shown}",

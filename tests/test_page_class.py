@@ -546,6 +546,61 @@ def test_a_page_fragment_publishes_the_keys_it_changed_on_the_settled_view(a_cla
     assert view.params == {**SETTLED, "query": "3"}
 
 
+def _addressing() -> None:
+    """The address bar's part of a run, as app.py and a class box's timer do it, in the way
+    `session_state["how"]` names: "run" (a full run, number `run`, ends on stop 7), "timer" (a
+    box's timed run, from a browser address still at stop 6, the newest full run being
+    `newest`), "moves" (a page fragment moves the query position, from the same address)."""
+    import streamlit as st
+
+    from ui import state
+
+    ss = st.session_state
+    if ss["how"] == "run":
+        st.query_params.from_dict({"model": "m", "step": "7"})
+        state.say_address(ss["run"])
+        return
+    inline = state._in_fragment_run
+    state._in_fragment_run = lambda: True  # AppTest runs a fragment inline: as a timed rerun
+    try:
+        st.query_params.from_dict(ss.get("browser", {"model": "old", "step": "6"}))
+        if ss["how"] == "moves":
+            state.mirror("query", 3)
+        else:
+            state.keep_address(ss["newest"])
+    finally:
+        state._in_fragment_run = inline
+
+
+def _address_after(at, **session) -> dict:
+    for key, value in session.items():
+        at.session_state[key] = value
+    at.run(timeout=30)
+    assert not at.exception, at.exception
+    got = {k: at.query_params[k] for k in at.query_params}
+    return {k: v if isinstance(v, str) else v[-1] for k, v in got.items()}
+
+
+def test_a_lagging_address_bar_is_put_back_to_what_the_screen_shows():
+    """Issue 37: after a burst of Back and Next the teacher's address bar could stay a stop
+    behind the screen (a reload then opened the wrong stop). A class box's timed run puts it
+    back to what the newest full run ended on, unless a newer full run began; a fragment's own
+    change (a position) is kept, not undone."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(_addressing)
+    assert _address_after(at, how="run", run=4) == {"model": "m", "step": "7"}
+    assert _address_after(at, how="timer", newest=4) == {"model": "m", "step": "7"}  # mended
+    assert _address_after(at, how="timer", newest=5) == {"model": "old", "step": "6"}  # newer
+    assert _address_after(at, how="moves", browser={"model": "m", "step": "7"}) == {
+        "model": "m",
+        "step": "7",
+        "query": "3",
+    }
+    shown = {"model": "m", "step": "7", "query": "3"}
+    assert _address_after(at, how="timer", newest=4, browser=shown) == shown  # kept
+
+
 def test_a_forged_or_broken_teacher_cookie_is_no_class():
     """Issue 39: `viz_class_teacher=99999999999999999999:x` broke every page for that browser."""
     assert classroom.teacher_cookie("12:abc") == (12, "abc")

@@ -410,6 +410,7 @@ def _teacher_box(m: Membership, page: nav.Page) -> None:
         if draft is not None and draft[0] == st.session_state.get(_RUN):
             settle(m, draft[1], draft[2])
         publish(m)
+        state.keep_address(st.session_state.get(_RUN, 0))  # the teacher's own address bar
     try:
         counts = dashboard(m.class_id)
     except ClassStateError as error:

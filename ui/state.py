@@ -98,19 +98,56 @@ def mirror(key: str, value: Any, *, drop_empty: bool = False) -> None:
     if drop_empty and not text:
         if key in st.query_params:
             del st.query_params[key]
+        _said_moves(key, None)
     elif st.query_params.get(key) != text:
         st.query_params[key] = text
+        _said_moves(key, text)
 
 
-def say_address() -> None:
-    """The whole address once more, at the end of a run that drew its page (app.py). `mirror`
-    writes only what differs from the server's copy of the address, and a write can be lost on
-    the way: a new run clears the messages the run before it had not sent (rapid clicks, a
-    followed move), and the next run starts from the browser's address, which then lags what the
-    screen shows (a reload or a shared link would open another view). One message a run. It
-    does not cure every lag: after a burst of clicks a teacher's address can still stay a stop
-    behind until the next run (issue 37, cause not found)."""
-    st.query_params.from_dict(st.query_params.to_dict())
+_SAID = "_address_said"  # (the run's number, the address it ended on): what the screen shows
+
+
+def say_address(run: int) -> None:
+    """The whole address once more, at the end of run number `run` that drew its page (app.py),
+    and kept as what the screen shows. `mirror` writes only what differs from the server's copy
+    of the address, and a write can be lost on the way: a new run clears the messages the run
+    before it had not sent (rapid clicks, a followed move), and the next run starts from the
+    browser's address, which then lags what the screen shows (a reload or a shared link would
+    open another view). One message a run; `keep_address` mends what still lags."""
+    address = st.query_params.to_dict()
+    st.query_params.from_dict(address)
+    st.session_state[_SAID] = (run, address)
+
+
+def keep_address(run: int) -> None:
+    """In a fragment's timed run (a class box's): the address the browser gave it, put back to
+    what the newest full run ended on, when it differs and no newer full run began (`run`: the
+    session's newest). After a burst of clicks a teacher's address bar could stay a stop behind
+    the screen (issue 37): Streamlit folds a fragment's timed rerun into a pending full rerun
+    with the fragment's address, which the browser sent before the full run's changes came
+    back."""
+    said = st.session_state.get(_SAID)
+    if said is not None and said[0] == run and st.query_params.to_dict() != said[1]:
+        st.query_params.from_dict(said[1])
+
+
+def _said_moves(key: str, text: str | None) -> None:
+    """A fragment's own change of the address (a position, a neuron) is what the screen shows
+    from now on: `keep_address` must not put it back."""
+    said = st.session_state.get(_SAID)
+    if said is None or not _in_fragment_run():
+        return
+    address = {k: v for k, v in said[1].items() if k != key}
+    if text is not None:
+        address[key] = text
+    st.session_state[_SAID] = (said[0], address)
+
+
+def _in_fragment_run() -> bool:
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    return bool(ctx is not None and ctx.fragment_ids_this_run)
 
 
 def _current(key: str, parse: Callable[[Any], T]) -> T:
@@ -165,6 +202,7 @@ def forget(key: str) -> None:
     st.session_state.pop(widget_key(key), None)
     if key in st.query_params:
         del st.query_params[key]
+    _said_moves(key, None)
 
 
 def _copy_back(key: str) -> None:
