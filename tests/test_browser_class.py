@@ -46,6 +46,7 @@ from tests.test_browser import (  # noqa: F401 (browser is a fixture)
     wait_healthy,
 )
 from tests.test_class_serving import served  # noqa: F401 (a fixture: the class server)
+from ui.parts import NUMBERS_TITLE
 
 pytestmark = pytest.mark.browser
 
@@ -468,7 +469,7 @@ def test_a_killed_process_s_student_is_still_in_the_class_and_follows(served, br
     """The class server's 2 processes behind HAProxy; the teacher and a student on different ones.
     The student's process is killed: the browser reconnects by itself (HAProxy sends it to the
     process alive), the student is still in the class (the seat in a cookie), and the
-    teacher's next move reaches them. (The teacher's own process killed: the teacher's browser
+    teacher's next move reaches them, opening and closing the numbers behind the picture too. (The teacher's own process killed: the teacher's browser
     comes back as the teacher by its cookie; a restarted process is out of HAProxy's turn until
     it is warmed, so no browser meets a fresh process's "Page not found" notice.)"""
     url = served["url"]
@@ -497,6 +498,24 @@ def test_a_killed_process_s_student_is_still_in_the_class_and_follows(served, br
     _until("the student follows after the kill", lambda: _shows(student, "Attention"), student)
     _no_exception(student, "the student after the kill")
     _shot(student, "student-after-kill")
+    # what the teacher opens is part of the view (issue 37): the numbers behind the picture
+    for opened in (True, False):
+        _until("the teacher's numbers section", lambda: _numbers_open(teacher) is not None, teacher)
+        teacher.locator(MAIN).locator("summary", has_text=NUMBERS_TITLE).first.click()
+        _until(f"the teacher's numbers {opened}", lambda o=opened: _numbers_open(teacher) is o,
+               teacher)  # fmt: skip
+        _until(f"the student's numbers {opened}", lambda o=opened: _numbers_open(student) is o,
+               student)  # fmt: skip
+
+
+def _numbers_open(p) -> bool | None:
+    """Whether the page's first "numbers behind it" section is open (None: it has none)."""
+    return p.evaluate(
+        """(title) => { const d = [...document.querySelectorAll('[data-testid=stMain] details')]
+          .find(d => d.querySelector('summary').innerText.includes(title));
+          return d ? d.open : null; }""",
+        NUMBERS_TITLE,
+    )
 
 
 def _cookie(p, name: str) -> str | None:

@@ -186,3 +186,18 @@ def test_a_one_token_prompt_names_no_role(models_dir):
     at = app_test(models_dir, PAGE, prompt="a", query={"rrt": "0"})
     assert not at.exception
     assert set(_roles(at)["role"]) <= {"mixed", "sharp, other"}
+
+
+def test_the_numbers_a_view_opened_are_open_on_its_page_only(models_dir):
+    """Issue 37: what the teacher opens is part of the view. `open=Attention:numbers` (the
+    teacher's address, which the class follows) opens the numbers behind the picture on
+    Attention; the same value names another page's sections on Embeddings' address, so it opens
+    nothing here; and a reader who opens it themselves (the widget) is not overruled by an
+    address that did not change."""
+    shown = app_test(models_dir, PAGE, query={"open": "Attention:numbers"})
+    assert not shown.exception and shown.session_state[numbers_key()] is True
+    assert len(shown.dataframe) > 0  # its tables were built
+    elsewhere = app_test(models_dir, PAGE, query={"open": "Embeddings:numbers"})
+    assert elsewhere.session_state[numbers_key()] is False and len(elsewhere.dataframe) == 0
+    mine = open_numbers(app_test(models_dir, PAGE))
+    assert mine.session_state[numbers_key()] is True and len(mine.dataframe) > 0

@@ -41,7 +41,7 @@ from cachetools import TTLCache
 
 from serving.classroom import classes, questions, store
 from serving.classroom.store import ClassRefused, ClassStateError
-from ui import lesson, nav
+from ui import lesson, nav, parts
 
 WATCH_S = 0.1  # how often the thread looks whether a class moved (a change check, then reads)
 RETRY_S = 5.0  # a rerun asked for and not taken up (the box did not run since): ask again
@@ -126,9 +126,18 @@ def mark(view: classes.View, question: questions.Question | None, following: boo
 
 
 def follow_keys(target: nav.Page) -> frozenset[str]:
-    """The URL keys a followed view may set on `target`: its own, the frame's and a lesson's."""
+    """The URL keys a followed view may set on `target`: its own, the frame's, a lesson's and the
+    numbers sections the teacher opened."""
     return frozenset(
-        {*target.view_keys, *lesson.FRAME_KEYS, "model", "prompt", lesson.LESSON, lesson.STEP}
+        {
+            *target.view_keys,
+            *lesson.FRAME_KEYS,
+            "model",
+            "prompt",
+            lesson.LESSON,
+            lesson.STEP,
+            parts.OPEN_KEY,
+        }
     )
 
 

@@ -1,7 +1,7 @@
 """The frame every page is drawn in: page config, the shared sidebar (model picker, training step,
 precision, prompt, model card), the page's title, and the PageContext the page works from.
 
-    ui.frame(nav.find(page.url_path))   # app.py, once a run, between st.navigation and page.run()
+    frame(nav.find(page.url_path))      # app.py, once a run, between st.navigation and page.run()
     ctx = ui.context()                  # the first call on every page
     ctx.model, ctx.ids, ctx.labels ...
 
@@ -86,6 +86,7 @@ def frame(page: nav.Page, stop: tuple[int, int] | None = None) -> PageContext:
     """
     ss = st.session_state
     ss.pop(_CONTEXT, None)  # a run the frame stops leaves no context from an earlier run
+    ss[state.ROUTE] = page.route
     title = page.title
     st.set_page_config(
         page_title=title if title == APP_NAME else f"{title} · {APP_NAME}",

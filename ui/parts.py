@@ -47,16 +47,64 @@ def numbers_key(key: str = NUMBERS_KEY) -> str:
     return f"_open_{key}"
 
 
+# The URL key of the page's open "numbers" sections, "Attention:numbers,effect": part of the view,
+# so a class sees the numbers the teacher opened and a link reopens them. The route says which
+# page they were opened on: on any other page the value opens nothing.
+OPEN_KEY = "open"
+
+
 @contextmanager
 def numbers_behind_it(container: Any = None, key: str = NUMBERS_KEY) -> Iterator[bool]:
     """The collapsed section under a picture that holds its numbers, the same on every page;
     yields whether it is open. Its tables are built only while it is open (Streamlit's lazy
     expander: opening it reruns the page), so the many page runs nobody opens it in (a class
     following the teacher: one run per student per move) do not pay for them. A page with
-    more than one gives each its own `key`."""
-    box = (container or st).expander(NUMBERS_TITLE, key=numbers_key(key), on_change="rerun")
+    more than one gives each its own `key`. Whether it is open is in the URL (OPEN_KEY): a
+    followed view or a link opens or closes it; the reader's own click changes it."""
+    ss, widget = st.session_state, numbers_key(key)
+    raw = _open_value()
+    view = (ss.get(state.ROUTE), raw)
+    if ss.get(_applied(widget)) != view:  # a view arrived (a follow, a link, a page): it decides
+        ss[widget] = key in _open_sections(raw)
+        ss[_applied(widget)] = view
+    box = (container or st).expander(NUMBERS_TITLE, key=widget, on_change=_toggled, args=(key,))
     with box:
         yield bool(box.open)
+
+
+def _applied(widget: str) -> str:
+    return f"_view{widget}"  # (route, OPEN_KEY value) this section last took its state from
+
+
+def _open_sections(raw: str) -> set[str]:
+    """The section keys `raw` opens on this page (none when it names another page)."""
+    route, _, keys = raw.partition(":")
+    if route != st.session_state.get(state.ROUTE):
+        return set()
+    return {k for k in keys.split(",") if k}
+
+
+def _toggled(key: str) -> None:
+    """The reader opened or closed section `key`: the URL (and so the class) says so."""
+    ss = st.session_state
+    sections = _open_sections(_open_value())
+    sections = sections | {key} if ss[numbers_key(key)] else sections - {key}
+    route = ss.get(state.ROUTE, "")
+    raw = f"{route}:{','.join(sorted(sections))}" if sections else ""
+    ss[OPEN_KEY] = raw
+    ss[_applied(numbers_key(key))] = (route, raw)
+    state.mirror(OPEN_KEY, raw, drop_empty=True)
+
+
+def _open_value() -> str:
+    """OPEN_KEY's value, from the session, else the URL; an empty one is no key in the URL."""
+    ss = st.session_state
+    raw = state.parse_str(
+        ss[OPEN_KEY] if OPEN_KEY in ss else st.query_params.get(OPEN_KEY), "", 200
+    )
+    ss[OPEN_KEY] = raw
+    state.mirror(OPEN_KEY, raw, drop_empty=True)
+    return raw
 
 
 def numbers_table(caption: str | None, table: Any, **dataframe_args: Any) -> None:

@@ -104,6 +104,7 @@ def mirror(key: str, value: Any, *, drop_empty: bool = False) -> None:
         _said_moves(key, text)
 
 
+ROUTE = "_route"  # the route of the page this run draws (set by the frame, before the page)
 _SAID = "_address_said"  # (the run's number, the address it ended on): what the screen shows
 
 
