@@ -389,3 +389,20 @@ def test_matching_a_lab_with_itself_finds_every_firing_feature(model, windows):
     assert S.match_claim(found.r, found.chance, alive, 0, untrained=found.chance).made
     with_blank = S.match_labs(m, lab, m, lab, untrained=(m, lab))
     assert np.allclose(with_blank.untrained[alive], 1.0, atol=1e-4)
+
+
+def test_the_splice_sentence_says_the_direction_its_numbers_show():
+    """Issue 36 (an audit on a class run at step 0): 'raises the loss from 4.358 to 4.356
+    (-0.002)'. A model that learned nothing can lose nothing to a splice: the verb follows the
+    printed numbers, and an unchanged loss is said to stay."""
+
+    def metrics(spliced: float, ablated: float) -> S.SAEMetrics:
+        return S.SAEMetrics(0.9, 16.0, 0, 512, 4.358, spliced, ablated, 10_000)
+
+    lower = S.splice_claim(metrics(4.356, 4.358)).text
+    assert "lowers the loss from 4.358 to 4.356 nats per token (-0.002)" in lower
+    assert "mean leaves it at 4.358 (+0.000)" in lower and "raises" not in lower
+    higher = S.splice_claim(metrics(4.401, 4.9)).text
+    assert "raises the loss from 4.358 to 4.401" in higher and "mean raises it to 4.900" in higher
+    same = S.splice_claim(metrics(4.3581, 4.2)).text
+    assert "leaves the loss at 4.358" in same and "mean lowers it to 4.200" in same

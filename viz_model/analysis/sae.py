@@ -778,6 +778,17 @@ def resampling_note(log: TrainLog) -> str:
     return f"Resampling looked {log.checks} time{'s' * (log.checks > 1)} and found no dead feature."
 
 
+def _moved(what: str, before: float, after: float) -> str:
+    """'raises the loss from 4.358 to 4.401': the verb as the change reads printed to 3 decimals
+    (on a model that learned nothing a splice can lower the loss, or leave it)."""
+    shown = float(f"{after:.3f}") - float(f"{before:.3f}")
+    if shown == 0:
+        return f"leaves {what} at {after:.3f}"
+    verb = "raises" if shown > 0 else "lowers"
+    start = f" from {before:.3f}" if what == "the loss" else ""
+    return f"{verb} {what}{start} to {after:.3f}"
+
+
 def splice_claim(m: SAEMetrics, l1: bool = False) -> Claim:
     """What splicing the reconstruction in costs, against what mean-ablating the hook costs;
     l1: the SAE's sparsity is an L1 penalty (the remedy then is a smaller coefficient)."""
@@ -789,9 +800,10 @@ def splice_claim(m: SAEMetrics, l1: bool = False) -> Claim:
         "threshold": GOOD_RECOVERY,
     }
     measured = (
-        f"Splicing the SAE's reconstruction in raises the loss from {m.clean_loss:.3f} to "
-        f"{m.spliced_loss:.3f} nats per token ({cost:+.3f}); replacing the activation by its mean "
-        f"raises it to {m.ablated_loss:.3f} ({worth:+.3f})"
+        f"Splicing the SAE's reconstruction in {_moved('the loss', m.clean_loss, m.spliced_loss)} "
+        "nats per "
+        f"token ({cost:+.3f}); replacing the activation by its mean "
+        f"{_moved('it', m.clean_loss, m.ablated_loss)} ({worth:+.3f})"
     )
     if worth <= 0:
         return Claim(
