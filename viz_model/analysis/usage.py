@@ -40,6 +40,7 @@ from viz_model.model.sampling import SamplingSettings
 
 SAME_TOL = 1e-4  # nats: one pass and T passes "give the same numbers" within float rounding
 EFFECT_NATS = 0.1  # a mean surprisal change smaller than this is reported as no change
+NOISE_SE = 2  # ...and one within this many standard errors of the difference of two means
 
 
 @torch.no_grad()
@@ -228,27 +229,44 @@ def force_token(
 
 def forced_claim(run: ForcedRun) -> Claim:
     """Whether the tokens after the forced one were more (or less) surprising to the model than
-    the greedy run's, by at least EFFECT_NATS per token on average."""
+    the greedy run's: by at least EFFECT_NATS per token on average and by more than the noise of
+    two continuations this short (NOISE_SE standard errors of the difference of their means: one
+    pair of 39-token continuations differing by 0.17 nats is 1.2 standard errors)."""
     base, forced = run.after
-    numbers = {"after": len(base), "threshold": EFFECT_NATS}
-    if len(base) == 0:
+    n = len(base)
+    numbers = {"after": n, "threshold": EFFECT_NATS}
+    if n == 0:
         return Claim(
             "Nothing followed the forced token: force it earlier to see its effect.", False, numbers
         )
     mb, mf = float(base.mean()), float(forced.mean())
     diff = mf - mb
-    numbers.update(baseline_mean=mb, forced_mean=mf, difference=diff)
+    se = float(np.sqrt((base.var(ddof=1) + forced.var(ddof=1)) / n)) if n > 1 else math.inf
+    threshold = max(EFFECT_NATS, NOISE_SE * se)
+    numbers.update(baseline_mean=mb, forced_mean=mf, difference=diff, noise=se, threshold=threshold)
     said = f"{mf:.2f} nats a token after the forced one against {mb:.2f} without it"
-    if diff > EFFECT_NATS:
-        text = f"The forced token raised the surprisal of what followed by {diff:.2f} nats a token ({said})."
-    elif diff < -EFFECT_NATS:
-        text = f"The forced token lowered the surprisal of what followed by {-diff:.2f} nats a token ({said})."
+    noise = (
+        f"noise: {NOISE_SE} standard errors of the difference over {n} token"
+        f"{'s' * (n > 1)}, {NOISE_SE * se:.2f} nats"
+        if math.isfinite(se)
+        else "one token says nothing about the noise"
+    )
+    if diff > threshold:
+        text = (
+            f"The forced token raised the surprisal of what followed by {diff:.2f} nats a token "
+            f"({said}; {noise})."
+        )
+    elif diff < -threshold:
+        text = (
+            f"The forced token lowered the surprisal of what followed by {-diff:.2f} nats a token "
+            f"({said}; {noise})."
+        )
     else:
         text = (
-            f"What followed the forced token was about as surprising as without it ({said}; a "
-            f"difference under {EFFECT_NATS} nats)."
+            f"What followed the forced token was about as surprising as without it ({said}: a "
+            f"difference of {diff:+.2f}, under {EFFECT_NATS} nats or within the {noise})."
         )
-    return Claim(text, abs(diff) > EFFECT_NATS, numbers)
+    return Claim(text, abs(diff) > threshold, numbers)
 
 
 # ---- repetition -------------------------------------------------------------------------------
