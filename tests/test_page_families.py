@@ -6,14 +6,18 @@ the pages that work, and keeps the model picker, so a student can switch back.""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
+import torch
 
 from tests.apptest_util import open_link
 from tests.bundles import build_test_bundle
 from tests.conftest import made_once
 from ui import nav
 from ui.state import widget_key
+
+ROOT = Path(__file__).resolve().parents[1]
 
 FAMILY_BUNDLES = {
     "test-lstm": dict(family="lstm", d_model=32),
@@ -62,7 +66,8 @@ def test_every_page_shows_or_refuses_another_family(family_models, bundle, file)
     else:
         assert f"is {LABELS[bundle]}" in shown and ("has none" in shown) == (not page.why_not)
         assert page.needs in shown
-        assert any(link.label == "Generation" for link in at.get("page_link"))
+        links = [link.label for link in at.get("page_link")]
+        assert "Generation" in links and "Architecture contrasts" not in links
 
 
 @pytest.mark.parametrize("family", ["rnn", "lstm", "gru", "cnn"])
@@ -110,3 +115,26 @@ def test_a_refusal_does_not_deny_what_the_model_has(family):
     assert "no attention patterns" in adversarial
     sae = families.refusal(by_path["Sparse_autoencoder"], bundle)
     assert "has none" not in sae and "has no MLP" in sae
+    # an audit of a class's LSTM run: "an LSTM has none" of LayerNorms (it has one before its
+    # unembedding) and of "position vectors added to each token's embedding" (read: no embedding)
+    norms = [n for n, m in model.named_modules() if isinstance(m, torch.nn.LayerNorm)]
+    assert "ln_final" in norms
+    layernorm = families.refusal(by_path["LayerNorm"], bundle)
+    assert (
+        "has none" not in layernorm and "has a LayerNorm too, before its unembedding" in layernorm
+    )
+    embeddings = families.refusal(by_path["Embeddings"], bundle)
+    assert "has none" not in embeddings and "in an embedding too" in embeddings
+    assert "adds no position vector" in embeddings
+
+
+def test_a_refusal_offers_no_page_that_ignores_the_sidebars_model():
+    """Architecture contrasts draws its own pairs of models ("the sidebar's model plays no part
+    here"): a refusal does not offer it as a page that shows this model."""
+    by_path = {p.url_path: p for p in nav.all_pages()}
+    assert not by_path["Architecture_contrasts"].shows_sidebar_model
+    source = (ROOT / by_path["Architecture_contrasts"].file).read_text(encoding="utf-8")
+    assert "model plays no part here" in source
+    assert all(
+        p.shows_sidebar_model for p in by_path.values() if p.url_path != "Architecture_contrasts"
+    )

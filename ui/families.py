@@ -59,7 +59,11 @@ def refuse(page: nav.Page, bundle: Bundle) -> None:
     """Show the refusal with links to the pages that can show this model, and stop the run."""
     st.info(refusal(page, bundle), icon=":material/block:")
     for other in nav.all_pages():
-        if bundle.family in other.families and other.url_path not in ("Lessons", "Class"):
+        if (
+            bundle.family in other.families
+            and other.shows_sidebar_model
+            and other.url_path not in ("Lessons", "Class")
+        ):
             st.page_link(other.file, label=other.label, icon=other.icon)
     st.stop()
 

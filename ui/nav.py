@@ -53,6 +53,9 @@ class Page:
     # weight matrices and an embedding): a clause true of every family, "{model}" standing for
     # "an LSTM" and "{layers}" for "LSTM cells". Empty: the model has none of `needs`.
     why_not: str = ""
+    # False for a page that draws other models than the sidebar's (Architecture contrasts): a
+    # refusal does not offer it as "a page that shows this" model.
+    shows_sidebar_model: bool = True
 
     @property
     def title(self) -> str:
@@ -115,6 +118,8 @@ SECTIONS: dict[str, list[Page]] = {
             "Each token id looks up a vector; a position vector is added to it.",
             view_keys=("token", "swap_i", "swap_j"),
             needs="position vectors added to each token's embedding",
+            why_not="{model} looks each token up in an embedding too, but adds no position vector "
+            "to it: the order it reads its input in tells it where each token is",
         ),
     ],
     "Inside the model": [
@@ -144,6 +149,8 @@ SECTIONS: dict[str, list[Page]] = {
             "How each vector is centred and rescaled before attention and the MLP read it.",
             view_keys=("ln", "ln_pos"),
             needs="LayerNorms before each attention and MLP sublayer",
+            why_not="{model} has a LayerNorm too, before its unembedding, but no attention or MLP "
+            "sublayers for LayerNorms to stand before",
         ),
         Page(
             "pages/06_mlp_neurons.py",
@@ -402,6 +409,7 @@ SECTIONS: dict[str, list[Page]] = {
             "Tiny models that differ in one choice: causal mask, layers, LayerNorm, positions, tying.",
             view_keys=("ctr",),
             families=ANY_FAMILY,
+            shows_sidebar_model=False,
         ),
         Page(
             "pages/16_scaling.py",
