@@ -1,5 +1,8 @@
 """The app's entry point and router: `streamlit run app.py`.
 
+First, once a process, its settings (ui/boot.py: torch's threads, libraries, the garbage
+collector).
+
 Every page, Home included, is a script in pages/ declared in ui/nav.py. Each run, st.navigation
 picks the page the URL names (drawing the sections in the sidebar); a lesson's stop, when the URL
 names one, sets its view (ui/lesson.py); the frame draws the shared sidebar (model, training step,
@@ -12,8 +15,11 @@ follow.
 
 import streamlit as st
 
-import ui
-from ui import classroom, lesson, nav, state
+from ui import boot, classroom, lesson, nav, state
+from ui.frame import frame
+
+# torch's threads, the first figure's libraries, the GC frozen with all of the above imported: once
+boot.configure_process()
 
 page = nav.navigation()
 here = nav.find(page.url_path)
@@ -21,7 +27,7 @@ run = classroom.enter(here)
 stop = lesson.enter(here)  # (stop, stops) in a lesson: presenter mode's header names it
 teacher_box = st.sidebar.container()  # a live class's teacher box: above the model and prompt
 student_box = st.container()  # a student's class box and question: the top of the main area
-ctx = ui.frame(here, stop)
+ctx = frame(here, stop)
 classroom.boxes(here, teacher_box, student_box)
 lesson.panel(ctx, here, room=classroom.stop_asked, lead=classroom.lead_stop)
 try:

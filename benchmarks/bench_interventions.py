@@ -51,7 +51,7 @@ def bench_model(name: str) -> dict:
 
 
 def main() -> None:
-    torch.set_num_threads(1)  # as one page run in the app (ui/__init__.py)
+    torch.set_num_threads(1)  # as one page run in the app (ui/boot.py)
     with torch.no_grad():
         emit("interventions", {name: bench_model(name) for name in MODELS})
 

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from scripts import check_imports
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -69,6 +71,42 @@ def test_importing_the_whole_engine_loads_neither_streamlit_nor_plotly():
     result = json.loads(out.stdout)
     assert result["modules"] > 30
     assert result["loaded"] == []
+
+
+def test_chart_builders_and_the_server_side_load_no_streamlit_and_change_nothing():
+    """ui/charts/ (arrays in, a figure out) and serving/ (jobs, the class server, class state)
+    are documented as Streamlit-free: importing every module of both loads no Streamlit, and
+    importing `ui` changes nothing in the process (torch's threads stay as they were: the page
+    server's settings are made by app.py through ui/boot.py, issue 40)."""
+    code = (
+        "import importlib, json, pkgutil, sys\n"
+        "import torch\n"
+        "torch.set_num_threads(3)\n"
+        "import ui, ui.charts, serving\n"
+        "names = [m.name for p, pre in ((ui.charts, 'ui.charts.'), (serving, 'serving.'))\n"
+        "         for m in pkgutil.walk_packages(p.__path__, pre) if not m.name.endswith('__main__')]\n"
+        "for name in names: importlib.import_module(name)\n"
+        "print(json.dumps({'modules': len(names), 'threads': torch.get_num_threads(),\n"
+        "    'streamlit': 'streamlit' in sys.modules, 'frame': 'ui.frame' in sys.modules}))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    result = json.loads(out.stdout)
+    assert result["modules"] > 30
+    assert result == {**result, "threads": 3, "streamlit": False, "frame": False}
+
+
+def test_ui_context_is_the_frames_and_the_process_is_set_up_once():
+    """Pages keep `ctx = ui.context()` (looked up in ui/frame.py on first use)."""
+    import ui
+    from ui import boot, frame
+
+    assert ui.context is frame.context and ui.PageContext is frame.PageContext
+    with pytest.raises(AttributeError):
+        ui.no_such_name  # noqa: B018
+    assert boot.torch_threads("2") == 2 and boot.torch_threads("-1") == 1
 
 
 # Streamlit names these for removal after 2026-06-01 (st.html and st.iframe replace them); the
