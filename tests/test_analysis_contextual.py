@@ -153,6 +153,10 @@ def test_the_anisotropy_baseline_compares_different_tokens_only():
     assert drift.made and "+0.15 above any two tokens" in drift.text
     one_token = cx.anisotropy(resid, np.zeros_like(ids))
     assert np.isnan(one_token).all()
+    # issue 36 (an audit on a class run): "0.93 ... 0.13 ... +0.79": the page prints the two
+    # cosines to 2 decimals, so the gap it states is theirs (0.93 - 0.13 = 0.80)
+    printed = cx.anisotropy_claim(np.array([0.9, 0.9349]), np.array([0.0, 0.1251]), "x")
+    assert "+0.80 above any two tokens" in printed.text and "0.13 after the last" in printed.text
 
 
 def test_groups_and_fills_read_what_a_teacher_types():

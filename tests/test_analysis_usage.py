@@ -157,3 +157,19 @@ def test_a_difference_within_the_noise_of_two_short_continuations_is_not_claimed
     assert f"{2 * se:.2f} nats" in claim.text and "over 39 tokens" in claim.text
     steady = forced_claim(_run([0.78] * 20 + [0.79] * 19, [0.95] * 20 + [0.96] * 19))
     assert steady.made and "raised the surprisal" in steady.text  # the same gap, no noise
+
+
+def test_the_beam_sentence_states_the_difference_of_the_numbers_it_prints():
+    """Issue 36 (an audit on a class LSTM run): '1.37 nats (-6.46 against -7.82)'; the printed
+    numbers give 1.36, so the stated difference is theirs."""
+    from viz_model.analysis.usage import beam_claim
+    from viz_model.model.decoding import Beam
+
+    best, greedy = Beam((1, 2), -6.4649), Beam((3, 4), -7.8249)  # 1.3600 apart, printed 1.36
+    claim = beam_claim(best, greedy, 3)
+    assert claim.made and "(log p = -6.46 against -7.82)" in claim.text
+    assert "1.36 nats more likely" in claim.text
+    odd = beam_claim(Beam((1, 2), -6.4551), Beam((3, 4), -7.8249), 3)  # 1.3698: 1.37 unprinted
+    assert "(log p = -6.46 against -7.82)" in odd.text and "1.36 nats more likely" in odd.text
+    tie = beam_claim(Beam((1, 2), -6.461), Beam((3, 4), -6.459), 3)
+    assert not tie.made and "as likely as greedy's" in tie.text and "-0.00" not in tie.text

@@ -200,6 +200,9 @@ def test_lookup_soft_row_is_the_heads_pattern_and_follows_the_query(models_dir):
     assert _url(at, "lk_query") == "3"
     labels = [m.label for m in at.metric]
     assert labels[:2] == ["spread of q · k", "… / √12"]
+    # issue 36 (an audit): the sentence names one row's largest weight; the metric, averaged over
+    # rows, said "largest weight" too and disagreed with it
+    assert labels[2] == "mean largest weight"
     raw, scaled = (float(m.value) for m in at.metric[:2])
     assert raw == pytest.approx(scaled * np.sqrt(12), abs=0.02)
 

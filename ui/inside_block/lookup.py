@@ -107,7 +107,7 @@ def why_sqrt_d(ctx: PageContext, w: blk.BlockWalk, head: int) -> None:
     m1.metric("spread of q · k", f"{sp.std_raw:.2f}", help=spread_help)
     m2.metric(f"… / √{d_head}", f"{sp.std_scaled:.2f}", help=spread_help)
     weight_help = "The largest attention weight of each row, averaged: 1 means a hard choice."
-    m3.metric("largest weight", f"{sp.max_weight_scaled:.2f}", help=weight_help)
+    m3.metric("mean largest weight", f"{sp.max_weight_scaled:.2f}", help=weight_help)
     m4.metric("… unscaled", f"{sp.max_weight_raw:.2f}", help=weight_help)
     raw, scaled = random_widths()
     left, right = st.columns(2)

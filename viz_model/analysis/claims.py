@@ -79,3 +79,10 @@ def times(x: float) -> str:
         if x >= size:
             return f"{x / size:,.1f} {word}"
     return f"{x:,.0f}"
+
+
+def as_printed(x: float, digits: int = 2) -> float:
+    """`x` as a sentence prints it to `digits` decimals. A difference or ratio a sentence states
+    beside the numbers it prints is computed from these, so a reader who checks it finds the same
+    (-6.46 against -7.82 is 1.36, not the 1.37 of the unrounded values)."""
+    return float(f"{x:.{digits}f}")

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from viz_model.analysis.claims import Claim
+from viz_model.analysis.claims import Claim, as_printed
 from viz_model.analysis.embeddings import pca
 from viz_model.analysis.neurons import Windows, corpus_windows
 from viz_model.model.gpt import GPT
@@ -174,6 +174,7 @@ def anisotropy_claim(between: np.ndarray, baseline: np.ndarray, name: str) -> Cl
     direction. Made when the baseline (any two different tokens) rises by more than APART from
     the embedding to the last block; the token's contexts are then read against it."""
     b0, bl, mine = float(baseline[0]), float(baseline[-1]), float(between[-1])
+    above = as_printed(mine) - as_printed(bl)  # as the page prints the two cosines
     numbers = {"baseline_embed": b0, "baseline_last": bl, "between_last": mine, "apart": APART}
     start = (
         f"Any two different tokens have cosine {b0:.2f} at `embed` and {bl:.2f} after the last "
@@ -183,13 +184,13 @@ def anisotropy_claim(between: np.ndarray, baseline: np.ndarray, name: str) -> Cl
         return Claim(
             f"{start}: all vectors drift toward a shared direction as they go up (*anisotropy*), "
             f"so a high cosine there says less than it seems. Against that baseline the contexts "
-            f"of {name} are {mine - bl:+.2f} above any two tokens at the last layer.",
+            f"of {name} are {above:+.2f} above any two tokens at the last layer.",
             True,
             numbers,
         )
     return Claim(
         f"{start}: no shared drift of more than {APART}, so the cosines above compare with "
-        f"about the same baseline at every layer ({name}'s contexts: {mine - bl:+.2f} above it "
+        f"about the same baseline at every layer ({name}'s contexts: {above:+.2f} above it "
         "at the last).",
         False,
         numbers,

@@ -25,7 +25,7 @@ from itertools import pairwise
 import numpy as np
 import torch
 
-from viz_model.analysis.claims import Claim
+from viz_model.analysis.claims import Claim, as_printed
 from viz_model.analysis.next_token import surprisal
 from viz_model.model.decoding import (
     Beam,
@@ -398,12 +398,19 @@ def beam_parents(steps: list[list[Beam]]) -> list[list[int]]:
 
 def beam_claim(best: Beam, greedy: Beam, width: int) -> Claim:
     """How the best beam's total log-probability compares with greedy's at the same length."""
-    diff = best.logprob - greedy.logprob
+    diff = as_printed(best.logprob) - as_printed(greedy.logprob)  # as the sentence prints them
     numbers = {"width": width, "beam": best.logprob, "greedy": greedy.logprob, "difference": diff}
     if best.tokens == greedy.tokens:
         return Claim(
             f"With width {width}, beam search ends on greedy's own continuation "
             f"(log p = {best.logprob:.2f}): here no path through a less likely token paid off.",
+            False,
+            numbers,
+        )
+    if diff == 0:
+        return Claim(
+            f"Beam search (width {width}) ended on another continuation as likely as greedy's "
+            f"(log p = {best.logprob:.2f} both, to two decimals).",
             False,
             numbers,
         )
