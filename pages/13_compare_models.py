@@ -101,9 +101,17 @@ def fmt(x: float | None, spec: str = ".3f") -> str:
 
 
 st.subheader("The prompt, read by each")
-rows = []
+rows, stood_in = [], []
 for (name, bid, b), (tokens, scores) in zip(sides, read, strict=True):
-    val_bpc = corpus.gpt_bits_per_char(models.split_step(bid)[0]) if b.meta.get("data") else None
+    # the loss recorded for the weights on screen: a snapshot's, not the run's last (issue 36)
+    shown = models.split_step(bid)[1]
+    recorded = tr.val_loss_at(b.history, b.meta, shown)
+    found_text = corpus.token_models(bid) if recorded is not None and b.meta.get("data") else None
+    val_cell = cmp.validation_cell(
+        recorded, found_text.chars_per_token if found_text else None, shown
+    )
+    if shown is not None and recorded is not None and recorded.of_final and val_cell != "–":
+        stood_in.append(name)
     rows.append(
         {
             "model": name,
@@ -114,16 +122,28 @@ for (name, bid, b), (tokens, scores) in zip(sides, read, strict=True):
             + (f" (+{tokens.n_cut} cut)" if tokens.n_cut else ""),
             "chars per token": fmt(tokens.n_chars / len(tokens.ids), ".2f"),
             "bits/char, prompt": fmt(scores.bits_per_char),
-            "bits/char, validation": fmt(val_bpc),
+            "bits/char, validation": val_cell,
         }
     )
 # one column per model: two columns fit a projector, seven did not
 st.dataframe(pd.DataFrame(rows).set_index("model").T, width="stretch")
+if step is None:
+    at_step = ""
+elif stood_in:
+    at_step = (
+        f" For “{ctx.name}” at step {step:,}: no validation loss was recorded by that step, so "
+        "the final step's stands in, labelled so."
+    )
+else:
+    at_step = (
+        f" For “{ctx.name}” at step {step:,}: the last one recorded by then, at the step in "
+        "brackets."
+    )
 st.caption(
     "bits/char: bits per character. Validation: the last validation loss recorded in training, "
     "on each model's own held-out text "
     "(two models trained on different texts are not scored on the same one; the prompt is the "
-    "same for both). “–”: not known (a model whose training text cannot be found)."
+    f"same for both).{at_step} “–”: not known (a model whose training text cannot be found)."
 )
 for name, _, b in sides:
     if not b.config.causal:

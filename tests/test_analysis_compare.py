@@ -173,3 +173,18 @@ def test_training_notes_read_the_bundles_own_records_of_text_and_tokenizer():
     task = {"data": {"task": "repeat"}, "tokenizer": "char"}
     said = " ".join(training_notes([("run", run, run["data"]), ("t", task, task["data"])]))
     assert "were trained on different texts" in said and "tokenizers" not in said
+
+
+def test_the_validation_cell_is_the_weights_on_screen_or_says_whose_it_is():
+    """Issue 36: at step 0 the column "our-model (step 0)" showed the step-650 validation loss
+    (2.845 bits per character) as if it were the random weights'."""
+    from viz_model.analysis.compare import validation_cell
+    from viz_model.analysis.training import RecordedLoss
+
+    final = RecordedLoss(1.972, 650, True)
+    bits = f"{1.972 / math.log(2):.3f}"
+    assert validation_cell(final, 1.0, None) == bits  # the final weights: their own
+    assert validation_cell(final, 1.0, 0) == f"{bits} (final step 650)"
+    earlier = RecordedLoss(2.29, 300, False)
+    assert validation_cell(earlier, 2.0, 316) == f"{2.29 / math.log(2) / 2:.3f} (step 300)"
+    assert validation_cell(None, 1.0, 0) == "–" and validation_cell(final, None, 0) == "–"

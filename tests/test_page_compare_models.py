@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 import torch
 
 from tests.apptest_util import ROOT, app_test, plotly_array, plotly_figures
@@ -161,3 +162,48 @@ def test_the_cut_word_shows_the_token_boundary_effect_with_its_numbers(models_di
     assert f"continues “{shown(cut.word)}” rightly {percent(p_bpe)}" in said
     if p_bpe <= 0.5 * p_letter and p_letter >= 0.1:  # beside the character model: the effect
         assert "**the token-boundary effect**" in said
+
+
+@pytest.fixture(scope="module")
+def stepped_models(models_dir, tmp_path_factory):
+    """'a-run' and its copy 'b-run': the test model with snapshots at steps 0, 1, 37 and 150, its text named in
+    meta.data and validation losses recorded at steps 20 (3.0 nats) and 150 (2.0 nats) only."""
+    import json
+    import shutil
+
+    from viz_model.text.data import load_corpus
+
+    root = tmp_path_factory.mktemp("stepped_models")
+    text = root / "train.txt"
+    text.write_text(load_corpus("shakespeare")[:60_000], encoding="utf-8")
+    shutil.copytree(models_dir / "test-char", root / "a-run")
+    config = root / "a-run" / "config.json"
+    raw = json.loads(config.read_text())
+    raw["meta"].update(data={"text_file": str(text)})
+    config.write_text(json.dumps(raw))
+    history = json.loads((root / "a-run" / "history.json").read_text())
+    for record in history:
+        if record["step"] in (20, 150):
+            record["val_loss"] = 3.0 if record["step"] == 20 else 2.0
+    (root / "a-run" / "history.json").write_text(json.dumps(history))
+    shutil.copytree(root / "a-run", root / "b-run")  # the same run, to compare with
+    return root
+
+
+def test_the_validation_figure_is_the_step_shown_or_says_whose_it_is(stepped_models):
+    """Issue 36: the column "our-model (step 0)" showed the step-650 validation loss (2.845
+    bits/char) below the step-0 weights' 6.334 on the prompt, unlabelled."""
+    query = {"model": "a-run", "cmp_model": "b-run"}
+    bits = {loss: f"{loss / math.log(2):.3f}" for loss in (2.0, 3.0)}  # characters: 1 a token
+    at = app_test(stepped_models, PAGE, prompt=PROMPT, query={**query, "train_step": "0"})
+    assert not at.exception, at.exception
+    validation = _table(at)["bits/char, validation"]
+    assert validation["a-run (step 0)"] == f"{bits[2.0]} (final step 150)"
+    assert validation["b-run"] == bits[2.0]  # the model beside it: its final weights
+    captions = " ".join(c.value for c in at.caption)
+    assert "“a-run” at step 0: no validation loss was recorded by that step" in captions
+
+    at = app_test(stepped_models, PAGE, prompt=PROMPT, query={**query, "train_step": "37"})
+    assert _table(at)["bits/char, validation"]["a-run (step 37)"] == f"{bits[3.0]} (step 20)"
+    at = app_test(stepped_models, PAGE, prompt=PROMPT, query={**query, "train_step": "150"})
+    assert _table(at)["bits/char, validation"]["a-run"] == bits[2.0]  # the final: no step

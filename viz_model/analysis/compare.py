@@ -6,6 +6,8 @@ character (the unit every tokenizer shares), and what each would write next.
   top-k next tokens, from the logits (T, V) the model gave it.
 - `curves_in(curves, chars_per_token, unit)`: a training curve in nats per token or bits per
   character, so two tokenizers' curves share one axis.
+- `validation_cell(found, chars_per_token, shown)`: the validation bits per character of the
+  weights on screen, labelled with its step where it was recorded at another.
 - `partner(name, infos)`: the model to open beside this one (same text, another tokenizer).
 - The token-boundary effect: `cut_inside_token` cuts the prompt inside a token its tokenizer
   keeps whole, `continues_rightly` and `seen_in_training` measure what each model and its
@@ -29,7 +31,7 @@ import numpy as np
 
 from viz_model.analysis.claims import Claim, md_escape
 from viz_model.analysis.next_token import LN2, TopTokens, distribution, surprisal, top_tokens
-from viz_model.analysis.training import Curves
+from viz_model.analysis.training import Curves, RecordedLoss, loss_step_label
 from viz_model.model.sampling import SamplingSettings
 from viz_model.text.data import VAL_FRACTION
 from viz_model.text.tokenization import Tokenizer
@@ -92,6 +94,23 @@ def curves_in(curves: Curves, chars_per_token: float | None, unit: str) -> Curve
     return dataclasses.replace(
         curves, train_loss=curves.train_loss * scale, val_loss=curves.val_loss * scale
     )
+
+
+def validation_cell(
+    found: RecordedLoss | None, chars_per_token: float | None, shown: int | None
+) -> str:
+    """The table's "bits/char, validation" for a model shown at training step `shown` (None: its
+    final weights): the loss recorded for those weights (training.val_loss_at) in bits per
+    character, with the step it was recorded at where it is not theirs; "–" when not known.
+
+    >>> validation_cell(RecordedLoss(2.0 * LN2, 650, True), 1.0, 0)
+    '2.000 (final step 650)'
+    """
+    if found is None or not chars_per_token or not math.isfinite(found.loss):
+        return "–"
+    bits = f"{found.loss / LN2 / chars_per_token:.3f}"
+    label = loss_step_label(found, shown)
+    return f"{bits} ({label})" if label else bits
 
 
 # ---- which model to open beside this one -----------------------------------------------------

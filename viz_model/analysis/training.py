@@ -5,6 +5,8 @@
   45-minute run logs 11,000 steps and a browser needs a few hundred points to draw the same line.
 - `samples(history)`: the text sampled at each sample step, in order; `samples_note` says what
   they span (step 0, the untrained model, only where the run kept a sample there).
+- `val_loss_at(history, meta, step)`: the validation loss of the weights at a training step (the
+  last evaluation by then, else the final step's, saying so); `loss_step_label` names its step.
 - `bundle_baselines(bundle)`: the counting models' validation loss on the bundle's own data,
   split as it was for training, so its curve can be read against them.
 - `update_rule(cfg)`: the update the loop takes (its optimiser, AdamW or SGD, the schedule, the
@@ -203,6 +205,62 @@ def losses_at(history: list[dict], step: int) -> tuple[float | None, float | Non
         if isinstance(r.get("val_loss"), int | float):
             val = float(r["val_loss"])
     return train, val
+
+
+@dataclass(frozen=True)
+class RecordedLoss:
+    """A validation loss from a run's records, in nats per token, and whose it is: `step` the
+    evaluation's step (None when the run does not say); `of_final` the run's last evaluation,
+    standing for the final weights (also when the step shown came before any evaluation)."""
+
+    loss: float
+    step: int | None
+    of_final: bool
+
+
+def val_loss_at(history: list[dict], meta: dict, step: int | None = None) -> RecordedLoss | None:
+    """The validation loss of the weights at training step `step` (None: the final weights): the
+    last evaluation at or before it. Before the first evaluation (step 0 is always) the run's last
+    one stands in, marked `of_final`, so a page says it is the final step's; the last one is the
+    history's, else meta["val_loss"] at the final step. None when the run recorded none.
+
+    >>> h = [{"step": 0}, {"step": 100, "val_loss": 2.5}, {"step": 200, "val_loss": 2.0}]
+    >>> val_loss_at(h, {}, 150), val_loss_at(h, {}, 0) == val_loss_at(h, {}, None)
+    (RecordedLoss(loss=2.5, step=100, of_final=False), True)
+    """
+    evals = [
+        (int(r["step"]), float(r["val_loss"]))
+        for r in history
+        if isinstance(r, dict)
+        and isinstance(r.get("step"), int)
+        and isinstance(r.get("val_loss"), int | float)
+    ]
+    evals.sort(key=lambda e: e[0])  # stable: of two records of one step, the later counts
+    final = final_step(history, meta)
+    if step is not None and (final is None or step < final):
+        before = [e for e in evals if e[0] <= step]
+        if before:
+            return RecordedLoss(before[-1][1], before[-1][0], False)
+    if evals:
+        return RecordedLoss(evals[-1][1], evals[-1][0], True)
+    stored = meta.get("val_loss")
+    return RecordedLoss(float(stored), final, True) if isinstance(stored, int | float) else None
+
+
+def loss_step_label(found: RecordedLoss, shown: int | None) -> str:
+    """Whose a recorded loss is, for a page showing the weights at step `shown` (None: the final
+    weights): "" where it is theirs, "final step 650" where the final weights' stands in for a
+    step before any evaluation, "step 300" for the last evaluation before the step shown.
+
+    >>> loss_step_label(RecordedLoss(2.0, 650, True), 0), loss_step_label(RecordedLoss(2.5, 300,
+    ...   False), 316), loss_step_label(RecordedLoss(2.0, 650, True), None)
+    ('final step 650', 'step 300', '')
+    """
+    if shown is None:
+        return ""
+    if found.of_final:
+        return "final step" + ("" if found.step is None else f" {found.step:,}")
+    return f"step {found.step:,}"
 
 
 # ---- the update the loop takes ----------------------------------------------------------------
