@@ -8,11 +8,12 @@ import numpy as np
 import streamlit as st
 
 import ui
+from serving.models import split_step
 from ui import cache, corpus, parts, present, state
 from ui.charts import ngrams as charts
 from ui.charts.common import show_whitespace
-from ui.frame import val_loss
 from viz_model.analysis import ngrams as ng
+from viz_model.analysis import training as tr
 from viz_model.analysis.tokens import token_text
 from viz_model.model.recurrent_config import FAMILY_LABELS
 
@@ -228,21 +229,36 @@ bpt_ng = {
     "Kneser-Ney": [x / ng.LN2 for x in scores.kneser_ney],
 }
 bpc_ng = {name: [x / models.chars_per_token for x in v] for name, v in bpt_ng.items()}
-own = val_loss(ctx.bundle)
+# the loss recorded for the weights on screen (a snapshot's, else the final step's, said so)
+shown = split_step(ctx.bundle_id)[1]
+recorded = tr.val_loss_at(ctx.bundle.history, ctx.bundle.meta, shown)
+own = None if recorded is None else recorded.loss
+label = "" if recorded is None else tr.loss_step_label(recorded, shown)
+own_line = f"{ctx.name} ({label})" if label else ctx.name  # its lines name the step they are
 causal = ctx.config.causal  # a model without the causal mask saw the token it was scored on
-gpt_token = {ctx.name: own / ng.LN2} if own is not None and causal else {}
-gpt_char, lookahead, kinds = {}, [], {ctx.name: NET}
+gpt_token = {own_line: own / ng.LN2} if own is not None and causal else {}
+gpt_char, lookahead, kinds = {}, [], {own_line: NET}
 same = corpus.same_corpus_models(ctx.bundle)
 for name, bid in sorted(same.items(), key=lambda item: item[0] != ctx.name):  # this model first
     if not cache.bundle(bid).config.causal:
         lookahead.append(name)
+        continue
+    if name == ctx.name:  # the weights on screen, as in the sentence below
+        if own is not None and math.isfinite(own):
+            gpt_char[own_line] = ng.bits_per_char(own, models.chars_per_token)
         continue
     bpc = corpus.gpt_bits_per_char(bid)
     if bpc is not None:
         gpt_char[name] = bpc
         kinds[name] = FAMILY_LABELS[cache.bundle(bid).family]
 versus = ng.gpt_vs_counts_claim(
-    ctx.name, None if own is None else own / ng.LN2, scores.orders, bpt_ng["Kneser-Ney"], causal
+    ctx.name,
+    None if own is None else own / ng.LN2,
+    scores.orders,
+    bpt_ng["Kneser-Ney"],
+    causal,
+    recorded,
+    shown,
 )
 p1, p2 = st.columns(2, gap="large")
 present.plot(
@@ -278,7 +294,17 @@ st.markdown(
 st.caption(
     f"Scored on {scores.n_eval:,} validation tokens ({models.chars_per_token:.2f} characters "
     "per token). Dashed lines: each model's last recorded validation loss, converted with its "
-    "own tokens' characters per token."
+    "own tokens' characters per token"
+    + (
+        "."
+        if not label
+        else f"; “{ctx.name}” is shown at step {shown:,}, "
+        + (
+            "before any evaluation, so its line is the final step's (in brackets)."
+            if recorded.of_final
+            else "so its line is the last evaluation by then, at the step in brackets."
+        )
+    )
     + (
         f" Left off: {', '.join(lookahead)}, without a causal mask (it saw the token it was "
         "scored on)."

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from tests.claims_models import CLASS_RUNS, claim_bundle
 from tests.conftest import tiny_model
 from viz_model.analysis import next_token as nt
 from viz_model.analysis import ngrams as ng
@@ -184,3 +185,71 @@ def test_kneser_ney_is_called_the_best_counting_model_only_where_it_is():
     assert "blind guess" not in better.text
     tied = ng.kneser_ney_claim(orders, add_k, add_k, 64)
     assert not tied.made and "best of" not in tied.text
+
+
+def test_the_model_beside_the_counts_is_the_one_on_screen_or_says_whose_loss_it_is():
+    """Issue 36: at step 0 the page said "“our-model” (2.84 bits per token) does not beat the
+    best Kneser-Ney model" of the step-650 loss, beside the step-0 weights' sample."""
+    from viz_model.analysis.training import val_loss_at
+
+    history = [{"step": 0}, {"step": 300, "val_loss": 2.29}, {"step": 650, "val_loss": 1.97}]
+    orders, kn = (1, 2, 3), [4.0, 3.0, 2.1]
+
+    def said(step):
+        found = val_loss_at(history, {}, step)
+        return ng.gpt_vs_counts_claim("m", found.loss / ng.LN2, orders, kn, True, found, step)
+
+    final_bits = f"{1.97 / ng.LN2:.2f}"
+    assert said(None).text == (  # the final weights: the sentence as before
+        f"“m” ({final_bits} bits per token) does not beat the best Kneser-Ney model "
+        "(n = 3, 2.10 bits per token): counting wins here."
+    )
+    at_zero = said(0)
+    assert f"“m” ({final_bits} bits per token at its final step, 650) does not beat" in at_zero.text
+    assert at_zero.text.endswith("No validation loss was recorded by step 0, the step on screen.")
+    assert at_zero.numbers["loss_step"] == 650
+    later = said(316)
+    assert (
+        f"“m” ({2.29 / ng.LN2:.2f} bits per token at step 300, its last evaluation by step 316)"
+        in later.text
+    )
+    assert later.numbers["loss_step"] == 300
+
+
+_KN_BITS: dict[str, tuple[tuple[int, ...], list[float]]] = {}
+
+
+@pytest.mark.parametrize("name", CLASS_RUNS)
+def test_at_each_snapshot_a_class_runs_loss_is_that_steps_or_said_to_be_the_final(
+    name, claim_bundles
+):
+    """Issue 36 on the class runs, which keep their random weights at step 0: before the first
+    evaluation the sentence names the final step its number is from; after it, the step of the
+    last evaluation by the step shown, as the sidebar's card (training.losses_at) reads it."""
+    from viz_model.analysis import training as tr
+    from viz_model.text.data import VAL_FRACTION, load_text
+
+    bundle = claim_bundle(claim_bundles, name)
+    final = tr.final_step(bundle.history, bundle.meta)
+    steps = tr.training_steps(bundle.snapshot_steps(), final)
+    assert steps[0] == 0 and len(steps) > 2
+    if bundle.tokenizer.sha256 not in _KN_BITS:
+        source = bundle.meta["data"]
+        found = ng.token_models(
+            load_text(source), bundle.tokenizer, source.get("val_fraction", VAL_FRACTION)
+        )
+        kn = [x / ng.LN2 for x in found.scores.kneser_ney]
+        _KN_BITS[bundle.tokenizer.sha256] = (found.scores.orders, kn)
+    orders, kn = _KN_BITS[bundle.tokenizer.sha256]
+    for step in steps[:-1]:
+        found = tr.val_loss_at(bundle.history, bundle.meta, step)
+        then = tr.losses_at(bundle.history, step)[1]
+        bits = found.loss / ng.LN2
+        claim = ng.gpt_vs_counts_claim(name, bits, orders, kn, True, found, step)
+        if then is None:  # step 0 always: the random weights were never evaluated
+            assert found.of_final and found.loss == tr.val_loss_at(bundle.history, {}, None).loss
+            assert f"({bits:.2f} bits per token at its final step, {found.step:,})" in claim.text
+            assert f"No validation loss was recorded by step {step:,}" in claim.text
+        else:
+            assert found.loss == then and not found.of_final
+            assert f"({then / ng.LN2:.2f} bits per token at step {found.step:,}" in claim.text

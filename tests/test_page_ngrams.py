@@ -161,3 +161,48 @@ def test_markup_in_the_prompt_stays_text_in_the_training_text_section(data_model
         f for f in plotly_figures(at) if "training text" in f["layout"]["title"]["text"]
     )
     assert not any("<b>" in y for t in estimate["data"] for y in t["y"])
+
+
+@pytest.fixture(scope="module")
+def stepped_models(data_models, tmp_path_factory):
+    """'c-run': 'a-data' with validation losses recorded at steps 20 (3.0 nats) and 150 (2.0)
+    only, so its snapshots at steps 0 and 1 come before any evaluation."""
+    root = tmp_path_factory.mktemp("ngram_stepped")
+    shutil.copytree(data_models / "a-data", root / "c-run")
+    history_file = root / "c-run" / "history.json"
+    history = json.loads(history_file.read_text())
+    for record in history:
+        if record["step"] in (20, 150):
+            record["val_loss"] = 3.0 if record["step"] == 20 else 2.0
+    history_file.write_text(json.dumps(history))
+    return root
+
+
+def test_the_model_beside_the_counts_is_the_one_on_screen_or_says_whose_loss_it_is(
+    stepped_models,
+):
+    """Issue 36: at step 0 the page said "“our-model” (2.84 bits per token) does not beat the
+    best Kneser-Ney model", the step-650 loss, beside a sample of the step-0 weights."""
+    bits = {loss: loss / math.log(2) for loss in (2.0, 3.0)}  # a character model: per character
+    at = app_test(stepped_models, PAGE, query={"model": "c-run", "train_step": "0"})
+    assert not at.exception, at.exception
+    said = _markdown(at)
+    assert f"“c-run” ({bits[2.0]:.2f} bits per token at its final step, 150) " in said
+    assert "No validation loss was recorded by step 0, the step on screen." in said
+    for title in ("Per char token", "Per character"):
+        line = next(t for t in _figure(at, title)["data"] if "c-run" in t["name"])
+        assert line["name"] == f"GPT c-run (final step 150): {bits[2.0]:.2f}"
+
+    at = app_test(stepped_models, PAGE, query={"model": "c-run", "train_step": "37"})
+    said = _markdown(at)
+    assert (
+        f"“c-run” ({bits[3.0]:.2f} bits per token at step 20, its last evaluation by step 37)"
+        in said
+    )
+    for title in ("Per char token", "Per character"):
+        line = next(t for t in _figure(at, title)["data"] if "c-run" in t["name"])
+        assert line["name"] == f"GPT c-run (step 20): {bits[3.0]:.2f}"
+        assert plotly_array(line["y"])[0] == pytest.approx(bits[3.0])
+
+    at = app_test(stepped_models, PAGE, query={"model": "c-run", "train_step": "150"})
+    assert f"“c-run” ({bits[2.0]:.2f} bits per token) " in _markdown(at)  # the final: as before

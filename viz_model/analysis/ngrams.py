@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from viz_model.analysis.claims import Claim
+from viz_model.analysis.training import RecordedLoss, loss_step_label
 from viz_model.model.sampling import generate
 from viz_model.text import ngram
 from viz_model.text.corpus_index import DEPTH, CorpusIndex, ranks
@@ -530,27 +531,58 @@ def kneser_ney_claim(
     return Claim(text, False, numbers)
 
 
+def _loss_where(recorded: RecordedLoss | None, shown: int | None) -> tuple[str, str]:
+    """(" at step 300, its last evaluation by step 316" after a loss, a sentence after the claim)
+    saying whose a recorded loss is when the page shows the weights at step `shown`."""
+    label = "" if recorded is None else loss_step_label(recorded, shown)
+    if not label:
+        return "", ""
+    if recorded.of_final:
+        final = "its final step" + ("" if recorded.step is None else f", {recorded.step:,}")
+        return (
+            f" at {final}",
+            f" No validation loss was recorded by step {shown:,}, the step on screen.",
+        )
+    if recorded.step == shown:
+        return f" at step {shown:,}", ""
+    return f" at step {recorded.step:,}, its last evaluation by step {shown:,}", ""
+
+
 def gpt_vs_counts_claim(
-    name: str, gpt_bits: float | None, orders: tuple[int, ...], kn_bits: list[float], causal: bool
+    name: str,
+    gpt_bits: float | None,
+    orders: tuple[int, ...],
+    kn_bits: list[float],
+    causal: bool,
+    recorded: RecordedLoss | None = None,
+    shown: int | None = None,
 ) -> Claim:
     """The GPT beside the best counting model, per token of the same tokenizer, on the same
     validation split: lower bits win. A model without the causal mask saw the token it was scored
-    on, so its loss says nothing about prediction and is not compared."""
+    on, so its loss says nothing about prediction and is not compared. `gpt_bits` is `recorded`'s
+    loss in bits; on a page showing the weights at training step `shown`, the sentence says which
+    step's evaluation it is (the final step's where none was made by then: issue 36)."""
     best = int(np.argmin(kn_bits))
     numbers = {"kn_best": kn_bits[best], "kn_order": orders[best], "causal": float(causal)}
     if gpt_bits is None:
         return Claim(f"“{name}” has no recorded validation loss to compare.", False, numbers)
     numbers["gpt"] = gpt_bits
+    if recorded is not None and recorded.step is not None:
+        numbers["loss_step"] = recorded.step
+    where, note = _loss_where(recorded, shown)
     if not causal:
         text = (
             f"“{name}” has no causal mask: in training and validation it saw the token it was "
-            f"scored on, so its loss ({gpt_bits:.2f} bits per token) measures copying, not "
-            "prediction, and is left off the charts."
+            f"scored on, so its loss ({gpt_bits:.2f} bits per token{where}) measures copying, "
+            f"not prediction, and is left off the charts.{note}"
         )
         return Claim(text, False, numbers)
     kn = f"the best Kneser-Ney model (n = {orders[best]}, {kn_bits[best]:.2f} bits per token)"
     if gpt_bits < kn_bits[best]:
-        text = f"“{name}” ({gpt_bits:.2f} bits per token) beats {kn}."
+        text = f"“{name}” ({gpt_bits:.2f} bits per token{where}) beats {kn}.{note}"
         return Claim(text, True, numbers)
-    text = f"“{name}” ({gpt_bits:.2f} bits per token) does not beat {kn}: counting wins here."
+    text = (
+        f"“{name}” ({gpt_bits:.2f} bits per token{where}) does not beat {kn}: counting wins "
+        f"here.{note}"
+    )
     return Claim(text, False, numbers)
