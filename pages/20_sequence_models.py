@@ -8,12 +8,14 @@ import streamlit as st
 import torch
 
 import ui
+from serving import models as served
 from ui import cache, corpus, present, state
 from ui.charts import sequence_models as charts
 from ui.charts.common import token_labels
 from viz_model.analysis import ngrams as ng
 from viz_model.analysis import sequence_models as sm
 from viz_model.analysis.tokens import token_text
+from viz_model.analysis.training import final_step
 from viz_model.analysis.variants import windows as val_windows
 from viz_model.model.recurrent_cells import inspect
 from viz_model.model.recurrent_config import FAMILY_LABELS
@@ -25,6 +27,12 @@ COUNTED_LENGTHS = (16, 64, 256, 1024, 4096)  # context lengths for the counted m
 TIMED_LENGTHS = (8, 32, 127)  # a GPT of the bundled shape reads at most 128 tokens
 
 ctx = ui.context()
+# The sidebar's training step: the comparison below is of each run's final weights, and a snapshot
+# before the final step is the model on screen under its own label ("our-model at step 0").
+final_id, shown_step = served.split_step(ctx.bundle_id)
+last_step = final_step(ctx.bundle.history, ctx.bundle.meta)
+earlier = shown_step is not None and last_step is not None and shown_step < last_step
+here = f"{ctx.name} at step {shown_step:,}" if earlier else ctx.name
 
 st.markdown(
     "Before the transformer, language models read text one token at a time and carried what "
@@ -70,7 +78,7 @@ def peers() -> tuple[dict[str, str], int | None, dict[str, str]]:
     for bid in same.values():
         family, seen, _, _ = budget_of(bid)
         families.setdefault(seen, set()).add(family)
-    own = budget_of(ctx.bundle_id)[1]
+    own = budget_of(final_id)[1]
     budget = max(families, key=lambda b: (len(families[b]), b == own), default=None)
     rows = [
         (name, budget_of(bid)[0], cache.bundle(bid).config)
@@ -134,13 +142,32 @@ table = pd.DataFrame(
 ).set_index("model")
 st.table(table)
 other_budgets = {n: b for n, b in others.items() if budget_of(b)[1] != budget and n != ctx.name}
-variants = sum(budget_of(b)[1] == budget for b in others.values())
-notes = []
-if variants:
-    notes.append(
-        f"{variants} more models on this text share the budget: GPTs with one part changed "
-        "(the Architecture contrasts page); the plain GPT stands for them here."
+
+
+def variants_note() -> str:
+    """The models of the budget left out of the comparison, each named with what it changes of
+    the model standing for its family (a GPT variant: its parts, sm.changed_parts)."""
+    stand_in = {budget_of(bid)[0]: name for name, bid in group.items()}
+    named, families = [], set()
+    for name, bid in sorted(others.items()):
+        family = budget_of(bid)[0]
+        if budget_of(bid)[1] != budget or name == ctx.name or family not in stand_in:
+            continue
+        base = cache.bundle(group[stand_in[family]]).config
+        parts = sm.changed_parts(cache.bundle(bid).config, base) if family == "gpt" else []
+        named.append(f"{name} ({', '.join(parts) if parts else FAMILY_LABELS[family]})")
+        families.add(family)
+    if not named:
+        return ""
+    return (
+        f"{len(named)} more models on this text share the budget; each is named with what it "
+        f"changes of {' or '.join(stand_in[f] for f in sorted(families))}, which "
+        f"{'stands' if len(families) == 1 else 'stand'} for {'it' if len(named) == 1 else 'them'} "
+        f"here: {', '.join(named)}. The Architecture contrasts page sets them side by side."
     )
+
+
+notes = [note for note in [variants_note()] if note]
 if other_budgets:
     notes.append(
         "Trained on other budgets, so not compared: "
@@ -149,23 +176,54 @@ if other_budgets:
         )
         + "."
     )
-if ctx.name in others and budget_of(ctx.bundle_id)[3] is not None:
-    family, seen, params, bpc = budget_of(ctx.bundle_id)
-    notes.insert(
-        0,
-        f"The model on screen, {ctx.name} ({FAMILY_LABELS[family]}, {params:,} parameters), "
-        f"scores {bpc:.3f} bits per character after {seen or 0:,} training tokens: "
-        + (
-            "another budget, so it is not ranked; its line is in the next chart."
-            if seen != budget
-            else "the same budget as a model that stands for its family."
-        ),
+
+
+def on_screen_note() -> str:
+    """The model on screen at the sidebar's step, when it is not one of the compared models as
+    they are drawn (another budget, or a snapshot before its final step): its last validation
+    loss by then, with the step and tokens (sm.on_screen_claim), and where the page shows it."""
+    if ctx.name not in others and not earlier:
+        return ""
+    family, _, params, final_bpc = budget_of(final_id)
+    if not earlier and final_bpc is None:
+        return ""
+    step = shown_step if earlier else last_step
+    if step is None:  # a run that records no step: nothing to say its loss is of
+        return ""
+    b = ctx.bundle
+    score = sm.score_at(b.history, b.meta, b.train_config, ctx.config.n_ctx, step)
+    bits = (
+        ng.bits_per_char(score.val_loss, models.chars_per_token)
+        if score.val_loss is not None and models is not None
+        else None
     )
+    claim = sm.on_screen_claim(
+        ctx.name, FAMILY_LABELS[family], params, score, bits, bool(ctx.bundle.meta.get("base"))
+    )
+    if earlier and ctx.name in group:
+        where = (
+            f". The comparison above has its final weights (step {last_step:,}); its line at "
+            f"step {shown_step:,} is in the next chart."
+        )
+    elif earlier:
+        where = f". It is not ranked here; its line at step {shown_step:,} is in the next chart."
+    elif budget_of(final_id)[1] != budget:
+        where = ": another budget, so it is not ranked; its line is in the next chart."
+    else:
+        where = ": the same budget as a model that stands for its family."
+    return claim.text + where
+
+
+if note := on_screen_note():
+    notes.insert(0, note)
 if notes:
     st.caption(" ".join(notes))
+
+
 nets = [e for e in entries if e.kind != "n-gram"]
 best_net = min(nets, key=lambda e: e.bpc)
-if best_net.kind != "GPT" and any(e.kind == "GPT" for e in nets):
+gpts = [e for e in nets if e.kind == "GPT"]
+if best_net.kind != "GPT" and gpts and sm.printed_gap(best_net.bpc, gpts[0].bpc) > sm.BPC_MARGIN:
     st.markdown(
         "A recurrent or convolutional model beating the GPT is not a bug: with a few million "
         "characters and about a hundred thousand parameters, an LSTM-era model is a strong "
@@ -183,11 +241,13 @@ def _passes(gram_bpc: float) -> str:
         for name, bid in others.items()
         if budget_of(bid)[1] != budget
         and budget_of(bid)[3] is not None
-        and budget_of(bid)[3] < gram_bpc - sm.BPC_MARGIN
+        and sm.printed_gap(budget_of(bid)[3], gram_bpc) > sm.BPC_MARGIN
     ]
     if not beating:
         return ""
     bpc, name, bid = min(beating)
+    if earlier and name == ctx.name:  # the sidebar shows an earlier step: these are the final's
+        name = f"{name} at its final step ({last_step:,})"
     return (
         f" {name}, with {budget_of(bid)[2]:,} parameters and {budget_of(bid)[1] or 0:,} training "
         f"tokens, scores {bpc:.3f} and passes it."
@@ -195,7 +255,12 @@ def _passes(gram_bpc: float) -> str:
 
 
 grams = [e for e in entries if e.kind == "n-gram"]
-if grams and models is not None and grams[0].bpc < best_net.bpc and budget:
+if (
+    grams
+    and models is not None
+    and sm.printed_gap(grams[0].bpc, best_net.bpc) > sm.BPC_MARGIN
+    and budget
+):
     st.markdown(
         f"The counting model wins here because it keeps a count for every context in all "
         f"{models.index.n_train:,} training characters, while each network has "
@@ -225,9 +290,9 @@ def reach_profiles(bundle_id: str) -> tuple[np.ndarray, np.ndarray]:
 
 st.subheader("How far back each one looks")
 shown = dict(sorted(group.items()))
-if ctx.name in others:  # the model on screen, trained here on this text: its own line
-    shown[ctx.name] = ctx.bundle_id
-    kinds[ctx.name] = FAMILY_LABELS[budget_of(ctx.bundle_id)[0]]
+if earlier or ctx.name in others:  # the model on screen as the sidebar shows it: its own line
+    shown[here] = ctx.bundle_id
+    kinds[here] = FAMILY_LABELS[budget_of(final_id)[0]]
 window = min(cache.bundle(b).config.n_ctx for b in shown.values())
 st.markdown(
     "Which earlier tokens does a prediction depend on? For each model we take windows of the "
@@ -269,7 +334,7 @@ st.markdown(
 def gate_model() -> tuple[str, str] | None:
     """The model on screen when it has gates, else the first LSTM (then GRU) of the group."""
     if ctx.bundle.family in ("lstm", "gru"):
-        return ctx.name, ctx.bundle_id
+        return here, ctx.bundle_id
     for family in ("lstm", "gru"):
         for name, bid in sorted(group.items()):
             if budget_of(bid)[0] == family:

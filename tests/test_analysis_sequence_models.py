@@ -10,6 +10,7 @@ import torch
 
 from tests.conftest import tiny_model
 from viz_model.analysis import sequence_models as sm
+from viz_model.model.config import BLOCK_VARIANTS, LLAMA_BLOCK, GPTConfig
 from viz_model.model.families import build_model
 from viz_model.model.gpt import KVCache
 from viz_model.model.recurrent_cells import inspect
@@ -162,7 +163,7 @@ def test_a_reach_that_random_weights_match_is_not_claimed_and_its_number_is_prin
     claim = sm.reach_claim([sm.ReachRow("GPT", far, far), sm.ReachRow("CNN", near, near)], 40)
     r = sm.reach(far)
     assert not claim.made and "reaches farthest back" not in claim.text
-    assert f"GPT {r} (random weights: {r})" in claim.text
+    assert f"{r} for GPT (random weights: {r})" in claim.text
     assert f"with random weights of its shape it reaches {r}" in claim.text
     assert claim.numbers["random-weights reach GPT"] == r
 
@@ -174,6 +175,132 @@ def test_a_reach_at_the_end_of_the_window_is_called_the_limit_of_the_test():
     assert claim.made and "GPT reaches farthest back (at least 39 tokens, against 6 " in claim.text
     both = sm.reach_claim([sm.ReachRow("A", flat, blind), sm.ReachRow("B", flat, blind)], 40)
     assert not both.made and "A and B reach k = 39" in both.text
+
+
+def test_models_tied_for_the_farthest_reach_are_each_held_to_their_random_weights():
+    """Issue 36: 'our-model 63 (random weights: 63) ... shakespeare-tiny 63 (random weights: 0)'
+    was followed by 'our-model and shakespeare-tiny reach equally far (63)', as if both had
+    learned it: a tie names which of the tied reach twice their random weights' and which not."""
+    flat, near = np.ones(64), np.geomspace(1, 1e-9, 64)
+    blind = np.r_[1.0, np.zeros(63)]  # random weights that reach nothing
+    rows = [
+        sm.ReachRow("our-model", flat, flat),
+        sm.ReachRow("shakespeare-rnn", near, near),
+        sm.ReachRow("shakespeare-tiny", flat, blind),
+    ]
+    claim = sm.reach_claim(rows, 64)
+    assert not claim.made
+    assert "our-model and shakespeare-tiny reach equally far (63)" in claim.text
+    assert "only shakespeare-tiny reaches at least twice as far as its random weights (0)" in (
+        claim.text
+    )
+    assert (
+        "with random weights of its shape our-model reaches 63, and 63 is not twice that, so "
+        "that distance is not something it learned" in claim.text
+    )
+    both = sm.reach_claim([rows[0], rows[1], sm.ReachRow("B", flat, flat)], 64)
+    assert "our-model and B reach equally far (63)" in both.text
+    assert "twice as far as its random weights" not in both.text
+    assert both.text.count("is not twice that") == 2
+    learned = sm.reach_claim([sm.ReachRow("A", flat, blind), rows[1], rows[2]], 64)
+    assert "A and shakespeare-tiny reach at least twice as far as their random weights" in (
+        learned.text
+    )
+    assert "not something it learned" not in learned.text
+
+
+def test_the_reach_rule_is_said_as_it_is_applied():
+    """The lead said 'a reach is the model's own only beyond it' while the rule is twice it."""
+    far, near = np.geomspace(1, 1e-4, 40), np.geomspace(1, 1e-9, 40)
+    claim = sm.reach_claim([sm.ReachRow("GPT", far, near), sm.ReachRow("CNN", near, near)], 40)
+    assert f"only at {'twice' if sm.REACH_RATIO == 2 else sm.REACH_RATIO} that or more" in (
+        claim.text
+    )
+
+
+RUN = {"step": 650, "tokens_seen": 665_600}  # a class run: 650 steps of 16 windows of 64
+EVALS = [{"step": 0}, *({"step": s, "val_loss": v} for s, v in [(100, 2.568), (300, 2.295)])]
+HISTORY = [*EVALS, {"step": 316, "train_loss": 2.2}, {"step": 650, "val_loss": 1.972}]
+
+
+def test_score_at_a_step_is_the_last_evaluation_by_then_and_its_tokens():
+    train = {"batch_size": 16}
+    zero = sm.score_at(HISTORY, RUN, train, 64, 0)
+    assert (zero.evaluated, zero.val_loss, zero.tokens, zero.next_evaluation) == (
+        None,
+        None,
+        0,
+        100,
+    )
+    mid = sm.score_at(HISTORY, RUN, train, 64, 316)
+    assert (mid.evaluated, mid.val_loss) == (300, 2.295)
+    assert (mid.tokens, mid.tokens_evaluated) == (316 * 1024, 300 * 1024)
+    last = sm.score_at(HISTORY, RUN, train, 64, 650)
+    assert (last.evaluated, last.val_loss, last.tokens, last.final) == (650, 1.972, 665_600, 650)
+    assert sm.score_at(HISTORY, RUN, None, 64, 316).tokens is None  # no batch size recorded
+
+
+def test_the_model_on_screen_is_described_at_the_step_the_sidebar_shows():
+    """Issue 36: at step 0 the page said 'our-model ... scores 2.845 bits per character after
+    665,600 training tokens', the final step's numbers, beside a sidebar at step 0."""
+    train = {"batch_size": 16}
+
+    def said(step: int) -> str:
+        score = sm.score_at(HISTORY, RUN, train, 64, step)
+        bits = None if score.val_loss is None else score.val_loss / np.log(2)
+        return sm.on_screen_claim("our-model", "GPT", 424_704, score, bits).text
+
+    zero = said(0)
+    assert zero.startswith("The model on screen, our-model at training step 0 of 650 (GPT,")
+    assert "random weights it started from" in zero and "no validation loss" in zero
+    assert "2.845" not in zero and "665,600" not in zero
+    assert f"scores {2.568 / np.log(2):.3f} bits per character after 102,400 training" in said(100)
+    mid = said(316)
+    assert "at training step 316 of 650" in mid
+    assert f"scored {2.295 / np.log(2):.3f} bits per character at its last evaluation by then" in (
+        mid
+    )
+    assert "at step 300 after 307,200 training tokens" in mid
+    final = said(650)
+    assert "our-model (GPT, 424,704 parameters), scores 2.845 bits per character after 665,600" in (
+        final
+    )
+    tuned = sm.on_screen_claim("t", "GPT", 1, sm.score_at(HISTORY, RUN, train, 64, 0), None, True)
+    assert "random weights" not in tuned.text
+
+
+def test_changed_parts_names_every_part_a_variant_changes():
+    """Issue 36: 'GPTs with one part changed' covered shakespeare-llama, which changes four."""
+    base = GPTConfig(vocab_size=V)
+    llama = GPTConfig(vocab_size=V, **LLAMA_BLOCK)
+    assert sm.changed_parts(llama, base) == [
+        "RoPE positions",
+        "RMSNorm",
+        "a SwiGLU MLP",
+        "no biases",
+    ]
+    for name, overrides in BLOCK_VARIANTS.items():
+        parts = sm.changed_parts(GPTConfig(vocab_size=V, **overrides), base)
+        assert parts, name
+    assert sm.changed_parts(base, base) == []
+    assert sm.changed_parts(GPTConfig(vocab_size=V, norm="post"), base) == ["post-LN"]
+    assert sm.changed_parts(GPTConfig(vocab_size=V, n_kv_heads=1), base) == [
+        "1 key-value head for 4 query heads"
+    ]
+
+
+def test_bits_per_character_gaps_are_of_the_printed_numbers():
+    """A gap or a tie the sentence states is the one a reader finds from the numbers it prints:
+    2.261 and 2.677 are 0.416 apart even where the unrounded values are 0.4152 apart."""
+    apart = sm.bpc_claim(apart_entries())
+    assert "a (RNN) is the best network on this text: 2.261" in apart.text
+    assert "0.416 fewer than b (GPT)" in apart.text
+    tie = sm.bpc_claim([*apart_entries(), sm.Entry("c", "GRU", 2.2644)])
+    assert "b (GPT) is 0.416 behind" in tie.text
+
+
+def apart_entries() -> list:
+    return [sm.Entry("a", "RNN", 2.2614), sm.Entry("b", "GPT", 2.6766)]
 
 
 def test_cost_claim_names_what_grows():

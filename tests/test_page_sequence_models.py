@@ -158,7 +158,8 @@ def test_plain_gpt_picks_the_gpt_2_block():
 @pytest.fixture(scope="module")
 def class_lstm(tmp_path_factory):
     """An LSTM a class trains in a minute: the tiny preset on Shakespeare characters, by the job's
-    own code (new_run, then train), 200 steps of windows 64 long: another budget than the bundles'."""
+    own code (new_run, then train), 200 steps of windows 64 long: another budget than the bundles'.
+    Evaluated at steps 100 and 200; snapshots at 0, 14, 150 and 200."""
     from tests.conftest import made_once
     from viz_model.training.loop import train
     from viz_model.training.settings import RunSettings, new_run
@@ -171,7 +172,8 @@ def class_lstm(tmp_path_factory):
             family="lstm",
             model={"n_ctx": 64},
             train={"max_steps": 200, "seed": 0, "threads": 1, "eval_every": 100,
-                   "eval_batches": 4, "sample_every": 0, "sample_tokens": 0, "n_snapshots": 2},
+                   "eval_batches": 4, "sample_every": 0, "sample_tokens": 0, "n_snapshots": 2,
+                   "snapshot_at": [150]},
         )  # fmt: skip
         run = new_run(settings, root / "class-lstm", command="tests: a class's LSTM")
         for _ in train(run.model, run.data, run.cfg, run.out, run.tokenizer, meta=run.meta):
@@ -195,3 +197,80 @@ def test_an_lstm_trained_in_class_is_named_drawn_and_its_gates_shown(class_lstm)
     assert any(t.get("name") == "class-lstm (LSTM)" for t in reach["data"])
     assert "up to k = 63" in _markdown(at)  # its windows are 64 long: every line is cut there
     assert "**class-lstm**, layer 0: Mean gate values" in _markdown(at)
+
+
+def _captions(at) -> str:
+    return " ".join(c.value for c in at.caption)
+
+
+def test_a_class_run_at_an_earlier_step_is_described_at_that_step(class_lstm):
+    """Issue 36: with the sidebar at step 0 the page said the model on screen 'scores 2.845 bits
+    per character after 665,600 training tokens', its final step's numbers. The sentence is of
+    the step shown: its last evaluation by then, at which step, the tokens read by it."""
+    bundle = load_bundle(class_lstm / "class-lstm")
+    final_bpc = bundle.meta["val_loss"] / LN2
+    params = bundle.model.n_params()
+    at = open_link(class_lstm, PAGE, {"model": "class-lstm", "prompt": PROMPT, "train_step": "0"})
+    assert not at.exception, at.exception[0].value
+    zero = _captions(at)
+    assert (
+        f"The model on screen, class-lstm at training step 0 of 200 (LSTM, {params:,} "
+        "parameters), is the random weights it started from: it has read no training text, and "
+        "no validation loss is recorded for it (the first evaluation came at step 100)" in zero
+    )
+    assert f"{final_bpc:.3f}" not in zero and f"{bundle.meta['tokens_seen']:,}" not in zero
+    reach = next(f for f in plotly_figures(at) if "k steps back" in str(f["layout"]))
+    assert any(t.get("name") == "class-lstm at step 0 (LSTM)" for t in reach["data"])
+    assert "**class-lstm at step 0**, layer 0: Mean gate values" in _markdown(at)
+
+    at = open_link(class_lstm, PAGE, {"model": "class-lstm", "prompt": PROMPT, "train_step": "150"})
+    assert not at.exception, at.exception[0].value
+    loss = next(r["val_loss"] for r in bundle.history if r["step"] == 100 and "val_loss" in r)
+    per_step = bundle.train_config["batch_size"] * bundle.config.n_ctx
+    tokens = bundle.meta["tokens_seen"] - (200 - 100) * per_step
+    assert (
+        f"class-lstm at training step 150 of 200 (LSTM, {params:,} parameters), scored "
+        f"{loss / LN2:.3f} bits per character at its last evaluation by then, at step 100 after "
+        f"{tokens:,} training tokens. It is not ranked here" in _captions(at)
+    )
+
+
+def test_a_compared_model_at_an_earlier_step_says_the_comparison_is_of_its_final_weights():
+    """A bundled model stands for its family with its final weights; at step 0 the page says so,
+    and its step-0 weights get their own line and the gates."""
+    at = open_link(MODELS, PAGE, {"model": "shakespeare-lstm", "prompt": PROMPT, "train_step": "0"})
+    assert not at.exception, at.exception[0].value
+    final = load_bundle(MODELS / "shakespeare-lstm").meta["step"]
+    assert (
+        "The model on screen, shakespeare-lstm at training step 0 of "
+        f"{final:,} (LSTM, 116,237 parameters), is the random weights it started from"
+    ) in _captions(at)
+    assert (
+        f"The comparison above has its final weights (step {final:,}); its line at step 0 is in "
+        "the next chart." in _captions(at)
+    )
+    bars = next(f for f in plotly_figures(at) if "Bits per character" in str(f["layout"]))
+    assert "shakespeare-lstm (LSTM)" in bars["data"][0]["y"]  # the final weights' score
+    assert "**shakespeare-lstm at step 0**, layer 0: Mean gate values" in _markdown(at)
+
+
+def test_the_variants_sharing_the_budget_are_named_with_what_each_changes(on_tiny):
+    """Issue 36: '10 more models ... GPTs with one part changed' named none, and one of them
+    (shakespeare-llama) changes four parts."""
+    from viz_model.model.config import GPTConfig
+
+    captions = _captions(on_tiny)
+    assert "shakespeare-llama (RoPE positions, RMSNorm, a SwiGLU MLP, no biases)" in captions
+    assert "one part" not in captions
+    tiny = load_bundle(MODELS / "shakespeare-tiny")
+    variants = {}
+    for folder in sorted(MODELS.iterdir()):
+        if not (folder / "config.json").is_file() or folder.name == tiny.name:
+            continue
+        b = load_bundle(folder)
+        same = all(b.meta.get(k) == tiny.meta.get(k) for k in ("data", "tokens_seen"))
+        if isinstance(b.config, GPTConfig) and b.config.causal and same:
+            variants[folder.name] = sm.changed_parts(b.config, tiny.config)
+    assert f"{len(variants)} more models on this text share the budget" in captions
+    for name, parts in variants.items():
+        assert f"{name} ({', '.join(parts)})" in captions
