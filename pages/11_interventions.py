@@ -182,7 +182,8 @@ def ablation_section() -> None:
                 marked=chosen.heads,
             )
         )
-        st.markdown(iv.head_sweep_claim(stats).text)
+        blank = ux.untrained_head_sweep(ctx.bundle_id, ids, how, ref)
+        st.markdown(iv.head_sweep_claim(stats, untrained=blank).text)
         st.caption("Outlined: the heads ablated above; pick a head's pill above to see its effect.")
         with parts.numbers_behind_it(key="head_sweep") as opened:
             if opened:  # built only while open

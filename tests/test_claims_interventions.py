@@ -21,6 +21,7 @@ from tests.conftest import tiny_model
 from ui.frame import DEFAULT_PROMPT
 from viz_model.analysis import interventions as iv
 from viz_model.analysis.tokens import token_text
+from viz_model.analysis.untrained import untrained_twin
 from viz_model.text.data import load_corpus
 
 
@@ -159,6 +160,28 @@ def _windows(bundle):
     text = iv.validation_text(bundle.meta)
     ids = bundle.tokenizer.encode(text) if text else bundle.tokenizer.encode(DEFAULT_PROMPT)
     return iv.validation_windows(ids, bundle.config.n_ctx, 512)
+
+
+@pytest.mark.parametrize("name", GPT_CLAIM_MODELS)
+def test_a_head_is_relied_on_only_beyond_what_a_head_of_random_weights_moves(name, claim_bundles):
+    """Issue 36, class 1 (an audit on a class run at step 0: '3 of the 8 heads raise the loss
+    beyond noise ... the heads the rest of the model relies on'): the sweep is set against the
+    same sweep on the model's untrained twin; a model that learned nothing names no head."""
+    bundle = claim_bundle(claim_bundles, name)
+    windows = _windows(bundle)
+    sweep = iv.head_sweep_stats(bundle.model, windows)
+    blank = iv.head_sweep_stats(untrained_twin(bundle).model, windows)
+    claim = iv.head_sweep_claim(sweep, untrained=blank)
+    if not np.isfinite(sweep.se).any():
+        assert not claim.made
+        return
+    top = float(np.nanmax(blank.increase))
+    beyond = (sweep.increase > iv.NOISE_SE * sweep.se) & (
+        sweep.increase - top > iv.NOISE_SE * sweep.se
+    )
+    assert claim.numbers["n_beyond"] == int(beyond.sum()) and claim.made == bool(beyond.any())
+    assert f"with random weights raises it ({top:+.3f}" in claim.text
+    assert not iv.head_sweep_claim(blank, untrained=blank).made
 
 
 @pytest.mark.parametrize("name", GPT_CLAIM_MODELS)

@@ -99,6 +99,18 @@ def head_sweep(bundle_id: str, ids: tuple[int, ...], how: str, ref: str) -> iv.H
 
 
 @cache.per_prompt
+def untrained_head_sweep(bundle_id: str, ids: tuple[int, ...], how: str, ref: str) -> iv.HeadSweep:
+    """The same sweep on the same text through cache.untrained (means of its own for a mean
+    ablation): how far a head of a model that learned nothing moves the loss."""
+    model = cache.untrained(bundle_id).model
+    m = None
+    if how == "mean":
+        text = torch.tensor(ids) if ref == "prompt" else windows(bundle_id, ids)[:, :-1]
+        m = iv.reference_means(model, text)
+    return iv.head_sweep_stats(model, windows(bundle_id, ids), how, m)
+
+
+@cache.per_prompt
 def suggested_experiment(bundle_id: str, ids: tuple[int, ...]) -> tuple[int, int, int]:
     """The page's default (end, position, token): where a one-token change moves the prediction."""
     bundle = cache.bundle(bundle_id)

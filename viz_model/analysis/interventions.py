@@ -420,20 +420,29 @@ def head_sweep_stats(
     return HeadSweep(diff.mean(-1), se, k)
 
 
-def head_sweep_claim(sweep: HeadSweep, k: int = 3) -> Claim:
+def head_sweep_claim(sweep: HeadSweep, k: int = 3, untrained: HeadSweep | None = None) -> Claim:
     """Every head whose ablation raises the loss beyond NOISE_SE standard errors across stretches
     of the text, largest first, each with its noise; past 2k heads, the top k with their noise
-    and the rest by name and increase (a sentence names every head it counts)."""
+    and the rest by name and increase (a sentence names every head it counts). With `untrained`
+    (the same sweep on the model's shape with random weights, analysis/untrained.py), a head is
+    one the model relies on only when it also beats the most any head of random weights raises
+    the loss by its noise: ablating a head of a model that learned nothing moves the loss too."""
     inc, se = sweep.increase, sweep.se
-    beyond = np.isfinite(se) & (inc > NOISE_SE * np.nan_to_num(se, nan=np.inf))
+    noisy = np.isfinite(se) & (inc > NOISE_SE * np.nan_to_num(se, nan=np.inf))
+    measured = untrained is not None and bool(np.isfinite(untrained.increase).any())
+    blank = float(np.nanmax(untrained.increase)) if measured else -np.inf
+    beyond = noisy & (inc - blank > NOISE_SE * np.nan_to_num(se, nan=np.inf))
     named = top_heads(np.where(beyond, inc, -np.inf), int(beyond.sum()))
     numbers = {
         "n_beyond": int(beyond.sum()),
+        "n_beyond_noise": int(noisy.sum()),
         "n_chunks": sweep.n_chunks,
         "noise_se": NOISE_SE,
         "max_noise": float(np.nanmax(NOISE_SE * se)) if np.isfinite(se).any() else float("nan"),
         **{f"L{a}H{b}": float(inc[a, b]) for a, b in named},
     }
+    if measured:
+        numbers["untrained_max"] = blank
     if not np.isfinite(se).any():
         return Claim(
             "The text is too short to tell a head's effect from noise, so no head is named.",
@@ -444,9 +453,25 @@ def head_sweep_claim(sweep: HeadSweep, k: int = 3) -> Claim:
         f"beyond noise (more than {NOISE_SE:g} standard errors of its increase over "
         f"{sweep.n_chunks} stretches of the text)"
     )
+    if untrained is not None:
+        ((a0, b0),) = top_heads(np.nan_to_num(untrained.increase, nan=-np.inf), 1)
+        noise += (
+            f" and beyond the most a head of the same shape with random weights raises it "
+            f"({blank:+.3f}, its L{a0}H{b0})"
+        )
+    also = ""
+    if measured and noisy.sum() > beyond.sum():
+        rest = top_heads(np.where(noisy & ~beyond, inc, -np.inf), int((noisy & ~beyond).sum()))
+        also = (
+            " Beyond noise but no further than a head of random weights: "
+            + ", ".join(f"L{a}H{b} ({inc[a, b]:+.3f})" for a, b in rest)
+            + "."
+        )
     if not named:
         return Claim(
-            f"No head's ablation raises the loss {noise}; none stands out here.", False, numbers
+            f"No head's ablation raises the loss {noise}; none stands out here.{also}",
+            False,
+            numbers,
         )
     shown = named if len(named) <= 2 * k else named[:k]  # a short list in full
     top = ", ".join(
@@ -460,7 +485,7 @@ def head_sweep_claim(sweep: HeadSweep, k: int = 3) -> Claim:
         most = "The one that raises" if k == 1 else f"The {k} that raise"
         rest = ", ".join(f"L{a}H{b} ({inc[a, b]:+.3f})" for a, b in named[k:])
         text += f". {most} it most: {top}; the other {len(named) - k}: {rest}."
-    return Claim(text, True, numbers)
+    return Claim(text + also, True, numbers)
 
 
 def top_heads(scores: np.ndarray, k: int) -> list[tuple[int, int]]:
