@@ -17,6 +17,7 @@ from ui.charts.common import show_whitespace
 from ui.state import widget_key
 from viz_model.analysis import interventions as iv
 from viz_model.analysis.tokens import token_text
+from viz_model.analysis.untrained import untrained_twin
 from viz_model.bundles.load import load_bundle
 
 PAGE = "pages/11_interventions.py"
@@ -267,8 +268,10 @@ def test_steering_draws_the_push_against_alpha_and_claims_it_only_beyond_chance(
 def test_the_sweep_names_heads_only_beyond_noise(models_dir):
     at = _open(models_dir, sweep="1")
     bundle, ids = _model(models_dir)
-    stats = iv.head_sweep_stats(bundle.model, iv.validation_windows(ids, 64))
-    assert any(iv.head_sweep_claim(stats).text == m.value for m in at.markdown)
+    windows = iv.validation_windows(ids, 64)
+    stats = iv.head_sweep_stats(bundle.model, windows)
+    blank = iv.head_sweep_stats(untrained_twin(bundle).model, windows)  # issue 36, class 1
+    assert any(iv.head_sweep_claim(stats, untrained=blank).text == m.value for m in at.markdown)
 
 
 def test_facts_are_counted_with_each_layer_knocked_out_and_the_sentence_recomputes():
