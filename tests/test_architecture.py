@@ -54,6 +54,15 @@ def test_imports_under_type_checking_do_not_count_and_function_level_ones_do(tmp
     assert "viz_model.text.data" in names
 
 
+def _json_of_a_fresh_python(code: str) -> dict:
+    """What `code`, run in a new interpreter (nothing imported yet), prints as JSON."""
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout)
+
+
 def test_importing_the_whole_engine_loads_neither_streamlit_nor_plotly():
     code = (
         "import importlib, json, pkgutil, sys\n"
@@ -64,11 +73,7 @@ def test_importing_the_whole_engine_loads_neither_streamlit_nor_plotly():
         "print(json.dumps({'modules': len(names), 'loaded': sorted(\n"
         "    m for m in ('streamlit', 'plotly', 'altair') if m in sys.modules)}))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
-    result = json.loads(out.stdout)
+    result = _json_of_a_fresh_python(code)
     assert result["modules"] > 30
     assert result["loaded"] == []
 
@@ -89,11 +94,7 @@ def test_chart_builders_and_the_server_side_load_no_streamlit_and_change_nothing
         "print(json.dumps({'modules': len(names), 'threads': torch.get_num_threads(),\n"
         "    'streamlit': 'streamlit' in sys.modules, 'frame': 'ui.frame' in sys.modules}))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
-    result = json.loads(out.stdout)
+    result = _json_of_a_fresh_python(code)
     assert result["modules"] > 30
     assert result == {**result, "threads": 3, "streamlit": False, "frame": False}
 
