@@ -4,8 +4,8 @@ plotly (and altair) look optional libraries up in `sys.modules` without importin
 (`get_module(name, should_load=False)`). A module enters `sys.modules` before its body has run, so
 while one session's thread imports pandas for the first time, another session building a figure
 finds a half-built pandas and fails (`partially initialized module 'pandas' has no attribute
-'Series'`). The app imports every such module once, when `ui` is first imported, before any
-page draws a figure.
+'Series'`). The app imports every such module once, in `ui.boot.configure_process()` (app.py's
+first step in every session), before any page draws a figure.
 """
 
 from __future__ import annotations
@@ -54,11 +54,12 @@ def test_plotly_peeks_at_pandas_so_the_list_is_not_empty():
     assert "numpy" in peeked_modules()
 
 
-def test_importing_ui_finishes_every_module_plotly_peeks_at():
+def test_configuring_the_process_finishes_every_module_plotly_peeks_at():
     result = run_fresh(
         f"""
         import sys
-        import ui
+        from ui import boot
+        boot.configure_process()
         missing = [n for n in {peeked_modules()!r} if n not in sys.modules]
         half = [n for n in {peeked_modules()!r}
                 if n in sys.modules and getattr(sys.modules[n].__spec__, "_initializing", False)]
@@ -70,14 +71,15 @@ def test_importing_ui_finishes_every_module_plotly_peeks_at():
 
 
 def test_many_sessions_building_charts_while_others_import_on_first_use():
-    """A fresh interpreter, as on a fresh `streamlit run`: `ui` imported (the first session's
-    first line), then 6 threads import what pages and Streamlit import on first use while 6 others
+    """A fresh interpreter, as on a fresh `streamlit run`: the process configured (the first
+    session's first step in app.py), then 6 threads import what pages and Streamlit import on first use while 6 others
     build the app's charts over and over. Before the fix 10-30% of builds failed."""
     result = run_fresh(
         f"""
         import importlib, threading, traceback
         import numpy as np
-        import ui
+        from ui import boot
+        boot.configure_process()
         from ui.charts.architecture import architecture_figure, param_counts_figure
         from ui.charts.attention import pattern_grid, pattern_heatmap
         from ui.charts.layernorm import ln_histograms

@@ -23,7 +23,7 @@ import torch
 # finds a half-built pandas and fails: a class opening the app within a second broke 7-24 of 30
 # first views. Import them here, once, before any page draws: Python's import lock makes a second
 # session wait until the first import has finished.
-FIRST_USE_MODULES = ("pandas", "pyarrow", "PIL.Image")
+FIRST_USE_MODULES = ("numpy", "pandas", "pyarrow", "PIL.Image")
 THREADS_ENV = "VIZ_TORCH_THREADS"
 
 _done = threading.Event()
