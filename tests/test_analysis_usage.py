@@ -44,6 +44,21 @@ def test_the_race_counts_one_pass_a_generated_token_and_its_claim_follows_the_nu
     assert ("faster" in claim.text) == (claim.numbers["ratio"] > 1)
 
 
+@pytest.mark.parametrize(
+    ("one_s", "seq_s", "words"),
+    [
+        # 154.9 / 1.0 as printed is 155; the unrounded 0.1549 / 0.00104 would print 149
+        (0.00104, 0.1549, "took 1.0 ms against 154.9 ms (155× faster)"),
+        (0.00042, 0.0107, "took 0.42 ms against 10.7 ms (25× faster)"),
+        (0.0, 0.0107, "was not faster here"),  # nothing printed to divide by
+    ],
+)
+def test_the_speed_up_is_the_ratio_of_the_printed_times(one_s, seq_s, words):
+    losses = np.array([np.nan, 1.0, 2.0])
+    race = usage.ForcingRace(losses, losses.copy(), [1, 2], one_s, seq_s, 0.01, 2)
+    assert words in usage.forcing_claim(race).text
+
+
 def test_free_running_is_greedy_on_its_own_output():
     model = tiny_model()
     out, passes = usage.free_running(model, IDS[:2], 5)

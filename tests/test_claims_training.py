@@ -114,6 +114,9 @@ def test_the_achieved_speed_is_steps_over_training_time_and_the_claim_follows_it
         (10.0, 12.0, 12.0, 500, True, "estimate held"),
         (10.0, 12.0, 4.85, 500, False, "(48% of the low end)"),  # the lecturer's 728 of 1,509
         (10.0, 12.0, 13.0, 500, False, "faster than estimated"),
+        # as printed: 0.2 of 0.123 is 163% (the unrounded 0.12349 would give 162%)
+        (0.05, 0.12349, 0.2, 500, False, "(163% of the high end)"),
+        (1.0, 1.004, 1.0049, 500, True, "estimate held"),  # 1 to 1 steps a second, did 1
         (10.0, 12.0, 11.0, 5, False, "too few steps so far"),
     ],
 )

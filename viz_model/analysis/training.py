@@ -438,6 +438,9 @@ def speed_claim(low: float, high: float, achieved: float, steps: int) -> Claim:
             numbers,
         )
     did = f"the run did {_rate(achieved)} over {steps:,} steps"
+    # Compared and divided as printed (3 significant figures), so a reader who checks the
+    # sentence against its own numbers finds the same verdict and percentage.
+    low, high, achieved = (float(_rate(x)) for x in (low, high, achieved))
     if low <= achieved <= high:
         return Claim(f"The estimate held: it said {promised} and {did}.", True, numbers)
     if achieved < low:
