@@ -13,6 +13,7 @@ from ui import cache, classroom, parts, present, state
 from ui.charts import layernorm as charts
 from viz_model.analysis import contrasts as ct
 from viz_model.analysis import layernorm as lnx
+from viz_model.analysis import training as tr
 from viz_model.analysis.residual import layer_labels
 
 ctx = ui.context()
@@ -287,6 +288,9 @@ if len(measured) == 2:
     for n in (pair.first, pair.second):
         meta = ctx.bundle.meta if n == ctx.name else (raws[n].get("meta") or {})
         t = meta.get("tokens_seen")
+        if n == ctx.name and ctx.bundle.step is not None:  # a snapshot: what it had read by then
+            t = tr.tokens_at(meta, ctx.bundle.train_config, ctx.config.n_ctx, ctx.bundle.step)
+            n = f"{n} (step {ctx.bundle.step:,})"
         seen.append(f"{n} {t:,.0f}" if isinstance(t, int | float) else f"{n} not recorded")
     st.caption(
         "The same prompt, in each model's own tokens. Tokens seen in training: "

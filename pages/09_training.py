@@ -81,8 +81,13 @@ def run_summary(bundle) -> None:
     )
     seconds = meta.get("wall_time", last.get("elapsed"))
     cols[2].metric("Training time", f"{seconds / 60:.1f} min" if seconds else "–")
+    if bundle.step is not None:  # a snapshot on screen: these figures are the whole run's
+        to_final = f", to its final step {steps:,}" if isinstance(steps, int) else ""
+        st.caption(
+            f"The whole run{to_final}; the other pages show its weights at step {bundle.step:,}."
+        )
     cols[3].metric(
-        "Validation loss",
+        "Final validation loss" if bundle.step is not None else "Validation loss",
         f"{loss:.3f}" if loss is not None else "–",
         help="nats per token on held-out text; perplexity e^loss"
         + (f" = {math.exp(loss):.1f}" if loss is not None else ""),

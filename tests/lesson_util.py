@@ -25,7 +25,7 @@ def bundle(name: str) -> Bundle:
 def snapshot(name: str, step: int) -> Bundle:
     """A bundle with the weights saved at `step`, as the training-step scrubber opens it."""
     final = bundle(name)
-    return dataclasses.replace(final, model=final.load_snapshot(step))
+    return dataclasses.replace(final, model=final.load_snapshot(step), step=step)
 
 
 @lru_cache(maxsize=8)

@@ -218,6 +218,24 @@ def test_a_model_without_the_causal_mask_is_not_set_against_counting():
     assert truth.value == "no" and not truth.holds and "causal mask" in truth.why
 
 
+def test_at_a_snapshot_the_gpt_is_set_against_counting_with_the_loss_of_that_step():
+    """The N-grams page compares the weights on screen; so does its lesson's reveal. At a step
+    after an evaluation that evaluation's loss is used; at step 0 (none yet) the final step's
+    stands in and the sentence says so."""
+    final = bundle("shakespeare-char")
+    models = ng.token_models(load_text(final.meta["data"]), final.tokenizer)
+    evals = [(r["step"], r["val_loss"]) for r in final.history if r.get("val_loss") is not None]
+    middle = next(s for s in final.snapshot_steps() if evals[0][0] <= s < evals[-1][0])
+    loss_then = [loss for step, loss in evals if step <= middle][-1]
+    assert loss_then != evals[-1][1]  # the test could tell the two apart
+    truth = beyond.gpt_beats_counts(subject_for(snapshot("shakespeare-char", middle), "x"))
+    assert truth.numbers["gpt"] == pytest.approx(loss_then / ng.LN2)
+    beats = loss_then < min(models.scores.kneser_ney)
+    assert truth.value == ("yes" if beats else "no")
+    at_zero = beyond.gpt_beats_counts(subject_for(snapshot("shakespeare-char", 0), "x"))
+    assert "final step" in at_zero.why
+
+
 def test_a_model_that_says_nothing_of_its_text_has_nothing_to_count():
     b = dataclasses.replace(bundle("shakespeare-char"), meta={})
     subject = subject_for(b, "x")

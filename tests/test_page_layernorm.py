@@ -82,3 +82,25 @@ def test_a_model_without_a_twin_is_shown_a_pair_that_differs_only_in_the_norm(mo
     assert lnx.growth_claim(pre).text in text
     ratio = post[-1] / pre[-1]
     assert ("stream of shakespeare-postln (post-LN) is longer" in text) == (ratio > 1.1)
+
+
+def test_a_snapshot_says_how_many_tokens_it_had_read_by_its_step(models_dir, tmp_path):
+    """Issue 36: at a training step the caption gave the final step's tokens seen."""
+    shutil.copytree(models_dir / "test-char", tmp_path / "a-pre")
+    config = tmp_path / "a-pre" / "config.json"
+    raw = json.loads(config.read_text())  # as the training loop records a run (batch 16)
+    raw["train"] = {"batch_size": 16}
+    raw["meta"].update(step=150, tokens_seen=150 * 16 * raw["model"]["n_ctx"])
+    config.write_text(json.dumps(raw))
+    base = load_bundle(tmp_path / "a-pre")
+    model = GPT(base.config.__class__(**{**base.config.to_dict(), "norm": "post"})).eval()
+    save_bundle(tmp_path / "b-post", model, base.tokenizer)
+    step = 37
+    assert step in base.snapshot_steps()
+    by_then = step * 16 * base.config.n_ctx
+    assert 0 < by_then < base.meta["tokens_seen"]
+    at = app_test(tmp_path, PAGE, prompt=PROMPT, query={"model": "a-pre", "train_step": "37"})
+    assert not at.exception
+    caption = next(c.value for c in at.caption if "Tokens seen in training" in c.value)
+    assert f"a-pre (step 37) {by_then:,}" in caption
+    assert f"{base.meta['tokens_seen']:,}" not in caption.split(";")[0]

@@ -163,3 +163,14 @@ def test_the_intro_puts_the_losss_floor_at_the_texts_entropy_not_at_0(models_dir
     intro = " ".join(m.value for m in at.main.markdown)
     assert "a perfect model scores 0" not in intro
     assert "entropy of the text" in intro
+
+
+def test_a_snapshots_run_summary_says_its_figures_are_the_whole_runs(models_dir):
+    """Issue 36: at step 0 the summary's validation loss (the final step's) read as step 0's."""
+    at = app_test(models_dir, PAGE, query={"model": "test-char", "train_step": "0"})
+    assert not at.exception
+    labels = [m.label for m in at.metric]
+    assert "Final validation loss" in labels and "Validation loss" not in labels
+    assert any("the other pages show its weights at step 0" in c.value for c in at.caption)
+    final = app_test(models_dir, PAGE, query={"model": "test-char"})
+    assert "Validation loss" in [m.label for m in final.metric]

@@ -109,7 +109,7 @@ def bundle(bundle_id: str) -> Bundle:
     if step is None:
         return load_bundle(path_of(bundle_id))
     final = bundle(final_id)
-    return dataclasses.replace(final, model=final.load_snapshot(step))
+    return dataclasses.replace(final, model=final.load_snapshot(step), step=step)
 
 
 @per_model(spinner="Loading the same model with random weights…")

@@ -36,7 +36,7 @@ import torch
 
 from viz_model.analysis.claims import Claim, as_printed
 from viz_model.analysis.reach import reach_profile
-from viz_model.analysis.training import final_step, val_loss_at
+from viz_model.analysis.training import final_step, tokens_at, val_loss_at
 from viz_model.model.config import ACT_LABELS, GPTConfig
 from viz_model.model.families import family_of
 from viz_model.model.recurrent_config import FAMILY_LABELS
@@ -332,22 +332,6 @@ class StepScore:
     tokens: int | None  # training tokens read by `step`
     tokens_evaluated: int | None  # ... and by `evaluated`
     next_evaluation: int | None  # the first evaluation after `step`, when `evaluated` is None
-
-
-def tokens_at(meta: dict, train_config: dict | None, n_ctx: int, step: int) -> int | None:
-    """Training tokens read by `step`: the run's final count (meta tokens_seen at meta step) less
-    a batch of windows for each later step (the training loop counts them so); None where the
-    bundle does not record them.
-
-    >>> tokens_at({"step": 650, "tokens_seen": 665_600}, {"batch_size": 16}, 64, 100)
-    102400
-    """
-    seen, final = meta.get("tokens_seen"), meta.get("step")
-    batch = (train_config or {}).get("batch_size")
-    if not all(isinstance(x, int) and not isinstance(x, bool) for x in (seen, final, batch)):
-        return None
-    tokens = seen - (final - step) * batch * n_ctx
-    return tokens if 0 <= tokens <= seen and step <= final else None
 
 
 def score_at(

@@ -247,6 +247,22 @@ def val_loss_at(history: list[dict], meta: dict, step: int | None = None) -> Rec
     return RecordedLoss(float(stored), final, True) if isinstance(stored, int | float) else None
 
 
+def tokens_at(meta: dict, train_config: dict | None, n_ctx: int, step: int) -> int | None:
+    """Training tokens read by `step`: the run's final count (meta tokens_seen at meta step) less
+    a batch of windows for each later step (the training loop counts them so); None where the
+    bundle does not record them.
+
+    >>> tokens_at({"step": 650, "tokens_seen": 665_600}, {"batch_size": 16}, 64, 100)
+    102400
+    """
+    seen, final = meta.get("tokens_seen"), meta.get("step")
+    batch = (train_config or {}).get("batch_size")
+    if not all(isinstance(x, int) and not isinstance(x, bool) for x in (seen, final, batch)):
+        return None
+    tokens = seen - (final - step) * batch * n_ctx
+    return tokens if 0 <= tokens <= seen and step <= final else None
+
+
 def loss_step_label(found: RecordedLoss, shown: int | None) -> str:
     """Whose a recorded loss is, for a page showing the weights at step `shown` (None: the final
     weights): "" where it is theirs, "final step 650" where the final weights' stands in for a

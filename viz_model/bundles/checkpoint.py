@@ -57,6 +57,10 @@ class Bundle:
     train_config: dict[str, Any] | None = None
     history: list[dict[str, Any]] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
+    # The training step the model's weights are from when they are a snapshot (ui/cache.py loads
+    # one as the final bundle with its weights swapped); None for the final weights. Everything
+    # else (config, history, meta) is the whole run's: meta["val_loss"] is the final step's.
+    step: int | None = None
 
     @property
     def name(self) -> str:

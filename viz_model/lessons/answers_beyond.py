@@ -19,6 +19,7 @@ import torch
 
 from viz_model.analysis import interventions as iv
 from viz_model.analysis import ngrams as ng
+from viz_model.analysis import training as tr
 from viz_model.analysis.claims import md_escape
 from viz_model.analysis.tokens import token_text
 from viz_model.bundles.checkpoint import Bundle
@@ -218,29 +219,23 @@ def gpt_beats_counts(subject: Subject) -> Truth:
     options = ("yes", "no")
     if models is None:
         return _no_text("choice", options)
-    own = _val_loss(bundle)
+    # the loss recorded for the weights on screen, as the N-grams page reads it (a snapshot's
+    # last evaluation by its step, else the final step's, which the sentence then names)
+    recorded = tr.val_loss_at(bundle.history, bundle.meta, bundle.step)
     kn_bits = [x / ng.LN2 for x in models.scores.kneser_ney]
     claim = ng.gpt_vs_counts_claim(
         bundle.name,
-        None if own is None else own / ng.LN2,
+        None if recorded is None else recorded.loss / ng.LN2,
         models.scores.orders,
         kn_bits,
         bundle.config.causal,
+        recorded,
+        bundle.step,
     )
     value = "yes" if claim.made else "no"
     return Truth(
         "choice", value, claim.text, options, holds=claim.made, numbers=dict(claim.numbers)
     )
-
-
-def _val_loss(bundle: Bundle) -> float | None:
-    """The last validation loss in the history, else meta["val_loss"] (as the model card reads
-    it: ui/frame.py val_loss)."""
-    for record in reversed(bundle.history):
-        if isinstance(record, dict) and isinstance(record.get("val_loss"), int | float):
-            return float(record["val_loss"])
-    value = bundle.meta.get("val_loss")
-    return float(value) if isinstance(value, int | float) else None
 
 
 # ---- interventions (the Interventions page) -----------------------------------------------------
