@@ -1,7 +1,7 @@
 # The app in one image: one Streamlit process, or N behind HAProxy (VIZ_PROCESSES=N), on $PORT.
 # Built from the repository root:   docker build -t inside-gpt .
 # Run:  docker run -p 8501:8501 -v inside-gpt-runs:/data/runs -e VIZ_TEACHER_PASSWORD=... inside-gpt
-# (or the password as a secret file at /run/secrets/teacher_password). See README, "Deploying".
+# (or the password as a secret file at /run/secrets/teacher_password). See docs/OPERATING.md, "Deploying".
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \

@@ -12,7 +12,8 @@ on one A100 (its README). Here, on the project's own Shakespeare text and charac
    tokens/s in float32 and under bf16 autocast (training/accel.py), no validation or saving.
 2. loop: the real loop (viz_model.training.loop.train, with its evaluations, samples, snapshots
    and bundle saves) on the same shape: tokens/s and its ratio to the raw step in the loop's own
-   precision. Target (DESIGN.md, budgets): >= 0.9.
+   precision. Target (docs/ARCHITECTURE.md, Budgets: the speed of a plain PyTorch
+   GPT of the same shape): >= 0.9.
 3. time_to_loss: the loop with nanoGPT's recipe, evaluated every 250 steps on 200 windows as
    nanoGPT does, until the validation loss reaches 1.47 (or the 5,000 steps end): training
    seconds and the step.

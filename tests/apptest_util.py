@@ -1,7 +1,8 @@
 """AppTest for pages inside the frame: `app_test(models_dir, "pages/03_attention.py", prompt="abc")`.
 
-`AppTest.from_file("pages/X.py")` does not work with the frame (see STREAMLIT-NOTES.md); this
-starts at app.py (Home), then switches to the page, as a student following a link would.
+`AppTest.from_file("pages/X.py")` would run the page script alone, without app.py's router and
+frame (no navigation, sidebar or `ui.context()`); this starts at app.py (Home), then switches to
+the page, as a student following a link would.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The models every claim is tested on (DESIGN.md section 9): each bundled model, a small GPT-2
+"""The models every claim is tested on (docs/ARCHITECTURE.md, Claims): each bundled model, a small GPT-2
 folder, and a model a class would train in a minute, made here by the Training job's own code.
 
     from tests.claims_models import CLAIM_MODELS, claim_bundle

@@ -2,10 +2,11 @@
 and the kinds of test: each test gets one marker, `unit`, `pages`, `browser` or `system`, from its
 file's name or what it uses, so a new file is marked without anyone thinking of it.
 
-A plain `pytest` runs `unit` (the loop for someone changing code: under 2 minutes) and says at the end
-what it left out; `pytest --all`, `pytest -m ...`, named files or tests, or `CI=true` run what they
-ask for, everything by default. Not here: how a test runs (tests/apptest_util.py, the browser and
-server fixtures in tests/test_browser.py).
+A plain `pytest` runs `unit` (the loop for someone changing code; how long it takes:
+docs/ARCHITECTURE.md, Tests) and says at the end what it left out; `pytest --all`,
+`pytest -m ...`, named files or tests, or `CI=true` run what they ask for, everything by default.
+Not here: how a test runs (tests/apptest_util.py, the browser and server fixtures in
+tests/test_browser.py).
 """
 
 from __future__ import annotations

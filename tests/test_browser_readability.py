@@ -1,4 +1,4 @@
-"""Readable on a projector (DESIGN.md section 6): at 1024x768, every piece of text plotly draws in
+"""Readable on a projector (docs/ARCHITECTURE.md, Presenter mode and projectors): at 1024x768, every piece of text plotly draws in
 every chart on every page is at least 12 px, and every text (charts, prose, chips, tables,
 formulas) at least 16 px in presenter mode (`?present=1`); the sidebar's prompt box and model picker are on screen without scrolling.
 

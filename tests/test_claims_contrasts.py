@@ -1,5 +1,5 @@
-"""Claims of the Residual stream, LayerNorm, Architecture contrasts and Scaling pages (DESIGN.md
-section 9), run on every claim model and checked against numbers measured here independently;
+"""Claims of the Residual stream, LayerNorm, Architecture contrasts and Scaling pages (docs/ARCHITECTURE.md,
+Claims), run on every claim model and checked against numbers measured here independently;
 and on constructed numbers where the answer is known either way.
 
 The old pages printed, whatever the numbers: "the norm grows ... nothing shrinks it" (Residual),

@@ -1,4 +1,4 @@
-"""Training dynamics claims (DESIGN.md section 9): every sentence the page prints about a model's
+"""Training dynamics claims (docs/ARCHITECTURE.md, Claims): every sentence the page prints about a model's
 training, run on every claim model that kept snapshots and checked against the numbers it came
 from, and on constructed curves whose answer is known either way.
 

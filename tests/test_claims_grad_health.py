@@ -1,4 +1,4 @@
-"""The gradient-health claims (DESIGN.md section 9) on every claim model: a model trained before
+"""The gradient-health claims (docs/ARCHITECTURE.md, Claims) on every claim model: a model trained before
 gradient health was recorded says so, and the class's freshly trained model has it; each claim's
 decision is recomputed here from the history's own records."""
 

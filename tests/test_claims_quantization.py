@@ -1,4 +1,4 @@
-"""Claims of the Quantization page (DESIGN.md section 9) on the bundled Shakespeare models and on a
+"""Claims of the Quantization page (docs/ARCHITECTURE.md, Claims) on the bundled Shakespeare models and on a
 model trained by the Training job's code: each sentence's decision recomputed from its numbers, the
 numbers it prints checked against the measurement, and what any trained model must show (float16
 within noise, int2 a loss beyond it, int8 per row agreeing at nearly every position).

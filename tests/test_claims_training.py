@@ -1,4 +1,4 @@
-"""The Training page's claims (DESIGN.md section 9), on every claim model and on constructed numbers:
+"""The Training page's claims (docs/ARCHITECTURE.md, Claims), on every claim model and on constructed numbers:
 the loss fell, where it sits among the counting baselines (the chance line included), the speed
 against the estimate made before Start, and the update rule shown being the one the loop used."""
 

@@ -1,6 +1,7 @@
 """What of the container recipe runs without a container daemon: the entrypoint script as a plain
 process, the compose file's HAProxy config through `haproxy -c`, the Dockerfile through hadolint.
-The image itself is not built here (no daemon, no base images); the README says so.
+The image itself is not built here (no daemon, no base images); docs/OPERATING.md, Deploying, says
+so.
 """
 
 from __future__ import annotations

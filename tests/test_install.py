@@ -1,6 +1,7 @@
 """The pins agree: requirements.txt (the README's first command), pyproject.toml's dependencies
 (`pip install .`) and requirements.lock (every package, made by scripts/lock.sh); and every pin is
-imported by the app. Not here: installing (the README's fresh-venv steps were followed by hand).
+imported by the app. Not here: installing (the steps of docs/OPERATING.md, Installing, were
+followed by hand in a fresh virtual environment).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Invariants of the instrumented GPT (DESIGN.md section 3), on a seeded tiny model per config option."""
+"""Invariants of the instrumented GPT (docs/ARCHITECTURE.md, Hook names), on a seeded tiny model per config option."""
 
 from __future__ import annotations
 

@@ -36,7 +36,7 @@ from ui.charts.common import PRESENTER_MAX_HEIGHT, PRESENTER_SCALE, frozen
 from viz_model.analysis.claims import md_escape
 
 KEY = "present"
-FLOOR = 12  # px: every chart's text at 1024x768 (DESIGN.md section 6)
+FLOOR = 12  # px: every chart's text at 1024x768 (docs/ARCHITECTURE.md, Presenter mode)
 PRESENTER_FLOOR = 16  # px: every chart's text in presenter mode
 SCALE = PRESENTER_SCALE  # fonts above the floor grow by this much too, so sizes stay ranked
 DEFAULT_FONT_PX = 13  # what plotly draws where a figure sets no size (its hover labels' default)

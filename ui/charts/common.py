@@ -23,7 +23,8 @@ SMALL_HEIGHT = 260
 MARGIN = dict(l=10, r=10, t=40, b=10)
 UNK_OPEN, UNK_CLOSE = "«", "»"  # around a token the model read as <unk>, in labels
 EVERY_TICK_MAX_T = 64  # token axes label every token up to this many (plotly thins them after)
-# The smallest text a chart may draw: DESIGN.md section 6 asks for 12 px at 1024x768 (16 px in
+# The smallest text a chart may draw: docs/ARCHITECTURE.md (Presenter mode and
+# projectors) asks for 12 px at 1024x768 (16 px in
 # presenter mode, ui/present.py). A label that cannot fit at this size is left out (plotly thins
 # a category axis to one label per 1.2 font sizes) and stays in the hover, never drawn smaller.
 TICK_FONT = 12

@@ -25,7 +25,8 @@ The chain-rule example follows one unembedding weight W_U[d, j] (D x V) through 
 With tied embeddings W_U is W_E^T, which also receives a gradient through the input: the sum then
 gives only the unembedding's share of autograd's number.
 
-Not here: training loops (train.py); charts (charts/gradient.py).
+Not here: training loops (viz_model/training/loop.py); the page's part (ui/inside_block/gradient.py)
+and its charts (ui/charts/block.py).
 """
 
 from __future__ import annotations

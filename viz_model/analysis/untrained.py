@@ -1,5 +1,5 @@
 """The baseline for "the model has / reaches / learned X": the same measurement on a model of the
-same shape that learned nothing (DESIGN.md section 9). Its twin has the model's config and the
+same shape that learned nothing (docs/ARCHITECTURE.md, Claims). Its twin has the model's config and the
 random weights its family starts from:
 
 - the bundle's step-0 snapshot where it kept one (the very weights its training started from),

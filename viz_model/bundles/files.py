@@ -126,7 +126,7 @@ def model_from_tensors(
     tensors: dict[str, torch.Tensor], cfg: ModelConfig, file: Path
 ) -> LanguageModel:
     """A model of cfg's family (a GPT, or an RNN, LSTM, GRU or CNN) built from cfg with these
-    weights (our names), checked name by name and shape by shape; errors name `file`, where the weights came from (hf_folder.py renames GPT-2's first)."""
+    weights (our names), checked name by name and shape by shape; errors name `file`, where the weights came from (gpt2_folder.py renames GPT-2's first)."""
     model = build_model(cfg)
     expected = model.state_dict()
     missing = sorted(set(expected) - set(tensors))

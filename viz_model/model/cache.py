@@ -2,7 +2,7 @@
 
 Tensors are kept as recorded (detached, on the model's device). When the input was a single
 sequence (shape (T,) or (1, T)) the batch dimension is dropped, so `cache["blocks.0.attn.hook_pattern"]`
-is H x T x T, as DESIGN.md section 3 lists. For a batch of several sequences it is kept. The same
+is H x T x T, as docs/ARCHITECTURE.md (Hook names) lists. For a batch of several sequences it is kept. The same
 rule holds for `values()`, `items()` and `dict(cache)`, and for the stacks below.
 
 It reads like a dict (`keys()`, `values()`, `items()`, `dict(cache)`), and TransformerLens's

@@ -1,7 +1,7 @@
 """A small GPT in plain PyTorch with a named hook point on every interesting tensor.
 
 Shapes in comments: B batch, T tokens, D d_model, H heads, E d_head (D / H), M d_mlp, V vocab.
-Hook names are attribute paths and match TransformerLens (DESIGN.md section 3), so
+Hook names are attribute paths and match TransformerLens (docs/ARCHITECTURE.md, Hook names), so
 `blocks.0.attn.hook_pattern` is `model.blocks[0].attn.hook_pattern`. The variants of config.py
 keep them: a model without normalization has no ln hooks, RMSNorm no hook_mean, grouped-query
 attention records K and V per key-value head (B, T, H_kv, E), RoPE adds `attn.hook_rot_q` and

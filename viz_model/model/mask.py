@@ -11,7 +11,7 @@ False`, e.g. shakespeare-nomask) is drawn and recomputed as it really runs.
     >>> attention_mask(True, 1, past=2).astype(int).tolist()   # one new token after two cached
     [[1, 1, 1]]
 
-Not here: applying it (model.py adds -inf to the hidden scores; charts draw them grey).
+Not here: applying it (gpt.py adds -inf to the hidden scores; charts draw them grey).
 """
 
 from __future__ import annotations

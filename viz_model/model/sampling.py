@@ -9,7 +9,7 @@ One rule for randomness on any device: every seeded draw is made on the CPU with
 torch.Generator, and only its result moves to the model's device (data.py cuts batches the same
 way), so a seed gives the same tokens on a CPU, a CUDA GPU or Apple's MPS.
 
-Not here: the model's forward pass (model.py) and surprisal/perplexity of a text (analysis).
+Not here: the model's forward pass (gpt.py) and surprisal/perplexity of a text (analysis).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Covers: the bundled corpora in `assets/corpora/`, synthetic tasks written as text (so the same
 char tokenizer handles them), checking text a user uploads, and `TokenData`: a corpus encoded once
 into one stream of ids, split into train/validation, from which `batch` cuts random windows.
-Does not cover: tokenizers (`tokenization.py`) or the training loop (`train.py`).
+Does not cover: tokenizers (`tokenization.py`) or the training loop (`viz_model/training/loop.py`).
 Every problem a user can cause raises `DataError` with a plain-English message.
 """
 

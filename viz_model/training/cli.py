@@ -4,7 +4,7 @@
 
 Flags become a `RunSettings` (viz_model/training/settings.py), which `new_run` turns into a run, the
 same way the job runner does; `settings_to_argv` goes back, so a job's bundle records the command
-that would train it again. This module prints; the loop (train.py) does not.
+that would train it again. This module prints; the loop (loop.py) does not.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ The speed is not guessed from a table, and not timed in the caller's process: a 
 threads set to the job's count) times a few real training steps of the loop's own kind (forward,
 cross-entropy, backward, clipping, the loop's AdamW) on random token ids, one evaluation batch and
 one sampling forward pass. The fastest and slowest step give a range; a run then scales it with
-steps x batch x context. Not here: the caps (jobs.Limits), the loop (train.py).
+steps x batch x context. Not here: the caps (jobs.Limits), the loop (loop.py).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@
 (`viz_model/training/cli.py`) and the job runner (`serving/jobs.py`, which keeps it in a run's
 settings.json) describe a run the same way and build it with the same `new_run`; `resumed_run`
 continues a bundle. Problems a user can cause raise ValueError (DataError, TokenizerError) or
-CheckpointError with a plain message. Not here: the loop (train.py), flags (train_cli.py).
+CheckpointError with a plain message. Not here: the loop (loop.py), flags (cli.py).
 """
 
 from __future__ import annotations
