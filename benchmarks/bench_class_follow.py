@@ -50,7 +50,8 @@ import websockets
 
 from benchmarks.bench_class_load import class_server
 from benchmarks.common import emit
-from serving.student import stream_url
+from serving import streamlit_protocol as protocol
+from serving.streamlit_protocol import stream_url
 
 SEAT_COOKIE = "viz_class_seat"  # ui/classroom.SEAT_COOKIE: a student's seat, in the browser
 POLL_S = 1.0  # ui/classroom.POLL_S: followers' polls spread a move's arrivals over this
@@ -121,24 +122,17 @@ class Tab:
         widgets: list | None = None,
         query: str | None = None,
     ) -> None:
-        from streamlit.proto.BackMsg_pb2 import BackMsg
-
-        msg = BackMsg()
-        rerun = msg.rerun_script
-        rerun.query_string = self.query if query is None else query
-        if page_name:
-            rerun.page_name = page_name
-        else:
-            rerun.page_script_hash = self.page_hash
-        rerun.fragment_id = fragment_id
-        rerun.is_auto_rerun = auto
-        rerun.cached_message_hashes.extend(sorted(self.cached))
-        for wid, kind, value in widgets or []:
-            state = rerun.widget_states.widgets.add()
-            state.id = wid
-            setattr(state, kind, value)
+        msg = protocol.rerun_request(
+            query_string=self.query if query is None else query,
+            page_name=page_name,
+            page_script_hash="" if page_name else self.page_hash,
+            fragment_id=fragment_id,
+            is_auto_rerun=auto,
+            cached_message_hashes=self.cached,
+            widgets=widgets or [],
+        )
         self.reruns_sent += 1
-        await self.ws.send(msg.SerializeToString())
+        await self.ws.send(msg)
 
     async def _tick(self, fragment_id: str, interval: float) -> None:
         """The browser's timer for one fragment: a rerun of it every `interval`."""
@@ -147,12 +141,9 @@ class Tab:
             await self.send(fragment_id=fragment_id, auto=True)
 
     async def _read(self) -> None:
-        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-
         try:
             async for raw in self.ws:
-                fwd = ForwardMsg()
-                fwd.ParseFromString(raw)
+                fwd = protocol.parse(raw)
                 if fwd.metadata.cacheable:
                     self.cached.add(fwd.hash)
                 kind = fwd.WhichOneof("type")
@@ -177,10 +168,10 @@ class Tab:
                 elif kind == "delta" and fwd.delta.HasField("new_element"):
                     self._note(fwd.delta.new_element)
                 elif kind == "script_finished":
-                    if fwd.script_finished == ForwardMsg.FINISHED_SUCCESSFULLY:
+                    if protocol.finished(fwd) == "FINISHED_SUCCESSFULLY":
                         page = self.pages.get(self.page_hash, "?")
                         self.runs.append((time.perf_counter(), page, self.query))
-                    elif fwd.script_finished == ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY:
+                    elif protocol.finished(fwd) == "FINISHED_FRAGMENT_RUN_SUCCESSFULLY":
                         self.fragment_runs += 1
         except websockets.ConnectionClosed:
             pass

@@ -3,7 +3,8 @@
 Wraps, in this process only, the functions of each category so that every call adds its CPU time
 (time.thread_time of the calling thread, so the rest of the machine does not count) to its
 category, exclusively: a chart builder called from inside st.plotly_chart counts once, as a figure.
-The script thread's whole time comes from ScriptRunner._run_script.
+The script thread's whole time comes from wrapping every script run (Streamlit's script runner, an
+internal: ui/streamlit_internals.wrap_script_runs).
 """
 
 from __future__ import annotations
@@ -70,9 +71,8 @@ class Probe:
     def install(self) -> None:
         """Wrap every category's functions, and rebind names other modules already imported."""
         import streamlit as st
-        from streamlit.delta_generator import DeltaGenerator
-        from streamlit.runtime.scriptrunner.script_runner import ScriptRunner
 
+        from ui import streamlit_internals as internals
         from viz_model.model.gpt import GPT
 
         swaps: dict[int, Callable] = {}
@@ -87,10 +87,11 @@ class Probe:
                 setattr(module, attr, swaps[id(fn)])
         for method in ("forward", "run_with_cache"):
             setattr(GPT, method, self._wrap("compute", getattr(GPT, method)))
+        elements = internals.delta_generator_class()  # what st.container() etc. return
         for name in ST_SERIALISERS:
-            setattr(DeltaGenerator, name, self._wrap("serialise", getattr(DeltaGenerator, name)))
+            setattr(elements, name, self._wrap("serialise", getattr(elements, name)))
             setattr(st, name, self._wrap("serialise", getattr(st, name)))
-        ScriptRunner._run_script = self._wrap("total", ScriptRunner._run_script)
+        internals.wrap_script_runs(lambda run: self._wrap("total", run))
         for mod_name, module in list(sys.modules.items()):  # `from x import f` done before now
             if mod_name.split(".")[0] in ("ui", "viz_model", "pages"):
                 for attr, value in list(vars(module).items()):

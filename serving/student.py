@@ -1,4 +1,5 @@
-"""One simulated student, speaking Streamlit's own websocket protocol as the browser does.
+"""One simulated student, speaking Streamlit's own websocket protocol as the browser does
+(its messages are built and read through serving/streamlit_protocol.py, the protocol's fence).
 
 A `Student` holds one websocket (one Streamlit session). `view` asks for a page run (a BackMsg
 rerun_script with the page's URL name, its query string and any widget values) and reads
@@ -17,13 +18,9 @@ from dataclasses import dataclass, field
 
 import websockets
 
+from serving.streamlit_protocol import as_text, parse, rerun_request, stream_url
 
-def stream_url(server: int | str) -> str:
-    """The app's websocket: `server` is a port on 127.0.0.1 or a base address (http://host:port,
-    e.g. HAProxy in front of several processes: serving/class_server.py)."""
-    if isinstance(server, int):
-        return f"ws://127.0.0.1:{server}/_stcore/stream"
-    return "ws" + server.rstrip("/").removeprefix("http") + "/_stcore/stream"
+__all__ = ["Student", "View", "stream_url"]  # stream_url: the protocol's, re-exported
 
 
 @dataclass
@@ -85,35 +82,30 @@ class Student:
         """Run `page` ('' = Home) with `query`; `widgets` maps a widget's label (as drawn on an
         earlier view) to a new text value, as a student typing into it. Each element drawn is
         appended to `elements` as protobuf text, when given."""
-        from streamlit.proto.BackMsg_pb2 import BackMsg
-
-        msg = BackMsg()
-        msg.rerun_script.query_string = query
-        msg.rerun_script.page_name = page
-        msg.rerun_script.fragment_id = fragment_id
-        msg.rerun_script.cached_message_hashes.extend(sorted(self.cached))
-        for label, value in (widgets or {}).items():
-            state = msg.rerun_script.widget_states.widgets.add()
-            state.id, state.string_value = self.widget_ids[label], value
+        msg = rerun_request(
+            query_string=query,
+            page_name=page,
+            fragment_id=fragment_id,
+            cached_message_hashes=self.cached,
+            widgets=[
+                (self.widget_ids[label], "string_value", v) for label, v in (widgets or {}).items()
+            ],
+        )
         seen = View(page)
         t0 = time.perf_counter()
-        await self.ws.send(msg.SerializeToString())
+        await self.ws.send(msg)
         seen.finished = await self._read_until_finished(t0 + self.timeout, seen, elements)
         seen.seconds = time.perf_counter() - t0
         return seen
 
     async def _read_until_finished(self, deadline: float, seen: View, elements) -> bool:
-        from google.protobuf import text_format
-        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-
         while time.perf_counter() < deadline:
             try:
                 raw = await asyncio.wait_for(self.ws.recv(), deadline - time.perf_counter())
             except TimeoutError:
                 return False
             seen.kilobytes += len(raw) / 1000
-            fwd = ForwardMsg()
-            fwd.ParseFromString(raw)
+            fwd = parse(raw)
             if fwd.metadata.cacheable:
                 self.cached.add(fwd.hash)
             kind = fwd.WhichOneof("type")
@@ -122,9 +114,7 @@ class Student:
             elif kind == "delta" and fwd.delta.HasField("new_element"):
                 self._note(fwd.delta.new_element, seen)
                 if elements is not None:
-                    elements.append(
-                        text_format.MessageToString(fwd.delta.new_element, as_utf8=True)
-                    )
+                    elements.append(as_text(fwd.delta.new_element))
             elif kind == "navigation":
                 self.pages = [page.url_pathname for page in fwd.navigation.app_pages]
             elif kind == "page_not_found":  # the notice a browser would show over the page

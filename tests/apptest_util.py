@@ -13,13 +13,13 @@ import os
 from pathlib import Path
 
 import numpy as np
-from streamlit import config
+import streamlit as st
 from streamlit.testing.v1 import AppTest
-from streamlit.util import calc_hash
 
 from serving.models import ENV_VAR
 from ui import nav
 from ui.parts import NUMBERS_KEY, numbers_key
+from ui.streamlit_internals import open_at_page
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -72,7 +72,7 @@ def open_link(
     for key, value in query.items():
         at.query_params[key] = value
     if page is not None:
-        at._page_hash = calc_hash(next(p for p in nav.all_pages() if p.file == page).url_path)
+        open_at_page(at, next(p for p in nav.all_pages() if p.file == page).url_path)
     return at.run()
 
 
@@ -81,7 +81,7 @@ def _app(models_dir: str | os.PathLike, timeout: float) -> AppTest:
     of this process: the app reads it on every rerun)."""
     os.environ[ENV_VAR] = str(models_dir)
     # The classroom config hides error details from students; tests need the message and stack.
-    config.set_option("client.showErrorDetails", "full")
+    st.set_option("client.showErrorDetails", "full")
     return AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
 
 

@@ -185,10 +185,10 @@ def test_the_registry_names_every_page_once_and_each_file_exists():
 def test_no_page_file_is_served_where_a_page_url_is():
     """Streamlit's legacy pages/ router takes a fresh server's first request when its path is
     a file-derived one: every link must name a path no file in pages/ maps to."""
-    from streamlit.source_util import page_icon_and_name
+    from ui.streamlit_internals import legacy_page_name
 
     urls = {p.route for p in nav.all_pages()}  # Home's too: AppTest asks for it by it
-    derived = {page_icon_and_name(ROOT / p.file)[1] for p in nav.all_pages()}
+    derived = {legacy_page_name(ROOT / p.file) for p in nav.all_pages()}
     assert not urls & derived
     assert nav.find("Attention").file == "pages/03_attention.py" and nav.find("") is nav.HOME
 

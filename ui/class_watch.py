@@ -17,12 +17,12 @@ most screens early and the last no later. The thread keeps this process's
 copies of each followed class fresh, so a box reads them, not the database, and it writes the
 heartbeats of every registered session still connected, in one transaction every HEARTBEAT_S.
 
-Streamlit has no public API for a rerun started by the server. This uses three of its internals,
-held by the exact Streamlit pin in requirements.txt and checked by the live-class browser test:
-`Runtime.instance()._session_mgr` (this process's sessions), `AppSession.request_rerun` with the
-session's last `ClientState` (called on the session's own event loop), and
-`ThreadState.get().fragment_id` (the running fragment's id). Should they move, `register`
-returns False and the box falls back to the browser's timer (ui/classroom.py).
+Streamlit has no public API for a rerun started by the server. This goes through its internals,
+every one of them in ui/streamlit_internals.py (the list, and a contract test each in
+tests/test_streamlit_internals.py): this run's session and fragment ids, this process's sessions
+by id, and a rerun requested on a session's own event loop with its last client state changed.
+Should they move, `register` returns False and the box falls back to the browser's timer
+(ui/classroom.py).
 
 Not here: what the box draws and how a move is applied (ui/classroom.py), the database.
 """
@@ -42,6 +42,7 @@ from cachetools import TTLCache
 from serving.classroom import classes, questions, store
 from serving.classroom.store import ClassRefused, ClassStateError
 from ui import lesson, nav, parts
+from ui import streamlit_internals as internals
 
 WATCH_S = 0.1  # how often the thread looks whether a class moved (a change check, then reads)
 RETRY_S = 5.0  # a rerun asked for and not taken up (the box did not run since): ask again
@@ -155,24 +156,13 @@ def followed(view: classes.View) -> tuple[nav.Page | None, dict[str, str]]:
 
 def available() -> bool:
     """Whether this Streamlit has the internals a push needs (see the module docstring)."""
-    try:
-        from streamlit.proto.ClientState_pb2 import ClientState  # noqa: F401
-        from streamlit.runtime import Runtime
-        from streamlit.runtime.app_session import AppSession
-        from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState
-    except ImportError:
-        return False
-    return (
-        hasattr(Runtime, "instance")
-        and hasattr(AppSession, "request_rerun")
-        and hasattr(ThreadState, "get")
-    )
+    return internals.push_available()
 
 
 def register(class_id: int, token: str, page: str, following: bool, shown: Mark) -> bool:
     """Called by a student's box as it runs: rerun me when the class moves past `shown`. False
     when this Streamlit cannot be nudged (then the box keeps the browser's timer)."""
-    ids = _running_ids()
+    ids = internals.running_fragment()
     if ids is None:
         return False
     session_id, fragment_id = ids
@@ -202,74 +192,32 @@ def unregister_all() -> None:
         _generation[0] += 1
 
 
-def _running_ids() -> tuple[str, str] | None:
-    """(session id, running fragment id), or None outside a fragment or without the internals."""
-    try:
-        from streamlit.runtime.scriptrunner_utils.script_run_context import (
-            ThreadState,
-            get_script_run_ctx,
-        )
-
-        ctx = get_script_run_ctx()
-        fragment_id = ThreadState.get().fragment_id
-    except (ImportError, AttributeError, RuntimeError):
-        return None
-    if ctx is None or not fragment_id:
-        return None
-    return ctx.session_id, fragment_id
-
-
 def _session(session_id: str) -> Any | None:
-    """This process's AppSession of that id, None when it has gone."""
-    from streamlit.runtime import Runtime
-
-    info = Runtime.instance()._session_mgr.get_active_session_info(session_id)
-    return None if info is None else info.session
+    """This process's session of that id (Streamlit's own object), None when it has gone."""
+    return internals.active_session(session_id)
 
 
 def _nudge(f: Follower) -> bool:
     """Ask Streamlit to rerun the follower's box, as the browser's timer would; False when the
     session has gone."""
-
-    def to_box(state: Any) -> None:
-        state.fragment_id = f.fragment_id
-        state.is_auto_rerun = True
-
-    return _rerun(f, to_box)
+    session = _session(f.session_id)
+    if session is None:
+        return False
+    internals.rerun_fragment(session, f.fragment_id)
+    return True
 
 
 def _move(f: Follower, view: classes.View) -> bool:
     """Run the teacher's page in the follower's session, with the teacher's keys in its address,
     as st.switch_page would from inside it; ui/classroom.enter gives the run the teacher's keys.
     One page run, not a box run and then a page run. False when the session has gone."""
-    from streamlit.util import calc_hash
-
     target, params = followed(view)
     if target is None:
         return _nudge(f)
-    query = urllib.parse.urlencode(params)
-
-    def to_page(state: Any) -> None:
-        state.fragment_id = ""
-        state.page_script_hash = calc_hash(target.route)  # how st.Page names a page
-        state.page_name = ""
-        state.query_string = query
-
-    return _rerun(f, to_page)
-
-
-def _rerun(f: Follower, change: Callable[[Any], Any]) -> bool:
-    """Request a rerun of the follower's session on its own event loop, with its last client
-    state (the page, query string and widgets it last ran with) changed by `change`."""
-    from streamlit.proto.ClientState_pb2 import ClientState
-
     session = _session(f.session_id)
     if session is None:
         return False
-    state = ClientState()
-    state.CopyFrom(session._client_state)
-    change(state)
-    session._event_loop.call_soon_threadsafe(session.request_rerun, state)
+    internals.rerun_page(session, target.route, urllib.parse.urlencode(params))
     return True
 
 
@@ -344,11 +292,9 @@ def ran() -> None:
     """This session's page run ended (ui/classroom.after_run): its place goes to the next move."""
     if not _moving:
         return
-    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
-
-    ctx = get_script_run_ctx()
+    session_id = internals.session_id()
     with _lock:
-        was = _moving.pop(ctx.session_id, None) if ctx is not None else None
+        was = _moving.pop(session_id, None) if session_id is not None else None
     if was is not None:
         _start_moves()
 

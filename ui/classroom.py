@@ -40,12 +40,12 @@ from typing import Any
 
 import streamlit as st
 from cachetools import TTLCache
-from streamlit.runtime.scriptrunner_utils.exceptions import RerunException, StopException
 
 from serving import jobs
 from serving.classroom import board, classes, questions
 from serving.classroom.store import ClassRefused, ClassStateError
 from ui import class_watch, lesson, nav, state, teacher
+from ui import streamlit_internals as internals
 from viz_model.analysis.claims import md_escape
 from viz_model.lessons.truth import Truth, visible_token
 from viz_model.training.settings import RunSettings
@@ -363,7 +363,7 @@ def after_run(page: nav.Page, run: int) -> None:
     left it waits for the teacher's box, which runs only between full runs and knows whether a
     newer run began), nor from one a newer run overtook."""
     class_watch.ran()  # no session state read: it would end a stopped run here
-    if isinstance(sys.exc_info()[1], (RerunException, StopException)):
+    if internals.is_rerun_or_stop(sys.exc_info()[1]):
         return
     m = st.session_state.get(_KEY)
     if m is None or not m.teacher:
@@ -728,10 +728,7 @@ def _revealed(box, q: questions.Question, mine: str | None) -> None:
 
 def in_fragment_rerun() -> bool:
     """True when only the fragment runs (its timer), not the whole page with it."""
-    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
-
-    ctx = get_script_run_ctx()
-    return bool(ctx is not None and ctx.fragment_ids_this_run)
+    return internals.in_fragment_rerun()
 
 
 # ---- the class's runs -------------------------------------------------------------------------

@@ -21,11 +21,15 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import streamlit as st
-from streamlit.navigation.page import StreamlitPage
 
+from ui import streamlit_internals as internals
 from viz_model.model.recurrent_config import FAMILIES
+
+if TYPE_CHECKING:
+    from ui.streamlit_internals import StreamlitPage
 
 _DECLARED = "_nav_pages"  # session-state key of this session's st.Page objects (_declared_pages)
 ANY_FAMILY = FAMILIES  # pages that need only logits, a tokenizer or a training history
@@ -537,11 +541,7 @@ def _legacy_router_ran() -> bool:
     """True only in a process's first run, before st.navigation: Streamlit ran it through the
     legacy `pages/` router (its flag is still set), which sends "Page not found" for any path
     that is not a file in pages/, a deep link such as /Attention included."""
-    try:
-        from streamlit.runtime.pages_manager import PagesManager
-    except ImportError:  # another Streamlit: no notice to close, or not this way
-        return False
-    return bool(PagesManager.uses_pages_directory)
+    return internals.legacy_pages_router_ran()
 
 
 def _declared_pages() -> dict[str, list[StreamlitPage]]:

@@ -43,6 +43,8 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
+from ui import streamlit_internals as internals
+
 F = TypeVar("F", bound=Callable[..., Any])
 BUDGET_ENV, TTL_ENV = "VIZ_CACHE_MB", "VIZ_CACHE_TTL_S"
 DEFAULT_MB, DEFAULT_TTL_S, SWEEP_S = 256, 3600.0, 60.0
@@ -252,11 +254,13 @@ _sweeper_started = threading.Event()
 
 def _start_sweeper() -> None:
     """Once per process: a daemon thread that drops expired results every SWEEP_S seconds, and
-    the cache's sizes reported to Streamlit's /_stcore/metrics."""
+    the cache's sizes reported to Streamlit's /_stcore/metrics (where there is a server: an
+    internal, ui/streamlit_internals.register_stats; if it moves, the metrics are missing and
+    nothing else changes)."""
     if _sweeper_started.is_set():
         return
     _sweeper_started.set()
-    _register_metrics()
+    internals.register_stats(CATEGORY, lambda: CACHE.sizes())
 
     def sweep() -> None:
         while True:
@@ -272,31 +276,3 @@ def _give_back_memory() -> None:
     memory stays at its peak after the results are dropped. Elsewhere (no glibc) nothing."""
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6").malloc_trim(0)
-
-
-class _Metrics:
-    """A Streamlit stats provider: CACHE's bytes per function, as cache_memory_bytes."""
-
-    @property
-    def stats_families(self) -> list[str]:
-        from streamlit.runtime.stats import CACHE_MEMORY_FAMILY
-
-        return [CACHE_MEMORY_FAMILY]
-
-    def get_stats(self, _family_names=None) -> dict:
-        from streamlit.runtime.stats import CACHE_MEMORY_FAMILY, CacheStat
-
-        stats = [CacheStat(CATEGORY, name, size) for name, size in CACHE.sizes().items()]
-        return {CACHE_MEMORY_FAMILY: stats}
-
-
-def _register_metrics() -> None:
-    """Streamlit's stats manager is internal API: if it moves, the metrics are missing, nothing
-    else changes."""
-    try:
-        from streamlit.runtime import Runtime
-
-        if Runtime.exists():
-            Runtime.instance().stats_mgr.register_provider(_Metrics())
-    except Exception:  # noqa: BLE001 (metrics are a nicety; never break a page for them)
-        pass

@@ -145,10 +145,9 @@ def _said_moves(key: str, text: str | None) -> None:
 
 
 def _in_fragment_run() -> bool:
-    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+    from ui.streamlit_internals import in_fragment_rerun
 
-    ctx = get_script_run_ctx()
-    return bool(ctx is not None and ctx.fragment_ids_this_run)
+    return in_fragment_rerun()
 
 
 def _current(key: str, parse: Callable[[Any], T]) -> T:

@@ -16,10 +16,10 @@ from __future__ import annotations
 import os
 
 import streamlit as st
-from streamlit.errors import StreamlitSecretNotFoundError
 
 from serving import jobs
 from ui import cache
+from ui import streamlit_internals as internals
 
 SECRET_KEY = "teacher_password"
 TRUSTED_PROXIES_ENV = "VIZ_TRUSTED_PROXIES"  # proxies (addresses, comma-separated) whose
@@ -31,7 +31,7 @@ def _secret() -> str:
     """`teacher_password` from Streamlit's secrets ("" when there is none), read once."""
     try:
         return str(st.secrets.get(SECRET_KEY) or "")
-    except (StreamlitSecretNotFoundError, FileNotFoundError):  # no secrets file
+    except internals.no_secrets_errors():  # no secrets file
         return ""
 
 
