@@ -40,7 +40,7 @@ from viz_model.model.gpt import GPT
 from viz_model.text.data import TokenData, load_corpus
 from viz_model.text.tokenization import Tokenizer
 from viz_model.training import accel
-from viz_model.training.loop import lr_at, train
+from viz_model.training.loop import RunControls, lr_at, train
 from viz_model.training.optim import make_optimizer
 
 SHAPE = dict(n_ctx=256, d_model=384, n_layer=6, n_head=6, dropout=0.2)
@@ -131,7 +131,8 @@ def time_to_loss(tok: Tokenizer, data: TokenData, device: torch.device, max_step
     cfg = TrainConfig(**{**RECIPE.to_dict(), "max_steps": max_steps})
     best = None
     with tempfile.TemporaryDirectory() as tmp:
-        for record in train(model, data, cfg, Path(tmp) / "bundle", tok, stop=stop):
+        controls = RunControls(stop=stop)
+        for record in train(model, data, cfg, Path(tmp) / "bundle", tok, controls=controls):
             if record.val_loss is not None:
                 best = {"step": record.step, "val_loss": record.val_loss, "s": record.elapsed}
                 if record.val_loss <= TARGET_LOSS:

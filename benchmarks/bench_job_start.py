@@ -45,7 +45,7 @@ from viz_model.text.data import TokenData, example_prompts
 from viz_model.model.gpt import GPT
 from viz_model.text.tokenization import Tokenizer
 from viz_model.bundles.checkpoint import save_snapshot
-from viz_model.training.loop import train
+from viz_model.training.loop import RunStart, train
 marks["import the worker's modules"] = t() - t1
 torch.set_num_threads(1)
 settings = run_settings.RunSettings.from_dict(json.loads(sys.argv[1]))
@@ -62,7 +62,7 @@ t1 = t(); example_prompts(text, source.get("task"))
 marks["example prompts"] = t() - t1
 t1 = t(); run = run_settings.new_run(settings, out, "bench")
 marks["new_run (all of the above but the imports)"] = t() - t1
-t1 = t(); loop = train(run.model, run.data, run.cfg, run.out, run.tokenizer, meta=run.meta)
+t1 = t(); loop = train(run.model, run.data, run.cfg, run.out, run.tokenizer, start=RunStart(meta=run.meta))
 rec = next(loop)
 marks["untrained snapshot and the first step"] = t() - t1
 t1 = t(); save_snapshot(out, run.model, 0)

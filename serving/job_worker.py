@@ -42,7 +42,7 @@ from serving import jobs
 from serving.job_home import FolderGone, Home
 from viz_model.bundles.files import CheckpointError, write_json, write_text
 from viz_model.model.config import STEPS_WHEN_TIMED
-from viz_model.training.loop import StepRecord
+from viz_model.training.loop import RunControls, StepRecord
 from viz_model.training.settings import (
     Run,
     RunSettings,
@@ -351,7 +351,7 @@ def _drive(
     control = Control(folder / "control.json")
     start_elapsed = status.data["elapsed"]
     capped = ""
-    loop = built.steps(stop, peak_lr=control.lr, notes=lambda: _take(events))
+    loop = built.steps(RunControls(stop=stop, peak_lr=control.lr, notes=lambda: _take(events)))
     if control.stop:  # Stop pressed while the run was being set up: one step, then the save
         stop.set()
     last = None

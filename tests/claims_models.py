@@ -20,7 +20,7 @@ import pytest
 from viz_model.bundles.checkpoint import Bundle
 from viz_model.bundles.load import load_bundle
 from viz_model.model.config import LLAMA_BLOCK
-from viz_model.training.loop import train
+from viz_model.training.loop import RunStart, train
 from viz_model.training.settings import RunSettings, new_run
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets" / "models"
@@ -101,7 +101,8 @@ def train_class_model(
         },
     )
     run = new_run(settings, out, command="tests/claims_models.py train_class_model")
-    for _ in train(run.model, run.data, run.cfg, run.out, run.tokenizer, meta=run.meta):
+    start = RunStart(meta=run.meta)
+    for _ in train(run.model, run.data, run.cfg, run.out, run.tokenizer, start=start):
         pass
     return out
 

@@ -13,7 +13,6 @@ from ui.charts.finetune import forgetting_figure, spectrum_figure
 from viz_model.analysis import finetune as ft
 from viz_model.bundles.load import load_bundle
 from viz_model.training.finetune import read_lora
-from viz_model.training.loop import train
 from viz_model.training.settings import RunSettings, new_run
 
 BASE = Path(__file__).resolve().parent.parent / "assets" / "models" / "shakespeare-tiny"
@@ -30,16 +29,7 @@ def tuned(tmp_path_factory):
             task="brackets", task_examples=500, base=str(BASE), lora_rank=rank, train=TRAIN
         )
         run = new_run(settings, folder, "test")
-        for _ in train(
-            run.model,
-            run.data,
-            run.cfg,
-            folder,
-            run.tokenizer,
-            meta=run.meta,
-            old_data=run.old_data,
-            on_save=run.on_save,
-        ):
+        for _ in run.steps():  # loop.train with the run's old_data and on_save
             pass
         out[mode] = folder
     return out

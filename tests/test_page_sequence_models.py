@@ -161,7 +161,7 @@ def class_lstm(tmp_path_factory):
     own code (new_run, then train), 200 steps of windows 64 long: another budget than the bundles'.
     Evaluated at steps 100 and 200; snapshots at 0, 14, 150 and 200."""
     from tests.conftest import made_once
-    from viz_model.training.loop import train
+    from viz_model.training.loop import RunStart, train
     from viz_model.training.settings import RunSettings, new_run
 
     def build(root):
@@ -176,7 +176,8 @@ def class_lstm(tmp_path_factory):
                    "snapshot_at": [150]},
         )  # fmt: skip
         run = new_run(settings, root / "class-lstm", command="tests: a class's LSTM")
-        for _ in train(run.model, run.data, run.cfg, run.out, run.tokenizer, meta=run.meta):
+        start = RunStart(meta=run.meta)
+        for _ in train(run.model, run.data, run.cfg, run.out, run.tokenizer, start=start):
             pass
 
     return made_once(tmp_path_factory, "sequence_class_lstm", build)

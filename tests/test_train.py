@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import signal
 import subprocess
@@ -33,6 +34,8 @@ from viz_model.text.tokenization import Tokenizer
 from viz_model.training import loop as loop_module
 from viz_model.training.cli import build_parser, main
 from viz_model.training.loop import (
+    RunControls,
+    RunStart,
     lr_at,
     perplexity,
     resume_state,
@@ -118,7 +121,7 @@ def test_a_run_that_samples_nothing_or_resumes_keeps_no_step_0_record(corpus, tm
     for _ in train(small_model(tok.vocab_size), data, quick_cfg(max_steps=10), out, tok):
         pass
     bundle, start, history = resume_state(out)
-    more = list(train(bundle.model, data, quick_cfg(), out, tok, None, history, start))
+    more = list(train(bundle.model, data, quick_cfg(), out, tok, start=RunStart(start, history)))
     assert more[0].step == 11
 
 
@@ -156,7 +159,8 @@ def test_the_peak_lr_can_change_while_it_runs_and_the_bundle_keeps_it(corpus, tm
         asked.append(len(asked) + 1)
         return 5e-4 if len(asked) >= 4 else None
 
-    records = list(train(small_model(tok.vocab_size), data, cfg, tmp_path, tok, peak_lr=peak_lr))
+    controls = RunControls(peak_lr=peak_lr)
+    records = list(train(small_model(tok.vocab_size), data, cfg, tmp_path, tok, controls=controls))
     assert asked == [1, 2, 3, 4, 5, 6]
     assert [r.lr for r in records[:3]] == [float(f"{lr_at(s, cfg):.6g}") for s in (1, 2, 3)]
     assert [r.lr for r in records[3:]] == [5e-4] * 3  # min_lr followed it down: flat
@@ -168,7 +172,12 @@ def test_stop_flag_ends_at_the_next_step_with_a_loadable_bundle(corpus, tmp_path
     stop = threading.Event()
     records = []
     for rec in train(
-        small_model(tok.vocab_size), data, quick_cfg(max_steps=500), tmp_path, tok, stop
+        small_model(tok.vocab_size),
+        data,
+        quick_cfg(max_steps=500),
+        tmp_path,
+        tok,
+        controls=RunControls(stop=stop),
     ):
         records.append(rec)
         if rec.step == 5:
@@ -180,6 +189,51 @@ def test_stop_flag_ends_at_the_next_step_with_a_loadable_bundle(corpus, tmp_path
     assert bundle.meta["step"] == 6 and "stopped" in bundle.meta
     assert [h["step"] for h in bundle.history] == list(range(0, 7))
     assert bundle.model(torch.tensor([1, 2, 3])).isfinite().all()
+
+
+def test_controls_that_change_nothing_leave_the_run_bit_for_bit_the_same(corpus, tmp_path):
+    """A job's controls steer between steps and draw no random numbers (dropout here would show
+    one): with a stop never set, no new peak and no notes, the records, the weights and the saved
+    bundle are those of no controls."""
+    tok, data = corpus
+    cfg = quick_cfg(max_steps=25, health_every=5)
+    saves: list[int] = []
+    idle = RunControls(
+        stop=threading.Event(), peak_lr=lambda: None, notes=lambda: None, on_save=saves.append
+    )
+    runs = {}
+    for name, controls in (("plain", RunControls()), ("idle", idle)):
+        torch.manual_seed(0)
+        shape = GPTConfig(vocab_size=tok.vocab_size, n_ctx=32, d_model=32, n_layer=2, n_head=4)
+        model = GPT(dataclasses.replace(shape, dropout=0.1))
+        records = list(train(model, data, cfg, tmp_path / name, tok, controls=controls))
+        runs[name] = (records, model.state_dict())
+    timeless = [
+        [{k: v for k, v in r.to_dict().items() if k not in ("elapsed", "tokens_per_s")} for r in rs]
+        for rs, _ in runs.values()
+    ]
+    assert timeless[0] == timeless[1] and len(timeless[0]) == 26  # step 0's sample, then 25 steps
+    for name, weights in runs["plain"][1].items():
+        assert torch.equal(weights, runs["idle"][1][name]), name
+    for file in ("model.safetensors", "snapshots/step_000025.safetensors"):
+        assert (tmp_path / "plain" / file).read_bytes() == (tmp_path / "idle" / file).read_bytes()
+    assert saves == [10, 20, 25]  # on_save after each save of the bundle: evaluations, the end
+
+
+def test_a_note_and_a_new_peak_become_the_event_of_the_step_they_precede(corpus, tmp_path):
+    tok, data = corpus
+    cfg = quick_cfg(max_steps=5, warmup_steps=0, lr=2e-3, min_lr=1e-3, sample_tokens=0)
+    asked = iter([None, None, 5e-4, 5e-4, 5e-4])
+    notes = iter([None, "paused 3 s", "resumed", None, None])
+    controls = RunControls(peak_lr=lambda: next(asked), notes=lambda: next(notes))
+    records = list(train(small_model(tok.vocab_size), data, cfg, None, tok, controls=controls))
+    assert [r.event for r in records] == [
+        None,
+        "paused 3 s",
+        "resumed; peak lr 0.002 → 0.0005",
+        None,
+        None,
+    ]
 
 
 def test_nan_loss_stops_and_keeps_the_last_good_weights(corpus, tmp_path):
@@ -240,7 +294,8 @@ def test_resume_continues_the_step_count_and_the_curve(corpus, tmp_path):
     bundle, start, history = resume_state(out)
     assert start == 20 and len(history) == 21  # steps 0 (the untrained sample) to 20
     cfg = quick_cfg(max_steps=40)
-    more = list(train(bundle.model, data, cfg, out, tok, None, history, start, bundle.meta))
+    start = RunStart(start, history, bundle.meta)
+    more = list(train(bundle.model, data, cfg, out, tok, start=start))
     assert [r.step for r in more] == list(range(21, 41))
     assert more[0].elapsed >= first[-1].elapsed
     assert more[0].lr == pytest.approx(lr_at(21, cfg), rel=1e-5)
@@ -493,9 +548,8 @@ def test_a_peak_lowered_then_raised_again_gets_its_min_lr_back(corpus, tmp_path)
     cfg = quick_cfg(max_steps=6, warmup_steps=0, lr=2e-3, min_lr=1e-3, sample_tokens=0)
     peaks = [None, 5e-4, 5e-4, 4e-3, 4e-3, 4e-3]  # the teacher lowers the rate, then raises it
     asked = iter(peaks)
-    records = list(
-        train(small_model(tok.vocab_size), data, cfg, tmp_path, tok, peak_lr=lambda: next(asked))
-    )
+    controls = RunControls(peak_lr=lambda: next(asked))
+    records = list(train(small_model(tok.vocab_size), data, cfg, tmp_path, tok, controls=controls))
     assert [r.lr for r in records[1:3]] == [5e-4, 5e-4]  # min_lr followed it down
     # Raised again, the cosine runs from 4e-3 down to the run's own min_lr 1e-3, not to 5e-4.
     assert all(r.lr >= 1e-3 for r in records[3:])

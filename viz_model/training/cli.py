@@ -36,7 +36,7 @@ from viz_model.model.families import describe_shape
 from viz_model.model.lora import DEFAULT_TARGETS, TARGETS
 from viz_model.model.recurrent_config import FAMILIES
 from viz_model.text.data import TASKS, VAL_FRACTION
-from viz_model.training.loop import perplexity
+from viz_model.training.loop import RunControls, perplexity
 from viz_model.training.settings import (
     DEFAULT_PRESET,
     MODEL_FLAGS,
@@ -579,7 +579,7 @@ def main(argv: list[str] | None = None) -> int:
     last = None
     best_val = None
     previous_handler = _stop_on_ctrl_c(stop)
-    loop = run.steps(stop)
+    loop = run.steps(RunControls(stop=stop))
     try:
         for rec in loop:
             last = rec

@@ -5,9 +5,8 @@ runs, so neither needs the other at import time."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ from viz_model.model.config import STEPS_WHEN_TIMED, TrainConfig
 from viz_model.model.families import LanguageModel
 from viz_model.text.data import TokenData
 from viz_model.text.tokenization import Tokenizer
-from viz_model.training.loop import StepRecord, train
+from viz_model.training.loop import RunControls, RunStart, StepRecord, train
 
 
 def timed(train: dict[str, Any], minutes: float | None, new: bool) -> dict[str, Any]:
@@ -42,22 +41,23 @@ class Run:
     history: list[dict[str, Any]]
     start_step: int
     old_data: TokenData | None = None  # a fine-tune: the base's own text (train's old_data)
-    on_save: Any = None  # a fine-tune with LoRA: keeps A and B after each save (train's on_save)
+    on_save: Any = None  # a LoRA fine-tune: keeps A and B after each save (RunControls.on_save)
 
-    def steps(self, stop: threading.Event | None = None, **controls: Any) -> Iterator[StepRecord]:
+    def steps(self, controls: RunControls | None = None) -> Iterator[StepRecord]:
         """The one loop over this run (loop.train, every field passed on), a record a step;
-        `controls` are the loop's live ones a job passes (peak_lr, notes)."""
+        `controls` are the live ones a job or the command line passes (stop, peak_lr, notes),
+        with this run's on_save."""
+        controls = controls or RunControls()
+        if self.on_save is not None:
+            controls = replace(controls, on_save=self.on_save)
+        start = RunStart(self.start_step, self.history, self.meta)
         return train(
             self.model,
             self.data,
             self.cfg,
             self.out,
             self.tokenizer,
-            stop,
-            self.history,
-            self.start_step,
-            self.meta,
+            start=start,
             old_data=self.old_data,
-            on_save=self.on_save,
-            **controls,
+            controls=controls,
         )
