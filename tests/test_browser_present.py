@@ -108,3 +108,52 @@ def test_there_is_no_header_outside_presenter_mode(server, projector):
     projector.wait_for_selector("[data-testid=stMain] h1", timeout=TIMEOUT_MS)
     projector.wait_for_selector(DONE, timeout=TIMEOUT_MS)
     assert projector.evaluate(HEADER_JS) is None
+
+
+# Where each chart of the main area is, beside the header line's bottom edge and the spotlight's
+# label: the spotlight must bring each chart wholly on screen under the header.
+SPOTLIGHT_JS = f"""() => {{
+  const header = document.querySelector('.st-key-{present.HEADER_KEY}');
+  const label = document.querySelector('#{present.SPOTLIGHT_ID} span');
+  const box = document.getElementById('{present.SPOTLIGHT_ID}');
+  const charts = [...document.querySelectorAll('[data-testid=stMain] [data-testid=stPlotlyChart]')]
+    .map((c) => c.getBoundingClientRect()).filter((r) => r.height > 20)
+    .map((r) => [r.top, r.bottom]);
+  return {{header: header && header.getBoundingClientRect().bottom, charts,
+          label: label && label.textContent, shown: !!box && getComputedStyle(box).display !== 'none',
+          screen: innerHeight}};
+}}"""
+
+
+def _spotlight(p) -> dict:
+    p.wait_for_timeout(400)  # the scroll is instant; the label follows on the next frame
+    return p.evaluate(SPOTLIGHT_JS)
+
+
+def test_the_spotlight_puts_each_figure_on_screen_under_the_header(server, projector):
+    """Issue 38: a page's figures one click apart, never a scroll: each Next (or a clicker's
+    Page Down) brings the next chart wholly on screen under the header line, which stays in view
+    with the model and step; Previous goes back; outside presenter mode there is no spotlight."""
+    _header(projector, server, "Attention?model=test-char&present=1", "spotlight")
+    first = _spotlight(projector)
+    n = len(first["charts"])
+    assert first["shown"] and n >= 3 and first["label"] == f"{n} figures"
+    next_button = projector.locator(f"#{present.SPOTLIGHT_ID} button[aria-label='Next figure']")
+    for k in range(n):
+        if k % 2:
+            projector.keyboard.press("PageDown")
+        else:
+            next_button.click()
+        seen = _spotlight(projector)
+        top, bottom = seen["charts"][k]
+        assert seen["label"] == f"Figure {k + 1} of {n}", seen
+        assert seen["header"] - 1 <= top < seen["header"] + 30, (k, seen)  # right under it
+        assert bottom <= seen["screen"], (k, seen)  # wholly on screen
+        assert 0 < seen["header"] <= TOP_PX, seen  # the header stays in view
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        projector.screenshot(path=str(SHOTS / f"present-spotlight-{k + 1}.png"))
+    projector.locator(f"#{present.SPOTLIGHT_ID} button[aria-label='Previous figure']").click()
+    assert _spotlight(projector)["label"] == f"Figure {n - 1} of {n}"
+    projector.goto(f"{server}/Attention?model=test-char")
+    projector.wait_for_selector(DONE, timeout=TIMEOUT_MS)
+    assert not _spotlight(projector)["shown"]

@@ -77,6 +77,103 @@ HEADER_CSS = f"""<style>
 .st-key-{HEADER_KEY} [data-testid=stMarkdownContainer] p {{ font-size: 1.4rem; line-height: 1.4;
   margin: 0; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }}
 </style>"""
+# The header stays on screen while the page scrolls (sticky, under Streamlit's toolbar), so the
+# model and step are always shown beside whichever figure is up.
+STICKY_HEADER_CSS = f"""<style>
+[data-testid=stLayoutWrapper]:has(> .st-key-{HEADER_KEY}) {{ position: sticky; top: 3.75rem;
+  z-index: 990; background: var(--background-color, #fff); padding: 0.2rem 0; }}
+</style>"""
+# (No "<" before a letter or "/" in the script: Streamlit's HTML sanitiser, DOMPurify, drops a
+# <script> whose text looks like markup, silently.)
+# The spotlight: a page's figures one at a time, one click (or a clicker's Page Down / Page Up)
+# apart, instead of scrolling; its buttons sit in Streamlit's toolbar, where they cover nothing.
+# Each step puts the next (previous) chart's top right under the header line; presenter-mode
+# charts are at most MAX_HEIGHT px, so a chart fits what is left of a 768-px screen. Installed
+# once per browser tab and shown only while the header line exists (presenter mode), so turning
+# the mode off hides it. It reads the page as drawn, so a figure a rerun adds or removes is
+# counted on the next click.
+SPOTLIGHT_ID = "viz-spotlight"
+SPOTLIGHT_JS = """<script>
+(() => {
+  const doc = window.parent && window.parent !== window ? window.parent.document : document;
+  if (doc.getElementById("__ID__")) return;
+  const style = doc.createElement("style");
+  style.textContent = `
+#__ID__ { position: fixed; right: 64px; top: 8px; z-index: 1000010; display: none; gap: 6px;
+  align-items: center; background: rgba(255,255,255,.96); border: 1px solid #aaa;
+  border-radius: 8px; padding: 4px 8px; font: 18px sans-serif; color: #222; }
+body:has(.st-key-__HEADER__) #__ID__ { display: flex; }
+#__ID__ button { font-size: 18px; min-width: 44px; min-height: 36px; cursor: pointer;
+  border: 1px solid #999; border-radius: 6px; background: #f4f4f4; color: #222; }`;
+  doc.head.appendChild(style);
+  const box = doc.createElement("div");
+  box.id = "__ID__";
+  box.setAttribute("role", "navigation");
+  box.setAttribute("aria-label", "Figures on this page");
+  const button = (step, name, key, arrow) => {
+    const b = doc.createElement("button");
+    b.type = "button";
+    b.dataset.step = step;
+    b.setAttribute("aria-label", name);
+    b.title = `${name} (${key})`;
+    b.textContent = arrow;
+    return b;
+  };
+  const label = doc.createElement("span");
+  label.setAttribute("aria-live", "polite");
+  box.append(button(-1, "Previous figure", "Page Up", "\u25c0"), label,
+    button(1, "Next figure", "Page Down", "\u25b6"));
+  doc.body.appendChild(box);
+  const on = () => doc.querySelector(".st-key-__HEADER__") !== null;
+  const figures = () => [...doc.querySelectorAll(
+    "[data-testid=stMain] :is([data-testid=stPlotlyChart], [data-testid=stImage])")]
+    .filter((f) => f.offsetParent !== null && f.getBoundingClientRect().height > 20);
+  const top = () => {
+    const h = doc.querySelector(".st-key-__HEADER__");
+    return Math.max(h ? h.getBoundingClientRect().bottom : 0, 60);
+  };
+  const current = (figs) => {
+    let at = -1;
+    figs.forEach((f, i) => { if (f.getBoundingClientRect().top <= top() + 40) at = i; });
+    return at;
+  };
+  const scroller = (el) => {
+    for (let p = el.parentElement; p; p = p.parentElement) {
+      const y = getComputedStyle(p).overflowY;
+      if ((y === "auto" || y === "scroll") && p.scrollHeight > p.clientHeight) return p;
+    }
+    return doc.scrollingElement;
+  };
+  const show = () => {
+    if (!on()) return;
+    const figs = figures();
+    const at = current(figs);
+    label.textContent = !figs.length ? "No figures"
+      : at === -1 ? `${figs.length} figure${figs.length === 1 ? "" : "s"}`
+      : `Figure ${at + 1} of ${figs.length}`;
+  };
+  const go = (step) => {
+    const figs = figures();
+    if (!figs.length) return false;
+    const i = Math.min(figs.length - 1, Math.max(0, current(figs) + step));
+    const f = figs[i];
+    scroller(f).scrollBy({top: f.getBoundingClientRect().top - top() - 6, behavior: "instant"});
+    show();
+    return true;
+  };
+  box.addEventListener("click", (e) => {
+    const b = e.target.closest("button");
+    if (b) go(Number(b.dataset.step));
+  });
+  doc.addEventListener("keydown", (e) => {
+    if (!on() || (e.key !== "PageDown" && e.key !== "PageUp")) return;
+    if (e.target.closest && e.target.closest("input, textarea, select, [contenteditable]")) return;
+    if (go(e.key === "PageDown" ? 1 : -1)) e.preventDefault();
+  }, true);
+  doc.addEventListener("scroll", show, true);
+  setInterval(show, 1000);
+})();
+</script>""".replace("__ID__", SPOTLIGHT_ID).replace("__HEADER__", HEADER_KEY)
 # On a short screen (a 1024x768 projector) the navigation scrolls inside its own box, so the
 # model picker and the prompt box under it are on screen without scrolling the sidebar. Its
 # scrollbar is always drawn (an overlay one hides until used), so the pages below the fold show.
@@ -109,7 +206,9 @@ def apply() -> None:
     )
     # In the sidebar, not on the page: pages and their tests count their own html elements from
     # the first, and a <style> draws nothing wherever it is. No user text goes in it.
-    st.sidebar.html(SIDEBAR_CSS + (PRESENTER_CSS + HEADER_CSS if is_on() else ""))
+    st.sidebar.html(
+        SIDEBAR_CSS + (PRESENTER_CSS + HEADER_CSS + STICKY_HEADER_CSS if is_on() else "")
+    )
 
 
 def header(model: str, step: str | None, stop: tuple[int, int] | None) -> None:
@@ -123,7 +222,10 @@ def header(model: str, step: str | None, stop: tuple[int, int] | None) -> None:
         parts.append(f"training step **{step}**")
     if stop is not None:
         parts.append(f"lesson **stop {stop[0]} of {stop[1]}**")
-    st.container(key=HEADER_KEY).markdown(" · ".join(parts))
+    box = st.container(key=HEADER_KEY)
+    box.markdown(" · ".join(parts))
+    # In the header, not the sidebar: a folded sidebar's elements are not drawn, nor run.
+    box.html(SPOTLIGHT_JS, unsafe_allow_javascript=True)
 
 
 def plot(fig: go.Figure, *, container: Any = st, **kwargs: Any) -> Any:
