@@ -21,6 +21,7 @@ from viz_model.analysis import head_roles as hr
 from viz_model.analysis import interventions as iv
 from viz_model.analysis.claims import md_escape
 from viz_model.analysis.tokens import token_text
+from viz_model.analysis.untrained import untrained_twin
 from viz_model.bundles.checkpoint import Bundle
 from viz_model.lessons.kinds import Subject, answer_kind
 from viz_model.lessons.truth import Truth, visible_token
@@ -387,17 +388,34 @@ def most_needed_head(subject: Subject) -> Truth:
     options = tuple(
         head_name(layer, h) for layer in range(cfg.n_layer) for h in range(cfg.n_head)
     ) + (NONE,)
+    windows = page_windows(b, subject.ids)
     with torch.no_grad():
-        sweep = iv.head_sweep_stats(b.model, page_windows(b, subject.ids))
-    claim = iv.head_sweep_claim(sweep, k=1)
+        sweep = iv.head_sweep_stats(b.model, windows)
+        # as the page: a head is needed only beyond what a head of random weights raises it
+        blank = untrained_sweep(b, windows, sweep)
+    claim = iv.head_sweep_claim(sweep, k=1, untrained=blank)
     if not claim.made:
         return Truth("choice", NONE, claim.text, options, holds=False, numbers=claim.numbers)
-    layer, head = iv.top_heads(
-        np.where(
-            sweep.increase > iv.NOISE_SE * np.nan_to_num(sweep.se, nan=np.inf),
-            sweep.increase,
-            -np.inf,
-        ),
-        1,
-    )[0]
+    layer, head = iv.top_heads(np.where(needed_heads(sweep, blank), sweep.increase, -np.inf), 1)[0]
     return Truth("choice", head_name(layer, head), claim.text, options, numbers=claim.numbers)
+
+
+def untrained_sweep(
+    bundle: Bundle, windows: torch.Tensor, sweep: iv.HeadSweep, how: str = "zero"
+) -> iv.HeadSweep | None:
+    """The Interventions page's sweep on the model's untrained twin (its baseline for a head the
+    model relies on); None when the model's own sweep cannot tell any head from noise."""
+    if not np.isfinite(sweep.se).any():
+        return None
+    with torch.no_grad():
+        return iv.head_sweep_stats(untrained_twin(bundle).model, windows, how)
+
+
+def needed_heads(sweep: iv.HeadSweep, blank: iv.HeadSweep | None) -> np.ndarray:
+    """(L, H) bool: the heads iv.head_sweep_claim names with `blank` as its untrained sweep:
+    beyond noise, and beyond the most a head of random weights raises the loss by the noise."""
+    se = np.nan_to_num(sweep.se, nan=np.inf)
+    measured = blank is not None and np.isfinite(blank.increase).any()
+    most = float(np.nanmax(blank.increase)) if measured else -np.inf
+    noisy = np.isfinite(sweep.se) & (sweep.increase > iv.NOISE_SE * se)
+    return noisy & (sweep.increase - most > iv.NOISE_SE * se)

@@ -23,6 +23,7 @@ from viz_model.analysis import training as tr
 from viz_model.analysis.claims import md_escape
 from viz_model.analysis.tokens import token_text
 from viz_model.bundles.checkpoint import Bundle
+from viz_model.lessons.answers_attention import needed_heads, untrained_sweep
 from viz_model.lessons.kinds import Subject, answer_kind
 from viz_model.lessons.truth import Truth, head_names, visible_token
 from viz_model.text import ngram
@@ -255,10 +256,12 @@ def most_damaging_head(subject: Subject) -> Truth:
     """The head whose zero-ablation raises the held-out loss most, beyond noise."""
     cfg = subject.bundle.config
     options = (*head_names(cfg.n_layer, cfg.n_head), NONE)
-    stats = iv.head_sweep_stats(subject.bundle.model, validation_windows(subject), "zero")
-    claim = iv.head_sweep_claim(stats)
-    se = np.nan_to_num(stats.se, nan=np.inf)
-    beyond = np.isfinite(stats.se) & (stats.increase > iv.NOISE_SE * se)
+    windows = validation_windows(subject)
+    stats = iv.head_sweep_stats(subject.bundle.model, windows, "zero")
+    # as the page: a head beyond noise must also beat a head of the same shape with random weights
+    blank = untrained_sweep(subject.bundle, windows, stats)
+    claim = iv.head_sweep_claim(stats, untrained=blank)
+    beyond = needed_heads(stats, blank)
     numbers = dict(claim.numbers)
     if not beyond.any():
         return Truth("choice", NONE, claim.text, options, holds=False, numbers=numbers)

@@ -21,7 +21,7 @@ from viz_model.analysis import residual as rs
 from viz_model.analysis.claims import md_escape
 from viz_model.analysis.tokens import token_text
 from viz_model.lessons.kinds import Subject, answer_kind
-from viz_model.lessons.truth import Truth, visible_token
+from viz_model.lessons.truth import Truth, apart, nonzero, visible_token
 
 YES, NO = "yes", "no"
 EMPTY = "The prompt is empty: there is nothing to measure."
@@ -195,10 +195,11 @@ def largest_sigma_token(subject: Subject, ln: str = "blocks.0.ln1") -> Truth:
         return _no_ln(subject, ln, "token", "")
     t = int(np.argmax(s.sigma))
     rest = np.delete(s.sigma, t)
-    runner = f" the next largest is {float(rest.max()):.3f}" if rest.size else ""
+    d = apart(float(s.sigma[t]), float(rest.max()), 3) if rest.size else 3
+    runner = f" the next largest is {float(rest.max()):.{d}f}" if rest.size else ""
     why = (
         f"{_shown(_text(subject, t))} at position {t} enters {lnx.title(subject.bundle.model, ln)} "
-        f"with σ = **{s.sigma[t]:.3f}**;{runner}, the median {float(np.median(s.sigma)):.3f}."
+        f"with σ = **{s.sigma[t]:.{d}f}**;{runner}, the median {float(np.median(s.sigma)):.{d}f}."
     )
     if t == 0 and ln == "blocks.0.ln1" and subject.bundle.config.adds_positions:
         why += (
@@ -245,10 +246,11 @@ def top_neuron(subject: Subject, layer: int = 0, token: str = ",") -> Truth:
     order = np.argsort(-row, kind="stable")
     n, second = int(order[0]), int(order[1])
     fires = row[n] > nx.DEAD_BELOW
+    d = apart(float(row[n]), float(row[second]))
     why = (
         f"On {_shown(token)} (position {t}) neuron **{n}** of layer {layer} fires hardest, at "
-        f"{row[n]:.2f}; the next is neuron {second} at {row[second]:.2f}, and half of the "
-        f"{row.size} neurons stay under {float(np.median(row)):.2f}."
+        f"{row[n]:.{d}f}; the next is neuron {second} at {row[second]:.{d}f}, and half of the "
+        f"{row.size} neurons stay under {float(np.median(row)):.{d}f}."
     )
     numbers = {"activation": float(row[n]), "second": float(row[second]), "position": t}
     return Truth("number", n, why, holds=bool(fires), numbers=numbers)
@@ -276,8 +278,11 @@ def promoted_token(subject: Subject, layer: int = 0, neuron: int = 0) -> Truth:
     t = int(np.argmax(acts))
     fires = acts[t] > nx.DEAD_BELOW
 
+    shown = [float(effect[i]) for i in (*up, *down)]
+    d = max(nonzero(shown), apart(shown[0], shown[1]))  # the named token apart from the next
+
     def listed(ids: np.ndarray) -> str:
-        return ", ".join(f"{_shown(token_text(tok, int(i)))} ({effect[i]:+.2f})" for i in ids)
+        return ", ".join(f"{_shown(token_text(tok, int(i)))} ({effect[i]:+.{d}f})" for i in ids)
 
     why = (
         f"Neuron {neuron} of layer {layer} adds its value vector W_out[:, {neuron}] to the stream, "

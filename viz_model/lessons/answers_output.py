@@ -19,7 +19,7 @@ from viz_model.analysis import next_token as nt
 from viz_model.analysis.claims import md_escape
 from viz_model.analysis.tokens import token_text
 from viz_model.lessons.kinds import Subject, answer_kind
-from viz_model.lessons.truth import Truth, visible_token
+from viz_model.lessons.truth import Truth, apart, visible_token
 from viz_model.model.gpt import KVCache
 from viz_model.model.sampling import SamplingSettings
 
@@ -52,9 +52,10 @@ def top_next_token(subject: Subject) -> Truth:
     tok = subject.bundle.tokenizer
     first, second = (token_text(tok, int(i)) for i in top2.indices)
     p1, p2 = (float(p) for p in top2.values)
+    d = apart(p1, p2, 3)  # as the Next token page's bars print them, and the two apart
     why = (
-        f"The model gives {md_escape(visible_token(first))} probability **{p1:.2f}**; the "
-        f"runner-up {md_escape(visible_token(second))} gets {p2:.2f}."
+        f"The model gives {md_escape(visible_token(first))} probability **{p1:.{d}f}**; the "
+        f"runner-up {md_escape(visible_token(second))} gets {p2:.{d}f}."
     )
     return Truth("token", first, why, numbers={"p_top": p1, "p_second": p2})
 

@@ -143,6 +143,18 @@ def val_loss_at(subject: Subject, step: int = 0) -> Truth:
         f"At step {evaluated:,} the validation loss was **{at:.3f} nats per token** (answers "
         f"within ±{LOSS_TOLERANCE} count). "
     )
+    ran_to = max((r["step"] for r in history if isinstance(r, dict) and "step" in r), default=0)
+    if evaluated >= final_step:  # no later evaluation: nothing to say about training on
+        numbers["ran_to"] = ran_to
+        why += (
+            f"This model trained only to step {ran_to:,}, not to step {step:,}: that is its last "
+            "evaluation, so there is no later loss to compare it with."
+            if step > ran_to
+            else "That is its last evaluation, so there is no later loss to compare it with."
+        )
+        return Truth(
+            "number", at, why, holds=False, tolerance=LOSS_TOLERANCE, unit="nats", numbers=numbers
+        )
     if kept_falling:
         why += (
             f"Training on to step {final_step:,} lowered it to {last:.3f}: the longer run was "

@@ -94,3 +94,32 @@ def head_names(L: int, H: int) -> tuple[str, ...]:
 def visible_token(token: str) -> str:
     """A token as a reveal prints it: a space as ␣, a newline as ↵, inside quotes."""
     return "'" + token.replace(" ", "␣").replace("\n", "↵") + "'"
+
+
+MOST_DECIMALS = 6  # a reveal prints no number to more decimals than this
+
+
+def apart(a: float, b: float, digits: int = 2) -> int:
+    """The fewest decimals, `digits` or more, at which a and b print differently: a reveal that
+    names a winner prints it apart from the runner-up ("0.26; the next at 0.26" names a tie).
+
+    >>> apart(0.2712, 0.2587), apart(0.2612, 0.2587), apart(0.2612, 0.2587, 1)
+    (2, 3, 3)
+    """
+    for d in range(digits, MOST_DECIMALS + 1):
+        if f"{a:.{d}f}" != f"{b:.{d}f}":
+            return d
+    return MOST_DECIMALS
+
+
+def nonzero(values, digits: int = 2) -> int:
+    """The fewest decimals, `digits` or more, at which none of `values` that is not 0 prints as
+    0 (random weights write logit changes of a thousandth: "+0.00" for each says nothing).
+
+    >>> nonzero([0.0012, -0.0031]), nonzero([0.5, 0.0])
+    (3, 2)
+    """
+    for d in range(digits, MOST_DECIMALS + 1):
+        if all(v == 0 or float(f"{v:.{d}f}") != 0 for v in values):
+            return d
+    return MOST_DECIMALS
