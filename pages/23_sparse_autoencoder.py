@@ -17,6 +17,7 @@ from viz_model.analysis import next_token as nt
 from viz_model.analysis import sae as S
 from viz_model.analysis import sae_files
 from viz_model.analysis.tokens import token_text
+from viz_model.analysis.untrained import fresh_model
 from viz_model.model.sampling import SamplingSettings
 from viz_model.text.data import VAL_FRACTION
 
@@ -190,10 +191,38 @@ def _untrained_lab(
     l1: float,
     n_train: int,
     seed: int,
+    fresh_seed: int = -1,
 ) -> S.Lab:
-    """The same SAE trained on the model's shape with random weights (cache.untrained)."""
-    twin = cache.untrained(bundle_id).model
+    """The same SAE trained on the model's shape with random weights: cache.untrained's, or a
+    fresh initialisation under `fresh_seed` when that is not -1 (analysis/untrained.py)."""
+    twin = _blank_model(bundle_id, fresh_seed)
     return _train_here(bundle_id, twin, layer, site, n_features, k, l1, n_train, seed)
+
+
+def _blank_model(bundle_id: str, fresh_seed: int):
+    if fresh_seed < 0:
+        return cache.untrained(bundle_id).model
+    return fresh_model(cache.bundle(bundle_id).config, fresh_seed)
+
+
+def control_seed(spec: Spec) -> int:
+    """-1: the matching's model that learned nothing is the untrained twin; else the seed of a
+    fresh initialisation, used when the model on screen is that twin itself (its step-0
+    snapshot): an SAE matched against one trained the same way on the same weights finds every
+    feature again, which says nothing."""
+    final_id = models.split_step(spec.bundle_id)[0]
+    if not S.same_weights(cache.bundle(spec.bundle_id).model, cache.untrained(final_id).model):
+        return -1
+    return int((cache.bundle(final_id).train_config or {}).get("seed", 0)) + 1
+
+
+def control_source(spec: Spec) -> str:
+    """The model that learned nothing the matching is checked against, in words."""
+    seed = control_seed(spec)
+    final_id = models.split_step(spec.bundle_id)[0]
+    if seed < 0:
+        return cache.untrained(final_id).source
+    return f"a fresh initialisation (seed {seed}; the model on screen is its own random weights)"
 
 
 def trained(spec: Spec) -> S.Lab:
@@ -216,13 +245,14 @@ def matched(spec: Spec, other: Spec) -> S.Matches:
     """The SAE on screen's features matched against another's (another training step's), and
     against one trained the same way (`other`'s settings) on random weights of the same shape."""
     final_id = models.split_step(spec.bundle_id)[0]
-    blank = _untrained_lab(final_id, *astuple(other)[1:-1])
+    seed = control_seed(spec)
+    blank = _untrained_lab(final_id, *astuple(other)[1:-1], fresh_seed=seed)
     return S.match_labs(
         cache.bundle(spec.bundle_id).model,
         trained(spec),
         cache.bundle(other.bundle_id).model,
         trained(other),
-        untrained=(cache.untrained(final_id).model, blank),
+        untrained=(_blank_model(final_id, seed), blank),
     )
 
 
@@ -417,7 +447,13 @@ elif state.toggle(
         found = matched(spec, other_spec)
     st.markdown(
         S.match_claim(
-            found.r, found.chance, found.alive, other, found.tokens, untrained=found.untrained
+            found.r,
+            found.chance,
+            found.alive,
+            other,
+            found.tokens,
+            untrained=found.untrained,
+            later=other > here,
         ).text
     )
     j = int(found.best[feature])
@@ -433,7 +469,7 @@ elif state.toggle(
         f"{S.MATCH_WINDOWS * lab.browse.ids.shape[1]:,} tokens of the training text (not by their "
         "directions: the residual stream's axes can turn between training steps). Controls: the "
         "same matching with one side's tokens shuffled, and against an SAE trained the same way "
-        f"on {cache.untrained(final_id).source}, the same shape with random weights."
+        f"on {control_source(spec)}, the same shape with random weights."
     )
 
 st.info(

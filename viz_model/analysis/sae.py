@@ -35,7 +35,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from viz_model.analysis.claims import Claim
+from viz_model.analysis.claims import Claim, as_printed
 from viz_model.analysis.neurons import Windows, corpus_windows
 from viz_model.model.gpt import GPT
 from viz_model.model.hooks import HookFn, custom
@@ -684,17 +684,46 @@ def match_labs(
     return Matches(best, r, chance_matches(acts_a, acts_b), alive, int(windows.numel()), blank)
 
 
+def same_weights(a: nn.Module, b: nn.Module) -> bool:
+    """Whether two models hold the very same weights (a snapshot and the untrained twin read
+    from it): matching an SAE against one trained the same way on the same weights says nothing."""
+    sa, sb = a.state_dict(), b.state_dict()
+    return sa.keys() == sb.keys() and all(
+        sa[k].shape == sb[k].shape and torch.equal(sa[k], sb[k]) for k in sa
+    )
+
+
 def feature_match_claim(feature: int, m: Matches, step: int) -> Claim:
-    """Whether one feature of the SAE on screen has a counterpart in the other SAE."""
+    """Whether one feature of the SAE on screen has a counterpart in the other SAE, decided on
+    the correlation as printed; with `m.untrained`, also said against the SAE on random weights
+    of the same shape: a feature that one has too is what any model of this shape has (such as
+    which token is here), not something learned."""
     j, r = int(m.best[feature]), float(m.r[feature])
     numbers = {"feature": feature, "match": j, "r": r, "threshold": MATCH_CORR}
     said = (
         f"Feature {feature} here is closest to feature {j} of the step-{step:,} SAE "
         f"(correlation {r:.2f})"
     )
-    if r >= MATCH_CORR:
+    if as_printed(r) < MATCH_CORR:
+        return Claim(f"{said}: below {MATCH_CORR}, so it has no counterpart there.", False, numbers)
+    if m.untrained is None:
         return Claim(f"{said}: at or above {MATCH_CORR}, the same feature.", True, numbers)
-    return Claim(f"{said}: below {MATCH_CORR}, so it has no counterpart there.", False, numbers)
+    blank = float(m.untrained[feature])
+    numbers["untrained"] = blank
+    if as_printed(blank) < MATCH_CORR:
+        return Claim(
+            f"{said}: at or above {MATCH_CORR}, the same feature; the SAE on random weights of "
+            f"the same shape has none that close ({blank:.2f}).",
+            True,
+            numbers,
+        )
+    return Claim(
+        f"{said}: at or above {MATCH_CORR}, but the SAE on random weights of the same shape, a "
+        f"model that learned nothing, has one as close ({blank:.2f}): a feature any model of "
+        "this shape has (such as which token is here), not one this model learned.",
+        False,
+        numbers,
+    )
 
 
 def _do(n: int) -> str:
@@ -709,13 +738,15 @@ def match_claim(
     tokens: int = 0,
     *,
     untrained: np.ndarray,
+    later: bool = False,
 ) -> Claim:
     """How many alive features of the SAE on screen have a counterpart in the SAE of the snapshot
     at `step` (correlation >= MATCH_CORR), against two controls: the same count with the tokens
     shuffled, and with an SAE trained the same way on random weights of the same shape (a model
     that learned nothing: token-identity features exist in any embedding). "Already there" only
     beyond both. `tokens`: how many tokens `alive` was measured on (said, so that "fire here" is
-    not read as the SAE's alive count, measured on its training tokens)."""
+    not read as the SAE's alive count, measured on its training tokens). `later`: the snapshot
+    at `step` comes after the model on screen, so shared features are still there, not already."""
     alive = np.asarray(alive, bool)
     n, found, by_chance, blank = (
         int(alive.sum()),
@@ -739,8 +770,9 @@ def match_claim(
         f"{blank:,} {_do(blank)}"
     )
     if found > by_chance and found > blank:
+        when = "are still there" if later else "were already there"
         return Claim(
-            f"{measured}: those {found:,} were already there at step {step:,}, {found - blank:,} "
+            f"{measured}: those {found:,} {when} at step {step:,}, {found - blank:,} "
             "more than a model that learned nothing gives.",
             True,
             numbers,
@@ -748,8 +780,8 @@ def match_claim(
     if found > by_chance:
         return Claim(
             f"{measured}: no more than random weights give, so what the two share is what any "
-            "model of this shape has (such as which token is here), not something learned by "
-            f"step {step:,}.",
+            "model of this shape has (such as which token is here), not something "
+            + ("this model learned." if later else f"learned by step {step:,}."),
             False,
             numbers,
         )
@@ -793,6 +825,11 @@ def splice_claim(m: SAEMetrics, l1: bool = False) -> Claim:
     """What splicing the reconstruction in costs, against what mean-ablating the hook costs;
     l1: the SAE's sparsity is an L1 penalty (the remedy then is a smaller coefficient)."""
     cost, worth = m.spliced_loss - m.clean_loss, m.ablated_loss - m.clean_loss
+    # the differences the sentence states are those of the losses it prints (3 decimals)
+    clean, spliced, ablated = (
+        as_printed(x, 3) for x in (m.clean_loss, m.spliced_loss, m.ablated_loss)
+    )
+    cost_shown, worth_shown = round(spliced - clean, 3) + 0.0, round(ablated - clean, 3) + 0.0
     numbers = {
         "cost": cost,
         "worth": worth,
@@ -802,8 +839,8 @@ def splice_claim(m: SAEMetrics, l1: bool = False) -> Claim:
     measured = (
         f"Splicing the SAE's reconstruction in {_moved('the loss', m.clean_loss, m.spliced_loss)} "
         "nats per "
-        f"token ({cost:+.3f}); replacing the activation by its mean "
-        f"{_moved('it', m.clean_loss, m.ablated_loss)} ({worth:+.3f})"
+        f"token ({cost_shown:+.3f}); replacing the activation by its mean "
+        f"{_moved('it', m.clean_loss, m.ablated_loss)} ({worth_shown:+.3f})"
     )
     if worth <= 0:
         return Claim(
@@ -824,7 +861,8 @@ def splice_claim(m: SAEMetrics, l1: bool = False) -> Claim:
     if m.loss_recovered >= GOOD_RECOVERY:
         return Claim(
             f"{measured}. The reconstruction keeps {share} of what this activation is worth to "
-            f"the loss: it costs {cost:.3f} of the {worth:.3f} nats the activation is worth.",
+            f"the loss: it costs {cost_shown:.3f} of the {worth_shown:.3f} nats the activation is "
+            "worth.",
             True,
             numbers,
         )
