@@ -151,10 +151,16 @@ def _losses(
         st.markdown(claim.text)
     if before.get("old_val_loss") is None:
         st.caption("The base's own text is not known, so forgetting was not measured.")
-    st.caption(
-        f"Each loss is the mean over the same {n} windows of held-out text at every evaluation; "
-        "noise is twice the standard error of a difference of two such means, from the spread "
-        "of the base's losses across those windows."
+    st.caption(measured_on(n))
+
+
+def measured_on(n: int) -> str:
+    """What each loss of the forgetting view is a mean of: `n` batches of windows (the fine-tune's
+    eval_batches; training/finetune.py measures the base's spread across batches, not windows)."""
+    return (
+        f"Each loss is the mean over the same {n} batches of held-out windows at every "
+        "evaluation; noise is twice the standard error of a difference of two such means, from "
+        "the spread of the base's losses across those batches."
     )
 
 

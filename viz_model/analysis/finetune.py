@@ -28,7 +28,7 @@ from pathlib import Path
 
 import torch
 
-from viz_model.analysis.claims import Claim
+from viz_model.analysis.claims import Claim, as_printed
 from viz_model.bundles.load import load_bundle
 from viz_model.model.lora import TARGETS
 from viz_model.training.finetune import read_lora
@@ -101,13 +101,23 @@ def low_rank_claim(name: str, values: list[float], rank: int) -> Claim:
         f"of {len(values)} directions; a random change with as many directions puts {chance:.0%} "
         "there"
     )
-    if share > SHARE_MOST and share >= chance + CHANCE_MARGIN:
+    # decided on the percentages as printed, so the reader's own subtraction agrees
+    shown, by_chance = as_printed(100 * share, 0), as_printed(100 * chance, 0)
+    margin = as_printed(100 * CHANCE_MARGIN, 0)
+    most = share > SHARE_MOST and shown > 100 * SHARE_MOST
+    if most and shown >= by_chance + margin:
         text = f"{head}. So this change is low-rank: LoRA with r = {rank} could have expressed most of it."
         return Claim(text, True, numbers)
-    if share > SHARE_MOST:
+    if most:
+        why = (
+            f"at r = {rank} even a random change is mostly in its top directions"
+            if chance > SHARE_MOST
+            else f"{shown:.0f}% is only {shown - by_chance:.0f} points above a random change's "
+            f"{by_chance:.0f}%"
+        )
         text = (
-            f"{head}: not far enough above chance (by {CHANCE_MARGIN:.0%}) to call the change "
-            f"low-rank; at r = {rank} even a random change is mostly in its top directions."
+            f"{head}: not {margin:.0f} percentage points above chance, too little to call the "
+            f"change low-rank; {why}."
         )
         return Claim(text, False, numbers)
     text = f"{head}: the change is spread out, and a rank-{rank} update could hold at most {share:.0%} of it."
@@ -129,13 +139,17 @@ def loss_change_claim(
     change = after - before
     numbers = {"before": before, "after": after, "change": change, "noise": limit, "sd": sd}
     numbers["n"] = n
-    if abs(change) > limit:
+    # the change the sentence states is that of the two losses it prints (1.857 to 2.364 reads
+    # 1.86 to 2.36: a change of 0.50, not the 0.51 of the unrounded losses)
+    shown = round(as_printed(after) - as_printed(before), 2)
+    if abs(change) > limit and abs(shown) > as_printed(limit):
+        change = shown
         verb = "rose" if change > 0 else "fell"
         text = (
             f"The loss on the {what} {verb} from {before:.2f} to {after:.2f} nats per token "
             f"(a change of {abs(change):.2f}; noise here is about {limit:.2f})."
         )
-        if blind is not None and change > 0 and after > blind:
+        if blind is not None and change > 0 and as_printed(after) > as_printed(blind):
             numbers["blind"] = blind
             text += (
                 f" That is worse than a blind guess over the vocabulary ({blind:.2f}): the model "
