@@ -719,8 +719,9 @@ def feature_match_claim(feature: int, m: Matches, step: int) -> Claim:
         )
     return Claim(
         f"{said}: at or above {MATCH_CORR}, but the SAE on random weights of the same shape, a "
-        f"model that learned nothing, has one as close ({blank:.2f}): a feature any model of "
-        "this shape has (such as which token is here), not one this model learned.",
+        f"model that learned nothing, also has one at or above {MATCH_CORR} ({blank:.2f}): a "
+        "feature any model of this shape has (such as which token is here), not one this model "
+        "learned.",
         False,
         numbers,
     )
