@@ -8,7 +8,7 @@ import streamlit as st
 
 import ui
 from serving import models
-from ui import cache, families, present, state, training_view
+from ui import cache, families, parts, present, state, training_view
 from ui.charts import dynamics as charts
 from ui.charts.common import show_whitespace
 from viz_model.analysis import dynamics as dyn
@@ -117,7 +117,7 @@ st.caption(
     f"from {round(1 / d.chance)} ordinary tokens of its vocabulary) by as much."
 )
 
-with st.expander(f"The numbers: {focus} and the losses, step by step"):
+with parts.followed_expander(f"The numbers: {focus} and the losses, step by step", "focus_steps"):
     layer, head = (int(part[1:]) for part in focus.split())
     st.dataframe(
         pd.DataFrame(
@@ -168,7 +168,7 @@ if miss == "\n" and trained and d.exact_copy[-1] < d.exact_copy.max():
         f"tokens written twice, each line then ending with a line break; the probe's copies are "
         f"{k} tokens long."
     )
-with st.expander("The numbers: accuracy and loss, step by step"):
+with parts.followed_expander("The numbers: accuracy and loss, step by step", "probe_steps"):
     st.dataframe(
         pd.DataFrame(
             {

@@ -9,7 +9,7 @@ import streamlit as st
 
 import ui
 from serving import models
-from ui import cache, contrast_sweeps, present, state
+from ui import cache, contrast_sweeps, parts, present, state
 from ui.charts import compare as cmp_charts
 from ui.charts import contrasts as charts
 from ui.charts import layernorm as ln_charts
@@ -215,7 +215,7 @@ def mask_contrast() -> None:
         col.markdown(f"**{name}**")
         col.code(continuation(bid, ids), language=None, wrap_lines=True)
     st.caption(f"{CONTINUATION} characters each, temperature {SAMPLING.temperature}, seed 0.")
-    with st.expander("The numbers: the loss at each position"):
+    with parts.followed_expander("The numbers: the loss at each position", "position_loss"):
         table = {"predicting": token_labels(tokens.texts)[1:]}
         for name, lk in zip(contrast.models, la, strict=True):
             table[f"{name}, whole window"] = lk.seen
@@ -257,7 +257,7 @@ def layers_contrast() -> None:
         "Loss at each position of a sequence written twice",
     )
     present.plot(fig, key="ctr_copy")
-    with st.expander("The numbers: the loss at each position"):
+    with parts.followed_expander("The numbers: the loss at each position", "copy_loss"):
         table = {"position": range(2 * k - 1)}
         table |= {n: p.loss for n, p in zip(contrast.models, profiles, strict=True)}
         st.dataframe(pd.DataFrame(table).round(3), hide_index=True)
@@ -396,7 +396,7 @@ for name, _, b in sides:
 fig = cache.figure(cmp_charts.overlaid_curves, named, "nats per token")
 present.plot(fig, key="ctr_curves")
 st.caption("Compare models draws any two models this way, in bits per character too.")
-with st.expander("The commands that trained them"):
+with parts.followed_expander("The commands that trained them", "commands"):
     for name, _, b in sides:
         st.markdown(f"**{name}**")
         st.code(b.meta.get("command", "–"), language="bash", wrap_lines=True)

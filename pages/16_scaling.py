@@ -8,7 +8,7 @@ import streamlit as st
 
 import ui
 from serving import models
-from ui import cache, present, state
+from ui import cache, parts, present, state
 from ui.charts import scaling as charts
 from viz_model.analysis import scaling as sc
 from viz_model.model.config import GPTConfig
@@ -170,7 +170,7 @@ st.caption(
     "(vocabulary × d) and the biases are a sliver. At this app's sizes the embeddings and biases "
     "are a large share, so the rule undercounts."
 )
-with st.expander("The numbers: every point"):
+with parts.followed_expander("The numbers: every point", "points"):
     st.dataframe(
         pd.DataFrame(
             [

@@ -7,7 +7,7 @@ import streamlit as st
 import torch
 
 import ui
-from ui import cache, present, state
+from ui import cache, parts, present, state
 from ui.charts import adversarial as charts
 from ui.charts.common import show_whitespace
 from ui.charts.tokens import token_chips_html
@@ -125,7 +125,7 @@ if len(result.prompt) < len(ctx.ids):
         f"The first {len(ctx.ids) - len(result.prompt)} tokens of the prompt were cut to leave "
         f"room for the suffix in the model's context of {ctx.config.n_ctx}."
     )
-with st.expander("The suffix after each accepted swap"):
+with parts.followed_expander("The suffix after each accepted swap", "swaps"):
     st.table(
         {
             "step": list(range(len(result.suffixes))),

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from ui import cache, present
+from ui import cache, parts, present
 from ui.charts import sweeps as charts
 from ui.charts.sweeps import Line
 from viz_model.analysis import sweeps as sw
@@ -302,7 +302,7 @@ def table(sweep: sw.Sweep) -> None:
 
 
 def reproduce(sweep: sw.Sweep) -> None:
-    with st.expander("How to reproduce these runs"):
+    with parts.followed_expander("How to reproduce these runs", "reproduce"):
         st.markdown(
             f"One command trains the whole sweep, one run after another, and writes the file "
             f"this section reads (assets/contrasts/{sweep.key}.json); it took "

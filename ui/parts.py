@@ -61,13 +61,23 @@ def numbers_behind_it(container: Any = None, key: str = NUMBERS_KEY) -> Iterator
     following the teacher: one run per student per move) do not pay for them. A page with
     more than one gives each its own `key`. Whether it is open is in the URL (OPEN_KEY): a
     followed view or a link opens or closes it; the reader's own click changes it."""
+    with followed_expander(NUMBERS_TITLE, key, container) as is_open:
+        yield is_open
+
+
+@contextmanager
+def followed_expander(label: str, key: str, container: Any = None) -> Iterator[bool]:
+    """A collapsed section (st.expander) whose open or closed state is part of the view: in the
+    URL under OPEN_KEY with this page's other open sections, so a class following the teacher
+    sees what the teacher opened and a link reopens it; yields whether it is open. `key` is
+    unique on its page; the reader's own click changes it until the next view arrives."""
     ss, widget = st.session_state, numbers_key(key)
     raw = _open_value()
     view = (ss.get(state.ROUTE), raw)
     if ss.get(_applied(widget)) != view:  # a view arrived (a follow, a link, a page): it decides
         ss[widget] = key in _open_sections(raw)
         ss[_applied(widget)] = view
-    box = (container or st).expander(NUMBERS_TITLE, key=widget, on_change=_toggled, args=(key,))
+    box = (container or st).expander(label, key=widget, on_change=_toggled, args=(key,))
     with box:
         yield bool(box.open)
 

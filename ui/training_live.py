@@ -153,7 +153,7 @@ def _watch(name: str, auth: jobs.Auth) -> None:
         training_view.draw_grad_health(
             view.history, version, train_config, key="live", adapters=adapters
         )
-    training_view.draw_update_rule(train_config, "The update it trains with")
+    training_view.draw_update_rule(train_config, "The update it trains with", key="live_rule")
     _samples(view)
     _probe(view, bundle)
     if not view.live and view.has_bundle:

@@ -11,7 +11,7 @@ from collections.abc import Hashable
 import streamlit as st
 
 from serving import models
-from ui import cache, present, state
+from ui import cache, parts, present, state
 from ui.charts import grad_health as health_charts
 from ui.charts import training as charts
 from viz_model.analysis import grad_health as gh
@@ -86,7 +86,7 @@ def draw_curves(
         + (BASELINES_NOTE if baselines else "")
         + (EVENTS_NOTE if curves.events else "")
     )
-    with st.expander("Learning rate schedule"):
+    with parts.followed_expander("Learning rate schedule", f"{key}_lr"):
         st.markdown(
             "How big each step is: the learning rate $\\eta_t$ of the optimiser's update (the "
             "formula above). It warms up from 0 (large early steps on random weights are "
@@ -118,7 +118,7 @@ def draw_samples(history: list[dict], key: str, finetune: bool = False) -> None:
 
 
 def draw_update_rule(
-    train_config: dict | None, label: str = "The update it was trained with"
+    train_config: dict | None, label: str = "The update it was trained with", key: str = "rule"
 ) -> None:
     """The update the run was trained with (training/optim.py's AdamW or SGD, the schedule and
     the clipping), with the numbers of its own TrainConfig, as Streamlit's LaTeX, in an expander."""
@@ -128,7 +128,7 @@ def draw_update_rule(
         return
     timed = cfg.time_limit > 0
     name = tr.optimizer_name(cfg)
-    with st.expander(f"{label} ({name}, with this run's numbers)"):
+    with parts.followed_expander(f"{label} ({name}, with this run's numbers)", key):
         rule = tr.update_rule(cfg, ADAM_EPS, timed)
         for line in rule.lines:
             st.latex(line)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from ui import cache, present, state
+from ui import cache, parts, present, state
 from ui.charts import block as charts
 from ui.frame import PageContext
 from ui.inside_block.common import vocab_label
@@ -97,7 +97,7 @@ def draw(ctx: PageContext) -> None:
         "directions along which that layer's vectors differ most; the percentage is the share of "
         "their spread those two directions show."
     )
-    with st.expander("The contexts"):
+    with parts.followed_expander("The contexts", "contexts"):
         st.dataframe(
             {
                 "context (ending at the token)": [s.replace("\n", "↵") for s in c.snippets],

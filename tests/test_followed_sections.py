@@ -1,0 +1,29 @@
+"""Issue 37: every collapsed section a teacher opens is part of the view the class follows.
+`open=Route:key` (the teacher's address) opens section `key` on that page and no other; the
+sections below were plain expanders that stayed shut on every student's screen."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.apptest_util import app_test
+from ui.parts import numbers_key
+
+# (page script, its route, the section's key, the URL that shows the section)
+SECTIONS = [
+    ("pages/09_training.py", "Training", "hist_lr", {}),
+    ("pages/09_training.py", "Training", "rule", {}),
+    ("pages/16_scaling.py", "Scaling", "points", {}),
+    ("pages/15_architecture_contrasts.py", "Architecture_contrasts", "commands", {}),
+]
+
+
+@pytest.mark.parametrize(("page", "route", "key", "query"), SECTIONS)
+def test_a_section_the_teacher_opened_is_open_on_its_page_only(models_dir, page, route, key, query):
+    shown = app_test(models_dir, page, query={**query, "open": f"{route}:{key}"})
+    assert not shown.exception
+    assert shown.session_state[numbers_key(key)] is True
+    elsewhere = app_test(models_dir, page, query={**query, "open": f"Attention:{key}"})
+    assert elsewhere.session_state[numbers_key(key)] is False
+    closed = app_test(models_dir, page, query=query)
+    assert closed.session_state[numbers_key(key)] is False
