@@ -27,3 +27,17 @@ def test_a_section_the_teacher_opened_is_open_on_its_page_only(models_dir, page,
     assert elsewhere.session_state[numbers_key(key)] is False
     closed = app_test(models_dir, page, query=query)
     assert closed.session_state[numbers_key(key)] is False
+
+
+def test_the_tab_the_teacher_chose_is_chosen_on_its_page_only(models_dir):
+    """The Training page's gradient-health tabs: `hist_health=1` chooses the second tab."""
+    query = {"model": "shakespeare-llama"}  # a bundled run that recorded its gradients' health
+    chosen = app_test(
+        models_dir, "pages/09_training.py", query={**query, "open": "Training:hist_health=1"}
+    )
+    assert not chosen.exception
+    assert chosen.session_state[numbers_key("hist_health")] == "Update sizes"
+    first = app_test(
+        models_dir, "pages/09_training.py", query={**query, "open": "Scaling:hist_health=1"}
+    )
+    assert first.session_state[numbers_key("hist_health")] == "Gradient norms"

@@ -96,9 +96,42 @@ def _open_sections(raw: str) -> set[str]:
 
 def _toggled(key: str) -> None:
     """The reader opened or closed section `key`: the URL (and so the class) says so."""
-    ss = st.session_state
     sections = _open_sections(_open_value())
-    sections = sections | {key} if ss[numbers_key(key)] else sections - {key}
+    sections = sections | {key} if st.session_state[numbers_key(key)] else sections - {key}
+    _publish(sections, key)
+
+
+def followed_tabs(labels: list[str], key: str, container: Any = None) -> list[Any]:
+    """st.tabs whose chosen tab is part of the view, as followed_expander's open state is: a tab
+    other than the first is in the URL under OPEN_KEY as "key=index", so a class following the
+    teacher sees the tab the teacher chose. Every tab's content is still drawn."""
+    ss, widget = st.session_state, numbers_key(key)
+    raw = _open_value()
+    view = (ss.get(state.ROUTE), raw)
+    if ss.get(_applied(widget)) != view:  # a view arrived: it chooses the tab
+        index = next(
+            (
+                int(v)
+                for k, _, v in (s.partition("=") for s in _open_sections(raw))
+                if k == key and v.isdigit()
+            ),
+            0,
+        )
+        ss[widget] = labels[index if index < len(labels) else 0]
+        ss[_applied(widget)] = view
+    return (container or st).tabs(labels, key=widget, on_change=_tab_chosen, args=(key, labels))
+
+
+def _tab_chosen(key: str, labels: list[str]) -> None:
+    chosen = st.session_state[numbers_key(key)]
+    index = labels.index(chosen) if chosen in labels else 0
+    sections = {s for s in _open_sections(_open_value()) if s.partition("=")[0] != key}
+    _publish(sections | ({f"{key}={index}"} if index else set()), key)
+
+
+def _publish(sections: set[str], key: str) -> None:
+    """This page's open sections (and chosen tabs) into the session and the URL."""
+    ss = st.session_state
     route = ss.get(state.ROUTE, "")
     raw = f"{route}:{','.join(sorted(sections))}" if sections else ""
     ss[OPEN_KEY] = raw

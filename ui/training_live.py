@@ -16,7 +16,7 @@ from pathlib import Path
 import streamlit as st
 
 from serving import jobs, models
-from ui import cache, families, finetune_view, nav, present, state, training_view
+from ui import cache, families, finetune_view, nav, parts, present, state, training_view
 from ui.charts.attention import pattern_heatmap
 from ui.charts.common import token_labels
 from ui.charts.next_token import distribution_bars
@@ -387,8 +387,8 @@ def _probe(view: jobs.RunView, bundle) -> None:
     bid, ids = bundle_id(view), tuple(ids)
     top, pattern = _probe_numbers(bid, ids, layer, head)
     if gpt:
-        next_tab, attention_tab = st.tabs(
-            ["What comes next", f"Layer {layer}, head {head}: attention"]
+        next_tab, attention_tab = parts.followed_tabs(
+            ["What comes next", f"Layer {layer}, head {head}: attention"], "live_probe"
         )
     else:
         next_tab, attention_tab = st.container(), None

@@ -191,7 +191,9 @@ def draw_grad_health(
     st.markdown(HEALTH_NOTE)
     if adapters:
         st.info(gh.ADAPTERS_NOTE)
-    norms_tab, updates_tab = st.tabs(["Gradient norms", "Update sizes"])
+    norms_tab, updates_tab = parts.followed_tabs(
+        ["Gradient norms", "Update sizes"], f"{key}_health"
+    )
     present.plot(
         cache.figure(health_charts.gradient_norms, health, marked_step),
         key=f"{key}_grads",
