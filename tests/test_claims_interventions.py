@@ -320,6 +320,12 @@ def test_steering_push_is_the_log_probability_gap_it_says():
     assert r.random[1, list(r.alphas).index(3.0)] == pytest.approx(expected_rnd, abs=1e-4)
 
 
+def test_a_loss_change_is_the_difference_of_the_printed_losses():
+    """helper audit, issue 36: 2.5366 to 2.5534 printed "2.537 to 2.553 (+0.017)"."""
+    eff = iv.Effect(np.ones(2) / 2, np.ones(2) / 2, 2.5366, 2.5534, change_se=0.001, n_chunks=8)
+    assert "from 2.537 to 2.553 nats per token (+0.016)" in iv.loss_change_claim(eff, "X").text
+
+
 def test_loss_changes_and_heads_are_claimed_beyond_noise_only():
     eff = iv.Effect(np.ones(2) / 2, np.ones(2) / 2, 2.0, 2.3, change_se=0.1, n_chunks=8)
     assert iv.loss_change_claim(eff, "Ablating X").made  # 0.3 > 2 * 0.1

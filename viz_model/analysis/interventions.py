@@ -25,7 +25,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from viz_model.analysis.claims import Claim, md_escape
+from viz_model.analysis.claims import Claim, as_printed, md_escape
 from viz_model.model.gpt import GPT
 from viz_model.model.hooks import HookFn, HookPoint, ablate_heads, custom
 from viz_model.model.sampling import SamplingSettings, generate
@@ -311,7 +311,10 @@ def loss_change_claim(eff: Effect, what: str) -> Claim:
     errors across stretches of the text; a neutral sentence otherwise."""
     d, se = eff.loss_change, eff.change_se
     numbers = {"change": d, "se": se, "n_chunks": eff.n_chunks, "noise_se": NOISE_SE}
-    fig = f"from {eff.loss_before:.3f} to {eff.loss_after:.3f} nats per token ({d:+.3f})"
+    # the change as the two printed losses give it (2.537 to 2.553 is +0.016, whatever the
+    # unrounded difference)
+    shown = as_printed(eff.loss_after, 3) - as_printed(eff.loss_before, 3)
+    fig = f"from {eff.loss_before:.3f} to {eff.loss_after:.3f} nats per token ({shown:+.3f})"
     if not np.isfinite(se):
         return Claim(
             f"{what} changes the loss {fig}; the text is too short to tell that from noise.",

@@ -177,7 +177,7 @@ def normalized_std(subject: Subject, ln: str = "blocks.0.ln1", position: int = -
     why = (
         f"Entering {lnx.title(subject.bundle.model, ln)}, {_shown(_text(subject, t))} has "
         f"μ = {s.mean[t]:.4f} and σ = {s.sigma[t]:.4f}. After (x − μ) / σ its {n.size} numbers "
-        f"have mean {mean + 0.0:.4f} and standard deviation **{std:.4f}**: 1, whatever came in "
+        f"have mean {round(mean, 4) + 0.0:.4f} and standard deviation **{std:.4f}**: 1, whatever came in "
         f"(ε = {s.eps:g} keeps it a hair under). Then γ and β give the model its own scale back: "
         f"the output has mean {float(y.mean()):.4f} and standard deviation {float(y.std()):.4f}. "
         "(Within 0.01 counts.)"
