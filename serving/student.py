@@ -32,17 +32,28 @@ class View:
     finished: bool = False
     exceptions: list[str] = field(default_factory=list)
     kilobytes: float = 0.0
+    shown: str | None = None  # the URL name of the page that ran ('' = Home), from navigation
+    # Streamlit's "Page not found" notice came. A process's first runs go through its legacy
+    # pages/ router, which sends it for any deep link although st.navigation then runs the page
+    # asked for (the app closes the notice in a browser: ui/nav.py CLOSE_NOT_FOUND); it is a
+    # failure only where another page ran.
+    not_found_notice: bool = False
+
+    @property
+    def wrong_page(self) -> bool:
+        return self.shown is not None and self.shown != self.page
 
     @property
     def failed(self) -> bool:
-        return bool(self.exceptions) or not self.finished
+        return bool(self.exceptions) or not self.finished or self.wrong_page
 
     def as_dict(self) -> dict:
         return {
             "page": self.page or "Home",
             "seconds": self.seconds,
             "finished": self.finished,
-            "exceptions": self.exceptions,
+            "exceptions": self.exceptions
+            + ([f"ran page {self.shown or 'Home'!r} instead"] if self.wrong_page else []),
             "kilobytes": round(self.kilobytes, 1),
         }
 
@@ -116,9 +127,14 @@ class Student:
                 if elements is not None:
                     elements.append(as_text(fwd.delta.new_element))
             elif kind == "navigation":
-                self.pages = [page.url_pathname for page in fwd.navigation.app_pages]
-            elif kind == "page_not_found":  # the notice a browser would show over the page
-                seen.exceptions.append(f"page not found: {fwd.page_not_found.page_name!r}")
+                pages = fwd.navigation.app_pages
+                self.pages = [page.url_pathname for page in pages]
+                ran = fwd.navigation.page_script_hash
+                seen.shown = next(
+                    (p.url_pathname for p in pages if p.page_script_hash == ran), None
+                )
+            elif kind == "page_not_found":  # see View.not_found_notice
+                seen.not_found_notice = True
             elif kind == "script_finished":
                 return True
         return False
