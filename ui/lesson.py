@@ -16,6 +16,7 @@ Not here: the lesson files and what an answer is (viz_model/lessons/), the Lesso
 
 from __future__ import annotations
 
+import html
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -284,8 +285,13 @@ def panel(
 def _header(place: Place) -> None:
     """One row: where the class is in the lesson, and the buttons that move through it."""
     n = len(place.lesson.stops)
-    where, buttons = st.columns([1, 1], vertical_alignment="center")
-    where.caption(f"Lesson: **{place.lesson.title}** · stop {place.step} of {n}")
+    where, buttons = st.columns([3, 2], vertical_alignment="center")
+    # "stop n of N" never broken over two lines (it did at presenter mode's size, 1024 px wide)
+    where.caption(
+        f"Lesson: **{html.escape(place.lesson.title)}** · "
+        f'<span style="white-space: nowrap">stop {place.step} of {n}</span>',
+        unsafe_allow_html=True,
+    )
     row = buttons.container(horizontal=True, horizontal_alignment="right", gap="small")
     if row.button("◀ Back", disabled=place.step <= 1, key="lesson_back"):
         go(place.lesson, place.step - 1)

@@ -101,7 +101,9 @@ def pca_scatter(
     fig.update_yaxes(title=f"direction 2 ({explained[1]:.0%} of the variance)", zeroline=False)
     fig.update_layout(showlegend=False)
     base_layout(fig, title, HEIGHT + 80)
-    fig.update_layout(margin=dict(l=10, r=10, t=60, b=10))  # room for the two-line title
+    # room for the two-line title, at presenter mode's size too (at t=60 its second line sat on
+    # the top tick label at 1024x768)
+    fig.update_layout(margin=dict(l=10, r=10, t=76, b=10))
     return fig
 
 
