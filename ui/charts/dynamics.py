@@ -27,7 +27,10 @@ from viz_model.analysis.training import Curves
 
 KEY_ROLES = ("induction", "previous-token")  # besides the followed head, these roles' top heads
 FIRST_COLOUR, SECOND_COLOUR = "#7f7f7f", "#d62728"
-ACCURACY_COLOUR, EXACT_COLOUR, TRAIN_COLOUR = "#1f77b4", "#17becf", "#bbbbbb"
+TRAIN_COLOUR = "#bbbbbb"
+# Three hues of the shared palette, none near the loss's red: per-token accuracy, the whole copy,
+# and what per-token accuracy predicts for it (a blue and a cyan read as one line on a projector).
+ACCURACY_COLOUR, EXACT_COLOUR, PREDICTED_COLOUR = series_colours(3, taken=[SECOND_COLOUR])
 MARK_COLOUR = "#444444"
 ROLE_ROW_HEIGHT, LOSS_ROW_HEIGHT = 115, 170
 ROLE_RANGE = (0.0, 1.05)  # a role row's y axis: scores are 0..1
@@ -208,7 +211,7 @@ def loss_against_accuracy(
         ("loss on the second copy", d.loss_second, SECOND_COLOUR, False, "solid"),
         ("copy accuracy (per token)", d.copy_accuracy, ACCURACY_COLOUR, True, "solid"),
         ("whole copy right", d.exact_copy, EXACT_COLOUR, True, "dash"),
-        (f"(per-token accuracy)^{power}", d.copy_accuracy**power, EXACT_COLOUR, True, "dot"),
+        (f"(per-token accuracy)^{power}", d.copy_accuracy**power, PREDICTED_COLOUR, True, "dot"),
     )
     for name, y, colour, right, dash in series:
         fmt = "%{y:.0%}" if right else "%{y:.3f} nats"

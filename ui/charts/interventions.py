@@ -26,7 +26,8 @@ from ui.charts.common import (
 )
 from ui.charts.next_token import LEGEND_BELOW, distinct_labels
 
-BEFORE_COLOUR = "#9ecae1"  # the model as trained
+BEFORE_COLOUR = "#7f7f7f"  # the model as trained: grey, as on LayerNorm and Inside a block (a
+# pale blue beside the dark one washed out to one hue on a projector)
 AFTER_COLOUR = "#08519c"  # the model with the intervention
 MARK_COLOUR = "#111111"  # outline of the cells (heads) that are ablated now
 CELL_TEXT_MAX = 64  # write the value in each cell of a layer x head grid up to this many cells

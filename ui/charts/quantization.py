@@ -11,14 +11,25 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from ui.charts.common import ACCENT, HEIGHT, TICK_FONT, house_layout, legend_below
+from ui.charts.common import (
+    ACCENT,
+    HEIGHT,
+    TICK_FONT,
+    house_layout,
+    legend_below,
+    series_colours,
+)
 
+# Five series a room tells apart on a washed-out projector: five hues of the shared palette (a
+# scheme with its outliers kept aside is no paler copy of the scheme: a pale pink beside red and
+# a cyan beside blue merged into one line each), the variant also open-marked and dotted.
+_ROW, _MATRIX, _FLOAT, _ROW_OUT, _MATRIX_OUT = series_colours(5)
 SCHEME_STYLE = {  # scheme -> (colour, marker, dash)
-    "one scale per row": ("#1f77b4", "circle", "solid"),
-    "one scale per row, outliers in float16": ("#17becf", "circle-open", "dot"),
-    "one scale per matrix": ("#d62728", "square", "solid"),
-    "one scale per matrix, outliers in float16": ("#ff9896", "square-open", "dot"),
-    "float": ("#2ca02c", "diamond", "solid"),
+    "one scale per row": (_ROW, "circle", "solid"),
+    "one scale per row, outliers in float16": (_ROW_OUT, "circle-open", "dot"),
+    "one scale per matrix": (_MATRIX, "square", "solid"),
+    "one scale per matrix, outliers in float16": (_MATRIX_OUT, "square-open", "dot"),
+    "float": (_FLOAT, "diamond", "solid"),
 }
 LABELLED = ("one scale per row", "float")  # the lines whose points carry their width's name
 AXIS_FONT = dict(tickfont=dict(size=TICK_FONT))
@@ -170,7 +181,7 @@ def row_error_figure(errors: Mapping[str, np.ndarray], title: str) -> go.Figure:
     return fig
 
 
-DRIFT_COLOURS = ("#2ca02c", "#1f77b4", "#17becf", "#d62728", "#ff9896")
+DRIFT_COLOURS = tuple(series_colours(5))  # one hue each
 PERCENT_TICKS = (0.0001, 0.0003, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0)
 
 
