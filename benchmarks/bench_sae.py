@@ -21,7 +21,9 @@ import time
 import torch
 
 from benchmarks.common import emit
-from viz_model.analysis import sae as S
+from viz_model.analysis.sae.activations import collect, hook_name, random_windows
+from viz_model.analysis.sae.metrics import evaluate
+from viz_model.analysis.sae.training import SAEConfig, train_sae
 from viz_model.bundles.load import load_bundle
 from viz_model.text.data import ASSETS_DIR, TokenData, load_text
 
@@ -33,16 +35,16 @@ def run(tokens: int, features: int, k: int, seed: int) -> dict:
     bundle = load_bundle(ASSETS_DIR / "models" / MODEL)
     model = bundle.model.eval()
     data = TokenData.from_text(load_text(bundle.meta["data"]), bundle.tokenizer)
-    name = S.hook_name(LAYER)
+    name = hook_name(LAYER)
     start = time.perf_counter()
-    windows = S.random_windows(data.train, tokens, model.cfg.n_ctx, seed)
-    acts = S.collect(model, windows[:, :-1], name)
+    windows = random_windows(data.train, tokens, model.cfg.n_ctx, seed)
+    acts = collect(model, windows[:, :-1], name)
     collected = time.perf_counter()
-    cfg = S.SAEConfig(n_features=features, k=k, seed=seed)
-    sae, log = S.train_sae(acts, cfg)
+    cfg = SAEConfig(n_features=features, k=k, seed=seed)
+    sae, log = train_sae(acts, cfg)
     trained = time.perf_counter()
-    held_out = S.random_windows(data.val, EVAL_TOKENS, model.cfg.n_ctx, seed + 1)
-    m = S.evaluate(model, sae, name, held_out, acts.mean(0), log.dead)
+    held_out = random_windows(data.val, EVAL_TOKENS, model.cfg.n_ctx, seed + 1)
+    m = evaluate(model, sae, name, held_out, acts.mean(0), log.dead)
     wall = trained - start
     return {
         "model": MODEL,
@@ -66,7 +68,7 @@ def run(tokens: int, features: int, k: int, seed: int) -> dict:
 
 
 def quality(m) -> dict:
-    """An SAE's measured quality (S.Metrics), and the machine's load while it was measured."""
+    """An SAE's measured quality (SAEMetrics), and the machine's load while it was measured."""
     return {
         "fve": round(m.fve, 4),
         "l0": round(m.l0, 2),

@@ -14,8 +14,33 @@ from ui.charts import sae as charts
 from ui.charts.common import show_whitespace
 from ui.charts.neurons import direction_bars, snippets_html
 from viz_model.analysis import next_token as nt
-from viz_model.analysis import sae as S
 from viz_model.analysis import sae_files
+from viz_model.analysis.sae.activations import hook_name
+from viz_model.analysis.sae.claims import (
+    dead_claim,
+    feature_match_claim,
+    match_claim,
+    resampling_note,
+    splice_claim,
+    steering_claim,
+)
+from viz_model.analysis.sae.features import (
+    DENSE,
+    TYPICAL,
+    activations_along,
+    alive_by_frequency,
+    default_feature,
+    feature_in_windows,
+    is_dense,
+    promoted_tokens,
+    readout_path,
+    top_snippets,
+)
+from viz_model.analysis.sae.features import steered as sae_steered
+from viz_model.analysis.sae.lab import Lab
+from viz_model.analysis.sae.lab import lab as train_lab
+from viz_model.analysis.sae.matching import MATCH_WINDOWS, Matches, match_labs, same_weights
+from viz_model.analysis.sae.training import SAEConfig
 from viz_model.analysis.tokens import token_text
 from viz_model.analysis.untrained import fresh_model
 from viz_model.model.sampling import SamplingSettings
@@ -87,7 +112,7 @@ class Spec:
 
     @property
     def hook(self) -> str:
-        return S.hook_name(self.layer, self.site)
+        return hook_name(self.layer, self.site)
 
     @property
     def sparsity(self) -> str:
@@ -153,14 +178,14 @@ def job_spec(view) -> Spec:
     )
 
 
-def _train_here(bundle_id: str, model, layer, site, n_features, k, l1, n_train, seed) -> S.Lab:
+def _train_here(bundle_id: str, model, layer, site, n_features, k, l1, n_train, seed) -> Lab:
     """An SAE trained in the page on `model`'s activations, over the text of `bundle_id`."""
     bundle = cache.bundle(bundle_id)
-    config = S.SAEConfig(n_features=n_features, k=k, l1_coeff=l1 or 3e-2, seed=seed)
-    hook = S.hook_name(layer, site)
+    config = SAEConfig(n_features=n_features, k=k, l1_coeff=l1 or 3e-2, seed=seed)
+    hook = hook_name(layer, site)
     held_out = corpus.source_of(bundle).get("val_fraction", VAL_FRACTION)
     text = corpus.text_of(bundle)
-    return S.lab(model, bundle.tokenizer, text, hook, config, n_train, val_fraction=held_out)
+    return train_lab(model, bundle.tokenizer, text, hook, config, n_train, val_fraction=held_out)
 
 
 @cache.per_model(keep=2)
@@ -174,7 +199,7 @@ def _trained(
     n_train: int,
     seed: int,
     job: str,
-) -> S.Lab:
+) -> Lab:
     bundle = cache.bundle(bundle_id)
     if job:  # a finished job's lab, read and checked (sae_files.SAEFileError if damaged)
         return sae_files.load_lab(job.rsplit("@", 1)[0], bundle.model.cfg.d_model)
@@ -192,7 +217,7 @@ def _untrained_lab(
     n_train: int,
     seed: int,
     fresh_seed: int = -1,
-) -> S.Lab:
+) -> Lab:
     """The same SAE trained on the model's shape with random weights: cache.untrained's, or a
     fresh initialisation under `fresh_seed` when that is not -1 (analysis/untrained.py)."""
     twin = _blank_model(bundle_id, fresh_seed)
@@ -211,7 +236,7 @@ def control_seed(spec: Spec) -> int:
     snapshot): an SAE matched against one trained the same way on the same weights finds every
     feature again, which says nothing."""
     final_id = models.split_step(spec.bundle_id)[0]
-    if not S.same_weights(cache.bundle(spec.bundle_id).model, cache.untrained(final_id).model):
+    if not same_weights(cache.bundle(spec.bundle_id).model, cache.untrained(final_id).model):
         return -1
     return int((cache.bundle(final_id).train_config or {}).get("seed", 0)) + 1
 
@@ -225,7 +250,7 @@ def control_source(spec: Spec) -> str:
     return f"a fresh initialisation (seed {seed}; the model on screen is its own random weights)"
 
 
-def trained(spec: Spec) -> S.Lab:
+def trained(spec: Spec) -> Lab:
     """The SAE `spec` describes, trained (or read) once per server (plain values key the cache)."""
     return _trained(*astuple(spec))
 
@@ -234,20 +259,20 @@ def trained(spec: Spec) -> S.Lab:
 def feature_snippets(spec: Spec, feature: int) -> tuple[list[tuple[int, int]], np.ndarray]:
     """The feature's top windows, one each: (window, position) pairs and activations (n, T)."""
     found = trained(spec)
-    where = S.top_snippets(found.table, feature, N_SNIPPETS)
+    where = top_snippets(found.table, feature, N_SNIPPETS)
     rows = found.browse.ids[[w for w, _ in where]]
     model = cache.bundle(spec.bundle_id).model
-    return where, S.feature_in_windows(model, found.sae, spec.hook, rows, feature)
+    return where, feature_in_windows(model, found.sae, spec.hook, rows, feature)
 
 
 @cache.per_prompt
-def matched(spec: Spec, other: Spec) -> S.Matches:
+def matched(spec: Spec, other: Spec) -> Matches:
     """The SAE on screen's features matched against another's (another training step's), and
     against one trained the same way (`other`'s settings) on random weights of the same shape."""
     final_id = models.split_step(spec.bundle_id)[0]
     seed = control_seed(spec)
     blank = _untrained_lab(final_id, *astuple(other)[1:-1], fresh_seed=seed)
-    return S.match_labs(
+    return match_labs(
         cache.bundle(spec.bundle_id).model,
         trained(spec),
         cache.bundle(other.bundle_id).model,
@@ -259,7 +284,7 @@ def matched(spec: Spec, other: Spec) -> S.Matches:
 @cache.per_prompt
 def along(spec: Spec, ids: tuple[int, ...]) -> np.ndarray:
     found = trained(spec)
-    return S.activations_along(cache.bundle(spec.bundle_id).model, found.sae, spec.hook, list(ids))
+    return activations_along(cache.bundle(spec.bundle_id).model, found.sae, spec.hook, list(ids))
 
 
 @cache.per_prompt
@@ -268,7 +293,7 @@ def steered(spec: Spec, ids: tuple[int, ...], feature: int, alpha: float, gen_se
     vector = alpha * float(found.table.max_act[feature]) * found.sae.direction(feature)
     model = cache.bundle(spec.bundle_id).model
     settings = SamplingSettings(temperature=0.8)
-    return S.steered(model, list(ids), spec.hook, vector, STEER_TOKENS, gen_seed, settings)
+    return sae_steered(model, list(ids), spec.hook, vector, STEER_TOKENS, gen_seed, settings)
 
 
 job_view = sae_job_panel.choose(ctx.bundle_id)
@@ -317,25 +342,25 @@ if not spec.k:
         f"held-out token has **{m.l0:.1f}** active features on average, of {m.n_features:,}. "
         "A larger λ gives fewer active features and a rougher reconstruction."
     )
-st.markdown(S.splice_claim(m, l1=not spec.k).text)
+st.markdown(splice_claim(m, l1=not spec.k).text)
 if (copying := nt.loss_lookahead_claim(ctx.config.causal)).made:
     st.warning(
         f"{copying.text} These losses say how much of that copying the SAE keeps, not how well "
         "the model predicts text."
     )
-st.markdown(S.dead_claim(m, log.dead_window_tokens).text)
+st.markdown(dead_claim(m, log.dead_window_tokens).text)
 made_by = f"Trained as job {job_view.name} on" if job_view is not None else "Trained on"
 st.caption(
     f"{made_by} {log.tokens:,} activations at `{spec.hook}` from random windows of the "
     f"training split ({len(log.mse):,} steps of {log.tokens // max(1, len(log.mse)):,}); "
-    f"measured on {m.tokens:,} held-out tokens of the validation split. " + S.resampling_note(log)
+    f"measured on {m.tokens:,} held-out tokens of the validation split. " + resampling_note(log)
 )
 with st.expander("The training curve"):
     curve = cache.figure(charts.training_curve, log.mse, tuple(s for s, _ in log.resampled))
     present.plot(curve, key="sae_curve")
 
 st.subheader("Read a feature")
-alive = S.alive_by_frequency(lab.table)
+alive = alive_by_frequency(lab.table)
 if not alive:
     st.warning("No feature fired on the browsing windows: train on more tokens.")
     st.stop()
@@ -346,7 +371,7 @@ state.reset_on_change("sae_feat", astuple(spec), "_sae_feat_of")
 
 
 def feature_label(f: int) -> str:
-    dense = " (dense: usually not one concept)" if S.is_dense(lab.table, f) else ""
+    dense = " (dense: usually not one concept)" if is_dense(lab.table, f) else ""
     return f"#{f}: fires on {freq[f]:.2%} of tokens{dense}, largest {peak[f]:.2f}"
 
 
@@ -354,10 +379,10 @@ feature = state.selectbox(
     "Feature (most frequent first)",
     "sae_feat",
     alive,
-    S.default_feature(lab.table),
+    default_feature(lab.table),
     format_func=feature_label,
-    help=f"A feature firing on more than {S.DENSE:.0%} of tokens is marked dense. The page opens "
-    f"on the most frequent feature firing on at most {S.TYPICAL:.0%} of them.",
+    help=f"A feature firing on more than {DENSE:.0%} of tokens is marked dense. The page opens "
+    f"on the most frequent feature firing on at most {TYPICAL:.0%} of them.",
 )
 st.markdown(
     f"**Where feature {feature} fires hardest** in {len(lab.browse.texts)} windows spread "
@@ -368,7 +393,7 @@ where, acts = feature_snippets(spec, feature)
 rows = [(lab.browse.texts[w], acts[i], p) for i, (w, p) in enumerate(where)]
 st.html(snippets_html(rows))
 
-raised, lowered = S.promoted_tokens(ctx.model, lab.sae, feature, k=8)
+raised, lowered = promoted_tokens(ctx.model, lab.sae, feature, k=8)
 bars = cache.figure(
     direction_bars,
     [token_text(tok, i) for i, _ in raised],
@@ -379,7 +404,7 @@ bars = cache.figure(
 )
 present.plot(bars, key="sae_promoted")
 st.caption(
-    f"The feature's decoder direction read through {S.readout_path(ctx.model)}: the change in "
+    f"The feature's decoder direction read through {readout_path(ctx.model)}: the change in "
     "each token's logit per unit of activation, red raised, blue lowered. It skips the blocks "
     "after this one, which also read the direction."
 )
@@ -417,7 +442,7 @@ g1.markdown("**Without steering**")
 g1.code(tok.decode(plain), language=None, wrap_lines=True)
 g2.markdown(f"**With feature {feature} × {alpha:g}**")
 g2.code(tok.decode(pushed), language=None, wrap_lines=True)
-st.markdown(S.steering_claim(plain, pushed, float(alpha)).text)
+st.markdown(steering_claim(plain, pushed, float(alpha)).text)
 
 st.subheader("Across training")
 options, final = scrubber.step_options(ctx.bundle)
@@ -446,7 +471,7 @@ elif state.toggle(
     with st.spinner(f"Training an SAE on the model at step {other:,} and matching features…"):
         found = matched(spec, other_spec)
     st.markdown(
-        S.match_claim(
+        match_claim(
             found.r,
             found.chance,
             found.alive,
@@ -457,7 +482,7 @@ elif state.toggle(
         ).text
     )
     j = int(found.best[feature])
-    st.markdown(S.feature_match_claim(feature, found, other).text)
+    st.markdown(feature_match_claim(feature, found, other).text)
     other_lab = trained(other_spec)
     where_b, acts_b = feature_snippets(other_spec, j)
     if where_b:
@@ -466,7 +491,7 @@ elif state.toggle(
         st.html(snippets_html(rows_b))
     st.caption(
         f"Matched by how the two SAEs' activations correlate over the same "
-        f"{S.MATCH_WINDOWS * lab.browse.ids.shape[1]:,} tokens of the training text (not by their "
+        f"{MATCH_WINDOWS * lab.browse.ids.shape[1]:,} tokens of the training text (not by their "
         "directions: the residual stream's axes can turn between training steps). Controls: the "
         "same matching with one side's tokens shuffled, and against an SAE trained the same way "
         f"on {control_source(spec)}, the same shape with random weights."

@@ -23,7 +23,7 @@ interrupted). The folder holds:
 States as for runs: running, finished, stopped (Stop, the minutes cap, SIGTERM: nothing is
 saved), failed (the message says why: a model folder that vanished, say), interrupted.
 
-Not here: the training itself (viz_model/analysis/sae.py), the page.
+Not here: the training itself (viz_model/analysis/sae/), the page.
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ from typing import Any
 
 from serving import jobs, models
 from serving.jobs import JobError
-from viz_model.analysis import sae as S
+from viz_model.analysis.sae.activations import SITES, hook_name
+from viz_model.analysis.sae.training import SAEConfig
 from viz_model.bundles.checkpoint import read_config
 from viz_model.bundles.files import CheckpointError, write_json
 
@@ -61,7 +62,7 @@ class SAEJob:
 
     @property
     def hook(self) -> str:
-        return S.hook_name(self.layer, self.site)
+        return hook_name(self.layer, self.site)
 
     @property
     def model_path(self) -> Path:
@@ -71,8 +72,8 @@ class SAEJob:
     def step(self) -> int | None:
         return models.split_step(self.bundle_id)[1]
 
-    def config(self) -> S.SAEConfig:
-        return S.SAEConfig(
+    def config(self) -> SAEConfig:
+        return SAEConfig(
             n_features=self.n_features, k=self.k, l1_coeff=self.l1_coeff, seed=self.seed
         )
 
@@ -102,8 +103,8 @@ class SAEJob:
             raise JobError(f"{self.bundle_id!r} is not a model id")
         if not all(isinstance(v, int) and not isinstance(v, bool) for v in whole):
             raise JobError("layer, features, k, tokens and seed must be whole numbers")
-        if self.site not in S.SITES:
-            raise JobError(f"the activation must be one of {sorted(S.SITES)}, not {self.site!r}")
+        if self.site not in SITES:
+            raise JobError(f"the activation must be one of {sorted(SITES)}, not {self.site!r}")
         if not 1 <= self.n_features <= MAX_FEATURES:
             raise JobError(f"the dictionary size must be 1 to {MAX_FEATURES:,}")
         if not 0 <= self.k <= self.n_features:

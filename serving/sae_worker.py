@@ -2,7 +2,7 @@
 
 It waits for the runs root's lock (jobs.launch_run holds it until settings.json is written),
 loads the model the settings name (the snapshot at their step, when they name one) and its
-training text, runs sae.lab (reading activations, training, measuring, tabulating features) and
+training text, runs lab() (sae/lab.py: reading activations, training, measuring, tabulating) and
 saves the lab (sae_files.save_lab). Between two batches it writes status.json (stage, progress,
 tokens/s, at most about four times a second) and polls control.json; Stop, SIGTERM, SIGINT and
 the server's minutes cap end it as "stopped" with nothing saved. A model or text that cannot be
@@ -25,7 +25,7 @@ import torch
 from serving import jobs
 from serving.job_home import FolderGone, Home
 from serving.sae_jobs import SAEJob
-from viz_model.analysis import sae as S
+from viz_model.analysis.sae.lab import lab as train_lab
 from viz_model.analysis.sae_files import save_lab
 from viz_model.bundles.files import CheckpointError, write_json
 from viz_model.bundles.load import load_bundle
@@ -33,7 +33,7 @@ from viz_model.text.data import VAL_FRACTION, DataError, load_text
 
 STATUS_EVERY = 0.25  # seconds between status writes while nothing else changes
 CONTROL_EVERY = 0.1  # seconds between reads of control.json
-STAGES = {  # what each stage of sae.lab is doing, in the status's words
+STAGES = {  # what each stage of lab() is doing, in the status's words
     "collect": "reading activations at {hook}",
     "train": "training the SAE",
     "measure": "measuring on held-out text and tabulating every feature",
@@ -63,7 +63,7 @@ class Status:
 
 
 class Watch:
-    """The progress callback sae.lab calls between batches: it reports and decides to stop."""
+    """The progress callback lab() calls between batches: it reports and decides to stop."""
 
     def __init__(self, home: Home, job: SAEJob, status: Status, cap_s: float) -> None:
         self.home, self.control, self.job, self.status, self.cap_s = (
@@ -163,7 +163,7 @@ def run(folder: Path, home: Home | None = None) -> int:
     except (ValueError, KeyError) as exc:
         return _fail(status, str(exc).strip("'\""))
     try:
-        lab = S.lab(model, tokenizer, text, job.hook, job.config(), job.tokens, watch, held_out)
+        lab = train_lab(model, tokenizer, text, job.hook, job.config(), job.tokens, watch, held_out)
         save_lab(lab, folder)
     except Stopped as why:
         status.write(force=True, state="stopped", message=f"{why}; nothing was saved")

@@ -11,7 +11,13 @@ import torch
 
 from tests.apptest_util import open_link
 from tests.claims_models import CLASS_TRAINED
-from viz_model.analysis import sae as S
+from viz_model.analysis.sae.activations import hook_name
+from viz_model.analysis.sae.claims import dead_claim, match_claim, splice_claim
+from viz_model.analysis.sae.features import TYPICAL, default_feature
+from viz_model.analysis.sae.lab import Lab
+from viz_model.analysis.sae.lab import lab as train_lab
+from viz_model.analysis.sae.matching import match_labs
+from viz_model.analysis.sae.training import SAEConfig
 from viz_model.analysis.untrained import untrained_twin
 from viz_model.bundles.load import load_bundle
 from viz_model.text.data import load_text
@@ -26,7 +32,7 @@ def _metric(at, label: str) -> str:
     return next(m.value for m in at.metric if m.label == label)
 
 
-def page_lab(model, bundle, cfg: S.SAEConfig) -> S.Lab:
+def page_lab(model, bundle, cfg: SAEConfig) -> Lab:
     """The SAE the page trains on the SMALL settings (block 0, 25k activations) of `model` with
     `bundle`'s tokenizer and text, on one thread: the app's thread count, so the same arithmetic
     gives the same numbers."""
@@ -34,7 +40,7 @@ def page_lab(model, bundle, cfg: S.SAEConfig) -> S.Lab:
     torch.set_num_threads(1)
     try:
         text = load_text(bundle.meta["data"])
-        return S.lab(model, bundle.tokenizer, text, S.hook_name(0), cfg, 25_000)
+        return train_lab(model, bundle.tokenizer, text, hook_name(0), cfg, 25_000)
     finally:
         torch.set_num_threads(threads)
 
@@ -59,17 +65,17 @@ def _check_page(folder: Path, name: str) -> None:
     at = open_link(folder, PAGE, {"model": name, "prompt": PROMPT, **SMALL}, timeout=600)
     assert not at.exception, at.exception[0].value
     bundle = load_bundle(folder / name)
-    lab = page_lab(bundle.model, bundle, S.SAEConfig(n_features=256, k=8, seed=0))
+    lab = page_lab(bundle.model, bundle, SAEConfig(n_features=256, k=8, seed=0))
     m = lab.metrics
     assert _metric(at, "Variance explained") == f"{m.fve:.1%}"
     assert _metric(at, "Alive / dead") == f"{m.n_alive:,} / {m.n_dead:,}"
     printed = [md.value for md in at.markdown]
-    assert S.splice_claim(m).text in printed
-    assert S.dead_claim(m, lab.log.dead_window_tokens).text in printed
+    assert splice_claim(m).text in printed
+    assert dead_claim(m, lab.log.dead_window_tokens).text in printed
     assert at.query_params["sae_tokens"] == "25000" and at.query_params["sae_f"] == "256"
     feature = next(s for s in at.selectbox if s.label.startswith("Feature"))
-    assert feature.value == S.default_feature(lab.table)
-    assert lab.table.freq[feature.value] <= S.TYPICAL or not any(lab.table.freq <= S.TYPICAL)
+    assert feature.value == default_feature(lab.table)
+    assert lab.table.freq[feature.value] <= TYPICAL or not any(lab.table.freq <= TYPICAL)
 
 
 def test_another_sae_resets_the_chosen_feature():
@@ -86,8 +92,8 @@ def test_another_sae_resets_the_chosen_feature():
     assert not at.exception, at.exception[0].value
     feature = next(s for s in at.selectbox if s.label.startswith("Feature"))
     bundle = load_bundle(MODELS / "shakespeare-char")
-    lab = page_lab(bundle.model, bundle, S.SAEConfig(n_features=256, k=4, seed=0))
-    assert feature.value == S.default_feature(lab.table)
+    lab = page_lab(bundle.model, bundle, SAEConfig(n_features=256, k=4, seed=0))
+    assert feature.value == default_feature(lab.table)
 
 
 def test_a_chosen_feature_and_strength_come_from_the_url():
@@ -108,7 +114,7 @@ def test_the_comparison_with_a_snapshot_prints_the_matching_it_ran():
     at = open_link(MODELS, PAGE, query, timeout=600)
     assert not at.exception, at.exception[0].value
     bundle = load_bundle(MODELS / "shakespeare-char")
-    cfg = S.SAEConfig(n_features=256, k=8, seed=0)
+    cfg = SAEConfig(n_features=256, k=8, seed=0)
     early = bundle.load_snapshot(34)
     twin = untrained_twin(bundle)
     lab, lab_early = page_lab(bundle.model, bundle, cfg), page_lab(early, bundle, cfg)
@@ -116,11 +122,11 @@ def test_the_comparison_with_a_snapshot_prints_the_matching_it_ran():
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        found = S.match_labs(bundle.model, lab, early, lab_early, (twin.model, lab_blank))
+        found = match_labs(bundle.model, lab, early, lab_early, (twin.model, lab_blank))
     finally:
         torch.set_num_threads(threads)
     printed = [md.value for md in at.markdown]
-    claim = S.match_claim(
+    claim = match_claim(
         found.r, found.chance, found.alive, 34, found.tokens, untrained=found.untrained
     )
     assert claim.text in printed and f"fire on these {found.tokens:,} tokens" in claim.text
@@ -135,14 +141,14 @@ def test_l1_sparsity_from_the_url_shows_its_measured_l0_and_claims():
     at = open_link(MODELS, PAGE, {**query, "sae_l1": "0.03"}, timeout=600)
     assert not at.exception, at.exception[0].value
     bundle = load_bundle(MODELS / "shakespeare-char")
-    cfg = S.SAEConfig(n_features=256, k=0, l1_coeff=0.03, seed=0)
+    cfg = SAEConfig(n_features=256, k=0, l1_coeff=0.03, seed=0)
     lab = page_lab(bundle.model, bundle, cfg)
     m = lab.metrics
     assert _metric(at, "Active per token") == f"{m.l0:.1f}"
     assert _metric(at, "Variance explained") == f"{m.fve:.1%}"
     printed = [md.value for md in at.markdown]
-    assert S.splice_claim(m, l1=True).text in printed
-    assert S.dead_claim(m, lab.log.dead_window_tokens).text in printed
+    assert splice_claim(m, l1=True).text in printed
+    assert dead_claim(m, lab.log.dead_window_tokens).text in printed
     said = next(t for t in printed if t.startswith("**L1 sparsity** (λ = 0.03)"))
     assert f"**{m.l0:.1f}** active features on average, of 256" in said
     assert at.query_params["sae_sparsity"] == "l1" and at.query_params["sae_l1"] == "0.03"

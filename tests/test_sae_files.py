@@ -13,7 +13,9 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from tests.conftest import tiny_model
-from viz_model.analysis import sae as S
+from viz_model.analysis.sae.lab import Lab
+from viz_model.analysis.sae.lab import lab as train_lab
+from viz_model.analysis.sae.training import SAEConfig
 from viz_model.analysis.sae_files import (
     FEATURES_FILE,
     METRICS_FILE,
@@ -28,15 +30,15 @@ NAME = "blocks.0.hook_resid_post"
 
 
 @pytest.fixture(scope="module")
-def saved(tmp_path_factory) -> tuple[S.Lab, Path]:
+def saved(tmp_path_factory) -> tuple[Lab, Path]:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         text = "".join(f"line {i}: the cat sat on the mat, and the dog ran.\n" for i in range(200))
         tok = Tokenizer.train(text, "char")
         model = tiny_model(seed=3, vocab_size=tok.vocab_size)
-        cfg = S.SAEConfig(n_features=40, k=0, l1_coeff=0.01, batch_size=128, resample_every=4)
-        lab = S.lab(model, tok, text, NAME, cfg, n_tokens=2000)
+        cfg = SAEConfig(n_features=40, k=0, l1_coeff=0.01, batch_size=128, resample_every=4)
+        lab = train_lab(model, tok, text, NAME, cfg, n_tokens=2000)
     finally:
         torch.set_num_threads(threads)
     folder = tmp_path_factory.mktemp("lab")

@@ -18,7 +18,8 @@ import pytest
 from serving import jobs, models, sae_jobs, sae_worker
 from serving.jobs import JobError
 from tests.apptest_util import open_link
-from viz_model.analysis import sae as S
+from viz_model.analysis.sae.claims import dead_claim, splice_claim
+from viz_model.analysis.sae.metrics import SAEMetrics
 from viz_model.analysis.sae_files import METRICS_FILE, SAE_FILE, load_lab
 from viz_model.training.settings import RunSettings
 
@@ -71,7 +72,7 @@ def test_a_job_trains_saves_its_lab_and_the_page_shows_what_it_saved(root):
     lab = load_lab(done.path, d_model=128)
     assert lab.name == "blocks.1.hook_resid_post" and lab.sae.n_features == 64 and lab.sae.k == 4
     saved = json.loads((done.path / METRICS_FILE).read_text())["metrics"]
-    m = S.SAEMetrics(**saved)
+    m = SAEMetrics(**saved)
     assert 0 < m.l0 <= 4 and lab.log.tokens >= 3_000
 
     query = {"model": "shakespeare-char", "prompt": "ROMEO:\nBut soft", "sae_job": "small"}
@@ -82,8 +83,8 @@ def test_a_job_trains_saves_its_lab_and_the_page_shows_what_it_saved(root):
     assert _metric(at, "Alive / dead") == f"{m.n_alive:,} / {m.n_dead:,}"
     assert _metric(at, "Loss, SAE spliced in") == f"{m.spliced_loss:.3f}"
     printed = [md.value for md in at.markdown]
-    assert S.splice_claim(m).text in printed
-    assert S.dead_claim(m, lab.log.dead_window_tokens).text in printed
+    assert splice_claim(m).text in printed
+    assert dead_claim(m, lab.log.dead_window_tokens).text in printed
     assert any("Trained as job small on" in c.value for c in at.caption)
 
     raw = (done.path / SAE_FILE).read_bytes()  # damaged on disk: words, not a traceback

@@ -23,7 +23,7 @@ import streamlit as st
 
 from serving import jobs, models, sae_jobs
 from ui import state, teacher
-from viz_model.analysis import sae as S
+from viz_model.analysis.sae.activations import SITES
 
 JOB_KEY = "sae_job"
 IN_PAGE = "here"  # the URL value for "the SAE trained in the page run"
@@ -58,7 +58,7 @@ def describe(view: jobs.RunView) -> str:
     """A job's settings in a few words: 'the residual stream after block 1, 4,096 features, ...'."""
     job = settings_of(view)
     return (
-        f"{S.SITES[job.site]} {job.layer}, {job.n_features:,} features, {job.sparsity()}, "
+        f"{SITES[job.site]} {job.layer}, {job.n_features:,} features, {job.sparsity()}, "
         f"{job.tokens // 1000:,}k tokens, seed {job.seed}"
     )
 

@@ -12,7 +12,7 @@ so a saved lab is read without the model's training text. Loading checks before 
 names, shapes (against the model's width when given), finite numbers, a positive scale, k within
 F, and every table's length and index range.
 
-Not here: training (sae.py) and the job that writes these files (serving/sae_worker.py).
+Not here: training (sae/) and the job that writes these files (serving/sae_worker.py).
 """
 
 from __future__ import annotations
@@ -28,8 +28,12 @@ import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import save
 
-from viz_model.analysis import sae as S
 from viz_model.analysis.neurons import Windows
+from viz_model.analysis.sae.features import FeatureTable
+from viz_model.analysis.sae.lab import Lab
+from viz_model.analysis.sae.metrics import SAEMetrics
+from viz_model.analysis.sae.model import SparseAutoencoder
+from viz_model.analysis.sae.training import TrainLog
 from viz_model.bundles.files import atomic_write, write_json
 
 SAE_FILE, METRICS_FILE, FEATURES_FILE = "sae.safetensors", "metrics.json", "features.json"
@@ -44,7 +48,7 @@ class SAEFileError(ValueError):
 # ---- saving -------------------------------------------------------------------------------------
 
 
-def save_lab(lab: S.Lab, folder: str | Path) -> None:
+def save_lab(lab: Lab, folder: str | Path) -> None:
     """Write the lab's three files into `folder` (each atomically: temp file, then rename)."""
     folder = Path(folder)
     sae = lab.sae
@@ -87,7 +91,7 @@ def save_lab(lab: S.Lab, folder: str | Path) -> None:
 # ---- loading ------------------------------------------------------------------------------------
 
 
-def load_lab(folder: str | Path, d_model: int | None = None) -> S.Lab:
+def load_lab(folder: str | Path, d_model: int | None = None) -> Lab:
     """The lab saved in `folder`, checked; SAEFileError naming the file and the fault otherwise.
     d_model: the width of the model it will be used with (its hook's activations)."""
     folder = Path(folder)
@@ -95,7 +99,7 @@ def load_lab(folder: str | Path, d_model: int | None = None) -> S.Lab:
     n_features = sae.n_features
     metrics, log = _read_metrics(folder / METRICS_FILE, n_features)
     table, browse = _read_features(folder / FEATURES_FILE, n_features)
-    return S.Lab(hook, sae, log, metrics, table, browse)
+    return Lab(hook, sae, log, metrics, table, browse)
 
 
 def _size_checked(path: Path) -> Path:
@@ -111,7 +115,7 @@ def _size_checked(path: Path) -> Path:
     return path
 
 
-def _read_sae(path: Path, d_model: int | None) -> tuple[S.SparseAutoencoder, str]:
+def _read_sae(path: Path, d_model: int | None) -> tuple[SparseAutoencoder, str]:
     try:
         with safe_open(_size_checked(path), "pt") as f:
             meta = f.metadata() or {}
@@ -148,7 +152,7 @@ def _read_sae(path: Path, d_model: int | None) -> tuple[S.SparseAutoencoder, str
     if not 0 <= k <= n_features:
         raise SAEFileError(f"{path.name}: k = {k} is outside 0..{n_features}")
     hook = str(meta.get("hook", ""))
-    sae = S.SparseAutoencoder(d, n_features, k)
+    sae = SparseAutoencoder(d, n_features, k)
     with torch.no_grad():
         for name in TENSORS:
             getattr(sae, name).copy_(tensors[name])
@@ -185,13 +189,13 @@ def _array(path: Path, data: dict, key: str, shape: tuple, dtype=np.float64) -> 
     return a
 
 
-def _read_metrics(path: Path, n_features: int) -> tuple[S.SAEMetrics, S.TrainLog]:
+def _read_metrics(path: Path, n_features: int) -> tuple[SAEMetrics, TrainLog]:
     data = _json(path)
     try:
         raw = data["metrics"]
-        metrics = S.SAEMetrics(**{f.name: raw[f.name] for f in dataclasses.fields(S.SAEMetrics)})
+        metrics = SAEMetrics(**{f.name: raw[f.name] for f in dataclasses.fields(SAEMetrics)})
         log = data["log"]
-        numbers = [getattr(metrics, f.name) for f in dataclasses.fields(S.SAEMetrics)]
+        numbers = [getattr(metrics, f.name) for f in dataclasses.fields(SAEMetrics)]
         if not all(isinstance(v, int | float) and math.isfinite(v) for v in numbers):
             raise SAEFileError(f"{path.name}: a metric is not a finite number")
         if metrics.n_features != n_features:
@@ -205,7 +209,7 @@ def _read_metrics(path: Path, n_features: int) -> tuple[S.SAEMetrics, S.TrainLog
             raise SAEFileError(f"{path.name}: a dead feature's id is out of range")
         dead = np.zeros(n_features, bool)
         dead[dead_ids] = True
-        train_log = S.TrainLog(
+        train_log = TrainLog(
             mse=mse,
             l0=l0,
             resampled=[(int(s), int(n)) for s, n in log["resampled"]],
@@ -222,7 +226,7 @@ def _read_metrics(path: Path, n_features: int) -> tuple[S.SAEMetrics, S.TrainLog
     return metrics, train_log
 
 
-def _read_features(path: Path, n_features: int) -> tuple[S.FeatureTable, Windows]:
+def _read_features(path: Path, n_features: int) -> tuple[FeatureTable, Windows]:
     data = _json(path)
     freq = _array(path, data, "freq", (n_features,))
     top_values = _array(path, data, "top_values", (n_features, None))
@@ -240,7 +244,7 @@ def _read_features(path: Path, n_features: int) -> tuple[S.FeatureTable, Windows
         raise SAEFileError(f"{path.name}: the browsing windows' texts do not match their ids")
     if not all(isinstance(piece, str) for row in texts for piece in row):
         raise SAEFileError(f"{path.name}: a browsing window's text is not text")
-    table = S.FeatureTable(
+    table = FeatureTable(
         freq=freq.astype(np.float32),
         max_act=_array(path, data, "max_act", (n_features,)).astype(np.float32),
         top_values=top_values.astype(np.float32),
