@@ -15,6 +15,8 @@ SECTIONS = [
     ("pages/09_training.py", "Training", "rule", {}),
     ("pages/16_scaling.py", "Scaling", "points", {}),
     ("pages/15_architecture_contrasts.py", "Architecture_contrasts", "commands", {}),
+    ("pages/03_attention.py", "Attention", "arithmetic", {}),
+    ("pages/03_attention.py", "Attention", "heads_in_words", {}),
 ]
 
 
@@ -23,7 +25,8 @@ def test_a_section_the_teacher_opened_is_open_on_its_page_only(models_dir, page,
     shown = app_test(models_dir, page, query={**query, "open": f"{route}:{key}"})
     assert not shown.exception
     assert shown.session_state[numbers_key(key)] is True
-    elsewhere = app_test(models_dir, page, query={**query, "open": f"Attention:{key}"})
+    other = "Scaling" if route == "Attention" else "Attention"
+    elsewhere = app_test(models_dir, page, query={**query, "open": f"{other}:{key}"})
     assert elsewhere.session_state[numbers_key(key)] is False
     closed = app_test(models_dir, page, query=query)
     assert closed.session_state[numbers_key(key)] is False

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 from tests.apptest_util import app_test, open_numbers, plotly_array, plotly_figures
+from ui.attention.arithmetic import ARITHMETIC_KEY
 from ui.parts import numbers_key
 from ui.state import widget_key
 
 PAGE = "pages/03_attention.py"
-ARITHMETIC_KEY = "attn_arithmetic"
 
 
 def _roles(at):

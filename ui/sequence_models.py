@@ -18,7 +18,7 @@ import streamlit as st
 import torch
 
 from serving import models as served
-from ui import cache, corpus, present, state
+from ui import cache, corpus, parts, present, state
 from ui.charts import sequence_models as charts
 from ui.charts.common import token_labels
 from ui.frame import PageContext
@@ -495,7 +495,7 @@ def cost(lu: Lineup) -> None:
             + ", ".join(f"{v} scores ({k})" for k, v in scores.items())
             + " (layers × heads × T × T); a recurrent model none."
         )
-    with st.expander("Measured: one generation step on this server"):
+    with parts.followed_expander("Measured: one generation step on this server", "step_cost"):
         timed = {name: step_times(bid) for name, bid in sorted(lu.group.items())}
         st.table(
             pd.DataFrame(

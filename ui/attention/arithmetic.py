@@ -10,14 +10,15 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from ui import present
+from ui import parts, present
 from ui.attention.head import View
 from ui.attention.runs import query_bars, run_attention
 from ui.frame import PageContext
 from viz_model.analysis.attention import recorded_differences, run_query_arithmetic
 from viz_model.model.positions import alibi_slopes
 
-ARITHMETIC_KEY = "attn_arithmetic"  # session-state key of the hand-arithmetic expander
+ARITHMETIC_SECTION = "arithmetic"  # the hand-arithmetic section's key in the URL's open=
+ARITHMETIC_KEY = parts.numbers_key(ARITHMETIC_SECTION)  # its session-state key
 
 
 def by_hand(ctx: PageContext, v: View) -> None:
@@ -31,14 +32,12 @@ def by_hand(ctx: PageContext, v: View) -> None:
     E = arith.d_head
     qlabel = labels[query]
 
-    arithmetic = st.expander(
+    with parts.followed_expander(  # open or shut as the teacher left it (the URL's open=)
         f"**Work out one row by hand: query {qlabel} in {v.name}**, from q and k to the head's "
         "write into the residual, with this model's real numbers",
-        key=ARITHMETIC_KEY,
-        on_change="rerun",
-    )
-    with arithmetic:
-        if not arithmetic.open:  # computed only while open (on_change="rerun")
+        ARITHMETIC_SECTION,
+    ) as is_open:
+        if not is_open:  # computed only while open (opening it reruns the page)
             return
         hidden_from = (
             f"Keys after position {query} are hidden from this query by the mask."

@@ -182,7 +182,7 @@ def what_each_head_does(ctx: PageContext, v: View, shown_layers: range) -> np.nd
             else ""
         )
     )
-    with st.expander("Every head in words"):
+    with parts.followed_expander("Every head in words", "heads_in_words"):
         st.markdown("\n".join(f"- {r['claim'].text}" for r in rows))
     return random_ids
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import cache, present
+from ui import cache, parts, present
 from ui import interventions as ux
 from ui.charts import interventions as charts
 from ui.experiments import common
@@ -53,7 +53,7 @@ def draw(ctx: PageContext) -> None:
         "deviations of a coin-flip count over the facts recalled: a difference smaller than "
         "that is not told from chance. Means taken over " + common.val_words(ctx) + "."
     )
-    with st.expander("The facts, and which knock-outs lose them"):
+    with parts.followed_expander("The facts, and which knock-outs lose them", "facts"):
         rows = {
             "fact (prompt|answer)": [f"{f.prompt.strip()}|{f.answer}" for f in facts],
             "in the text": [f.count for f in facts],
