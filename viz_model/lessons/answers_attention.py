@@ -30,7 +30,7 @@ from viz_model.model.scale import view_tokens
 
 NONE = "none of them"
 YES, NO = "yes", "no"
-RANDOM_SEED = 0  # the Attention page's repeated random sequence (pages/03_attention.py)
+RANDOM_SEED = 0  # the Attention page's repeated random sequence (ui/attention/runs.py)
 N_SEQUENCES = 32  # repeated random sequences the ablation's second-copy loss is averaged over
 FUTURE = ("none: exactly 0", "some, but under half", "half or more")
 
