@@ -12,7 +12,7 @@ import ui
 from serving import jobs, models
 from ui import finetune_view, parts, state, teacher, training_live, training_view
 from ui.frame import val_loss
-from ui.training_setup import draw_setup
+from ui.training_setup.form import draw_setup
 from viz_model.analysis import grad_health as gh
 
 RUNS_ANCHOR = "runs"  # the live panel's heading: Start scrolls to it

@@ -4,8 +4,9 @@ LoRA (rank and matrices), the new text, and the steps; the trainable count befor
     settings, text, problems = training_finetune.draw_form(data_widget)
 
 Every choice is in the URL ("t_base", "t_ft", "t_rank", "t_lora_<matrix>", "t_ft_steps",
-"t_ft_lr", "t_seed"); the text widgets are the page's own (`data_widget`, training_setup._data).
-What would make Start fail is said where it arises (training/finetune.py's own messages).
+"t_ft_lr", "t_seed"); the text widgets are the page's own (`data_widget`,
+training_setup/data.py's draw_data). What would make Start fail is said where it arises
+(training/finetune.py's own messages).
 """
 
 from __future__ import annotations
