@@ -1,7 +1,7 @@
 """Docs as tests (issue 40): every repository path a Markdown file or a Python docstring or comment
 names exists, and nothing cites a file kept outside the repository.
 
-What counts as a path: a token ending in a file extension of the tree (`ui/charts/block.py`,
+What counts as a path: a token ending in a file extension of the tree (`ui/charts/common.py`,
 `README.md`, `requirements.txt`), or a token with a `/` whose first part is a folder at the top of
 the repository (`viz_model/training/`, `docs/ARCHITECTURE.md`). A token with a `/` and an
 extension whose first part is not a top folder is a tail of a path (`training/loop.py`): some file

@@ -7,7 +7,7 @@ import numpy as np
 import streamlit as st
 
 from ui import cache, parts, present, state
-from ui.charts import block as charts
+from ui.charts.block import context as charts
 from ui.frame import PageContext
 from ui.inside_block.common import vocab_label
 from viz_model.analysis import contextual as cx

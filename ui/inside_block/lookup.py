@@ -7,7 +7,7 @@ import numpy as np
 import streamlit as st
 
 from ui import cache, present, state
-from ui.charts import block as charts
+from ui.charts.block import lookup as charts
 from ui.frame import PageContext
 from ui.inside_block.common import block_choice, head_choice, walk
 from viz_model.analysis import block as blk

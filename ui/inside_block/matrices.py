@@ -7,7 +7,7 @@ import numpy as np
 import streamlit as st
 
 from ui import cache, present
-from ui.charts import block as charts
+from ui.charts.block import matrices as charts
 from ui.frame import PageContext
 from ui.inside_block.common import block_choice, head_choice, vocab_label, walk
 from viz_model.analysis import block as blk

@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from ui import cache, parts, present
-from ui.charts import block as charts
+from ui.charts.block import probes as charts
 from ui.frame import PageContext
 from ui.inside_block.context import corpus_resid
 from viz_model.analysis import contextual as cx

@@ -8,7 +8,7 @@ import numpy as np
 import streamlit as st
 
 from ui import cache, present, state
-from ui.charts import block as charts
+from ui.charts.block import context as charts
 from ui.charts.common import plotly_text
 from ui.frame import PageContext
 from viz_model.analysis import contextual as cx

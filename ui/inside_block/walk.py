@@ -7,7 +7,7 @@ import numpy as np
 import streamlit as st
 
 from ui import cache, parts, present, state
-from ui.charts import block as charts
+from ui.charts.block import walk as charts
 from ui.frame import PageContext
 from ui.inside_block.common import block_choice, checks_of, walk
 from viz_model.analysis import block as blk

@@ -24,7 +24,7 @@ it reads from) and W_OV = W_V W_O (what it writes), their singular values and ra
 read through the vocabulary.
 
 Not here: one query row step by step (analysis/attention.py, which `block_walk` is tested against);
-charts (charts/block.py).
+charts (charts/block/walk.py, charts/block/matrices.py).
 """
 
 from __future__ import annotations

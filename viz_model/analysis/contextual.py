@@ -12,7 +12,7 @@ station's vectors in 2D by its own PCA (analysis/embeddings.py's `pca`).
 `corpus_text(meta)` is the text a bundle's tokens are best looked at in: its synthetic task's text
 for a task model, else the bundled Shakespeare.
 
-Not here: charts (charts/block.py).
+Not here: charts (charts/block/context.py).
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ With tied embeddings W_U is W_E^T, which also receives a gradient through the in
 gives only the unembedding's share of autograd's number.
 
 Not here: training loops (viz_model/training/loop.py); the page's part (ui/inside_block/gradient.py)
-and its charts (ui/charts/block.py).
+and its charts (ui/charts/block/gradient.py).
 """
 
 from __future__ import annotations
