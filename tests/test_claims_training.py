@@ -103,6 +103,7 @@ def test_the_achieved_speed_is_steps_over_training_time_and_the_claim_follows_it
     assert held.made == enough and not slow.made and not fast.made
     if enough:
         assert "estimate held" in held.text
+
         def printed(x: float) -> float:  # as the sentence prints a rate
             return float(f"{x:.3g}")
 
