@@ -35,7 +35,8 @@ def attention_bars(before: Sequence[float], after: Sequence[float]) -> go.Figure
     """Per layer: the last position's attention on the suffix (mean over heads), with the
     starting suffix and with the one found."""
     layers = [f"layer {i}" for i in range(len(after))]
-    bars = [("starting suffix", before, "#9ecae1"), ("suffix found", after, "#1f77b4")]
+    # grey before, blue after (a pale blue beside the blue washed out to one hue on a projector)
+    bars = [("starting suffix", before, "#7f7f7f"), ("suffix found", after, "#1f77b4")]
     return go.Figure(
         [
             go.Bar(
