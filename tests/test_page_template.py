@@ -37,7 +37,6 @@ NOT_YET = {
     "pages/02_embeddings.py": "not yet: issue 40 (sections are top-level script)",
     "pages/04_residual_stream.py": "not yet: issue 40 (sections are top-level script)",
     "pages/05_layernorm.py": "not yet: issue 40 (sections are top-level script)",
-    "pages/07_next_token.py": "not yet: issue 40 (sections are top-level script)",
     "pages/08_generation.py": "not yet: issue 40 (sections are top-level script)",
     "pages/09_training.py": "not yet: issue 40 (its halves are in ui/training_*.py; the glue is in the script)",
     "pages/12_training_dynamics.py": "not yet: issue 40 (sections are top-level script)",
