@@ -546,7 +546,7 @@ def _rendered(p) -> tuple[str, str, str, str]:
     the sidebar away)."""
     title = p.locator(f"{MAIN} h1").first.inner_text().strip().split()[-1]
     panel = p.locator(f"{MAIN} .st-key-lesson_panel")
-    stop = re.search(r"stop (\d+) of", panel.first.inner_text()) if panel.count() else None
+    stop = re.search(r"stop\s(\d+)\sof", panel.first.inner_text()) if panel.count() else None
     model = p.locator(".st-key-_w_model input").first.input_value()
     thumb = p.locator(".st-key-_w_train_step [aria-valuetext]")  # drawn once its code loaded
     step = (thumb.first.get_attribute("aria-valuetext") or "") if thumb.count() else ""

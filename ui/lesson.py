@@ -16,7 +16,6 @@ Not here: the lesson files and what an answer is (viz_model/lessons/), the Lesso
 
 from __future__ import annotations
 
-import html
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ import streamlit as st
 from serving import models
 from ui import cache, nav, precision, present, state
 from ui.frame import DEFAULT_PROMPT, PageContext
+from viz_model.analysis.claims import md_escape
 from viz_model.lessons.kinds import Subject
 from viz_model.lessons.lesson_file import (
     Catalogue,
@@ -286,12 +286,10 @@ def _header(place: Place) -> None:
     """One row: where the class is in the lesson, and the buttons that move through it."""
     n = len(place.lesson.stops)
     where, buttons = st.columns([3, 2], vertical_alignment="center")
-    # "stop n of N" never broken over two lines (it did at presenter mode's size, 1024 px wide)
-    where.caption(
-        f"Lesson: **{html.escape(place.lesson.title)}** · "
-        f'<span style="white-space: nowrap">stop {place.step} of {n}</span>',
-        unsafe_allow_html=True,
-    )
+    # "stop n of N" never broken over two lines (it did at presenter mode's size, 1024 px wide):
+    # no-break spaces hold it together, with no HTML; the lesson file's title is escaped
+    stop_of = f"stop\u00a0{place.step}\u00a0of\u00a0{n}"
+    where.caption(f"Lesson: **{md_escape(place.lesson.title)}** · {stop_of}")
     row = buttons.container(horizontal=True, horizontal_alignment="right", gap="small")
     if row.button("◀ Back", disabled=place.step <= 1, key="lesson_back"):
         go(place.lesson, place.step - 1)
