@@ -265,7 +265,7 @@ def draw_step(steps: list[gen.Step], seq: list[int], dist, proposal: gen.Step) -
     )
     st.caption(
         f"Entropy of this step: {dist.entropy:.3f} nats ({nt.entropy_bits(dist.entropy):.3f} "
-        f"bits); {int(dist.kept.sum())} of {V} tokens can be picked. Light blue: after "
+        f"bits); {int(dist.kept.sum())} of {V} tokens can be picked. Green: after "
         "temperature; grey: cut; dark blue: renormalised; red ticks: the model's own probabilities."
     )
 

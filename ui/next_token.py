@@ -122,7 +122,7 @@ def distribution(ctx: PageContext, numbers: Prompt, view: View) -> Shown:
     )
     n_kept = int(dist.kept.sum())
     st.caption(
-        f"Light blue bars: probabilities after the temperature; grey bars: tokens top-k/top-p cut "
+        f"Green bars: probabilities after the temperature; grey bars: tokens top-k/top-p cut "
         f"(they can no longer be picked); dark blue: the renormalised probabilities the sampler "
         f"draws from; red ticks: the model's own probabilities (T = 1, nothing cut). "
         f"{n_kept:,} of {V:,} tokens can still be picked."

@@ -30,7 +30,8 @@ from ui.charts.common import (
     show_whitespace,
 )
 
-BEFORE_CUT_COLOUR = "#9ecae1"  # softmax(z / T), kept tokens, before renormalising
+BEFORE_CUT_COLOUR = "#59a14f"  # softmax(z / T), kept tokens, before renormalising: green, since a
+# pale blue beside the dark blue washed out to one hue on a projector
 AFTER_CUT_COLOUR = "#1f5fa8"  # renormalised: what the sampler actually draws from
 SURPRISAL_SCALE = "Reds"  # low surprisal pale, high surprisal dark red
 CHOSEN_SCALE = "RdYlGn"  # probability a generated token had when chosen: red unlikely, green likely
