@@ -46,6 +46,7 @@ from tests.test_browser import (  # noqa: F401 (browser is a fixture)
     wait_healthy,
 )
 from tests.test_class_serving import served  # noqa: F401 (a fixture: the class server)
+from ui import present
 from ui.parts import NUMBERS_TITLE
 
 pytestmark = pytest.mark.browser
@@ -685,4 +686,77 @@ def test_a_lecture_keeps_every_screen_on_the_teachers_view(served, browser):  # 
         raise
     finally:
         for p in (teacher, *students):
+            p.context.close()
+
+
+# ---- the teacher's spotlight, followed --------------------------------------------------------
+
+# Each chart's top edge on screen (px from the viewport's top), in the page's order.
+CHART_TOPS_JS = """() => [...document.querySelectorAll(
+  '[data-testid=stMain] :is([data-testid=stPlotlyChart], [data-testid=stImage])')]
+  .filter((f) => f.offsetParent !== null && f.getBoundingClientRect().height > 20)
+  .map((f) => Math.round(f.getBoundingClientRect().top))"""
+
+
+def _brought_up(p, n: int) -> bool:
+    """Whether chart n (from 1) is at the top of the screen, as the spotlight puts it."""
+    tops = p.evaluate(CHART_TOPS_JS)
+    return len(tops) >= n and 0 <= tops[n - 1] <= 200
+
+
+def test_the_teachers_spotlight_brings_up_the_same_figure_on_every_follower(
+    class_servers,
+    browser,  # noqa: F811
+):
+    """Issue 37 (what the teacher shows is part of the view) and 38 (the spotlight): a teacher in
+    presenter mode on one process steps the spotlight through a page's figures; a following
+    student on the other process (a laptop, not presenter mode) sees the same figure brought to
+    the top of their screen after each step, and their address names it; a teacher's reload comes
+    back to the figure."""
+    teacher_url, student_url, _ = class_servers
+    teacher = _new_page(browser, 1024, 768)
+    student = _new_page(browser)
+    route = "MLP_neurons"
+    try:
+        teacher.goto(f"{teacher_url}/Class")
+        wait_drawn(teacher)
+        teacher.locator(MAIN).get_by_role("button", name="Start a class").click()
+        teacher.locator(".join-code").wait_for(timeout=TIMEOUT_MS)
+        code = teacher.locator(".join-code").inner_text().strip()
+        student.goto(f"{student_url}/Class?join={code}")
+        wait_drawn(student)
+        student.get_by_label("Your name (or leave it empty to stay anonymous)").fill("Sam")
+        student.get_by_role("button", name="Join").click()
+        _box(student).wait_for(timeout=TIMEOUT_MS)
+        teacher.goto(f"{teacher_url}/{route}?present=1")
+        wait_drawn(teacher)
+        _until("the student on the teacher's page", lambda: _settled(student)
+               and _path(student) == route, student)  # fmt: skip
+        charts = _until("the student's charts", lambda: len(student.evaluate(CHART_TOPS_JS)),
+                        student)  # fmt: skip
+        assert charts >= 2 and not _brought_up(student, 2)
+        spot = teacher.locator(f"#{present.SPOTLIGHT_ID} button[data-step='1']")
+        for n in (1, 2):
+            spot.click()
+            _until(f"the teacher's chart {n} up", lambda n=n: _brought_up(teacher, n), teacher)
+            _until(f"the teacher's address names chart {n}", lambda n=n: query(teacher).get(
+                present.FIG_KEY) == f"{route}:{n}", teacher)  # fmt: skip
+            _until(f"the student's chart {n} up", lambda n=n: _brought_up(student, n)
+                   and query(student).get(present.FIG_KEY) == f"{route}:{n}", student)  # fmt: skip
+        teacher.locator(f"#{present.SPOTLIGHT_ID} button[data-step='-1']").click()
+        _until("the student back at chart 1", lambda: _brought_up(student, 1)
+               and query(student).get(present.FIG_KEY) == f"{route}:1", student)  # fmt: skip
+        teacher.reload()
+        wait_drawn(teacher)
+        _until("the teacher's reload back at chart 1", lambda: _brought_up(teacher, 1), teacher)
+
+        _no_exception(teacher, "the teacher")
+        _no_exception(student, "the student")
+    except BaseException:
+        for name, p in (("teacher", teacher), ("student", student)):
+            with contextlib.suppress(Exception):
+                _shot(p, f"spotlight-failed-{name}")
+        raise
+    finally:
+        for p in (teacher, student):
             p.context.close()

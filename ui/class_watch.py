@@ -41,7 +41,7 @@ from cachetools import TTLCache
 
 from serving.classroom import classes, questions, store
 from serving.classroom.store import ClassRefused, ClassStateError
-from ui import lesson, nav, parts
+from ui import lesson, nav, parts, present
 from ui import streamlit_internals as internals
 
 WATCH_S = 0.1  # how often the thread looks whether a class moved (a change check, then reads)
@@ -128,7 +128,7 @@ def mark(view: classes.View, question: questions.Question | None, following: boo
 
 def follow_keys(target: nav.Page) -> frozenset[str]:
     """The URL keys a followed view may set on `target`: its own, the frame's, a lesson's and the
-    numbers sections the teacher opened."""
+    numbers sections the teacher opened, and the figure their spotlight is on."""
     return frozenset(
         {
             *target.view_keys,
@@ -138,6 +138,7 @@ def follow_keys(target: nav.Page) -> frozenset[str]:
             lesson.LESSON,
             lesson.STEP,
             parts.OPEN_KEY,
+            present.FIG_KEY,  # the figure the teacher's spotlight is on
         }
     )
 

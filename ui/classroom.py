@@ -44,7 +44,7 @@ from cachetools import TTLCache
 from serving import jobs
 from serving.classroom import board, classes, questions
 from serving.classroom.store import ClassRefused, ClassStateError
-from ui import class_watch, lesson, nav, state, teacher
+from ui import class_watch, lesson, nav, present, state, teacher
 from ui import streamlit_internals as internals
 from viz_model.analysis.claims import md_escape
 from viz_model.lessons.truth import Truth, visible_token
@@ -311,6 +311,8 @@ def _set_keys(m: Membership, view: classes.View, target: nav.Page, params: dict)
         ss.pop(key, None)
         ss.pop(state.widget_key(key), None)
     ss.update(params)
+    # the spotlit figure lives in the address only (the spotlight's script reads it there)
+    state.mirror(present.FIG_KEY, params.get(present.FIG_KEY, ""), drop_empty=True)
     if lesson.LESSON in params:  # the teacher's stop, in the teacher's view (not reapplied)
         lesson.arrive(params[lesson.LESSON], params.get(lesson.STEP, "1"))
     m.seen_version = view.version
@@ -336,6 +338,9 @@ def boxes(page: nav.Page, side: Any, top: Any) -> None:
         m.draft = (st.session_state.get(_RUN, 0), *current_view(page))
         with side:
             _teacher_box(m, page)
+        if present.is_on():  # the spotlight's figure, for the class (in the main area: a
+            with top:  # folded sidebar's elements are not drawn)
+                _spotlight_buttons(page.route)
     else:
         with top:
             _student_box(m, page)
@@ -393,6 +398,18 @@ def view_fragment(body: Any) -> Any:
         return done
 
     return st.fragment(part)
+
+
+@view_fragment
+def _spotlight_buttons(route: str) -> None:
+    """A teacher's spotlight (ui/present.py), for the class: one hidden button a figure, which the
+    spotlight's script clicks as it brings figure n up; the click puts "<route>:<n>" under
+    present.FIG_KEY in the address and, through view_fragment, in the class's view, so every
+    follower's page brings up the same figure. A fragment: a click reruns only these buttons."""
+    box = st.container(key=present.FIGURE_BUTTONS_KEY)
+    for n in range(1, present.MAX_FIGURES + 1):
+        if box.button(str(n), key=f"{present.FIGURE_BUTTON}{n}"):
+            state.mirror(present.FIG_KEY, f"{route}:{n}")
 
 
 @st.fragment(run_every=PUBLISH_S)
@@ -540,6 +557,8 @@ def _student_box_body(m: Membership, page: nav.Page) -> None:
         _heartbeat(m, page)  # no watcher: the box says it is here itself
     if m.following:
         box.caption(f"Following the teacher: your screen moves when theirs does. {_on_screen()}")
+        # the teacher's spotlit figure (present.FIG_KEY in the view) is brought up here too
+        box.html(present.SPOTLIGHT_JS, unsafe_allow_javascript=True)
         row = box.container(horizontal=True, gap="small")
         if view.page and view.page != page.route and row.button(
             "Back to the teacher's page", key="class_back", type="primary",

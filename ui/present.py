@@ -31,7 +31,7 @@ from typing import Any
 import plotly.graph_objects as go
 import streamlit as st
 
-from ui import state
+from ui import nav, state
 from ui.charts.common import PRESENTER_MAX_HEIGHT, PRESENTER_SCALE, frozen
 from viz_model.analysis.claims import md_escape
 
@@ -92,10 +92,25 @@ STICKY_HEADER_CSS = f"""<style>
 # once per browser tab and shown only while the header line exists (presenter mode), so turning
 # the mode off hides it. It reads the page as drawn, so a figure a rerun adds or removes is
 # counted on the next click.
+# The figure in the spotlight is part of the view (issue 37: what the teacher shows, the class
+# sees): each step clicks the hidden button FIGURE_BUTTON<n> a live class's teacher has
+# (ui/classroom.py), which writes FIG_KEY = "<route>:<n>" into the address and the class's view.
+# Wherever the script runs (a presenter's page, a following student's), a FIG_KEY that names
+# this page and changed scrolls figure n to the top once it is drawn: a follower sees the
+# teacher's figure, a reload comes back to it. Not while the student's class box holds an
+# answer form (the question stays on screen; the figure comes after), nor for FOLLOW_QUIET_MS
+# after this tab's own click (the address catches up a step behind a quick clicker).
 SPOTLIGHT_ID = "viz-spotlight"
+FIG_KEY = "fig"  # the URL key of the spotlit figure: "<route>:<n>", n from 1
+FIGURE_BUTTON = "spotlight_fig_"  # the hidden buttons' keys: spotlight_fig_1 ... (one a figure)
+FIGURE_BUTTONS_KEY = "spotlight_figures"  # their container, never shown
+MAX_FIGURES = 12  # figures the spotlight can tell a class about (pages draw at most 8)
+FOLLOW_QUIET_MS = 3000
+STUDENT_BOX_KEY = "class_box"  # ui/classroom.BOX_KEY: a student's class box
 SPOTLIGHT_JS = """<script>
 (() => {
   const doc = window.parent && window.parent !== window ? window.parent.document : document;
+  const win = doc.defaultView || window;
   if (doc.getElementById("__ID__")) return;
   const style = doc.createElement("style");
   style.textContent = `
@@ -104,7 +119,9 @@ SPOTLIGHT_JS = """<script>
   border-radius: 8px; padding: 4px 8px; font: 18px sans-serif; color: #222; }
 body:has(.st-key-__HEADER__) #__ID__ { display: flex; }
 #__ID__ button { font-size: 18px; min-width: 44px; min-height: 36px; cursor: pointer;
-  border: 1px solid #999; border-radius: 6px; background: #f4f4f4; color: #222; }`;
+  border: 1px solid #999; border-radius: 6px; background: #f4f4f4; color: #222; }
+.st-key-__BUTTONS__,
+[data-testid=stLayoutWrapper]:has(> .st-key-__BUTTONS__) { display: none !important; }`;
   doc.head.appendChild(style);
   const box = doc.createElement("div");
   box.id = "__ID__";
@@ -152,13 +169,21 @@ body:has(.st-key-__HEADER__) #__ID__ { display: flex; }
       : at === -1 ? `${figs.length} figure${figs.length === 1 ? "" : "s"}`
       : `Figure ${at + 1} of ${figs.length}`;
   };
+  const bring = (f) => {
+    scroller(f).scrollBy({top: f.getBoundingClientRect().top - top() - 6, behavior: "instant"});
+    show();
+  };
+  let told = 0;
+  const tell = (n) => {
+    const b = doc.querySelector(".st-key-__BUTTON__" + n + " button");
+    if (b) { told = Date.now(); b.click(); }
+  };
   const go = (step) => {
     const figs = figures();
     if (!figs.length) return false;
     const i = Math.min(figs.length - 1, Math.max(0, current(figs) + step));
-    const f = figs[i];
-    scroller(f).scrollBy({top: f.getBoundingClientRect().top - top() - 6, behavior: "instant"});
-    show();
+    bring(figs[i]);
+    tell(i + 1);
     return true;
   };
   box.addEventListener("click", (e) => {
@@ -172,8 +197,38 @@ body:has(.st-key-__HEADER__) #__ID__ { display: flex; }
   }, true);
   doc.addEventListener("scroll", show, true);
   setInterval(show, 1000);
+  const wanted = () => {
+    const raw = new URLSearchParams(win.location.search).get("__FIG__") || "";
+    const cut = raw.lastIndexOf(":");
+    const route = raw.slice(0, cut), n = Number(raw.slice(cut + 1));
+    const here = decodeURIComponent(win.location.pathname.split("/").pop()) || "__HOME__";
+    return {raw, n: cut > 0 && route === here && n >= 1 ? n : 0};
+  };
+  let applied = "", since = Date.now();
+  const follow = () => {
+    const {raw, n} = wanted();
+    if (raw !== applied && Date.now() - told < __QUIET__) applied = raw;
+    if (raw === applied) { since = Date.now(); return; }
+    if (doc.querySelector(".st-key-__STUDENT__ [data-testid=stForm]")) return;
+    const figs = figures();
+    if (!n) { applied = raw; return; }
+    if (figs.length >= n) { bring(figs[n - 1]); applied = raw; }
+    else if (Date.now() - since > 20000) applied = raw;
+  };
+  setInterval(follow, 400);
 })();
-</script>""".replace("__ID__", SPOTLIGHT_ID).replace("__HEADER__", HEADER_KEY)
+</script>"""
+for _name, _value in {
+    "__ID__": SPOTLIGHT_ID,
+    "__HEADER__": HEADER_KEY,
+    "__BUTTONS__": FIGURE_BUTTONS_KEY,
+    "__BUTTON__": FIGURE_BUTTON,
+    "__FIG__": FIG_KEY,
+    "__QUIET__": str(FOLLOW_QUIET_MS),
+    "__STUDENT__": STUDENT_BOX_KEY,
+    "__HOME__": nav.HOME.route,
+}.items():
+    SPOTLIGHT_JS = SPOTLIGHT_JS.replace(_name, _value)
 # On a short screen (a 1024x768 projector) the navigation scrolls inside its own box, so the
 # model picker and the prompt box under it are on screen without scrolling the sidebar. Its
 # scrollbar is always drawn (an overlay one hides until used), so the pages below the fold show.
