@@ -164,3 +164,16 @@ def test_a_model_without_a_causal_mask_is_said_to_copy_not_predict():
     warned = " ".join(w.value for w in at.warning)
     assert "no causal mask" in warned and "measures copying" in warned
     assert "how much of that copying the SAE keeps" in warned
+
+
+def test_a_model_too_large_to_read_here_gets_words(monkeypatch):
+    """The size cap is the sections module's constant now, so a test can lower it under a
+    bundled model instead of needing a model of 30M parameters: nothing is trained."""
+    from ui.sparse_autoencoder import dictionary
+
+    monkeypatch.setattr(dictionary, "MAX_PARAMS", 1_000)
+    at = open_link(MODELS, PAGE, {"model": "shakespeare-char", "prompt": PROMPT}, timeout=300)
+    assert not at.exception, at.exception[0].value
+    said = " ".join(i.value for i in at.info)
+    assert "parameters: reading enough tokens to train an SAE would take minutes" in said
+    assert not any(s.label == "How good is the dictionary?" for s in at.subheader)
