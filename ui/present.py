@@ -52,6 +52,8 @@ PLOT_WIDTH = 900  # px across a full-width chart at 1024 px (presenter mode stac
 DEFAULT_MARGIN = 80  # plotly's margin where a figure sets none
 HEADER_KEY = "present_header"  # the header line's container: .st-key-present_header
 HEADER_NAME_CHARS = 32  # a longer model name is cut, so the step and stop stay on the line
+FIGURE_BUTTON = "spotlight_fig_"  # a live class teacher's hidden buttons, one a figure (below)
+FIGURE_BUTTONS_KEY = "spotlight_figures"  # their container, never shown
 
 # Large prose, the full width of the screen, and columns holding a chart stacked one under
 # another (the `:has` selector: only a row with a chart in it, so rows of controls stay rows).
@@ -74,6 +76,8 @@ PRESENTER_CSS = """<style>
 # text 22 px on one line, anything too long cut with an ellipsis rather than wrapped.
 HEADER_CSS = f"""<style>
 [data-testid=stMainBlockContainer] {{ padding-top: 3.5rem; }}
+.st-key-{FIGURE_BUTTONS_KEY},
+[data-testid=stLayoutWrapper]:has(> .st-key-{FIGURE_BUTTONS_KEY}) {{ display: none !important; }}
 .st-key-{HEADER_KEY} [data-testid=stMarkdownContainer] p {{ font-size: 1.4rem; line-height: 1.4;
   margin: 0; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }}
 </style>"""
@@ -102,8 +106,6 @@ STICKY_HEADER_CSS = f"""<style>
 # after this tab's own click (the address catches up a step behind a quick clicker).
 SPOTLIGHT_ID = "viz-spotlight"
 FIG_KEY = "fig"  # the URL key of the spotlit figure: "<route>:<n>", n from 1
-FIGURE_BUTTON = "spotlight_fig_"  # the hidden buttons' keys: spotlight_fig_1 ... (one a figure)
-FIGURE_BUTTONS_KEY = "spotlight_figures"  # their container, never shown
 MAX_FIGURES = 12  # figures the spotlight can tell a class about (pages draw at most 8)
 FOLLOW_QUIET_MS = 3000
 STUDENT_BOX_KEY = "class_box"  # ui/classroom.BOX_KEY: a student's class box
