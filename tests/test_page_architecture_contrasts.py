@@ -154,3 +154,23 @@ def test_multi_query_attention_shows_the_caches_measured_memory(models_dir):
     claim = vr.kv_claim(measured)
     assert "4.0 times less" in claim.text
     assert any(claim.text in m.value for m in at.markdown)
+
+
+def test_every_same_shape_contrast_has_its_lesson_and_every_other_its_section():
+    """The page draws a contrast whose measure has no section of its own (ui/architecture_contrasts,
+    MEASURES) as a same-shape pair, opening with its LESSONS text: each such contrast needs one."""
+    from ui.architecture_contrasts import MEASURES
+    from ui.architecture_contrasts.same_shape import LESSONS
+
+    same_shape = {k for k, c in ct.CONTRASTS.items() if c.measure not in MEASURES}
+    assert same_shape == set(LESSONS)
+    assert {c.measure for c in ct.CONTRASTS.values()} - {"loss", "extrapolate", "kv"} == set(
+        MEASURES
+    )
+
+
+def test_the_same_shape_prose_does_not_say_sine_waves_cannot_overfit():
+    """The prose moved from the page script into its sections (issue 40): the check follows it."""
+    text = (ROOT / "ui" / "architecture_contrasts" / "same_shape.py").read_text(encoding="utf-8")
+    assert "cannot overfit" not in text
+    assert "(about |γ|)" not in text
