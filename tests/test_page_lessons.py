@@ -196,3 +196,14 @@ def test_every_shipped_stop_opens_its_page_in_its_view(item, step):
     for key, value in stop.view.items():
         assert q[key] == to_url(value), f"{item.id} stop {step}: {key}"
     assert stop.question in _panel_text(at)
+
+
+def test_the_page_lists_each_lesson_with_its_buttons_and_every_kind_of_answer(demo_lessons):
+    from viz_model.lessons.registry import ANSWERS
+
+    at = open_link(MODELS, "pages/17_lessons.py", {})
+    assert not at.exception
+    assert [m.value for m in at.markdown if m.value.startswith("### ")] == ["### Demo"]
+    assert {"Start", "Present"} <= {b.label for b in at.button}
+    assert [s.value for s in at.subheader] == ["Write your own"]
+    assert list(at.dataframe[0].value["answer"]) == sorted(ANSWERS)
