@@ -10,9 +10,9 @@ before a word that starts lines, such as a speaker's name); recalled = the model
 continuation writes the rest of the word exactly.
 
 Ablations replace a whole layer's attention output (every head's z) or MLP output by its mean
-over validation text (analysis/interventions.py's ablation_hooks), one layer at a time.
+over validation text (analysis/interventions/ablation.py's ablation_hooks), one layer at a time.
 
-Not here: the hooks (model/hooks.py), the mean references (analysis/interventions.py).
+Not here: the hooks (model/hooks.py), the mean references (analysis/interventions/ablation.py).
 """
 
 from __future__ import annotations

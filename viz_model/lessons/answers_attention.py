@@ -4,8 +4,9 @@ the causal mask, what each head is for, and the induction head confirmed by abla
 Each kind measures with what the Attention and Interventions pages use: `attention_run` and
 `run_query_arithmetic` (analysis/attention.py), the role claims with their chance baselines
 (analysis/head_roles.py, induction on the page's repeated random sequence: seed 0, the default
-copy length), and ablations with their noise (analysis/interventions.py). Positions may be given
-from the end (-1 is the last token), as the page's query selector opens on the last one.
+copy length), and ablations with their noise (analysis/interventions/ablation.py). Positions
+may be given from the end (-1 is the last token), as the page's query selector opens on the last
+one.
 Not here: the page's figures and caches.
 """
 

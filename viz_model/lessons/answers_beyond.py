@@ -1,6 +1,6 @@
 """Answer kinds for the before-and-beyond lesson (assets/lessons/6_beyond.toml): counting models
 on the model's own corpus (the N-grams page: analysis/ngrams.py), and experiments that change the
-model while it runs (the Interventions page: analysis/interventions.py): which head's ablation
+model while it runs (the Interventions page: analysis/interventions/): which head's ablation
 hurts most, and which head carries the answer when patched.
 
 Each kind measures with the page's own functions and thresholds, on the same text: the corpus
