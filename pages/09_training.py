@@ -2,116 +2,21 @@
 
 Runs are training jobs (serving.jobs): child processes whose state lives in runs/, so the page
 only reads files. The chosen model's own training follows: its loss against the counting
-baselines, its learning-rate schedule and the samples it wrote (bundled models included)."""
+baselines, its learning-rate schedule and the samples it wrote (bundled models included).
 
-import math
-
-import streamlit as st
+The page's sections are functions in ui/training_page.py, the set-up form's parts in
+ui/training_setup/ and the live runs in ui/training_live.py (docs/ADD_A_PAGE.md): this script
+reads as the page's table of contents."""
 
 import ui
-from serving import jobs, models
-from ui import finetune_view, parts, state, teacher, training_live, training_view
-from ui.frame import val_loss
-from ui.training_setup.form import draw_setup
-from viz_model.analysis import grad_health as gh
+from ui import training_page as training
 
-RUNS_ANCHOR = "runs"  # the live panel's heading: Start scrolls to it
 ctx = ui.context()
 
-st.markdown(
-    "A model starts with random weights and writes gibberish. **Training** shows it a window of "
-    "real text, asks it to predict every next token, and measures how wrong it was with the "
-    "**loss**: the average of $-\\ln p$ of the token that really came next. A blind guess over "
-    "$V$ tokens scores $\\ln V$. The lowest loss possible is not 0 but the entropy of the "
-    "text itself, since what comes next is rarely certain. The gradient $\\nabla_\\theta L$ says "
-    "how to nudge every weight to lower the loss; the optimiser takes a small step that way, and "
-    "after enough steps the same weights can write words, names and verse."
-)
-st.latex(r"L = -\frac{1}{N}\sum_{t=1}^{N} \ln p_\theta(x_{t+1} \mid x_{\le t})")
-st.markdown(
-    "The step need not be plain gradient descent ($\\theta \\leftarrow \\theta - \\eta\\,g$). "
-    "By default the jobs here train with **AdamW**, as GPT-3 and nanoGPT do (**SGD with "
-    "momentum** is the other choice in the settings): the gradient $g_t$ is first scaled down when "
-    "its length passes a cap (clipping), each weight moves by a running mean of its gradient "
-    "$m_t$ divided by the root of a running mean of its square $v_t$ (so every weight takes "
-    "steps of at most about $\\eta$, however large or small its gradient), both corrected "
-    "for starting at 0, and the weight matrices shrink a little each step (weight decay "
-    "$\\lambda$, not on biases and LayerNorm gains). The learning rate $\\eta_t$ warms up, then "
-    "follows a cosine down; each model's own numbers are under “How it trained” below."
-)
-st.latex(
-    r"m_t = \beta_1 m_{t-1} + (1-\beta_1)\,g_t,\qquad v_t = \beta_2 v_{t-1} + (1-\beta_2)\,g_t^2"
-)
-st.latex(
-    r"\theta_t = \theta_{t-1} - \eta_t \Big(\frac{m_t/(1-\beta_1^t)}"
-    r"{\sqrt{v_t/(1-\beta_2^t)} + \epsilon} + \lambda\,\theta_{t-1}\Big)"
-)
-st.markdown(
-    "**SGD with momentum** keeps one running sum of the gradients, $b_t$, and moves every "
-    "weight by $\\eta_t$ times it: a weight with a large gradient takes a large step, so SGD "
-    "needs a far larger learning rate than AdamW."
-)
-st.latex(r"b_t = \mu\, b_{t-1} + g_t,\qquad \theta_t = \theta_{t-1} - \eta_t\, b_t")
-
-auth = teacher.password_field("t_password")
-with st.expander("Set up a new run", expanded=not jobs.list_runs()):
-    started = draw_setup(auth)
-if started:  # show the new run below, refreshing while it trains
-    state.set_value(training_live.RUN_KEY, started)
-st.subheader("Runs on this server", anchor=RUNS_ANCHOR)
-training_live.draw_runs(auth)
-if started:  # the live panel is under the set-up form: on a projector, below the screen
-    parts.scroll_to(RUNS_ANCHOR)
-st.divider()
-
-
-def run_summary(bundle) -> None:
-    """Steps, tokens, time and final validation loss of a bundle, as metrics."""
-    meta, history = bundle.meta, bundle.history
-    last = history[-1] if history else {}
-    steps = meta.get("step", last.get("step"))
-    loss = val_loss(bundle)
-    cols = st.columns(4)
-    cols[0].metric("Steps", f"{steps:,}" if isinstance(steps, int) else "–")
-    tokens = meta.get("tokens_seen")
-    cols[1].metric(
-        "Tokens read",
-        f"{tokens / 1e6:.1f} M" if isinstance(tokens, int) else "–",
-        help=f"{tokens:,} tokens" if isinstance(tokens, int) else None,
-    )
-    seconds = meta.get("wall_time", last.get("elapsed"))
-    cols[2].metric("Training time", f"{seconds / 60:.1f} min" if seconds else "–")
-    if bundle.step is not None:  # a snapshot on screen: these figures are the whole run's
-        to_final = f", to its final step {steps:,}" if isinstance(steps, int) else ""
-        st.caption(
-            f"The whole run{to_final}; the other pages show its weights at step {bundle.step:,}."
-        )
-    cols[3].metric(
-        "Final validation loss" if bundle.step is not None else "Validation loss",
-        f"{loss:.3f}" if loss is not None else "–",
-        help="nats per token on held-out text; perplexity e^loss"
-        + (f" = {math.exp(loss):.1f}" if loss is not None else ""),
-    )
-
-
-st.subheader(f"How “{ctx.name}” trained")
-bundle = ctx.bundle
-if not bundle.history:
-    st.info("This model has no training history (history.json is missing or empty).")
-    st.stop()
-run_summary(bundle)
-batch = (bundle.train_config or {}).get("batch_size", 1)
-final_id = models.split_step(ctx.bundle_id)[0]  # a snapshot has its bundle's history
-baselines = training_view.baselines_of(final_id)
-training_view.draw_curves(
-    bundle.history, final_id, baselines, int(batch) * ctx.config.n_ctx, key="hist"
-)
-training_view.draw_claims(bundle.history, baselines, causal=ctx.config.causal)
-training_view.draw_update_rule(bundle.train_config)
-finetune_view.draw(bundle, final_id)  # only for a fine-tune: forgetting, before/after, ΔW
-st.subheader("Gradient health")
-training_view.draw_grad_health(
-    bundle.history, final_id, bundle.train_config, key="hist", adapters=gh.is_lora(bundle.meta)
-)
-st.subheader("What it wrote as it learned")
-training_view.draw_samples(bundle.history, key="hist", finetune=bool(bundle.meta.get("finetune")))
+training.intro()
+auth = training.password()  # the teacher's password: Start and the run controls need it
+started = training.set_up(auth)  # the set-up form; the run it started on this rerun, if any
+training.runs(auth, started)  # the runs on this server, the chosen one followed live
+training.how_it_trained(ctx)  # summary, curves, update rule; stops when there is no history
+training.gradient_health(ctx)
+training.samples(ctx)
