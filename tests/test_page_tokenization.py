@@ -7,7 +7,7 @@ import unicodedata
 
 import pytest
 
-from tests.apptest_util import app_test, open_numbers
+from tests.apptest_util import app_test, open_numbers, plotly_array, plotly_figures
 from ui.state import widget_key
 
 PAGE = "pages/01_tokenization.py"
@@ -139,3 +139,16 @@ def test_bidi_and_control_characters_in_a_prompt_show_as_code_points_and_reorder
     assert unknown.endswith(". Labels mark them «like this».")  # the app's own words follow
     chips = at.get("html")[0].proto.body  # the character-level row: each control a chip of its own
     assert ">&lt;202e&gt;</span>" in chips and ">&lt;2066&gt;</span>" in chips
+
+
+def test_the_vocabulary_curve_marks_the_size_the_slider_picks(models_dir):
+    def chosen(at) -> list[list[int]]:
+        (curve,) = [f for f in plotly_figures(at) if "fewer tokens" in str(f["layout"]["title"])]
+        return [plotly_array(t["x"]).tolist() for t in curve["data"] if t["name"] == "chosen size"]
+
+    at = app_test(models_dir, PAGE, prompt=PROMPT)
+    assert not at.exception, [e.value for e in at.exception]
+    assert chosen(at) == [[512]]
+    at.select_slider(key=widget_key("vocab")).set_value(300).run()  # a size the curve lacks
+    assert not at.exception
+    assert chosen(at) == []
