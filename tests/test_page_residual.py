@@ -72,3 +72,30 @@ def test_the_logit_lens_of_a_model_without_a_mask_is_called_copying(models_dir):
         models_dir, "pages/04_residual_stream.py", query={"model": "shakespeare-tiny"}
     )
     assert not any("no causal mask" in w.value for w in masked.warning)
+
+
+def test_a_long_prompt_shows_the_lens_a_window_at_a_time(models_dir):
+    from ui.residual_stream import LENS_MAX_T
+
+    prompt = "ROMEO: But soft, what light through yonder window breaks?"  # > LENS_MAX_T characters
+    at = app_test(models_dir, PAGE, prompt=prompt)
+    assert not at.exception
+
+    def columns() -> list[str]:
+        return next(
+            t["x"]
+            for f in _figures(at)
+            for t in f["data"]
+            if t.get("colorbar", {}).get("title", {}).get("text") == "p(top)"
+        )
+
+    slider = at.slider(key=widget_key("lens_from"))
+    last_first = len(prompt) - LENS_MAX_T  # the default: the last LENS_MAX_T positions
+    assert (slider.min, slider.max, slider.value) == (0, last_first, last_first)
+    last = columns()
+    assert len(last) == LENS_MAX_T and last[-1].startswith(f"{len(prompt) - 1}:")
+    at.slider(key=widget_key("lens_from")).set_value(0).run()
+    assert not at.exception
+    first = columns()
+    assert len(first) == LENS_MAX_T and first[0].startswith("0:") and first != last
+    assert at.query_params["lens_from"] in ("0", ["0"])
