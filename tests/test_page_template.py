@@ -46,7 +46,6 @@ NOT_YET = {
     "pages/17_lessons.py": "not yet: issue 40 (the lesson list and the sheets form are in the script)",
     "pages/21_quantization.py": "not yet: issue 40 (sections are top-level script)",
     "pages/22_adversarial.py": "not yet: issue 40 (sections are top-level script)",
-    "pages/23_sparse_autoencoder.py": "not yet: issue 40 (sections are top-level script)",
 }
 
 # Page test files not named after the script (tests/test_page_<name>.py).
