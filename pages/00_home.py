@@ -1,71 +1,16 @@
 """Home: what the app is for, the chosen model drawn from its config, its parameters, and where to
-start. app.py serves it at / (the app's default page)."""
+start. app.py serves it at / (the app's default page).
 
-import streamlit as st
+The page's sections are functions in ui/home.py (docs/ADD_A_PAGE.md): this script reads as the
+page's table of contents."""
 
 import ui
-from ui import cache, families, nav, parts, present
-from ui.charts.architecture import (
-    architecture_figure,
-    model_sentences,
-    param_counts_figure,
-    param_rows,
-)
-from viz_model.model.recurrent_config import FAMILY_LABELS
+from ui import home
 
 ctx = ui.context()
-cfg = ctx.config
-NET = FAMILY_LABELS[ctx.bundle.family]
 
-st.markdown(
-    "This app opens up a small GPT, the same kind of model as the ones behind ChatGPT, so you can "
-    "watch what it does with your text at every step. Type a prompt in the sidebar, pick a page, "
-    "and the prompt and the model follow you from page to page (the address bar keeps them, so a "
-    "link reopens the same view)."
-)
-
-st.subheader(f"The model “{ctx.name}”")
-if ctx.bundle.family == "gpt":
-    st.markdown(model_sentences(cfg))
-    # Both figures depend on the model only: built once per model, not on every visit (15 ms a view).
-    architecture = cache.figure(architecture_figure, cfg)
-    present.plot(architecture, width="stretch", config={"displayModeBar": False})
-else:  # an RNN, LSTM, GRU or CNN: no blocks to draw, a paragraph instead
-    st.markdown(families.family_sentences(cfg))
-
-left, right = st.columns([3, 2], gap="large")
-with left:
-    st.subheader("Where the parameters are")
-    counts = ctx.model.param_counts()
-    total = sum(counts.values())
-    rows = param_rows(counts)
-    biggest = max(rows, key=lambda r: r[1])
-    st.markdown(
-        f"The model has **{total:,}** parameters, the numbers training adjusts; the largest "
-        f"share, {biggest[2]:.0%}, "
-        f"sits in the weights of the {biggest[0]}. A LayerNorm has only a scale and a shift per "
-        "dimension (an RMSNorm only the scale), so it barely counts."
-    )
-    shares = cache.figure(param_counts_figure, counts)
-    present.plot(shares, width="stretch", config={"displayModeBar": False})
-    with parts.numbers_behind_it() as opened:
-        if opened:  # built only while open
-            lines = [f"| {name} | {n:,} | {share:.1%} |" for name, n, share in rows]
-            st.markdown(
-                "| component | parameters | share |\n|---|--:|--:|\n"
-                + "\n".join(lines)
-                + f"\n| **total** | **{total:,}** | 100% |"
-            )
-
-with right:
-    st.subheader("Where to start")
-    section = ""
-    for page in nav.lesson_pages():
-        if page.section != section:
-            section = page.section
-            st.caption(section)
-        st.page_link(page.file, label=page.label, icon=page.icon)
-        if ctx.bundle.family in page.families:
-            st.caption(page.description)
-        else:  # the frame would refuse it for this model: say so before the click
-            st.caption(f"{page.description} A GPT's page: not for this {NET}.")
+home.welcome()
+home.the_model(ctx)
+left, right = home.columns()  # the parameters beside where to start
+home.where_the_parameters_are(ctx, left)
+home.where_to_start(ctx, right)

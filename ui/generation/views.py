@@ -6,6 +6,7 @@ recurrent model's carried state (`with_and_without_the_cache`), and the numbers 
 from __future__ import annotations
 
 from functools import partial
+from typing import Any
 
 import streamlit as st
 
@@ -27,7 +28,7 @@ def _recurrent(ctx: PageContext) -> bool:
     return ctx.bundle.family != "gpt"
 
 
-def _layers(ctx: PageContext, per_head: bool, container) -> range:
+def _layers(ctx: PageContext, per_head: bool, container: Any) -> range:
     """The layers whose heads get a row: all of them, or per head on a big model (GPT-2: 144
     rows) a few layers' heads at a time, chosen in `container`."""
     cfg = ctx.config
