@@ -33,19 +33,8 @@ MAX_LINES = 40
 # it honest: a page brought to the template leaves it (test_every_exception_is_still_needed).
 NOT_YET = {
     "pages/00_home.py": "not yet: issue 40 (the welcome prose and the model at a glance are in the script)",
-    "pages/01_tokenization.py": "not yet: issue 40 (sections are top-level script)",
-    "pages/02_embeddings.py": "not yet: issue 40 (sections are top-level script)",
-    "pages/04_residual_stream.py": "not yet: issue 40 (sections are top-level script)",
     "pages/05_layernorm.py": "not yet: issue 40 (sections are top-level script)",
     "pages/08_generation.py": "not yet: issue 40 (sections are top-level script)",
-    "pages/09_training.py": "not yet: issue 40 (its halves are in ui/training_*.py; the glue is in the script)",
-    "pages/12_training_dynamics.py": "not yet: issue 40 (sections are top-level script)",
-    "pages/13_compare_models.py": "not yet: issue 40 (sections are top-level script)",
-    "pages/15_architecture_contrasts.py": "not yet: issue 40 (sections are top-level script)",
-    "pages/16_scaling.py": "not yet: issue 40 (sections are top-level script)",
-    "pages/17_lessons.py": "not yet: issue 40 (the lesson list and the sheets form are in the script)",
-    "pages/21_quantization.py": "not yet: issue 40 (sections are top-level script)",
-    "pages/22_adversarial.py": "not yet: issue 40 (sections are top-level script)",
 }
 
 # Page test files not named after the script (tests/test_page_<name>.py).
@@ -163,17 +152,30 @@ def test_the_script_check_sees_length_definitions_and_a_missing_context(tmp_path
 
 
 def section_modules(page: nav.Page) -> list[Path]:
-    """The files of the ui modules the page imports for its sections (not the SHARED ones, nor the
-    chart builders); for a module of a package (ui/attention/head.py), every module of it."""
+    """The files of the ui modules the page's sections live in (not the SHARED ones, nor the chart
+    builders): those the page imports, and the ui modules those import in turn (Training's
+    sections call ui/training_live.py, Architecture contrasts' ui/contrast_sweeps.py); for a module
+    of a package (ui/attention/head.py), every module of it."""
+    files: set[Path] = set()
+    todo = [ROOT / page.file]
+    while todo:
+        for found in _ui_module_files(todo.pop()) - files:
+            files.add(found)
+            todo.append(found)
+    return sorted(files)
+
+
+def _ui_module_files(path: Path) -> set[Path]:
+    """The files of the non-shared, non-chart ui modules `path` imports."""
     names = set()
-    for node in ast.walk(_tree(ROOT / page.file)):
+    for node in ast.walk(_tree(path)):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "ui":
             for alias in node.names:
                 full = f"{node.module}.{alias.name}"
                 names.add(full if _is_module(full) else node.module)
     files = set()
     for name in names - SHARED:
-        if name.startswith("ui.charts"):  # chart builders, not sections
+        if name == "ui" or name.startswith("ui.charts"):  # the package, chart builders
             continue
         spec = importlib.util.find_spec(name)
         if spec is None or spec.origin is None:
@@ -183,7 +185,7 @@ def section_modules(page: nav.Page) -> list[Path]:
             files |= set(origin.parent.glob("*.py"))
         else:
             files.add(origin)
-    return sorted(files)
+    return files
 
 
 def _is_module(name: str) -> bool:

@@ -25,23 +25,6 @@ from viz_model.model.config import GPTConfig
 UNIT = "Losses in nats per character."
 
 
-def show(key: str) -> None:
-    """The sweep `key`'s section of the page; a missing or damaged file is said, not raised."""
-    st.subheader(sw.SWEEPS[key].title)
-    try:
-        sweep = sw.load_sweep(key)
-    except ValueError as exc:
-        st.error(f"{exc}. Rebuild it with `python scripts/contrast_sweeps.py --only {key}`.")
-        return
-    st.caption(
-        "Trained ahead by one command, too slow to bundle as weights: its results (curves and "
-        "numbers) are read from a file, so the sidebar's prompt plays no part here."
-    )
-    SECTIONS[key](sweep)
-    table(sweep)
-    reproduce(sweep)
-
-
 def _steps(sweep: sw.Sweep) -> str:
     """ "300 steps each": the length the runs were set to (a run may have stopped sooner)."""
     n = max(int(r.train.get("max_steps", r.steps)) for r in sweep.runs)
@@ -240,6 +223,23 @@ SECTIONS = {
     "dropout": dropout,
     "optimizers": optimizers,
 }
+
+
+def show(key: str) -> None:
+    """The sweep `key`'s section of the page; a missing or damaged file is said, not raised."""
+    st.subheader(sw.SWEEPS[key].title)
+    try:
+        sweep = sw.load_sweep(key)
+    except ValueError as exc:
+        st.error(f"{exc}. Rebuild it with `python scripts/contrast_sweeps.py --only {key}`.")
+        return
+    st.caption(
+        "Trained ahead by one command, too slow to bundle as weights: its results (curves and "
+        "numbers) are read from a file, so the sidebar's prompt plays no part here."
+    )
+    SECTIONS[key](sweep)
+    table(sweep)
+    reproduce(sweep)
 
 
 def _unigram(sweep: sw.Sweep) -> str:

@@ -26,6 +26,8 @@ from viz_model.bundles.files import CheckpointError
 
 DEFAULT_RANK = 8  # the rank a full fine-tune's change is compared with when no LoRA run says
 
+PASTED = "text.txt"  # serving/jobs.py keeps a run's pasted or uploaded text under this name
+
 
 def _text_label(source: dict | None) -> str:
     """'Shakespeare', 'the repeat task' or 'notes.txt' from a meta["data"]."""
@@ -42,9 +44,6 @@ def _text_label(source: dict | None) -> str:
         except (OSError, UnicodeDecodeError):
             return "your text"
     return path.name
-
-
-PASTED = "text.txt"  # serving/jobs.py keeps a run's pasted or uploaded text under this name
 
 
 def text_key(source: dict | None) -> dict | None:
@@ -137,7 +136,8 @@ def _losses(
         st.info("No evaluation yet: the losses appear after the first one.")
         return
     present.plot(
-        charts.forgetting_figure(history, before, old_label, new_label), key=f"ft_losses_{key}"
+        cache.figure(charts.forgetting_figure, history, before, old_label, new_label),
+        key=f"ft_losses_{key}",
     )
     n = int(before.get("eval_batches", 0))
     last = evals[-1]
@@ -193,7 +193,7 @@ def _changes(folder: Path, info: dict, data: dict | None) -> None:
     names = list(mine)  # a matrix the other run did not change shows this run alone
     matrix = state.selectbox("Matrix", "ft_matrix", names, names[0])
     shown = {label: s[matrix] for label, s in runs.items() if matrix in s}
-    present.plot(charts.spectrum_figure(shown, matrix, rank), key="ft_spectrum")
+    present.plot(cache.figure(charts.spectrum_figure, shown, matrix, rank), key="ft_spectrum")
     st.caption(
         "A weight change ΔW has singular values s₁ ≥ s₂ ≥ …: the lengths of its directions. "
         "LoRA's update (alpha / r) B A has at most r nonzero ones; a full fine-tune's "
