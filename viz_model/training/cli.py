@@ -85,42 +85,52 @@ def _preset_training_help(name: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The flags, one argument group a function, in the order --help lists them."""
     p = argparse.ArgumentParser(
         prog=PROG,
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    src = p.add_argument_group("what to train on (choose one)")
-    src.add_argument(
+    _add_data_flags(p.add_argument_group("what to train on (choose one)"))
+    _add_tokenizer_flags(p.add_argument_group("tokenizer"))
+    _add_model_flags(p.add_argument_group("model shape (a family, a preset, then any overrides)"))
+    _add_training_flags(p.add_argument_group("training"))
+    _add_output_flags(p.add_argument_group("output"))
+    _add_finetune_flags(p.add_argument_group("fine-tuning (start from a trained model)"))
+    return p
+
+
+def _add_data_flags(g: argparse._ArgumentGroup) -> None:
+    g.add_argument(
         "--corpus",
         help="a bundled text corpus by name: shakespeare (about 1 MB of eight plays)",
     )
-    src.add_argument(
+    g.add_argument(
         "--task",
         choices=sorted(TASKS),
         help="a synthetic task generated from a seed: repeat (random letters written twice; "
         "teaches induction heads), count (runs of consecutive numbers), brackets (balanced "
         "brackets)",
     )
-    src.add_argument(
+    g.add_argument(
         "--text-file",
         type=Path,
         help="a UTF-8 plain text file of your own (at most 2 MB, at least 2,000 characters)",
     )
-    src.add_argument(
+    g.add_argument(
         "--task-examples",
         type=int,
         default=20_000,
         help="how many lines of the synthetic task to generate (default 20000)",
     )
-    src.add_argument(
+    g.add_argument(
         "--task-len",
         type=int,
         default=32,
         help="characters per line of the synthetic task (default 32; for repeat, half of them "
         "are the random letters and half the copy)",
     )
-    src.add_argument(
+    g.add_argument(
         "--val-fraction",
         type=float,
         help="the share of the text kept aside to measure the validation loss on text the model "
@@ -128,23 +138,25 @@ def build_parser() -> argparse.ArgumentParser:
         "has some (default 0.1)",
     )
 
-    tok = p.add_argument_group("tokenizer")
-    tok.add_argument(
+
+def _add_tokenizer_flags(g: argparse._ArgumentGroup) -> None:
+    g.add_argument(
         "--tokenizer",
         choices=TOKENIZERS,
         help="how text becomes tokens: char (one token per character), bpe (byte-pair "
         "encoding: frequent pieces of words become single tokens) or word (one token per word); "
         "default char",
     )
-    tok.add_argument(
+    g.add_argument(
         "--vocab-size",
         type=int,
         help="how many tokens a bpe or word tokenizer learns (default 512 for bpe, 2000 for word); "
         "ignored for char",
     )
 
-    mod = p.add_argument_group("model shape (a family, a preset, then any overrides)")
-    mod.add_argument(
+
+def _add_model_flags(g: argparse._ArgumentGroup) -> None:
+    g.add_argument(
         "--family",
         choices=FAMILIES,
         default="gpt",
@@ -154,7 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--n-layer, --dropout and, the CNN, --kernel-size, not the GPT's other flags "
         "(default gpt)",
     )
-    mod.add_argument(
+    g.add_argument(
         "--preset",
         choices=sorted(PRESETS),
         help="a named model size: "
@@ -167,25 +179,25 @@ def build_parser() -> argparse.ArgumentParser:
         )
         + " (default small)",
     )
-    mod.add_argument("--n-ctx", type=int, help="context length: how many tokens the model sees")
-    mod.add_argument(
+    g.add_argument("--n-ctx", type=int, help="context length: how many tokens the model sees")
+    g.add_argument(
         "--d-model", type=int, help="width of the residual stream (the size of every token vector)"
     )
-    mod.add_argument("--n-layer", type=int, help="number of transformer blocks (or layers)")
-    mod.add_argument(
+    g.add_argument("--n-layer", type=int, help="number of transformer blocks (or layers)")
+    g.add_argument(
         "--kernel-size",
         type=int,
         help="the CNN's convolution width (default 3): with n layers dilated 1, 2, 4, ..., its "
         "logits read the last 1 + (kernel - 1) x (2^n - 1) tokens",
     )
-    mod.add_argument("--n-head", type=int, help="attention heads per block (must divide d-model)")
-    mod.add_argument("--d-mlp", type=int, help="hidden neurons of each MLP (default 4 x d-model)")
-    mod.add_argument(
+    g.add_argument("--n-head", type=int, help="attention heads per block (must divide d-model)")
+    g.add_argument("--d-mlp", type=int, help="hidden neurons of each MLP (default 4 x d-model)")
+    g.add_argument(
         "--act",
         choices=ACTS,
         help="the MLP's nonlinearity, the bend between its two layers (default gelu)",
     )
-    mod.add_argument(
+    g.add_argument(
         "--pos",
         choices=POSITIONS,
         help="position information: learned vectors or fixed sine waves added to the embeddings, "
@@ -193,59 +205,59 @@ def build_parser() -> argparse.ArgumentParser:
         "scores), or none at all; rope, alibi and none can read past the context (default "
         "learned)",
     )
-    mod.add_argument(
+    g.add_argument(
         "--norm",
         choices=("pre", "post"),
         help="where LayerNorm sits: before attention and the MLP read the stream (pre, as in "
         "GPT-2) or after their output is added back (post, as in the original 2017 Transformer); "
         "default pre",
     )
-    mod.add_argument(
+    g.add_argument(
         "--norm-kind",
         choices=NORM_KINDS,
         help="which normalization: LayerNorm (GPT-2: subtract the mean, divide by the standard "
         "deviation), RMSNorm (Llama: only divide by the root mean square), or none at all, to see "
         "what it was for (default layernorm)",
     )
-    mod.add_argument(
+    g.add_argument(
         "--no-residual",
         action="store_true",
         default=None,
         help="no residual connections: each attention and MLP output replaces the stream instead "
         "of being added to it (train a deep model with and without to see what they are for)",
     )
-    mod.add_argument(
+    g.add_argument(
         "--mlp",
         choices=MLPS,
         help="standard (W_out act(W_in x)) or gated (W_out (act(W_gate x) * W_in x)); gated with "
         "--act silu is Llama's SwiGLU, with d-mlp 8/3 x d-model by default so the weights match "
         "(default standard)",
     )
-    mod.add_argument(
+    g.add_argument(
         "--n-kv-heads",
         type=int,
         help="heads of keys and values, fewer than --n-head for grouped-query attention (1: "
         "multi-query): the KV cache shrinks in proportion (default: one per head)",
     )
-    mod.add_argument(
+    g.add_argument(
         "--tie-embeddings",
         action="store_true",
         default=None,
         help="use the token embedding matrix (transposed) as the unembedding",
     )
-    mod.add_argument(
+    g.add_argument(
         "--attn-only",
         action="store_true",
         default=None,
         help="blocks with attention but no MLP (easier to take apart)",
     )
-    mod.add_argument(
+    g.add_argument(
         "--no-bias",
         action="store_true",
         default=None,
         help="no bias vectors in the linear layers and LayerNorms",
     )
-    mod.add_argument(
+    g.add_argument(
         "--no-causal-mask",
         action="store_true",
         default=None,
@@ -253,28 +265,29 @@ def build_parser() -> argparse.ArgumentParser:
         "can copy the answer (its loss falls towards zero) while generation, where the future "
         "is not there yet, is nonsense",
     )
-    mod.add_argument(
+    g.add_argument(
         "--dropout",
         type=float,
         help="share of activations zeroed at random while training, so the model cannot lean on "
         "any one of them; helps long runs not to memorise the text (default 0)",
     )
 
-    tr = p.add_argument_group("training")
+
+def _add_training_flags(g: argparse._ArgumentGroup) -> None:
     defaults = TrainConfig()
-    tr.add_argument(
+    g.add_argument(
         "--steps",
         type=int,
         help=f"total optimiser steps (default {defaults.max_steps}); when resuming, the total "
         "including the steps already taken",
     )
-    tr.add_argument(
+    g.add_argument(
         "--batch-size",
         type=int,
         help=f"text windows per step (default {defaults.batch_size})",
     )
     sgd = OPTIMIZER_TRAINING["sgd"]
-    tr.add_argument(
+    g.add_argument(
         "--optimizer",
         choices=OPTIMIZERS,
         help="how a step follows the gradient: adamw (each weight moves by a running mean of its "
@@ -284,30 +297,30 @@ def build_parser() -> argparse.ArgumentParser:
         f"{sgd['lr']:g}, min-lr {sgd['min_lr']:g} and weight decay {sgd['weight_decay']:g} unless "
         "told otherwise (default adamw)",
     )
-    tr.add_argument(
+    g.add_argument(
         "--momentum",
         type=float,
         help=f"sgd only: the share of the previous step kept in the next (0: plain gradient "
         f"descent; default {defaults.momentum})",
     )
-    tr.add_argument(
+    g.add_argument(
         "--lr",
         type=float,
         help=f"peak learning rate (default {defaults.lr}; with --optimizer sgd {sgd['lr']:g})",
     )
-    tr.add_argument(
+    g.add_argument(
         "--min-lr",
         type=float,
         help=f"learning rate at the end: after the warm-up the rate falls from --lr to this along "
         f"half a cosine wave (default {defaults.min_lr})",
     )
-    tr.add_argument(
+    g.add_argument(
         "--warmup",
         type=int,
         help=f"steps over which the learning rate rises linearly from 0 (default "
         f"{defaults.warmup_steps})",
     )
-    tr.add_argument(
+    g.add_argument(
         "--weight-decay",
         type=float,
         help=f"how strongly each step pulls the weight matrices toward zero, a mild brake on "
@@ -315,54 +328,54 @@ def build_parser() -> argparse.ArgumentParser:
         f"to the gradient (default {defaults.weight_decay}; with --optimizer sgd "
         f"{OPTIMIZER_TRAINING['sgd']['weight_decay']:g})",
     )
-    tr.add_argument(
+    g.add_argument(
         "--grad-clip",
         type=float,
         help=f"largest allowed gradient norm; 0 turns clipping off (default {defaults.grad_clip})",
     )
-    tr.add_argument(
+    g.add_argument(
         "--health-every",
         type=int,
         help="steps between records of each layer's gradient norm and update size (gradient "
         "health, drawn on the Training page); the whole gradient's norm before clipping is "
         f"recorded at every step; 0: no per-layer records (default {defaults.health_every})",
     )
-    tr.add_argument(
+    g.add_argument(
         "--eval-every",
         type=int,
         help=f"steps between validation-loss measurements, which also save the bundle; 0: only at "
         f"the end (default {defaults.eval_every})",
     )
-    tr.add_argument(
+    g.add_argument(
         "--eval-batches",
         type=int,
         help=f"batches averaged for each validation loss (default {defaults.eval_batches})",
     )
-    tr.add_argument(
+    g.add_argument(
         "--sample-every",
         type=int,
         help=f"steps between generated text samples; 0: only at the end (default "
         f"{defaults.sample_every})",
     )
-    tr.add_argument(
+    g.add_argument(
         "--sample-tokens",
         type=int,
         help=f"tokens per sample (default {defaults.sample_tokens})",
     )
-    tr.add_argument(
+    g.add_argument(
         "--snapshots",
         type=int,
         help=f"about how many copies of the weights to keep at log-spaced steps, plus the "
         f"untrained model (default {defaults.n_snapshots})",
     )
-    tr.add_argument(
+    g.add_argument(
         "--snapshot-at",
         type=_steps,
         metavar="STEPS",
         help="extra steps to keep the weights at, comma-separated (e.g. 1300,1400,1500): dense "
         "snapshots where something forms, for the Training dynamics page",
     )
-    tr.add_argument(
+    g.add_argument(
         "--minutes",
         type=float,
         help="stop after this many minutes of training in all (resumed runs count their earlier "
@@ -370,35 +383,44 @@ def build_parser() -> argparse.ArgumentParser:
         "--steps the clock alone ends the run; with --steps, whichever comes first. "
         "0 or unset: no time limit, --steps decides",
     )
-    tr.add_argument("--seed", type=int, help=f"random seed (default {defaults.seed})")
-    tr.add_argument(
+    g.add_argument("--seed", type=int, help=f"random seed (default {defaults.seed})")
+    g.add_argument(
         "--threads",
         type=int,
         help="CPU threads for PyTorch; 0 leaves PyTorch's default (default 0)",
     )
-    tr.add_argument(
+    g.add_argument(
         "--device",
         default="auto",
         choices=("auto", "cpu", "cuda", "mps"),
         help="where to train: auto picks a GPU (cuda, then mps) when there is one, else the CPU",
     )
 
-    io = p.add_argument_group("output")
-    io.add_argument(
+
+def _add_output_flags(g: argparse._ArgumentGroup) -> None:
+    g.add_argument(
         "--out",
         type=Path,
         help="the bundle folder to write (e.g. runs/my-model); when resuming, the resumed folder "
         "unless given",
     )
-    io.add_argument(
+    g.add_argument(
         "--resume",
         type=Path,
         help="a bundle folder to continue training: its model, tokenizer, data and validation split "
         "(so those flags cannot be given); the step count and the curve continue, and the "
         "optimiser's memory restarts",
     )
-    ft = p.add_argument_group("fine-tuning (start from a trained model)")
-    ft.add_argument(
+    g.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress bar and no samples; the model line, validation losses and summary still "
+        "print",
+    )
+
+
+def _add_finetune_flags(g: argparse._ArgumentGroup) -> None:
+    g.add_argument(
         "--finetune",
         type=Path,
         metavar="BUNDLE",
@@ -407,14 +429,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--text-file; every evaluation also measures the loss on the bundle's own text "
         "(forgetting). Without --lora-rank every weight trains (full fine-tuning)",
     )
-    ft.add_argument(
+    g.add_argument(
         "--lora-rank",
         type=int,
         help="LoRA: freeze the base's weights and train a rank-r update (alpha / r) B A beside "
         "each chosen matrix (B starts at zero, so training starts from the base exactly); "
         "the bundle holds the merged weights, lora.safetensors the A and B",
     )
-    ft.add_argument(
+    g.add_argument(
         "--lora-targets",
         type=lambda text: tuple(t.strip() for t in text.split(",") if t.strip()),
         metavar="NAMES",
@@ -422,18 +444,11 @@ def build_parser() -> argparse.ArgumentParser:
         f"(attention's q/k/v and output projections, the MLP's input and output); default "
         f"{','.join(DEFAULT_TARGETS)}",
     )
-    ft.add_argument(
+    g.add_argument(
         "--lora-alpha",
         type=float,
         help="LoRA's alpha: the update is scaled by alpha / r (default alpha = r, a scale of 1)",
     )
-    io.add_argument(
-        "--quiet",
-        action="store_true",
-        help="no progress bar and no samples; the model line, validation losses and summary still "
-        "print",
-    )
-    return p
 
 
 def _given(args: argparse.Namespace, flags: dict[str, str]) -> dict[str, Any]:
