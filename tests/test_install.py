@@ -74,3 +74,15 @@ def test_every_pinned_package_is_imported_by_the_app():
         )
     ]
     assert unused == []
+
+
+def test_the_project_says_its_licence_in_the_file_the_metadata_and_the_readme():
+    """Issue 43: a licence anyone may reuse the project under, the same in LICENSE, the package
+    metadata (an SPDX name, the file shipped with it) and the README's Licence section."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    licence = (ROOT / "LICENSE").read_text(encoding="utf-8")
+    assert licence.startswith("MIT License\n") and "Permission is hereby granted" in licence
+    assert project["license"] == "MIT" and project["license-files"] == ["LICENSE"]
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Licence", 1)[1]
+    assert "MIT" in section and "(LICENSE)" in section and "public-domain" in section
