@@ -562,6 +562,12 @@ def _blurred(p) -> bool:
     )
 
 
+def _on_screen(p, locator) -> bool:
+    """Whether the top of `locator`'s element is inside the viewport (not scrolled away)."""
+    box = locator.bounding_box()
+    return box is not None and 0 <= box["y"] < p.viewport_size["height"] - 40
+
+
 def _settled(p) -> bool:
     return p.locator(DONE).count() > 0 and p.locator(f"{MAIN} h1").count() > 0
 
@@ -634,10 +640,13 @@ def test_a_lecture_keeps_every_screen_on_the_teachers_view(served, browser):  # 
             at += 1 if at < ASK_AT else -1
             _until(f"the teacher at stop {at}", lambda a=at: _settled(teacher) and
                    _rendered(teacher)[1] == str(a), teacher)  # fmt: skip
+        for p in students:  # a student scrolled down to a figure when the question comes
+            p.evaluate("() => document.querySelector('[data-testid=stMain]').scrollTo(0, 1e6)")
         teacher.get_by_role("button", name="Ask the room this question").click()
         for i, p in enumerate(students):
             asked = _box(p).filter(has_text="The teacher asks")
             _until(f"S{i} sees the question", lambda p=p, a=asked: a.count() > 0, p)
+            _until(f"S{i}'s question form on screen", lambda p=p: _on_screen(p, _box(p)), p)
             top = _box(p).bounding_box()
             title = p.locator(f"{MAIN} h1").first.bounding_box()
             assert top is not None and title is not None and top["y"] < title["y"], (
@@ -705,15 +714,15 @@ def _brought_up(p, n: int) -> bool:
 
 
 def test_the_teachers_spotlight_brings_up_the_same_figure_on_every_follower(
-    class_servers,
+    served,  # noqa: F811
     browser,  # noqa: F811
 ):
     """Issue 37 (what the teacher shows is part of the view) and 38 (the spotlight): a teacher in
-    presenter mode on one process steps the spotlight through a page's figures; a following
-    student on the other process (a laptop, not presenter mode) sees the same figure brought to
+    presenter mode steps the spotlight through a page's figures on the class server (two
+    processes behind HAProxy); a following student (a laptop, not presenter mode) sees the same figure brought to
     the top of their screen after each step, and their address names it; a teacher's reload comes
     back to the figure."""
-    teacher_url, student_url, _ = class_servers
+    teacher_url = student_url = served["url"]  # two processes behind HAProxy
     teacher = _new_page(browser, 1024, 768)
     student = _new_page(browser)
     route = "MLP_neurons"

@@ -541,6 +541,9 @@ def _student_box_body(m: Membership, page: nav.Page) -> None:
         return
     box = st.container(border=True, key=BOX_KEY)
     box.markdown(f"**{md_escape(m.title)}** · you are {md_escape(m.name)}")
+    # the teacher's spotlit figure (present.FIG_KEY in a followed view) is brought up here too,
+    # and a new question scrolls this box into view
+    box.html(present.SPOTLIGHT_JS, unsafe_allow_javascript=True)
     try:
         view, question = class_view(m.class_id), latest_question(m.class_id)
     except (ClassRefused, ClassStateError) as error:
@@ -557,8 +560,6 @@ def _student_box_body(m: Membership, page: nav.Page) -> None:
         _heartbeat(m, page)  # no watcher: the box says it is here itself
     if m.following:
         box.caption(f"Following the teacher: your screen moves when theirs does. {_on_screen()}")
-        # the teacher's spotlit figure (present.FIG_KEY in the view) is brought up here too
-        box.html(present.SPOTLIGHT_JS, unsafe_allow_javascript=True)
         row = box.container(horizontal=True, gap="small")
         if view.page and view.page != page.route and row.button(
             "Back to the teacher's page", key="class_back", type="primary",

@@ -103,7 +103,9 @@ STICKY_HEADER_CSS = f"""<style>
 # this page and changed scrolls figure n to the top once it is drawn: a follower sees the
 # teacher's figure, a reload comes back to it. Not while the student's class box holds an
 # answer form (the question stays on screen; the figure comes after), nor for FOLLOW_QUIET_MS
-# after this tab's own click (the address catches up a step behind a quick clicker).
+# after this tab's own click (the address catches up a step behind a quick clicker). And on a
+# student's page a new question's form scrolls the class box into view, once: a student who
+# was scrolled down to a figure sees the question without looking for it (issue 37).
 SPOTLIGHT_ID = "viz-spotlight"
 FIG_KEY = "fig"  # the URL key of the spotlit figure: "<route>:<n>", n from 1
 MAX_FIGURES = 12  # figures the spotlight can tell a class about (pages draw at most 8)
@@ -206,8 +208,14 @@ body:has(.st-key-__HEADER__) #__ID__ { display: flex; }
     const here = decodeURIComponent(win.location.pathname.split("/").pop()) || "__HOME__";
     return {raw, n: cut > 0 && route === here && n >= 1 ? n : 0};
   };
-  let applied = "", since = Date.now();
+  let applied = "", since = Date.now(), asked = "";
   const follow = () => {
+    const form = doc.querySelector(".st-key-__STUDENT__ [data-testid=stForm]");
+    const question = form ? form.innerText : "";
+    if (question && question !== asked) {  // a new question: the box comes into view, once
+      doc.querySelector(".st-key-__STUDENT__").scrollIntoView({block: "start"});
+    }
+    asked = question;
     const {raw, n} = wanted();
     if (raw !== applied && Date.now() - told < __QUIET__) applied = raw;
     if (raw === applied) { since = Date.now(); return; }
