@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 
 from benchmarks.common import alternate, emit
-from viz_model.analysis import interventions as iv
+from viz_model.analysis.labs import interventions as iv
 from viz_model.bundles.load import load_bundle
 from viz_model.text.data import ASSETS_DIR
 

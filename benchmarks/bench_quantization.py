@@ -3,7 +3,7 @@
     python -m benchmarks.bench_quantization [--threads 1] [--models shakespeare-char shakespeare-bpe]
 
 For each bundled model: the seconds to read its validation text, to quantise it once per scheme
-(all 17), and the page's whole measurement (analysis/quantization.measure over WINDOWS windows,
+(all 17), and the page's whole measurement (analysis/labs/quantization.measure over WINDOWS windows,
 every scheme), with the model's float32 bytes. The page caches the measurement per model, so a
 class pays it once per server process; each later run of the page draws from the cache.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 from benchmarks.common import emit
-from viz_model.analysis import quantization as qa
+from viz_model.analysis.labs import quantization as qa
 from viz_model.bundles.load import load_bundle
 from viz_model.model.quantize import all_specs, float32_size, quantize_model
 

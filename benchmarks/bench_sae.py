@@ -21,9 +21,9 @@ import time
 import torch
 
 from benchmarks.common import emit
-from viz_model.analysis.sae.activations import collect, hook_name, random_windows
-from viz_model.analysis.sae.metrics import evaluate
-from viz_model.analysis.sae.training import SAEConfig, train_sae
+from viz_model.analysis.labs.sae.activations import collect, hook_name, random_windows
+from viz_model.analysis.labs.sae.metrics import evaluate
+from viz_model.analysis.labs.sae.training import SAEConfig, train_sae
 from viz_model.bundles.load import load_bundle
 from viz_model.text.data import ASSETS_DIR, TokenData, load_text
 

@@ -24,7 +24,7 @@ import torch
 from benchmarks.bench_sae import quality
 from benchmarks.common import emit
 from serving import jobs, models, sae_jobs
-from viz_model.analysis.sae_files import load_lab
+from viz_model.analysis.labs.sae_files import load_lab
 from viz_model.text.data import ASSETS_DIR
 
 MODEL, LAYER = "shakespeare-char", 1

@@ -12,8 +12,9 @@ from __future__ import annotations
 import torch
 
 from benchmarks.common import alternate, emit
-from viz_model.analysis import fewshot, scoring, usage
 from viz_model.analysis import noisy_channel as nc
+from viz_model.analysis import scoring, usage
+from viz_model.analysis.labs import fewshot
 from viz_model.bundles.load import load_bundle
 from viz_model.model.decoding import beam_search
 from viz_model.text.data import ASSETS_DIR, load_corpus

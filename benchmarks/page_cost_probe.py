@@ -78,6 +78,7 @@ class Probe:
         swaps: dict[int, Callable] = {}
         for package, category in [
             ("viz_model.analysis", "compute"),
+            ("viz_model.analysis.labs", "compute"),
             ("viz_model.model.sampling", "compute"),
             ("viz_model.text.ngram", "compute"),
             ("ui.charts", "figures"),

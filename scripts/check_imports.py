@@ -26,6 +26,7 @@ LAYERS = (
     "viz_model.bundles",
     "viz_model.training",
     "viz_model.analysis",
+    "viz_model.analysis.labs",
     "viz_model.lessons",
     "viz_model",
     "serving",

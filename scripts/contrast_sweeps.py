@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
 from viz_model.analysis.grad_health import grad_health  # noqa: E402
-from viz_model.analysis.sweeps import BIN_STEPS, SWEEPS, final_window  # noqa: E402
+from viz_model.analysis.labs.sweeps import BIN_STEPS, SWEEPS, final_window  # noqa: E402
 from viz_model.bundles.load import load_bundle  # noqa: E402
 from viz_model.text.data import TokenData, load_corpus, load_text  # noqa: E402
 from viz_model.training.loop import evaluate  # noqa: E402

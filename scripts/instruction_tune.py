@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from viz_model.analysis.instruct import evaluate_instructions  # noqa: E402
+from viz_model.analysis.labs.instruct import evaluate_instructions  # noqa: E402
 from viz_model.bundles.load import load_bundle  # noqa: E402
 from viz_model.model.config import TrainConfig  # noqa: E402
 from viz_model.model.vocab import extend_vocab  # noqa: E402

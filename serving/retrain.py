@@ -11,7 +11,7 @@ curve carries on from the source's and the Training page shows the recovery live
 the same checks as jobs.start: the teacher password, a safe free name, the job and size caps,
 all under the runs folder's lock.
 
-Not here: the damage itself (analysis/interventions.damaged_copy), the worker (job_worker.py).
+Not here: the damage itself (analysis/labs/interventions.damaged_copy), the worker (job_worker.py).
 """
 
 from __future__ import annotations

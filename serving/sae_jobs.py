@@ -17,13 +17,13 @@ interrupted). The folder holds:
     plan.json        {"mode": "new", "kind": "sae", threads, max_minutes}               (API)
     control.json     {"stop": ...}: the worker polls it                                  (API)
     status.json      state, pid, stage, progress, tokens/s, elapsed, message             (worker)
-    sae.safetensors, metrics.json, features.json: the lab (viz_model/analysis/sae_files.py)
+    sae.safetensors, metrics.json, features.json: the lab (viz_model/analysis/labs/sae_files.py)
     job.log          the worker's stderr
 
 States as for runs: running, finished, stopped (Stop, the minutes cap, SIGTERM: nothing is
 saved), failed (the message says why: a model folder that vanished, say), interrupted.
 
-Not here: the training itself (viz_model/analysis/sae/), the page.
+Not here: the training itself (viz_model/analysis/labs/sae/), the page.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ from typing import Any
 
 from serving import jobs, models
 from serving.jobs import JobError
-from viz_model.analysis.sae.activations import SITES, hook_name
-from viz_model.analysis.sae.training import SAEConfig
+from viz_model.analysis.labs.sae.activations import SITES, hook_name
+from viz_model.analysis.labs.sae.training import SAEConfig
 from viz_model.bundles.checkpoint import read_config
 from viz_model.bundles.files import CheckpointError, write_json
 

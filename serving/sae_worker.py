@@ -25,8 +25,8 @@ import torch
 from serving import jobs
 from serving.job_home import FolderGone, Home
 from serving.sae_jobs import SAEJob
-from viz_model.analysis.sae.lab import lab as train_lab
-from viz_model.analysis.sae_files import save_lab
+from viz_model.analysis.labs.sae.lab import lab as train_lab
+from viz_model.analysis.labs.sae_files import save_lab
 from viz_model.bundles.files import CheckpointError, write_json
 from viz_model.bundles.load import load_bundle
 from viz_model.text.data import VAL_FRACTION, DataError, load_text

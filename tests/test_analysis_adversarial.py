@@ -1,4 +1,4 @@
-"""analysis/adversarial.py on a tiny seeded GPT: the gradient is the one-hot's, the search only
+"""analysis/labs/adversarial.py on a tiny seeded GPT: the gradient is the one-hot's, the search only
 climbs and its recorded probabilities are the model's, an exhaustive step is the best single
 swap, the shared model gets no gradient, and the claims say what the numbers say."""
 
@@ -14,7 +14,7 @@ import torch.nn.functional as F
 
 from tests.claims_models import GPT_CLAIM_MODELS, claim_bundle
 from tests.conftest import tiny_model
-from viz_model.analysis import adversarial as adv
+from viz_model.analysis.labs import adversarial as adv
 
 PROMPT = [1, 4, 2, 7, 3]
 TARGET = 5

@@ -8,7 +8,7 @@ import torch
 
 from tests.conftest import VARIANTS, tiny_model
 from viz_model.analysis import attention as attn
-from viz_model.analysis import block as blk
+from viz_model.analysis.labs import block as blk
 from viz_model.model.hooks import hook_context
 
 IDS = [3, 7, 1, 3, 7, 1, 9, 4, 3, 7, 12, 0]

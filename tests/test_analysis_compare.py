@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pytest
 
-from viz_model.analysis.compare import (
+from viz_model.analysis.labs.compare import (
     BoundarySide,
     ModelInfo,
     PromptTokens,
@@ -142,7 +142,7 @@ def test_user_text_in_a_claim_is_shown_and_escaped():
 
 
 def test_training_notes_say_a_fine_tune_counts_from_its_start_and_texts_differ():
-    from viz_model.analysis.compare import training_notes
+    from viz_model.analysis.labs.compare import training_notes
 
     scratch = {"data": {"corpus": "shakespeare"}}
     tuned = {"data": {"task": "brackets"}, "finetune": {"base_name": "shakespeare-tiny"}}
@@ -156,7 +156,7 @@ def test_training_notes_say_a_fine_tune_counts_from_its_start_and_texts_differ()
 
 
 def test_training_notes_read_the_bundles_own_records_of_text_and_tokenizer():
-    from viz_model.analysis.compare import training_notes
+    from viz_model.analysis.labs.compare import training_notes
 
     # a class run records its split; shakespeare-bpe (trained before) records none: one text
     run = {"data": {"corpus": "shakespeare", "val_fraction": 0.1}, "tokenizer": "char"}
@@ -178,7 +178,7 @@ def test_training_notes_read_the_bundles_own_records_of_text_and_tokenizer():
 def test_the_validation_cell_is_the_weights_on_screen_or_says_whose_it_is():
     """Issue 36: at step 0 the column "our-model (step 0)" showed the step-650 validation loss
     (2.845 bits per character) as if it were the random weights'."""
-    from viz_model.analysis.compare import validation_cell
+    from viz_model.analysis.labs.compare import validation_cell
     from viz_model.analysis.training import RecordedLoss
 
     final = RecordedLoss(1.972, 650, True)

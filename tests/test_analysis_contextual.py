@@ -9,7 +9,7 @@ import torch
 
 from tests.claims_models import GPT_CLAIM_MODELS, claim_bundle
 from tests.conftest import tiny_model
-from viz_model.analysis import contextual as cx
+from viz_model.analysis.labs import contextual as cx
 from viz_model.analysis.neurons import Windows
 
 

@@ -1,4 +1,4 @@
-"""analysis/facts.py: facts found in a hand-made text, recall batched as one pass per length
+"""analysis/labs/facts.py: facts found in a hand-made text, recall batched as one pass per length
 equals recall one fact at a time, the knock-outs run through the shared hooks, and the claim
 follows its numbers."""
 
@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from tests.conftest import tiny_model
-from viz_model.analysis import facts as fa
+from viz_model.analysis.labs import facts as fa
 
 
 def test_a_fact_is_a_frequent_word_its_first_letters_almost_always_finish():
@@ -92,7 +92,7 @@ def test_the_claim_compares_beyond_layer_zero_and_its_margin():
 def test_the_claim_on_bundled_models_matches_its_numbers(name):
     from pathlib import Path
 
-    from viz_model.analysis.interventions import validation_text, validation_windows
+    from viz_model.analysis.labs.interventions import validation_text, validation_windows
     from viz_model.bundles.load import load_bundle
     from viz_model.text.data import load_text
 

@@ -1,4 +1,4 @@
-"""Few-shot prompting (viz_model/analysis/fewshot.py) and its task (text/data.py): the task's
+"""Few-shot prompting (viz_model/analysis/labs/fewshot.py) and its task (text/data.py): the task's
 lines follow one rule each, the prompts are what the model trained on, chance is exact, and the
 claim follows the numbers."""
 
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from tests.conftest import tiny_model
-from viz_model.analysis import fewshot
-from viz_model.analysis.fewshot import FewShotCurve, fewshot_claim
+from viz_model.analysis.labs import fewshot
+from viz_model.analysis.labs.fewshot import FewShotCurve, fewshot_claim
 from viz_model.text.data import FEWSHOT_RULES, fewshot_pairs, task_loss_floor, task_text
 
 

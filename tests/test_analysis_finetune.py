@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from ui.charts.finetune import forgetting_figure, spectrum_figure
-from viz_model.analysis import finetune as ft
+from viz_model.analysis.labs import finetune as ft
 from viz_model.bundles.load import load_bundle
 from viz_model.training.finetune import read_lora
 from viz_model.training.settings import RunSettings, new_run

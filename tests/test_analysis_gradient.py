@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from tests.conftest import tiny_model
-from viz_model.analysis import gradient as gx
+from viz_model.analysis.labs import gradient as gx
 
 IDS = torch.tensor([3, 7, 1, 3, 7, 1, 9, 4, 3, 7, 12, 0])
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from tests.conftest import tiny_model
-from viz_model.analysis import interventions as iv
+from viz_model.analysis.labs import interventions as iv
 from viz_model.bundles.load import load_bundle
 from viz_model.model.hooks import ablate_heads, custom
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from tests.conftest import tiny_model
-from viz_model.analysis import block as blk
-from viz_model.analysis import lookup as lk
+from viz_model.analysis.labs import block as blk
+from viz_model.analysis.labs import lookup as lk
 
 IDS = [3, 7, 1, 3, 7, 1, 9, 4, 3, 7, 12, 0]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from viz_model.analysis import probes as pr
+from viz_model.analysis.labs import probes as pr
 
 
 def test_shakespeare_labels_by_hand():

@@ -1,4 +1,4 @@
-"""What quantisation changes (viz_model/analysis/quantization.py) on a seeded tiny GPT: float32
+"""What quantisation changes (viz_model/analysis/labs/quantization.py) on a seeded tiny GPT: float32
 against itself is exact, the measured bits per character are the cross-entropy, wider codes agree
 more, every claim's decision follows its numbers, and one matrix's grid is what the formula says."""
 
@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from tests.conftest import VOCAB, tiny_model
-from viz_model.analysis import quantization as qa
+from viz_model.analysis.labs import quantization as qa
 from viz_model.model import quantize as q
 from viz_model.model.quantize import QuantSpec
 

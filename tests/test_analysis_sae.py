@@ -1,6 +1,7 @@
-"""analysis/sae/: the SAE's shapes and constraints, that training finds planted sparse directions,
-that resampling revives a dead feature, that a perfect reconstruction spliced in gives the clean
-loss, that the shared model is never changed, the readouts against brute force, and the claims."""
+"""analysis/labs/sae/: the SAE's shapes and constraints, that training finds planted sparse
+directions, that resampling revives a dead feature, that a perfect reconstruction spliced in gives
+the clean loss, that the shared model is never changed, the readouts against brute force, and the
+claims."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import pytest
 import torch
 
 from tests.conftest import tiny_model
-from viz_model.analysis.sae.activations import collect, hook_name, random_windows
-from viz_model.analysis.sae.claims import (
+from viz_model.analysis.labs.sae.activations import collect, hook_name, random_windows
+from viz_model.analysis.labs.sae.claims import (
     dead_claim,
     feature_match_claim,
     match_claim,
@@ -18,7 +19,7 @@ from viz_model.analysis.sae.claims import (
     splice_claim,
     steering_claim,
 )
-from viz_model.analysis.sae.features import (
+from viz_model.analysis.labs.sae.features import (
     MIN_LEFT,
     FeatureTable,
     activations_along,
@@ -32,10 +33,10 @@ from viz_model.analysis.sae.features import (
     steered,
     top_snippets,
 )
-from viz_model.analysis.sae.lab import EVAL_TOKENS
-from viz_model.analysis.sae.lab import lab as train_lab
-from viz_model.analysis.sae.matching import Matches, best_matches, chance_matches, match_labs
-from viz_model.analysis.sae.metrics import (
+from viz_model.analysis.labs.sae.lab import EVAL_TOKENS
+from viz_model.analysis.labs.sae.lab import lab as train_lab
+from viz_model.analysis.labs.sae.matching import Matches, best_matches, chance_matches, match_labs
+from viz_model.analysis.labs.sae.metrics import (
     SAEMetrics,
     evaluate,
     fve,
@@ -43,8 +44,8 @@ from viz_model.analysis.sae.metrics import (
     next_token_loss,
     splice_hooks,
 )
-from viz_model.analysis.sae.model import SparseAutoencoder, reconstruct
-from viz_model.analysis.sae.training import SAEConfig, resample_dead, train_sae
+from viz_model.analysis.labs.sae.model import SparseAutoencoder, reconstruct
+from viz_model.analysis.labs.sae.training import SAEConfig, resample_dead, train_sae
 from viz_model.model.hooks import active_context
 
 NAME = "blocks.0.hook_resid_post"

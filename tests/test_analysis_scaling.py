@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import VARIANTS, tiny_config, tiny_model
-from viz_model.analysis import scaling as sc
+from viz_model.analysis.labs import scaling as sc
 from viz_model.model.config import GPTConfig
 
 EMBEDDING_NAMES = ("embed.", "pos_embed.", "unembed.")

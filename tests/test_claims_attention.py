@@ -13,7 +13,6 @@ import pytest
 from tests.claims_models import CLAIM_MODELS, GPT_CLAIM_MODELS, claim_bundle
 from ui.charts.attention import masked_cells
 from ui.frame import DEFAULT_PROMPT
-from viz_model.analysis import block as blk
 from viz_model.analysis.attention import (
     attention_run,
     head_scores,
@@ -24,6 +23,7 @@ from viz_model.analysis.attention import (
     run_query_arithmetic,
 )
 from viz_model.analysis.head_roles import head_role_claim, head_roles
+from viz_model.analysis.labs import block as blk
 from viz_model.analysis.untrained import untrained_twin
 from viz_model.model.mask import attention_mask
 

@@ -20,7 +20,7 @@ from tests.claims_models import ASSETS, GPT_CLAIM_MODELS, claim_bundle
 from viz_model.analysis import contrasts as ct
 from viz_model.analysis import layernorm as lnx
 from viz_model.analysis import residual as rs
-from viz_model.analysis import scaling as sc
+from viz_model.analysis.labs import scaling as sc
 from viz_model.bundles.checkpoint import Bundle
 
 FALLBACK = "ROMEO: But soft, what light through yonder window breaks?"

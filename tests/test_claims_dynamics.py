@@ -300,7 +300,7 @@ def test_compare_opens_beside_a_partner_and_its_boundary_claim_matches_the_numbe
     sentence about the cut word states each model's measured probability, claiming the effect
     only under its condition."""
     from ui.frame import DEFAULT_PROMPT
-    from viz_model.analysis import compare as cmp
+    from viz_model.analysis.labs import compare as cmp
 
     infos = {n: cmp.model_info(folder) for n, folder in claim_bundles.items()}
     other = cmp.partner(name, infos)

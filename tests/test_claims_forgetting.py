@@ -1,4 +1,4 @@
-"""What instruction tuning cost the base model's own text (viz_model/analysis/forgetting.py):
+"""What instruction tuning cost the base model's own text (viz_model/analysis/labs/forgetting.py):
 the claim recomputed from its numbers on the bundled tuned model and its base, and neutral when
 "tuning" changed nothing (a model against itself)."""
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tests.claims_models import ASSETS
-from viz_model.analysis import forgetting, quantization
+from viz_model.analysis.labs import forgetting, quantization
 from viz_model.bundles.load import load_bundle
 
 TUNED = "shakespeare-instruct"

@@ -11,9 +11,9 @@ import torch
 
 from tests.claims_models import GPT_CLAIM_MODELS, GPT_MODELS, claim_bundle
 from ui.frame import DEFAULT_PROMPT
-from viz_model.analysis import contextual as cx
-from viz_model.analysis import gradient as gx
-from viz_model.analysis import probes as pr
+from viz_model.analysis.labs import contextual as cx
+from viz_model.analysis.labs import gradient as gx
+from viz_model.analysis.labs import probes as pr
 from viz_model.analysis.residual import layer_labels
 from viz_model.analysis.untrained import untrained_twin
 

@@ -1,5 +1,5 @@
-"""The Instruction tuning part's analysis (viz_model/analysis/instruct.py): greedy answers that stop
-at <|end|>, the baseline, and the claims, recomputed from their numbers on the bundled
+"""The Instruction tuning part's analysis (viz_model/analysis/labs/instruct.py): greedy answers
+that stop at <|end|>, the baseline, and the claims, recomputed from their numbers on the bundled
 instruction-tuned model against its base grown by extend_vocab, and refused on a model with no
 template (the freshly trained test-char)."""
 
@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from tests.claims_models import ASSETS
-from viz_model.analysis import instruct
+from viz_model.analysis.labs import instruct
 from viz_model.bundles.load import load_bundle
 from viz_model.model.vocab import extend_vocab
 from viz_model.text.instructions import END, SPECIAL_TOKENS, Instruction, instructions

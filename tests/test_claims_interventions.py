@@ -19,7 +19,7 @@ from serving.models import DEFAULT_MODEL
 from tests.claims_models import GPT_CLAIM_MODELS, claim_bundle
 from tests.conftest import tiny_model
 from ui.frame import DEFAULT_PROMPT
-from viz_model.analysis import interventions as iv
+from viz_model.analysis.labs import interventions as iv
 from viz_model.analysis.tokens import token_text
 from viz_model.analysis.untrained import untrained_twin
 from viz_model.text.data import load_corpus

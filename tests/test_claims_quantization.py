@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from tests.claims_models import CLASS_TRAINED, GPT_CLAIM_MODELS, claim_bundle
-from viz_model.analysis import quantization as qa
+from viz_model.analysis.labs import quantization as qa
 from viz_model.model.quantize import QuantSpec
 
 MODELS = ["shakespeare-char", "shakespeare-tiny", CLASS_TRAINED]

@@ -8,12 +8,12 @@ import pytest
 import torch
 
 from tests.claims_models import CLASS_TRAINED, GPT_CLAIM_MODELS, claim_bundle
-from viz_model.analysis.sae.activations import hook_name, random_windows
-from viz_model.analysis.sae.claims import GOOD_RECOVERY, dead_claim, match_claim, splice_claim
-from viz_model.analysis.sae.lab import EVAL_TOKENS
-from viz_model.analysis.sae.lab import lab as train_lab
-from viz_model.analysis.sae.matching import MATCH_CORR, match_labs
-from viz_model.analysis.sae.training import SAEConfig
+from viz_model.analysis.labs.sae.activations import hook_name, random_windows
+from viz_model.analysis.labs.sae.claims import GOOD_RECOVERY, dead_claim, match_claim, splice_claim
+from viz_model.analysis.labs.sae.lab import EVAL_TOKENS
+from viz_model.analysis.labs.sae.lab import lab as train_lab
+from viz_model.analysis.labs.sae.matching import MATCH_CORR, match_labs
+from viz_model.analysis.labs.sae.training import SAEConfig
 from viz_model.text.data import DataError, load_corpus, load_text
 
 CFG = SAEConfig(n_features=128, k=8, batch_size=256, resample_every=10)

@@ -10,8 +10,9 @@ from functools import cache
 import pytest
 
 from tests.claims_models import ASSETS
-from viz_model.analysis import fewshot, scoring, usage
 from viz_model.analysis import noisy_channel as nc
+from viz_model.analysis import scoring, usage
+from viz_model.analysis.labs import fewshot
 from viz_model.bundles.load import load_bundle
 from viz_model.model.decoding import beam_search, decode
 from viz_model.text.data import load_corpus

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ui import finetune_view
-from viz_model.analysis import finetune as ft
+from viz_model.analysis.labs import finetune as ft
 
 
 def test_the_forgetting_sentence_states_the_change_of_the_losses_it_prints():

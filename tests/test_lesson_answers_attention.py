@@ -18,7 +18,7 @@ from tests.lesson_util import at_stop as at_stop_of
 from tests.lesson_util import lesson as lesson_of
 from tests.lesson_util import subject as subject_of
 from viz_model.analysis import attention as at
-from viz_model.analysis import interventions as iv
+from viz_model.analysis.labs import interventions as iv
 from viz_model.analysis.tokens import token_text
 from viz_model.bundles.checkpoint import Bundle
 from viz_model.lessons.answers_attention import page_windows

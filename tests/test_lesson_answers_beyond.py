@@ -15,8 +15,8 @@ import torch
 
 from tests.lesson_util import bundle, measured, snapshot, stops
 from ui import interventions as ui_interventions
-from viz_model.analysis import interventions as iv
 from viz_model.analysis import ngrams as ng
+from viz_model.analysis.labs import interventions as iv
 from viz_model.lessons import answers_beyond as beyond
 from viz_model.lessons.kinds import subject_for
 from viz_model.model.hooks import custom

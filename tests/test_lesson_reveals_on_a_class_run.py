@@ -12,7 +12,7 @@ import pytest
 
 from tests.claims_models import train_class_model
 from tests.lesson_util import bundle
-from viz_model.analysis import interventions as iv
+from viz_model.analysis.labs import interventions as iv
 from viz_model.analysis.untrained import untrained_twin
 from viz_model.bundles.load import load_bundle
 from viz_model.lessons import answers_attention, answers_beyond

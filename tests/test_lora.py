@@ -1,7 +1,7 @@
 """LoRA and fine-tuning in the engine: the math of model/lora.py on a tiny seeded GPT, a fine-tune
 run from a tiny base through the one loop (forgetting recorded, a normal bundle with merged
 weights, A and B kept, a resume that continues them), the flags' round trip, and the claims of
-analysis/finetune.py recomputed from their numbers."""
+analysis/labs/finetune.py recomputed from their numbers."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from viz_model.analysis import finetune as ft
+from viz_model.analysis.labs import finetune as ft
 from viz_model.bundles.checkpoint import save_bundle
 from viz_model.bundles.load import load_bundle
 from viz_model.model.config import GPTConfig

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.apptest_util import open_link, plotly_figures
-from viz_model.analysis import adversarial as adv
+from viz_model.analysis.labs import adversarial as adv
 from viz_model.bundles.load import load_bundle
 
 PAGE = "pages/22_adversarial.py"

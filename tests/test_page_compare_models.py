@@ -11,7 +11,7 @@ import torch
 
 from tests.apptest_util import ROOT, app_test, plotly_array, plotly_figures
 from ui.state import widget_key
-from viz_model.analysis.compare import cut_inside_token, percent, shown
+from viz_model.analysis.labs.compare import cut_inside_token, percent, shown
 from viz_model.bundles.load import load_bundle
 
 PAGE = "pages/13_compare_models.py"

@@ -10,7 +10,7 @@ import pytest
 from tests.apptest_util import app_test, plotly_array, plotly_figures
 from ui.state import widget_key
 from viz_model.analysis import contrasts as ct
-from viz_model.analysis import sweeps as sw
+from viz_model.analysis.labs import sweeps as sw
 
 PAGE = "pages/15_architecture_contrasts.py"
 

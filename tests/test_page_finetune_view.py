@@ -1,5 +1,5 @@
 """The Training page on a fine-tuned model (shakespeare-tiny tuned a few steps, LoRA and full, on
-the brackets task): what trained, the loss claims as analysis/finetune.py makes them from the
+the brackets task): what trained, the loss claims as analysis/labs/finetune.py makes them from the
 history, samples before and after, and both fine-tunes on one singular-value chart."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 from tests.apptest_util import open_link
 from tests.test_analysis_finetune import BASE
 from ui import finetune_view
-from viz_model.analysis import finetune as ft
 from viz_model.analysis import grad_health as gh
+from viz_model.analysis.labs import finetune as ft
 from viz_model.bundles.load import load_bundle
 from viz_model.training.settings import RunSettings, new_run
 

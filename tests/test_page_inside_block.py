@@ -306,7 +306,7 @@ def test_template_prompts_are_measured_and_their_claim_recomputes(models_dir):
     query = {"part": "template", "tpl": "I am {}.", "tpl_fill": "glad, good, kind | sad, bad, vile"}
     at = app_test(models_dir, PAGE, prompt=PROMPT, query=query)
     assert not at.exception and not at.error
-    from viz_model.analysis import contextual as cx
+    from viz_model.analysis.labs import contextual as cx
 
     bundle = load_bundle(models_dir / "test-char")
     words = ["glad", "good", "kind", "sad", "bad", "vile"]

@@ -15,7 +15,7 @@ from tests.apptest_util import app_test, first_bundle, plotly_array, plotly_figu
 from tests.test_jobs import wait_for
 from ui.charts.common import show_whitespace
 from ui.state import widget_key
-from viz_model.analysis import interventions as iv
+from viz_model.analysis.labs import interventions as iv
 from viz_model.analysis.tokens import token_text
 from viz_model.analysis.untrained import untrained_twin
 from viz_model.bundles.load import load_bundle
@@ -278,8 +278,8 @@ def test_facts_are_counted_with_each_layer_knocked_out_and_the_sentence_recomput
     from pathlib import Path
 
     from tests.apptest_util import open_link
-    from viz_model.analysis import facts as fa
-    from viz_model.analysis.interventions import validation_text, validation_windows
+    from viz_model.analysis.labs import facts as fa
+    from viz_model.analysis.labs.interventions import validation_text, validation_windows
     from viz_model.bundles.load import load_bundle
     from viz_model.text.data import load_text
 

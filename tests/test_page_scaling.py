@@ -11,7 +11,7 @@ from tests.apptest_util import app_test, plotly_array, plotly_figures
 from tests.conftest import tiny_model
 from ui.charts import scaling as scharts
 from ui.state import widget_key
-from viz_model.analysis import scaling as sc
+from viz_model.analysis.labs import scaling as sc
 from viz_model.bundles.checkpoint import save_bundle
 from viz_model.model.config import GPTConfig
 from viz_model.text.tokenization import Tokenizer

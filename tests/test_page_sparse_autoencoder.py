@@ -11,13 +11,13 @@ import torch
 
 from tests.apptest_util import open_link
 from tests.claims_models import CLASS_TRAINED
-from viz_model.analysis.sae.activations import hook_name
-from viz_model.analysis.sae.claims import dead_claim, match_claim, splice_claim
-from viz_model.analysis.sae.features import TYPICAL, default_feature
-from viz_model.analysis.sae.lab import Lab
-from viz_model.analysis.sae.lab import lab as train_lab
-from viz_model.analysis.sae.matching import match_labs
-from viz_model.analysis.sae.training import SAEConfig
+from viz_model.analysis.labs.sae.activations import hook_name
+from viz_model.analysis.labs.sae.claims import dead_claim, match_claim, splice_claim
+from viz_model.analysis.labs.sae.features import TYPICAL, default_feature
+from viz_model.analysis.labs.sae.lab import Lab
+from viz_model.analysis.labs.sae.lab import lab as train_lab
+from viz_model.analysis.labs.sae.matching import match_labs
+from viz_model.analysis.labs.sae.training import SAEConfig
 from viz_model.analysis.untrained import untrained_twin
 from viz_model.bundles.load import load_bundle
 from viz_model.text.data import load_text

@@ -154,10 +154,10 @@ def test_the_docstring_examples_run():
 
     import serving.models
     import ui.charts.quantization
-    import viz_model.analysis.quantization
+    import viz_model.analysis.labs.quantization
     import viz_model.model.quantize
 
-    for module in (viz_model.model.quantize, viz_model.analysis.quantization, serving.models):
+    for module in (viz_model.model.quantize, viz_model.analysis.labs.quantization, serving.models):
         result = doctest.testmod(module)
         assert result.attempted >= 1 and result.failed == 0, module.__name__
     assert doctest.testmod(ui.charts.quantization).failed == 0

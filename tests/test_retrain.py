@@ -8,7 +8,7 @@ import pytest
 
 from serving import jobs, retrain
 from tests.test_jobs import root, tiny, wait_for  # noqa: F401  (root is a fixture)
-from viz_model.analysis.interventions import Ablation, damaged_copy
+from viz_model.analysis.labs.interventions import Ablation, damaged_copy
 from viz_model.bundles.load import load_bundle
 
 

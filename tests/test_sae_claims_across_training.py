@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 from tests.conftest import tiny_model
-from viz_model.analysis.sae.claims import feature_match_claim, match_claim, splice_claim
-from viz_model.analysis.sae.matching import Matches, same_weights
-from viz_model.analysis.sae.metrics import SAEMetrics
+from viz_model.analysis.labs.sae.claims import feature_match_claim, match_claim, splice_claim
+from viz_model.analysis.labs.sae.matching import Matches, same_weights
+from viz_model.analysis.labs.sae.metrics import SAEMetrics
 from viz_model.analysis.untrained import fresh_model
 
 

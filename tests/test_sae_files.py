@@ -1,5 +1,5 @@
-"""analysis/sae_files.py: a saved lab reads back equal (SAE, metrics, log, feature table, windows),
-the file is safetensors (no pickle), and every kind of damage is one clear SAEFileError."""
+"""analysis/labs/sae_files.py: a saved lab reads back equal (SAE, metrics, log, feature table,
+windows), the file is safetensors (no pickle), and every kind of damage is one clear SAEFileError."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from tests.conftest import tiny_model
-from viz_model.analysis.sae.lab import Lab
-from viz_model.analysis.sae.lab import lab as train_lab
-from viz_model.analysis.sae.training import SAEConfig
-from viz_model.analysis.sae_files import (
+from viz_model.analysis.labs.sae.lab import Lab
+from viz_model.analysis.labs.sae.lab import lab as train_lab
+from viz_model.analysis.labs.sae.training import SAEConfig
+from viz_model.analysis.labs.sae_files import (
     FEATURES_FILE,
     METRICS_FILE,
     SAE_FILE,

@@ -18,9 +18,9 @@ import pytest
 from serving import jobs, models, sae_jobs, sae_worker
 from serving.jobs import JobError
 from tests.apptest_util import open_link
-from viz_model.analysis.sae.claims import dead_claim, splice_claim
-from viz_model.analysis.sae.metrics import SAEMetrics
-from viz_model.analysis.sae_files import METRICS_FILE, SAE_FILE, load_lab
+from viz_model.analysis.labs.sae.claims import dead_claim, splice_claim
+from viz_model.analysis.labs.sae.metrics import SAEMetrics
+from viz_model.analysis.labs.sae_files import METRICS_FILE, SAE_FILE, load_lab
 from viz_model.training.settings import RunSettings
 
 TIMEOUT = 120  # seconds any one wait may take on a busy 2-core machine

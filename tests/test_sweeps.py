@@ -1,5 +1,5 @@
-"""The sweep contrasts' claims (viz_model/analysis/sweeps.py) on constructed numbers, each side of
-each margin, and on the committed results files (assets/contrasts/*.json)."""
+"""The sweep contrasts' claims (viz_model/analysis/labs/sweeps.py) on constructed numbers, each
+side of each margin, and on the committed results files (assets/contrasts/*.json)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import math
 import numpy as np
 import pytest
 
-from viz_model.analysis import sweeps as sw
 from viz_model.analysis.claims import times
 from viz_model.analysis.grad_health import DEPTH_RATIO
+from viz_model.analysis.labs import sweeps as sw
 
 M = sw.MARGIN
 

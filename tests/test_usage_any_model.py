@@ -9,8 +9,9 @@ import pytest
 import torch
 from torch import nn
 
-from viz_model.analysis import fewshot, scoring, usage
 from viz_model.analysis import noisy_channel as nc
+from viz_model.analysis import scoring, usage
+from viz_model.analysis.labs import fewshot
 from viz_model.model.decoding import LogitStream, beam_search, decode
 
 VOCAB = 12

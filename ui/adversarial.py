@@ -3,7 +3,7 @@ pages/22_adversarial.py: the idea and the objective (`intro`), the target and th
 settings (`choices`), the search itself with p(target) climbing and the suffix found (`search`),
 and where the last token's attention goes before and after (`attention`).
 
-Not here: the search, its measures and claims (viz_model/analysis/adversarial.py), the chart
+Not here: the search, its measures and claims (viz_model/analysis/labs/adversarial.py), the chart
 builders (ui/charts/adversarial.py).
 """
 
@@ -20,9 +20,9 @@ from ui.charts import adversarial as charts
 from ui.charts.common import show_whitespace
 from ui.charts.tokens import token_chips_html
 from ui.frame import PageContext
-from viz_model.analysis import adversarial as adv
 from viz_model.analysis.claims import md_escape
-from viz_model.analysis.interventions import typed_text
+from viz_model.analysis.labs import adversarial as adv
+from viz_model.analysis.labs.interventions import typed_text
 from viz_model.analysis.tokens import token_text
 from viz_model.text.tokenization import Tokenizer
 

@@ -4,7 +4,7 @@ the prompt read by each (`read`, then `prompt_table`), what each would write nex
 where a word is cut (`cut_word`), one head of each (`one_head`), and their training curves
 (`how_they_trained`).
 
-Not here: the measures and claims (viz_model/analysis/compare.py), the chart builders
+Not here: the measures and claims (viz_model/analysis/labs/compare.py), the chart builders
 (ui/charts/compare.py).
 """
 
@@ -23,8 +23,8 @@ from ui import cache, corpus, families, finetune_view, present, state
 from ui.charts import compare as charts
 from ui.charts.common import token_labels
 from ui.frame import PageContext
-from viz_model.analysis import compare as cmp
 from viz_model.analysis import training as tr
+from viz_model.analysis.labs import compare as cmp
 from viz_model.bundles.checkpoint import Bundle
 from viz_model.bundles.files import CheckpointError
 from viz_model.model.recurrent_config import FAMILY_LABELS

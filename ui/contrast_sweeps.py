@@ -1,11 +1,11 @@
 """The Architecture contrasts page's sweep contrasts: runs too slow to bundle as weights, read
-from their results files (analysis/sweeps.py): the idea, the curves, the claims the numbers
+from their results files (analysis/labs/sweeps.py): the idea, the curves, the claims the numbers
 allow, a table of the numbers and the commands that reproduce them.
 
-    contrast_sweeps.show("depth")     # one of analysis.sweeps.SWEEPS
+    contrast_sweeps.show("depth")     # one of analysis.labs.sweeps.SWEEPS
 
 Not here: the bundled pairs (pages/15_architecture_contrasts.py), the claims themselves
-(analysis/sweeps.py), the figures (charts/sweeps.py).
+(analysis/labs/sweeps.py), the figures (charts/sweeps.py).
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import streamlit as st
 from ui import cache, parts, present
 from ui.charts import sweeps as charts
 from ui.charts.sweeps import Line
-from viz_model.analysis import sweeps as sw
 from viz_model.analysis.grad_health import layer_label
-from viz_model.analysis.scaling import count_params
+from viz_model.analysis.labs import sweeps as sw
+from viz_model.analysis.labs.scaling import count_params
 from viz_model.model.config import GPTConfig
 
 UNIT = "Losses in nats per character."

@@ -19,8 +19,8 @@ import streamlit as st
 from serving import models
 from ui import cache, present, state
 from ui.charts import finetune as charts
-from viz_model.analysis import finetune as ft
 from viz_model.analysis.claims import md_escape
+from viz_model.analysis.labs import finetune as ft
 from viz_model.bundles.checkpoint import read_config
 from viz_model.bundles.files import CheckpointError
 

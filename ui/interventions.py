@@ -1,7 +1,7 @@
 """The Interventions page's cached computations and its grid-of-pills widget.
 
 Each cached function takes plain values (a bundle id, token ids as a tuple, choices as tuples of
-ints) and calls one function of viz_model.analysis.interventions, so every student on the same
+ints) and calls one function of viz_model.analysis.labs.interventions, so every student on the same
 view shares one result. Nothing here changes the shared model: interventions are per call.
 """
 
@@ -15,7 +15,7 @@ import torch
 
 from serving import jobs, retrain
 from ui import cache, nav, state, teacher
-from viz_model.analysis import interventions as iv
+from viz_model.analysis.labs import interventions as iv
 from viz_model.model.sampling import SamplingSettings
 from viz_model.text.data import load_corpus
 
@@ -57,7 +57,7 @@ def ablation(heads, mlps, neurons, how) -> iv.Ablation:
 def fact_ablations(bundle_id: str) -> tuple[list, object] | None:
     """(facts, FactAblations) on the model's own training text (its training split), or None
     when the bundle does not say what it read."""
-    from viz_model.analysis import facts as fa
+    from viz_model.analysis.labs import facts as fa
     from viz_model.text.data import VAL_FRACTION, load_text
 
     b = cache.bundle(bundle_id)

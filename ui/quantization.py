@@ -6,8 +6,8 @@ error through the layers on the prompt (`through_the_layers`), and links that op
 on a quantised copy (`open_a_copy`).
 
 Not here: the quantisation (viz_model/model/quantize.py), the measures and claims
-(viz_model/analysis/quantization.py), the sidebar's Precision select (ui/precision.py), the chart
-builders (ui/charts/quantization.py).
+(viz_model/analysis/labs/quantization.py), the sidebar's Precision select (ui/precision.py), the
+chart builders (ui/charts/quantization.py).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from ui.charts import quantization as charts
 from ui.frame import PageContext
 from ui.precision import KEY as QUANT_KEY
 from viz_model.analysis import next_token as nt
-from viz_model.analysis import quantization as qa
+from viz_model.analysis.labs import quantization as qa
 from viz_model.model.quantize import (
     INT_BITS,
     OUTLIER_FRACTION,

@@ -11,7 +11,7 @@ teacher password, read only from their folders, so closing the browser changes n
 server process sees them. A job is listed for the model whose exact id (folder, weights' mtime,
 step) it trained on.
 
-Not here: reading a saved lab (viz_model/analysis/sae_files.py), the page's measurements.
+Not here: reading a saved lab (viz_model/analysis/labs/sae_files.py), the page's measurements.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import streamlit as st
 
 from serving import jobs, models, sae_jobs
 from ui import state, teacher
-from viz_model.analysis.sae.activations import SITES
+from viz_model.analysis.labs.sae.activations import SITES
 
 JOB_KEY = "sae_job"
 IN_PAGE = "here"  # the URL value for "the SAE trained in the page run"

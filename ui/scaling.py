@@ -5,8 +5,8 @@ per parameter beside Chinchilla's (`tokens_per_parameter`), the published result
 numbers (`published_results`), the 12 L d² rule against counted parameters (`rule_of_thumb`), and
 every point drawn (`every_point`).
 
-Not here: the sweep, the fits and the claims (viz_model/analysis/scaling.py; the sweep is trained
-by scripts/scaling_sweep.py), the chart builder (ui/charts/scaling.py).
+Not here: the sweep, the fits and the claims (viz_model/analysis/labs/scaling.py; the sweep is
+trained by scripts/scaling_sweep.py), the chart builder (ui/charts/scaling.py).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import streamlit as st
 from serving import models
 from ui import cache, parts, present, state
 from ui.charts import scaling as charts
-from viz_model.analysis import scaling as sc
+from viz_model.analysis.labs import scaling as sc
 from viz_model.model.config import GPTConfig
 
 

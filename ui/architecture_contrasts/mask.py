@@ -18,8 +18,8 @@ from ui.architecture_contrasts.pair import Pair, fmt, last_losses
 from ui.charts import contrasts as charts
 from ui.charts.common import token_labels
 from ui.frame import PageContext
-from viz_model.analysis import compare as cmp
 from viz_model.analysis import contrasts as ct
+from viz_model.analysis.labs import compare as cmp
 
 
 def draw(ctx: PageContext, pair: Pair) -> None:

@@ -16,8 +16,8 @@ from serving import models
 from ui import cache, contrast_sweeps, parts, present, state
 from ui.charts import compare as cmp_charts
 from viz_model.analysis import contrasts as ct
-from viz_model.analysis import sweeps as sw
 from viz_model.analysis import training as tr
+from viz_model.analysis.labs import sweeps as sw
 from viz_model.bundles.checkpoint import Bundle
 from viz_model.bundles.files import CheckpointError
 

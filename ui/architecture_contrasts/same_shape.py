@@ -19,9 +19,9 @@ from ui.architecture_contrasts.pair import Pair, fmt, last_losses
 from ui.charts import contrasts as charts
 from ui.charts import layernorm as ln_charts
 from ui.frame import PageContext
-from viz_model.analysis import compare as cmp
 from viz_model.analysis import layernorm as lnx
 from viz_model.analysis import variants as vr
+from viz_model.analysis.labs import compare as cmp
 from viz_model.analysis.residual import layer_labels
 
 # What each same-shape contrast teaches (the "loss" contrasts of analysis/contrasts.py).

@@ -1,7 +1,7 @@
 """Comparison figures: one model's next-token probabilities as bars (drawn once per model, side
 by side on the page), and two models' training curves overlaid on one axis.
 
-Arrays in (analysis/compare, analysis/training.Curves), plotly figures out.
+Arrays in (analysis/labs/compare, analysis/training.Curves), plotly figures out.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Quantization page figures: bytes against bits per character for each way of storing the weights,
 one matrix's weights against the grid they are rounded to, and the rounding error of each row.
 
-Arrays and labels in, a plotly figure out (numbers from viz_model/analysis/quantization.py).
+Arrays and labels in, a plotly figure out (numbers from viz_model/analysis/labs/quantization.py).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ fit on that frontier (compute's own exponent), with the final points and other m
 Published models are never drawn here: their losses are on other text and other tokens (the page
 lists them in a table with their own numbers).
 
-Points in (analysis/scaling.py), a plotly figure out.
+Points in (analysis/labs/scaling.py), a plotly figure out.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ui.charts.common import ACCENT, HEIGHT, house_layout, plotly_labels
-from viz_model.analysis.scaling import CurvePoint, FitReport, ScalingPoint
+from viz_model.analysis.labs.scaling import CurvePoint, FitReport, ScalingPoint
 
 SOURCE_STYLE = {  # source -> (colour, marker symbol)
     "sweep": ("#1f77b4", "circle"),

@@ -3,7 +3,7 @@ early drawn as stopping there with an x and its reason; curves in panels side by
 loss against the learning rate, a diverged run marked above the axis's top; each layer's median
 gradient norm, input to output.
 
-Lines and numbers in (analysis/sweeps.py reads them), plotly figures out.
+Lines and numbers in (analysis/labs/sweeps.py reads them), plotly figures out.
 """
 
 from __future__ import annotations

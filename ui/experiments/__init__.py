@@ -11,8 +11,8 @@ context that draws it (`draw(ctx)`), chosen by pages/11_interventions.py:
 `EXPERIMENTS` names them in the order the radio shows them.
 
 Not here: the cached computations, the damage-then-retrain form and the grid of pills
-(ui/interventions.py), the analyses (viz_model/analysis/interventions/,
-viz_model/analysis/facts.py), the chart builders (ui/charts/interventions.py).
+(ui/interventions.py), the analyses (viz_model/analysis/labs/interventions/,
+viz_model/analysis/labs/facts.py), the chart builders (ui/charts/interventions.py).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from ui import cache, parts, present, state
 from ui import interventions as ux
 from ui.charts import interventions as charts
 from ui.frame import PageContext
-from viz_model.analysis import interventions as iv
+from viz_model.analysis.labs import interventions as iv
 from viz_model.analysis.tokens import token_text
 
 N_BARS = 12  # next tokens in the before/after bars

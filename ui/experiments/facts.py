@@ -15,7 +15,7 @@ from ui.frame import PageContext
 
 def draw(ctx: PageContext) -> None:
     """The facts found, how many each layer's knock-out loses, and the claim; the list on demand."""
-    from viz_model.analysis import facts as fa  # imported when the experiment is chosen
+    from viz_model.analysis.labs import facts as fa  # imported when the experiment is chosen
 
     L = ctx.config.n_layer
 

@@ -15,7 +15,7 @@ from ui.charts.common import show_whitespace
 from ui.charts.tokens import token_chips_html
 from ui.experiments import common
 from ui.frame import PageContext
-from viz_model.analysis import interventions as iv
+from viz_model.analysis.labs import interventions as iv
 
 
 def draw(ctx: PageContext) -> None:

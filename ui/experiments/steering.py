@@ -10,7 +10,7 @@ from ui import interventions as ux
 from ui.charts import interventions as charts
 from ui.experiments import common
 from ui.frame import PageContext
-from viz_model.analysis import interventions as iv
+from viz_model.analysis.labs import interventions as iv
 
 
 def draw(ctx: PageContext) -> None:

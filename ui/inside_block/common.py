@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ui import cache, parts, state
 from ui.frame import PageContext
-from viz_model.analysis import block as blk
+from viz_model.analysis.labs import block as blk
 
 
 @cache.per_prompt

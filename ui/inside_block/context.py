@@ -10,8 +10,8 @@ from ui import cache, parts, present, state
 from ui.charts.block import context as charts
 from ui.frame import PageContext
 from ui.inside_block.common import vocab_label
-from viz_model.analysis import contextual as cx
 from viz_model.analysis.claims import md_escape as md
+from viz_model.analysis.labs import contextual as cx
 from viz_model.analysis.residual import layer_labels
 
 

@@ -10,8 +10,8 @@ from ui import cache, parts, present, state
 from ui.charts.block import gradient as charts
 from ui.frame import PageContext
 from ui.inside_block.common import vocab_label
-from viz_model.analysis import gradient as gx
 from viz_model.analysis.claims import md_escape as md
+from viz_model.analysis.labs import gradient as gx
 
 
 @cache.per_prompt

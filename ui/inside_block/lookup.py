@@ -10,9 +10,9 @@ from ui import cache, present, state
 from ui.charts.block import lookup as charts
 from ui.frame import PageContext
 from ui.inside_block.common import block_choice, head_choice, walk
-from viz_model.analysis import block as blk
-from viz_model.analysis import lookup as lk
 from viz_model.analysis.claims import md_escape as md
+from viz_model.analysis.labs import block as blk
+from viz_model.analysis.labs import lookup as lk
 
 WIDTHS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
 

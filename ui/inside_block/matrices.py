@@ -10,7 +10,7 @@ from ui import cache, present
 from ui.charts.block import matrices as charts
 from ui.frame import PageContext
 from ui.inside_block.common import block_choice, head_choice, vocab_label, walk
-from viz_model.analysis import block as blk
+from viz_model.analysis.labs import block as blk
 
 
 @cache.per_prompt

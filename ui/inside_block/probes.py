@@ -9,8 +9,8 @@ from ui import cache, parts, present
 from ui.charts.block import probes as charts
 from ui.frame import PageContext
 from ui.inside_block.context import corpus_resid
-from viz_model.analysis import contextual as cx
-from viz_model.analysis import probes as pr
+from viz_model.analysis.labs import contextual as cx
+from viz_model.analysis.labs import probes as pr
 from viz_model.analysis.residual import layer_labels
 
 PROPERTY_WORDS = {

@@ -11,7 +11,7 @@ from ui import cache, present, state
 from ui.charts.block import context as charts
 from ui.charts.common import plotly_text
 from ui.frame import PageContext
-from viz_model.analysis import contextual as cx
+from viz_model.analysis.labs import contextual as cx
 from viz_model.analysis.residual import layer_labels
 
 DEFAULT_TEMPLATE = "My lord, you are {}."

@@ -10,8 +10,8 @@ from ui import cache, parts, present, state
 from ui.charts.block import walk as charts
 from ui.frame import PageContext
 from ui.inside_block.common import block_choice, checks_of, walk
-from viz_model.analysis import block as blk
 from viz_model.analysis.claims import md_escape as md
+from viz_model.analysis.labs import block as blk
 
 
 def draw(ctx: PageContext) -> None:

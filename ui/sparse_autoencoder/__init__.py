@@ -13,6 +13,6 @@ pages/23_sparse_autoencoder.py:
 
 The job panels (open a finished job, start one, watch it, delete one) stay in
 ui/sae_job_panel.py, which dictionary calls.
-Not here: the SAE, its training, measures, matching and claims (viz_model/analysis/sae/), the
+Not here: the SAE, its training, measures, matching and claims (viz_model/analysis/labs/sae/), the
 chart builders (ui/charts/sae.py, ui/charts/neurons.py).
 """

@@ -4,7 +4,7 @@ the page with every choice in the URL (`choose`), and how good its dictionary is
 variance explained, active features and the model's own loss (`how_good`).
 
 Not here: the cached training and measures (runs.py), the job panels (ui/sae_job_panel.py), the
-claims (viz_model/analysis/sae/claims.py), the chart builders (ui/charts/sae.py).
+claims (viz_model/analysis/labs/sae/claims.py), the chart builders (ui/charts/sae.py).
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from ui.charts import sae as charts
 from ui.frame import PageContext
 from ui.sparse_autoencoder import runs
 from viz_model.analysis import next_token as nt
-from viz_model.analysis import sae_files
-from viz_model.analysis.sae.claims import dead_claim, resampling_note, splice_claim
-from viz_model.analysis.sae.lab import Lab
+from viz_model.analysis.labs import sae_files
+from viz_model.analysis.labs.sae.claims import dead_claim, resampling_note, splice_claim
+from viz_model.analysis.labs.sae.lab import Lab
 
 FEATURES = (256, 512, 1024, 2048)
 TOP_K = (4, 8, 16, 32)

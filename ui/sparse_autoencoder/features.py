@@ -4,7 +4,7 @@ closest feature in an SAE of the model at another training step (`across_trainin
 page is not (`what_this_is_not`).
 
 Not here: the cached measures (runs.py), the SAE on screen and its choices (dictionary.py), the
-claims (viz_model/analysis/sae/claims.py), the chart builders (ui/charts/sae.py,
+claims (viz_model/analysis/labs/sae/claims.py), the chart builders (ui/charts/sae.py,
 ui/charts/neurons.py).
 """
 
@@ -23,8 +23,8 @@ from ui.charts.neurons import direction_bars, snippets_html
 from ui.frame import PageContext
 from ui.sparse_autoencoder import runs
 from ui.sparse_autoencoder.dictionary import TRAIN_TOKENS, Shown
-from viz_model.analysis.sae.claims import feature_match_claim, match_claim, steering_claim
-from viz_model.analysis.sae.features import (
+from viz_model.analysis.labs.sae.claims import feature_match_claim, match_claim, steering_claim
+from viz_model.analysis.labs.sae.features import (
     DENSE,
     TYPICAL,
     alive_by_frequency,
@@ -33,7 +33,7 @@ from viz_model.analysis.sae.features import (
     promoted_tokens,
     readout_path,
 )
-from viz_model.analysis.sae.matching import MATCH_WINDOWS
+from viz_model.analysis.labs.sae.matching import MATCH_WINDOWS
 from viz_model.analysis.tokens import token_text
 
 

@@ -4,8 +4,8 @@ control), and what the sections measure on it (a feature's top snippets, its act
 prompt, steering with it, the features matched across training). Each is keyed by plain values
 (ui/cache.py), so students on the same settings train one SAE.
 
-Not here: the training, the measures and the matching themselves (viz_model/analysis/sae/), reading
-a job's saved lab (viz_model/analysis/sae_files.py).
+Not here: the training, the measures and the matching themselves (viz_model/analysis/labs/sae/),
+reading a job's saved lab (viz_model/analysis/labs/sae_files.py).
 """
 
 from __future__ import annotations
@@ -16,14 +16,14 @@ import numpy as np
 
 from serving import jobs, models
 from ui import cache, corpus, sae_job_panel
-from viz_model.analysis import sae_files
-from viz_model.analysis.sae.activations import hook_name
-from viz_model.analysis.sae.features import activations_along, feature_in_windows, top_snippets
-from viz_model.analysis.sae.features import steered as sae_steered
-from viz_model.analysis.sae.lab import Lab
-from viz_model.analysis.sae.lab import lab as train_lab
-from viz_model.analysis.sae.matching import Matches, match_labs, same_weights
-from viz_model.analysis.sae.training import SAEConfig
+from viz_model.analysis.labs import sae_files
+from viz_model.analysis.labs.sae.activations import hook_name
+from viz_model.analysis.labs.sae.features import activations_along, feature_in_windows, top_snippets
+from viz_model.analysis.labs.sae.features import steered as sae_steered
+from viz_model.analysis.labs.sae.lab import Lab
+from viz_model.analysis.labs.sae.lab import lab as train_lab
+from viz_model.analysis.labs.sae.matching import Matches, match_labs, same_weights
+from viz_model.analysis.labs.sae.training import SAEConfig
 from viz_model.analysis.untrained import fresh_model
 from viz_model.model.sampling import SamplingSettings
 from viz_model.text.data import VAL_FRACTION

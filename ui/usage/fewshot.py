@@ -9,8 +9,8 @@ from serving import models
 from ui import cache, parts, present, state
 from ui.charts import usage as charts
 from ui.frame import PageContext
-from viz_model.analysis import fewshot
 from viz_model.analysis.claims import md_escape
+from viz_model.analysis.labs import fewshot
 from viz_model.model.decoding import decode, is_causal
 from viz_model.text.data import FEWSHOT_RULES, fewshot_pair
 

@@ -10,8 +10,8 @@ from ui import cache, parts, present, state
 from ui.charts import usage as charts
 from ui.charts.tokens import token_chips_html
 from ui.frame import PageContext
-from viz_model.analysis import forgetting, instruct, quantization
 from viz_model.analysis.claims import md_escape
+from viz_model.analysis.labs import forgetting, instruct, quantization
 from viz_model.analysis.tokens import display_tokens
 from viz_model.bundles.checkpoint import Bundle
 from viz_model.model.gpt import GPT

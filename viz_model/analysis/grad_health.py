@@ -180,7 +180,7 @@ def across_depth(over: str, bottom: float, top: float, top_name: str, numbers: d
     """Block 0's gradient norm against the top block's, beyond DEPTH_RATIO either way: vanishing,
     growing, or neither. `over` is the sentence's start, saying which norms were compared (the
     medians of which records); `numbers` what it states besides. Used by `depth_claim` and by
-    the depth sweep's claim (analysis/sweeps.py)."""
+    the depth sweep's claim (analysis/labs/sweeps.py)."""
     ratio = top / bottom if bottom > 0 else math.inf
     numbers = {**numbers, "bottom": bottom, "top": top, "ratio": ratio, "threshold": DEPTH_RATIO}
     if ratio >= DEPTH_RATIO:

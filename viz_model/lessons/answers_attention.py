@@ -4,7 +4,7 @@ the causal mask, what each head is for, and the induction head confirmed by abla
 Each kind measures with what the Attention and Interventions pages use: `attention_run` and
 `run_query_arithmetic` (analysis/attention.py), the role claims with their chance baselines
 (analysis/head_roles.py, induction on the page's repeated random sequence: seed 0, the default
-copy length), and ablations with their noise (analysis/interventions/ablation.py). Positions
+copy length), and ablations with their noise (analysis/labs/interventions/ablation.py). Positions
 may be given from the end (-1 is the last token), as the page's query selector opens on the last
 one.
 Not here: the page's figures and caches.
@@ -19,8 +19,8 @@ import torch
 
 from viz_model.analysis import attention as at
 from viz_model.analysis import head_roles as hr
-from viz_model.analysis import interventions as iv
 from viz_model.analysis.claims import md_escape
+from viz_model.analysis.labs import interventions as iv
 from viz_model.analysis.tokens import token_text
 from viz_model.analysis.untrained import untrained_twin
 from viz_model.bundles.checkpoint import Bundle

@@ -1,6 +1,6 @@
 """Answer kinds for the before-and-beyond lesson (assets/lessons/6_beyond.toml): counting models
 on the model's own corpus (the N-grams page: analysis/ngrams.py), and experiments that change the
-model while it runs (the Interventions page: analysis/interventions/): which head's ablation
+model while it runs (the Interventions page: analysis/labs/interventions/): which head's ablation
 hurts most, and which head carries the answer when patched.
 
 Each kind measures with the page's own functions and thresholds, on the same text: the corpus
@@ -17,10 +17,10 @@ from functools import lru_cache
 import numpy as np
 import torch
 
-from viz_model.analysis import interventions as iv
 from viz_model.analysis import ngrams as ng
 from viz_model.analysis import training as tr
 from viz_model.analysis.claims import md_escape
+from viz_model.analysis.labs import interventions as iv
 from viz_model.analysis.tokens import token_text
 from viz_model.bundles.checkpoint import Bundle
 from viz_model.lessons.answers_attention import needed_heads, untrained_sweep

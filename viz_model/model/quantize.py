@@ -20,7 +20,7 @@ Bytes are counted as they would be stored: the codes packed at b bits, the scale
 float32 parts at 4 bytes. `quantized_copy` returns a new model whose float32 weights equal the
 dequantised values, so every page and analysis runs on it unchanged; the model given is not touched.
 
-Not here: measuring what quantisation changes (analysis/quantization.py), pages and charts.
+Not here: measuring what quantisation changes (analysis/labs/quantization.py), pages and charts.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ training word or a held-out word, fixed by a hash of the word (`is_held_out`): t
 instructions are never trained on, whatever the seed, so accuracy on them measures the behaviour.
 
 Not here: the tokenizer's special tokens (tokenization.py), the fine-tune (scripts/
-instruction_tune.py), the evaluation (analysis/instruct.py).
+instruction_tune.py), the evaluation (analysis/labs/instruct.py).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ the base's text, and "before": the base model's losses on the old and new text o
 evaluation windows (with the old text's per-window spread, for what counts as noise), and its
 sample on the loop's prompt and seed. LoRA's A and B go to lora.safetensors after every save.
 Not here: the loop (loop.py), the math of LoRA (model/lora.py), what may be said about the
-result (analysis/finetune.py).
+result (analysis/labs/finetune.py).
 """
 
 from __future__ import annotations

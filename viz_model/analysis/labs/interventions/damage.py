@@ -10,8 +10,8 @@ import copy
 
 import torch
 
-from viz_model.analysis.interventions.ablation import Ablation
-from viz_model.analysis.interventions.forward import mlp_out_name, post_name, z_name
+from viz_model.analysis.labs.interventions.ablation import Ablation
+from viz_model.analysis.labs.interventions.forward import mlp_out_name, post_name, z_name
 from viz_model.model.gpt import GPT
 
 

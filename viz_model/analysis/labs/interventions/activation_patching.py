@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from viz_model.analysis.interventions.forward import resid_names, run_from, z_name
+from viz_model.analysis.labs.interventions.forward import resid_names, run_from, z_name
 from viz_model.model.gpt import GPT
 from viz_model.model.hooks import HookPoint, custom
 

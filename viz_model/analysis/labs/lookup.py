@@ -14,7 +14,7 @@ and without the scaling on a real head; `random_spread(ds)` shows the reason on 
 for q, k with independent unit-variance entries, var(q . k) = d, so q . k / sqrt(d) has spread 1
 whatever the width, and the softmax neither saturates to an argmax nor flattens as d grows.
 
-Not here: the head's vectors (analysis/block.py, block_walk); charts (charts/block/lookup.py).
+Not here: the head's vectors (analysis/labs/block.py, block_walk); charts (charts/block/lookup.py).
 """
 
 from __future__ import annotations

@@ -21,8 +21,8 @@ texts.py                the texts the page starts from: held-out text, typed tok
 claims.py               the sentences printed about the numbers, made only beyond noise or chance
 
 Every public name of those modules is importable from here (`from
-viz_model.analysis.interventions import Ablation`, `iv.head_sweep_claim`), as when they were one
-module. Every change goes through hooks (model.intervene / run_with_cache(hooks=...)): per call
+viz_model.analysis.labs.interventions import Ablation`, `iv.head_sweep_claim`), as when they were
+one module. Every change goes through hooks (model.intervene / run_with_cache(hooks=...)): per call
 and per thread, so the shared model is never modified. Shapes: L layers, H heads, E d_head, D
 d_model, M d_mlp, V vocab, T tokens, N validation windows.
 Not here: the figures (charts/interventions.py), the training job (jobs.start_damaged).
@@ -32,7 +32,7 @@ from __future__ import annotations
 
 # the Interventions page escapes what a student typed with it, as iv.md_escape
 from viz_model.analysis.claims import md_escape
-from viz_model.analysis.interventions.ablation import (
+from viz_model.analysis.labs.interventions.ablation import (
     HOW,
     MIN_CHUNK,
     N_CHUNKS,
@@ -59,14 +59,14 @@ from viz_model.analysis.interventions.ablation import (
     top_heads,
     validation_windows,
 )
-from viz_model.analysis.interventions.activation_patching import (
+from viz_model.analysis.labs.interventions.activation_patching import (
     Patching,
     corrupt,
     logit_diff,
     patching,
     pick_answers,
 )
-from viz_model.analysis.interventions.claims import (
+from viz_model.analysis.labs.interventions.claims import (
     HALF,
     head_sweep_claim,
     loss_change_claim,
@@ -75,10 +75,10 @@ from viz_model.analysis.interventions.claims import (
     row_name,
     steering_claim,
 )
-from viz_model.analysis.interventions.damage import (
+from viz_model.analysis.labs.interventions.damage import (
     damaged_copy,
 )
-from viz_model.analysis.interventions.forward import (
+from viz_model.analysis.labs.interventions.forward import (
     mlp_out_name,
     post_name,
     resid_names,
@@ -86,13 +86,13 @@ from viz_model.analysis.interventions.forward import (
     run_from,
     z_name,
 )
-from viz_model.analysis.interventions.positions import (
+from viz_model.analysis.labs.interventions.positions import (
     POSITION_MODES,
     position_hooks,
     shuffled_positions,
     surprisals,
 )
-from viz_model.analysis.interventions.steering import (
+from viz_model.analysis.labs.interventions.steering import (
     N_RANDOM,
     STEER_ALPHAS,
     DirectionReport,
@@ -106,7 +106,7 @@ from viz_model.analysis.interventions.steering import (
     steering_push,
     steering_vector,
 )
-from viz_model.analysis.interventions.suggest import (
+from viz_model.analysis.labs.interventions.suggest import (
     MIN_SPAN,
     SUGGEST_ENDS,
     SUGGEST_POSITIONS,
@@ -114,7 +114,7 @@ from viz_model.analysis.interventions.suggest import (
     suggest_corruption,
     suggest_experiment,
 )
-from viz_model.analysis.interventions.texts import (
+from viz_model.analysis.labs.interventions.texts import (
     REPLACEMENTS,
     STEER_DEFAULT_ALPHA,
     VAL_CHARS,

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from viz_model.analysis.sae.activations import collect
-from viz_model.analysis.sae.model import SparseAutoencoder
+from viz_model.analysis.labs.sae.activations import collect
+from viz_model.analysis.labs.sae.model import SparseAutoencoder
 from viz_model.model.gpt import GPT
 from viz_model.model.hooks import HookFn, custom
 from viz_model.model.sampling import SamplingSettings, generate

@@ -6,7 +6,7 @@
 - `forgetting_claim(f, base_name)`: "tuning made this text X times less likely" only beyond
   NOISE_SE paired standard errors of the per-window differences, else a neutral sentence.
 
-Not here: reading the validation text (analysis/quantization.validation_ids), the page.
+Not here: reading the validation text (analysis/labs/quantization.validation_ids), the page.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from viz_model.analysis.claims import Claim
-from viz_model.analysis.quantization import LN2, paired_noise, window_chars
+from viz_model.analysis.labs.quantization import LN2, paired_noise, window_chars
 from viz_model.analysis.variants import windows
 from viz_model.model.gpt import GPT
 

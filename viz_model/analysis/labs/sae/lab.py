@@ -10,12 +10,12 @@ from dataclasses import dataclass
 
 import torch
 
+from viz_model.analysis.labs.sae.activations import collect, random_windows
+from viz_model.analysis.labs.sae.features import FeatureTable, feature_table
+from viz_model.analysis.labs.sae.metrics import SAEMetrics, evaluate
+from viz_model.analysis.labs.sae.model import SparseAutoencoder
+from viz_model.analysis.labs.sae.training import SAEConfig, TrainLog, train_sae
 from viz_model.analysis.neurons import Windows, corpus_windows
-from viz_model.analysis.sae.activations import collect, random_windows
-from viz_model.analysis.sae.features import FeatureTable, feature_table
-from viz_model.analysis.sae.metrics import SAEMetrics, evaluate
-from viz_model.analysis.sae.model import SparseAutoencoder
-from viz_model.analysis.sae.training import SAEConfig, TrainLog, train_sae
 from viz_model.model.gpt import GPT
 from viz_model.text.data import VAL_FRACTION, TokenData
 from viz_model.text.tokenization import Tokenizer

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from viz_model.analysis.interventions.activation_patching import corrupt
+from viz_model.analysis.labs.interventions.activation_patching import corrupt
 from viz_model.model.gpt import GPT
 
 SUGGEST_POSITIONS = 16  # the suggestion tries this many positions before the token it cuts at

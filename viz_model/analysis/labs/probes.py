@@ -21,7 +21,7 @@ Properties (`properties(texts, kind)`), from the text each token shows:
   second copy    (repeat task) the token is in the copied half of its line
   deep bracket   (brackets task) the token leaves the bracket depth at 2 or more
 
-Not here: the windows and the residual vectors (analysis/contextual.py); charts
+Not here: the windows and the residual vectors (analysis/labs/contextual.py); charts
 (charts/block/probes.py).
 """
 

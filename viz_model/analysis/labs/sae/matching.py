@@ -11,9 +11,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from viz_model.analysis.sae.activations import collect
-from viz_model.analysis.sae.lab import Lab
-from viz_model.analysis.sae.model import SparseAutoencoder
+from viz_model.analysis.labs.sae.activations import collect
+from viz_model.analysis.labs.sae.lab import Lab
+from viz_model.analysis.labs.sae.model import SparseAutoencoder
 from viz_model.model.gpt import GPT
 
 MATCH_CORR = 0.7  # two features "are the same" when their activations correlate at least this much

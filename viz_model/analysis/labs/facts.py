@@ -10,9 +10,10 @@ before a word that starts lines, such as a speaker's name); recalled = the model
 continuation writes the rest of the word exactly.
 
 Ablations replace a whole layer's attention output (every head's z) or MLP output by its mean
-over validation text (analysis/interventions/ablation.py's ablation_hooks), one layer at a time.
+over validation text (analysis/labs/interventions/ablation.py's ablation_hooks), one layer at a
+time.
 
-Not here: the hooks (model/hooks.py), the mean references (analysis/interventions/ablation.py).
+Not here: the hooks (model/hooks.py), the mean references (analysis/labs/interventions/ablation.py).
 """
 
 from __future__ import annotations
@@ -100,7 +101,12 @@ def fact_ablations(model, encode, decode, facts: Sequence[Fact], reference_windo
     inputs are the first T); and what knocking out layer 0's halves does to the validation loss
     (the general damage, the control for layer 0)."""
     reference = reference_windows[:, :-1]
-    from viz_model.analysis.interventions import Ablation, ablation_hooks, loss, reference_means
+    from viz_model.analysis.labs.interventions import (
+        Ablation,
+        ablation_hooks,
+        loss,
+        reference_means,
+    )
 
     means = reference_means(model, reference)
     L, H = model.cfg.n_layer, model.cfg.n_head

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from viz_model.analysis.interventions.forward import resid_pre_name
+from viz_model.analysis.labs.interventions.forward import resid_pre_name
 from viz_model.model.gpt import GPT
 from viz_model.model.hooks import HookFn, custom
 from viz_model.model.sampling import SamplingSettings, generate

@@ -9,10 +9,10 @@ from __future__ import annotations
 import numpy as np
 
 from viz_model.analysis.claims import Claim, as_printed, md_escape
-from viz_model.analysis.interventions.ablation import NOISE_SE, Effect, HeadSweep, top_heads
-from viz_model.analysis.interventions.activation_patching import Patching
-from viz_model.analysis.interventions.steering import SteeringPush
-from viz_model.analysis.interventions.suggest import MIN_SPAN
+from viz_model.analysis.labs.interventions.ablation import NOISE_SE, Effect, HeadSweep, top_heads
+from viz_model.analysis.labs.interventions.activation_patching import Patching
+from viz_model.analysis.labs.interventions.steering import SteeringPush
+from viz_model.analysis.labs.interventions.suggest import MIN_SPAN
 
 
 def loss_change_claim(eff: Effect, what: str) -> Claim:

@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 
 from viz_model.analysis.claims import Claim, as_printed
-from viz_model.analysis.sae.matching import MATCH_CORR, Matches
-from viz_model.analysis.sae.metrics import SAEMetrics
-from viz_model.analysis.sae.training import RESAMPLE_UNTIL, TrainLog
+from viz_model.analysis.labs.sae.matching import MATCH_CORR, Matches
+from viz_model.analysis.labs.sae.metrics import SAEMetrics
+from viz_model.analysis.labs.sae.training import RESAMPLE_UNTIL, TrainLog
 
 GOOD_RECOVERY = 0.8  # a reconstruction "keeps most of what the layer is worth" above this
 

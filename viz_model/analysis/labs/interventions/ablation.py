@@ -18,7 +18,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from viz_model.analysis.interventions.forward import (
+from viz_model.analysis.labs.interventions.forward import (
     mlp_out_name,
     post_name,
     resid_names,

@@ -28,12 +28,12 @@ import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import save
 
+from viz_model.analysis.labs.sae.features import FeatureTable
+from viz_model.analysis.labs.sae.lab import Lab
+from viz_model.analysis.labs.sae.metrics import SAEMetrics
+from viz_model.analysis.labs.sae.model import SparseAutoencoder
+from viz_model.analysis.labs.sae.training import TrainLog
 from viz_model.analysis.neurons import Windows
-from viz_model.analysis.sae.features import FeatureTable
-from viz_model.analysis.sae.lab import Lab
-from viz_model.analysis.sae.metrics import SAEMetrics
-from viz_model.analysis.sae.model import SparseAutoencoder
-from viz_model.analysis.sae.training import TrainLog
 from viz_model.bundles.files import atomic_write, write_json
 
 SAE_FILE, METRICS_FILE, FEATURES_FILE = "sae.safetensors", "metrics.json", "features.json"

@@ -11,8 +11,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from viz_model.analysis.sae.activations import collect
-from viz_model.analysis.sae.model import SparseAutoencoder, reconstruct
+from viz_model.analysis.labs.sae.activations import collect
+from viz_model.analysis.labs.sae.model import SparseAutoencoder, reconstruct
 from viz_model.model.gpt import GPT
 from viz_model.model.hooks import HookFn, custom
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from viz_model.analysis.sae.model import SparseAutoencoder
+from viz_model.analysis.labs.sae.model import SparseAutoencoder
 
 RESAMPLE_SCALE = 0.2  # a resampled encoder row's length, relative to the alive rows' mean length
 RESAMPLE_UNTIL = 0.7  # no resampling in the last 30% of training, so revived features settle
