@@ -4,12 +4,12 @@ Runs are training jobs (serving.jobs): child processes whose state lives in runs
 only reads files. The chosen model's own training follows: its loss against the counting
 baselines, its learning-rate schedule and the samples it wrote (bundled models included).
 
-The page's sections are functions in ui/training_page.py, the set-up form's parts in
-ui/training_setup/ and the live runs in ui/training_live.py (docs/ADD_A_PAGE.md): this script
+The page's sections are functions in ui/training/page.py, the set-up form's parts in
+ui/training/setup/ and the live runs in ui/training/live.py (docs/ADD_A_PAGE.md): this script
 reads as the page's table of contents."""
 
 import ui
-from ui import training_page as training
+from ui.training import page as training
 
 ctx = ui.context()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ui import finetune_view
+from ui.training import finetune_view
 from viz_model.analysis.labs import finetune as ft
 
 

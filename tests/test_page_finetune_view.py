@@ -11,7 +11,7 @@ import pytest
 
 from tests.apptest_util import open_link
 from tests.test_analysis_finetune import BASE
-from ui import finetune_view
+from ui.training import finetune_view
 from viz_model.analysis import grad_health as gh
 from viz_model.analysis.labs import finetune as ft
 from viz_model.bundles.load import load_bundle

@@ -150,7 +150,7 @@ def test_the_script_check_sees_length_definitions_and_a_missing_context(tmp_path
 def section_modules(page: nav.Page) -> list[Path]:
     """The files of the ui modules the page's sections live in (not the SHARED ones, nor the chart
     builders): those the page imports, and the ui modules those import in turn (Training's
-    sections call ui/training_live.py, Architecture contrasts' ui/contrast_sweeps.py); for a module
+    sections call ui/training/live.py, Architecture contrasts' ui/contrast_sweeps.py); for a module
     of a package (ui/attention/head.py), every module of it."""
     files: set[Path] = set()
     todo = [ROOT / page.file]

@@ -1,4 +1,4 @@
-"""The Training page's set-up form (ui.training_setup.form.draw_setup) in AppTest, alone on a page:
+"""The Training page's set-up form (ui.training.setup.form.draw_setup) in AppTest, alone on a page:
 problems are explained before Start, the numbers shown are the engine's, the URL pre-fills every
 setting, and Start starts a real job (stopped before the test ends)."""
 
@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from serving import jobs
 from ui.state import widget_key
-from ui.training_setup.costs import duration_range
+from ui.training.setup.costs import duration_range
 from viz_model.text.data import load_corpus, load_text
 from viz_model.training.settings import RunSettings, estimate_params
 
@@ -21,7 +21,7 @@ def _setup_page(password: str | None = None) -> None:
     import streamlit as st
 
     from ui import teacher
-    from ui.training_setup.form import draw_setup
+    from ui.training.setup.form import draw_setup
 
     started = draw_setup(teacher.auth(st.session_state.get("_test_password")))
     st.text(f"started: {started}")

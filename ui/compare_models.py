@@ -19,10 +19,11 @@ import pandas as pd
 import streamlit as st
 
 from serving import models
-from ui import cache, corpus, families, finetune_view, present, state
+from ui import cache, corpus, families, present, state
 from ui.charts import compare as charts
 from ui.charts.common import token_labels
 from ui.frame import PageContext
+from ui.training import finetune_view
 from viz_model.analysis import training as tr
 from viz_model.analysis.labs import compare as cmp
 from viz_model.bundles.checkpoint import Bundle

@@ -270,7 +270,7 @@ SECTIONS: dict[str, list[Page]] = {
                 "hist_sample",
                 "live_x",
                 "live_sample",
-                # a fine-tune (ui/training_finetune.py, ui/finetune_view.py)
+                # a fine-tune (ui/training/finetune.py, ui/training/finetune_view.py)
                 "t_from",
                 "t_base",
                 "t_ft",

@@ -6,7 +6,7 @@ with the copying claim (`roles`), copy accuracy against the loss (`loss_against_
 the gradient's health along training (`gradient_health`).
 
 Not here: the measures and claims (viz_model/analysis/dynamics.py), the loss curves and the
-gradient's health shared with Training (ui/training_view.py), the chart builders
+gradient's health shared with Training (ui/training/run_history.py), the chart builders
 (ui/charts/dynamics.py).
 """
 
@@ -18,10 +18,11 @@ import pandas as pd
 import streamlit as st
 
 from serving import models
-from ui import cache, families, parts, present, state, training_view
+from ui import cache, families, parts, present, state
 from ui.charts import dynamics as charts
 from ui.charts.common import show_whitespace
 from ui.frame import PageContext
+from ui.training import run_history
 from viz_model.analysis import dynamics as dyn
 from viz_model.analysis import grad_health as gh
 from viz_model.analysis import training as tr
@@ -63,7 +64,7 @@ def shown(ctx: PageContext) -> Shown:
 def gradient_health(ctx: PageContext, run: Shown) -> None:
     """The gradient's health along training, from the history (Training draws the same)."""
     st.subheader("Gradient health along training")
-    training_view.draw_grad_health(
+    run_history.draw_grad_health(
         ctx.bundle.history,
         run.final_id,
         ctx.bundle.train_config,
@@ -82,8 +83,8 @@ def other_family(ctx: PageContext, run: Shown) -> None:
         return
     st.info(families.no_heads_here(ctx.bundle), icon=":material/info:")
     batch = int((ctx.bundle.train_config or {}).get("batch_size", 1))
-    baselines = training_view.baselines_of(run.final_id)
-    training_view.draw_curves(
+    baselines = run_history.baselines_of(run.final_id)
+    run_history.draw_curves(
         ctx.bundle.history, run.final_id, baselines, batch * ctx.config.n_ctx, key="dyn"
     )
     gradient_health(ctx, run)

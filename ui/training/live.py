@@ -16,10 +16,11 @@ from pathlib import Path
 import streamlit as st
 
 from serving import jobs, models
-from ui import cache, families, finetune_view, nav, parts, present, state, training_view
+from ui import cache, families, nav, parts, present, state
 from ui.charts.attention import pattern_heatmap
 from ui.charts.common import token_labels
 from ui.charts.next_token import distribution_bars
+from ui.training import finetune_view, run_history
 from viz_model.analysis import grad_health as gh
 from viz_model.analysis import next_token as nt
 from viz_model.analysis import training as tr
@@ -141,19 +142,19 @@ def _watch(name: str, auth: jobs.Auth) -> None:
     _status(view)
     _controls(view, auth)
     bundle = _saved_bundle(view)
-    baselines = training_view.baselines_of(bundle_id(view)) if bundle is not None else None
-    training_view.draw_curves(view.history, version, baselines, _tokens_per_step(view), key="live")
+    baselines = run_history.baselines_of(bundle_id(view)) if bundle is not None else None
+    run_history.draw_curves(view.history, version, baselines, _tokens_per_step(view), key="live")
     causal = bundle.config.causal if bundle is not None else True
-    training_view.draw_claims(view.history, baselines, view.estimate, causal)
+    run_history.draw_claims(view.history, baselines, view.estimate, causal)
     if bundle is not None:  # a fine-tune: the old text's loss beside the new (forgetting)
         finetune_view.draw_live(view.history, bundle.meta)
     train_config = _train_config(view, bundle)
     with st.expander("Gradient health: each layer's gradient and update, as it trains"):
         adapters = bundle is not None and gh.is_lora(bundle.meta)
-        training_view.draw_grad_health(
+        run_history.draw_grad_health(
             view.history, version, train_config, key="live", adapters=adapters
         )
-    training_view.draw_update_rule(train_config, "The update it trains with", key="live_rule")
+    run_history.draw_update_rule(train_config, "The update it trains with", key="live_rule")
     _samples(view)
     _probe(view, bundle)
     if not view.live and view.has_bundle:

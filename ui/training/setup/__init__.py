@@ -8,7 +8,7 @@ training.py  the budget (minutes or steps), optimiser, learning rate, batch and 
 costs.py     what the run will cost: parameters, speed measured here, time, memory, the caps
 start.py     the run's name and Start
 
-    from ui.training_setup.form import draw_setup
+    from ui.training.setup.form import draw_setup
     started = draw_setup(auth)   # the run started on this rerun; auth: ui.teacher
 
 Every choice is carried in the URL under a "t_" key, so a teacher shares one link and every

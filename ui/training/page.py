@@ -5,10 +5,10 @@ form (`set_up`), the runs on this server, live (`runs`), how the model on screen
 changed), its gradient's health (`gradient_health`) and the samples it wrote as it learned
 (`samples`).
 
-Not here: the form's parts (ui/training_setup/), a run followed as it trains (ui/training_live.py),
+Not here: the form's parts (ui/training/setup/), a run followed as it trains (ui/training/live.py),
 the drawing of a run's history shared with the live run and Training dynamics
-(ui/training_view.py), a fine-tune's views (ui/finetune_view.py), the jobs themselves
-(serving/jobs.py).
+(ui/training/run_history.py), a fine-tune's views (ui/training/finetune_view.py), the jobs
+themselves (serving/jobs.py).
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ import math
 import streamlit as st
 
 from serving import jobs, models
-from ui import finetune_view, parts, state, teacher, training_live, training_view
+from ui import parts, state, teacher
 from ui.frame import PageContext, val_loss
-from ui.training_setup.form import draw_setup
+from ui.training import finetune_view, live, run_history
+from ui.training.setup.form import draw_setup
 from viz_model.analysis import grad_health as gh
 from viz_model.bundles.checkpoint import Bundle
 
@@ -80,7 +81,7 @@ def set_up(auth: jobs.Auth) -> str | None:
     with st.expander("Set up a new run", expanded=not jobs.list_runs()):
         started = draw_setup(auth)
     if started:  # show the new run below, refreshing while it trains
-        state.set_value(training_live.RUN_KEY, started)
+        state.set_value(live.RUN_KEY, started)
     return started
 
 
@@ -88,7 +89,7 @@ def runs(auth: jobs.Auth, started: str | None) -> None:
     """The runs on this server, the chosen one followed live; a run just started is scrolled to,
     since on a projector the panel is below the screen."""
     st.subheader("Runs on this server", anchor=RUNS_ANCHOR)
-    training_live.draw_runs(auth)
+    live.draw_runs(auth)
     if started:  # the live panel is under the set-up form: on a projector, below the screen
         parts.scroll_to(RUNS_ANCHOR)
     st.divider()
@@ -106,12 +107,12 @@ def how_it_trained(ctx: PageContext) -> None:
     _run_summary(bundle)
     batch = (bundle.train_config or {}).get("batch_size", 1)
     final_id = models.split_step(ctx.bundle_id)[0]  # a snapshot has its bundle's history
-    baselines = training_view.baselines_of(final_id)
-    training_view.draw_curves(
+    baselines = run_history.baselines_of(final_id)
+    run_history.draw_curves(
         bundle.history, final_id, baselines, int(batch) * ctx.config.n_ctx, key="hist"
     )
-    training_view.draw_claims(bundle.history, baselines, causal=ctx.config.causal)
-    training_view.draw_update_rule(bundle.train_config)
+    run_history.draw_claims(bundle.history, baselines, causal=ctx.config.causal)
+    run_history.draw_update_rule(bundle.train_config)
     finetune_view.draw(bundle, final_id)  # only for a fine-tune: forgetting, before/after, ΔW
 
 
@@ -149,7 +150,7 @@ def gradient_health(ctx: PageContext) -> None:
     bundle = ctx.bundle
     final_id = models.split_step(ctx.bundle_id)[0]
     st.subheader("Gradient health")
-    training_view.draw_grad_health(
+    run_history.draw_grad_health(
         bundle.history, final_id, bundle.train_config, key="hist", adapters=gh.is_lora(bundle.meta)
     )
 
@@ -158,6 +159,4 @@ def samples(ctx: PageContext) -> None:
     """What the model wrote at each recorded step, from gibberish to words."""
     bundle = ctx.bundle
     st.subheader("What it wrote as it learned")
-    training_view.draw_samples(
-        bundle.history, key="hist", finetune=bool(bundle.meta.get("finetune"))
-    )
+    run_history.draw_samples(bundle.history, key="hist", finetune=bool(bundle.meta.get("finetune")))

@@ -8,12 +8,13 @@ from __future__ import annotations
 import streamlit as st
 
 from serving import jobs
-from ui import state, training_finetune
-from ui.training_setup.costs import draw_costs
-from ui.training_setup.data import draw_data, draw_tokenizer
-from ui.training_setup.model import draw_custom_shape, draw_family_shape, draw_model
-from ui.training_setup.start import draw_name_and_start
-from ui.training_setup.training import draw_training
+from ui import state
+from ui.training import finetune
+from ui.training.setup.costs import draw_costs
+from ui.training.setup.data import draw_data, draw_tokenizer
+from ui.training.setup.model import draw_custom_shape, draw_family_shape, draw_model
+from ui.training.setup.start import draw_name_and_start
+from ui.training.setup.training import draw_training
 from viz_model.training.settings import RunSettings
 
 STARTS = {"scratch": "A new model", "finetune": "A trained model (fine-tune)"}
@@ -91,6 +92,6 @@ def _costs_then_start(
 
 
 def _finetune_setup(auth: jobs.Auth) -> str | None:
-    """The fine-tune form (ui/training_finetune.py), then the same costs, name and Start."""
-    settings, text, problems = training_finetune.draw_form(draw_data)
+    """The fine-tune form (ui/training/finetune.py), then the same costs, name and Start."""
+    settings, text, problems = finetune.draw_form(draw_data)
     return _costs_then_start(settings, text, auth, problems)

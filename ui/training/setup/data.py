@@ -1,6 +1,6 @@
 """The form's Data and Tokenizer: Shakespeare, a synthetic task or the user's own text (pasted or
 uploaded, checked before Start), and how the text is split into tokens. Also drawn by the
-fine-tune form (ui/training_finetune.py), which is handed `draw_data`.
+fine-tune form (ui/training/finetune.py), which is handed `draw_data`.
 """
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
 """The Training page's fine-tune set-up: a model of this server to start from, full fine-tuning or
 LoRA (rank and matrices), the new text, and the steps; the trainable count before Start.
 
-    settings, text, problems = training_finetune.draw_form(data_widget)
+    settings, text, problems = finetune.draw_form(data_widget)
 
 Every choice is in the URL ("t_base", "t_ft", "t_rank", "t_lora_<matrix>", "t_ft_steps",
 "t_ft_lr", "t_seed"); the text widgets are the page's own (`data_widget`,
-training_setup/data.py's draw_data). What would make Start fail is said where it arises
-(training/finetune.py's own messages).
+ui/training/setup/data.py's draw_data). What would make Start fail is said where it arises
+(viz_model/training/finetune.py's own messages).
 """
 
 from __future__ import annotations
