@@ -47,9 +47,8 @@ _SESSION_SEEN = "_lesson_seen"  # this session has run before (a new one may be 
 _ANSWERS = "_lesson_answers"  # {(lesson id, step): the student's answer, or None: just shown}
 MASK_FILTER = "blur(14px) opacity(0.25)"  # what the mask does to what it hides
 PANEL_KEY = "lesson_panel"  # the panel's container: .st-key-lesson_panel, kept out of the mask
-CLASS_BOX_KEY = (
-    present.STUDENT_BOX_KEY
-)  # a student's class box (ui/classroom.BOX_KEY), kept out of it too
+# a student's class box (ui/classroom.BOX_KEY), kept out of it too
+CLASS_BOX_KEY = present.STUDENT_BOX_KEY
 # What the mask blurs in the page below the panel until the student answers: everything that
 # could give the answer away (charts, tables, numbers, prose with claims). Headings, formulas and
 # widgets stay, so the page can still be read for what it is about.
