@@ -1,57 +1,116 @@
-"""The layers of docs/ARCHITECTURE.md hold: no import cycles, no upward imports, and the engine
-loads neither Streamlit nor plotly (scripts/check_imports.py counts; these tests hold it to 0)."""
+"""The layers of docs/ARCHITECTURE.md hold: import-linter checks the contracts written in
+pyproject.toml ([tool.importlinter]: the layers, no cycles, no Streamlit or plotly where none
+belongs), nothing imports the pages or app.py, and the engine loads neither Streamlit nor plotly."""
 
 from __future__ import annotations
 
 import ast
 import json
+import os
+import re
+import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 
-from scripts import check_imports
-
 ROOT = Path(__file__).resolve().parent.parent
+CONTRACTS = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"][
+    "importlinter"
+]["contracts"]
 
 
-def test_the_project_has_no_import_cycles_and_no_upward_imports():
-    report = check_imports.report()
-    assert report["modules"] > 90  # every package was read (a wrong root would find none)
-    assert report["cycle_members"] == []
-    assert report["upward"] == []
+def _lint_imports(cwd: Path) -> dict[str, str]:
+    """Each contract's id -> KEPT or BROKEN, as `lint-imports` run in `cwd` reports it."""
+    out = subprocess.run(
+        [sys.executable, "-c", "from importlinter.cli import lint_imports_command; "
+         "lint_imports_command()", "--no-cache", "--no-logo"],
+        cwd=cwd, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(cwd), "COLUMNS": "500"},
+    )  # fmt: skip
+    status = dict(re.findall(r"^(.+) (KEPT|BROKEN)\b", out.stdout, re.M))
+    assert out.returncode == (1 if "BROKEN" in status.values() else 0), out.stdout + out.stderr
+    assert set(status) == {c["name"] for c in CONTRACTS}, out.stdout + out.stderr
+    return {c["id"]: status[c["name"]] for c in CONTRACTS}
 
 
-def test_the_checker_finds_a_cycle_hidden_in_a_function():
-    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
-    assert check_imports.cycles(graph) == [["a", "b", "c"]]
-    assert check_imports.cycles({"a": {"b"}, "b": set()}) == []
+def test_the_project_keeps_every_import_contract():
+    assert _lint_imports(ROOT) == {c["id"]: "KEPT" for c in CONTRACTS}
 
 
-def test_the_checker_calls_an_import_of_a_higher_layer_upward():
-    graph = {
-        "viz_model.model.gpt": {"viz_model.text.tokenization"},  # model sits below text
-        "viz_model.analysis.attention": {"viz_model.model.gpt"},
-        "serving.jobs": {"ui.frame"},
-        "ui.frame": {"serving.jobs", "ui.charts.common"},
-    }
-    assert check_imports.upward_imports(graph) == [
-        ("serving.jobs", "ui.frame"),
-        ("viz_model.model.gpt", "viz_model.text.tokenization"),
-    ]
+# A tree with the project's packages and subpackages and imports the contracts allow; each case
+# below adds or replaces files and names the contract they break ("kept": none).
+SKELETON = {
+    "viz_model/model/gpt.py": "",
+    "viz_model/text/data.py": "from viz_model.model import gpt\n",
+    "viz_model/bundles/load.py": "",
+    "viz_model/training/loop.py": "",
+    "viz_model/analysis/attention.py": "from viz_model.model.gpt import GPT\n",
+    "viz_model/analysis/labs/quant.py": "from viz_model.analysis import attention\n",
+    "viz_model/lessons/steps.py": "from viz_model.analysis.labs import quant\n",
+    "serving/jobs.py": "import viz_model.training.loop\n",
+    "serving/streamlit_protocol.py": "def parse():\n    from streamlit.proto import BackMsg_pb2\n",
+    "ui/charts/common.py": "import plotly.graph_objects as go\n",
+    "ui/frame.py": "import streamlit as st\nimport serving.jobs\nfrom ui.charts import common\n",
+}
+UPWARD = {
+    "kept": {},
+    "kept: under TYPE_CHECKING": {
+        "viz_model/model/gpt.py": "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from viz_model.text.data import Corpus\n"
+    },
+    "engine-layers: inside a function": {
+        "viz_model/model/gpt.py": "def load():\n    from viz_model.text import data\n"
+    },
+    "engine-layers: a subpackage in no layer": {"viz_model/extra/__init__.py": ""},
+    "labs": {"viz_model/analysis/claims.py": "from viz_model.analysis.labs.quant import Q\n"},
+    "layers": {"serving/jobs.py": "import ui.frame\n"},
+    "charts": {"ui/charts/common.py": "from ui import frame\n"},
+    "acyclic": {"ui/nav.py": "import ui.state\n", "ui/state.py": "def f():\n    import ui.nav\n"},
+    "no-streamlit": {"viz_model/bundles/load.py": "import streamlit\n"},
+    "no-plotly": {"serving/jobs.py": "from plotly import graph_objects\n"},
+}
 
 
-def test_imports_under_type_checking_do_not_count_and_function_level_ones_do(tmp_path):
-    source = tmp_path / "mod.py"
-    source.write_text(
-        "from typing import TYPE_CHECKING\n"
-        "if TYPE_CHECKING:\n    from viz_model.model.gpt import GPT\n"
-        "def f():\n    from viz_model.text import data\n"
-    )
-    names = check_imports.imported_names(source, "viz_model.bundles.mod")
-    assert "viz_model.model.gpt" not in names
-    assert "viz_model.text.data" in names
+@pytest.mark.parametrize("case", UPWARD)
+def test_an_upward_import_breaks_its_contract(tmp_path, case):
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    files = {**SKELETON, **UPWARD[case]}
+    for name in files:
+        for parent in Path(name).parents[:-1]:  # every package gets an __init__.py
+            (tmp_path / parent / "__init__.py").parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / parent / "__init__.py").touch()
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    status, contract = _lint_imports(tmp_path), case.partition(":")[0]
+    if contract == "kept":
+        assert set(status.values()) == {"KEPT"}
+    else:  # the contract named breaks on its own (an upward import often makes a cycle as well)
+        assert status[contract] == "BROKEN"
+
+
+def _importers_of_the_scripts() -> set[str]:
+    """Files that import app.py or a page: the scripts Streamlit runs sit above every package, and
+    import-linter cannot read them (pages/ is no package), so nothing may import them."""
+    files = [ROOT / "app.py", *(p for d in ("viz_model", "serving", "ui", "pages", "scripts")
+                                for p in (ROOT / d).rglob("*.py"))]  # fmt: skip
+    found = set()
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [a.name for a in node.names] if isinstance(node, ast.Import)
+                else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level
+                else []
+            )  # fmt: skip
+            if any(n.split(".")[0] in ("app", "pages") for n in names):
+                found.add(str(path.relative_to(ROOT)))
+    return found
+
+
+def test_nothing_imports_the_pages_or_app():
+    assert _importers_of_the_scripts() == set()
 
 
 def _json_of_a_fresh_python(code: str) -> dict:

@@ -2,7 +2,7 @@
 safetensors; never Streamlit, never plotly).
 
 Subpackages, lowest first; a module imports only from its own subpackage or those above it in
-this list (docs/ARCHITECTURE.md, checked by scripts/check_imports.py):
+this list (docs/ARCHITECTURE.md; import-linter checks it, pyproject.toml [tool.importlinter]):
 
     model/      the GPT, its config, the attention mask, hooks, the activation cache, sampling
     text/       tokenizers, corpora and user text, n-gram counts and the corpus index

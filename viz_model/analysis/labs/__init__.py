@@ -27,6 +27,6 @@ forgetting.py    Using a model's instruction tuning: what the tuning cost the ba
 fewshot.py       Using a model's few-shot part: accuracy against the number of examples
 
 Labs import the walk-through's modules and the shared ones one level up (claims.py, tokens.py,
-training.py, ...); nothing there imports a lab (scripts/check_imports.py holds the layers).
+training.py, ...); nothing there imports a lab (an import-linter contract in pyproject.toml).
 Not here: the walk-through's measures (viz_model/analysis/), the pages and their charts (ui/).
 """
