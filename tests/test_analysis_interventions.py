@@ -321,7 +321,7 @@ def test_running_from_any_block_gives_the_models_logits(variant_model, ids):
     names = [f"blocks.{i}.hook_resid_pre" for i in range(L)] + [f"blocks.{L - 1}.hook_resid_post"]
     logits, cache = model.run_with_cache(ids[None], names=names)
     for layer, name in enumerate(names):
-        out = iv.run_from(model, layer, cache[name][None])
+        out = iv.run_from(model, layer, cache[name])  # (1, T, D): a (1, T) run keeps its batch
         torch.testing.assert_close(out[0], logits[0], rtol=0, atol=1e-5)
-        last = iv.run_from(model, layer, cache[name][None], last_only=True)
+        last = iv.run_from(model, layer, cache[name], last_only=True)
         torch.testing.assert_close(last[0, 0], logits[0, -1], rtol=0, atol=1e-5)

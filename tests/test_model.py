@@ -173,10 +173,42 @@ def test_kv_cache_forward_equals_full_forward(variant_model: GPT, ids):
 def test_batched_cache_keeps_batch_and_matches_single_runs(model: GPT, ids):
     other = torch.flip(ids, [0])
     _, batch_cache = model.run_with_cache(torch.stack([ids, other]))
-    _, single = model.run_with_cache(other[None])
+    _, single = model.run_with_cache(other)
     assert batch_cache.batched and not single.batched
     name = "blocks.1.attn.hook_pattern"
     torch.testing.assert_close(batch_cache[name][1], single[name], atol=ATOL, rtol=0)
+
+
+def test_a_batch_of_one_keeps_its_batch_dimension_unless_asked(model: GPT, ids):
+    """TransformerLens's rule: ids (1, T) give (1, ...) tensors; remove_batch_dim drops it."""
+    name = "blocks.0.attn.hook_pattern"
+    logits, one = model.run_with_cache(ids[None], names=[name])
+    _, dropped = model.run_with_cache(ids[None], names=[name], remove_batch_dim=True)
+    _, plain = model.run_with_cache(ids, names=[name])
+    T, H = len(ids), model.cfg.n_head
+    assert logits.shape == (1, T, model.cfg.vocab_size) and one.batched
+    assert one[name].shape == (1, H, T, T) and dict(one)[name].shape == (1, H, T, T)
+    assert dropped[name].shape == plain[name].shape == (H, T, T)
+    torch.testing.assert_close(one[name][0], plain[name], atol=ATOL, rtol=0)
+    with pytest.raises(ValueError, match="one sequence"):
+        model.run_with_cache(torch.stack([ids, ids]), remove_batch_dim=True)
+
+
+def test_torchs_own_hooks_run_on_a_hook_point(model: GPT, ids):
+    """register_forward_hook on a HookPoint sees (and may replace) what passes through, beside
+    the HookContext's functions; without it the point stays an identity."""
+    point = model.get_submodule("blocks.0.hook_resid_pre")
+    seen = []
+    handle = point.register_forward_hook(lambda mod, args, out: seen.append(out.shape))
+    _, cache = model.run_with_cache(ids, names=["blocks.0.hook_resid_pre"])
+    handle.remove()
+    assert seen == [(1, len(ids), model.cfg.d_model)]  # the point sees the batched (B, T, D)
+    clean = model(ids)
+    handle = point.register_forward_hook(lambda mod, args, out: torch.zeros_like(out))
+    zeroed = model(ids)
+    handle.remove()
+    assert not torch.allclose(zeroed, clean, atol=1e-3)
+    torch.testing.assert_close(model(ids), clean, atol=ATOL, rtol=0)  # removed: as before
 
 
 def test_names_filter_keeps_only_what_was_asked(model: GPT, ids):

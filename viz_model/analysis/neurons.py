@@ -107,7 +107,7 @@ def _scan(
     for b in range(0, len(ids), batch_size):
         batch = torch.as_tensor(ids[b : b + batch_size], device=device)
         _, cache = model.run_with_cache(batch, names=names)
-        posts = [cache[n] if cache.batched else cache[n][None] for n in names]  # each (B, W, M)
+        posts = [cache[n] for n in names]  # each (B, W, M): a 2-D batch keeps its batch axis
         peaks = [p.max(dim=1) for p in posts]  # the max over W: values and indices (B, M)
         vals = torch.stack([p.values for p in peaks]).float().cpu()  # (L, B, M)
         maxes.append(vals)
@@ -214,8 +214,7 @@ def neuron_activations(model: GPT, ids: np.ndarray, layer: int, neuron: int) -> 
     """One neuron's activation at every token of some windows: (N, W)."""
     batch = torch.as_tensor(np.atleast_2d(ids), device=model.W_E.device)
     _, cache = model.run_with_cache(batch, names=[post_name(layer)])
-    post = cache[post_name(layer)]
-    post = post if cache.batched else post[None]  # (N, W, M)
+    post = cache[post_name(layer)]  # (N, W, M): a 2-D batch keeps its batch axis
     return post[..., neuron].float().cpu().numpy()
 
 

@@ -1,8 +1,9 @@
 """ActivationCache: the activations of one forward pass, by hook name, plus small helpers.
 
-Tensors are kept as recorded (detached, on the model's device). When the input was a single
-sequence (shape (T,) or (1, T)) the batch dimension is dropped, so `cache["blocks.0.attn.hook_pattern"]`
-is H x T x T, as docs/ARCHITECTURE.md (Hook names) lists. For a batch of several sequences it is kept. The same
+Tensors are kept as recorded (detached, on the model's device). When the input had no batch
+dimension (ids of shape (T,), or remove_batch_dim=True) none is given back, so
+`cache["blocks.0.attn.hook_pattern"]` is H x T x T, as docs/ARCHITECTURE.md (Hook names) lists;
+for ids (B, T), B = 1 included, it is kept (B, H, T, T), as TransformerLens keeps it. The same
 rule holds for `values()`, `items()` and `dict(cache)`, and for the stacks below.
 
 It reads like a dict (`keys()`, `values()`, `items()`, `dict(cache)`), and TransformerLens's
@@ -71,7 +72,7 @@ class ActivationCache(ResidStacks):
         return KeysView(self)  # type: ignore[arg-type]
 
     def values(self) -> ValuesView[torch.Tensor]:
-        """The tensors as cache[name] gives them (batch dimension dropped for one sequence)."""
+        """The tensors as cache[name] gives them (no batch dimension for ids of shape (T,))."""
         return ValuesView(self)  # type: ignore[arg-type]
 
     def items(self) -> ItemsView[str, torch.Tensor]:

@@ -379,18 +379,23 @@ class GPT(nn.Module):
         hooks: Iterable[tuple[NameOrFilter, HookFn]] = (),
         *,
         names_filter: NameOrFilter | Iterable[str] | None = None,
+        remove_batch_dim: bool = False,
     ) -> tuple[torch.Tensor, ActivationCache]:
         """Run once, recording the named activations (all when names is None), without grad.
 
         `names` is a list of hook names, one name, or a predicate on names; `names_filter` is
         TransformerLens's name for it. `hooks` are (name or predicate, fn) pairs applied first.
-        Returns the logits (shaped like forward's) and an ActivationCache whose tensors drop the
-        batch dimension when ids is one sequence ((T,) or (1, T)).
+        Returns the logits (shaped like forward's) and an ActivationCache whose tensors have a
+        batch dimension exactly when ids has one, as TransformerLens's: ids (B, T) give
+        (B, T, ...), B = 1 included; ids (T,) give (T, ...). remove_batch_dim=True
+        (TransformerLens's flag) drops it from a run of one sequence, (1, T).
         """
         if names is not None and names_filter is not None:
             raise TypeError("give names or names_filter (TransformerLens's name), not both")
+        if remove_batch_dim and ids.dim() == 2 and ids.shape[0] != 1:
+            raise ValueError(f"remove_batch_dim needs one sequence, got a batch of {ids.shape[0]}")
         record = self.check_names(names if names_filter is None else names_filter)
-        single = ids.dim() == 1 or ids.shape[0] == 1
+        single = ids.dim() == 1 or remove_batch_dim
         pairs = expand(hooks, self._hook_names)
         with torch.no_grad(), hook_context(group(pairs), record) as ctx:
             logits = self(ids)

@@ -44,6 +44,7 @@ from typing import Protocol
 
 import torch
 from torch import nn
+from torch.nn.modules import module as _torch_module
 
 
 class HookFn(Protocol):
@@ -65,13 +66,17 @@ class HookPoint(nn.Module):
         super().__init__()
         self.name = ""  # set by the model to the attribute path once the tree is built
 
-    # Called ~100 times per forward; skip nn.Module.__call__'s machinery (we never use torch hooks).
+    # Called ~100 times per forward: skip nn.Module.__call__'s machinery unless someone has put
+    # torch's own hooks on this point (register_forward_hook, register_forward_pre_hook, or a
+    # global one), which then run as on any module, around our HookContext's functions.
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        ctx = _ACTIVE.get()
-        return x if ctx is None else ctx.apply(self, x)
+        if self._forward_hooks or self._forward_pre_hooks or _global_torch_hooks():
+            return super().__call__(x)
+        return self.forward(x)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self(x)
+        ctx = _ACTIVE.get()
+        return x if ctx is None else ctx.apply(self, x)
 
     def layer(self) -> int:
         """The block this hook is in: 1 for `blocks.1.attn.hook_z` (TransformerLens's helper)."""
@@ -79,6 +84,11 @@ class HookPoint(nn.Module):
         if len(parts) < 3 or parts[0] != "blocks":
             raise ValueError(f"{self.name!r} is not inside a block")
         return int(parts[1])
+
+
+def _global_torch_hooks() -> bool:
+    """Whether torch.nn.modules.module.register_module_forward_hook (or _pre_hook) is in use."""
+    return bool(_torch_module._global_forward_hooks or _torch_module._global_forward_pre_hooks)
 
 
 @dataclass

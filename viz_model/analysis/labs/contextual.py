@@ -70,8 +70,7 @@ def resid_by_station(model: GPT, ids: np.ndarray, batch_size: int = 32) -> np.nd
     out = []
     for i in range(0, len(ids), batch_size):
         _, cache = model.run_with_cache(torch.as_tensor(ids[i : i + batch_size]), names=names)
-        batch = np.stack([cache[n].float().numpy() for n in names])
-        out.append(batch if batch.ndim == 4 else batch[:, None])  # one window drops its batch dim
+        out.append(np.stack([cache[n].float().numpy() for n in names]))  # (S, B, W, D)
     return np.concatenate(out, axis=1)
 
 

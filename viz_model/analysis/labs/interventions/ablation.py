@@ -131,8 +131,11 @@ def reference_means(model: GPT, ids: torch.Tensor) -> dict[str, torch.Tensor]:
             n for layer in range(model.cfg.n_layer) for n in (mlp_out_name(layer), post_name(layer))
         ]
     _, cache = model.run_with_cache(ids, names=names)
-    batched = ids.dim() == 2 and ids.shape[0] > 1  # the cache keeps the batch axis then
-    return {name: (cache[name].flatten(0, 1) if batched else cache[name]).mean(0) for name in names}
+    # (N, T, ...) ids keep the batch axis in the cache: the mean runs over windows and positions
+    return {
+        name: (cache[name].flatten(0, 1) if cache.batched else cache[name]).mean(0)
+        for name in names
+    }
 
 
 def _replace(x: torch.Tensor, value: torch.Tensor | None, cols: list[int] | None) -> torch.Tensor:
