@@ -38,17 +38,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import random
+import shutil
 import tempfile
 import threading
 import time
 import urllib.parse
+from collections.abc import Iterator
+from pathlib import Path
 
 import psutil
 import websockets
 
-from benchmarks.bench_class_load import class_server
+from benchmarks.bench_class_load import ROOT, class_server
 from benchmarks.common import emit
 from serving import streamlit_protocol as protocol
 from serving.streamlit_protocol import stream_url
@@ -492,21 +496,20 @@ def main() -> None:
         "--database",
         choices=["sqlite", "postgresql"],
         default="sqlite",
-        help="postgresql: a throwaway local server (serving/classroom/local_postgres.py)",
+        help="postgresql: a throwaway local server (pytest-postgresql's executor, tests/pg_ctl)",
     )
     args = parser.parse_args()
 
     from serving import jobs
     from serving.classroom import store
-    from serving.classroom.local_postgres import LocalPostgres
 
     runs = tempfile.mkdtemp(prefix="bench-follow-runs-")
     os.environ[jobs.RUNS_ENV] = runs
     os.environ.pop(store.DB_ENV, None)
     os.environ.pop(jobs.PASSWORD_ENV, None)
     if args.database == "postgresql":
-        with LocalPostgres() as pg:
-            os.environ[store.DB_ENV] = pg.new_database("follow")
+        with throwaway_postgres() as url:
+            os.environ[store.DB_ENV] = url
             results = run_phases(args)
             store.dispose()  # its pooled connections closed before the server stops
         database = "PostgreSQL 15 (a local throwaway server, fsync off)"
@@ -526,6 +529,36 @@ def main() -> None:
             **cpu_summary(results),
         },
     )
+
+
+@contextlib.contextmanager
+def throwaway_postgres() -> Iterator[str]:
+    """A PostgreSQL server in a temporary folder on 127.0.0.1 and a free port, started and
+    stopped by pytest-postgresql's executor (as tests/test_classroom.py's is, through the same
+    tests/pg_ctl); the URL of its empty database `follow`."""
+    from port_for import get_port
+    from pytest_postgresql.executors import PostgreSQLExecutor
+    from pytest_postgresql.janitor import DatabaseJanitor
+
+    folder = Path(tempfile.mkdtemp(prefix="bench-follow-pg-"))
+    server = PostgreSQLExecutor(
+        executable=str(ROOT / "tests" / "pg_ctl"),
+        host="127.0.0.1",
+        port=get_port(None),
+        datadir=str(folder / "data"),
+        unixsocketdir=str(folder),
+        logfile=str(folder / "server.log"),
+        startparams="-w",
+        dbname="follow",
+        user="viz",
+        postgres_options="-h 127.0.0.1 -c max_connections=300",  # fsync off: its own -F
+    )
+    try:
+        with server:
+            DatabaseJanitor(user="viz", host="127.0.0.1", port=server.port, dbname="follow").init()
+            yield f"postgresql+psycopg://viz@127.0.0.1:{server.port}/follow"
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def run_phases(args) -> dict:

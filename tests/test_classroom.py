@@ -1,10 +1,12 @@
 """Class state (serving/classroom): every test runs on SQLite in a temporary folder (unit) and on a
 real PostgreSQL server started from Debian's package (system), through the same functions.
 
-The PostgreSQL server is started once for the session (initdb into a temporary folder, pg_ctl on
-127.0.0.1 and a free port, as the `postgres` user when the tests run as root); each test gets a
-database of its own. Outside CI those tests skip when the binaries are missing; with CI=true they
-fail instead. Processes are real: the cross-process tests run a second Python.
+The PostgreSQL server is pytest-postgresql's: started once for the session on 127.0.0.1 and a free
+port (its data in pytest's temporary folder, fsync off) through tests/pg_ctl, which finds Debian's
+binaries and lets them run when the tests run as root; each test gets a fresh database of its own
+from the library's client fixture. Outside CI those tests skip when PostgreSQL is missing or cannot
+start; with CI=true they fail instead. Processes are real: the cross-process tests run a second
+Python.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -21,12 +22,15 @@ import time
 from pathlib import Path
 
 import pytest
+from mirakuru.exceptions import ExecutorError
+from port_for import get_port
+from pytest_postgresql import factories
+from pytest_postgresql.exceptions import PostgreSQLUnsupported
 from sqlalchemy import func, select
 
 from serving import jobs
 from serving.classroom import board, classes, questions, store
 from serving.classroom.classes import RateLimited
-from serving.classroom.local_postgres import LocalPostgres, free_port, pg_bin
 from serving.classroom.questions import AlreadyAnswered
 from serving.classroom.store import ClassRefused, ClassStateError
 from viz_model.analysis.ngrams import LN2, bits_per_char, validation_chars_per_token
@@ -40,8 +44,20 @@ from viz_model.training.settings import RunSettings
 REPO = Path(__file__).resolve().parent.parent
 
 
-PG_BIN = pg_bin()
+PG_CTL = REPO / "tests" / "pg_ctl"  # Debian's pg_ctl, as root too (the script says how)
 OPEN = jobs.Auth()  # a server without a teacher password
+
+# The session's server, 127.0.0.1 only (-h), and each test's empty database on it (a connection
+# to it, closed and the database dropped after the test).
+pg_server = factories.postgresql_proc(
+    executable=str(PG_CTL),
+    host="127.0.0.1",
+    port=None,  # a free one
+    user="viz",
+    dbname="viz",
+    postgres_options="-h 127.0.0.1 -c max_connections=300",
+)
+pg_database = factories.postgresql("pg_server")
 
 
 def _no_postgres(reason: str):
@@ -51,20 +67,17 @@ def _no_postgres(reason: str):
 
 
 @pytest.fixture(scope="session")
-def postgres():
-    if not (PG_BIN / "initdb").is_file():
-        _no_postgres(f"PostgreSQL is not installed ({PG_BIN}; apt-get install postgresql)")
-    server = LocalPostgres()
+def postgres(request):
+    """pg_server, or a skip (a failure under CI=true) that says why PostgreSQL cannot run."""
+    found = subprocess.run([PG_CTL, "--version"], capture_output=True, text=True)
+    if found.returncode:
+        _no_postgres(
+            f"PostgreSQL is not installed ({found.stderr.strip()}; apt-get install postgresql)"
+        )
     try:
-        server.start()
-    except (RuntimeError, OSError, subprocess.TimeoutExpired) as error:
-        shutil.rmtree(server.folder, ignore_errors=True)
-        _no_postgres(f"a PostgreSQL server could not start: {error}")
-    yield server
-    server.stop()
-
-
-_databases = iter(range(1, 10_000))
+        return request.getfixturevalue("pg_server")
+    except (OSError, subprocess.SubprocessError, ExecutorError, PostgreSQLUnsupported) as error:
+        _no_postgres(f"a PostgreSQL server could not start: {error!r}")
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.system)])
@@ -75,10 +88,12 @@ def db(request, tmp_path, monkeypatch):
     if request.param == "sqlite":
         url = f"sqlite:///{tmp_path / 'class.sqlite3'}"
     else:
-        url = request.getfixturevalue("postgres").new_database(f"t{os.getpid()}_{next(_databases)}")
+        request.getfixturevalue("postgres")
+        info = request.getfixturevalue("pg_database").info
+        url = f"postgresql+psycopg://{info.user}@{info.host}:{info.port}/{info.dbname}"
     monkeypatch.setenv(store.DB_ENV, url)
     yield url
-    store.dispose(url)  # its pooled connections closed: PostgreSQL counts them
+    store.dispose(url)  # its pooled connections closed: PostgreSQL counts them, and drops it next
 
 
 def in_another_process(script: str, *args: str) -> list:
@@ -618,7 +633,7 @@ def test_a_locked_sqlite_database_gives_a_class_state_error_a_teacher_can_read(t
 
 
 def test_an_unreachable_postgresql_gives_a_class_state_error(tmp_path):
-    port = free_port()  # nothing listens there
+    port = get_port(None)  # a free one: nothing listens there
     url = f"postgresql+psycopg://viz@127.0.0.1:{port}/viz?connect_timeout=2"
     with pytest.raises(ClassStateError, match=f"cannot be reached.*127.0.0.1:{port}|{port}"):
         classes.find_class("ABCDEF", db=url)
