@@ -41,6 +41,7 @@ from viz_model.model.families import (
     config_to_dict,
     family_of,
 )
+from viz_model.model.sampling import SamplingSettings, generate
 from viz_model.text.tokenization import Tokenizer
 
 FORMAT_VERSION = 1
@@ -77,6 +78,38 @@ class Bundle:
     def load_snapshot(self, step: int) -> LanguageModel:
         """A new model with the weights saved at `step` of training."""
         return load_snapshot(self.path, step, self.config)
+
+    # ---- text in and out, as TransformerLens's HookedTransformer offers them -----------------
+
+    def to_tokens(self, text: str) -> torch.Tensor:
+        """(1, T) token ids of `text` on the model's device (no beginning-of-text token: our
+        tokenizers have none), ready for `model(...)` or `model.run_with_cache(...)`."""
+        device = next(self.model.parameters()).device
+        return torch.tensor([self.tokenizer.encode(text)], dtype=torch.long, device=device)
+
+    def to_str_tokens(self, text: str) -> list[str]:
+        """The tokens of `text`, each as its own string: "To be" -> ['T', 'o', ' ', 'b', 'e']."""
+        return [self.tokenizer.decode([i]) for i in self.tokenizer.encode(text)]
+
+    def to_string(self, ids: torch.Tensor | list[int]) -> str:
+        """The text of token ids ((T,) or (1, T))."""
+        flat = torch.as_tensor(ids).reshape(-1).tolist()
+        return self.tokenizer.decode(flat)
+
+    def generate(
+        self,
+        prompt: str,
+        max_new_tokens: int = 50,
+        temperature: float = 1.0,
+        top_k: int = 0,
+        top_p: float = 1.0,
+        seed: int | None = 0,
+    ) -> str:
+        """The prompt and its continuation, as TransformerLens's generate returns them:
+        temperature 0 is greedy; a seed makes sampling repeatable (None: a fresh draw)."""
+        settings = SamplingSettings(temperature=temperature, top_k=top_k, top_p=top_p)
+        new = generate(self.model, self.tokenizer.encode(prompt), max_new_tokens, settings, seed)
+        return prompt + self.tokenizer.decode(new)
 
 
 # ---- writing ----------------------------------------------------------------------------------
