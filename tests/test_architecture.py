@@ -51,7 +51,7 @@ SKELETON = {
     "viz_model/analysis/labs/quant.py": "from viz_model.analysis import attention\n",
     "viz_model/lessons/steps.py": "from viz_model.analysis.labs import quant\n",
     "serving/jobs.py": "import viz_model.training.loop\n",
-    "serving/streamlit_protocol.py": "def parse():\n    from streamlit.proto import BackMsg_pb2\n",
+    "serving/streamlit_protocol.py": "def parse():\n    import streamlit\n",  # the allowed one
     "ui/charts/common.py": "import plotly.graph_objects as go\n",
     "ui/frame.py": "import streamlit as st\nimport serving.jobs\nfrom ui.charts import common\n",
 }
