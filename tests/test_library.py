@@ -50,11 +50,10 @@ def test_the_first_example_reads_a_bundled_model_as_transformerlens_would(run_bl
     assert names["pattern"].shape == (1, bundle.config.n_head, T, T)
     torch.testing.assert_close(names["pattern"].sum(-1), torch.ones(1, bundle.config.n_head, T))
     assert "['T', 'o', ' ', 'b', 'e']" in out
-    text = out.strip().splitlines()[-1]
-    assert text.startswith("ROMEO:") and len(text) == len("ROMEO:") + 40  # 40 characters on
-    assert bundle.generate("ROMEO:", 40, temperature=0) == text  # greedy: the same every time
+    text = bundle.generate("ROMEO:", 40, temperature=0)  # greedy: what the block printed
+    assert text in out and text.startswith("ROMEO:") and len(text) == len("ROMEO:") + 40
     assert bundle.to_string(tokens) == "To be, or not to be"
-    assert not isinstance(cache["hook_embed"], type(None)) and cache.batched
+    assert cache["hook_embed"].shape == (1, T, bundle.config.d_model) and cache.batched
 
 
 def test_the_hook_example_changes_the_logits_and_nothing_after_it(run_block):
