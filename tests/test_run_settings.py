@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
+
 import pytest
 
 from viz_model.model.config import (
     OPTIMIZER_TRAINING,
     PRESET_TRAINING,
     STEPS_WHEN_TIMED,
+    GPTConfig,
     TrainConfig,
 )
 from viz_model.training.cli import build_parser, settings_from_args
-from viz_model.training.settings import RunSettings, new_run, settings_to_argv
+from viz_model.training.settings import (
+    MODEL_FLAGS,
+    TRAIN_FLAGS,
+    RunSettings,
+    new_run,
+    settings_to_argv,
+)
 
 EXAMPLES = [
     RunSettings(corpus="shakespeare", preset="quick", minutes=1.5),
@@ -129,3 +139,72 @@ def test_the_optimizer_flags_reach_the_training_config():
     assert every.health_every == 0 and adamw.health_every == TrainConfig().health_every
     with pytest.raises(SystemExit):
         parse([*base, "--optimizer", "adam"])
+
+
+# ---- the flags and the config dataclasses, both ways ------------------------------------------
+# The flags are written by hand (their help is part of the lesson, and bundles record their names
+# in meta["command"]); these tests are what keeps them and the dataclasses from drifting apart.
+
+# Fields no flag sets, each with the reason.
+NOT_FLAGS = {
+    "vocab_size": "the tokenizer decides it",
+    "beta1": "AdamW's betas stay GPT-2's (0.9, 0.95): not a lesson knob",
+    "beta2": "as beta1",
+    "time_limit": "--minutes sets it, through RunSettings.minutes",
+}
+# Flags that set a field by switching a default True off.
+NEGATED = {"no_bias": "bias", "no_causal_mask": "causal", "no_residual": "residual"}
+# Flags that are RunSettings' own fields, or say where a run goes rather than what it is.
+RUN_FLAGS = {"help", "out", "resume", "quiet", "finetune", "steps"} | {
+    f.name for f in dataclasses.fields(RunSettings)
+}
+
+
+def _parser_dests() -> set[str]:
+    return {action.dest for action in build_parser()._actions}
+
+
+def test_every_config_field_has_a_flag_or_a_reason():
+    reachable = set(MODEL_FLAGS.values()) | set(TRAIN_FLAGS.values()) | set(NEGATED.values())
+    fields = {f.name for f in dataclasses.fields(GPTConfig)}
+    fields |= {f.name for f in dataclasses.fields(TrainConfig)}
+    assert fields - reachable == set(NOT_FLAGS)
+
+
+def test_every_flag_sets_a_field():
+    known = set(MODEL_FLAGS) | set(TRAIN_FLAGS) | set(NEGATED) | RUN_FLAGS
+    assert _parser_dests() - known == set()
+    assert set(MODEL_FLAGS) | set(TRAIN_FLAGS) | set(NEGATED) <= _parser_dests()
+
+
+def _other_value(action: argparse.Action, now):
+    """A value for the flag's field other than the preset's `now` (a choice, or a number)."""
+    if action.choices:
+        return next(choice for choice in action.choices if choice != now)
+    if action.type is float:
+        return 0.125 if now != 0.125 else 0.25
+    if action.dest == "snapshot_at":
+        return (7, 11)
+    return 3 if now != 3 else 5
+
+
+@pytest.mark.parametrize(
+    "flag, name, group",
+    [(f, n, "model") for f, n in MODEL_FLAGS.items()]
+    + [(f, n, "train") for f, n in TRAIN_FLAGS.items()]
+    + [(f, n, "model") for f, n in NEGATED.items()],
+)
+def test_each_flag_alone_survives_the_command_line(flag, name, group):
+    """Generated from the tables: a flag added to the parser and MODEL_FLAGS but not to
+    settings_to_argv (or read back under another name) fails here."""
+    actions = {action.dest: action for action in build_parser()._actions}
+    if flag in NEGATED:
+        value = False
+    elif isinstance(getattr(GPTConfig(vocab_size=65), name, None), bool):
+        value = True
+    else:
+        now = getattr(GPTConfig(vocab_size=65) if group == "model" else TrainConfig(), name, None)
+        value = _other_value(actions[flag], now)
+    settings = RunSettings(corpus="shakespeare", **{group: {name: value}})
+    argv = settings_to_argv(settings, "runs/x")
+    assert settings_from_args(build_parser().parse_args(argv)) == settings
