@@ -18,6 +18,7 @@ import socket
 import subprocess
 import time
 import urllib.request
+import zipfile
 from pathlib import Path
 from urllib.parse import parse_qs, quote, urlparse
 
@@ -31,6 +32,7 @@ except ImportError:  # the browser fixture skips (or fails under CI) with the re
 from serving.class_server import app_command
 from serving.models import ENV_VAR
 from ui import nav
+from viz_model.bundles.load import load_bundle
 
 pytestmark = pytest.mark.browser
 
@@ -248,6 +250,22 @@ def test_deep_link_opens_the_page_with_model_and_prompt(server, page):
     assert side.locator("textarea").input_value() == DEEP_PROMPT
     assert "About “test-char”" in side.inner_text()  # the model card of the linked model
     assert query(page)["model"] == "test-char" and query(page)["prompt"] == DEEP_PROMPT
+
+
+def test_the_model_card_downloads_a_model_that_opens_back(server, page, tmp_path, models_dir):
+    """A real click in Chromium: the zip arrives, and its bundle is the model the card names."""
+    page.goto(f"{server}/?model=test-char")
+    wait_drawn(page)
+    with page.expect_download(timeout=TIMEOUT_MS) as arrival:
+        page.get_by_role("button", name="Download this model").click()
+    download = arrival.value
+    assert download.suggested_filename == "test-char.zip"
+    with zipfile.ZipFile(download.path()) as archive:
+        archive.extractall(tmp_path)
+    bundle = load_bundle(tmp_path / "test-char" / "test-char")
+    assert bundle.config == load_bundle(models_dir / "test-char").config
+    assert (tmp_path / "test-char" / "test-char-transformers" / "config.json").is_file()
+    assert page.locator("[data-testid='stException']").count() == 0
 
 
 def test_navigation_keeps_prompt_and_model_in_the_url(server, page):

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import streamlit as st
 
 from serving import models
-from ui import cache, families, nav, precision, present, scrubber, state
+from ui import cache, families, model_download, nav, precision, present, scrubber, state
 from ui.charts.common import UNK_CLOSE, UNK_OPEN, show_whitespace, token_labels
 from viz_model.analysis.claims import md_escape
 from viz_model.analysis.next_token import loss_lookahead_claim
@@ -405,6 +405,7 @@ def draw_model_card(bundle_id: str, step: int | None = None) -> None:
         st.markdown(lines)
         if note:
             st.caption(note)
+        model_download.button(bundle_id)
 
 
 # ---- the prompt as tokens ---------------------------------------------------------------------
