@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 
 import pytest
@@ -24,6 +25,7 @@ from tests.test_jobs import (  # noqa: F401 (root is a fixture)
 )
 from ui import shared_cache
 from ui.state import widget_key
+from viz_model.analysis.claims import md_escape
 from viz_model.bundles.load import load_bundle
 
 PAGE = "pages/09_training.py"
@@ -260,3 +262,17 @@ def test_a_suspended_worker_and_one_whose_folder_is_gone_are_shown_with_a_stop_t
     assert not at.exception
     assert "**frozen** is **interrupted**" in _text(at)
     assert not [w for w in at.warning if "run folder is gone" in w.value]
+
+
+def test_a_model_trained_from_the_command_line_is_named_where_the_runs_are(
+    models_dir,
+    root,  # noqa: F811
+):
+    """The CLI writes a bundle, not a job: the run list says where it went instead of 'none'."""
+    shutil.copytree(models_dir / "test-char", root / "cli-run")
+    at = app_test(models_dir, PAGE)
+    assert not at.exception
+    (note,) = [c.value for c in at.caption if "command line" in c.value]
+    assert f"“{md_escape('cli-run')}”" in note and "model picker" in note  # as Markdown shows it
+    assert "cli-run" in at.selectbox(key=widget_key("model")).options
+    assert any("No run on this server yet" in i.value for i in at.info)  # still no job

@@ -25,6 +25,7 @@ from viz_model.analysis import grad_health as gh
 from viz_model.analysis import next_token as nt
 from viz_model.analysis import training as tr
 from viz_model.analysis.attention import attention_run
+from viz_model.analysis.claims import md_escape
 from viz_model.bundles.files import CheckpointError
 from viz_model.model.sampling import SamplingSettings
 from viz_model.training.settings import RunSettings
@@ -54,6 +55,7 @@ def draw_runs(auth: jobs.Auth) -> None:
     """Pick a run and watch it (refreshing while it trains); a note when there is none."""
     _orphans(auth)
     runs = {view.name: view for view in jobs.list_runs()}
+    _command_line_note(set(runs))
     if not runs:
         st.info("No run on this server yet: set one up above and press Start.")
         st.fragment(_notice_changes, run_every=NOTICE_S)(())
@@ -72,6 +74,30 @@ def draw_runs(auth: jobs.Auth) -> None:
     else:
         _watch(name, auth)
         st.fragment(_notice_changes, run_every=NOTICE_S)(_run_states(runs))
+
+
+def command_line_runs(job_names: set[str]) -> list[str]:
+    """Models in the runs folder that no job of this page trained: `python -m viz_model.training
+    --out runs/NAME` writes a bundle with no job settings, which the model picker lists but the
+    job list cannot follow."""
+    root = jobs.runs_root().resolve()
+    return [
+        name
+        for name, path in models.discover().items()
+        if path.parent == root and name not in job_names
+    ]
+
+
+def _command_line_note(job_names: set[str]) -> None:
+    """Say where the runs trained from the command line are, so none seems lost."""
+    names = command_line_runs(job_names)
+    if names:
+        shown = ", ".join(f"“{md_escape(name)}”" for name in names[:6])
+        more = f" and {len(names) - 6:,} more" if len(names) > 6 else ""
+        st.caption(
+            f"Trained from the command line: {shown}{more}. They are finished models, not jobs "
+            "of this page: pick them in the sidebar's model picker."
+        )
 
 
 def _orphans(auth: jobs.Auth) -> None:
