@@ -275,4 +275,4 @@ def test_a_model_trained_from_the_command_line_is_named_where_the_runs_are(
     (note,) = [c.value for c in at.caption if "command line" in c.value]
     assert f"“{md_escape('cli-run')}”" in note and "model picker" in note  # as Markdown shows it
     assert "cli-run" in at.selectbox(key=widget_key("model")).options
-    assert any("No run on this server yet" in i.value for i in at.info)  # still no job
+    assert any("No run started on this page yet" in i.value for i in at.info)  # still no job

@@ -55,9 +55,10 @@ def draw_runs(auth: jobs.Auth) -> None:
     """Pick a run and watch it (refreshing while it trains); a note when there is none."""
     _orphans(auth)
     runs = {view.name: view for view in jobs.list_runs()}
-    _command_line_note(set(runs))
+    from_command_line = _command_line_note(set(runs))
     if not runs:
-        st.info("No run on this server yet: set one up above and press Start.")
+        where = "started on this page" if from_command_line else "on this server"
+        st.info(f"No run {where} yet: set one up above and press Start.")
         st.fragment(_notice_changes, run_every=NOTICE_S)(())
         return
     default = next((name for name, view in runs.items() if view.live), next(iter(runs)))
@@ -88,8 +89,8 @@ def command_line_runs(job_names: set[str]) -> list[str]:
     ]
 
 
-def _command_line_note(job_names: set[str]) -> None:
-    """Say where the runs trained from the command line are, so none seems lost."""
+def _command_line_note(job_names: set[str]) -> bool:
+    """Say where the runs trained from the command line are, so none seems lost; were there any."""
     names = command_line_runs(job_names)
     if names:
         shown = ", ".join(f"“{md_escape(name)}”" for name in names[:6])
@@ -98,6 +99,7 @@ def _command_line_note(job_names: set[str]) -> None:
             f"Trained from the command line: {shown}{more}. They are finished models, not jobs "
             "of this page: pick them in the sidebar's model picker."
         )
+    return bool(names)
 
 
 def _orphans(auth: jobs.Auth) -> None:
