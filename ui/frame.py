@@ -20,7 +20,17 @@ from dataclasses import dataclass, field
 import streamlit as st
 
 from serving import models
-from ui import cache, families, model_download, nav, precision, present, scrubber, state
+from ui import (
+    cache,
+    families,
+    model_download,
+    nav,
+    notebook_button,
+    precision,
+    present,
+    scrubber,
+    state,
+)
 from ui.charts.common import UNK_CLOSE, UNK_OPEN, show_whitespace, token_labels
 from viz_model.analysis.claims import md_escape
 from viz_model.analysis.next_token import loss_lookahead_claim
@@ -111,6 +121,7 @@ def frame(page: nav.Page, stop: tuple[int, int] | None = None) -> PageContext:
     ctx = _context(bundle_id, bundle, prompt)
     _offer_examples(bundle, ctx)
     draw_model_card(bundle_id, step)
+    notebook_button.offer(page, ctx)  # the view as a Jupyter notebook (serving/notebooks.py)
     present.apply()  # the presenter-mode toggle and the page styles
     if present.is_on():  # the sidebar is folded away: the room sees the model and step up here
         present.header(st.session_state["model"], step_shown, stop)
