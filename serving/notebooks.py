@@ -63,8 +63,14 @@ def _slug(text: str) -> str:
 
 
 def to_json(notebook: dict) -> str:
-    """The notebook as the text of an .ipynb file."""
-    return json.dumps(notebook, indent=1, ensure_ascii=False) + "\n"
+    """The notebook as the text of an .ipynb file, always UTF-8 encodable: a folder name that
+    is not valid UTF-8 (a lone surrogate) turns the file's non-ASCII text into JSON escapes."""
+    text = json.dumps(notebook, indent=1, ensure_ascii=False) + "\n"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(notebook, indent=1) + "\n"
+    return text
 
 
 def build(view: View) -> dict:

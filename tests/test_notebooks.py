@@ -187,6 +187,11 @@ def test_the_notebooks_print_the_numbers_the_app_computes_for_the_same_view(
     print(f"three notebooks executed in {time.perf_counter() - started:.1f} s")
 
 
-def test_the_notebook_json_is_what_a_download_offers():
+def test_the_notebook_json_is_what_a_download_offers_even_for_a_folder_name_that_is_not_utf8():
     text = to_json(build(view()))
     assert json.loads(text)["nbformat"] == 4 and text.endswith("\n")
+    assert "'café'" in to_json(build(view(prompt="café")))  # readable: no needless escapes
+    odd = view(model="/srv/runs/caf\udce9", bundled=False, prompt="x\ud800y")  # os.fsdecode's
+    text = to_json(build(odd))
+    notebook = json.loads(text.encode("utf-8"))
+    assert assigned(code_of(notebook), "prompt") == "x\ud800y"
