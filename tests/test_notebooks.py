@@ -112,6 +112,70 @@ def test_the_same_view_gives_the_same_file_and_names_it_for_page_and_model():
     assert MIME == "application/x-ipynb+json"
 
 
+# ---- the other recipes, run here cell by cell ---------------------------------------------------
+
+
+@pytest.fixture
+def run_cells(models_dir, tmp_path, monkeypatch):
+    """Run a view's notebook on the test bundle in this process, an empty folder as the working
+    directory; its names, and the figures its plot cell showed (caught, never opened)."""
+    import plotly.graph_objects as go
+
+    shown: list = []
+    monkeypatch.setattr(go.Figure, "show", lambda fig, *a, **k: shown.append(fig))
+    monkeypatch.chdir(tmp_path)
+    folder = str(models_dir / "test-char")
+
+    def run(route: str, **changes) -> tuple[dict, list]:
+        notebook = build(view(route, model=folder, bundled=False, max_tokens=64, **changes))
+        names: dict = {}
+        exec(compile(code_of(notebook), "notebook", "exec"), names)  # noqa: S102  our own code
+        return names, shown
+
+    return run
+
+
+PROMPT = "ROMEO:\nBut soft, what light"
+
+
+def test_the_mlp_notebook_finds_the_neurons_the_page_ranks_first(run_cells, capsys):
+    from viz_model.analysis.neurons import post_name, top_neurons
+
+    names, shown = run_cells(
+        "MLP_neurons", prompt=PROMPT, settings={"mlp_layer": 1, "n_neurons": 10}
+    )
+    bundle = names["bundle"]
+    _, cache = bundle.model.run_with_cache(names["tokens"][0], names=[post_name(1)])
+    post = cache[post_name(1)].numpy()
+    assert names["top"].tolist() == top_neurons(post, 10).tolist()
+    np.testing.assert_allclose(
+        numbers(capsys.readouterr().out), post.max(0)[top_neurons(post, 10)], atol=1e-5
+    )
+    assert len(shown) == 1 and shown[0].data[0].x == tuple(str(n) for n in names["top"].tolist())
+
+
+def test_the_logit_lens_notebook_reads_what_the_residual_stream_page_shows(run_cells, capsys):
+    from viz_model.analysis.residual import lens_report
+
+    names, shown = run_cells("Residual_stream", prompt=PROMPT, settings={"pos": 5})
+    bundle = names["bundle"]
+    report = lens_report(bundle.model, names["tokens"][0].tolist())
+    np.testing.assert_allclose(names["top_p"].numpy(), report.lens.top_probs, atol=1e-5)
+    np.testing.assert_array_equal(names["top_id"].numpy(), report.lens.top_ids)
+    np.testing.assert_allclose(
+        numbers(capsys.readouterr().out), report.lens.top_probs[:, 5], atol=1e-5
+    )
+    assert names["stations"] == report.stations and len(shown) == 1
+
+
+def test_the_tokenization_notebook_lists_the_tokens_the_frame_reads(run_cells, capsys):
+    names, shown = run_cells("Tokenization", prompt=PROMPT * 9)  # longer than the context: cut
+    tok = names["bundle"].tokenizer
+    assert names["ids"] == tok.encode(PROMPT * 9)[-64:]
+    assert names["str_tokens"] == [p.text for p in tok.pieces(PROMPT * 9)][-64:]
+    assert "64 tokens" in capsys.readouterr().out and len(shown) == 1
+
+
 # ---- run by a Jupyter kernel -------------------------------------------------------------------
 
 
