@@ -2,7 +2,12 @@
 # Built from the repository root:   docker build -t inside-gpt .
 # Run:  docker run -p 8501:8501 -v inside-gpt-runs:/data/runs -e VIZ_TEACHER_PASSWORD=... inside-gpt
 # (or the password as a secret file at /run/secrets/teacher_password). See docs/OPERATING.md, "Deploying".
-FROM python:3.11-slim
+# BASE_IMAGE and TORCH_FROM let a machine without Docker Hub or PyTorch's index build it too
+# (tests/test_container.py: a Debian-made base from deploy/local_base.sh, torch's wheel from a
+# local folder: --build-arg TORCH_FROM="--find-links http://127.0.0.1:PORT/").
+ARG BASE_IMAGE=python:3.11-slim
+FROM ${BASE_IMAGE}
+ARG TORCH_FROM="--index-url https://download.pytorch.org/whl/cpu"
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
@@ -22,7 +27,9 @@ WORKDIR /app
 # torch from PyTorch's CPU index first (a plain `pip install torch` on Linux pulls the CUDA
 # build, gigabytes), then the pins, which it then satisfies
 COPY requirements.txt requirements.lock ./
-RUN pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu \
+# TORCH_FROM is pip options, split on purpose (hadolint reads its words as unpinned packages)
+# hadolint ignore=SC2086,DL3013
+RUN pip install torch==2.13.0 ${TORCH_FROM} \
     && pip install -r requirements.txt -c requirements.lock
 
 # the app with its bundled models (assets/), read-only for the user that runs it
