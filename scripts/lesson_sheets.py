@@ -1,7 +1,9 @@
-"""Exercise sheets for a lesson: `python -m scripts.lesson_sheets 2_attention [--out DIR]`.
+"""Exercise sheets for a lesson: `python -m scripts.lesson_sheets 2_attention [--out DIR]`
+(`python -m viz_gpt.scripts.lesson_sheets ...` in an installed copy).
 
 Writes student.md, teacher.md, student.html and teacher.html (viz_model/lessons/sheets.py) into
-sheets/<lesson>/ of the runs folder (VIZ_RUNS_DIR, else runs/; serving/sheets.py), or DIR. Each
+sheets/<lesson>/ of the runs folder (VIZ_RUNS_DIR, else runs/ of the checkout, or of the current
+folder in an installed copy: serving/paths.py), or DIR. Each
 stop's figure is the chart a student sees: the app is run headless (Streamlit's AppTest) at the
 stop's link, and the stop's chart (its `figure`, the first by default) is taken from what the
 page drew. Each answer is measured on the stop's model, as the lesson panel measures it. The

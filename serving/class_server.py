@@ -132,8 +132,10 @@ def app_command(port: int) -> list[str]:
 def start_app(port: int, log: Path) -> subprocess.Popen:
     """One `streamlit run app.py` on 127.0.0.1:port, in a process group of its own (its jobs join
     it); the app itself gives each session one torch thread unless VIZ_TORCH_THREADS says so."""
+    from serving.paths import RUNS_ENV, runs_root
+
     cmd = app_command(port)
-    env = dict(os.environ)
+    env = {**os.environ, RUNS_ENV: str(runs_root(REPO))}  # one runs folder for all, not the app's
     with open(log, "ab") as out:
         return subprocess.Popen(
             cmd,

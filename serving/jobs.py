@@ -81,7 +81,7 @@ import psutil
 
 from serving import guesses
 from serving.models import discover
-from serving.paths import REPO, RUNS_ENV, runs_root  # noqa: F401 (jobs.runs_root, jobs.REPO: the API)
+from serving.paths import REPO, RUNS_ENV, bundled_dir, runs_root  # noqa: F401 (the API)
 from viz_model.bundles.files import CheckpointError, write_json, write_text
 from viz_model.model.config import STEPS_WHEN_TIMED
 from viz_model.text.data import load_text, validate_user_text
@@ -636,7 +636,7 @@ def launch_run(
         raise JobError(f"unknown kind of job {kind!r}")
     folder_root = root / kind if kind else root
     path = run_dir(name, folder_root)
-    if (REPO / "assets" / "models" / name).exists():
+    if (bundled_dir() / name).exists():
         raise JobError(f"{name!r} is the name of a bundled model; choose another name")
     limits = Limits.from_env()
     if problem := _params_problem(params, limits):
@@ -662,9 +662,11 @@ def launch_run(
 
 def spawn(command: list[str], log: Path, threads: int) -> subprocess.Popen:
     """A child process of this server (a training worker, a sheet build): `command` run from the
-    repository with its torch threads capped at `threads`, its output appended to `log`, and
-    wait()ed in a thread, so a finished one does not linger as a zombie of this server."""
+    app's folder with this server's runs folder and its torch threads capped at `threads`, its
+    output appended to `log`, and wait()ed in a thread, so a finished one does not linger as a
+    zombie of this server."""
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+    env[RUNS_ENV] = str(runs_root())  # the child runs in the app's folder: it must not pick its own
     with open(log, "ab") as out:
         proc = subprocess.Popen(
             command, cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=out
@@ -847,6 +849,7 @@ __all__ = [
     "Auth",
     "JobError",
     "Worker",
+    "bundled_dir",
     "cap_problems",
     "Limits",
     "RunView",

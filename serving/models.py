@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 from serving.paths import REPO as ROOT
-from serving.paths import runs_root
+from serving.paths import bundled_dir, runs_root
 
 ENV_VAR = "VIZ_MODEL_DIRS"
 DEFAULT_MODEL = "shakespeare-char"
@@ -22,7 +22,7 @@ DEFAULT_MODEL = "shakespeare-char"
 
 def search_dirs(root: Path = ROOT) -> list[Path]:
     """Where bundles are looked for, in order."""
-    dirs = [root / "assets" / "models", runs_root(root)]  # runs_root: VIZ_RUNS_DIR or root/runs
+    dirs = [bundled_dir(root), runs_root(root)]  # runs_root: VIZ_RUNS_DIR or root/runs
     extra = os.environ.get(ENV_VAR, "")
     dirs += [Path(d).expanduser() for d in extra.split(os.pathsep) if d.strip()]
     return dirs

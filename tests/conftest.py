@@ -40,6 +40,7 @@ KIND_BY_FILE = (
     ("system", ("test_class_serving.py", "test_jobs.py", "test_retrain.py", "test_ui_imports.py")),
     ("system", ("test_finetune_jobs.py",)),
     ("system", ("test_portable.py", "test_deploy.py", "test_launch.py")),
+    ("system", ("test_installed_copy.py",)),  # builds the wheel, installs it in a fresh venv
     ("system", ("test_sae_jobs.py",)),  # SAE jobs: child processes
     ("system", ("test_estimate.py::test_speed_is_*",)),  # times real training steps
     ("pages", ("test_page_*.py", "test_app_home.py", "test_ui.py", "test_scrubber.py")),

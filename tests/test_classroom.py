@@ -639,6 +639,13 @@ def test_an_unreachable_postgresql_gives_a_class_state_error(tmp_path):
         classes.find_class("ABCDEF", db=url)
 
 
+def test_a_postgresql_url_without_its_driver_names_the_extra_that_installs_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # as if viz-gpt[postgres] were left out
+    url = "postgresql+psycopg://viz@127.0.0.1:1/viz"
+    with pytest.raises(ClassStateError, match=r"\(psycopg\).*pip install 'viz-gpt\[postgres\]'"):
+        store.engine(url)
+
+
 def test_a_database_of_another_schema_version_is_refused(tmp_path):
     path = tmp_path / "class.sqlite3"
     url = f"sqlite:///{path}"

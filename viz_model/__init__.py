@@ -23,7 +23,13 @@ this list (docs/ARCHITECTURE.md; import-linter checks it, pyproject.toml [tool.i
 """
 
 import importlib
+from pathlib import Path
 from typing import Any
+
+_HERE = Path(__file__).resolve().parent
+# The bundled models, corpora, lessons and sweeps: assets/ beside this package in a checkout,
+# inside it in an installed copy (the wheel puts them at site-packages/viz_model/assets).
+ASSETS_DIR = _HERE / "assets" if (_HERE / "assets").is_dir() else _HERE.parent / "assets"
 
 # name -> the module that defines it
 _PUBLIC = {

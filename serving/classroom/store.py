@@ -235,7 +235,14 @@ def dispose(url: str | None = None) -> None:
 def _make_engine(url: str) -> Engine:
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
-        return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+        try:
+            return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+        except ModuleNotFoundError as error:  # the driver is an extra: viz-gpt[postgres]
+            raise ClassStateError(
+                f"{DB_ENV} names a {parsed.drivername} database, but its driver ({error.name}) "
+                "is not installed: pip install 'viz-gpt[postgres]' (or pip install -r "
+                "requirements.txt in a checkout). Exploring the pages still works."
+            ) from None
     database = parsed.database or ""
     if database and database != ":memory:":
         try:

@@ -35,9 +35,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from viz_model import ASSETS_DIR
 from viz_model.lessons.kinds import REGISTRY, AnswerKind
 
-LESSONS_DIR = Path(__file__).resolve().parents[2] / "assets" / "lessons"
+LESSONS_DIR = ASSETS_DIR / "lessons"
 LESSONS_ENV = "VIZ_LESSONS_DIR"  # another folder of lessons (a teacher's own; tests)
 STOP_TABLE = "stop"
 MIN_STOPS, MAX_STOPS = 1, 20

@@ -20,9 +20,9 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
+from viz_model import ASSETS_DIR
 from viz_model.text.instructions import instruct_text
 
-ASSETS_DIR = Path(__file__).resolve().parents[2] / "assets"
 CORPORA_DIR = ASSETS_DIR / "corpora"
 
 CORPORA: dict[str, str] = {

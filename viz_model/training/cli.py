@@ -62,9 +62,11 @@ _FIXED_BY_BUNDLE = (
     "preset",
 )
 
+COMMAND = "viz-train"  # the same trainer as the console command of an installed copy
 DESCRIPTION = """\
 Train a small GPT on a corpus, a synthetic task or your own text file, and save it as a model
 bundle (a folder the app can open): weights, tokenizer, config, training curve and snapshots.
+In an installed copy (pip install .), `viz-train` is the same command.
 
 Examples:
   python -m viz_model.training --corpus shakespeare --tokenizer char --preset small --out runs/sh
@@ -87,7 +89,7 @@ def _preset_training_help(name: str) -> str:
 def build_parser() -> argparse.ArgumentParser:
     """The flags, one argument group a function, in the order --help lists them."""
     p = argparse.ArgumentParser(
-        prog=PROG,
+        prog=COMMAND if Path(sys.argv[0]).name == COMMAND else PROG,  # the name the user typed
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

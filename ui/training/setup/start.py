@@ -21,7 +21,7 @@ def _name_problem(name: str) -> str | None:
         path = jobs.run_dir(name)
     except jobs.JobError as exc:
         return str(exc)
-    if path.exists() or (jobs.REPO / "assets" / "models" / name).exists():
+    if path.exists() or (jobs.bundled_dir() / name).exists():
         return f"A run or model named {name!r} already exists; choose another name."
     return None
 
