@@ -2,12 +2,12 @@
 # Built from the repository root:   docker build -t inside-gpt .
 # Run:  docker run -p 8501:8501 -v inside-gpt-runs:/data/runs -e VIZ_TEACHER_PASSWORD=... inside-gpt
 # (or the password as a secret file at /run/secrets/teacher_password). See docs/OPERATING.md, "Deploying".
-# BASE_IMAGE and TORCH_FROM let a machine without Docker Hub or PyTorch's index build it too
+# BASE_IMAGE and PIP_OPTIONS let a machine without Docker Hub or PyTorch's index build it too
 # (tests/test_container.py: a Debian-made base from deploy/local_base.sh, torch's wheel from a
-# local folder: --build-arg TORCH_FROM="--find-links http://127.0.0.1:PORT/").
+# local folder: --build-arg PIP_OPTIONS="--find-links http://127.0.0.1:PORT/ --retries 0").
 ARG BASE_IMAGE=python:3.11-slim
 FROM ${BASE_IMAGE}
-ARG TORCH_FROM="--index-url https://download.pytorch.org/whl/cpu"
+ARG PIP_OPTIONS=""
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
@@ -24,13 +24,13 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /app
-# torch from PyTorch's CPU index first (a plain `pip install torch` on Linux pulls the CUDA
-# build, gigabytes), then the pins, which it then satisfies
-COPY requirements.txt requirements.lock ./
-# TORCH_FROM is pip options, split on purpose (hadolint reads its words as unpinned packages)
+# every package at the version and sha256 of requirements.lock, or nothing; torch is its CPU build,
+# from PyTorch's CPU index, which the lock names (a plain `pip install torch` on Linux pulls the
+# CUDA build, gigabytes)
+COPY requirements.lock ./
+# PIP_OPTIONS is pip options, split on purpose (hadolint reads its words as unpinned packages)
 # hadolint ignore=SC2086,DL3013
-RUN pip install torch==2.13.0 ${TORCH_FROM} \
-    && pip install -r requirements.txt -c requirements.lock
+RUN pip install --require-hashes --no-deps ${PIP_OPTIONS} -r requirements.lock
 
 # the app with its bundled models (assets/), read-only for the user that runs it
 COPY app.py ./

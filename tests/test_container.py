@@ -2,7 +2,8 @@
 
 No container registry is reachable from CI, so the base is a stand-in for python:3.11-slim made
 from Debian's packages (deploy/local_base.sh), and torch's CPU wheel comes from pip's own sources
-on this machine through a folder served on 127.0.0.1 (the Dockerfile's TORCH_FROM). Everything
+on this machine through a folder served on 127.0.0.1 (the Dockerfile's PIP_OPTIONS; the lock's
+sha256 of it must match). Everything
 else is the Dockerfile as a user builds it: apt-get, the pins from PyPI, the app, the user, the
 entrypoint. Then the image runs (sharing the host's network, on 127.0.0.1), answers
 /_stcore/health and draws a page in Chromium.
@@ -86,7 +87,7 @@ def image(request):
             *BUILDAH, "bud", "--isolation", "chroot", "--layers=false", "--pull-never",
             "--format", "docker",  # OCI images drop the Dockerfile's HEALTHCHECK
             "--build-arg", f"BASE_IMAGE={base}",
-            "--build-arg", f"TORCH_FROM=--find-links {torch_wheels}",
+            "--build-arg", f"PIP_OPTIONS=--find-links {torch_wheels} --retries 0",
             "-t", name, str(ROOT),
         ]  # fmt: skip
         _run(build, timeout=2400)
