@@ -14,11 +14,16 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+
+from serving import class_server
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("viz_gpt", "viz_model")  # what the wheel installs (pyproject.toml)
@@ -117,6 +122,25 @@ def test_the_console_commands_answer_for_the_app_and_the_trainer(installed):
     assert installed.command(installed.bin / "viz-gpt", "--help").startswith("usage: viz-gpt ")
     trainer = installed.command(installed.bin / "viz-train", "--help")
     assert trainer.startswith("usage: viz-train ") and "--preset" in trainer
+
+
+def test_viz_gpt_serves_the_app_on_the_port_it_is_given(installed):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        [installed.bin / "viz-gpt", "--port", str(port), "--server.address", "127.0.0.1"],
+        cwd=installed.work, env=installed.env(), stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + class_server.STARTUP_S
+        while not class_server.healthy(f"http://127.0.0.1:{port}"):
+            assert proc.poll() is None and time.monotonic() < deadline, "never answered"
+            time.sleep(0.5)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
 
 
 def test_viz_train_trains_and_writes_a_bundle(installed):
