@@ -6,6 +6,8 @@ import numpy as np
 
 from tests.apptest_util import app_test, open_numbers, plotly_array, plotly_figures
 from ui.attention.arithmetic import ARITHMETIC_KEY
+from ui.attention.before_qkv import XX_TITLE
+from ui.attention.overflow import FACTOR_KEY
 from ui.parts import numbers_key
 from ui.state import widget_key
 
@@ -39,8 +41,8 @@ def test_page_draws_every_chart_and_the_head_slider_changes_the_heatmap(models_d
     at.session_state[numbers_key()] = True
     _open_arithmetic(at)
     charts = plotly_figures(at)
-    assert len(charts) == 4  # heatmap, lines, one query's weights, all heads
-    assert sum(t["type"] == "heatmap" for t in charts[3]["data"]) == 2 * 4  # 2 layers x 4 heads
+    assert len(charts) == 6  # heatmap, lines, one query's weights, x·x and the head, all heads
+    assert sum(t["type"] == "heatmap" for t in charts[5]["data"]) == 2 * 4  # 2 layers x 4 heads
     assert "matches what the model recorded" in at.success[0].value
     assert len(at.dataframe) >= 6  # q, k, scale/mask/softmax, weighted v, z, result, numbers
 
@@ -201,3 +203,67 @@ def test_the_numbers_a_view_opened_are_open_on_its_page_only(models_dir):
     assert elsewhere.session_state[numbers_key()] is False and len(elsewhere.dataframe) == 0
     mine = open_numbers(app_test(models_dir, PAGE))
     assert mine.session_state[numbers_key()] is True and len(mine.dataframe) > 0
+
+
+def _titled(at, title: str) -> dict:
+    """The chart whose title is `title`."""
+    return next(f for f in plotly_figures(at) if f["layout"]["title"]["text"] == title)
+
+
+def _overflow_table(at):
+    """The softmax table: the static table whose first column is the scaled score."""
+    return next(t.value for t in at.table if str(t.value.columns[0]).startswith("score ×"))
+
+
+def _said(at, start: str) -> str:
+    return next(m.value for m in at.markdown if m.value.startswith(start))
+
+
+def test_x_dot_x_is_drawn_beside_the_head_with_a_sentence_from_the_same_patterns(models_dir):
+    """Issue 42: softmax(x·xᵀ/√d) on what the layer reads, beside the chosen head's pattern."""
+    at = app_test(models_dir, PAGE, prompt="to be or not", query={"layer": "1", "head": "2"})
+    assert not at.exception and not at.error
+    assert [h.value for h in at.subheader][-4:-2] == [
+        "Attention before Q, K and V",
+        "Softmax that overflows",
+    ]
+    xx = plotly_array(_titled(at, XX_TITLE)["data"][1]["z"])
+    head = plotly_array(_titled(at, "L1 H2: softmax(q·kᵀ/√d_head)")["data"][1]["z"])
+    assert np.allclose(np.nansum(xx, axis=1), 1, atol=1e-2)  # rows of weights (2 decimals drawn)
+    assert np.isnan(xx[0, 1]) and not np.allclose(xx, head, equal_nan=True)
+    said = _said(at, "softmax(x·xᵀ/√d) puts its largest weight")
+    rows = len(xx) - 1  # row 0 reads only itself
+    self_xx = int(np.sum(np.nanargmax(xx[1:], axis=1) == np.arange(1, len(xx))))
+    assert f"in **{self_xx} of {rows}** query rows" in said and "L1 H2 in **" in said
+    assert "random weights" in said
+    view = _said(at, "For the query **")
+    assert view.startswith("For the query **11\\:t**")  # the default query: the last token
+    assert f"({np.nanmax(xx[-1]):.2f} of its weight)" in view
+    assert f"q·k at **{np.nanargmax(head[-1])}\\:" in view
+
+
+def test_the_scale_slider_changes_the_overflow_table_and_rides_in_the_url(models_dir):
+    at = app_test(models_dir, PAGE, prompt="abcdefg")
+    assert not at.exception
+    table = _overflow_table(at)
+    assert table.columns[0] == "score ×1" and len(table) == 7  # every key the last token reads
+    assert "NaN" not in table.to_numpy()
+    at.select_slider(key=widget_key(FACTOR_KEY)).set_value(1000).run()
+    assert not at.exception
+    assert str(at.query_params[FACTOR_KEY]).strip("[]'") == "1000"
+    big = _overflow_table(at)
+    assert big.columns[0] == "score ×1000"
+    small = table.loc[big.index].iloc[:, 0].astype(float)  # printed to 2 decimals
+    assert np.allclose(big.iloc[:, 0].astype(float), 1000 * small, atol=1000 * 0.005 + 0.005)
+    nan16 = int((big["naive, float16"] == "NaN").sum())
+    overflowed = int((big["exp, float16"] == "inf").sum())
+    assert nan16 == overflowed > 0
+    said = _said(at, "At ×1000, ")
+    assert f"naive float16 gives **NaN for {nan16} of the 7 weights**" in said
+    assert "NaN" not in big["max-subtracted, float16"].to_numpy()
+    assert np.allclose(
+        big["max-subtracted, float16"].astype(float), big["float64"].astype(float), atol=2e-3
+    )
+    reopened = app_test(models_dir, PAGE, prompt="abcdefg", query={FACTOR_KEY: "1000"})
+    assert reopened.select_slider(key=widget_key(FACTOR_KEY)).value == 1000
+    assert _overflow_table(reopened).equals(big)

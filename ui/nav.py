@@ -133,7 +133,16 @@ SECTIONS: dict[str, list[Page]] = {
             "Attention",
             ":material/visibility:",
             "Which earlier tokens each token looks at, head by head, with the arithmetic behind it.",
-            view_keys=("layer", "head", "view", "query", "grid_layers", "rrt", "rrt_len"),
+            view_keys=(
+                "layer",
+                "head",
+                "view",
+                "query",
+                "softmax_x",
+                "grid_layers",
+                "rrt",
+                "rrt_len",
+            ),
             needs="attention heads",
         ),
         Page(

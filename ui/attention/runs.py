@@ -1,8 +1,10 @@
 """The Attention page's cached computations: the attention run of a prompt, the head scores and
-roles, and the figures built from them, each keyed by exactly what it shows (ui/cache.py)."""
+roles, x·x against every head (here and on the untrained twin), one query's scores through the
+softmaxes, and the figures built from them, each keyed by exactly what it shows (ui/cache.py)."""
 
 from __future__ import annotations
 
+import numpy as np
 import plotly.graph_objects as go
 
 from ui import cache
@@ -24,7 +26,9 @@ from viz_model.analysis.attention import (
     head_scores,
     induction_test,
 )
+from viz_model.analysis.before_qkv import Comparison, attention_inputs, compare, xx_patterns
 from viz_model.analysis.head_roles import head_roles
+from viz_model.analysis.softmax import SoftmaxRow, softmax_row
 from viz_model.model.scale import view_tokens
 
 RANDOM_SEED = 0  # the repeated random sequence's (viz_model/lessons/answers_attention.py's too)
@@ -140,3 +144,42 @@ def roles_of(
     given): once per view, not once per run, as a class's page runs repeat it."""
     random_scores = None if random_ids is None else prompt_head_scores(bundle_id, random_ids)
     return head_roles(prompt_head_scores(bundle_id, ids), random_scores)
+
+
+@cache.per_prompt
+def xx_pattern(bundle_id: str, ids: tuple[int, ...]) -> np.ndarray:
+    """(L, T, T): softmax(x xᵀ / √d + mask) on what each layer's attention reads (before_qkv)."""
+    b = cache.bundle(bundle_id)
+    return xx_patterns(attention_inputs(b.model, list(ids)), b.config.causal)
+
+
+@cache.per_prompt
+def xx_against_heads(bundle_id: str, ids: tuple[int, ...]) -> Comparison:
+    """x·x against every head of the model on these ids."""
+    pattern = run_attention(bundle_id, ids).pattern
+    return compare(xx_pattern(bundle_id, ids), pattern, cache.bundle(bundle_id).config.causal)
+
+
+@cache.per_prompt
+def twin_xx_against_heads(bundle_id: str, ids: tuple[int, ...]) -> Comparison:
+    """The same on the model's untrained twin (cache.untrained): its own x and its own heads."""
+    model = cache.untrained(bundle_id).model
+    xx = xx_patterns(attention_inputs(model, list(ids)), model.cfg.causal)
+    return compare(xx, attention_run(model, list(ids)).pattern, model.cfg.causal)
+
+
+@cache.per_prompt
+def scores_row(
+    bundle_id: str, ids: tuple[int, ...], layer: int, head: int, query: int, factor: int
+) -> SoftmaxRow:
+    """The chosen head's scores for one query (the keys it reads), times factor, through the
+    naive and the max-subtracted softmax in float32 and float16 (analysis/softmax.py)."""
+    row = run_attention(bundle_id, ids).scores[layer, head, query]
+    return softmax_row(row[read_keys(bundle_id, ids, layer, head, query)], factor)
+
+
+def read_keys(
+    bundle_id: str, ids: tuple[int, ...], layer: int, head: int, query: int
+) -> np.ndarray:
+    """The positions of the keys the query reads: its scores that the mask left finite."""
+    return np.flatnonzero(np.isfinite(run_attention(bundle_id, ids).scores[layer, head, query]))
