@@ -47,7 +47,7 @@ def _check(claim, trained: Comparison, twin: Comparison, layer: int, head: int) 
     assert f"**{tv:.2f}**" in claim.text and f"{tv0:.2f}" in claim.text
     assert claim.made == (round(abs(tv - tv0), 2) >= TV_MARGIN)
     assert ("training put" in claim.text) == claim.made
-    assert ("not something training gave it" in claim.text) == (not claim.made)
+    assert ("does not tell this head from a random one" in claim.text) == (not claim.made)
     assert ("with random weights too" in claim.text) == (min(a, a0) >= n / 2)
 
 
@@ -77,7 +77,9 @@ def test_a_model_that_learned_nothing_is_never_said_to_have_been_trained(name, c
     for layer in range(bundle.config.n_layer):
         for head in range(bundle.config.n_head):
             claim = before_qkv_claim(random, twin, layer, head, f"L{layer} H{head}")
-            assert not claim.made and "not something training gave it" in claim.text, claim.text
+            assert not claim.made and "does not tell this head from a random one" in claim.text, (
+                claim.text
+            )
 
 
 def test_a_short_prompt_compares_nothing():

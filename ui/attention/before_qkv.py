@@ -31,7 +31,7 @@ def side_by_side(ctx: PageContext, v: View) -> None:
     st.subheader("Attention before Q, K and V")
     st.markdown(
         "The simplest attention has no learned matrix at all: each token scores every token it "
-        "may read by the dot product of their vectors, x_i · x_j, and a softmax turns each row "
+        "may read by the dot product of their vectors, xᵢ · xⱼ, and a softmax turns each row "
         "into weights. Q, K and V then give three learned views of the same x: "
         "**q = x W_Q** (what a token looks for), **k = x W_K** (what it offers to be found by) "
         "and **v = x W_V** (what it passes on), so a head can look for something other than "

@@ -161,13 +161,13 @@ def before_qkv_claim(
     gap = f"The mean distance between the two patterns is **{tv:.2f}** (0: the same weights, 1: no key in common)"
     if round(abs(tv - tv0), 2) < TV_MARGIN:
         text = (
-            f"{counts} {gap}; with random weights it is {tv0:.2f}, within {TV_MARGIN:.2f}: how far "
-            f"this head sits from x·x is not something training gave it."
+            f"{counts} {gap}; with random weights it is {tv0:.2f}, within {TV_MARGIN:.2f}: this "
+            "distance alone does not tell this head from a random one."
         )
         return Claim(text, False, numbers)
     moved = "further apart" if tv > tv0 else "closer together"
     text = (
         f"{counts} {gap}, against {tv0:.2f} with random weights: training put {name} and x·x "
-        f"{abs(tv - tv0):.2f} {moved}."
+        f"{abs(tv - tv0):.2f} {moved} (x·x changed too: it reads the trained vectors)."
     )
     return Claim(text, True, numbers)
