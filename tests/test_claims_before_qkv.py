@@ -85,7 +85,7 @@ def test_a_model_that_learned_nothing_is_never_said_to_have_been_trained(name, c
 def test_a_short_prompt_compares_nothing():
     one = Comparison(np.array([1]), np.array([[0]]), np.array([[0.5]]), 2, 0.8)
     claim = before_qkv_claim(one, one, 0, 0, "L0 H0")
-    assert not claim.made and "type at least" in claim.text and "training" not in claim.text
+    assert not claim.made and "type a longer prompt" in claim.text and "training" not in claim.text
 
 
 @pytest.mark.parametrize("name", GPT_CLAIM_MODELS)

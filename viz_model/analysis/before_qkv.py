@@ -140,9 +140,9 @@ def before_qkv_claim(
     }
     if n < MIN_ROWS:
         text = (
-            f"This prompt gives {n} query row{'s' * (n != 1)} to compare (a token's row reads "
-            f"only itself at the start): type at least {MIN_ROWS + 1} tokens to compare x·x "
-            f"with {name}."
+            f"This prompt gives {n} query row{'s' * (n != 1)} to compare x·x with {name} on; "
+            f"{MIN_ROWS} are needed (with a causal mask the first token reads only itself, so "
+            "its row does not count): type a longer prompt."
         )
         return Claim(text, False, numbers)
     tv, tv0 = as_printed(trained.tv[layer, head]), as_printed(twin.tv[layer, head])

@@ -115,7 +115,7 @@ def _naive_words(row: SoftmaxRow, name: str) -> tuple[str, dict[str, float]]:
     limit = overflow_threshold(DTYPES[name])
     if over:
         zeros = int((w == 0).sum())
-        rest = f"; the other {zeros} are 0" if zeros else ""
+        rest = f"; the other {zeros} {'is' if zeros == 1 else 'are'} 0" if zeros else ""
         what = (
             f"naive {name} gives **NaN for {nan} of the {n} weights** (exp overflows to inf for "
             f"{over} score{'s' * (over != 1)} above {limit:.2f}, and inf / inf is NaN){rest}"
@@ -128,9 +128,15 @@ def _naive_words(row: SoftmaxRow, name: str) -> tuple[str, dict[str, float]]:
     elif np.isinf(exp.sum()):
         what = f"naive {name} gives 0 for every weight: no exp overflows, but their sum does"
     else:
+        top = float(row.rounded[name].max())
+        d = 2 if f"{top:.2f}" != f"{limit:.2f}" else 4  # 11.0859 is not "11.09, under 11.09"
         what = (
-            f"naive {name} stays finite (largest score {row.rounded[name].max():.2f}, under "
-            f"{limit:.2f}), off float64 by at most {small(err)}"
+            f"naive {name} stays finite (largest score {top:.{d}f}, under {limit:.{d}f}) and "
+            + (
+                "gives exactly float64's weights"
+                if err == 0
+                else f"is off float64 by at most {small(err)}"
+            )
         )
     return what, counts
 
@@ -156,10 +162,11 @@ def overflow_claim(row: SoftmaxRow) -> Claim:
             if err32 <= SAME_TO
             else f"float64's weights to within {small(err32)} in float32"
         )
-        stable = (
-            f"Max-subtraction, exp(s − max) / Σ, stays finite and gives {same}, and to within "
-            f"{small(err16)} in float16, which keeps about 3 significant digits (of the scores "
-            "too)."
+        stable = f"Max-subtraction, exp(s − max) / Σ, stays finite and gives {same}, and " + (
+            "exactly float64's weights in float16."
+            if err16 == 0
+            else f"to within {small(err16)} in float16, which keeps about 3 significant "
+            "digits (of the scores too)."
         )
     elif np.isinf(row.rounded["float16"]).any():
         stable = (
