@@ -24,7 +24,7 @@ from viz_model.analysis.softmax import (
 )
 
 FACTOR_KEY = "softmax_x"  # the scale-up's URL key (ui/nav.py lists it in the page's view keys)
-TABLE_ROWS = 10  # the keys with the highest scores; a longer row shows only these
+TABLE_ROWS = 12  # the keys with the highest scores; a longer row shows only these
 
 
 def naive_softmax(ctx: PageContext, v: View) -> None:
