@@ -6,7 +6,8 @@ machine's Python rather than a download, and without pip of its own (this Python
 into it; a venv's own old setuptools would hide the newer one torch asks for). The checkout is
 never on its import path: the commands run outside it, with no PYTHONPATH, and the first test
 checks that `viz_model` is the installed one. The tests run in order and share the environment;
-the last one checks that nothing they did wrote inside the installed packages. Not here: the pins
+the last one checks that nothing they did wrote inside the installed packages (a model exported
+for transformers and a page's notebook executed among them). Not here: the pins
 and ranges of pyproject.toml (tests/test_install.py).
 """
 
@@ -179,6 +180,38 @@ def test_a_training_job_of_the_app_runs_and_keeps_its_run_in_the_runs_folder(ins
     state, path = installed.run(code).split()
     assert state == "finished" and Path(path) == installed.work / "runs" / "job"
     assert (Path(path) / "model.safetensors").is_file()
+
+
+def test_an_export_opens_in_transformers_and_a_pages_notebook_runs_in_the_installed_copy(
+    installed,
+):
+    """The two ways a model leaves the app, from the installed copy: a GPT-2 folder transformers
+    opens with the same logits, and the Next token page's notebook, executed in a Jupyter kernel
+    of this environment (so it imports the installed viz_model), printing the model's numbers."""
+    code = (
+        "import json, nbformat, torch, viz_gpt\n"
+        "from nbclient import NotebookClient\n"
+        "from transformers import AutoModelForCausalLM\n"
+        "from serving.notebooks import View, build, to_json\n"
+        "from viz_model import export_gpt2, load_bundle\n"
+        "bundle = load_bundle('shakespeare-char')\n"
+        "ids = bundle.to_tokens('ROMEO: But soft')\n"
+        "theirs = AutoModelForCausalLM.from_pretrained(export_gpt2(bundle, 'hf')).eval()\n"
+        "with torch.no_grad():\n"
+        "    ours = bundle.model(ids)\n"
+        "    diff = (theirs(ids).logits - ours).abs().max().item()\n"
+        "top = torch.softmax(ours[0, -1], -1).max().item()\n"
+        "view = View('Next_token', 'Next token', 'shakespeare-char', True, 'ROMEO: But soft', 128)\n"
+        "nb = nbformat.reads(to_json(build(view)), as_version=4)\n"
+        "NotebookClient(nb, timeout=300, kernel_name='python3').execute()\n"
+        "printed = ''.join(o.get('text', '') for c in nb.cells if c.cell_type == 'code'\n"
+        "    for o in c.outputs if o.output_type == 'stream')\n"
+        "print(json.dumps([diff, ours.std().item(), top, printed]))"
+    )
+    diff, spread, top, printed = json.loads(installed.run(code, timeout=600))
+    assert spread > 0.1 and diff < 1e-4  # logits that vary, matched by transformers
+    assert (installed.work / "hf" / "config.json").is_file()  # written where the user works
+    assert f"  1  p = {top:.6f}" in printed  # the notebook's most likely token: the model's
 
 
 def test_nothing_was_written_inside_the_installed_packages(installed):
