@@ -15,6 +15,7 @@ from ui.attention.head import View
 from ui.attention.runs import query_bars, run_attention
 from ui.frame import PageContext
 from viz_model.analysis.attention import recorded_differences, run_query_arithmetic
+from viz_model.analysis.claims import md_escape
 from viz_model.model.positions import alibi_slopes
 
 ARITHMETIC_SECTION = "arithmetic"  # the hand-arithmetic section's key in the URL's open=
@@ -31,9 +32,10 @@ def by_hand(ctx: PageContext, v: View) -> None:
     diffs = recorded_differences(arith, run, layer, head)
     E = arith.d_head
     qlabel = labels[query]
+    qtext = md_escape(qlabel)  # the prompt's own text, drawn as Markdown: *, _, $ stay literal
 
     with parts.followed_expander(  # open or shut as the teacher left it (the URL's open=)
-        f"**Work out one row by hand: query {qlabel} in {v.name}**, from q and k to the head's "
+        f"**Work out one row by hand: query {qtext} in {v.name}**, from q and k to the head's "
         "write into the residual, with this model's real numbers",
         ARITHMETIC_SECTION,
     ) as is_open:
@@ -50,7 +52,7 @@ def by_hand(ctx: PageContext, v: View) -> None:
         )
 
         turned = " after RoPE turned it by its position" if run.rotated else ""
-        st.markdown(f"**1. The query vector q** of {qlabel}{turned} ({E} numbers, d_head = {E})")
+        st.markdown(f"**1. The query vector q** of {qtext}{turned} ({E} numbers, d_head = {E})")
         table(vector_table(arith.q, [qlabel], "q"))
 
         seen = arith.visible
@@ -121,7 +123,7 @@ def by_hand(ctx: PageContext, v: View) -> None:
         st.markdown(
             f"**5. The head's write into the residual stream**: result = z · W_O, where W_O is this "
             f"head's {E} × {cfg.d_model} slice of the output matrix. These {cfg.d_model} numbers are "
-            f"added to the residual stream at {qlabel} (the output bias is added once for all heads)."
+            f"added to the residual stream at {qtext} (the output bias is added once for all heads)."
         )
         table(vector_table(arith.result, ["z · W_O"], "result"))
 
