@@ -7,7 +7,7 @@ import ast
 
 import nbformat
 import pytest
-from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+import streamlit as st
 
 from serving.notebooks import MIME
 from tests.apptest_util import app_test, open_link
@@ -18,16 +18,19 @@ PROMPT = 'To be, or "not" \\ to be'
 
 @pytest.fixture
 def downloads(monkeypatch) -> list[tuple[bytes, str, str | None]]:
-    """(data, mime type, file name) of every file a run hands the browser. AppTest keeps them in
-    a media store it drops after the run, so they are caught on the way in."""
+    """(data, mime type, file name) of every file a run hands a download button, caught on the
+    way in (AppTest keeps them in a media store it drops after the run); through the public
+    element's own class, so no private Streamlit module is imported."""
     caught: list[tuple[bytes, str, str | None]] = []
-    store = MemoryMediaFileStorage.load_and_get_id
+    element = type(st.sidebar)
+    offer = element.download_button
 
-    def catch(self, data, mimetype, kind, filename=None):
-        caught.append((data, mimetype, filename))
-        return store(self, data, mimetype, kind, filename)
+    def catch(self, label, data, file_name=None, mime=None, *args, **kwargs):
+        raw = data.encode("utf-8") if isinstance(data, str) else data
+        caught.append((raw, mime, file_name))
+        return offer(self, label, data, file_name, mime, *args, **kwargs)
 
-    monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", catch)
+    monkeypatch.setattr(element, "download_button", catch)
     return caught
 
 
