@@ -1,5 +1,6 @@
 """Next token: the distribution after the prompt, reshaped live by temperature, top-k and top-p;
-its entropy; and how surprised the model is by each token of the prompt (surprisal, perplexity).
+its entropy; how surprised the model is by each token of the prompt (surprisal, perplexity); and
+the same numbers named as the training loss, cross-entropy, beside accuracy and random weights.
 
 The page's sections are functions in ui/next_token.py (docs/ADD_A_PAGE.md), the training text
 behind the prediction in ui/training_text.py: this script reads as the page's table of contents."""
@@ -15,6 +16,7 @@ view = next_token.controls(ctx)  # temperature, top-k, top-p; bars shown, log sc
 shown = next_token.distribution(ctx, prompt, view)
 next_token.entropy(ctx, shown)
 next_token.surprisal(ctx, prompt)
+next_token.loss_named(ctx, prompt)  # the mean surprisal is the training loss, cross-entropy
 training_text.prompt_probability(ctx, prompt.surprisal)
 training_text.in_training_text(ctx, prompt.last_logits)
 next_token.numbers_behind_it(ctx, prompt, shown)

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from tests.conftest import tiny_model
+from tests.conftest import VOCAB, tiny_config, tiny_model
+from viz_model.analysis import next_token as nt
 from viz_model.analysis.generation import (
     Action,
     KVComparison,
@@ -192,3 +193,59 @@ def test_cut_counts_apply_top_k_before_top_p():
     assert counts.top_p == 3  # 0.25 + 0.2 < 0.55 <= 0.25 + 0.2 + 0.15
     # After top-k the five hold 0.75, renormalised: 0.33, 0.27, ...; two reach 0.55.
     assert counts.both == 2
+
+
+# ---- the loss, named: cross-entropy and accuracy -------------------------------------------------
+
+
+def _prompt_numbers(model, ids):
+    logits = nt.prompt_logits(model, ids)
+    return logits, nt.loss_numbers(nt.surprisal(logits, ids), nt.top_is_next(logits, ids), VOCAB)
+
+
+def test_the_mean_surprisal_is_torchs_cross_entropy_on_the_same_logits():
+    V, model = VOCAB, tiny_model()
+    ids = [int(i) for i in torch.randint(0, V, (12,), generator=torch.Generator().manual_seed(3))]
+    logits, numbers = _prompt_numbers(model, ids)
+    ce = torch.nn.functional.cross_entropy(torch.tensor(logits[:-1]), torch.tensor(ids[1:]))
+    assert numbers.loss == pytest.approx(float(ce), abs=1e-5)
+    assert numbers.nll.size == len(ids) - 1
+    assert numbers.perplexity == pytest.approx(math.exp(float(ce)), rel=1e-5)
+    assert numbers.blind == pytest.approx(math.log(V))
+
+
+def test_accuracy_is_the_share_of_positions_whose_argmax_is_the_next_token():
+    model = tiny_model(seed=1)
+    ids = [
+        int(i) for i in torch.randint(0, VOCAB, (16,), generator=torch.Generator().manual_seed(4))
+    ]
+    logits, numbers = _prompt_numbers(model, ids)
+    agree = (torch.tensor(logits[:-1]).argmax(-1) == torch.tensor(ids[1:])).float()
+    assert 0.0 <= numbers.accuracy <= 1.0
+    assert numbers.accuracy == pytest.approx(float(agree.mean()))
+    assert list(numbers.hits) == agree.tolist()
+    # a text made of the model's own top tokens scores accuracy 1, whatever its loss
+    greedy = [ids[0]]
+    for _ in range(10):
+        greedy.append(int(prompt_logits(model, greedy)[-1].argmax()))
+    assert _prompt_numbers(model, greedy)[1].accuracy == 1.0
+
+
+def test_a_one_token_prompt_has_no_loss():
+    numbers = nt.loss_numbers(np.array([np.nan]), np.array([np.nan]), VOCAB)
+    assert numbers.nll.size == 0 and math.isnan(numbers.loss) and math.isnan(numbers.accuracy)
+
+
+def test_random_weights_score_about_ln_v_and_the_claim_says_about_chance():
+    """A freshly initialised GPT (std 0.02) gives nearly flat logits: its loss sits near
+    ln V (a 3% margin: 0.09 nats on 23 tokens, far above float rounding), and the page's
+    sentence calls it about chance."""
+    from viz_model.analysis.untrained import fresh_model
+
+    model = fresh_model(tiny_config(), seed=5)
+    g = torch.Generator().manual_seed(6)
+    ids = [int(i) for i in torch.randint(0, VOCAB, (16,), generator=g)]
+    _, numbers = _prompt_numbers(model, ids)
+    assert abs(numbers.loss - math.log(VOCAB)) < 0.03 * math.log(VOCAB)
+    claim = nt.cross_entropy_claim(numbers.loss, numbers.loss, VOCAB, True)
+    assert not claim.made and "about chance" in claim.text and "beats" not in claim.text

@@ -8,10 +8,13 @@ import numpy as np
 
 from ui.charts.common import COLUMN_TICKS_MAX_T, TICK_FONT, plotly_labels
 from ui.charts.next_token import (
+    HIT_COLOUR,
+    MISS_COLOUR,
     distinct_labels,
     distribution_bars,
     history_chips,
     layer_attention_heatmap,
+    nll_bars,
     plotly_text,
     surprisal_chips,
 )
@@ -165,3 +168,19 @@ def test_bar_labels_turn_only_when_they_would_not_fit():
         distribution_bars(bpe, *[np.full(20, 0.05)] * 3, np.ones(20, bool)).layout.xaxis.tickangle
         == -45
     )
+
+
+def test_the_loss_bars_colour_hits_and_draw_the_loss_and_blind_guess_lines():
+    nll = np.array([0.1, 2.0, 0.7])
+    fig = nll_bars(["1:a", "2:b", "3:c"], nll, np.array([1.0, 0.0, 1.0]), 0.93, 3.14, "t")
+    traces = {t.name: t for t in fig.data}
+    hit, miss = traces["top token was the next token"], traces["it was not"]
+    assert list(hit.x) == ["1:a", "3:c"] and list(miss.x) == ["2:b"]
+    assert hit.marker.color == HIT_COLOUR and miss.marker.color == MISS_COLOUR
+    assert np.allclose(hit.customdata, np.exp(-np.array([0.1, 0.7])))  # p(next) on hover
+    assert list(traces["mean = the loss 0.93"].y) == [0.93, 0.93]
+    assert list(traces["blind guess ln V 3.14"].y) == [3.14, 3.14]
+    assert list(fig.layout.xaxis.ticktext) == ["1:a", "2:b", "3:c"]  # every position labelled
+    # all hits: no empty "it was not" trace in the legend
+    names = [t.name for t in nll_bars(["1:a"], np.array([0.2]), np.array([1.0]), 0.2, 3.1, "").data]
+    assert "it was not" not in names

@@ -154,6 +154,56 @@ def test_a_model_without_the_causal_mask_gets_no_perplexity_finding():
     assert nt.loss_lookahead_claim(False).made and nt.loss_lookahead_claim(True).text == ""
 
 
+# ---- Next token: the loss, named ----------------------------------------------------------------
+
+
+def _loss(model, ids: list[int]) -> float:
+    return nt.mean_loss(nt.surprisal(nt.prompt_logits(model, ids), ids))
+
+
+@pytest.mark.parametrize("name", CLAIM_MODELS)
+def test_the_cross_entropy_sentence_matches_the_loss_and_the_untrained_twin(name, claim_bundles):
+    from viz_model.analysis.untrained import untrained_twin
+
+    bundle = claim_bundle(claim_bundles, name)
+    ids, vocab = prompt_ids(bundle), bundle.tokenizer.vocab_size
+    loss, twin = _loss(bundle.model, ids), _loss(untrained_twin(bundle).model, ids)
+    claim = nt.cross_entropy_claim(loss, twin, vocab, bundle.config.causal)
+    blind, margin = np.log(vocab), 0.1 * np.log(vocab)
+    assert claim.numbers["blind"] == pytest.approx(blind)
+    assert first_number(r"([\d.]+) nats", claim.text) == pytest.approx(loss, abs=0.0051)
+    if not bundle.config.causal:
+        assert not claim.made and "no causal mask" in claim.text and "chance" not in claim.text
+        return
+    beats = loss < blind - margin and loss < twin - margin
+    assert claim.made == beats == ("beats chance" in claim.text)
+    assert f"random weights scores {twin:.2f}" in claim.text
+    assert ("about chance" in claim.text) == (not beats and abs(loss - blind) <= margin)
+    # the twin itself, a model that learned nothing, never beats chance on the same text
+    on_twin = nt.cross_entropy_claim(twin, twin, vocab, True)
+    assert not on_twin.made and "beats" not in on_twin.text
+    if bundle.family == "gpt":  # a GPT's random init gives near-flat logits: about ln V
+        assert "about chance" in on_twin.text
+
+
+def test_the_cross_entropy_claim_on_constructed_numbers():
+    ln28 = float(np.log(28))  # 3.33; the margin is 0.33 nats
+    assert nt.cross_entropy_claim(1.5, 3.3, 28, True).made
+    assert not nt.cross_entropy_claim(1.5, 1.6, 28, True).made  # no better than random weights
+    assert "not clearly below its random weights" in nt.cross_entropy_claim(1.5, 1.6, 28, True).text
+    about = nt.cross_entropy_claim(ln28 + 0.2, ln28, 28, True)
+    assert not about.made and "about chance" in about.text and "ln 28 = 3.33" in about.text
+    assert "worse than a blind guess" in nt.cross_entropy_claim(5.0, 3.3, 28, True).text
+    copying = nt.cross_entropy_claim(0.02, 3.3, 28, False)
+    assert not copying.made and "copying" in copying.text
+
+
+def test_the_accuracy_sentence_counts_the_positions():
+    numbers = nt.loss_numbers(np.array([np.nan, 0.1, 2.0, 0.5]), np.array([np.nan, 1, 0, 1]), 28)
+    assert nt.accuracy_text(numbers).startswith("At 2 of 3 positions")
+    assert "accuracy 67%" in nt.accuracy_text(numbers)
+
+
 # ---- Generation: the KV cache ---------------------------------------------------------------------
 
 

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
 import re
+from pathlib import Path
 
-from tests.apptest_util import app_test
+from tests.apptest_util import app_test, first_bundle
 from ui.state import widget_key
+from viz_model.analysis import next_token as nt
+from viz_model.bundles.load import load_bundle
 
 PAGE = "pages/07_next_token.py"
 PROMPT = "ROMEO: But soft, what light"
@@ -66,3 +70,26 @@ def test_top_k_then_top_p_says_how_many_survive(models_dir):
     assert "keeps the 5 most likely" in note
     at.slider(key=widget_key("top_p")).set_value(1.0).run()  # top-p off: no such note
     assert not any("Top-k first, then top-p" in m.value for m in at.markdown)
+
+
+def test_the_loss_section_prints_the_analysis_loss_and_accuracy(models_dir):
+    """The section draws its bars, and its metrics and claim carry the analysis' own numbers on
+    the same prompt (the test model's loss, accuracy, ln V and its untrained twin's loss)."""
+    at = app_test(models_dir, PAGE, prompt=PROMPT)
+    assert not at.exception
+    assert "The loss, named: cross-entropy" in [h.value for h in at.subheader]
+    metrics = {m.label: m.value for m in at.metric}
+    b = load_bundle(Path(models_dir) / first_bundle(models_dir))
+    ids, V = b.tokenizer.encode(PROMPT)[-b.config.n_ctx :], b.tokenizer.vocab_size
+    logits = nt.prompt_logits(b.model, ids)
+    numbers = nt.loss_numbers(nt.surprisal(logits, ids), nt.top_is_next(logits, ids), V)
+    assert metrics["Loss (nats per token)"] == f"{numbers.loss:.3f}"
+    assert metrics["Accuracy (top-1)"] == f"{numbers.accuracy:.0%}"
+    assert metrics["Blind guess ln V"] == f"{math.log(V):.3f}"
+    text = "\n".join(m.value for m in at.markdown)
+    assert f"{numbers.loss:.2f} nats per token" in text
+    assert f"At {int(numbers.hits.sum())} of {len(ids) - 1} positions" in text
+    bars = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    loss_fig = [f for f in bars if "−ln p(next)" in f["layout"]["title"]["text"]][0]
+    drawn = sum(len(t["x"]) for t in loss_fig["data"] if t["type"] == "bar")
+    assert drawn == min(len(ids) - 1, 30)

@@ -2,7 +2,8 @@
 the idea, softmax with temperature, top-k and top-p (`intro`), the model's numbers on the prompt
 (`prompt`, cached), the sampling and view controls (`controls`), the distribution they reshape
 (`distribution`), its entropy (`entropy`), how surprised the model is by each prompt token
-(`surprisal`), and the numbers behind it (`numbers_behind_it`).
+(`surprisal`), the same numbers named as the training loss, cross-entropy, beside accuracy and the
+untrained twin (`loss_named`), and the numbers behind it (`numbers_behind_it`).
 
 Not here: the measures and claims (viz_model/analysis/next_token.py), the sampling sliders shared
 with Generation (ui/controls.py), the training-text sections (ui/training_text.py), the chart
@@ -30,10 +31,12 @@ from viz_model.model.sampling import Distribution, SamplingSettings
 
 @dataclass(frozen=True)
 class Prompt:
-    """The logits after the last prompt token (V,) and each prompt token's surprisal (T,)."""
+    """The logits after the last prompt token (V,), each prompt token's surprisal (T,) and whether
+    the model's top token there was that token (T,; 1.0 or 0.0, NaN for the first)."""
 
     last_logits: np.ndarray
     surprisal: np.ndarray
+    hits: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -54,10 +57,20 @@ class Shown:
 
 
 @cache.per_prompt
-def prompt_numbers(bundle_id: str, ids: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """The logits after the last prompt token (V,) and each prompt token's surprisal (T,)."""
+def prompt_numbers(
+    bundle_id: str, ids: tuple[int, ...]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The logits after the last prompt token (V,), each prompt token's surprisal (T,) and top-1
+    agreement (T,)."""
     logits = nt.prompt_logits(cache.bundle(bundle_id).model, list(ids))
-    return logits[-1], nt.surprisal(logits, list(ids))
+    return logits[-1], nt.surprisal(logits, list(ids)), nt.top_is_next(logits, list(ids))
+
+
+@cache.per_prompt
+def twin_surprisal(bundle_id: str, ids: tuple[int, ...]) -> np.ndarray:
+    """Each prompt token's surprisal under the model's untrained twin (analysis/untrained.py)."""
+    logits = nt.prompt_logits(cache.untrained(bundle_id).model, list(ids))
+    return nt.surprisal(logits, list(ids))
 
 
 def intro() -> None:
@@ -189,6 +202,79 @@ def surprisal(ctx: PageContext, numbers: Prompt) -> None:
         "Using_a_model",
         "One forward pass gives all these surprisals at once (teacher forcing); scoring answers",
         use_part="forcing",
+    )
+
+
+MAX_LOSS_BARS = 30  # positions the loss chart shows (the latest); the loss is over all of them
+
+
+def loss_named(ctx: PageContext, numbers: Prompt) -> None:
+    """The surprisals named: their mean is the cross-entropy, the loss training minimised
+    (maximum likelihood), against ln V and the untrained twin, with accuracy beside it."""
+    st.subheader("The loss, named: cross-entropy")
+    st.markdown(
+        "These surprisals are exactly what training measured. At every position the model gave "
+        "the token that actually came next a probability $p(\\text{next})$; its $-\\ln p$ is "
+        "that token's **negative log-likelihood**, and their mean over a text is the "
+        "**cross-entropy** of the text under the model: the **loss** the training minimised "
+        "(there on training text, here on your prompt). Making it small is **maximum "
+        "likelihood**: training moved the weights to make these $p(\\text{next})$ as large as it "
+        "could on the training text."
+    )
+    st.latex(r"L = -\frac{1}{T-1}\sum_{t=2}^{T} \ln p(x_t \mid x_{<t})")
+    V = ctx.tokenizer.vocab_size
+    ours = nt.loss_numbers(numbers.surprisal, numbers.hits, V)
+    if ours.nll.size == 0:
+        st.info("The prompt has one token: type at least two to measure the loss.")
+        return
+    twin_loss = nt.mean_loss(twin_surprisal(ctx.bundle_id, tuple(ctx.ids)))
+    m1, m2, m3 = st.columns(3)
+    m1.metric("Loss (nats per token)", f"{ours.loss:.3f}", help="Mean −ln p(next): cross-entropy")
+    m2.metric("Perplexity e^loss", f"{ours.perplexity:,.2f}")
+    m3.metric("Accuracy (top-1)", f"{ours.accuracy:.0%}")
+    m4, m5, _ = st.columns(3)
+    m4.metric(
+        "Blind guess ln V", f"{ours.blind:.3f}", help=f"Every one of {V:,} tokens equally likely"
+    )
+    m5.metric(
+        "Random weights",
+        f"{twin_loss:.3f}",
+        help=f"Its untrained twin: {cache.untrained(ctx.bundle_id).source}",
+    )
+    n = ours.nll.size
+    shown = min(n, MAX_LOSS_BARS)
+    labels = ctx.labels[len(ctx.labels) - shown :]  # each bar is named by the token that came next
+    present.plot(
+        cache.figure(
+            charts.nll_bars,
+            labels,
+            ours.nll[n - shown :],
+            ours.hits[n - shown :],
+            ours.loss,
+            ours.blind,
+            title="−ln p(next) at each position"
+            + (f": the last {shown} of {n}" if shown < n else ""),
+        ),
+        key="nt_loss_bars",
+    )
+    st.caption(
+        "Each bar is the token that came next, and how surprised the model was by it; green where "
+        "its most likely token was that token. "
+        + (
+            f"Only the last {shown} of the {n} positions are drawn; every number is over all {n}."
+            if shown < n
+            else ""
+        )
+    )
+    claim = nt.cross_entropy_claim(ours.loss, twin_loss, V, ctx.config.causal)
+    st.markdown(claim.text)
+    st.markdown(
+        nt.accuracy_text(ours)
+        + " Training uses the log loss, not accuracy: if $p(\\text{next})$ rises from 0.2 to "
+        f"0.4 without becoming the top token, accuracy does not move, while $-\\ln p$ falls "
+        f"from {-math.log(0.2):.2f} to {-math.log(0.4):.2f} nats; and the log loss changes "
+        "smoothly with every weight (it is differentiable), so its gradient says which way to "
+        "move them."
     )
 
 

@@ -1,5 +1,6 @@
 """Figures of the next-token pages: the distribution as bars (cut tokens greyed), token chips
-coloured by surprisal or by probability (escaped HTML), and the newest token's attention per layer.
+coloured by surprisal or by probability (escaped HTML), the newest token's attention per layer,
+and each position's -ln p(next) against the loss and the blind guess (`nll_bars`).
 
 Arrays and labels in, a plotly figure or an HTML string out; never streamlit.
 """
@@ -161,6 +162,73 @@ def _fits_flat(labels: Sequence[str], short: bool, width_px: float = PLOT_PX) ->
     ticks: ~9 px a character at the large size used for short labels, ~7.5 px otherwise)."""
     char_px = 9.0 if short else 7.5
     return max(len(label) for label in labels) * char_px + 6 <= width_px / len(labels)
+
+
+HIT_COLOUR = "#1b7f3b"  # the model's top token was the next token (accuracy counts it)
+MISS_COLOUR = "#9ecae1"  # it was not
+BLIND_COLOUR = "#7f7f7f"  # the blind guess's line, ln V
+
+
+def nll_bars(
+    labels: Sequence[str],
+    nll: np.ndarray,
+    hits: np.ndarray,
+    loss: float,
+    blind: float,
+    title: str,
+) -> go.Figure:
+    """-ln p(next) at each position as bars (green where the model's top token was the next
+    token, pale blue where not), with the text's mean (the loss, red dashed) and the blind guess
+    ln V (grey dotted) as lines; p(next) on hover. Labels name the token that came next."""
+    nll, hits = np.asarray(nll, dtype=float), np.asarray(hits, dtype=float)
+    x = plotly_labels(labels)
+    p = np.exp(-nll)
+    bars = [
+        go.Bar(
+            x=[x[i] for i in idx],
+            y=nll[idx],
+            customdata=p[idx],
+            name=name,
+            marker=dict(color=colour, line=BAR_LINE),
+            hovertemplate="%{x}: p(next) = %{customdata:.3f}, −ln p = %{y:.2f} nats<extra></extra>",
+        )
+        for name, colour, idx in (
+            ("top token was the next token", HIT_COLOUR, np.flatnonzero(hits > 0.5)),
+            ("it was not", MISS_COLOUR, np.flatnonzero(hits <= 0.5)),
+        )
+        if idx.size
+    ]
+    lines = [
+        go.Scatter(
+            x=[x[0], x[-1]] if x else [],
+            y=[value, value],
+            mode="lines",
+            name=f"{name} {value:.2f}",
+            line=dict(color=colour, width=2, dash=dash),
+            hoverinfo="skip",
+        )
+        for name, value, colour, dash in (
+            ("mean = the loss", loss, ACCENT, "dash"),
+            ("blind guess ln V", blind, BLIND_COLOUR, "dot"),
+        )
+    ]
+    return go.Figure(
+        [*bars, *lines],
+        layout=house_layout(
+            title,
+            height=SMALL_HEIGHT + 80,
+            xaxis=dict(
+                type="category",
+                categoryorder="array",
+                categoryarray=x,
+                **every_tick(x, COLUMN_TICKS_MAX_T),
+            ),
+            yaxis=dict(title="−ln p(next) (nats)", rangemode="tozero"),
+            legend=LEGEND_BELOW,
+            bargap=0.15,
+            barmode="overlay",  # the two colours' bars sit at different positions, never side by side
+        ),
+    )
 
 
 def layer_attention_heatmap(

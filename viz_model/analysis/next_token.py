@@ -3,6 +3,8 @@ and how surprised the model is by each token of a text (surprisal) and by the wh
 
 surprisal of token t = -log p(x_t | x_<t)  (nats; the first token has none: nothing came before it)
 perplexity          = exp(mean surprisal)  (the "effective number of choices" per token)
+cross-entropy       = mean surprisal       (the training loss, measured on this text: `loss_numbers`)
+accuracy            = share of positions whose most likely token is the one that came next
 
 Not here: how temperature / top-k / top-p reshape logits (viz_model.model.sampling), figures (charts).
 """
@@ -55,6 +57,50 @@ def surprisal(logits: np.ndarray, ids: list[int]) -> np.ndarray:
         nxt = torch.as_tensor(list(ids[1:]), dtype=torch.long)
         out[1:] = (-logp[torch.arange(len(nxt)), nxt]).numpy()
     return out
+
+
+def top_is_next(logits: np.ndarray, ids: list[int]) -> np.ndarray:
+    """1.0 where the model's most likely token (ties: the lowest id, as argmax) is the token that
+    actually came next, else 0.0, (T,); NaN for the first token, which nothing predicted."""
+    out = np.full(len(ids), np.nan)
+    if len(ids) > 1:
+        top = np.asarray(logits)[:-1].argmax(axis=-1)
+        out[1:] = (top == np.asarray(ids[1:])).astype(float)
+    return out
+
+
+@dataclass(frozen=True)
+class LossNumbers:
+    """The cross-entropy of a text under a model: -ln p(next) at each predicted position, its
+    mean (the loss), the 0/1 score beside it (accuracy) and the blind guess's ln V."""
+
+    nll: np.ndarray  # (n,) -ln p(next), the n positions that have a prediction
+    hits: np.ndarray  # (n,) 1.0 where the top token was the next token, else 0.0
+    loss: float  # mean nll: the cross-entropy (NaN when n = 0)
+    accuracy: float  # mean hits
+    blind: float  # ln V: every token equally likely
+
+    @property
+    def perplexity(self) -> float:
+        return math.exp(self.loss)
+
+
+def loss_numbers(surprisals: np.ndarray, hits: np.ndarray, vocab: int) -> LossNumbers:
+    """The loss, accuracy and blind guess from each token's surprisal and top-1 agreement (both
+    NaN at the first token: `surprisal`, `top_is_next`)."""
+    s, h = np.asarray(surprisals, dtype=float), np.asarray(hits, dtype=float)
+    keep = ~np.isnan(s)
+    nll, hits = s[keep], h[keep]
+    loss = float(nll.mean()) if nll.size else float("nan")
+    acc = float(hits.mean()) if hits.size else float("nan")
+    return LossNumbers(nll, hits, loss, acc, math.log(vocab))
+
+
+def mean_loss(surprisals: np.ndarray) -> float:
+    """The mean surprisal over the tokens that have one (the cross-entropy); NaN when none does."""
+    s = np.asarray(surprisals, dtype=float)
+    s = s[~np.isnan(s)]
+    return float(s.mean()) if s.size else float("nan")
 
 
 def perplexity(surprisals: np.ndarray) -> float:
@@ -205,3 +251,61 @@ def loss_lookahead_claim(causal: bool) -> Claim:
         "copying, not prediction, and cannot be compared with a causal model's."
     )
     return Claim(text if not causal else "", not causal, {"causal": float(causal)})
+
+
+# Within this share of ln V a loss is "about chance"; a model "beats chance" when its loss is below
+# both ln V and its random weights' loss on the same text by more than this share of ln V.
+CHANCE_MARGIN = 0.1
+
+
+def cross_entropy_claim(loss: float, twin_loss: float, vocab: int, causal: bool) -> Claim:
+    """What the prompt's cross-entropy says: beats chance (made) only when the loss is below both
+    the blind guess ln V and the untrained twin's loss on the same text by CHANCE_MARGIN × ln V;
+    about chance within that margin of ln V; else worse than a blind guess, or no better than
+    random weights."""
+    blind = math.log(vocab)
+    margin = CHANCE_MARGIN * blind
+    numbers = {"loss": loss, "twin_loss": twin_loss, "blind": blind, "margin": margin}
+    numbers |= {"causal": float(causal)}
+    if not causal:
+        return Claim(
+            f"Cross-entropy {loss:.2f} nats, but this model has no causal mask: it saw each "
+            "token it was scored on, so this measures copying, not prediction.",
+            False,
+            numbers,
+        )
+    twin = f"the same model with random weights scores {twin_loss:.2f}"
+    if loss < blind - margin and loss < twin_loss - margin:
+        text = (
+            f"On this text the model **beats chance**: {loss:.2f} nats per token, "
+            f"{blind - loss:.2f} below the blind guess ln {vocab:,} = {blind:.2f}; {twin}. "
+            f"(Beating chance: lower than both by more than {margin:.2f} nats, a tenth of ln V.)"
+        )
+        return Claim(text, True, numbers)
+    if abs(loss - blind) <= margin:
+        text = (
+            f"On this text the model scores **about chance**: {loss:.2f} nats per token, about "
+            f"the blind guess ln {vocab:,} = {blind:.2f} (within {margin:.2f}, a tenth of ln V), "
+            f"what a model that learned nothing scores; {twin}."
+        )
+    elif loss > blind:
+        text = (
+            f"On this text the model scores **worse than a blind guess**: {loss:.2f} nats per "
+            f"token against ln {vocab:,} = {blind:.2f}; it gave some of these tokens much less "
+            f"than 1/V, expecting something else; {twin}."
+        )
+    else:
+        text = (
+            f"On this text the model scores {loss:.2f} nats per token, below the blind guess "
+            f"ln {vocab:,} = {blind:.2f}, but not clearly below its random weights: {twin}."
+        )
+    return Claim(text, False, numbers)
+
+
+def accuracy_text(numbers: LossNumbers) -> str:
+    """The 0/1 score in words, with the counts it comes from."""
+    n, k = numbers.hits.size, int(numbers.hits.sum())
+    return (
+        f"At {k} of {n} positions the model's most likely token was the one that came next: "
+        f"**accuracy {numbers.accuracy:.0%}**."
+    )
