@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ui.charts.training import loss_curves, lr_curve
+from ui.charts.training import loss_and_accuracy, loss_curves, lr_curve
 from viz_model.analysis.training import binned_mean, curves, samples
 
 
@@ -103,3 +103,15 @@ def test_labels_of_nearly_equal_baselines_do_not_overlap():
     assert len(set(spots)) == 3
     apart = loss_curves(curves_, {"blind guess": 4.3, "unigram": 3.3, "bigram": 2.5})
     assert len({(a.xanchor, a.yanchor) for a in apart.layout.annotations}) == 1
+
+
+def test_loss_and_accuracy_share_the_snapshots_axis_with_accuracy_in_percent():
+    fig = loss_and_accuracy(
+        np.array([0, 34, 1170]), np.array([4.4, 2.8, 1.8]), np.array([0.02, 0.25, 0.46])
+    )
+    loss, acc = fig.data
+    assert list(loss.x) == list(acc.x) == ["0", "34", "1,170"]  # every snapshot, in order
+    assert list(loss.y) == [4.4, 2.8, 1.8]
+    assert list(acc.y) == pytest.approx([2.0, 25.0, 46.0]) and acc.yaxis == "y2"
+    assert tuple(fig.layout.yaxis2.range) == (0, 100)
+    assert fig.layout.xaxis.type == "category"

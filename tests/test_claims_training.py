@@ -7,11 +7,13 @@ from __future__ import annotations
 import math
 import time
 
+import numpy as np
 import pytest
 import torch
 
 from serving import jobs
 from tests.claims_models import CLAIM_MODELS, CLASS_TRAINED, claim_bundle
+from viz_model.analysis import loss_accuracy as la
 from viz_model.analysis import training as tr
 from viz_model.model.config import TrainConfig
 from viz_model.training.loop import lr_at
@@ -294,3 +296,43 @@ def test_the_speed_headline_is_the_runs_average_not_its_last_steps_rate():
     )
     assert "4,572" not in headline
     assert tr.speed_headline(history[:1], 1024) == "– tokens/s"
+
+
+# ---- log loss beside accuracy at the snapshots ----------------------------------------------------
+
+
+@pytest.mark.parametrize("name", CLAIM_MODELS)
+def test_the_accuracy_sentence_matches_the_snapshots_scores(name, claim_bundles):
+    """Scored on 1,024 validation tokens (the page scores 4,096; the claim is a function of the
+    scores either way). Step 0 is the model's random weights, its untrained twin, except for a
+    fine-tune, whose step 0 is its base model."""
+    bundle = claim_bundle(claim_bundles, name)
+    tokens = la.validation_slice(bundle, 1024)
+    along = la.along_training(bundle, tokens) if tokens is not None else None
+    if along is None:
+        pytest.skip(f"{name}: no training text or no snapshots, the page says so in words")
+    vocab = bundle.tokenizer.vocab_size
+    claim = la.accuracy_claim(along, vocab, bool(bundle.meta.get("base")))
+    l0, l1, a0, a1 = along.loss[0], along.loss[-1], along.accuracy[0], along.accuracy[-1]
+    assert f"({l0:.2f} → {l1:.2f} nats)" in claim.text and f"({a0:.1%} → {a1:.1%};" in claim.text
+    fell, rose = l1 <= l0 - la.LOSS_CHANGE, a1 >= a0 + la.ACCURACY_CHANGE
+    assert ("log loss fell" in claim.text) == fell and ("accuracy rose" in claim.text) == rose
+    assert claim.made == (fell and rose)
+    assert f"1 time in {vocab:,}" in claim.text
+
+
+def test_the_accuracy_sentence_on_constructed_scores():
+    def along(loss, acc):
+        return la.AlongTraining(np.array([0, 50]), np.array(loss), np.array(acc), 1000)
+
+    assert la.accuracy_claim(along([4.3, 1.5], [0.01, 0.5]), 77).made
+    flat = la.accuracy_claim(
+        along([4.3, 4.0], [0.10, 0.11]), 77
+    )  # loss fell, accuracy did not move
+    assert (
+        not flat.made
+        and "log loss fell" in flat.text
+        and "accuracy stayed about the same" in flat.text
+    )
+    tuned = la.accuracy_claim(along([2.0, 1.8], [0.4, 0.45]), 77, finetune=True)
+    assert "from the base model to step 50" in tuned.text

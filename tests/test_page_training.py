@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.apptest_util import app_test, plotly_array, plotly_figures
 from ui.state import widget_key
+from viz_model.analysis import loss_accuracy as la
 from viz_model.analysis.training import tex_number
 from viz_model.bundles.load import load_bundle
 from viz_model.model.config import TrainConfig
@@ -174,3 +177,22 @@ def test_a_snapshots_run_summary_says_its_figures_are_the_whole_runs(models_dir)
     assert any("the other pages show its weights at step 0" in c.value for c in at.caption)
     final = app_test(models_dir, PAGE, query={"model": "test-char"})
     assert "Validation loss" in [m.label for m in final.metric]
+
+
+def test_the_corpus_model_draws_log_loss_beside_accuracy_at_its_snapshots(models_dir):
+    """The snapshots' scores drawn and stated are the analysis' own on the same validation tokens."""
+    at = app_test(models_dir, PAGE, query={"model": "shakespeare-char"})
+    assert not at.exception
+    fig = [f for f in plotly_figures(at) if "accuracy" in f["layout"]["title"]["text"]][0]
+    bundle = load_bundle(Path("assets/models/shakespeare-char"))
+    along = la.along_training(bundle, la.validation_slice(bundle))
+    assert plotly_array(fig["data"][0]["y"]) == pytest.approx(along.loss, abs=1e-6)
+    text = "\n".join(m.value for m in at.markdown)
+    assert la.accuracy_claim(along, bundle.tokenizer.vocab_size).text in text
+    assert "0.2 to 0.4" in text
+
+
+def test_a_model_that_names_no_text_says_its_snapshots_cannot_be_scored(models_dir):
+    at = app_test(models_dir, PAGE)
+    assert not at.exception
+    assert any("snapshots cannot be scored" in info.value for info in at.info)

@@ -1,14 +1,16 @@
 """Training figures: the loss curves of a run with the counting baselines as horizontal lines,
-and its learning-rate schedule.
+its learning-rate schedule, and the log loss beside accuracy at its saved snapshots
+(`loss_and_accuracy`).
 
 Arrays in (analysis/training.Curves, ngram.Baselines.as_dict()), plotly figures out.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import plotly.graph_objects as go
 
-from ui.charts.common import SMALL_HEIGHT, house_layout, plotly_text
+from ui.charts.common import SMALL_HEIGHT, house_layout, legend_below, plotly_text
 from viz_model.analysis.training import Curves
 
 TRAIN_COLOUR = "#1f77b4"
@@ -108,5 +110,49 @@ def lr_curve(curves: Curves, title: str = "") -> go.Figure:
             xaxis=dict(title=curves.x_label),
             yaxis=dict(title="learning rate", exponentformat="e"),
             showlegend=False,
+        ),
+    )
+
+
+ACCURACY_COLOUR = "#1b7f3b"
+
+
+def loss_and_accuracy(steps: np.ndarray, loss: np.ndarray, accuracy: np.ndarray) -> go.Figure:
+    """Validation log loss (red, left axis, nats) and accuracy (green, right axis, %) at each
+    saved snapshot, on the same tokens. The steps are log-spaced, so the x axis lists them as
+    categories, one per snapshot, in order."""
+    x = [f"{int(s):,}" for s in steps]
+    hover = "step %{x}<br>"
+    traces = [
+        go.Scatter(
+            x=x,
+            y=np.asarray(loss, dtype=float),
+            mode="lines+markers",
+            name="log loss (nats, left)",
+            line=dict(color=VAL_COLOUR, width=2),
+            hovertemplate=hover + "log loss %{y:.3f} nats<extra></extra>",
+        ),
+        go.Scatter(
+            x=x,
+            y=100 * np.asarray(accuracy, dtype=float),
+            mode="lines+markers",
+            name="accuracy (%, right)",
+            yaxis="y2",
+            line=dict(color=ACCURACY_COLOUR, width=2, dash="dash"),
+            marker=dict(symbol="square"),
+            hovertemplate=hover + "accuracy %{y:.1f}%<extra></extra>",
+        ),
+    ]
+    return go.Figure(
+        traces,
+        layout=house_layout(
+            "Log loss and accuracy at each saved snapshot, on the same validation tokens",
+            height=SMALL_HEIGHT + 80,
+            xaxis=dict(type="category", title="training step (saved snapshots)"),
+            yaxis=dict(title="log loss (nats)", rangemode="tozero"),
+            yaxis2=dict(
+                title="accuracy (%)", overlaying="y", side="right", range=[0, 100], showgrid=False
+            ),
+            legend=legend_below(),
         ),
     )

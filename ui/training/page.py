@@ -1,7 +1,7 @@
 """The Training page's sections, one function each, drawn in order by pages/09_training.py: the
 loss, the gradient and the update rules (`intro`), the teacher's password (`password`), the set-up
 form (`set_up`), the runs on this server, live (`runs`), how the model on screen trained
-(`how_it_trained`: its summary, loss curves, claims, update rule and, for a fine-tune, what
+(`how_it_trained`: its summary, loss curves, claims, log loss beside accuracy, update rule and, for a fine-tune, what
 changed), its gradient's health (`gradient_health`) and the samples it wrote as it learned
 (`samples`).
 
@@ -112,6 +112,8 @@ def how_it_trained(ctx: PageContext) -> None:
         bundle.history, final_id, baselines, int(batch) * ctx.config.n_ctx, key="hist"
     )
     run_history.draw_claims(bundle.history, baselines, causal=ctx.config.causal)
+    finetune = bool(bundle.meta.get("base"))
+    run_history.draw_accuracy(final_id, ctx.config.causal, finetune, key="hist")
     run_history.draw_update_rule(bundle.train_config)
     finetune_view.draw(bundle, final_id)  # only for a fine-tune: forgetting, before/after, ΔW
 

@@ -1,5 +1,5 @@
 """Drawing a training run's history: the loss curves against the counting baselines, the
-learning rate, the gradient's health, the update it was trained with, and the samples it wrote as
+learning rate, the log loss beside accuracy at the saved snapshots, the gradient's health, the update it was trained with, and the samples it wrote as
 it learned. Used for a finished bundle and for a run that is still training (the Training page),
 so both read the same way; the gradient's health also on Training dynamics.
 """
@@ -15,6 +15,8 @@ from ui import cache, parts, present, state
 from ui.charts import grad_health as health_charts
 from ui.charts import training as charts
 from viz_model.analysis import grad_health as gh
+from viz_model.analysis import loss_accuracy as la
+from viz_model.analysis import next_token as nt
 from viz_model.analysis import training as tr
 from viz_model.model.config import TrainConfig
 from viz_model.training.optim import ADAM_EPS
@@ -94,6 +96,48 @@ def draw_curves(
         )
         lr_figure = cache.figure(charts.lr_curve, curves)
         present.plot(lr_figure, key=f"{key}_lr")
+
+
+@cache.per_model(spinner="Scoring the snapshots on validation text…")
+def _along(final_id: str) -> la.AlongTraining | None | str:
+    """Log loss and accuracy at each snapshot on the same validation tokens; "no text" when the
+    bundle's text cannot be found, None when it kept no snapshot."""
+    bundle = cache.bundle(final_id)
+    tokens = la.validation_slice(bundle)
+    return "no text" if tokens is None else la.along_training(bundle, tokens)
+
+
+def draw_accuracy(final_id: str, causal: bool, finetune: bool, key: str) -> None:
+    """The log loss and the 0/1 loss (accuracy) of the saved snapshots on a fixed slice of
+    validation text, with what they did and why training follows the first."""
+    st.markdown(
+        "**Log loss beside accuracy.** The loss above is the log loss (cross-entropy). The "
+        "simplest score, **accuracy** (1 minus the 0/1 loss), counts the positions where the "
+        "model's most likely token is the one that came next. Training never looks at it: "
+        "accuracy does not move while $p(\\text{next})$ rises from 0.2 to 0.4 without becoming "
+        "the most likely token, the log loss does, and the log loss is differentiable."
+    )
+    along = _along(final_id)
+    if along is None:
+        st.info(
+            "This model kept no snapshots before its final weights, so its accuracy along "
+            "training cannot be measured; only the recorded losses above exist."
+        )
+        return
+    if isinstance(along, str):
+        st.info(
+            "This model does not say what text it trained on (or the text is gone), so its "
+            "snapshots cannot be scored on its validation text."
+        )
+        return
+    present.plot(
+        cache.figure(charts.loss_and_accuracy, along.steps, along.loss, along.accuracy),
+        key=f"{key}_accuracy",
+    )
+    vocab = cache.bundle(final_id).tokenizer.vocab_size
+    st.markdown(la.accuracy_claim(along, vocab, finetune).text)
+    if (note := nt.loss_lookahead_claim(causal)).made:
+        st.caption(note.text)
 
 
 def draw_samples(history: list[dict], key: str, finetune: bool = False) -> None:
