@@ -150,8 +150,14 @@ def loss_and_accuracy(steps: np.ndarray, loss: np.ndarray, accuracy: np.ndarray)
             height=SMALL_HEIGHT + 80,
             xaxis=dict(type="category", title="training step (saved snapshots)"),
             yaxis=dict(title="log loss (nats)", rangemode="tozero"),
-            yaxis2=dict(
-                title="accuracy (%)", overlaying="y", side="right", range=[0, 100], showgrid=False
+            yaxis2=dict(  # its own round ticks: left alone, plotly aligned them to the loss's (85.3)
+                title="accuracy (%)",
+                overlaying="y",
+                side="right",
+                range=[0, 100],
+                tickmode="array",
+                tickvals=[0, 20, 40, 60, 80, 100],
+                showgrid=False,
             ),
             legend=legend_below(),
         ),

@@ -135,6 +135,12 @@ def draw_accuracy(final_id: str, causal: bool, finetune: bool, key: str) -> None
         key=f"{key}_accuracy",
     )
     vocab = cache.bundle(final_id).tokenizer.vocab_size
+    st.caption(
+        f"Each saved snapshot (the steps are log-spaced, so they are listed, not to scale) scored "
+        f"on the first {along.n_tokens:,} positions of the validation text: the same tokens every "
+        "time, so its log loss differs a little from the red curve above, which the run measured "
+        "on random validation windows."
+    )
     st.markdown(la.accuracy_claim(along, vocab, finetune).text)
     if (note := nt.loss_lookahead_claim(causal)).made:
         st.caption(note.text)
