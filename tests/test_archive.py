@@ -81,3 +81,16 @@ def test_a_snapshot_goes_with_its_own_weights_and_its_step_in_the_name(tmp_path)
     ids = final.tokenizer.encode("window")
     torch.testing.assert_close(_logits(back.model, ids), _logits(early.model, ids))
     assert not torch.allclose(_logits(back.model, ids), _logits(final.model, ids))
+
+
+def test_the_card_builds_a_models_zip_once_however_often_it_is_clicked(models_dir, monkeypatch):
+    from serving.models import bundle_id
+    from ui import model_download
+
+    built = []
+    monkeypatch.setattr(model_download, "model_zip", lambda bundle: built.append(bundle) or b"z")
+    model_download._zip_of.clear()
+    plain_id = bundle_id(models_dir / "test-char")
+    assert [model_download._zip_of(plain_id) for _ in range(4)] == [b"z"] * 4  # four clicks
+    assert len(built) == 1
+    model_download._zip_of.clear()

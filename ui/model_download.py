@@ -29,13 +29,20 @@ def _what_is_inside(why_not: str | None) -> str:
     )
 
 
+@cache.per_model(keep=2)  # megabytes each: the last two models' zips only
+def _zip_of(plain_id: str) -> bytes:
+    """Built once per model and shared: a class that clicks at once (or a student who clicks
+    four times) costs one build, about 1 to 2 s of a core, not one each."""
+    return model_zip(cache.bundle(plain_id))
+
+
 def button(bundle_id: str) -> None:
     plain_id, _ = split_precision(bundle_id)
     bundle = cache.bundle(plain_id)
     name = archive_name(bundle)
     st.download_button(
         "Download this model",
-        data=lambda: model_zip(cache.bundle(plain_id)),  # built on the click, not on every run
+        data=lambda: _zip_of(plain_id),  # built on the first click, not on every run
         file_name=f"{name}.zip",
         mime="application/zip",
         on_click="ignore",  # the download needs no rerun of the page
