@@ -9,7 +9,7 @@ import itertools
 import numpy as np
 
 from ui.charts.common import CONTRAST_MIN, MIN_HUE_GAP, contrast_on_white, hue_gap
-from ui.charts.sequence_models import bpc_bars, cost_chart, reach_chart
+from ui.charts.sequence_models import bpc_bars, cost_chart, cost_curves_chart, reach_chart
 
 KINDS = {
     "shakespeare-tiny": "GPT",
@@ -68,3 +68,27 @@ def test_a_family_has_the_same_colour_in_every_chart_of_the_page():
     for name, kind in one_each.items():
         label = f"{name} ({kind})"
         assert reach[label] == cost[label] == bar_colours[label], label
+
+
+def test_the_cost_curves_chart_draws_each_series_log_log_with_every_t_labelled():
+    lengths = [64, 128, 256]
+    fig = cost_curves_chart(
+        lengths,
+        ["GPT: training step", "LSTM: training step", "GPT: forward"],
+        ["GPT", "LSTM", "GPT"],
+        [[1.0, 2.0, 4.0], [2.0, 4.0, 8.0], [0.5, 1.0, 2.0]],
+        ["solid", "solid", "dot"],
+        "milliseconds (log)",
+        "Time against context length",
+    )
+    assert [t.name for t in fig.data] == [
+        "GPT: training step",
+        "LSTM: training step",
+        "GPT: forward",
+    ]
+    assert list(fig.data[1].y) == [2.0, 4.0, 8.0] and list(fig.data[0].x) == lengths
+    assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
+    assert list(fig.layout.xaxis.ticktext) == ["64", "128", "256"]
+    # a family keeps its hue across its two measures; the measures differ by dash
+    assert fig.data[0].line.color == fig.data[2].line.color != fig.data[1].line.color
+    assert fig.data[0].line.dash != fig.data[2].line.dash

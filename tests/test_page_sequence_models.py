@@ -275,3 +275,44 @@ def test_the_variants_sharing_the_budget_are_named_with_what_each_changes(on_tin
     assert f"{len(variants)} more models on this text share the budget" in captions
     for name, parts in variants.items():
         assert f"{name} ({', '.join(parts)})" in captions
+
+
+def test_the_cost_curves_are_drawn_and_their_sentences_state_the_numbers_the_figures_show(on_tiny):
+    """The time and memory against T measured on this server: the sentences are the claims of
+    the numbers the two figures draw (no time is asserted, only that what is printed is shown)."""
+    from viz_model.analysis import cost_curves as cc
+
+    figures = plotly_figures(on_tiny)
+    timed = next(f for f in figures if "Time against context length" in str(f["layout"]))
+    memory = next(f for f in figures if "Memory that grows with T" in str(f["layout"]))
+    series = {t["name"]: [float(v) for v in _values(t["y"])] for t in timed["data"]}
+    counted = {t["name"]: [float(v) for v in _values(t["y"])] for t in memory["data"]}
+    lengths = tuple(int(x) for x in _values(timed["data"][0]["x"]))
+    assert lengths == cc.LENGTHS
+    assert set(series) == {
+        "GPT: training step",
+        "LSTM: training step",
+        "GPT: forward",
+        "LSTM: forward",
+    }
+    shown = cc.CostCurves(
+        lengths=lengths,
+        batch=2,
+        repeats=5,
+        threads=1,
+        weights={},
+        shapes={},
+        step_s={m: tuple(v / 1e3 for v in series[f"{m}: training step"]) for m in ("GPT", "LSTM")},
+        forward_s={m: tuple(v / 1e3 for v in series[f"{m}: forward"]) for m in ("GPT", "LSTM")},
+        attention_bytes=tuple(round(v * 1e6) for v in counted["GPT: attention patterns"]),
+        state_bytes=tuple(round(v * 1e6) for v in counted["LSTM: states kept for backprop"]),
+        recorded_bytes=(),
+        seconds=0.0,
+    )
+    text = _markdown(on_tiny)
+    assert cc.step_claim(shown).text in text
+    assert cc.memory_claim(shown).text in text
+    gpt = load_bundle(MODELS / "shakespeare-tiny").config
+    assert shown.attention_bytes[-1] == gpt.n_layer * 2 * gpt.n_head * 1024 * 1024 * 4
+    captions = "\n".join(c.value for c in on_tiny.caption)
+    assert "Measured once per server process, at " in captions and ", as counted." in captions

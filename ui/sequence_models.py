@@ -10,6 +10,7 @@ families (viz_model/model/recurrent*.py), the chart builders (ui/charts/sequence
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,6 +23,7 @@ from ui import cache, corpus, parts, present, state
 from ui.charts import sequence_models as charts
 from ui.charts.common import token_labels
 from ui.frame import PageContext
+from viz_model.analysis import cost_curves as cc
 from viz_model.analysis import ngrams as ng
 from viz_model.analysis import sequence_models as sm
 from viz_model.analysis.tokens import token_text
@@ -79,6 +81,14 @@ def step_times(bundle_id: str) -> tuple[float, ...]:
     """Seconds of one generation step after each of TIMED_LENGTHS tokens (measured once a server)."""
     model = cache.bundle(bundle_id).model
     return tuple(sm.step_seconds(model, T) for T in TIMED_LENGTHS)
+
+
+@cache.per_model(spinner="Timing a GPT and an LSTM on this machine…", keep=2)
+def cost_curves(vocab_size: int) -> tuple[cc.CostCurves, str]:
+    """Training-step and forward time and memory against T for a fresh GPT and LSTM (random
+    weights), measured once a server process: (the curves, when they were measured, UTC)."""
+    curves = cc.measure(vocab_size)
+    return curves, time.strftime("%H:%M UTC", time.gmtime())
 
 
 # ---- the models side by side --------------------------------------------------------------------
@@ -511,3 +521,85 @@ def cost(lu: Lineup) -> None:
             "toy sizes fixed costs (Python, small matrix products) dominate, so the GPT's growth "
             "with T is small here; the counted memory above is what grows without bound."
         )
+    measured_here(cache.bundle(lu.final_id).config.vocab_size)
+
+
+def measured_here(vocab_size: int) -> None:
+    """Why the transformer won, measured on this server: a training step's and a forward pass's
+    time against T for a GPT and an LSTM of about the same weights, and the memory that grows
+    with T, with the sentence computed from them (viz_model/analysis/cost_curves.py)."""
+    c, when = cost_curves(vocab_size)
+    gpt, lstm = c.shapes["GPT"], c.shapes["LSTM"]
+    st.markdown(
+        "**Training, where the transformer won.** A GPT reads all $T$ positions of a sequence "
+        "in the same matrix products; an LSTM must step through them one after another, each "
+        "step waiting for the last. Measured on this server: a GPT of "
+        f"{c.weights['GPT']:,} weights ({gpt['n_layer']} blocks of {gpt['d_model']}, "
+        f"{gpt['n_head']} heads; its position table aside) and an LSTM of "
+        f"{c.weights['LSTM']:,} ({lstm['n_layer']} layers of {lstm['d_model']}), both with "
+        f"random weights, on {c.batch} sequences of $T$ tokens."
+    )
+    lengths = list(c.lengths)
+    present.plot(
+        cache.figure(
+            charts.cost_curves_chart,
+            lengths,
+            ["GPT: training step", "LSTM: training step", "GPT: forward", "LSTM: forward"],
+            ["GPT", "LSTM", "GPT", "LSTM"],
+            [[s * 1e3 for s in c.step_s[m]] for m in ("GPT", "LSTM")]
+            + [[s * 1e3 for s in c.forward_s[m]] for m in ("GPT", "LSTM")],
+            ["solid", "solid", "dot", "dot"],
+            "milliseconds (log)",
+            "Time against context length, measured now on this server",
+        ),
+        key="seq_cost_time",
+    )
+    st.markdown(cc.step_claim(c).text)
+    present.plot(
+        cache.figure(
+            charts.cost_curves_chart,
+            lengths,
+            ["GPT: attention patterns", "LSTM: states kept for backprop"],
+            ["GPT", "LSTM"],
+            [[b / 1e6 for b in c.attention_bytes], [b / 1e6 for b in c.state_bytes]],
+            ["solid", "solid"],
+            "megabytes (log)",
+            "Memory that grows with T (counted from the shapes)",
+        ),
+        key="seq_cost_memory",
+    )
+    st.markdown(cc.memory_claim(c).text)
+    recorded = [
+        (T, b, counted)
+        for T, b, counted in zip(c.lengths, c.recorded_bytes, c.attention_bytes, strict=True)
+        if b is not None
+    ]
+    same = all(b == counted for _, b, counted in recorded)
+    st.caption(
+        f"Measured once per server process, at {when}, in {c.seconds:.1f} s: each time the median "
+        f"of {c.repeats} runs after two warm-up runs, with the server's {c.threads} torch "
+        f"thread{'s' if c.threads != 1 else ''}; another busy program on this machine slows every "
+        "figure, so these are this machine's numbers now, not the model's. Memory: the GPT's "
+        "attention patterns are layers × B × heads × T × T floats (4 bytes each; fused attention "
+        "computes them in tiles instead, but a plain implementation keeps them for backprop), "
+        f"the LSTM's hidden and cell states layers × B × T × 2 × {lstm['d_model']} (the least "
+        "backprop must keep; one step alone needs only B × 2 × d). The patterns "
+        "`run_with_cache` recorded took "
+        + ", ".join(f"{cc.mb(b)} MB at T = {T:,}" for T, b, _ in recorded)
+        + (", as counted." if same else ", not what was counted: the count is wrong here.")
+    )
+    with parts.numbers_behind_it() as is_open:
+        if is_open:
+            st.table(
+                pd.DataFrame(
+                    {
+                        "GPT step (ms)": [cc.ms(s) for s in c.step_s["GPT"]],
+                        "LSTM step (ms)": [cc.ms(s) for s in c.step_s["LSTM"]],
+                        "GPT forward (ms)": [cc.ms(s) for s in c.forward_s["GPT"]],
+                        "LSTM forward (ms)": [cc.ms(s) for s in c.forward_s["LSTM"]],
+                        "GPT patterns (MB)": [cc.mb(b) for b in c.attention_bytes],
+                        "LSTM states (MB)": [cc.mb(b) for b in c.state_bytes],
+                    },
+                    index=pd.Index([f"{T:,}" for T in c.lengths], name="T"),
+                )
+            )

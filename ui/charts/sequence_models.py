@@ -212,3 +212,43 @@ def cost_chart(
         )
     )
     return fig
+
+
+def cost_curves_chart(
+    lengths: Sequence[int],
+    names: Sequence[str],
+    kinds: Sequence[str],
+    values: Sequence[Sequence[float]],
+    dashes: Sequence[str],
+    y_title: str,
+    title: str,
+) -> go.Figure:
+    """One line per series against the context length T, log-log, each T labelled; a series is
+    drawn in its family's colour (kinds[i]: "GPT", "LSTM", ...) with its own dash, so a family's
+    two measures (a training step, a forward pass) share a hue."""
+    fig = go.Figure()
+    for name, kind, ys, dash in zip(names, kinds, values, dashes, strict=True):
+        fig.add_trace(
+            go.Scatter(
+                x=list(lengths),
+                y=list(ys),
+                mode="lines+markers",
+                name=plotly_text(name),
+                line=dict(color=FAMILY_COLOURS.get(kind, "#7f7f7f"), width=2, dash=dash),
+                hovertemplate="T = %{x:,}<br>%{y:,.3g}<extra>" + plotly_text(name) + "</extra>",
+            )
+        )
+    fig.update_layout(
+        house_layout(
+            title,
+            xaxis=dict(
+                title="context length T (tokens a sequence)",
+                type="log",
+                tickvals=list(lengths),
+                ticktext=[f"{n:,}" for n in lengths],
+            ),
+            yaxis=dict(title=y_title, type="log", dtick=1),  # a label per power of ten only
+            legend=dict(orientation="h", y=-0.3),
+        )
+    )
+    return fig
