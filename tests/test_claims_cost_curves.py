@@ -86,3 +86,51 @@ def test_the_memory_sentence_states_the_counted_bytes_and_their_growth():
     assert "grow from 0.26 to 67 MB (×256: with T squared)" in claim.text
     assert "from 0.16 to 2.6 MB (×16: with T)" in claim.text
     assert claim.numbers["attention at last"] == BASE.attention_bytes[-1]
+
+
+def test_an_lstm_faster_except_where_equal_names_both_sets_of_lengths():
+    claim = cc.step_claim(_with_steps((0.0021, 0.005, 0.03), (0.002, 0.0025, 0.01)))
+    assert (
+        "On this machine the LSTM's step was faster at T = 256 and 1,024; the two were within 15% at T = 64."
+        in claim.text
+    )
+    assert not claim.made
+
+
+def _run(name, kind, points):
+    return cc.TimedRun(name, kind, tuple(points))
+
+
+def test_at_equal_time_the_shorter_runs_length_is_the_budget_and_the_lower_loss_is_ahead():
+    gpt = _run("tiny", "GPT", [(7.4, 250, 2.501), (46.0, 1500, 1.855)])
+    lstm = _run("lstm", "LSTM", [(9.2, 250, 1.882), (41.4, 750, 1.67), (90.2, 1500, 1.6)])
+    claim = cc.same_time_claim(gpt, lstm)
+    assert claim.made and claim.numbers["seconds"] == 46.0
+    assert "By 46 s of training" in claim.text
+    assert "tiny (GPT) had reached a validation loss of 1.855 (step 1,500, 46 s)" in claim.text
+    assert "lstm (LSTM) 1.670 (step 750, 41 s)" in claim.text
+    assert claim.text.endswith("the LSTM was ahead at equal time.")
+
+
+def test_at_equal_time_losses_within_the_margin_are_about_equal():
+    a = _run("a", "GPT", [(5.0, 50, 2.0), (10.0, 100, 1.700)])
+    b = _run("b", "LSTM", [(5.0, 50, 2.0), (9.0, 90, 1.71), (12.0, 120, 1.6)])
+    claim = cc.same_time_claim(a, b)
+    assert not claim.made and claim.text.endswith(": about equal.")
+
+
+def test_at_equal_time_a_run_without_a_timed_evaluation_is_refused_in_words():
+    a = _run("a", "GPT", [])
+    claim = cc.same_time_claim(a, _run("b", "LSTM", [(9.0, 90, 1.71)]))
+    assert not claim.made and "cannot be set side by side" in claim.text
+    late = cc.same_time_claim(_run("a", "GPT", [(3.0, 9, 2.0)]), _run("b", "LSTM", [(5.0, 9, 2.0)]))
+    assert not late.made and "had not been evaluated yet" in late.text
+
+
+def test_timed_run_keeps_only_records_with_a_clock_a_step_and_a_validation_loss():
+    history = [
+        {"step": 10, "elapsed": 1.0, "loss": 3.0},
+        {"step": 20, "elapsed": 2.0, "val_loss": 2.5},
+        {"step": 30, "val_loss": 2.4},
+    ]
+    assert cc.timed_run("m", "GPT", history).points == ((2.0, 20, 2.5),)

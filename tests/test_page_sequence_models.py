@@ -316,3 +316,14 @@ def test_the_cost_curves_are_drawn_and_their_sentences_state_the_numbers_the_fig
     assert shown.attention_bytes[-1] == gpt.n_layer * 2 * gpt.n_head * 1024 * 1024 * 4
     captions = "\n".join(c.value for c in on_tiny.caption)
     assert "Measured once per server process, at " in captions and ", as counted." in captions
+
+
+def test_the_equal_time_sentence_is_the_claim_of_the_gpt_and_lstm_bundles_histories(on_tiny):
+    from viz_model.analysis import cost_curves as cc
+
+    runs = [
+        cc.timed_run(FAMILY_BUNDLES[k], k, load_bundle(MODELS / FAMILY_BUNDLES[k]).history)
+        for k in ("GPT", "LSTM")
+    ]
+    claim = cc.same_time_claim(*runs)
+    assert claim.numbers["seconds"] > 0 and claim.text in _markdown(on_tiny)

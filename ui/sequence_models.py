@@ -521,14 +521,14 @@ def cost(lu: Lineup) -> None:
             "toy sizes fixed costs (Python, small matrix products) dominate, so the GPT's growth "
             "with T is small here; the counted memory above is what grows without bound."
         )
-    measured_here(cache.bundle(lu.final_id).config.vocab_size)
+    measured_here(lu)
 
 
-def measured_here(vocab_size: int) -> None:
+def measured_here(lu: Lineup) -> None:
     """Why the transformer won, measured on this server: a training step's and a forward pass's
     time against T for a GPT and an LSTM of about the same weights, and the memory that grows
     with T, with the sentence computed from them (viz_model/analysis/cost_curves.py)."""
-    c, when = cost_curves(vocab_size)
+    c, when = cost_curves(cache.bundle(lu.final_id).config.vocab_size)
     gpt, lstm = c.shapes["GPT"], c.shapes["LSTM"]
     st.markdown(
         "**Training, where the transformer won.** A GPT reads all $T$ positions of a sequence "
@@ -588,6 +588,18 @@ def measured_here(vocab_size: int) -> None:
         + ", ".join(f"{cc.mb(b)} MB at T = {T:,}" for T, b, _ in recorded)
         + (", as counted." if same else ", not what was counted: the count is wrong here.")
     )
+    runs = {
+        kind: cc.timed_run(name, kind, cache.bundle(lu.group[name]).history)
+        for name, kind in sorted(lu.kinds.items())
+        if kind in ("GPT", "LSTM")
+    }
+    if len(runs) == 2:
+        st.markdown(cc.same_time_claim(runs["GPT"], runs["LSTM"]).text)
+        st.caption(
+            "Equal time, from each run's own records (history.json: seconds of training at each "
+            "validation): each clock ran on the machine the run trained on, under that moment's "
+            "load, so the times say as much about that machine as about the models."
+        )
     with parts.numbers_behind_it() as is_open:
         if is_open:
             st.table(

@@ -18,6 +18,8 @@ section, benchmarks/bench_cost_curves.py).
   actual bytes, to hold the count to the tensors.
 - `step_claim(curves)`, `memory_claim(curves)`: the sentences the page prints under each figure,
   from those numbers only.
+- `same_time_claim(a, b)`: two trained runs at equal wall-clock time, from their histories'
+  `elapsed` (`timed_run`): each one's last validation loss by the shorter run's length.
 
 Shapes: B batch, T tokens, H heads, d width. Timings are numbers, never asserted by a test.
 
@@ -248,7 +250,8 @@ def step_claim(c: CostCurves, noise: float = NOISE) -> Claim:
         if "GPT" in by:
             parts.append(f"the GPT's step was faster at T = {_lengths(by['GPT'])}")
         if "LSTM" in by:
-            parts.append(f"the LSTM's at T = {_lengths(by['LSTM'])}")
+            label = "the LSTM's" if "GPT" in by else "the LSTM's step was faster"
+            parts.append(f"{label} at T = {_lengths(by['LSTM'])}")
         if "equal" in by:
             parts.append(f"the two were within {noise:.0%} at T = {_lengths(by['equal'])}")
         text += "On this machine " + "; ".join(parts) + "."
@@ -279,3 +282,64 @@ def memory_claim(c: CostCurves) -> Claim:
         f"kept for backprop from {mb(st0)} to {mb(st1)} MB (×{st1 / st0:,.0f}: with T)."
     )
     return Claim(text, att1 / att0 > st1 / st0, numbers)
+
+
+# ---- at equal wall-clock time: the bundled runs' own clocks ---------------------------------------
+
+LOSS_MARGIN = 0.02  # nats: validation losses closer than this are "about equal"
+
+
+@dataclass(frozen=True)
+class TimedRun:
+    """A run's validation losses against its training clock: (seconds, step, validation loss)."""
+
+    name: str
+    kind: str  # "GPT", "LSTM", ...
+    points: tuple[tuple[float, int, float], ...]
+
+
+def timed_run(name: str, kind: str, history: Sequence[dict]) -> TimedRun:
+    """The records of a history.json that have a step, an elapsed time and a validation loss."""
+    points = tuple(
+        (float(r["elapsed"]), int(r["step"]), float(r["val_loss"]))
+        for r in history
+        if isinstance(r, dict)
+        and isinstance(r.get("elapsed"), int | float)
+        and isinstance(r.get("step"), int)
+        and isinstance(r.get("val_loss"), int | float)
+    )
+    return TimedRun(name, kind, points)
+
+
+def same_time_claim(a: TimedRun, b: TimedRun, margin: float = LOSS_MARGIN) -> Claim:
+    """Each run's last validation loss by the same training time: the shorter run's whole
+    length (its last evaluation). Lower by more than `margin` nats wins; otherwise about equal."""
+    if not a.points or not b.points:
+        return Claim(
+            "One of the runs recorded no validation loss with its training time, so they cannot "
+            "be set side by side at equal time.",
+            False,
+        )
+    budget = min(a.points[-1][0], b.points[-1][0])
+    at = {}
+    for run in (a, b):
+        before = [p for p in run.points if p[0] <= budget]
+        at[run.name] = before[-1] if before else None
+    if None in at.values():
+        return Claim(
+            f"By {budget:.0f} s of training one of the runs had not been evaluated yet, so they "
+            "cannot be set side by side at equal time.",
+            False,
+            {"seconds": budget},
+        )
+    (sa, ka, la), (sb, kb, lb) = at[a.name], at[b.name]
+    numbers = {"seconds": budget, f"{a.name} loss": la, f"{b.name} loss": lb, "margin": margin}
+    said = (
+        f"By {budget:.0f} s of training, on each run's own clock, "
+        f"{a.name} ({a.kind}) had reached a validation loss of {la:.3f} (step {ka:,}, "
+        f"{sa:.0f} s) and {b.name} ({b.kind}) {lb:.3f} (step {kb:,}, {sb:.0f} s)"
+    )
+    if abs(round(la, 3) - round(lb, 3)) <= margin:
+        return Claim(said + ": about equal.", False, numbers)
+    winner = a if la < lb else b
+    return Claim(said + f": the {winner.kind} was ahead at equal time.", True, numbers)
