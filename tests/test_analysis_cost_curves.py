@@ -62,3 +62,19 @@ def test_median_seconds_runs_the_warm_up_and_the_repeats():
     calls = []
     assert cc.median_seconds(lambda: calls.append(1), repeats=3, warmup=2) >= 0
     assert len(calls) == 5
+
+
+def test_the_committed_benchmark_run_reads_back_with_its_own_sentences():
+    import json
+
+    doc = json.loads(cc.BENCHMARK_FILE.read_text(encoding="utf-8"))
+    b = cc.from_benchmark(doc)
+    assert b.lengths[-1] >= 1024 and b.recorded_bytes[0] == b.attention_bytes[0]
+    assert cc.step_claim(b).text == doc["step_claim"]
+    assert cc.memory_claim(b).text == doc["memory_claim"]
+    with pytest.raises(ValueError, match="damaged"):
+        cc.from_benchmark({k: v for k, v in doc.items() if k != "step_ms"})
+
+
+def test_no_benchmark_file_is_none(tmp_path):
+    assert cc.load_benchmark(tmp_path / "absent.json") is None

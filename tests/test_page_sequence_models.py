@@ -327,3 +327,18 @@ def test_the_equal_time_sentence_is_the_claim_of_the_gpt_and_lstm_bundles_histor
     ]
     claim = cc.same_time_claim(*runs)
     assert claim.numbers["seconds"] > 0 and claim.text in _markdown(on_tiny)
+
+
+def test_opened_the_benchmark_run_and_the_numbers_are_drawn_with_their_sentences():
+    from viz_model.analysis import cost_curves as cc
+
+    query = {"model": "shakespeare-tiny", "open": "Sequence_models:cost_bench,numbers"}
+    at = open_link(MODELS, PAGE, query, timeout=300)
+    assert not at.exception, at.exception[0].value
+    bench = cc.load_benchmark()
+    assert any("bench_cost_curves" in str(f["layout"]) for f in plotly_figures(at))
+    text = _markdown(at)
+    assert cc.step_claim(bench, where="On the benchmark's machine").text in text
+    assert cc.memory_claim(bench).text in text
+    columns = {c for t in at.table for c in t.value.columns}
+    assert {"GPT step (ms)", "LSTM states (MB)"} <= columns

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -89,6 +90,12 @@ def cost_curves(vocab_size: int) -> tuple[cc.CostCurves, str]:
     weights), measured once a server process: (the curves, when they were measured, UTC)."""
     curves = cc.measure(vocab_size)
     return curves, time.strftime("%H:%M UTC", time.gmtime())
+
+
+@cache.per_model
+def benchmark_curves(path: str) -> cc.CostCurves | None:
+    """The committed run of benchmarks/bench_cost_curves.py (None when it is not there)."""
+    return cc.load_benchmark(Path(path))
 
 
 # ---- the models side by side --------------------------------------------------------------------
@@ -588,6 +595,7 @@ def measured_here(lu: Lineup) -> None:
         + ", ".join(f"{cc.mb(b)} MB at T = {T:,}" for T, b, _ in recorded)
         + (", as counted." if same else ", not what was counted: the count is wrong here.")
     )
+    _benchmark_run()
     runs = {
         kind: cc.timed_run(name, kind, cache.bundle(lu.group[name]).history)
         for name, kind in sorted(lu.kinds.items())
@@ -615,3 +623,39 @@ def measured_here(lu: Lineup) -> None:
                     index=pd.Index([f"{T:,}" for T in c.lengths], name="T"),
                 )
             )
+
+
+def _benchmark_run() -> None:
+    """The benchmark's committed run beside the live one: its step times to T = 2,048 and its
+    sentence, computed from its JSON by the same claim."""
+    b = benchmark_curves(str(cc.BENCHMARK_FILE))
+    if b is None:
+        return
+    with parts.followed_expander(
+        f"The benchmark's run: T up to {b.lengths[-1]:,} on the project's 2-core machine",
+        "cost_bench",
+    ) as is_open:
+        if not is_open:
+            return
+        present.plot(
+            cache.figure(
+                charts.cost_curves_chart,
+                list(b.lengths),
+                ["GPT: training step", "LSTM: training step"],
+                ["GPT", "LSTM"],
+                [[s * 1e3 for s in b.step_s[m]] for m in ("GPT", "LSTM")],
+                ["solid", "solid"],
+                "milliseconds (log)",
+                "Time of a training step, benchmarks/bench_cost_curves.py",
+            ),
+            key="seq_cost_bench",
+        )
+        st.markdown(cc.step_claim(b, where="On the benchmark's machine").text)
+        st.markdown(cc.memory_claim(b).text)
+        st.caption(
+            f"`python -m benchmarks.bench_cost_curves`: {b.batch} sequences, the median of "
+            f"{b.repeats} runs after two warm-ups, {b.threads} torch thread"
+            f"{'s' if b.threads != 1 else ''}, {b.seconds:.1f} s in all, on a 2-core machine "
+            "shared with other work (benchmarks/README.md says when), not the one in front of "
+            "you."
+        )

@@ -29,6 +29,7 @@ needs (analysis/sequence_models.py, memory_floats), the charts (ui/charts/sequen
 
 from __future__ import annotations
 
+import json
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -41,11 +42,15 @@ from viz_model.analysis.claims import Claim
 from viz_model.model.config import preset
 from viz_model.model.families import build_model
 from viz_model.model.recurrent_config import recurrent_preset
+from viz_model.text.data import ASSETS_DIR
 
 LENGTHS = (64, 128, 256, 512, 1024)  # context lengths T measured
 FLOAT_BYTES = 4  # float32
 NOISE = 0.15  # two step times closer than 15% are "about equal": a shared CPU moves them that much
 PARAMS_TOLERANCE = 0.1  # the two models' weights (the GPT's position table aside) within 10%
+# One run of benchmarks/bench_cost_curves.py, its JSON as printed (benchmarks/README.md says when
+# and on what machine); the page shows it beside the live measurement.
+BENCHMARK_FILE = ASSETS_DIR / "cost_curves" / "bench-2core.json"
 
 
 def cost_models(vocab_size: int, max_len: int, seed: int = 0) -> tuple[torch.nn.Module, ...]:
@@ -186,6 +191,37 @@ def measure(
     )
 
 
+def from_benchmark(doc: dict) -> CostCurves:
+    """The CostCurves of benchmarks/bench_cost_curves.py's printed JSON (milliseconds back to
+    seconds); a ValueError naming what is missing or damaged."""
+    try:
+        return CostCurves(
+            lengths=tuple(int(t) for t in doc["lengths"]),
+            batch=int(doc["batch"]),
+            repeats=int(doc["repeats"]),
+            threads=int(doc["threads"]),
+            weights={k: int(v) for k, v in doc["weights"].items()},
+            shapes=doc["shapes"],
+            step_s={k: tuple(v / 1e3 for v in vs) for k, vs in doc["step_ms"].items()},
+            forward_s={k: tuple(v / 1e3 for v in vs) for k, vs in doc["forward_ms"].items()},
+            attention_bytes=tuple(int(b) for b in doc["attention_bytes"]),
+            state_bytes=tuple(int(b) for b in doc["state_bytes"]),
+            recorded_bytes=tuple(doc["recorded_pattern_bytes"]),
+            seconds=float(doc["seconds"]),
+        )
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ValueError(f"the benchmark's results are damaged: {exc!r}") from exc
+
+
+def load_benchmark(path=BENCHMARK_FILE) -> CostCurves | None:
+    """The committed benchmark run's curves, or None when the file is not there."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    return from_benchmark(json.loads(text))
+
+
 # ---- the sentence ---------------------------------------------------------------------------------
 
 
@@ -213,7 +249,7 @@ def _lengths(ts: Sequence[int]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
-def step_claim(c: CostCurves, noise: float = NOISE) -> Claim:
+def step_claim(c: CostCurves, noise: float = NOISE, where: str = "On this machine") -> Claim:
     """When the GPT's training step beats the LSTM's here, from the measured step times: the
     growth of each from the shortest to the longest T and the lengths at which each was faster
     (within `noise` of each other: about equal); where the GPT is not faster at the longest T,
@@ -240,11 +276,11 @@ def step_claim(c: CostCurves, noise: float = NOISE) -> Claim:
     )
     by = {v: [t for t, w in zip(c.lengths, verdicts, strict=True) if w == v] for v in verdicts}
     if set(verdicts) == {"GPT"}:
-        text += "On this machine the GPT's step was faster at every length measured."
+        text += f"{where} the GPT's step was faster at every length measured."
     elif set(verdicts) == {"LSTM"}:
-        text += "On this machine the LSTM's step was faster at every length measured."
+        text += f"{where} the LSTM's step was faster at every length measured."
     elif set(verdicts) == {"equal"}:
-        text += f"On this machine the two steps were within {noise:.0%} at every length measured."
+        text += f"{where} the two steps were within {noise:.0%} at every length measured."
     else:
         parts = []
         if "GPT" in by:
@@ -254,7 +290,7 @@ def step_claim(c: CostCurves, noise: float = NOISE) -> Claim:
             parts.append(f"{label} at T = {_lengths(by['LSTM'])}")
         if "equal" in by:
             parts.append(f"the two were within {noise:.0%} at T = {_lengths(by['equal'])}")
-        text += "On this machine " + "; ".join(parts) + "."
+        text += f"{where} " + "; ".join(parts) + "."
     if verdicts[-1] != "GPT":
         text += (
             " A CPU has a few cores, so the GPT's parallel matrix products gain little over the "
