@@ -154,13 +154,18 @@ def measure(
     seed: int = 0,
 ) -> CostCurves:
     """Time both models at each T (B = batch sequences of T tokens, each the median of `repeats`
-    after two warm-up calls) and count what grows with T; the pattern is also recorded, and its
+    after two warm-up calls, and three steps of each model before any) and count what grows with T; the pattern is also recorded, and its
     bytes read, for T up to record_up_to."""
     began = time.perf_counter()
     lengths = tuple(sorted(lengths))
     gpt, lstm = cost_models(vocab_size, lengths[-1], seed)  # T inputs at most
     models = {"GPT": gpt.train(), "LSTM": lstm.train()}
     g = torch.Generator().manual_seed(seed)
+    first = torch.randint(0, vocab_size, (batch, lengths[0] + 1), generator=g)
+    for model in models.values():  # the first calls of a process pay for allocation and set-up
+        warm = train_step(model, first)
+        for _ in range(3):
+            warm()
     step_s: dict[str, list[float]] = {name: [] for name in models}
     forward_s: dict[str, list[float]] = {name: [] for name in models}
     for T in lengths:
