@@ -538,9 +538,10 @@ def measured_here(lu: Lineup) -> None:
     c, when = cost_curves(cache.bundle(lu.final_id).config.vocab_size)
     gpt, lstm = c.shapes["GPT"], c.shapes["LSTM"]
     st.markdown(
-        "**Training, where the transformer won.** A GPT reads all $T$ positions of a sequence "
-        "in the same matrix products; an LSTM must step through them one after another, each "
-        "step waiting for the last. Measured on this server: a GPT of "
+        "**Training time, where the transformer won on GPUs.** A GPT reads all $T$ positions of "
+        "a sequence in the same matrix products; an LSTM must step through them one after "
+        "another, each step waiting for the last. Whether that parallelism pays depends on the "
+        "hardware: measured on this server, a GPT of "
         f"{c.weights['GPT']:,} weights ({gpt['n_layer']} blocks of {gpt['d_model']}, "
         f"{gpt['n_head']} heads; its position table aside) and an LSTM of "
         f"{c.weights['LSTM']:,} ({lstm['n_layer']} layers of {lstm['d_model']}), both with "
