@@ -73,6 +73,12 @@ def _header(p, base: str, address: str, shot: str) -> dict:
     p.wait_for_selector(DONE, timeout=TIMEOUT_MS)
     p.wait_for_timeout(1500)  # a first run may rerun once
     p.wait_for_selector(DONE, timeout=TIMEOUT_MS)
+    # On a loaded machine the rerun's elements arrive late (grey placeholders, an empty sidebar):
+    # measure once the frame's own widgets, drawn before the header, are there.
+    p.wait_for_selector(
+        "[data-testid=stSidebar] input[aria-label=Model]", state="attached", timeout=TIMEOUT_MS
+    )
+    p.wait_for_selector(DONE, timeout=TIMEOUT_MS)
     SHOTS.mkdir(parents=True, exist_ok=True)
     p.screenshot(path=str(SHOTS / f"present-header-{shot}.png"))
     found = p.evaluate(HEADER_JS)

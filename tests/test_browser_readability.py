@@ -212,6 +212,10 @@ def test_every_text_is_readable_in_presenter_mode(server, projector):
 
 def test_prompt_box_and_model_picker_need_no_scrolling(server, projector):
     open_view(projector, server, "Attention", {})
+    # the sidebar's widgets can arrive after the main area's on a loaded machine
+    projector.wait_for_selector(
+        "[data-testid=stSidebarContent] textarea", state="attached", timeout=TIMEOUT_MS
+    )
     for name, bottom in projector.evaluate(SIDEBAR_JS):
         assert bottom is not None, f"no {name} in the sidebar"
         assert bottom <= PROJECTOR["height"], f"the {name} ends at {bottom:g} px, below the screen"
