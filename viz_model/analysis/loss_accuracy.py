@@ -22,9 +22,8 @@ import torch
 import torch.nn.functional as F
 
 from viz_model.analysis.claims import Claim
-from viz_model.analysis.training import final_step, training_steps
+from viz_model.analysis.training import final_step, training_data, training_steps
 from viz_model.bundles.checkpoint import Bundle
-from viz_model.text.data import VAL_FRACTION, DataError, TokenData, load_text
 
 EVAL_TOKENS = 4096  # scored positions: a few thousand, so a snapshot scores in a blink on a CPU
 ACCURACY_CHANGE = 0.02  # a smaller change of accuracy (2 points) is not called a rise or a fall
@@ -34,13 +33,8 @@ LOSS_CHANGE = 0.02  # nats, as analysis/training.py's
 def validation_slice(bundle: Bundle, n_tokens: int = EVAL_TOKENS) -> np.ndarray | None:
     """The first n_tokens + 1 tokens of the bundle's validation split (the same for every
     snapshot); None when the bundle does not say what it was trained on or the text is gone."""
-    source = bundle.meta.get("data")
-    if not isinstance(source, dict):
-        return None
-    try:
-        text = load_text(source)
-        data = TokenData.from_text(text, bundle.tokenizer, source.get("val_fraction", VAL_FRACTION))
-    except (OSError, KeyError, TypeError, ValueError, DataError):
+    data = training_data(bundle)
+    if data is None:
         return None
     val = data.val.numpy()[: n_tokens + 1]
     return val if val.size >= 2 else None

@@ -156,15 +156,23 @@ def bundle_baselines(bundle: Bundle) -> ngram.Baselines | None:
         return ngram.Baselines(
             *(stored[k] for k in _BASELINES), k_unigram=math.nan, k_bigram=math.nan
         )
+    data = training_data(bundle)
+    if data is None:
+        return None
+    return ngram.baselines(data.train.numpy(), data.val.numpy(), bundle.tokenizer.vocab_size)
+
+
+def training_data(bundle: Bundle) -> TokenData | None:
+    """The bundle's own text as tokens, split as it was trained (train and validation); None when
+    the bundle does not say what it was trained on or the text cannot be found any more."""
     source = bundle.meta.get("data")
     if not isinstance(source, dict):
         return None
     try:
         text = load_text(source)
-        data = TokenData.from_text(text, bundle.tokenizer, source.get("val_fraction", VAL_FRACTION))
+        return TokenData.from_text(text, bundle.tokenizer, source.get("val_fraction", VAL_FRACTION))
     except (OSError, KeyError, TypeError, ValueError, DataError):
         return None
-    return ngram.baselines(data.train.numpy(), data.val.numpy(), bundle.tokenizer.vocab_size)
 
 
 def final_step(history: list[dict], meta: dict) -> int | None:
