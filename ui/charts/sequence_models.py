@@ -199,17 +199,7 @@ def cost_chart(
             )
         )
     fig.update_layout(
-        house_layout(
-            title,
-            xaxis=dict(
-                title="context length (tokens already read)",
-                type="log",
-                tickvals=list(lengths),
-                ticktext=[f"{n:,}" for n in lengths],
-            ),
-            yaxis=dict(title=y_title, type="log", dtick=1),  # a label per power of ten only
-            legend=dict(orientation="h", y=-0.25),
-        )
+        _log_log(title, lengths, "context length (tokens already read)", y_title, legend_y=-0.25)
     )
     return fig
 
@@ -239,16 +229,24 @@ def cost_curves_chart(
             )
         )
     fig.update_layout(
-        house_layout(
-            title,
-            xaxis=dict(
-                title="context length T (tokens a sequence)",
-                type="log",
-                tickvals=list(lengths),
-                ticktext=[f"{n:,}" for n in lengths],
-            ),
-            yaxis=dict(title=y_title, type="log", dtick=1),  # a label per power of ten only
-            legend=dict(orientation="h", y=-0.3),
-        )
+        _log_log(title, lengths, "context length T (tokens a sequence)", y_title, legend_y=-0.3)
     )
     return fig
+
+
+def _log_log(
+    title: str, lengths: Sequence[int], x_title: str, y_title: str, legend_y: float
+) -> dict:
+    """The layout of a measure against context length: both axes log, each length labelled, a
+    y label per power of ten only, the legend below."""
+    return house_layout(
+        title,
+        xaxis=dict(
+            title=x_title,
+            type="log",
+            tickvals=list(lengths),
+            ticktext=[f"{n:,}" for n in lengths],
+        ),
+        yaxis=dict(title=y_title, type="log", dtick=1),
+        legend=dict(orientation="h", y=legend_y),
+    )
