@@ -176,6 +176,27 @@ def test_the_tokenization_notebook_lists_the_tokens_the_frame_reads(run_cells, c
     assert "64 tokens" in capsys.readouterr().out and len(shown) == 1
 
 
+def test_a_quantised_snapshot_s_notebook_reads_the_copy_the_page_serves(run_cells, capsys):
+    """The Precision selector's copy at a training step, as ui/cache.py builds it (snapshot, then
+    quantise): the notebook's probabilities are that copy's, not the float32 snapshot's."""
+    from viz_model.analysis import next_token as nt
+    from viz_model.bundles.load import load_bundle
+    from viz_model.model.quantize import parse_spec, quantize_model
+
+    names, _ = run_cells(
+        "Next_token", prompt=PROMPT, step=37, precision="int8", settings={"bars": 8}
+    )
+    snapshot = load_bundle(names["bundle"].path).load_snapshot(37)
+    served, _ = quantize_model(snapshot, parse_spec("int8"))
+    ids = names["tokens"][0].tolist()
+    expected = torch.softmax(torch.tensor(nt.prompt_logits(served, ids)[-1]), -1)
+    as_float = torch.softmax(torch.tensor(nt.prompt_logits(snapshot, ids)[-1]), -1)
+    np.testing.assert_allclose(names["p_model"].numpy(), expected.numpy(), atol=1e-6)
+    assert (names["p_model"] - as_float).abs().max() > 1e-5  # the int8 copy, not the float32 one
+    printed = numbers(capsys.readouterr().out)
+    np.testing.assert_allclose(printed, expected.sort(descending=True).values[:8], atol=1e-5)
+
+
 # ---- run by a Jupyter kernel -------------------------------------------------------------------
 
 
