@@ -1,5 +1,6 @@
 """Using a model: teacher forcing against free running, no backtracking, repetition, beam
-search, scoring candidates, few-shot prompting, the noisy channel and instruction tuning.
+search, scoring candidates, few-shot prompting, the noisy channel, instruction tuning
+and hyperfitting.
 
 Each part is its own module under ui/usage/; this page draws the idea and the radio that picks a
 part (one part computes per run, so a page run stays cheap)."""

@@ -86,3 +86,8 @@ done
 # (scripts/instruction_tune.py). It starts from shakespeare-char, so it waits for that run.
 wait "${pids[1]}"
 python scripts/instruction_tune.py --steps 1500 --threads 1
+
+# The hyperfitted model (issue 42): shakespeare-tiny fine-tuned on the corpus's first 4,000
+# characters until its training loss is near zero (scripts/hyperfit.py), for Using a model's
+# Hyperfitting part. It starts from shakespeare-tiny, trained above.
+python scripts/hyperfit.py --threads 1

@@ -24,6 +24,7 @@ CHARTS = {
     "fewshot": [],  # not trained on the task: a message instead
     "noisy": ["use_channel_bars"],
     "instruct": [],  # no chat template in test-char's vocabulary: a message instead
+    "hyperfit": ["use_hyperfit_bars"],  # the bundled pair, when the model is not hyperfitted
 }
 
 
@@ -131,3 +132,19 @@ def test_a_model_not_trained_on_the_task_offers_to_open_the_task_model():
     assert not at.exception, at.exception
     assert at.session_state["model"] == "fewshot-tiny"
     assert _charts(at) == ["use_fewshot_curve"]
+
+
+def test_hyperfitting_compares_the_model_on_screen_with_its_base_or_says_it_shows_the_pair(
+    models_dir,
+):
+    link = {"prompt": PROMPT, "use_part": "hyperfit"}
+    at = open_link(models_dir, PAGE, {"model": "shakespeare-tiny-hyperfit", **link})
+    assert not at.exception, at.exception
+    captions = " ".join(c.value for c in at.caption)
+    assert "was not hyperfitted" not in captions
+    assert "it repeated itself less than its base" in _texts(at)  # the bundled pair's measure
+    assert "most of what it writes is recited" in _texts(at)
+    at = open_link(models_dir, PAGE, {"model": "test-char", **link})
+    assert not at.exception, at.exception
+    assert "“test-char” was not hyperfitted" in " ".join(c.value for c in at.caption)
+    assert any(b.key == "use_open_hyperfit" for b in at.button)

@@ -209,7 +209,7 @@ SECTIONS: dict[str, list[Page]] = {
             "Using a model",
             ":material/build:",
             "Teacher forcing, no backtracking, repetition, beam search, scoring answers, few-shot "
-            "prompting, the noisy channel and instruction tuning.",
+            "prompting, the noisy channel, instruction tuning and hyperfitting.",
             heading="How a language model is used",
             view_keys=(
                 "use_part",
@@ -231,6 +231,8 @@ SECTIONS: dict[str, list[Page]] = {
                 "u_nc_word",
                 "u_nc_e",
                 "u_in_own",
+                "u_hf_n",
+                "u_hf_prompt",
             ),
             families=ANY_FAMILY,
         ),

@@ -115,6 +115,34 @@ def repetition_bars(
     return base_layout(fig, "", height=SMALL_HEIGHT + 40)
 
 
+def hyperfit_bars(
+    prompts: Sequence[str], base: Sequence[float], fitted: Sequence[float]
+) -> go.Figure:
+    """Per held-out prompt: the share of 3-word phrases each model's greedy text had written
+    before (the base grey, the hyperfitted model red)."""
+    fig = go.Figure()
+    for name, values, colour in (("base", base, GREY), ("hyperfitted", fitted, ACCENT)):
+        fig.add_trace(
+            go.Bar(
+                x=list(prompts),
+                y=[None if np.isnan(v) else v for v in values],
+                name=name,
+                marker_color=colour,
+                text=["–" if np.isnan(v) else f"{v:.0%}" for v in values],
+                textposition="outside",
+                textfont=dict(size=TICK_FONT),
+                hovertemplate="%{x}: %{y:.1%}<extra>" + name + "</extra>",
+            )
+        )
+    fig.update_layout(
+        barmode="group",
+        xaxis=_axis("held-out prompt"),
+        yaxis=_axis("3-word phrases repeated", tickformat=".0%", range=[0, 1.15]),
+        legend=dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right"),
+    )
+    return base_layout(fig, "", height=SMALL_HEIGHT + 40)
+
+
 def beam_tree(
     step_texts: Sequence[Sequence[str]],
     step_logprobs: Sequence[Sequence[float]],

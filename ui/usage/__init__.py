@@ -9,6 +9,7 @@ context that draws it: `title, draw = PARTS[name]; draw(ctx)`.
 - fewshot: accuracy against the number of examples in the prompt, on the few-shot task model
 - noisy: spelling correction by the noisy channel, the model as the prior p(y)
 - instruct: a chat template's special tokens, and held-out instructions before and after tuning
+- hyperfit: a model trained to near-zero loss on a few pages against its base, greedy repetition
 
 Not here: the page's intro and part radio (pages/19_using_a_model.py), the analyses
 (viz_model.analysis.usage, scoring, fewshot, noisy_channel) and the charts (ui.charts.usage).
@@ -19,7 +20,17 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ui.frame import PageContext
-from ui.usage import backtrack, beam, fewshot, forcing, instruct, noisy, repetition, scoring
+from ui.usage import (
+    backtrack,
+    beam,
+    fewshot,
+    forcing,
+    hyperfit,
+    instruct,
+    noisy,
+    repetition,
+    scoring,
+)
 
 PARTS: dict[str, tuple[str, Callable[[PageContext], None]]] = {
     "forcing": ("Teacher forcing", forcing.draw),
@@ -30,4 +41,5 @@ PARTS: dict[str, tuple[str, Callable[[PageContext], None]]] = {
     "fewshot": ("Few-shot prompting", fewshot.draw),
     "noisy": ("Noisy channel", noisy.draw),
     "instruct": ("Instruction tuning", instruct.draw),
+    "hyperfit": ("Hyperfitting", hyperfit.draw),
 }

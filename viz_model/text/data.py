@@ -505,9 +505,11 @@ def _first_lines(block: str) -> str:
 
 
 def load_text(source: dict[str, Any]) -> str:
-    """The training text of a data source as stored in a bundle's meta["data"]."""
+    """The training text of a data source as stored in a bundle's meta["data"]; "first_chars"
+    keeps only a corpus's first characters (a hyperfitted model's few pages, scripts/hyperfit.py)."""
     if "corpus" in source:
-        return load_corpus(source["corpus"])
+        text = load_corpus(source["corpus"])
+        return text[: source["first_chars"]] if "first_chars" in source else text
     if "task" in source:
         return task_text(
             source["task"], source["task_examples"], source.get("task_seed", 0), source["task_len"]
