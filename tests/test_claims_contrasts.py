@@ -123,12 +123,12 @@ def test_the_stream_length_claims_match_the_lengths(name, claim_bundles):
 
 
 def _configs(extra: dict[str, dict] | None = None) -> dict[str, dict]:
-    found = {
-        p.name: json.loads((p / "config.json").read_text())["model"]
+    raws = {
+        p.name: json.loads((p / "config.json").read_text())
         for p in ASSETS.iterdir()
         if (p / "config.json").is_file()
     }
-    return found | (extra or {})
+    return ct.shape_configs(raws) | (extra or {})
 
 
 @pytest.mark.parametrize("name", GPT_CLAIM_MODELS)
@@ -154,6 +154,19 @@ def test_like_pair_says_what_differs_when_no_twin_exists():
     twin = dict(norm="pre", n_layer=2, d_model=64)
     assert ct.like_pair("a", {"a": pre, "b": post, "c": twin}, "norm") == ct.Pair("c", "b", [])
     assert ct.like_pair("a", {"a": pre, "c": twin}, "norm") is None
+
+
+def test_a_fine_tuned_bundle_is_no_twin_of_its_base():
+    # shakespeare-tiny-hyperfit has shakespeare-tiny's exact shape, trained on to recite 4,000
+    # characters: set beside the post-LN model it would compare training, not where LN sits
+    tiny = dict(norm="pre", n_layer=2, d_model=64)
+    raws = {
+        "tiny": dict(model=tiny, meta={}),
+        "tuned": dict(model=tiny, meta=dict(base="tiny")),
+        "post": dict(model=dict(tiny, norm="post")),
+    }
+    assert set(ct.shape_configs(raws)) == {"tiny", "post"}
+    assert ct.like_pair("post", ct.shape_configs(raws), "norm") == ct.Pair("post", "tiny", [])
 
 
 # ---- Architecture contrasts: pre-LN beside post-LN ----------------------------------------------

@@ -315,7 +315,7 @@ def twins(ctx: PageContext) -> Twins:
     broken bundle, a prompt it reads as no tokens): compare with nothing rather than fail."""
     found = models.discover()
     raws = {n: r for n, p in found.items() if n != ctx.name and (r := _config_file(p)) is not None}
-    configs = {ctx.name: ctx.config.to_dict()} | {n: r["model"] for n, r in raws.items()}
+    configs = {ctx.name: ctx.config.to_dict()} | ct.shape_configs(raws)
     pair = ct.like_pair(ctx.name, configs, "norm")
     measured: list[Measured] = []
     for name in () if pair is None else (pair.first, pair.second):

@@ -11,6 +11,8 @@ numbers that show what the choice does.
 - `like_pair(own_name, configs, field)`: two models that differ in `field` and in nothing else of
   their shape, starting from one (its own twin, or failing that its twin's twin), with whatever
   else differs between them said plainly (`differences`).
+- `shape_configs(raws)`: the model configs a like-with-like pair may be drawn from: bundles
+  trained from scratch, not one fine-tuned from another (its weights are that model's, trained on).
 - `next_token_weight(patterns)`: how much of each head's attention goes to the very next token,
   the one it is asked to predict (zero for any head under a causal mask).
 - `look_ahead_claim(...)`, `next_token_claim(...)`: what the mask contrast may say about its
@@ -167,6 +169,14 @@ class Pair:
     first: str
     second: str
     differs: list[str]  # every other config field that differs (empty: like with like)
+
+
+def shape_configs(raws: dict[str, dict]) -> dict[str, dict]:
+    """name -> GPTConfig dict of the bundles whose shape alone tells them apart from their twins:
+    raws maps a name to its whole config.json. A bundle fine-tuned from another (meta "base", e.g.
+    shakespeare-tiny-hyperfit, tuned to recite a few pages) has its base's exact shape but not its
+    training, so it is no twin to set beside anything; left out."""
+    return {n: r["model"] for n, r in raws.items() if not (r.get("meta") or {}).get("base")}
 
 
 def like_pair(own_name: str, configs: dict[str, dict], field: str) -> Pair | None:
