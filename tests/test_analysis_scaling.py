@@ -85,6 +85,9 @@ def test_bundle_points_take_bundles_of_the_same_text_and_tokenizer(tmp_path):
     metas = {
         "mine": {"corpus": "shakespeare", "tokenizer": "char", "val_loss": 2.0, "tokens_seen": 9},
         "other-text": {"corpus": "repeat", "tokenizer": "char", "val_loss": 2.0, "tokens_seen": 9},
+        # fine-tuned from another (shakespeare-tiny-hyperfit): its tokens are the tuning's alone
+        "tuned": {"corpus": "shakespeare", "tokenizer": "char", "val_loss": 6.0, "tokens_seen": 9}
+        | {"base": "mine"},
     }
     for name, meta in metas.items():
         save_bundle(tmp_path / "runs" / name, model, tok, meta=meta)

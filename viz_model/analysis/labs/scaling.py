@@ -237,7 +237,9 @@ def bundle_points(
 ) -> list[ScalingPoint]:
     """A point for every bundle trained on `corpus` with a `tokenizer` tokenizer (from config.json
     alone), "bundled" when it sits in bundled_dir, else a "class run"; unreadable bundles skipped,
-    and models of other families (an LSTM's weights are not a GPT's N: the law is the GPT's)."""
+    and models of other families (an LSTM's weights are not a GPT's N: the law is the GPT's), and
+    bundles fine-tuned from another (meta "base": their tokens and loss are the tuning's, e.g.
+    shakespeare-tiny-hyperfit, tuned to recite 4,000 characters, is no point on a law of size)."""
     points = []
     for name, path in found.items():
         try:
@@ -247,7 +249,7 @@ def bundle_points(
         if not isinstance(cfg, GPTConfig):
             continue
         meta = raw.get("meta") if isinstance(raw.get("meta"), dict) else {}
-        if meta.get("corpus") != corpus or meta.get("tokenizer") != tokenizer:
+        if meta.get("corpus") != corpus or meta.get("tokenizer") != tokenizer or meta.get("base"):
             continue
         source = "bundled" if Path(path).parent == Path(bundled_dir) else "class run"
         if (point := bundle_point(name, source, cfg, meta)) is not None:
