@@ -572,6 +572,35 @@ def _settled(p) -> bool:
     return p.locator(DONE).count() > 0 and p.locator(f"{MAIN} h1").count() > 0
 
 
+_MOVES = {"N": "Next ▶", "B": "◀ Back"}
+
+
+def _landed(p, stops: list[tuple[str, str]]) -> int | None:
+    """The stop a settled screen shows when it shows that stop's whole view (its page, its
+    model, a training step), else None (a screen mid-move: one stop's panel on another's page)."""
+    if not _settled(p):
+        return None
+    title, stop, model, step = _rendered(p)
+    if not (stop and step):
+        return None
+    page, want = stops[int(stop) - 1]
+    return int(stop) if (title, model) == (_title(page), want) else None
+
+
+def _steady(p, stops: list[tuple[str, str]]) -> int | None:
+    """`_landed`, the same on two looks a second apart: a press still on its way moves it."""
+    first = _landed(p, stops)
+    if first is None:
+        return None
+    p.wait_for_timeout(1000)
+    return first if _landed(p, stops) == first else None
+
+
+def _title(page: str) -> str:
+    """The last word of a page route's title, as `_rendered` reads it."""
+    return TITLES.get(page, page.replace("_", " ")).split()[-1]
+
+
 def test_a_lecture_keeps_every_screen_on_the_teachers_view(served, browser):  # noqa: F811
     """Issue 37's lecture: a teacher in presenter mode at 1024x768 and three students on the
     class server's two processes. Brisk bursts of Back and Next through a lesson whose stops
@@ -604,17 +633,28 @@ def test_a_lecture_keeps_every_screen_on_the_teachers_view(served, browser):  # 
         # the teacher opens the lesson in presenter mode (a new tab: the cookie keeps the class)
         teacher.goto(f"{url}/{stops[5][0]}?lesson={LECTURE}&step=6&present=1")
         wait_drawn(teacher)
-        at = 6
+        at, dropped = 6, 0
         for burst in BURSTS:
+            start = at
             for move in burst:
-                name = "Next ▶" if move == "N" else "◀ Back"
-                teacher.locator(MAIN).get_by_role("button", name=name).click()
+                teacher.locator(MAIN).get_by_role("button", name=_MOVES[move]).click()
                 teacher.wait_for_timeout(150)  # brisk: the next click before the page has drawn
                 at += 1 if move == "N" else -1
+            # A click made while the page is still drawing may be dropped (Streamlit merges two
+            # presses of one button waiting for the same run, and a press on a page being
+            # replaced names a button the next page does not have): the teacher then stands
+            # between the burst's start and its end, on that stop's whole view, never beyond
+            landed = _until(f"the teacher settled after burst {burst}",
+                            lambda: _steady(teacher, stops), teacher)  # fmt: skip
+            assert min(start, at) <= landed <= max(start, at), (start, burst, landed)
+            dropped += abs(at - landed)
+            while landed != at:  # the lecturer clicks again, once the page has drawn
+                move = "N" if at > landed else "B"
+                teacher.locator(MAIN).get_by_role("button", name=_MOVES[move]).click()
+                landed += 1 if move == "N" else -1
+                _until(f"the teacher at stop {landed}", lambda s=landed:
+                       _landed(teacher, stops) == s, teacher)  # fmt: skip
             page, model = stops[at - 1]
-            want = (TITLES.get(page, page.replace("_", " ")).split()[-1], str(at), model)
-            _until(f"the teacher at stop {at}", lambda w=want: _settled(teacher) and
-                   _rendered(teacher)[:3] == w and _rendered(teacher)[3], teacher)  # fmt: skip
             shown = _rendered(teacher)
             try:  # the teacher's address bar (a reload, a link) names what the screen shows
                 _until(f"the teacher's address at stop {at}, {model}", lambda m=model, a=at:
@@ -631,6 +671,7 @@ def test_a_lecture_keeps_every_screen_on_the_teachers_view(served, browser):  # 
                     wrong.append(f"after burst {burst} (stop {at}): S{i} shows {_rendered(p)}, "
                                  f"the teacher {shown}")  # fmt: skip
             _no_exception(teacher, f"the teacher at stop {at}")
+        print(f"brisk clicks the teacher made again: {dropped} of {sum(map(len, BURSTS))}")
         assert not wrong, "\n".join(wrong)
 
         # -- the room answers this stop's question, at the top of each student's page

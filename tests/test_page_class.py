@@ -36,6 +36,8 @@ def runs(tmp_path, monkeypatch):
     monkeypatch.setenv(jobs.RUNS_ENV, str(tmp_path))
     monkeypatch.delenv(store.DB_ENV, raising=False)
     monkeypatch.delenv(jobs.PASSWORD_ENV, raising=False)
+    # this process's copies of class 1 are another database's class 1 (its question revealed)
+    classroom.forget_all()
     yield tmp_path
     # the students' boxes stay registered with this process's watcher (AppTest's sessions end
     # without a word), which would go on reading a class database in the next test's runs folder
@@ -384,6 +386,41 @@ def test_the_teacher_asks_and_reveals_a_stops_question_from_the_lesson_panel(
     assert questions.get_question(q.id).truth == expected.value
     assert not _blurred(at)
     assert "The model's answer" in "\n".join(i.value for i in at.main.info)
+
+
+def test_the_teacher_shows_a_stops_answer_on_every_screen_without_asking(
+    runs, monkeypatch, tmp_path, jar
+):
+    """A lecturer's run: unasked, the teacher pressed the lesson panel's private "Just show me";
+    the projector showed the answer while every student's page stayed blurred. In a class the
+    teacher's panel has no form of its own: "Show everyone the answer" reveals the stop's answer
+    on every screen, and a student reads its explanation once (not in the box and the panel)."""
+    (tmp_path / "lessons").mkdir()
+    (tmp_path / "lessons" / "demo.toml").write_text(DEMO)
+    monkeypatch.setenv(lesson_file.LESSONS_ENV, str(tmp_path / "lessons"))
+    teacher = app_test(MODELS, CLASS_PAGE)
+    next(b for b in teacher.button if b.label == "Start a class").click().run()
+    (info,) = classes.active_classes()
+    me = classes.join(info.code, "Ada", "test")
+    teacher.session_state["lesson"], teacher.session_state["step"] = "demo", 1
+    teacher.switch_page("pages/07_next_token.py").run()
+    assert not teacher.exception
+    assert _blurred(teacher)
+    assert not [b for b in teacher.button if b.label in ("Commit my answer", "Just show me")]
+    next(b for b in teacher.button if b.label == "Show everyone the answer").click().run()
+    _, _, truth = _demo_stop(tmp_path)
+    q = questions.latest_question(info.id)
+    assert (q.lesson_id, q.step, q.truth) == ("demo", 1, truth.value)
+    assert not _blurred(teacher)
+
+    student = _seated(jar, me.token, page=None)  # follows the teacher to the stop
+    assert student.title[0].value.endswith("Next token")
+    assert not _blurred(student)
+    assert f"The answer: **{classroom.shown(q, truth.value)}**" in [
+        i.value for i in student.main.info
+    ]
+    said = [m.value for m in (*student.main.markdown, *student.main.caption)]
+    assert sum(truth.why in t for t in said) == 1, said
 
 
 def _blurred(at) -> bool:

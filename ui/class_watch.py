@@ -116,6 +116,14 @@ def forget(class_id: int, *more: TTLCache) -> None:
     _wake.set()
 
 
+def forget_all(*more: TTLCache) -> None:
+    """Drop this process's copies of every class: its class database is another now (a test's
+    runs folder of its own, where class ids start at 1 again and name other classes)."""
+    with _lock:
+        for copies in (_views, _questions, *more):
+            copies.clear()
+
+
 def mark(view: classes.View, question: questions.Question | None, following: bool) -> Mark:
     """What a box shows of the class: the view it follows, the question and its state, and
     whether the class has ended."""

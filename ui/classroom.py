@@ -245,6 +245,11 @@ def forget(class_id: int) -> None:
     class_watch.forget(class_id, _dashboards, _boards)
 
 
+def forget_all() -> None:
+    """Drop this process's copies of every class (another class database: a test's own)."""
+    class_watch.forget_all(_dashboards, _boards)
+
+
 def settle(m: Membership, route: str, params: dict[str, str]) -> None:
     """The teacher's page has settled on this view: publish it."""
     if route == CLASS_ROUTE:  # the teacher's control room: the class stays where it was
@@ -474,12 +479,24 @@ def lead_stop(place: lesson.Place, truth: Any) -> lesson.RoomAsks | None:
                     m.secret, m.class_id, place.lesson, place.step, truth, seconds=seconds
                 ),
             )
-        st.caption("Or answer it yourself below: the room answers only once you ask it.")
-        return None
+        # No private "Just show me" for the teacher: the projected screen and every follower's
+        # would part (the answer on the wall, the students' pages still blurred)
+        if row.button("Show everyone the answer", key="class_show_stop",
+                      help="Skip the question: the answer is shown on every screen."):  # fmt: skip
+            _teacher_act(m, lambda: _show_stop(m, place, truth))
+        st.caption("The room answers only once you ask; until then the answer stays hidden.")
+        return lesson.RoomAsks(revealed=False, answer=None, asked=False)
     if q.truth is not None:
         return lesson.RoomAsks(revealed=True, answer=None)
     _room_answering(m, q.id)
     return lesson.RoomAsks(revealed=False, answer=None)
+
+
+def _show_stop(m: Membership, place: lesson.Place, truth: Any) -> None:
+    """A stop's answer shown to the room unasked: asked and revealed at once, so every screen
+    (the teacher's, each follower's) reads the same revealed question."""
+    q = questions.ask_stop(m.secret, m.class_id, place.lesson, place.step, truth)
+    questions.reveal(m.secret, q.id)
 
 
 TIMERS = {"No time limit": None, "30 s": 30, "1 min": 60, "2 min": 120}  # the teacher's timers
@@ -742,7 +759,7 @@ def _revealed(box, q: questions.Question, mine: str | None) -> None:
         box.success(f"You said {shown(q, mine)}: right. The answer: **{truth}**")
     else:
         box.warning(f"You said {shown(q, mine)}; the answer is **{truth}**.")
-    if q.why:
+    if q.why and q.lesson_id is None:  # a stop's explanation is in the lesson panel below
         box.caption(q.why)
 
 

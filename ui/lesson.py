@@ -264,7 +264,7 @@ def panel(
         if place.key in answers:
             _reveal(t, answers[place.key])
         elif asked is not None and asked.revealed:
-            _reveal(t, asked.answer)
+            _explain(t)  # the verdict is in the class box at the top, where it was answered
         elif led is not None and led.revealed:
             _reveal(t, None)
         elif asked is not None:
@@ -338,6 +338,11 @@ def _reveal(t: Truth, answer: str | float | None) -> None:
         )
     else:
         st.warning(f"You said {_shown_answer(t, answer)}; the model's answer is **{t.shown()}**.")
+    _explain(t)
+
+
+def _explain(t: Truth) -> None:
+    """Why the model answers so (the reveal's explanation, without the verdict)."""
     if not t.holds:
         st.info("On this model, the lesson's expected observation does not hold:", icon="ℹ️")
     st.markdown(t.why)
