@@ -729,6 +729,15 @@ def test_a_lecture_keeps_every_screen_on_the_teachers_view(served, browser):  # 
                    _rendered(p) == shown, p, 120)  # fmt: skip
             # stop 7's revealed question stays at stop 7
             assert "The teacher asks" not in _box(p).inner_text(), f"S{i}: {_box(p).inner_text()}"
+            assert _blurred(p), f"S{i}: stop {at}'s answer shows before anyone revealed it"
+
+        # -- unasked, the teacher shows this stop's answer: every screen unblurs with the wall's
+        teacher.get_by_role("button", name="Show everyone the answer").click()
+        _until("the teacher's page unblurred", lambda: not _blurred(teacher), teacher)
+        for i, p in enumerate(students):
+            _until(f"S{i} sees the answer shown", lambda p=p: not _blurred(p)
+                   and "The answer:" in _box(p).inner_text(), p)  # fmt: skip
+        _shot(students[2], "lecture-student-shown")
     except BaseException:
         for i, p in enumerate((teacher, *students)):
             with contextlib.suppress(Exception):
